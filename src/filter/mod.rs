@@ -1,0 +1,244 @@
+//! `siftdb::filter`: approximate-membership filters, usable on their own or inside the engine.
+//!
+//! # Choosing a filter
+//! | filter | inserts after build | deletes | bits/key at 1% | notes |
+//! |---|---|---|---|---|
+//! | [`StandardBloom`] | yes | no | 9.6 | k probes anywhere in the array; the textbook baseline |
+//! | [`BlockedBloom`] | yes | no | ~10 | all probes in one 64-byte cache line: one miss per query |
+//! | [`TwoBitBloom`] | yes, lock-free from many threads | no | ~16+ | two bits in one u32 set by one atomic OR; the memtable filter |
+//! | [`SplitBlockBloom`] | yes | no | ~10.5 | Parquet's format, readable by any Parquet reader |
+//! | [`CountingBloom`] | yes | yes | ~38 (4-bit counters) | removal of inserted keys |
+//! | [`ScalableBloom`] | unbounded | no | grows | when the key count is unknown in advance |
+//!
+//! The static filters (built once from a fixed key set, as an SST's key set is) and the cuckoo
+//! filter are added in later modules of this folder.
+//!
+//! # Hashing once
+//! Keys are hashed once with [`hash_key`] (XXH3-64). Every filter takes that 64-bit hash through
+//! `insert_hash` / `contains_hash`; `insert(&[u8])` / `contains(&[u8])` are conveniences on top.
+//!
+//! # Sizing
+//! Bloom-family filters are sized before use, from a target FPR or a bits-per-key budget and the
+//! expected number of keys, or from an explicit shape:
+//! ```
+//! use siftdb::filter::prelude::*;
+//! use siftdb::filter::StandardBloom;
+//! let mut f = StandardBloom::with_false_pos(0.01).expected_items(1000).unwrap();
+//! f.insert(b"apple");
+//! assert!(f.contains(b"apple"));
+//! ```
+//!
+//! # Serialization
+//! Every filter serializes with `to_bytes()` into one self-describing envelope (kind tag,
+//! parameters, payload, CRC; see design.md). [`FilterView::parse`] reads any of them in place
+//! from a borrowed `&[u8]` without copying the payload.
+
+pub mod codec;
+pub mod hash;
+pub mod math;
+mod prefetch;
+mod sizing;
+mod standard;
+mod view;
+
+pub use hash::{hash_key, hash_keys};
+pub use sizing::{BloomBuilder, BloomShape, Sizing};
+pub use standard::{StandardBloom, StandardBloomView};
+pub use view::FilterView;
+
+use crate::error::Result;
+
+/// Every filter this crate can serialize. The numeric tag is part of the on-disk format: a tag is
+/// never reused, and a change to a filter's encoding takes a new tag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum FilterKind {
+    /// [`StandardBloom`], tag 1.
+    StandardBloom,
+    /// `BlockedBloom`, tag 2.
+    BlockedBloom,
+    /// `TwoBitBloom` (also its one-bit and other word configurations), tag 3.
+    TwoBitBloom,
+    /// `SplitBlockBloom` (Parquet), tag 4.
+    SplitBlockBloom,
+    /// `CountingBloom`, tag 5.
+    CountingBloom,
+    /// `ScalableBloom`, tag 6.
+    ScalableBloom,
+    /// `Cuckoo`, tag 7.
+    Cuckoo,
+    /// `Xor8`, tag 8.
+    Xor8,
+    /// `Xor16`, tag 9.
+    Xor16,
+    /// `BinaryFuse8`, tag 10.
+    BinaryFuse8,
+    /// `BinaryFuse16`, tag 11.
+    BinaryFuse16,
+    /// `Ribbon`, tag 12.
+    Ribbon,
+}
+
+impl FilterKind {
+    /// Every kind, in tag order.
+    pub const ALL: [FilterKind; 12] = [
+        FilterKind::StandardBloom,
+        FilterKind::BlockedBloom,
+        FilterKind::TwoBitBloom,
+        FilterKind::SplitBlockBloom,
+        FilterKind::CountingBloom,
+        FilterKind::ScalableBloom,
+        FilterKind::Cuckoo,
+        FilterKind::Xor8,
+        FilterKind::Xor16,
+        FilterKind::BinaryFuse8,
+        FilterKind::BinaryFuse16,
+        FilterKind::Ribbon,
+    ];
+
+    /// The persisted tag.
+    pub fn tag(self) -> u8 {
+        match self {
+            FilterKind::StandardBloom => 1,
+            FilterKind::BlockedBloom => 2,
+            FilterKind::TwoBitBloom => 3,
+            FilterKind::SplitBlockBloom => 4,
+            FilterKind::CountingBloom => 5,
+            FilterKind::ScalableBloom => 6,
+            FilterKind::Cuckoo => 7,
+            FilterKind::Xor8 => 8,
+            FilterKind::Xor16 => 9,
+            FilterKind::BinaryFuse8 => 10,
+            FilterKind::BinaryFuse16 => 11,
+            FilterKind::Ribbon => 12,
+        }
+    }
+
+    /// The kind with this tag, if any.
+    pub fn from_tag(tag: u8) -> Option<FilterKind> {
+        FilterKind::ALL.into_iter().find(|k| k.tag() == tag)
+    }
+
+    /// Snake-case name, as printed by the filter table and the CLI.
+    pub fn name(self) -> &'static str {
+        match self {
+            FilterKind::StandardBloom => "standard_bloom",
+            FilterKind::BlockedBloom => "blocked_bloom",
+            FilterKind::TwoBitBloom => "two_bit_bloom",
+            FilterKind::SplitBlockBloom => "split_block_bloom",
+            FilterKind::CountingBloom => "counting_bloom",
+            FilterKind::ScalableBloom => "scalable_bloom",
+            FilterKind::Cuckoo => "cuckoo",
+            FilterKind::Xor8 => "xor8",
+            FilterKind::Xor16 => "xor16",
+            FilterKind::BinaryFuse8 => "binary_fuse8",
+            FilterKind::BinaryFuse16 => "binary_fuse16",
+            FilterKind::Ribbon => "ribbon",
+        }
+    }
+
+    /// The kind with this snake-case name.
+    pub fn from_name(name: &str) -> Option<FilterKind> {
+        FilterKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
+
+impl std::fmt::Display for FilterKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The query side every filter offers.
+///
+/// Invariant shared by every implementation: after a key's hash was inserted (or was part of the
+/// set a static filter was built from), `contains_hash` returns `true` for it. There are no false
+/// negatives, ever; false positives occur at the filter's rate.
+pub trait Filter: Send + Sync {
+    /// `false` means the key is certainly absent; `true` means it may be present.
+    fn contains_hash(&self, hash: u64) -> bool;
+
+    /// [`Filter::contains_hash`] of [`hash_key`]`(key)`.
+    fn contains(&self, key: &[u8]) -> bool {
+        self.contains_hash(hash_key(key))
+    }
+
+    /// Probes many hashes at once; `out` is cleared and receives one answer per hash, in order.
+    /// Bloom-family filters override this to compute all positions and prefetch before probing.
+    fn contains_batch(&self, hashes: &[u64], out: &mut Vec<bool>) {
+        out.clear();
+        out.extend(hashes.iter().map(|&h| self.contains_hash(h)));
+    }
+
+    /// Which kind of filter this is.
+    fn kind(&self) -> FilterKind;
+
+    /// Bytes of memory the filter's table occupies (payload, not the struct header).
+    fn memory_bytes(&self) -> usize;
+
+    /// The stable serialization (design.md, "Filter encoding").
+    fn to_bytes(&self) -> Vec<u8>;
+}
+
+/// How full an insertable filter is and what that implies for its false-positive rate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FillInfo {
+    /// Keys inserted (counting duplicates; the filter cannot tell them apart).
+    pub keys_inserted: u64,
+    /// Bits (or counters) in the table.
+    pub bits: u64,
+    /// Bits (or non-zero counters) currently set.
+    pub bits_set: u64,
+    /// FPR estimated from the fill alone: for `k` probes, `(bits_set / bits)^k` for the standard
+    /// layout, and the layout's own estimate for the others. Does not need the key count.
+    pub estimated_fpr: f64,
+}
+
+impl FillInfo {
+    /// Fraction of bits set.
+    pub fn fill_ratio(&self) -> f64 {
+        if self.bits == 0 {
+            0.0
+        } else {
+            self.bits_set as f64 / self.bits as f64
+        }
+    }
+}
+
+/// Filters that accept keys one at a time after they are created (the Bloom family).
+pub trait InsertFilter: Filter {
+    /// Adds a key hash.
+    fn insert_hash(&mut self, hash: u64);
+
+    /// Adds [`hash_key`]`(key)`.
+    fn insert(&mut self, key: &[u8]) {
+        self.insert_hash(hash_key(key))
+    }
+
+    /// Adds many hashes; Bloom-family filters override this to prefetch before writing.
+    fn insert_batch(&mut self, hashes: &[u64]) {
+        for &h in hashes {
+            self.insert_hash(h);
+        }
+    }
+
+    /// Current fill and the FPR it implies.
+    fn info(&self) -> FillInfo;
+}
+
+/// Union and intersection of two filters of the same kind and shape (bitwise OR / AND of the
+/// tables). The union answers "maybe" for every key of either input; the intersection for every
+/// key of both (and possibly more: its FPR is at most that of either input). Filters of different
+/// shapes or seeds cannot be combined and return [`crate::Error::InvalidArgument`], leaving
+/// `self` unchanged.
+pub trait SetOps: Sized {
+    /// `self := self ∪ other`.
+    fn union_with(&mut self, other: &Self) -> Result<()>;
+    /// `self := self ∩ other`.
+    fn intersect_with(&mut self, other: &Self) -> Result<()>;
+}
+
+/// The traits, for `use siftdb::filter::prelude::*`.
+pub mod prelude {
+    pub use super::{BloomShape, Filter, InsertFilter, SetOps};
+}

@@ -1,0 +1,15 @@
+//! siftdb: an embeddable LSM key-value store in which approximate-membership filters are
+//! first-class.
+//!
+//! * [`filter`]: the filter library (Bloom family, and later static and cuckoo filters), usable on
+//!   its own.
+//!
+//! Formats are specified once, in `design.md` at the repository root.
+
+#![warn(missing_docs)]
+
+pub mod error;
+pub mod filter;
+pub mod rng;
+
+pub use error::{Error, Result};
