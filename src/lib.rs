@@ -11,5 +11,6 @@
 pub mod error;
 pub mod filter;
 pub mod rng;
+pub mod storage;
 
 pub use error::{Error, Result};

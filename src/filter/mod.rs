@@ -238,7 +238,18 @@ pub trait SetOps: Sized {
     fn intersect_with(&mut self, other: &Self) -> Result<()>;
 }
 
+/// Filters built once from a fixed set of key hashes (xor, binary fuse, ribbon): the filters of
+/// compacted SSTs, whose key set never changes after the file is written.
+///
+/// Contract: duplicates in `hashes` are removed, not an error; the empty set builds a filter that
+/// answers "no" to everything; construction is deterministic for a given input and seed, and
+/// retries with a new seed a bounded number of times before returning [`crate::Error::FilterFull`].
+pub trait StaticFilter: Filter + Sized {
+    /// Builds the filter with the type's default parameters from key hashes.
+    fn build(hashes: &[u64]) -> Result<Self>;
+}
+
 /// The traits, for `use siftdb::filter::prelude::*`.
 pub mod prelude {
-    pub use super::{BloomShape, Filter, InsertFilter, SetOps};
+    pub use super::{BloomShape, Filter, InsertFilter, SetOps, StaticFilter};
 }

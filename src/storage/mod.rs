@@ -1,0 +1,88 @@
+//! All file I/O of the engine goes through [`Storage`], so tests can run the engine over an
+//! in-memory file system that drops unsynced data, deletes files whose directory entry was never
+//! synced, or fails the Nth operation.
+//!
+//! Durability model (what the engine may rely on, and what the in-memory implementation
+//! simulates on a crash):
+//! 1. Bytes appended to a file are durable only after [`WritableFile::sync`] returns `Ok`.
+//! 2. A newly created, renamed or removed directory entry is durable only after
+//!    [`Storage::sync_dir`] on its directory returns `Ok`.
+//! 3. After a failed `sync` nothing is known about what reached the disk; the caller must not
+//!    retry the sync and treat the data as possibly lost.
+
+use crate::error::Result;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// A file open for appending (WAL, SST being written, manifest).
+pub trait WritableFile: Send + Sync {
+    /// Appends bytes at the end of the file.
+    fn append(&mut self, data: &[u8]) -> Result<()>;
+    /// Makes every appended byte durable (fdatasync).
+    fn sync(&mut self) -> Result<()>;
+    /// Bytes appended so far (the file's logical length).
+    fn len(&self) -> u64;
+    /// True when nothing has been appended.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A file open for positional reads (SST, WAL and manifest during recovery).
+pub trait RandomAccessFile: Send + Sync {
+    /// Fills `buf` from `offset`. Reading past the end of the file is an error (a corruption
+    /// error: the caller asked for bytes its metadata said exist).
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()>;
+    /// The file's length in bytes.
+    fn len(&self) -> u64;
+    /// True for an empty file.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Reads `len` bytes at `offset` into a new vector.
+    fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let mut buf = vec![0; len];
+        self.read_exact_at(offset, &mut buf)?;
+        Ok(buf)
+    }
+}
+
+/// An exclusive lock on a database directory, released on drop.
+pub trait DirLock: Send + Sync {}
+
+/// The file-system operations the engine uses.
+pub trait Storage: Send + Sync + 'static {
+    /// Creates (or truncates) a file for appending. The new directory entry is durable only after
+    /// [`Storage::sync_dir`].
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Opens an existing file for positional reads.
+    fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
+    /// Atomically replaces `to` with `from` (durable after `sync_dir`).
+    fn rename(&self, from: &Path, to: &Path) -> Result<()>;
+    /// Removes a file.
+    fn remove(&self, path: &Path) -> Result<()>;
+    /// Shortens a file to `len` bytes (used to cut a torn WAL tail).
+    fn truncate(&self, path: &Path, len: u64) -> Result<()>;
+    /// Names (not paths) of the files in `dir`.
+    fn list(&self, dir: &Path) -> Result<Vec<String>>;
+    /// Whether `path` exists.
+    fn exists(&self, path: &Path) -> Result<bool>;
+    /// Creates `dir` and its parents if missing.
+    fn create_dir_all(&self, dir: &Path) -> Result<()>;
+    /// Makes the directory's entries (creations, renames, removals) durable.
+    fn sync_dir(&self, dir: &Path) -> Result<()>;
+    /// Takes the exclusive lock file `path`; fails with [`crate::Error::Locked`] if another
+    /// handle holds it.
+    fn lock(&self, path: &Path) -> Result<Box<dyn DirLock>>;
+
+    /// Reads a whole file.
+    fn read_all(&self, path: &Path) -> Result<Vec<u8>> {
+        let f = self.open(path)?;
+        f.read_at(0, f.len() as usize)
+    }
+}
+
+/// Joins a directory and a file name.
+pub fn join(dir: &Path, name: &str) -> PathBuf {
+    dir.join(name)
+}
