@@ -8,8 +8,11 @@
 
 #![warn(missing_docs)]
 
+pub mod batch;
+pub mod coding;
 pub mod error;
 pub mod filter;
+pub mod options;
 pub mod rng;
 pub mod storage;
 

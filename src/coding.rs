@@ -1,0 +1,153 @@
+//! Little-endian fixed-width and LEB128 varint encoding, with bounds-checked decoding.
+//!
+//! Every decoder takes a cursor over untrusted bytes and names the field it is reading, so a
+//! short or malformed input becomes `Error::Corruption { what: "... reading <field>" }`.
+
+use crate::error::{Error, Result};
+
+/// Appends `v` as an unsigned LEB128 varint (1..=10 bytes).
+pub fn put_varint64(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Appends `v` as a varint (1..=5 bytes).
+pub fn put_varint32(out: &mut Vec<u8>, v: u32) {
+    put_varint64(out, v as u64)
+}
+
+/// Appends a varint length followed by the bytes.
+pub fn put_length_prefixed(out: &mut Vec<u8>, bytes: &[u8]) {
+    put_varint64(out, bytes.len() as u64);
+    out.extend_from_slice(bytes);
+}
+
+/// A forward cursor over untrusted bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct Cursor<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    /// A cursor at the start of `buf`.
+    pub fn new(buf: &'a [u8]) -> Cursor<'a> {
+        Cursor { buf, pos: 0 }
+    }
+
+    /// Bytes consumed so far.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// Bytes left.
+    pub fn remaining(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    /// True when every byte was consumed.
+    pub fn is_empty(&self) -> bool {
+        self.remaining() == 0
+    }
+
+    fn err(&self, field: &str, why: &str) -> Error {
+        Error::corruption(format!("{why} reading {field}"), Some(self.pos as u64))
+    }
+
+    /// Takes `n` bytes.
+    pub fn bytes(&mut self, n: usize, field: &str) -> Result<&'a [u8]> {
+        if self.remaining() < n {
+            return Err(self.err(field, "truncated input"));
+        }
+        let s = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+
+    /// Takes one byte.
+    pub fn u8(&mut self, field: &str) -> Result<u8> {
+        Ok(self.bytes(1, field)?[0])
+    }
+
+    /// Takes a little-endian u32.
+    pub fn u32(&mut self, field: &str) -> Result<u32> {
+        Ok(u32::from_le_bytes(self.bytes(4, field)?.try_into().expect("4 bytes")))
+    }
+
+    /// Takes a little-endian u64.
+    pub fn u64(&mut self, field: &str) -> Result<u64> {
+        Ok(u64::from_le_bytes(self.bytes(8, field)?.try_into().expect("8 bytes")))
+    }
+
+    /// Takes a varint of at most 10 bytes.
+    pub fn varint64(&mut self, field: &str) -> Result<u64> {
+        let mut v: u64 = 0;
+        for i in 0..10 {
+            let b = self.u8(field)?;
+            if i == 9 && b > 1 {
+                return Err(self.err(field, "varint overflows 64 bits"));
+            }
+            v |= ((b & 0x7f) as u64) << (7 * i);
+            if b < 0x80 {
+                return Ok(v);
+            }
+        }
+        Err(self.err(field, "varint longer than 10 bytes"))
+    }
+
+    /// Takes a varint that must fit in 32 bits.
+    pub fn varint32(&mut self, field: &str) -> Result<u32> {
+        let v = self.varint64(field)?;
+        u32::try_from(v).map_err(|_| self.err(field, "varint exceeds 32 bits"))
+    }
+
+    /// Takes a varint length and that many bytes; the length is checked against what remains
+    /// before anything is sliced or allocated.
+    pub fn length_prefixed(&mut self, field: &str) -> Result<&'a [u8]> {
+        let n = self.varint64(field)?;
+        if n > self.remaining() as u64 {
+            return Err(self.err(field, "length runs past the end"));
+        }
+        self.bytes(n as usize, field)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints_round_trip_at_every_width() {
+        let values = [0u64, 1, 127, 128, 300, 16_383, 16_384, u32::MAX as u64, u64::MAX];
+        let mut buf = Vec::new();
+        for &v in &values {
+            put_varint64(&mut buf, v);
+        }
+        let mut c = Cursor::new(&buf);
+        for &v in &values {
+            assert_eq!(c.varint64("v").unwrap(), v);
+        }
+        assert!(c.is_empty());
+    }
+
+    #[test]
+    fn malformed_varints_are_corruption() {
+        assert!(Cursor::new(&[0x80]).varint64("x").unwrap_err().is_corruption());
+        assert!(Cursor::new(&[0xff; 11]).varint64("x").unwrap_err().is_corruption());
+        let mut big = Vec::new();
+        put_varint64(&mut big, 1 << 40);
+        assert!(Cursor::new(&big).varint32("x").is_err());
+    }
+
+    #[test]
+    fn length_prefix_beyond_input_is_rejected_before_slicing() {
+        let mut buf = Vec::new();
+        put_varint64(&mut buf, u64::MAX);
+        buf.extend_from_slice(b"abc");
+        let err = Cursor::new(&buf).length_prefixed("value").unwrap_err();
+        assert!(err.to_string().contains("value"), "{err}");
+    }
+}
