@@ -1,3 +1,38 @@
-fn main() {
-    println!("siftdb");
+//! The `siftdb` command line. Without a subcommand it runs the point-lookup demo (the main job
+//! of `cargo run --release`).
+
+mod demo;
+mod progress;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "siftdb", version, about = "siftdb: an LSM key-value store with first-class filters")]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    demo: demo::DemoArgs,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// The point-lookup demo with its read-amplification table (the default).
+    Demo(demo::DemoArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        None => demo::run(&cli.demo),
+        Some(Command::Demo(args)) => demo::run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("siftdb: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }

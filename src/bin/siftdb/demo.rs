@@ -1,0 +1,131 @@
+//! The point-lookup demo: load keys, flush, look up present and missing keys, and print
+//! throughput and the per-level read-amplification table.
+//!
+//! Missing keys fall inside the SSTs' key ranges (present keys are the even numbers, missing
+//! ones the odd numbers in between), so only filters can reject them without a block read.
+
+use crate::progress;
+use siftdb::rng::SplitMix64;
+use siftdb::{Db, Options, Result, Stats, WriteBatch};
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// Arguments of the demo.
+#[derive(clap::Args, Debug, Clone)]
+pub struct DemoArgs {
+    /// Database directory (default: a temporary directory removed at exit).
+    #[arg(long)]
+    db: Option<PathBuf>,
+    /// Keys to load.
+    #[arg(long, default_value_t = 1_000_000)]
+    keys: u64,
+    /// Value size in bytes.
+    #[arg(long, default_value_t = 100)]
+    value_size: usize,
+    /// Lookups of present keys, and again of missing keys.
+    #[arg(long, default_value_t = 1_000_000)]
+    lookups: u64,
+    /// RNG seed for key order and lookups.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+/// The 16-byte key of number `i`: 16 decimal digits, so keys sort numerically.
+fn key(i: u64) -> [u8; 16] {
+    let mut k = [b'0'; 16];
+    let s = format!("{i:016}");
+    k.copy_from_slice(&s.as_bytes()[s.len() - 16..]);
+    k
+}
+
+pub fn run(args: &DemoArgs) -> Result<()> {
+    let tmp;
+    let dir = match &args.db {
+        Some(p) => p.clone(),
+        None => {
+            tmp = tempfile::tempdir().map_err(|e| siftdb::Error::io("creating a temp dir", e))?;
+            tmp.path().to_path_buf()
+        }
+    };
+    println!("siftdb point-lookup demo: {} keys of 16 bytes, {}-byte values, in {}", args.keys, args.value_size, dir.display());
+    let db = Db::open(&dir, Options::default())?;
+    let mut rng = SplitMix64::new(args.seed);
+
+    // Load present keys (even numbers) in random order, in batches of 100.
+    let mut order: Vec<u64> = (0..args.keys).collect();
+    for i in (1..order.len()).rev() {
+        order.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    let mut value = vec![0u8; args.value_size];
+    let pb = progress::bar("load", args.keys);
+    let t = Instant::now();
+    for chunk in order.chunks(100) {
+        let mut batch = WriteBatch::new();
+        for &i in chunk {
+            rng.fill(&mut value);
+            batch.put(key(2 * i), &value);
+        }
+        db.write(batch)?;
+        pb.inc(chunk.len() as u64);
+    }
+    db.flush()?;
+    pb.finish_and_clear();
+    let load_secs = t.elapsed().as_secs_f64();
+    println!("load + flush : {:>10.0} keys/s ({load_secs:.2} s)", args.keys as f64 / load_secs);
+
+    let before = db.stats();
+    let (hit_secs, found) = lookups(&db, &mut rng, args, 0, "present")?;
+    let after_hits = db.stats();
+    let (miss_secs, false_found) = lookups(&db, &mut rng, args, 1, "missing")?;
+    let after = db.stats();
+    println!("get present  : {:>10.0} ops/s ({found} of {} found)", args.lookups as f64 / hit_secs, args.lookups);
+    println!("get missing  : {:>10.0} ops/s ({false_found} of {} found)", args.lookups as f64 / miss_secs, args.lookups);
+    if found != args.lookups || false_found != 0 {
+        return Err(siftdb::Error::Corruption {
+            file: None,
+            offset: None,
+            what: format!("demo lookups disagree with the loaded keys: {found} present found, {false_found} missing found"),
+        });
+    }
+    println!("\nread amplification, present-key lookups:");
+    print!("{}", delta(&before, &after_hits).read_amp_table(args.lookups));
+    println!("\nread amplification, missing-key lookups:");
+    print!("{}", delta(&after_hits, &after).read_amp_table(args.lookups));
+    println!(
+        "\nflushes {} (filter written as is {}, rebuilt {}), block cache hits {} misses {}",
+        after.flushes, after.flush_filter_as_is, after.flush_filter_rebuilt, after.block_cache_hits, after.block_cache_misses
+    );
+    Ok(())
+}
+
+/// Looks up `args.lookups` random keys with parity `parity` (0 = present, 1 = missing).
+fn lookups(db: &Db, rng: &mut SplitMix64, args: &DemoArgs, parity: u64, what: &str) -> Result<(f64, u64)> {
+    let pb = progress::bar(what, args.lookups);
+    let t = Instant::now();
+    let mut found = 0;
+    for n in 0..args.lookups {
+        let i = rng.below(args.keys);
+        if db.get(key(2 * i + parity))?.is_some() {
+            found += 1;
+        }
+        if n % 4096 == 0 {
+            pb.set_position(n);
+        }
+    }
+    pb.finish_and_clear();
+    Ok((t.elapsed().as_secs_f64(), found))
+}
+
+/// Counters accumulated between two stats snapshots (file figures from `after`).
+fn delta(before: &Stats, after: &Stats) -> Stats {
+    let mut d = after.clone();
+    for (l, b) in d.levels.iter_mut().zip(&before.levels) {
+        l.reads.filter_checks -= b.reads.filter_checks;
+        l.reads.filter_useful -= b.reads.filter_useful;
+        l.reads.filter_positive -= b.reads.filter_positive;
+        l.reads.filter_true_positive -= b.reads.filter_true_positive;
+        l.reads.index_blocks_read -= b.reads.index_blocks_read;
+        l.reads.data_blocks_read -= b.reads.data_blocks_read;
+    }
+    d
+}

@@ -1,0 +1,277 @@
+//! [`Db`]: the public storage engine. This file wires the parts together; each concern lives in
+//! its own file: `open.rs` (recovery), `write.rs` (group commit, WAL, memtable rotation),
+//! `flush.rs` (memtable -> L0 SST), `read.rs` (point lookups), `iter.rs` (range scans),
+//! `stats.rs` (counters).
+//!
+//! Concurrency: readers never take a lock that a writer holds for long. The current memtables
+//! and file levels form a [`SuperVersion`], replaced as a whole under a short `RwLock`; a reader
+//! clones the `Arc` and works on it without locks. Writers are serialised by group commit: one
+//! leader writes the WAL record of a whole group and applies it to the memtable, then publishes
+//! the group's last sequence number with a Release store (`visible_seq`). Readers take their
+//! snapshot sequence with an Acquire load BEFORE cloning the super-version, so everything at or
+//! below their snapshot is reachable from it (data moves memtable -> immutable -> SST by whole
+//! super-version swaps).
+
+mod flush;
+mod iter;
+mod open;
+mod read;
+pub mod stats;
+mod write;
+
+pub use iter::DbIterator;
+pub use stats::{LevelStats, ReadAmp, Stats};
+
+use crate::batch::WriteBatch;
+use crate::cache::BlockCache;
+use crate::error::{Error, Result};
+use crate::manifest::Manifest;
+use crate::memtable::Memtable;
+use crate::options::{Options, WriteOptions};
+use crate::sst::ReadCounters;
+use crate::storage::{DirLock, Storage};
+use crate::version::{Version, NUM_LEVELS};
+use parking_lot::{Condvar, Mutex, RwLock};
+use std::collections::BTreeMap;
+use std::ops::RangeBounds;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+/// The memtables and files a reader sees, replaced as a whole.
+pub(crate) struct SuperVersion {
+    /// The memtable receiving writes.
+    pub mem: Arc<Memtable>,
+    /// Frozen memtables waiting for flush, newest first.
+    pub imm: Vec<Arc<Memtable>>,
+    /// The SST files.
+    pub version: Arc<Version>,
+}
+
+/// Engine-wide counters (atomics; `Db::stats` snapshots them).
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub gets: AtomicU64,
+    pub gets_found: AtomicU64,
+    pub flushes: AtomicU64,
+    pub flush_filter_as_is: AtomicU64,
+    pub flush_filter_rebuilt: AtomicU64,
+    pub write_stall_micros: AtomicU64,
+    pub write_groups: AtomicU64,
+    pub write_batches: AtomicU64,
+    pub wal_syncs: AtomicU64,
+}
+
+/// State shared by the `Db` handle, snapshots, iterators and the flush thread.
+pub(crate) struct DbInner {
+    pub dir: PathBuf,
+    pub storage: Arc<dyn Storage>,
+    pub opts: Options,
+    pub cache: Option<Arc<BlockCache>>,
+    pub sv: RwLock<Arc<SuperVersion>>,
+    /// Highest sequence number whose write is complete and visible to new reads.
+    pub visible_seq: AtomicU64,
+    /// Next file number to hand out (WALs, SSTs, manifests share the space).
+    pub next_file: AtomicU64,
+    pub write: write::WriteQueue,
+    /// The WAL writer and sequence allocation; held only by the group-commit leader and by
+    /// memtable rotation.
+    pub writer: Mutex<write::WriterState>,
+    /// The live manifest; held while an edit is appended and installed.
+    pub manifest: Mutex<Manifest>,
+    /// Signalled when an immutable memtable is queued (flush thread) and when one is flushed
+    /// (stalled writers, `Db::flush`).
+    pub bg_lock: Mutex<()>,
+    pub bg_cv: Condvar,
+    pub shutting_down: AtomicBool,
+    /// Set after a failed WAL/manifest write or sync: the database refuses writes until reopened.
+    pub bg_error: Mutex<Option<String>>,
+    /// Live snapshots: sequence -> count (compaction keeps versions they can see).
+    pub snapshots: Mutex<BTreeMap<u64, usize>>,
+    pub level_reads: Vec<ReadCounters>,
+    pub counters: Counters,
+    pub _lock: Box<dyn DirLock>,
+}
+
+impl DbInner {
+    pub fn super_version(&self) -> Arc<SuperVersion> {
+        self.sv.read().clone()
+    }
+
+    pub fn new_file_number(&self) -> u64 {
+        self.next_file.fetch_add(1, Ordering::SeqCst)
+    }
+
+    /// Fails if an earlier write or sync failed.
+    pub fn check_writable(&self) -> Result<()> {
+        match &*self.bg_error.lock() {
+            Some(why) => Err(Error::ReadOnly(why.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// Records a failure that leaves durable state unknown; the database turns read-only.
+    pub fn set_bg_error(&self, err: &Error) {
+        let mut e = self.bg_error.lock();
+        if e.is_none() {
+            *e = Some(err.to_string());
+        }
+        drop(e);
+        self.bg_cv.notify_all();
+    }
+}
+
+/// An embedded siftdb database. `Send + Sync`: share it across threads by reference or `Arc`.
+/// Dropping it stops the flush thread after it finishes the flush in progress and releases the
+/// directory lock; unflushed writes stay in the WAL and are replayed by the next open.
+pub struct Db {
+    inner: Arc<DbInner>,
+    flusher: Option<JoinHandle<()>>,
+}
+
+/// A consistent read view at one sequence number. Reads through it see exactly the writes
+/// acknowledged before it was taken. Dropping it lets compaction discard the versions it pinned.
+pub struct Snapshot {
+    inner: Arc<DbInner>,
+    seq: u64,
+}
+
+impl Db {
+    /// Opens (or, with `create_if_missing`, creates) the database in directory `path`,
+    /// replaying any WAL written since the last flush.
+    pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        let inner = open::open(path.as_ref(), opts)?;
+        let flusher = flush::spawn_flusher(inner.clone())?;
+        Ok(Db { inner, flusher: Some(flusher) })
+    }
+
+    /// Sets `key` to `value` (buffered durability; see [`WriteOptions`]).
+    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.put(key, value);
+        self.write_opt(b, WriteOptions::default())
+    }
+
+    /// Deletes `key` (writes a tombstone).
+    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete(key);
+        self.write_opt(b, WriteOptions::default())
+    }
+
+    /// Applies a batch atomically with default write options.
+    pub fn write(&self, batch: WriteBatch) -> Result<()> {
+        self.write_opt(batch, WriteOptions::default())
+    }
+
+    /// Applies a batch atomically: after a crash either every record is present or none.
+    pub fn write_opt(&self, batch: WriteBatch, opts: WriteOptions) -> Result<()> {
+        write::write(&self.inner, batch, opts.sync)
+    }
+
+    /// The value of `key`, as of now.
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        let seq = self.inner.visible_seq.load(Ordering::Acquire);
+        read::get(&self.inner, key.as_ref(), seq)
+    }
+
+    /// Entries with keys in `range`, in key order, as of now.
+    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<DbIterator> {
+        let seq = self.inner.visible_seq.load(Ordering::Acquire);
+        iter::DbIterator::new(self.inner.clone(), &range, seq)
+    }
+
+    /// Every entry in key order.
+    pub fn scan(&self) -> Result<DbIterator> {
+        self.range::<&[u8], _>(..)
+    }
+
+    /// Entries whose key starts with `prefix`.
+    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Result<DbIterator> {
+        let seq = self.inner.visible_seq.load(Ordering::Acquire);
+        iter::DbIterator::with_prefix(self.inner.clone(), prefix.as_ref(), seq)
+    }
+
+    /// A snapshot of the current state.
+    pub fn snapshot(&self) -> Snapshot {
+        let mut snaps = self.inner.snapshots.lock();
+        let seq = self.inner.visible_seq.load(Ordering::Acquire);
+        *snaps.entry(seq).or_default() += 1;
+        Snapshot { inner: self.inner.clone(), seq }
+    }
+
+    /// Freezes the current memtable and waits until every frozen memtable is in an L0 SST.
+    pub fn flush(&self) -> Result<()> {
+        flush::flush_and_wait(&self.inner)
+    }
+
+    /// A snapshot of the counters and per-level figures.
+    pub fn stats(&self) -> Stats {
+        read::stats(&self.inner)
+    }
+
+    /// The directory of the database.
+    pub fn path(&self) -> &Path {
+        &self.inner.dir
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        self.inner.shutting_down.store(true, Ordering::SeqCst);
+        {
+            let _g = self.inner.bg_lock.lock();
+            self.inner.bg_cv.notify_all();
+        }
+        if let Some(h) = self.flusher.take() {
+            let _ = h.join();
+        }
+        // Buffered WAL bytes are already with the OS (appends are unbuffered writes), so a clean
+        // close loses nothing; a final sync makes them durable too.
+        let mut w = self.inner.writer.lock();
+        let _ = w.wal.sync();
+    }
+}
+
+impl Snapshot {
+    /// Sequence number of the snapshot.
+    pub fn sequence(&self) -> u64 {
+        self.seq
+    }
+
+    /// The value of `key` at the snapshot.
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        read::get(&self.inner, key.as_ref(), self.seq)
+    }
+
+    /// Entries in `range` at the snapshot.
+    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<DbIterator> {
+        iter::DbIterator::new(self.inner.clone(), &range, self.seq)
+    }
+
+    /// Every entry at the snapshot.
+    pub fn scan(&self) -> Result<DbIterator> {
+        self.range::<&[u8], _>(..)
+    }
+
+    /// Entries whose key starts with `prefix`, at the snapshot.
+    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Result<DbIterator> {
+        iter::DbIterator::with_prefix(self.inner.clone(), prefix.as_ref(), self.seq)
+    }
+}
+
+impl Drop for Snapshot {
+    fn drop(&mut self) {
+        let mut snaps = self.inner.snapshots.lock();
+        if let Some(n) = snaps.get_mut(&self.seq) {
+            *n -= 1;
+            if *n == 0 {
+                snaps.remove(&self.seq);
+            }
+        }
+    }
+}
+
+/// Number of levels reported in stats.
+pub const LEVELS: usize = NUM_LEVELS;

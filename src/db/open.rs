@@ -1,0 +1,193 @@
+//! Opening a database: lock, manifest recovery, table opening, WAL replay.
+//!
+//! Recovery steps (design.md, "Recovery"):
+//! 1. Take the LOCK file (a second open of the directory fails with `Error::Locked`).
+//! 2. Replay the manifest named by CURRENT into the file set, log number, next file number and
+//!    last sequence. No CURRENT: create a database (if allowed).
+//! 3. Open every SST the manifest names (footer, index and filter are verified).
+//! 4. Replay, in order, every WAL numbered at or above the log number into one memtable. A torn
+//!    final record of the newest WAL is dropped and the file truncated to its valid prefix; any
+//!    other damage is a corruption error naming the file and offset.
+//! 5. Start a new WAL, write a new manifest holding a snapshot of the state, point CURRENT at
+//!    it, and delete the old manifest and any SST no version names (a flush that crashed before
+//!    its manifest edit). The replayed memtable is queued as immutable, so the flush thread
+//!    writes it to L0 and only then are the old WALs deleted.
+
+use super::write::{memtable_filter_bits, WriteQueue, WriterState};
+use super::{Counters, DbInner, SuperVersion};
+use crate::batch::decode_batch;
+use crate::cache::BlockCache;
+use crate::error::{Error, Result};
+use crate::filename::{self, FileKind};
+use crate::filter::hash_key;
+use crate::manifest::{self, FileMeta, Manifest, VersionEdit};
+use crate::memtable::Memtable;
+use crate::options::Options;
+use crate::sst::{ReadCounters, Table};
+use crate::storage::{FsStorage, Storage};
+use crate::version::{TableFile, Version, NUM_LEVELS};
+use crate::wal::{read_wal, WalWriter};
+use parking_lot::{Condvar, Mutex, RwLock};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Arc;
+
+/// Bytes of WAL assumed per replayed entry when sizing the recovery memtable's filter.
+const WAL_BYTES_PER_ENTRY_GUESS: u64 = 32;
+
+pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
+    let storage: Arc<dyn Storage> = opts.storage.clone().unwrap_or_else(|| Arc::new(FsStorage::new()));
+    if opts.create_if_missing {
+        storage.create_dir_all(dir)?;
+    }
+    if !storage.exists(dir)? {
+        return Err(Error::invalid(format!("database directory {} does not exist", dir.display())));
+    }
+    let lock = storage.lock(&dir.join(filename::LOCK))?;
+
+    let state = match manifest::recover(&*storage, dir)? {
+        Some(state) => {
+            if opts.error_if_exists {
+                return Err(Error::invalid(format!("database {} already exists", dir.display())));
+            }
+            state
+        }
+        None => {
+            if !opts.create_if_missing {
+                return Err(Error::invalid(format!("no database in {}", dir.display())));
+            }
+            manifest::RecoveredState::default()
+        }
+    };
+
+    let cache = (opts.block_cache_bytes > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_bytes)));
+    let names = storage.list(dir)?;
+    let max_seen = names.iter().filter_map(|n| filename::parse(n)).map(|(_, n)| n).max().unwrap_or(0);
+    let mut next_file = state.next_file_number.max(max_seen + 1).max(1);
+
+    // Tables.
+    let mut version = Version::empty();
+    for (level, files) in state.levels.iter().enumerate().take(NUM_LEVELS) {
+        for meta in files.values() {
+            let path = dir.join(filename::sst_name(meta.number));
+            let table = Table::open(storage.open(&path)?, meta.number, cache.clone(), &path)?;
+            version.levels[level].push(Arc::new(TableFile { meta: meta.clone(), table }));
+        }
+    }
+    // L0 newest first (higher file number = written later); deeper levels by smallest key.
+    version.levels[0].sort_by(|a, b| b.meta.number.cmp(&a.meta.number));
+    for files in version.levels.iter_mut().skip(1) {
+        files.sort_by(|a, b| a.meta.smallest_key.cmp(&b.meta.smallest_key));
+    }
+
+    // WAL replay.
+    let mut wals: Vec<u64> = names
+        .iter()
+        .filter_map(|n| filename::parse(n))
+        .filter(|&(kind, n)| kind == FileKind::Wal && n >= state.log_number)
+        .map(|(_, n)| n)
+        .collect();
+    wals.sort_unstable();
+    let wal_bytes: u64 = wals
+        .iter()
+        .map(|&n| storage.open(&dir.join(filename::wal_name(n))).map(|f| f.len()).unwrap_or(0))
+        .sum();
+    let replay_keys = (wal_bytes / WAL_BYTES_PER_ENTRY_GUESS).max(1024);
+    let replayed = Arc::new(Memtable::new(
+        wals.first().copied().unwrap_or(0),
+        memtable_filter_bits(&opts, replay_keys),
+    ));
+    let mut last_seq = state.last_sequence;
+    for (i, &n) in wals.iter().enumerate() {
+        let path = dir.join(filename::wal_name(n));
+        let rec = read_wal(storage.open(&path)?, &path)?;
+        if rec.torn_tail {
+            if i + 1 != wals.len() {
+                return Err(Error::Corruption {
+                    file: Some(path),
+                    offset: Some(rec.valid_len),
+                    what: "incomplete record in a WAL that is not the newest".into(),
+                });
+            }
+            storage.truncate(&path, rec.valid_len)?;
+        }
+        for (r, record) in rec.records.iter().enumerate() {
+            let batch = decode_batch(record).map_err(|e| {
+                e.in_file(&path, rec.record_offsets.get(r).copied().unwrap_or(0))
+            })?;
+            for (j, entry) in batch.records.iter().enumerate() {
+                let seq = batch.first_seq + j as u64;
+                replayed.add(seq, entry.kind, entry.key, hash_key(entry.key), entry.value);
+                last_seq = last_seq.max(seq);
+            }
+        }
+    }
+
+    // New WAL, then a new manifest holding a snapshot of everything.
+    let wal_number = next_file;
+    next_file += 1;
+    let wal_path = dir.join(filename::wal_name(wal_number));
+    let wal_file = storage.create(&wal_path)?;
+    storage.sync_dir(dir)?;
+    let manifest_number = next_file;
+    next_file += 1;
+    let log_number = if replayed.is_empty() { wal_number } else { wals[0] };
+    let snapshot = VersionEdit {
+        log_number: Some(log_number),
+        next_file_number: Some(next_file),
+        last_sequence: Some(last_seq),
+        added: version
+            .levels
+            .iter()
+            .enumerate()
+            .flat_map(|(l, files)| files.iter().map(move |f| (l as u32, f.meta.clone())))
+            .collect(),
+        deleted: vec![],
+    };
+    let manifest = Manifest::create(storage.clone(), dir, manifest_number, &snapshot)?;
+
+    // Remove what the new manifest does not name: old manifests, orphan SSTs, stale WALs.
+    let live: std::collections::HashSet<u64> =
+        version.levels.iter().flatten().map(|f| f.meta.number).collect();
+    for name in &names {
+        match filename::parse(name) {
+            Some((FileKind::Manifest, n)) if n != manifest_number => {
+                let _ = storage.remove(&dir.join(name));
+            }
+            Some((FileKind::Sst, n)) if !live.contains(&n) => {
+                let _ = storage.remove(&dir.join(name));
+            }
+            Some((FileKind::Wal, n)) if n < log_number => {
+                let _ = storage.remove(&dir.join(name));
+            }
+            _ => {}
+        }
+    }
+
+    let expected = super::write::expected_entries(&opts, None);
+    let mem = Arc::new(Memtable::new(wal_number, memtable_filter_bits(&opts, expected)));
+    let imm = if replayed.is_empty() { Vec::new() } else { vec![replayed] };
+    let inner = DbInner {
+        dir: dir.to_path_buf(),
+        storage,
+        cache,
+        sv: RwLock::new(Arc::new(SuperVersion { mem, imm, version: Arc::new(version) })),
+        visible_seq: AtomicU64::new(last_seq),
+        next_file: AtomicU64::new(next_file),
+        write: WriteQueue::default(),
+        writer: Mutex::new(WriterState { wal: WalWriter::new(wal_file), wal_number, last_seq }),
+        manifest: Mutex::new(manifest),
+        bg_lock: Mutex::new(()),
+        bg_cv: Condvar::new(),
+        shutting_down: AtomicBool::new(false),
+        bg_error: Mutex::new(None),
+        snapshots: Mutex::new(BTreeMap::new()),
+        level_reads: (0..NUM_LEVELS).map(|_| ReadCounters::default()).collect(),
+        counters: Counters::default(),
+        _lock: lock,
+        opts,
+    };
+    let _ = FileMeta::default;
+    Ok(Arc::new(inner))
+}

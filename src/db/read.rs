@@ -1,0 +1,117 @@
+//! Point lookups and the stats snapshot.
+//!
+//! A `get` hashes the key once and walks: the active memtable, the immutable memtables newest
+//! first, the L0 files newest first (those whose key range holds the key), then the one file of
+//! each deeper level whose range holds it. In every SST the filter is probed with that hash
+//! before any index or data block is read. The first version found (value or tombstone) at or
+//! below the snapshot decides.
+
+use super::stats::{LevelStats, ReadAmp, Stats};
+use super::DbInner;
+use crate::error::Result;
+use crate::filter::hash_key;
+use crate::memtable::MemLookup;
+use crate::sst::{GetResult, ReadCounters};
+use crate::version::NUM_LEVELS;
+use std::sync::atomic::Ordering;
+
+/// The value of `key` visible at sequence `snapshot`.
+pub(crate) fn get(inner: &DbInner, key: &[u8], snapshot: u64) -> Result<Option<Vec<u8>>> {
+    inner.counters.gets.fetch_add(1, Ordering::Relaxed);
+    let result = lookup(inner, key, snapshot)?;
+    if result.is_some() {
+        inner.counters.gets_found.fetch_add(1, Ordering::Relaxed);
+    }
+    Ok(result)
+}
+
+fn lookup(inner: &DbInner, key: &[u8], snapshot: u64) -> Result<Option<Vec<u8>>> {
+    let hash = hash_key(key);
+    let sv = inner.super_version();
+    for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
+        match mem.get(key, hash, snapshot) {
+            MemLookup::Found(v) => return Ok(Some(v)),
+            MemLookup::Deleted => return Ok(None),
+            MemLookup::Absent => {}
+        }
+    }
+    for file in sv.version.levels[0].iter().filter(|f| f.may_contain_key(key)) {
+        match file.table.get(key, hash, snapshot, &inner.level_reads[0])? {
+            GetResult::Found(v) => return Ok(Some(v)),
+            GetResult::Deleted => return Ok(None),
+            GetResult::NotFound => {}
+        }
+    }
+    for level in 1..NUM_LEVELS {
+        if let Some(file) = sv.version.find_in_level(level, key) {
+            match file.table.get(key, hash, snapshot, &inner.level_reads[level])? {
+                GetResult::Found(v) => return Ok(Some(v)),
+                GetResult::Deleted => return Ok(None),
+                GetResult::NotFound => {}
+            }
+        }
+    }
+    Ok(None)
+}
+
+fn snapshot_counters(c: &ReadCounters) -> ReadAmp {
+    ReadAmp {
+        filter_checks: c.filter_checks.load(Ordering::Relaxed),
+        filter_useful: c.filter_useful.load(Ordering::Relaxed),
+        filter_positive: c.filter_positive.load(Ordering::Relaxed),
+        filter_true_positive: c.filter_true_positive.load(Ordering::Relaxed),
+        index_blocks_read: c.index_blocks_read.load(Ordering::Relaxed),
+        data_blocks_read: c.data_blocks_read.load(Ordering::Relaxed),
+    }
+}
+
+/// Builds the [`Stats`] snapshot.
+pub(crate) fn stats(inner: &DbInner) -> Stats {
+    let sv = inner.super_version();
+    let c = &inner.counters;
+    let levels = (0..NUM_LEVELS)
+        .map(|level| {
+            let files = &sv.version.levels[level];
+            let mut kinds: Vec<String> = Vec::new();
+            for f in files {
+                let k = f.table.filter_kind().map_or("none".to_string(), |k| k.name().to_string());
+                if !kinds.contains(&k) {
+                    kinds.push(k);
+                }
+            }
+            LevelStats {
+                level,
+                files: files.len(),
+                bytes: files.iter().map(|f| f.meta.size).sum(),
+                entries: files.iter().map(|f| f.meta.entries).sum(),
+                filter_kinds: kinds,
+                filter_bytes: files.iter().map(|f| f.table.filter_memory_bytes() as u64).sum(),
+                reads: snapshot_counters(&inner.level_reads[level]),
+            }
+        })
+        .collect();
+    let (hits, misses, usage) = match &inner.cache {
+        Some(cache) => (cache.hits(), cache.misses(), cache.usage() as u64),
+        None => (0, 0, 0),
+    };
+    Stats {
+        gets: c.gets.load(Ordering::Relaxed),
+        gets_found: c.gets_found.load(Ordering::Relaxed),
+        memtable_bytes: std::iter::once(&sv.mem)
+            .chain(sv.imm.iter())
+            .map(|m| m.approximate_bytes() as u64)
+            .sum(),
+        immutable_memtables: sv.imm.len(),
+        levels,
+        flushes: c.flushes.load(Ordering::Relaxed),
+        flush_filter_as_is: c.flush_filter_as_is.load(Ordering::Relaxed),
+        flush_filter_rebuilt: c.flush_filter_rebuilt.load(Ordering::Relaxed),
+        block_cache_hits: hits,
+        block_cache_misses: misses,
+        block_cache_bytes: usage,
+        write_stall_micros: c.write_stall_micros.load(Ordering::Relaxed),
+        write_groups: c.write_groups.load(Ordering::Relaxed),
+        write_batches: c.write_batches.load(Ordering::Relaxed),
+        wal_syncs: c.wal_syncs.load(Ordering::Relaxed),
+    }
+}

@@ -1,0 +1,262 @@
+//! The write path: group commit, the WAL append, memtable application, and memtable rotation.
+//!
+//! Group commit (as in LevelDB): every writer enqueues its batch and waits. The writer at the
+//! front of the queue becomes the leader: it merges the queued batches (up to `MAX_GROUP_BYTES`)
+//! into one WAL record, appends it (and fsyncs once if any member asked for sync), applies it to
+//! the memtable, publishes the last sequence number, and then wakes the members with the shared
+//! result. While a leader works, new writers queue behind it and form the next group, so under
+//! concurrency one fsync covers many writes.
+//!
+//! A failed WAL append or sync leaves the log in an unknown state: the database turns read-only
+//! (`DbInner::set_bg_error`) and never retries the sync.
+
+use super::{DbInner, SuperVersion};
+use crate::batch::WriteBatch;
+use crate::error::{Error, Result};
+use crate::filename;
+use crate::filter::hash_key;
+use crate::memtable::Memtable;
+use crate::options::{FilterConfig, Options};
+use crate::wal::WalWriter;
+use parking_lot::{Condvar, Mutex};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Largest merged group; a leader with a small batch stops at `SMALL_LEADER_GROUP_BYTES` so a
+/// small write is not delayed behind megabytes of others (LevelDB's rule).
+const MAX_GROUP_BYTES: usize = 1 << 20;
+const SMALL_LEADER_GROUP_BYTES: usize = 128 << 10;
+/// Entry size assumed to size the first memtable's filter, before any memtable filled up.
+const ASSUMED_ENTRY_BYTES: usize = 128;
+
+/// The WAL being written and the last allocated sequence number. Guarded by
+/// `DbInner::writer`, which only the group-commit leader and memtable rotation take.
+pub(crate) struct WriterState {
+    pub wal: WalWriter,
+    pub wal_number: u64,
+    pub last_seq: u64,
+}
+
+struct Pending {
+    batch: WriteBatch,
+    sync: bool,
+}
+
+#[derive(Default)]
+struct QueueState {
+    next_ticket: u64,
+    /// Tickets in arrival order; the front is the current or next leader.
+    order: VecDeque<u64>,
+    /// Batches not yet taken by a leader.
+    waiting: HashMap<u64, Pending>,
+    /// Results for members of finished groups.
+    done: HashMap<u64, Result<()>>,
+}
+
+/// The queue of writers waiting for group commit.
+#[derive(Default)]
+pub(crate) struct WriteQueue {
+    state: Mutex<QueueState>,
+    cv: Condvar,
+}
+
+/// Writes `batch` atomically, durably if `sync`.
+pub(crate) fn write(inner: &DbInner, batch: WriteBatch, sync: bool) -> Result<()> {
+    batch.validate()?;
+    inner.check_writable()?;
+    if batch.is_empty() {
+        return Ok(());
+    }
+    let q = &inner.write;
+    let mut st = q.state.lock();
+    let ticket = st.next_ticket;
+    st.next_ticket += 1;
+    st.order.push_back(ticket);
+    st.waiting.insert(ticket, Pending { batch, sync });
+    loop {
+        if let Some(result) = st.done.remove(&ticket) {
+            return result;
+        }
+        if st.order.front() == Some(&ticket) {
+            break;
+        }
+        q.cv.wait(&mut st);
+    }
+
+    // Leader: take a group of consecutive waiting batches, starting with our own.
+    let mut group = Vec::new();
+    let mut merged = WriteBatch::new();
+    let mut any_sync = false;
+    let mut limit = MAX_GROUP_BYTES;
+    for (i, &t) in st.order.iter().enumerate() {
+        let Some(p) = st.waiting.get(&t) else { break };
+        if i == 0 && p.batch.encoded_len() <= SMALL_LEADER_GROUP_BYTES {
+            limit = SMALL_LEADER_GROUP_BYTES;
+        }
+        if i > 0 && merged.encoded_len() + p.batch.encoded_len() > limit {
+            break;
+        }
+        let p = st.waiting.remove(&t).expect("present");
+        merged.append(&p.batch);
+        any_sync |= p.sync;
+        group.push(t);
+    }
+    drop(st);
+
+    let result = commit_group(inner, &merged, any_sync);
+    inner.counters.write_groups.fetch_add(1, Ordering::Relaxed);
+    inner.counters.write_batches.fetch_add(group.len() as u64, Ordering::Relaxed);
+
+    let mut st = q.state.lock();
+    for &t in &group {
+        let front = st.order.pop_front();
+        debug_assert_eq!(front, Some(t), "a group is always the front of the queue");
+        if t != ticket {
+            let r = match &result {
+                Ok(()) => Ok(()),
+                Err(e) => Err(e.duplicate()),
+            };
+            st.done.insert(t, r);
+        }
+    }
+    q.cv.notify_all();
+    result
+}
+
+/// Appends the merged batch to the WAL, applies it to the memtable and publishes it.
+fn commit_group(inner: &DbInner, batch: &WriteBatch, sync: bool) -> Result<()> {
+    let mut w = inner.writer.lock();
+    inner.check_writable()?;
+    make_room(inner, &mut w)?;
+    let first = w.last_seq + 1;
+    let record = batch.encode(first);
+    if let Err(e) = w.wal.add_record(&record) {
+        inner.set_bg_error(&e);
+        return Err(e);
+    }
+    if sync {
+        inner.counters.wal_syncs.fetch_add(1, Ordering::Relaxed);
+        if let Err(e) = w.wal.sync() {
+            inner.set_bg_error(&e);
+            return Err(e);
+        }
+    }
+    let sv = inner.super_version();
+    for (i, r) in batch.iter().enumerate() {
+        sv.mem.add(first + i as u64, r.kind, r.key, hash_key(r.key), r.value);
+    }
+    w.last_seq = first + batch.len() as u64 - 1;
+    // Release: the memtable entries and filter bits above happen-before any reader that
+    // observes this sequence number (memtable.rs, invariant 2).
+    inner.visible_seq.store(w.last_seq, Ordering::Release);
+    Ok(())
+}
+
+/// Rotates the memtable when it is full, first waiting (a write stall) while the maximum number
+/// of immutable memtables is already queued for flush.
+fn make_room(inner: &DbInner, w: &mut WriterState) -> Result<()> {
+    loop {
+        let sv = inner.super_version();
+        if sv.mem.approximate_bytes() < inner.opts.memtable_size {
+            return Ok(());
+        }
+        if sv.imm.len() >= inner.opts.max_immutable_memtables.max(1) {
+            let start = Instant::now();
+            let mut g = inner.bg_lock.lock();
+            while inner.super_version().imm.len() >= inner.opts.max_immutable_memtables.max(1) {
+                inner.check_writable()?;
+                inner.bg_cv.wait_for(&mut g, std::time::Duration::from_millis(100));
+            }
+            drop(g);
+            let waited = start.elapsed().as_micros() as u64;
+            inner.counters.write_stall_micros.fetch_add(waited, Ordering::Relaxed);
+            continue;
+        }
+        rotate(inner, w)?;
+    }
+}
+
+/// Freezes the active memtable and starts a new one with a new WAL. The old WAL is synced
+/// first, so a later synced write in the new WAL never survives a power loss that an earlier
+/// buffered write of the old WAL did not (the recovered state stays a prefix of history).
+pub(crate) fn rotate(inner: &DbInner, w: &mut WriterState) -> Result<()> {
+    if let Err(e) = w.wal.sync() {
+        inner.set_bg_error(&e);
+        return Err(e);
+    }
+    let number = inner.new_file_number();
+    let path = inner.dir.join(filename::wal_name(number));
+    let file = inner.storage.create(&path)?;
+    if let Err(e) = inner.storage.sync_dir(&inner.dir) {
+        inner.set_bg_error(&e);
+        return Err(e);
+    }
+    let old = inner.super_version();
+    let expected = expected_entries(&inner.opts, Some(&old.mem));
+    let mem = Arc::new(Memtable::new(number, memtable_filter_bits(&inner.opts, expected)));
+    w.wal = WalWriter::new(file);
+    w.wal_number = number;
+    let mut imm = Vec::with_capacity(old.imm.len() + 1);
+    imm.push(old.mem.clone());
+    imm.extend(old.imm.iter().cloned());
+    *inner.sv.write() = Arc::new(SuperVersion { mem, imm, version: old.version.clone() });
+    let _g = inner.bg_lock.lock();
+    inner.bg_cv.notify_all();
+    Ok(())
+}
+
+/// Keys the next memtable is expected to hold: the previous full memtable's count plus 10%
+/// headroom, or `memtable_size / 128` before any memtable filled up. The memtable's two-bit
+/// filter has a fixed size, so this decides its FPR.
+pub(crate) fn expected_entries(opts: &Options, previous: Option<&Memtable>) -> u64 {
+    match previous {
+        Some(m) if m.len() > 0 && m.approximate_bytes() >= opts.memtable_size => {
+            m.len() + m.len() / 10
+        }
+        _ => (opts.memtable_size / ASSUMED_ENTRY_BYTES).max(1024) as u64,
+    }
+}
+
+/// Bits of the memtable's two-bit filter for `expected` keys, at the flush filter's bits per
+/// key when that is a two-bit filter, else at 16 bits per key (the memtable always filters its
+/// own lookups).
+pub(crate) fn memtable_filter_bits(opts: &Options, expected: u64) -> u64 {
+    let bpk = match opts.filter_policy.flush {
+        FilterConfig::TwoBitBloom { bits_per_key } => bits_per_key,
+        _ => 16.0,
+    };
+    ((expected as f64) * bpk).ceil() as u64
+}
+
+/// A writable-state check used by `Db::flush`.
+pub(crate) fn rotate_if_nonempty(inner: &DbInner) -> Result<()> {
+    let mut w = inner.writer.lock();
+    inner.check_writable()?;
+    if inner.super_version().mem.is_empty() {
+        return Ok(());
+    }
+    rotate(inner, &mut w)
+}
+
+impl Error {
+    /// A copy of this error for the other members of a failed write group (`std::io::Error` is
+    /// not `Clone`; the copy keeps its kind and message).
+    pub(crate) fn duplicate(&self) -> Error {
+        match self {
+            Error::Corruption { file, offset, what } => {
+                Error::Corruption { file: file.clone(), offset: *offset, what: what.clone() }
+            }
+            Error::InvalidArgument(s) => Error::InvalidArgument(s.clone()),
+            Error::UnknownFilterKind(k) => Error::UnknownFilterKind(*k),
+            Error::FilterFull(s) => Error::FilterFull(s.clone()),
+            Error::Locked(p) => Error::Locked(p.clone()),
+            Error::ReadOnly(s) => Error::ReadOnly(s.clone()),
+            Error::Io { context, source } => Error::Io {
+                context: context.clone(),
+                source: std::io::Error::new(source.kind(), source.to_string()),
+            },
+        }
+    }
+}

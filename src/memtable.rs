@@ -1,0 +1,234 @@
+//! The memtable: recent writes, ordered by internal key, in a lock-free skip list, with a
+//! [`TwoBitBloom`] over the user keys filled by one atomic OR per insert.
+//!
+//! Thread safety: one writer at a time inserts (the `Db` write path is serialised by group
+//! commit); any number of readers search concurrently without locks. Invariants:
+//! 1. An entry is never modified or removed once inserted; newer versions are new entries.
+//! 2. A write at sequence `s` is inserted (skip list entry and filter bits) before the `Db`
+//!    publishes `s` as visible with a Release store; a reader takes its snapshot with an Acquire
+//!    load, so every entry and filter bit of a visible write is visible to it. This is why the
+//!    filter can use Relaxed atomics, and why a filter "no" never hides a visible write.
+//! 3. Entries order by user key ascending, then sequence number descending: the first entry at
+//!    or after `(key, snapshot)` is the newest version visible at `snapshot`.
+
+use crate::batch::ValueKind;
+use crate::filter::prelude::*;
+use crate::filter::{hash_key, TwoBitBloom};
+use crossbeam_skiplist::SkipMap;
+use std::cmp::Ordering as CmpOrdering;
+use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+/// Bytes charged per entry on top of key and value: the skip list node, its tower and the
+/// internal key trailer. An estimate; it decides when a memtable is full.
+const ENTRY_OVERHEAD: usize = 64;
+
+/// A memtable key: user key ascending, then sequence number descending (then kind descending,
+/// which never decides since sequence numbers are unique).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemKey {
+    /// The user key.
+    pub user_key: Box<[u8]>,
+    /// Sequence number of the write.
+    pub seq: u64,
+    /// Put or delete.
+    pub kind: ValueKind,
+}
+
+impl Ord for MemKey {
+    fn cmp(&self, other: &Self) -> CmpOrdering {
+        self.user_key
+            .cmp(&other.user_key)
+            .then_with(|| other.seq.cmp(&self.seq))
+            .then_with(|| other.kind.cmp(&self.kind))
+    }
+}
+
+impl PartialOrd for MemKey {
+    fn partial_cmp(&self, other: &Self) -> Option<CmpOrdering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// What a memtable knows about a key at a snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MemLookup {
+    /// The newest visible version is a value.
+    Found(Vec<u8>),
+    /// The newest visible version is a tombstone.
+    Deleted,
+    /// No version visible at the snapshot (the caller searches older data).
+    Absent,
+}
+
+/// One memtable. See the module documentation for the concurrency contract.
+pub struct Memtable {
+    map: SkipMap<MemKey, Box<[u8]>>,
+    filter: TwoBitBloom,
+    bytes: AtomicUsize,
+    entries: AtomicU64,
+    /// Number of the WAL that holds this memtable's writes.
+    wal_number: u64,
+}
+
+impl Memtable {
+    /// An empty memtable whose writes live in WAL `wal_number`, with a two-bit filter of
+    /// `filter_bits` bits (rounded up to a power-of-two number of words by the filter).
+    pub fn new(wal_number: u64, filter_bits: u64) -> Memtable {
+        Memtable {
+            map: SkipMap::new(),
+            filter: TwoBitBloom::from_shape(filter_bits.max(64), 2)
+                .expect("two-bit shape from a positive bit count is valid"),
+            bytes: AtomicUsize::new(0),
+            entries: AtomicU64::new(0),
+            wal_number,
+        }
+    }
+
+    /// The WAL holding this memtable's writes.
+    pub fn wal_number(&self) -> u64 {
+        self.wal_number
+    }
+
+    /// Inserts one version. `key_hash` must be `hash_key(key)`. Only the single writer calls
+    /// this (invariant 2 of the module documentation).
+    pub fn add(&self, seq: u64, kind: ValueKind, key: &[u8], key_hash: u64, value: &[u8]) {
+        self.filter.insert_hash_atomic(key_hash);
+        self.map.insert(MemKey { user_key: key.into(), seq, kind }, value.into());
+        self.bytes.fetch_add(key.len() + value.len() + ENTRY_OVERHEAD, Ordering::Relaxed);
+        self.entries.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The newest version of `key` with sequence number `<= snapshot`. The filter is consulted
+    /// first; a "no" answers `Absent` without touching the skip list.
+    pub fn get(&self, key: &[u8], key_hash: u64, snapshot: u64) -> MemLookup {
+        if !self.filter.contains_hash(key_hash) {
+            return MemLookup::Absent;
+        }
+        let probe = MemKey { user_key: key.into(), seq: snapshot, kind: ValueKind::Put };
+        match self.map.lower_bound(Bound::Included(&probe)) {
+            Some(e) if &*e.key().user_key == key => match e.key().kind {
+                ValueKind::Put => MemLookup::Found(e.value().to_vec()),
+                ValueKind::Delete => MemLookup::Deleted,
+            },
+            _ => MemLookup::Absent,
+        }
+    }
+
+    /// Every version in internal-key order (user key ascending, newest first), starting at the
+    /// first entry whose user key is `>= start` (or the beginning).
+    pub fn iter_from(
+        &self,
+        start: Option<&[u8]>,
+    ) -> impl Iterator<Item = (MemKey, Box<[u8]>)> + '_ {
+        let lower = match start {
+            Some(k) => Bound::Included(MemKey { user_key: k.into(), seq: u64::MAX, kind: ValueKind::Put }),
+            None => Bound::Unbounded,
+        };
+        self.map
+            .range((lower, Bound::Unbounded))
+            .map(|e| (e.key().clone(), e.value().clone()))
+    }
+
+    /// Every version strictly after `last` in internal-key order (used to resume a scan).
+    pub fn iter_after(&self, last: &MemKey) -> impl Iterator<Item = (MemKey, Box<[u8]>)> + '_ {
+        self.map
+            .range((Bound::Excluded(last.clone()), Bound::Unbounded))
+            .map(|e| (e.key().clone(), e.value().clone()))
+    }
+
+    /// Approximate bytes held (keys, values and per-entry overhead).
+    pub fn approximate_bytes(&self) -> usize {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
+    /// Entries (versions) held.
+    pub fn len(&self) -> u64 {
+        self.entries.load(Ordering::Relaxed)
+    }
+
+    /// True when nothing was written.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The memtable's filter (written as the flush filter when its fill allows, design.md
+    /// "Flush filter rule").
+    pub fn filter(&self) -> &TwoBitBloom {
+        &self.filter
+    }
+
+    /// Memory of the filter in bytes.
+    pub fn filter_bytes(&self) -> usize {
+        self.filter.memory_bytes()
+    }
+}
+
+/// Hash of a user key, as the memtable and every SST filter expect it.
+pub fn key_hash(key: &[u8]) -> u64 {
+    hash_key(key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(m: &Memtable, seq: u64, k: &[u8], v: &[u8]) {
+        m.add(seq, ValueKind::Put, k, hash_key(k), v);
+    }
+
+    #[test]
+    fn get_returns_newest_version_visible_at_snapshot() {
+        let m = Memtable::new(1, 1 << 12);
+        put(&m, 1, b"k", b"v1");
+        put(&m, 3, b"k", b"v3");
+        m.add(5, ValueKind::Delete, b"k", hash_key(b"k"), b"");
+        let h = hash_key(b"k");
+        assert_eq!(m.get(b"k", h, 0), MemLookup::Absent);
+        assert_eq!(m.get(b"k", h, 2), MemLookup::Found(b"v1".to_vec()));
+        assert_eq!(m.get(b"k", h, 4), MemLookup::Found(b"v3".to_vec()));
+        assert_eq!(m.get(b"k", h, 9), MemLookup::Deleted);
+        assert_eq!(m.get(b"j", hash_key(b"j"), 9), MemLookup::Absent);
+        assert_eq!(m.get(b"k\0", hash_key(b"k\0"), 9), MemLookup::Absent);
+    }
+
+    #[test]
+    fn iteration_is_in_internal_key_order() {
+        let m = Memtable::new(1, 1 << 12);
+        put(&m, 2, b"b", b"");
+        put(&m, 1, b"a", b"");
+        put(&m, 3, b"a", b"");
+        let order: Vec<(Vec<u8>, u64)> =
+            m.iter_from(None).map(|(k, _)| (k.user_key.to_vec(), k.seq)).collect();
+        assert_eq!(order, vec![(b"a".to_vec(), 3), (b"a".to_vec(), 1), (b"b".to_vec(), 2)]);
+        assert_eq!(m.iter_from(Some(b"b")).count(), 1);
+    }
+
+    #[test]
+    fn concurrent_readers_see_every_published_write() {
+        // One writer publishes a sequence number after each insert (Release); readers load it
+        // (Acquire) and must find every key up to it: the filter never hides a visible write.
+        let m = Memtable::new(1, 1 << 16);
+        let visible = AtomicU64::new(0);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for i in 1..=20_000u64 {
+                    put(&m, i, &i.to_be_bytes(), b"v");
+                    visible.store(i, Ordering::Release);
+                }
+            });
+            for _ in 0..2 {
+                s.spawn(|| loop {
+                    let upto = visible.load(Ordering::Acquire);
+                    for i in (upto.saturating_sub(50)..=upto).filter(|&i| i > 0) {
+                        let k = i.to_be_bytes();
+                        assert!(matches!(m.get(&k, hash_key(&k), upto), MemLookup::Found(_)));
+                    }
+                    if upto == 20_000 {
+                        break;
+                    }
+                });
+            }
+        });
+    }
+}

@@ -1,0 +1,76 @@
+//! [`Version`]: an immutable snapshot of which SST files make up each level.
+//!
+//! A version is never modified; a flush or compaction builds a new one and swaps it in under a
+//! short lock (`Arc<Version>`), so readers holding the old one keep a consistent view and the
+//! files it names stay open until the last reader drops it.
+//!
+//! Invariants: level 0 files are ordered newest first and may overlap; every deeper level is
+//! sorted by smallest key and its files' key ranges are disjoint.
+
+use crate::manifest::FileMeta;
+use crate::sst::Table;
+use std::sync::Arc;
+
+/// Number of levels, L0..L6.
+pub const NUM_LEVELS: usize = 7;
+
+/// An open SST file and its manifest metadata.
+pub struct TableFile {
+    /// What the manifest records about the file.
+    pub meta: FileMeta,
+    /// The open table (index and filter resident).
+    pub table: Table,
+}
+
+impl TableFile {
+    /// Whether `user_key` lies inside the file's key range.
+    pub fn may_contain_key(&self, user_key: &[u8]) -> bool {
+        self.meta.smallest_key.as_slice() <= user_key && user_key <= self.meta.largest_key.as_slice()
+    }
+
+    /// Whether the file's key range intersects `[start, end)` (`None` = unbounded).
+    pub fn overlaps(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> bool {
+        let after_start = start.is_none_or(|s| self.meta.largest_key.as_slice() >= s);
+        let before_end = end.is_none_or(|e| self.meta.smallest_key.as_slice() < e);
+        after_start && before_end
+    }
+}
+
+/// The files of every level at one point in time.
+#[derive(Clone, Default)]
+pub struct Version {
+    /// `levels[0]` newest first; deeper levels sorted by smallest key, disjoint.
+    pub levels: Vec<Vec<Arc<TableFile>>>,
+}
+
+impl Version {
+    /// A version with no files.
+    pub fn empty() -> Version {
+        Version { levels: vec![Vec::new(); NUM_LEVELS] }
+    }
+
+    /// The file of sorted level `level >= 1` whose range may hold `user_key`, by binary search.
+    pub fn find_in_level(&self, level: usize, user_key: &[u8]) -> Option<&Arc<TableFile>> {
+        let files = &self.levels[level];
+        let i = files.partition_point(|f| f.meta.largest_key.as_slice() < user_key);
+        files.get(i).filter(|f| f.meta.smallest_key.as_slice() <= user_key)
+    }
+
+    /// Total files.
+    pub fn file_count(&self) -> usize {
+        self.levels.iter().map(Vec::len).sum()
+    }
+
+    /// A new version with `file` added to `level` at its place in the level's order.
+    pub fn with_file(&self, level: usize, file: Arc<TableFile>) -> Version {
+        let mut v = self.clone();
+        if level == 0 {
+            v.levels[0].insert(0, file);
+        } else {
+            let files = &mut v.levels[level];
+            let i = files.partition_point(|f| f.meta.smallest_key < file.meta.smallest_key);
+            files.insert(i, file);
+        }
+        v
+    }
+}
