@@ -1,0 +1,135 @@
+//! Measures every filter of `siftdb::filter` on the same keys and prints one row per
+//! (filter, configuration): bits per key, measured and theoretical FPR, insert (or build) and
+//! query time.
+//!
+//! ```sh
+//! cargo run --release --example filter_table            # aligned table
+//! cargo run --release --example filter_table -- --csv   # CSV
+//! ```
+//! Keys are random 64-bit hashes (seeded), 1M per row unless the row says otherwise; the FPR is
+//! measured on 1M other random hashes, and `query_ns` is the mean time of those negative probes.
+
+use siftdb::filter::math;
+use siftdb::filter::prelude::*;
+use siftdb::filter::StandardBloom;
+use siftdb::rng::SplitMix64;
+use std::hint::black_box;
+use std::time::Instant;
+
+const KEYS: usize = 1_000_000;
+const NEGATIVES: usize = 1_000_000;
+const BITS_PER_KEY: [f64; 5] = [6.0, 8.0, 10.0, 12.0, 16.0];
+
+struct Row {
+    filter: &'static str,
+    config: String,
+    keys: usize,
+    bits_per_key: f64,
+    fpr: f64,
+    fpr_theory: f64,
+    insert_ns: f64,
+    query_ns: f64,
+}
+
+struct Data {
+    keys: Vec<u64>,
+    negatives: Vec<u64>,
+}
+
+impl Data {
+    fn new(n: usize, seed: u64) -> Data {
+        let mut rng = SplitMix64::new(seed);
+        Data { keys: rng.hashes(n), negatives: rng.hashes(NEGATIVES) }
+    }
+}
+
+/// Probes every negative, checks there is no false negative, returns (fpr, ns per query).
+fn probe(f: &dyn Filter, data: &Data) -> (f64, f64) {
+    assert!(data.keys.iter().all(|&k| f.contains_hash(k)), "false negative in {}", f.kind());
+    let t = Instant::now();
+    let fp = data.negatives.iter().filter(|&&h| black_box(f.contains_hash(h))).count();
+    let ns = t.elapsed().as_nanos() as f64 / data.negatives.len() as f64;
+    (fp as f64 / data.negatives.len() as f64, ns)
+}
+
+/// A Bloom-family row: size with `with_bits_per_key`, insert one key at a time.
+fn insertable<F: InsertFilter + BloomShape>(
+    filter: &'static str,
+    bpk: f64,
+    data: &Data,
+    theory: impl Fn(f64, u32) -> f64,
+) -> Row {
+    let probes = F::probes_for_bits_per_key(bpk);
+    let mut f =
+        F::with_bits_per_key(bpk).expected_items(data.keys.len() as u64).expect("valid size");
+    let t = Instant::now();
+    for &k in &data.keys {
+        f.insert_hash(k);
+    }
+    let insert_ns = t.elapsed().as_nanos() as f64 / data.keys.len() as f64;
+    let actual_bpk = f.memory_bytes() as f64 * 8.0 / data.keys.len() as f64;
+    let (fpr, query_ns) = probe(&f, data);
+    Row {
+        filter,
+        config: format!("bpk={bpk},k={probes}"),
+        keys: data.keys.len(),
+        bits_per_key: actual_bpk,
+        fpr,
+        fpr_theory: theory(actual_bpk, probes),
+        insert_ns,
+        query_ns,
+    }
+}
+
+fn rows() -> Vec<Row> {
+    let data = Data::new(KEYS, 1);
+    let mut rows = Vec::new();
+    for bpk in BITS_PER_KEY {
+        rows.push(insertable::<StandardBloom>(
+            "standard_bloom",
+            bpk,
+            &data,
+            math::standard_bloom_fpr,
+        ));
+    }
+    rows
+}
+
+fn main() {
+    let csv = std::env::args().any(|a| a == "--csv");
+    let rows = rows();
+    if csv {
+        println!("filter,config,keys,bits_per_key,fpr,fpr_theory,insert_ns,query_ns");
+        for r in &rows {
+            println!(
+                "{},{},{},{:.3},{:.6},{:.6},{:.1},{:.1}",
+                r.filter,
+                r.config,
+                r.keys,
+                r.bits_per_key,
+                r.fpr,
+                r.fpr_theory,
+                r.insert_ns,
+                r.query_ns
+            );
+        }
+    } else {
+        println!(
+            "{:<18} {:<22} {:>9} {:>8} {:>9} {:>10} {:>9} {:>8}",
+            "filter", "config", "keys", "bits/key", "fpr %", "theory %", "insert ns", "query ns"
+        );
+        for r in &rows {
+            println!(
+                "{:<18} {:<22} {:>9} {:>8.2} {:>9.4} {:>10.4} {:>9.1} {:>8.1}",
+                r.filter,
+                r.config,
+                r.keys,
+                r.bits_per_key,
+                r.fpr * 100.0,
+                r.fpr_theory * 100.0,
+                r.insert_ns,
+                r.query_ns
+            );
+        }
+    }
+}
