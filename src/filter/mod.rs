@@ -9,7 +9,7 @@
 //! | [`SplitBlockBloom`] | yes | no | ~10.5 | Parquet's format, readable by any Parquet reader |
 //! | [`CountingBloom`] | yes | yes | ~38 (4-bit counters) | removal of inserted keys |
 //! | [`ScalableBloom`] | unbounded | no | grows | when the key count is unknown in advance |
-//! | [`Cuckoo`] | yes, until full (an insert can fail) | yes | 12.6 (f = 12, 0.19%) | 8/12/16-bit fingerprints, two buckets per key |
+//! | [`Cuckoo`] | yes, until full (an insert can fail) | yes | 12.3-12.6 (f = 12, 0.19% full) | 8/12/16-bit fingerprints, two buckets per key |
 //!
 //! The static filters (built once from a fixed key set, as an SST's key set is) are added in
 //! later modules of this folder.
