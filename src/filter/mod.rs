@@ -9,9 +9,10 @@
 //! | [`SplitBlockBloom`] | yes | no | ~10.5 | Parquet's format, readable by any Parquet reader |
 //! | [`CountingBloom`] | yes | yes | ~38 (4-bit counters) | removal of inserted keys |
 //! | [`ScalableBloom`] | unbounded | no | grows | when the key count is unknown in advance |
+//! | [`Cuckoo`] | yes, until full (an insert can fail) | yes | 12.3-12.6 (f = 12, 0.19% full) | 8/12/16-bit fingerprints, two buckets per key |
 //!
-//! The static filters (built once from a fixed key set, as an SST's key set is) and the cuckoo
-//! filter are added in later modules of this folder.
+//! The static filters (built once from a fixed key set, as an SST's key set is) are added in
+//! later modules of this folder.
 //!
 //! # Hashing once
 //! Keys are hashed once with [`hash_key`] (XXH3-64). Every filter takes that 64-bit hash through
@@ -34,6 +35,7 @@
 //! from a borrowed `&[u8]` without copying the payload.
 
 pub mod codec;
+mod cuckoo;
 pub mod hash;
 pub mod math;
 mod prefetch;
@@ -41,6 +43,7 @@ mod sizing;
 mod standard;
 mod view;
 
+pub use cuckoo::{cuckoo_fpr, Cuckoo, CuckooBuilder, CuckooView};
 pub use hash::{hash_key, hash_keys};
 pub use sizing::{BloomBuilder, BloomShape, Sizing};
 pub use standard::{StandardBloom, StandardBloomView};
