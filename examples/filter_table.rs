@@ -11,7 +11,7 @@
 
 use siftdb::filter::math;
 use siftdb::filter::prelude::*;
-use siftdb::filter::StandardBloom;
+use siftdb::filter::{cuckoo_fpr, Cuckoo, StandardBloom};
 use siftdb::rng::SplitMix64;
 use std::hint::black_box;
 use std::time::Instant;
@@ -81,6 +81,33 @@ fn insertable<F: InsertFilter + BloomShape>(
     }
 }
 
+/// Cuckoo rows: 2^18 buckets of 4 slots filled to 95% (the load a full cuckoo filter runs at),
+/// so bits per key are those of a full filter.
+fn cuckoo_rows(rows: &mut Vec<Row>) {
+    let buckets_log2 = 18;
+    let n = (0.95 * (4u64 << buckets_log2) as f64) as usize;
+    let data = Data::new(n, 3);
+    for f_bits in [8u32, 12, 16] {
+        let mut f = Cuckoo::with_buckets(buckets_log2, f_bits).expect("valid shape");
+        let t = Instant::now();
+        for &k in &data.keys {
+            f.insert_hash(k).expect("95% load fits");
+        }
+        let insert_ns = t.elapsed().as_nanos() as f64 / n as f64;
+        let (fpr, query_ns) = probe(&f, &data);
+        rows.push(Row {
+            filter: "cuckoo",
+            config: format!("f={f_bits},b=4,load=0.95"),
+            keys: n,
+            bits_per_key: f.memory_bytes() as f64 * 8.0 / n as f64,
+            fpr,
+            fpr_theory: cuckoo_fpr(f_bits, f.load_factor()),
+            insert_ns,
+            query_ns,
+        });
+    }
+}
+
 fn rows() -> Vec<Row> {
     let data = Data::new(KEYS, 1);
     let mut rows = Vec::new();
@@ -92,6 +119,7 @@ fn rows() -> Vec<Row> {
             math::standard_bloom_fpr,
         ));
     }
+    cuckoo_rows(&mut rows);
     rows
 }
 
