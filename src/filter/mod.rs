@@ -34,14 +34,18 @@
 //! from a borrowed `&[u8]` without copying the payload.
 
 pub mod codec;
+mod counting;
 pub mod hash;
 pub mod math;
 mod prefetch;
+mod scalable;
 mod sizing;
 mod standard;
 mod view;
 
+pub use counting::{CountingBloom, CountingBloomView};
 pub use hash::{hash_key, hash_keys};
+pub use scalable::{ScalableBloom, ScalableBloomView};
 pub use sizing::{BloomBuilder, BloomShape, Sizing};
 pub use standard::{StandardBloom, StandardBloomView};
 pub use view::FilterView;
