@@ -57,7 +57,6 @@ impl Filter for FilterView<'_> {
     fn contains_batch(&self, hashes: &[u64], out: &mut Vec<bool>) {
         match &self.inner {
             Inner::Counting(v) => v.contains_batch(hashes, out),
-            Inner::Scalable(v) => v.contains_batch(hashes, out),
             _ => {
                 out.clear();
                 out.extend(hashes.iter().map(|&h| self.contains_hash(h)));

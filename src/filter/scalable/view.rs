@@ -88,12 +88,6 @@ impl<'a> ScalableBloomView<'a> {
         self.stages.iter().rev().any(|s| s.contains_hash(hash))
     }
 
-    /// One answer per hash, in order, into `out` (cleared first).
-    pub fn contains_batch(&self, hashes: &[u64], out: &mut Vec<bool>) {
-        out.clear();
-        out.extend(hashes.iter().map(|&h| self.contains_hash(h)));
-    }
-
     /// Number of stages.
     pub fn stage_count(&self) -> usize {
         self.stages.len()
