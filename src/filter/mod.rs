@@ -36,15 +36,19 @@
 
 pub mod codec;
 mod cuckoo;
+mod counting;
 pub mod hash;
 pub mod math;
 mod prefetch;
+mod scalable;
 mod sizing;
 mod standard;
 mod view;
 
 pub use cuckoo::{cuckoo_fpr, Cuckoo, CuckooBuilder, CuckooView};
+pub use counting::{CountingBloom, CountingBloomView};
 pub use hash::{hash_key, hash_keys};
+pub use scalable::{ScalableBloom, ScalableBloomView};
 pub use sizing::{BloomBuilder, BloomShape, Sizing};
 pub use standard::{StandardBloom, StandardBloomView};
 pub use view::FilterView;

@@ -6,20 +6,25 @@
 use crate::error::Result;
 use crate::filter::codec::{self, Envelope};
 use crate::filter::cuckoo::CuckooView;
+use crate::filter::counting::CountingBloomView;
+use crate::filter::scalable::ScalableBloomView;
 use crate::filter::standard::StandardBloomView;
 use crate::filter::{Filter, FilterKind};
 
-/// A serialized filter of any kind, probed without copying its payload.
-#[derive(Debug, Clone, Copy)]
+/// A serialized filter of any kind, probed without copying its payload. Not `Copy`: a scalable
+/// Bloom filter's view holds a small `Vec` of stage views.
+#[derive(Debug, Clone)]
 pub struct FilterView<'a> {
     bytes: &'a [u8],
     inner: Inner<'a>,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 enum Inner<'a> {
     Standard(StandardBloomView<'a>),
     Cuckoo(CuckooView<'a>),
+    Counting(CountingBloomView<'a>),
+    Scalable(ScalableBloomView<'a>),
 }
 
 impl<'a> FilterView<'a> {
@@ -35,6 +40,8 @@ impl<'a> FilterView<'a> {
         Ok(match env.kind {
             FilterKind::StandardBloom => Inner::Standard(StandardBloomView::parse(env)?),
             FilterKind::Cuckoo => Inner::Cuckoo(CuckooView::parse(env)?),
+            FilterKind::CountingBloom => Inner::Counting(CountingBloomView::parse(env)?),
+            FilterKind::ScalableBloom => Inner::Scalable(ScalableBloomView::parse(env)?),
             other => return Err(crate::Error::UnknownFilterKind(other.tag())),
         })
     }
@@ -46,6 +53,18 @@ impl Filter for FilterView<'_> {
         match &self.inner {
             Inner::Standard(v) => v.contains_hash(hash),
             Inner::Cuckoo(v) => v.contains_hash(hash),
+            Inner::Counting(v) => v.contains_hash(hash),
+            Inner::Scalable(v) => v.contains_hash(hash),
+        }
+    }
+
+    fn contains_batch(&self, hashes: &[u64], out: &mut Vec<bool>) {
+        match &self.inner {
+            Inner::Counting(v) => v.contains_batch(hashes, out),
+            _ => {
+                out.clear();
+                out.extend(hashes.iter().map(|&h| self.contains_hash(h)));
+            }
         }
     }
 
@@ -53,6 +72,8 @@ impl Filter for FilterView<'_> {
         match &self.inner {
             Inner::Standard(_) => FilterKind::StandardBloom,
             Inner::Cuckoo(_) => FilterKind::Cuckoo,
+            Inner::Counting(_) => FilterKind::CountingBloom,
+            Inner::Scalable(_) => FilterKind::ScalableBloom,
         }
     }
 
