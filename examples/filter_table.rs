@@ -11,7 +11,7 @@
 
 use siftdb::filter::math;
 use siftdb::filter::prelude::*;
-use siftdb::filter::{cuckoo_fpr, Cuckoo, StandardBloom};
+use siftdb::filter::{cuckoo_fpr, CountingBloom, Cuckoo, ScalableBloom, StandardBloom};
 use siftdb::rng::SplitMix64;
 use std::hint::black_box;
 use std::time::Instant;
@@ -81,6 +81,32 @@ fn insertable<F: InsertFilter + BloomShape>(
     }
 }
 
+/// Scalable rows: start at 1/1000 of the keys and grow (growth 2) to hold all of them, at a
+/// 1% compound target with tightening ratios 0.5 and 0.9.
+fn scalable_rows(rows: &mut Vec<Row>, data: &Data) {
+    for ratio in [0.5, 0.9] {
+        let mut f = ScalableBloom::new(data.keys.len() as u64 / 1000, 0.01)
+            .and_then(|f| f.with_ratio(ratio))
+            .expect("valid configuration");
+        let t = Instant::now();
+        for &k in &data.keys {
+            f.insert_hash(k);
+        }
+        let insert_ns = t.elapsed().as_nanos() as f64 / data.keys.len() as f64;
+        let (fpr, query_ns) = probe(&f, data);
+        rows.push(Row {
+            filter: "scalable_bloom",
+            config: format!("P=0.01,r={ratio},s=2,stages={}", f.stage_count()),
+            keys: data.keys.len(),
+            bits_per_key: f.memory_bytes() as f64 * 8.0 / data.keys.len() as f64,
+            fpr,
+            fpr_theory: f.theoretical_fpr(),
+            insert_ns,
+            query_ns,
+        });
+    }
+}
+
 /// Cuckoo rows: 2^18 buckets of 4 slots filled to 95% (the load a full cuckoo filter runs at),
 /// so bits per key are those of a full filter.
 fn cuckoo_rows(rows: &mut Vec<Row>) {
@@ -119,6 +145,15 @@ fn rows() -> Vec<Row> {
             math::standard_bloom_fpr,
         ));
     }
+    // Counting Bloom: the configuration is counters per key; memory is 4 bits per counter.
+    for counters in BITS_PER_KEY {
+        let mut row = insertable::<CountingBloom>("counting_bloom", counters, &data, |b, k| {
+            math::standard_bloom_fpr(b / 4.0, k)
+        });
+        row.config = row.config.replace("bpk=", "counters/key=");
+        rows.push(row);
+    }
+    scalable_rows(&mut rows, &data);
     cuckoo_rows(&mut rows);
     rows
 }
@@ -143,12 +178,12 @@ fn main() {
         }
     } else {
         println!(
-            "{:<18} {:<22} {:>9} {:>8} {:>9} {:>10} {:>9} {:>8}",
+            "{:<18} {:<28} {:>9} {:>8} {:>9} {:>10} {:>9} {:>8}",
             "filter", "config", "keys", "bits/key", "fpr %", "theory %", "insert ns", "query ns"
         );
         for r in &rows {
             println!(
-                "{:<18} {:<22} {:>9} {:>8.2} {:>9.4} {:>10.4} {:>9.1} {:>8.1}",
+                "{:<18} {:<28} {:>9} {:>8.2} {:>9.4} {:>10.4} {:>9.1} {:>8.1}",
                 r.filter,
                 r.config,
                 r.keys,

@@ -35,8 +35,8 @@
 //! from a borrowed `&[u8]` without copying the payload.
 
 pub mod codec;
-mod cuckoo;
 mod counting;
+mod cuckoo;
 pub mod hash;
 pub mod math;
 mod prefetch;
@@ -45,8 +45,8 @@ mod sizing;
 mod standard;
 mod view;
 
-pub use cuckoo::{cuckoo_fpr, Cuckoo, CuckooBuilder, CuckooView};
 pub use counting::{CountingBloom, CountingBloomView};
+pub use cuckoo::{cuckoo_fpr, Cuckoo, CuckooBuilder, CuckooView};
 pub use hash::{hash_key, hash_keys};
 pub use scalable::{ScalableBloom, ScalableBloomView};
 pub use sizing::{BloomBuilder, BloomShape, Sizing};
