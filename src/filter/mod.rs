@@ -9,6 +9,7 @@
 //! | [`SplitBlockBloom`] | yes | no | ~10.5 | Parquet's format, readable by any Parquet reader |
 //! | [`CountingBloom`] | yes | yes | ~38 (4-bit counters) | removal of inserted keys |
 //! | [`ScalableBloom`] | unbounded | no | grows | when the key count is unknown in advance |
+//! | [`Ribbon`] | no (static) | no | ~7.0 (fractional bits) | near the `log2(1/FPR)` bound, 2 blocks per query; the compacted-SST filter |
 //!
 //! The static filters (built once from a fixed key set, as an SST's key set is) and the cuckoo
 //! filter are added in later modules of this folder.
@@ -37,11 +38,13 @@ pub mod codec;
 pub mod hash;
 pub mod math;
 mod prefetch;
+mod ribbon;
 mod sizing;
 mod standard;
 mod view;
 
 pub use hash::{hash_key, hash_keys};
+pub use ribbon::{Ribbon, RibbonBuilder, RibbonView};
 pub use sizing::{BloomBuilder, BloomShape, Sizing};
 pub use standard::{StandardBloom, StandardBloomView};
 pub use view::FilterView;
