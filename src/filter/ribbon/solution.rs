@@ -155,22 +155,21 @@ pub(super) fn probe<W2: Words<u64> + ?Sized>(
     let offset = (start % W) as u32;
     let cols = layout.columns(block);
     let first = layout.first_unit(block) as usize;
-    let mut got = 0u32;
-    if offset == 0 {
-        for j in 0..cols {
-            got |= parity(unit(words, first + j as usize) & coeff) << j;
-        }
+    // Slot start + t is bit offset + t of this block while that is < 128, else bit
+    // offset + t - 128 of the next block. At offset 0 nothing spills over: `right` is zero and
+    // the block itself stands in for the next one (which may not exist).
+    let left = coeff << offset;
+    let (right, next) = if offset == 0 {
+        (0, first)
     } else {
-        // Slot start + t is bit offset + t of this block while that is < 128, else bit
-        // offset + t - 128 of the next block.
-        let left = coeff << offset;
-        let right = coeff >> (128 - offset);
-        let next = layout.first_unit(block + 1) as usize;
-        for j in 0..cols {
-            let j2 = j as usize;
-            let z = (unit(words, first + j2) & left) ^ (unit(words, next + j2) & right);
-            got |= parity(z) << j;
-        }
+        (coeff >> (128 - offset), layout.first_unit(block + 1) as usize)
+    };
+    // All columns are computed without branching. An early exit at the first mismatching column
+    // reads fewer words for non-keys but mispredicts half the time; measured, it was no faster.
+    let mut got = 0u32;
+    for j in 0..cols as usize {
+        let z = (unit(words, first + j) & left) ^ (unit(words, next + j) & right);
+        got |= parity(z) << j;
     }
     got == result & column_mask(cols)
 }
