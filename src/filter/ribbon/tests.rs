@@ -184,3 +184,56 @@ fn invalid_targets_are_errors_not_panics() {
         assert!(matches!(err, Error::InvalidArgument(_)), "{r}: {err}");
     }
 }
+
+/// The probe of design.md ("ribbon (tag 12)"), written from the text over raw bytes, sharing no
+/// code with the module: if the two disagree, the document or the code is wrong.
+fn design_md_probe(bytes: &[u8], h: u64) -> bool {
+    let u64_at = |b: &[u8], i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
+    let fmix = |x: u64, s: u64| {
+        let mut x = x.wrapping_add(s);
+        x ^= x >> 33;
+        x = x.wrapping_mul(0xff51afd7ed558ccd);
+        x ^= x >> 33;
+        x = x.wrapping_mul(0xc4ceb9fe1a85ec53);
+        x ^ (x >> 33)
+    };
+    let params_len = u16::from_le_bytes([bytes[6], bytes[7]]) as usize;
+    let p = &bytes[16..16 + params_len];
+    let payload = &bytes[16 + params_len.div_ceil(8) * 8..];
+    let (seed, blocks, upper, k) = (u64_at(p, 0), u64_at(p, 16), u64_at(p, 24), p[32] as u64);
+    if blocks == 0 {
+        return false;
+    }
+    let starts = 128 * (blocks - 1) + 1;
+    let cols = |b: u64| if b < upper { k } else { k + 1 };
+    let first_unit = |b: u64| b * k + b.saturating_sub(upper);
+    let unit = |u: u64| {
+        let i = 16 * u as usize;
+        u64_at(payload, i) as u128 | (u64_at(payload, i + 8) as u128) << 64
+    };
+    let h1 = fmix(h, seed);
+    let s = ((h1 as u128 * starts as u128) >> 64) as u64;
+    let c =
+        (fmix(h1, 0x0C0EFF1000000002) as u128) << 64 | (fmix(h1, 0x0C0EFF1000000001) | 1) as u128;
+    let (b, o) = (s / 128, s % 128);
+    (0..cols(b)).all(|j| {
+        let mut x = unit(first_unit(b) + j) & (c << o);
+        if o > 0 {
+            x ^= unit(first_unit(b + 1) + j) & (c >> (128 - o));
+        }
+        x.count_ones() as u64 % 2 == (h1 >> j) & 1
+    })
+}
+
+#[test]
+fn probe_written_from_design_md_agrees_with_the_filter() {
+    for (n, builder) in [(3000, Ribbon::with_false_pos(0.02)), (700, Ribbon::with_result_bits(5))] {
+        let keys = SplitMix64::new(n).hashes(n as usize);
+        let f = builder.build(&keys).unwrap();
+        let bytes = f.to_bytes();
+        let mut rng = SplitMix64::new(12);
+        for h in keys.iter().copied().chain((0..50_000).map(|_| rng.next_u64())) {
+            assert_eq!(design_md_probe(&bytes, h), f.contains_hash(h), "n {n}, hash {h:#x}");
+        }
+    }
+}
