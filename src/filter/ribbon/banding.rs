@@ -181,4 +181,15 @@ mod tests {
         assert!(insert(&mut coeffs, &mut results, 3, 0b111, 7));
         assert_eq!((coeffs[5], results[5]), (0b11, 2));
     }
+
+    #[test]
+    fn overfull_band_reports_failure_instead_of_panicking() {
+        // 300 random equations in 256 unknowns cannot all hold: banding must say so.
+        let layout = Layout { num_blocks: 2, upper_start_block: 2, lower_columns: 8 };
+        let h1s = mixed_sorted(&crate::rng::SplitMix64::new(1).hashes(300), 0);
+        let mut b = Band { coeffs: Vec::new(), results: Vec::new() };
+        assert!(!band(&h1s, &layout, &mut b));
+        // The same buffers then serve a feasible attempt.
+        assert!(band(&h1s[..100], &layout, &mut b));
+    }
 }

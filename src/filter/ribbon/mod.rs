@@ -27,8 +27,9 @@
 //! about 0.0038 per doubling: 1.047 at 1M keys, 1.074 at 100M. 64-bit rows need 1.094 already at
 //! 2^17 slots (growing 0.0083 per doubling), which cannot meet this module's target of at most
 //! `1.08 log2(1/FPR)` bits per key; hence `w = 128`, at the price of 128-bit arithmetic (two
-//! u64 halves). A failed attempt is retried with a new seed, at most [`MAX_ATTEMPTS`] times, then
-//! the build returns [`Error::FilterFull`] and the engine falls back to a Bloom filter.
+//! u64 halves). A failed attempt is retried with a new seed, at most [`Ribbon::MAX_ATTEMPTS`]
+//! times, then the build returns [`Error::FilterFull`] and the engine falls back to a Bloom
+//! filter.
 //!
 //! *Standard* rather than *homogeneous* Ribbon: homogeneous (all results zero) never fails, but
 //! its FPR exceeds `2^-r` by an amount that grows with the free slots; standard Ribbon's FPR is
@@ -57,11 +58,6 @@ use crate::filter::prefetch::prefetch_read;
 use crate::filter::{Filter, FilterKind, StaticFilter};
 use solution::{Layout, W};
 
-/// Construction attempts (each with a fresh seed) before [`Error::FilterFull`]. With slots sized
-/// for a 1-in-20 failure chance, ten failures in a row have probability about 1e-13.
-pub const MAX_ATTEMPTS: u32 = 10;
-/// Default seed of [`RibbonBuilder`].
-pub const DEFAULT_SEED: u64 = 0x52_49_42_42_4F_4E_00_01;
 /// Step between the seeds of successive attempts (odd, so the seeds never repeat).
 const SEED_STEP: u64 = 0x9E37_79B9_7F4A_7C15;
 /// Keys whose blocks are prefetched together by [`Filter::contains_batch`].
@@ -82,8 +78,8 @@ pub struct RibbonBuilder {
 }
 
 impl RibbonBuilder {
-    /// Uses `seed` for the first construction attempt (default [`DEFAULT_SEED`]). The same keys
-    /// and seed always give the same filter.
+    /// Uses `seed` for the first construction attempt (default [`Ribbon::DEFAULT_SEED`]). The
+    /// same keys and seed always give the same filter.
     pub fn seed(mut self, seed: u64) -> RibbonBuilder {
         self.seed = seed;
         self
@@ -114,7 +110,7 @@ impl RibbonBuilder {
             }
         };
         let mut band = banding::Band { coeffs: Vec::new(), results: Vec::new() };
-        for attempt in 0..MAX_ATTEMPTS {
+        for attempt in 0..Ribbon::MAX_ATTEMPTS {
             if attempt > 0 {
                 seed = seed.wrapping_add(SEED_STEP);
                 h1s = banding::mixed_sorted(hashes, seed);
@@ -125,8 +121,9 @@ impl RibbonBuilder {
             }
         }
         Err(Error::FilterFull(format!(
-            "ribbon banding of {n} keys in {} slots failed {MAX_ATTEMPTS} times",
-            layout.num_slots()
+            "ribbon banding of {n} keys in {} slots failed {} times",
+            layout.num_slots(),
+            Ribbon::MAX_ATTEMPTS
         )))
     }
 }
@@ -141,15 +138,21 @@ pub struct Ribbon {
 }
 
 impl Ribbon {
+    /// Construction attempts (each with a fresh seed) before [`Error::FilterFull`]. With slots
+    /// sized for a 1-in-20 failure chance, ten failures in a row have probability about 1e-13.
+    pub const MAX_ATTEMPTS: u32 = 10;
+    /// Default seed of [`RibbonBuilder`].
+    pub const DEFAULT_SEED: u64 = 0x5249_4242_4F4E_0001;
+
     /// A builder targeting false-positive rate `fpr` in `[2^-32, 1/2]`, reached with a mix of
     /// `floor(log2(1/fpr))` and one more result bits per slot.
     pub fn with_false_pos(fpr: f64) -> RibbonBuilder {
-        RibbonBuilder { target: Target::Fpr(fpr), seed: DEFAULT_SEED }
+        RibbonBuilder { target: Target::Fpr(fpr), seed: Ribbon::DEFAULT_SEED }
     }
 
     /// A builder with exactly `bits` result bits per slot (`1..=32`): FPR `2^-bits`.
     pub fn with_result_bits(bits: u32) -> RibbonBuilder {
-        RibbonBuilder { target: Target::ResultBits(bits), seed: DEFAULT_SEED }
+        RibbonBuilder { target: Target::ResultBits(bits), seed: Ribbon::DEFAULT_SEED }
     }
 
     /// The theoretical false-positive rate: `2^-r`, or the start-weighted mix of `2^-k` and
@@ -208,9 +211,14 @@ impl Filter for Ribbon {
         for chunk in hashes.chunks(BATCH) {
             if starts > 0 {
                 for &h in chunk {
+                    // The query reads words from the start of its block to the end of the next
+                    // block's columns (at most 2 * 33 units): prefetch both ends.
                     let (start, _, _) = solution::key_row(mix64(h, self.seed), starts);
-                    let word = 2 * self.layout.first_unit(start / W) as usize;
-                    prefetch_read(&self.words[word]);
+                    let block = start / W;
+                    let first = 2 * self.layout.first_unit(block) as usize;
+                    let last = 2 * self.layout.first_unit(block + 2) as usize;
+                    prefetch_read(&self.words[first]);
+                    prefetch_read(&self.words[last.min(self.words.len()) - 1]);
                 }
             }
             out.extend(chunk.iter().map(|&h| self.contains_hash(h)));
