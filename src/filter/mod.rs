@@ -10,6 +10,7 @@
 //! | [`CountingBloom`] | yes | yes | ~38 (4-bit counters) | removal of inserted keys |
 //! | [`ScalableBloom`] | unbounded | no | grows | when the key count is unknown in advance |
 //! | [`Cuckoo`] | yes, until full (an insert can fail) | yes | 12.3-12.6 (f = 12, 0.19% full) | 8/12/16-bit fingerprints, two buckets per key |
+//! | [`Ribbon`] | no (static) | no | ~7.0 (fractional bits) | near the `log2(1/FPR)` bound, 2 blocks per query; the compacted-SST filter |
 //!
 //! The static filters (built once from a fixed key set, as an SST's key set is) are added in
 //! later modules of this folder.
@@ -41,6 +42,7 @@ pub mod hash;
 pub mod math;
 mod prefetch;
 mod scalable;
+mod ribbon;
 mod sizing;
 mod standard;
 mod view;
@@ -49,6 +51,7 @@ pub use counting::{CountingBloom, CountingBloomView};
 pub use cuckoo::{cuckoo_fpr, Cuckoo, CuckooBuilder, CuckooView};
 pub use hash::{hash_key, hash_keys};
 pub use scalable::{ScalableBloom, ScalableBloomView};
+pub use ribbon::{Ribbon, RibbonBuilder, RibbonView};
 pub use sizing::{BloomBuilder, BloomShape, Sizing};
 pub use standard::{StandardBloom, StandardBloomView};
 pub use view::FilterView;

@@ -8,6 +8,7 @@ use crate::filter::codec::{self, Envelope};
 use crate::filter::counting::CountingBloomView;
 use crate::filter::cuckoo::CuckooView;
 use crate::filter::scalable::ScalableBloomView;
+use crate::filter::ribbon::RibbonView;
 use crate::filter::standard::StandardBloomView;
 use crate::filter::{Filter, FilterKind};
 
@@ -25,6 +26,7 @@ enum Inner<'a> {
     Cuckoo(CuckooView<'a>),
     Counting(CountingBloomView<'a>),
     Scalable(ScalableBloomView<'a>),
+    Ribbon(RibbonView<'a>),
 }
 
 impl<'a> FilterView<'a> {
@@ -42,6 +44,7 @@ impl<'a> FilterView<'a> {
             FilterKind::Cuckoo => Inner::Cuckoo(CuckooView::parse(env)?),
             FilterKind::CountingBloom => Inner::Counting(CountingBloomView::parse(env)?),
             FilterKind::ScalableBloom => Inner::Scalable(ScalableBloomView::parse(env)?),
+            FilterKind::Ribbon => Inner::Ribbon(RibbonView::parse(env)?),
             other => return Err(crate::Error::UnknownFilterKind(other.tag())),
         })
     }
@@ -55,6 +58,7 @@ impl Filter for FilterView<'_> {
             Inner::Cuckoo(v) => v.contains_hash(hash),
             Inner::Counting(v) => v.contains_hash(hash),
             Inner::Scalable(v) => v.contains_hash(hash),
+            Inner::Ribbon(v) => v.contains_hash(hash),
         }
     }
 
@@ -74,6 +78,7 @@ impl Filter for FilterView<'_> {
             Inner::Cuckoo(_) => FilterKind::Cuckoo,
             Inner::Counting(_) => FilterKind::CountingBloom,
             Inner::Scalable(_) => FilterKind::ScalableBloom,
+            Inner::Ribbon(_) => FilterKind::Ribbon,
         }
     }
 
