@@ -11,7 +11,7 @@
 
 use siftdb::filter::math;
 use siftdb::filter::prelude::*;
-use siftdb::filter::{cuckoo_fpr, CountingBloom, Cuckoo, ScalableBloom, StandardBloom};
+use siftdb::filter::{cuckoo_fpr, CountingBloom, Cuckoo, Ribbon, ScalableBloom, StandardBloom};
 use siftdb::rng::SplitMix64;
 use std::hint::black_box;
 use std::time::Instant;
@@ -79,6 +79,51 @@ fn insertable<F: InsertFilter + BloomShape>(
         insert_ns,
         query_ns,
     }
+}
+
+/// A static-filter row: `build` constructs the filter from all keys at once; `insert_ns` is the
+/// build time per key. `theory` gets the built filter.
+fn static_row<F: Filter>(
+    filter: &'static str,
+    config: String,
+    data: &Data,
+    build: impl Fn(&[u64]) -> F,
+    theory: impl Fn(&F) -> f64,
+) -> Row {
+    let t = Instant::now();
+    let f = build(&data.keys);
+    let insert_ns = t.elapsed().as_nanos() as f64 / data.keys.len() as f64;
+    let (fpr, query_ns) = probe(&f, data);
+    Row {
+        filter,
+        config,
+        keys: data.keys.len(),
+        bits_per_key: f.memory_bytes() as f64 * 8.0 / data.keys.len() as f64,
+        fpr,
+        fpr_theory: theory(&f),
+        insert_ns,
+        query_ns,
+    }
+}
+
+/// Static filters: ribbon at 1% and 0.1% targets (fractional result bits) and at r = 7.
+fn static_rows(rows: &mut Vec<Row>, data: &Data) {
+    for target in [0.01, 0.001] {
+        rows.push(static_row(
+            "ribbon",
+            format!("target={target},w=128"),
+            data,
+            |k| Ribbon::with_false_pos(target).build(k).expect("ribbon builds"),
+            |f| f.fpr(),
+        ));
+    }
+    rows.push(static_row(
+        "ribbon",
+        "r=7,w=128".into(),
+        data,
+        |k| Ribbon::with_result_bits(7).build(k).expect("ribbon builds"),
+        |f| f.fpr(),
+    ));
 }
 
 /// Scalable rows: start at 1/1000 of the keys and grow (growth 2) to hold all of them, at a
@@ -154,6 +199,7 @@ fn rows() -> Vec<Row> {
         rows.push(row);
     }
     scalable_rows(&mut rows, &data);
+    static_rows(&mut rows, &data);
     cuckoo_rows(&mut rows);
     rows
 }

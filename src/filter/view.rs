@@ -7,8 +7,8 @@ use crate::error::Result;
 use crate::filter::codec::{self, Envelope};
 use crate::filter::counting::CountingBloomView;
 use crate::filter::cuckoo::CuckooView;
-use crate::filter::scalable::ScalableBloomView;
 use crate::filter::ribbon::RibbonView;
+use crate::filter::scalable::ScalableBloomView;
 use crate::filter::standard::StandardBloomView;
 use crate::filter::{Filter, FilterKind};
 
