@@ -33,16 +33,20 @@
 //! parameters, payload, CRC; see design.md). [`FilterView::parse`] reads any of them in place
 //! from a borrowed `&[u8]` without copying the payload.
 
+mod blocked;
 pub mod codec;
 pub mod hash;
 pub mod math;
 mod prefetch;
 mod sizing;
+mod split_block;
 mod standard;
 mod view;
 
+pub use blocked::{BlockedBloom, BlockedBloomView};
 pub use hash::{hash_key, hash_keys};
 pub use sizing::{BloomBuilder, BloomShape, Sizing};
+pub use split_block::{SplitBlockBloom, SplitBlockBloomView};
 pub use standard::{StandardBloom, StandardBloomView};
 pub use view::FilterView;
 
@@ -55,11 +59,11 @@ use crate::error::Result;
 pub enum FilterKind {
     /// [`StandardBloom`], tag 1.
     StandardBloom,
-    /// `BlockedBloom`, tag 2.
+    /// [`BlockedBloom`], tag 2.
     BlockedBloom,
     /// `TwoBitBloom` (also its one-bit and other word configurations), tag 3.
     TwoBitBloom,
-    /// `SplitBlockBloom` (Parquet), tag 4.
+    /// [`SplitBlockBloom`] (Parquet), tag 4.
     SplitBlockBloom,
     /// `CountingBloom`, tag 5.
     CountingBloom,

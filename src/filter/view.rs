@@ -4,7 +4,9 @@
 //! were read, and `contains_hash` dispatches on the kind tag to that filter's probe code.
 
 use crate::error::Result;
+use crate::filter::blocked::BlockedBloomView;
 use crate::filter::codec::{self, Envelope};
+use crate::filter::split_block::{SplitBlockBloom, SplitBlockBloomView};
 use crate::filter::standard::StandardBloomView;
 use crate::filter::{Filter, FilterKind};
 
@@ -18,6 +20,8 @@ pub struct FilterView<'a> {
 #[derive(Debug, Clone, Copy)]
 enum Inner<'a> {
     Standard(StandardBloomView<'a>),
+    Blocked(BlockedBloomView<'a>),
+    SplitBlock(SplitBlockBloomView<'a>),
 }
 
 impl<'a> FilterView<'a> {
@@ -32,6 +36,8 @@ impl<'a> FilterView<'a> {
     fn parse_inner(env: &Envelope<'a>) -> Result<Inner<'a>> {
         Ok(match env.kind {
             FilterKind::StandardBloom => Inner::Standard(StandardBloomView::parse(env)?),
+            FilterKind::BlockedBloom => Inner::Blocked(BlockedBloomView::parse(env)?),
+            FilterKind::SplitBlockBloom => Inner::SplitBlock(SplitBlockBloomView::parse(env)?),
             other => return Err(crate::Error::UnknownFilterKind(other.tag())),
         })
     }
@@ -42,12 +48,25 @@ impl Filter for FilterView<'_> {
     fn contains_hash(&self, hash: u64) -> bool {
         match &self.inner {
             Inner::Standard(v) => v.contains_hash(hash),
+            Inner::Blocked(v) => v.contains_hash(hash),
+            Inner::SplitBlock(v) => v.contains_hash(hash),
+        }
+    }
+
+    /// Hashes `key` as the filter's kind requires: XXH3 ([`crate::filter::hash_key`]) for every
+    /// kind except the Parquet split-block filter, which takes XXH64 with seed 0.
+    fn contains(&self, key: &[u8]) -> bool {
+        match &self.inner {
+            Inner::SplitBlock(v) => v.contains_hash(SplitBlockBloom::hash(key)),
+            _ => self.contains_hash(crate::filter::hash_key(key)),
         }
     }
 
     fn kind(&self) -> FilterKind {
         match &self.inner {
             Inner::Standard(_) => FilterKind::StandardBloom,
+            Inner::Blocked(_) => FilterKind::BlockedBloom,
+            Inner::SplitBlock(_) => FilterKind::SplitBlockBloom,
         }
     }
 
