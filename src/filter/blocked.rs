@@ -11,8 +11,8 @@
 //!
 //! Hashing: the block is `fastrange64(h, num_blocks)`, which is driven by the high bits of `h`.
 //! The in-block positions come from an independent re-mix `x = fmix64(h + BIT_SEED)`: probe `i`
-//! takes the top 9 bits of `x * C^i` (wrapping, `C` odd), i.e. `x` is multiplied by `C` after
-//! each probe. The weak `h2 + i * stride` sequence is deliberately not used: inside a 512-bit
+//! takes the top 9 bits of `x * C^i` (wrapping, `C` odd; the powers are precomputed so the `k`
+//! multiplications are independent). The weak `h2 + i * stride` sequence is deliberately not used: inside a 512-bit
 //! block it repeats positions and correlates probes of different keys.
 //!
 //! Encoding (kind tag 2, design.md "blocked_bloom (tag 2)"): params `num_blocks:u64 probes:u32
@@ -42,17 +42,6 @@ const BATCH: usize = 16;
 #[repr(C, align(64))]
 struct Block([u64; 8]);
 
-impl Words<u64> for [Block] {
-    #[inline(always)]
-    fn word_count(&self) -> usize {
-        self.len() * 8
-    }
-    #[inline(always)]
-    fn word(&self, i: usize) -> u64 {
-        self[i / 8].0[i % 8]
-    }
-}
-
 /// A cache-line blocked Bloom filter. See the module documentation for the layout.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BlockedBloom {
@@ -67,31 +56,37 @@ fn block_of(hash: u64, num_blocks: u64) -> usize {
     fast_range64(hash, num_blocks) as usize
 }
 
-/// The key's in-block pattern as eight word masks: bit `p` of the block is bit `p % 64` of
-/// `mask[p / 64]`. Probes may coincide (they are drawn with replacement, as the formula assumes).
-#[inline(always)]
-fn pattern(hash: u64, probes: u32) -> [u64; 8] {
-    let mut mask = [0u64; 8];
-    let mut x = mix64(hash, BIT_SEED);
-    for _ in 0..probes {
-        let p = (x >> 55) as usize; // top 9 bits: 0..512
-        mask[p / 64] |= 1 << (p % 64);
-        x = x.wrapping_mul(BIT_STEP);
+/// `BIT_STEP^i` for `i < MAX_PROBES`: probe `i` multiplies the re-mixed hash by its own power,
+/// so the probes are independent multiplications rather than one dependent chain.
+const STEP_POWERS: [u64; MAX_PROBES as usize] = {
+    let mut p = [1u64; MAX_PROBES as usize];
+    let mut i = 1;
+    while i < p.len() {
+        p[i] = p[i - 1].wrapping_mul(BIT_STEP);
+        i += 1;
     }
-    mask
+    p
+};
+
+/// The in-block bit positions (0..512) of a key: the top 9 bits of `x * BIT_STEP^i`,
+/// `x = fmix64(hash + BIT_SEED)`. Probes may coincide (drawn with replacement, as the formula
+/// assumes).
+#[inline(always)]
+fn positions(hash: u64, probes: u32) -> impl Iterator<Item = usize> {
+    let x = mix64(hash, BIT_SEED);
+    STEP_POWERS[..probes as usize].iter().map(move |&c| (x.wrapping_mul(c) >> 55) as usize)
 }
 
-/// The membership test shared by the owned filter and its zero-copy view.
+/// The membership test shared by the owned filter and its zero-copy view, over the key's block.
 #[inline(always)]
-fn probe<W: Words<u64> + ?Sized>(words: &W, block: usize, probes: u32, hash: u64) -> bool {
-    let mask = pattern(hash, probes);
-    let base = block * 8;
-    // Branch-free over the eight words: one cache line, no early exit to mispredict.
-    let mut missing = 0u64;
-    for (j, m) in mask.iter().enumerate() {
-        missing |= m & !words.word(base + j);
+fn probe(block: &[u64; 8], probes: u32, hash: u64) -> bool {
+    // Branch-free: every probe reads the same (already loaded) line; no early exit to mispredict.
+    // `p < 512`, so `p / 64 < 8` and the index needs no bounds check.
+    let mut found = 1u64;
+    for p in positions(hash, probes) {
+        found &= block[p / 64] >> (p % 64);
     }
-    missing == 0
+    found & 1 == 1
 }
 
 fn validate_shape(num_blocks: u64, probes: u32) -> std::result::Result<(), String> {
@@ -187,23 +182,27 @@ impl BloomShape for BlockedBloom {
 impl Filter for BlockedBloom {
     #[inline]
     fn contains_hash(&self, hash: u64) -> bool {
-        probe(self.blocks.as_slice(), self.block_index(hash), self.probes, hash)
+        probe(&self.blocks[self.block_index(hash)].0, self.probes, hash)
     }
 
     fn contains_batch(&self, hashes: &[u64], out: &mut Vec<bool>) {
         out.clear();
-        out.reserve(hashes.len());
-        let mut idx = [0usize; BATCH];
-        for chunk in hashes.chunks(BATCH) {
-            // Every block of the group first, with its line requested, then the probes: up to
-            // BATCH cache misses are in flight at once.
-            for (slot, &h) in idx.iter_mut().zip(chunk) {
-                *slot = self.block_index(h);
-                prefetch_read(&self.blocks[*slot]);
+        out.resize(hashes.len(), false);
+        // The blocks of the first BATCH keys are computed and their lines requested before any
+        // probe; from then on, probing key j requests the line of key j + BATCH, so BATCH cache
+        // misses stay in flight (Boost.Bloom's bulk mode, as a sliding window).
+        let mut ring = [0usize; BATCH];
+        for (slot, &h) in ring.iter_mut().zip(hashes) {
+            *slot = self.block_index(h);
+            prefetch_read(&self.blocks[*slot]);
+        }
+        for (j, (&h, answer)) in hashes.iter().zip(out.iter_mut()).enumerate() {
+            let b = ring[j % BATCH];
+            if let Some(&ahead) = hashes.get(j + BATCH) {
+                ring[j % BATCH] = self.block_index(ahead);
+                prefetch_read(&self.blocks[ring[j % BATCH]]);
             }
-            for (&b, &h) in idx.iter().zip(chunk) {
-                out.push(probe(self.blocks.as_slice(), b, self.probes, h));
-            }
+            *answer = probe(&self.blocks[b].0, self.probes, h);
         }
     }
 
@@ -232,9 +231,9 @@ impl Filter for BlockedBloom {
 impl BlockedBloom {
     #[inline(always)]
     fn set(&mut self, block: usize, hash: u64) {
-        let mask = pattern(hash, self.probes);
-        for (w, m) in self.blocks[block].0.iter_mut().zip(mask) {
-            *w |= m;
+        let words = &mut self.blocks[block].0;
+        for p in positions(hash, self.probes) {
+            words[p / 64] |= 1 << (p % 64);
         }
         self.keys_inserted += 1;
     }
@@ -247,15 +246,19 @@ impl InsertFilter for BlockedBloom {
     }
 
     fn insert_batch(&mut self, hashes: &[u64]) {
-        let mut idx = [0usize; BATCH];
-        for chunk in hashes.chunks(BATCH) {
-            for (slot, &h) in idx.iter_mut().zip(chunk) {
-                *slot = self.block_index(h);
-                prefetch_read(&self.blocks[*slot]);
+        // Same sliding prefetch window as `contains_batch`.
+        let mut ring = [0usize; BATCH];
+        for (slot, &h) in ring.iter_mut().zip(hashes) {
+            *slot = self.block_index(h);
+            prefetch_read(&self.blocks[*slot]);
+        }
+        for (j, &h) in hashes.iter().enumerate() {
+            let b = ring[j % BATCH];
+            if let Some(&ahead) = hashes.get(j + BATCH) {
+                ring[j % BATCH] = self.block_index(ahead);
+                prefetch_read(&self.blocks[ring[j % BATCH]]);
             }
-            for (&b, &h) in idx.iter().zip(chunk) {
-                self.set(b, h);
-            }
+            self.set(b, h);
         }
     }
 
@@ -333,7 +336,9 @@ impl<'a> BlockedBloomView<'a> {
     /// `false`: certainly absent; `true`: may be present.
     #[inline]
     pub fn contains_hash(&self, hash: u64) -> bool {
-        probe(&self.words, block_of(hash, self.num_blocks), self.probes, hash)
+        let base = block_of(hash, self.num_blocks) * 8;
+        let block: [u64; 8] = std::array::from_fn(|j| self.words.word(base + j));
+        probe(&block, self.probes, hash)
     }
 }
 

@@ -286,16 +286,20 @@ impl Filter for SplitBlockBloom {
 
     fn contains_batch(&self, hashes: &[u64], out: &mut Vec<bool>) {
         out.clear();
-        out.reserve(hashes.len());
-        let mut idx = [0usize; BATCH];
-        for chunk in hashes.chunks(BATCH) {
-            for (slot, &h) in idx.iter_mut().zip(chunk) {
-                *slot = self.block_index(h);
-                prefetch_read(&self.blocks[*slot]);
+        out.resize(hashes.len(), false);
+        // Sliding prefetch window: the line of key j + BATCH is requested while key j is probed.
+        let mut ring = [0usize; BATCH];
+        for (slot, &h) in ring.iter_mut().zip(hashes) {
+            *slot = self.block_index(h);
+            prefetch_read(&self.blocks[*slot]);
+        }
+        for (j, (&h, answer)) in hashes.iter().zip(out.iter_mut()).enumerate() {
+            let b = ring[j % BATCH];
+            if let Some(&ahead) = hashes.get(j + BATCH) {
+                ring[j % BATCH] = self.block_index(ahead);
+                prefetch_read(&self.blocks[ring[j % BATCH]]);
             }
-            for (&b, &h) in idx.iter().zip(chunk) {
-                out.push(probe(self.blocks.as_slice(), b, h));
-            }
+            *answer = probe(self.blocks.as_slice(), b, h);
         }
     }
 
@@ -328,15 +332,19 @@ impl InsertFilter for SplitBlockBloom {
     }
 
     fn insert_batch(&mut self, hashes: &[u64]) {
-        let mut idx = [0usize; BATCH];
-        for chunk in hashes.chunks(BATCH) {
-            for (slot, &h) in idx.iter_mut().zip(chunk) {
-                *slot = self.block_index(h);
-                prefetch_read(&self.blocks[*slot]);
+        // Same sliding prefetch window as `contains_batch`.
+        let mut ring = [0usize; BATCH];
+        for (slot, &h) in ring.iter_mut().zip(hashes) {
+            *slot = self.block_index(h);
+            prefetch_read(&self.blocks[*slot]);
+        }
+        for (j, &h) in hashes.iter().enumerate() {
+            let b = ring[j % BATCH];
+            if let Some(&ahead) = hashes.get(j + BATCH) {
+                ring[j % BATCH] = self.block_index(ahead);
+                prefetch_read(&self.blocks[ring[j % BATCH]]);
             }
-            for (&b, &h) in idx.iter().zip(chunk) {
-                self.set(b, h);
-            }
+            self.set(b, h);
         }
     }
 
