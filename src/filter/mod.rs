@@ -4,9 +4,9 @@
 //! | filter | inserts after build | deletes | bits/key at 1% | notes |
 //! |---|---|---|---|---|
 //! | [`StandardBloom`] | yes | no | 9.6 | k probes anywhere in the array; the textbook baseline |
-//! | [`BlockedBloom`] | yes | no | ~10 | all probes in one 64-byte cache line: one miss per query |
+//! | [`BlockedBloom`] | yes | no | 9.9 | all probes in one 64-byte cache line: one miss per query; batch probes prefetch |
 //! | [`TwoBitBloom`] | yes, lock-free from many threads | no | ~16+ | two bits in one u32 set by one atomic OR; the memtable filter |
-//! | [`SplitBlockBloom`] | yes | no | ~10.5 | Parquet's format, readable by any Parquet reader |
+//! | [`SplitBlockBloom`] | yes | no | ~10.5 (size rounded to 2^j bytes) | Parquet's format, readable by any Parquet reader; hashes with XXH64, not [`hash_key`] |
 //! | [`CountingBloom`] | yes | yes | ~38 (4-bit counters) | removal of inserted keys |
 //! | [`ScalableBloom`] | unbounded | no | grows | when the key count is unknown in advance |
 //!

@@ -31,7 +31,6 @@ use crate::error::{Error, Result};
 use crate::filter::codec::{self, Envelope, LeWords, ParamReader, ParamWriter, Words};
 use crate::filter::prefetch::prefetch_read;
 use crate::filter::{math, BloomShape, FillInfo, Filter, FilterKind, InsertFilter, SetOps};
-use xxhash_rust::xxh64::xxh64;
 
 /// The eight odd salts of the Parquet specification, one per word of a block.
 pub const SALT: [u32; 8] = [
@@ -111,43 +110,6 @@ fn validate_blocks(num_blocks: u64) -> std::result::Result<(), String> {
 }
 
 impl SplitBlockBloom {
-    /// The Parquet hash of a value's plain encoding: XXH64 with seed 0.
-    #[inline]
-    pub fn hash(value: &[u8]) -> u64 {
-        xxh64(value, 0)
-    }
-    /// Hash of a BYTE_ARRAY or FIXED_LEN_BYTE_ARRAY value. Parquet writers hash the raw bytes,
-    /// without the 4-byte length prefix of the plain page encoding.
-    #[inline]
-    pub fn hash_bytes(value: &[u8]) -> u64 {
-        Self::hash(value)
-    }
-    /// Hash of an INT32 value (4 bytes little-endian).
-    #[inline]
-    pub fn hash_i32(value: i32) -> u64 {
-        Self::hash(&value.to_le_bytes())
-    }
-    /// Hash of an INT64 value (8 bytes little-endian).
-    #[inline]
-    pub fn hash_i64(value: i64) -> u64 {
-        Self::hash(&value.to_le_bytes())
-    }
-    /// Hash of a UINT_64 value, which Parquet stores as INT64 with the same bits.
-    #[inline]
-    pub fn hash_u64(value: u64) -> u64 {
-        Self::hash(&value.to_le_bytes())
-    }
-    /// Hash of a FLOAT value (IEEE-754 bits, 4 bytes little-endian; `0.0` and `-0.0` differ).
-    #[inline]
-    pub fn hash_f32(value: f32) -> u64 {
-        Self::hash(&value.to_le_bytes())
-    }
-    /// Hash of a DOUBLE value (IEEE-754 bits, 8 bytes little-endian; `0.0` and `-0.0` differ).
-    #[inline]
-    pub fn hash_f64(value: f64) -> u64 {
-        Self::hash(&value.to_le_bytes())
-    }
-
     /// Number of 256-bit blocks.
     pub fn num_blocks(&self) -> u64 {
         self.blocks.len() as u64
@@ -164,30 +126,6 @@ impl SplitBlockBloom {
             return 0.0;
         }
         math::split_block_fpr(8, 32, self.keys_inserted as f64 / self.num_blocks() as f64)
-    }
-
-    /// The bitset exactly as a Parquet file stores it after the `BloomFilterHeader`: every word
-    /// little-endian, blocks in order.
-    pub fn to_parquet_bitset(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.blocks.len() * BLOCK_BYTES);
-        for b in &self.blocks {
-            codec::write_words(&b.0, &mut out);
-        }
-        out
-    }
-
-    /// A filter over a Parquet bitset. The length must be a positive multiple of 32 bytes (and
-    /// at most 2^37 bytes); other lengths are [`Error::InvalidArgument`]. The key count is
-    /// unknown and set to 0.
-    pub fn from_parquet_bitset(bitset: &[u8]) -> Result<SplitBlockBloom> {
-        if bitset.is_empty() || bitset.len() % BLOCK_BYTES != 0 {
-            return Err(Error::invalid(format!(
-                "Parquet bitset of {} bytes is not a positive multiple of 32",
-                bitset.len()
-            )));
-        }
-        validate_blocks((bitset.len() / BLOCK_BYTES) as u64).map_err(Error::invalid)?;
-        Ok(SplitBlockBloom { keys_inserted: 0, blocks: blocks_from_le(bitset) })
     }
 
     /// Reads a serialized split-block filter into an owned one (copies the payload; use
@@ -428,5 +366,6 @@ impl<'a> SplitBlockBloomView<'a> {
     }
 }
 
+mod parquet;
 #[cfg(test)]
 mod tests;
