@@ -12,8 +12,10 @@
 //! Hashing: the block is `fastrange64(h, num_blocks)`, which is driven by the high bits of `h`.
 //! The in-block positions come from an independent re-mix `x = fmix64(h + BIT_SEED)`: probe `i`
 //! takes the top 9 bits of `x * C^i` (wrapping, `C` odd; the powers are precomputed so the `k`
-//! multiplications are independent). The weak `h2 + i * stride` sequence is deliberately not used: inside a 512-bit
-//! block it repeats positions and correlates probes of different keys.
+//! multiplications are independent). The `h2 + i * stride` sequence is deliberately not used:
+//! reduced to 512 positions only 18 bits of `(h2, stride)` matter, so two keys of a block that
+//! agree on them share every probe, and a stride with factors of two repeats positions. Each
+//! probe here takes the top bits of a full 64-bit product instead.
 //!
 //! Encoding (kind tag 2, design.md "blocked_bloom (tag 2)"): params `num_blocks:u64 probes:u32
 //! keys_inserted:u64`; payload `8 * num_blocks` little-endian u64 words, bit `p` (0..512) of

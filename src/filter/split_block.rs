@@ -252,7 +252,9 @@ impl Filter for SplitBlockBloom {
     fn to_bytes(&self) -> Vec<u8> {
         let params = ParamWriter::new().u64(self.num_blocks()).u64(self.keys_inserted).finish();
         codec::encode(FilterKind::SplitBlockBloom, &params, |out| {
-            out.extend_from_slice(&self.to_parquet_bitset())
+            for b in &self.blocks {
+                codec::write_words(&b.0, out);
+            }
         })
     }
 }
@@ -351,6 +353,11 @@ impl<'a> SplitBlockBloomView<'a> {
         // num_blocks <= 2^32 here, so the word count cannot overflow.
         let words = LeWords::new(env.payload, num_blocks * 8, "split_block_bloom payload")?;
         Ok(SplitBlockBloomView { num_blocks, keys_inserted, words })
+    }
+
+    /// Keys inserted into the filter this was serialized from.
+    pub fn keys_inserted(&self) -> u64 {
+        self.keys_inserted
     }
 
     /// `hash` must be [`SplitBlockBloom::hash`] of the value. `false`: certainly absent.
