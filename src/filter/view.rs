@@ -4,11 +4,13 @@
 //! were read, and `contains_hash` dispatches on the kind tag to that filter's probe code.
 
 use crate::error::Result;
+use crate::filter::blocked::BlockedBloomView;
 use crate::filter::codec::{self, Envelope};
 use crate::filter::counting::CountingBloomView;
 use crate::filter::cuckoo::CuckooView;
 use crate::filter::ribbon::RibbonView;
 use crate::filter::scalable::ScalableBloomView;
+use crate::filter::split_block::{SplitBlockBloom, SplitBlockBloomView};
 use crate::filter::standard::StandardBloomView;
 use crate::filter::{Filter, FilterKind};
 
@@ -27,6 +29,8 @@ enum Inner<'a> {
     Counting(CountingBloomView<'a>),
     Scalable(ScalableBloomView<'a>),
     Ribbon(RibbonView<'a>),
+    Blocked(BlockedBloomView<'a>),
+    SplitBlock(SplitBlockBloomView<'a>),
 }
 
 impl<'a> FilterView<'a> {
@@ -45,6 +49,8 @@ impl<'a> FilterView<'a> {
             FilterKind::CountingBloom => Inner::Counting(CountingBloomView::parse(env)?),
             FilterKind::ScalableBloom => Inner::Scalable(ScalableBloomView::parse(env)?),
             FilterKind::Ribbon => Inner::Ribbon(RibbonView::parse(env)?),
+            FilterKind::BlockedBloom => Inner::Blocked(BlockedBloomView::parse(env)?),
+            FilterKind::SplitBlockBloom => Inner::SplitBlock(SplitBlockBloomView::parse(env)?),
             other => return Err(crate::Error::UnknownFilterKind(other.tag())),
         })
     }
@@ -59,16 +65,28 @@ impl Filter for FilterView<'_> {
             Inner::Counting(v) => v.contains_hash(hash),
             Inner::Scalable(v) => v.contains_hash(hash),
             Inner::Ribbon(v) => v.contains_hash(hash),
+            Inner::Blocked(v) => v.contains_hash(hash),
+            Inner::SplitBlock(v) => v.contains_hash(hash),
         }
     }
 
     fn contains_batch(&self, hashes: &[u64], out: &mut Vec<bool>) {
         match &self.inner {
             Inner::Counting(v) => v.contains_batch(hashes, out),
+            Inner::Cuckoo(v) => v.contains_batch(hashes, out),
             _ => {
                 out.clear();
                 out.extend(hashes.iter().map(|&h| self.contains_hash(h)));
             }
+        }
+    }
+
+    /// Hashes `key` as the filter's kind requires: XXH3 ([`crate::filter::hash_key`]) for every
+    /// kind except the Parquet split-block filter, which takes XXH64 with seed 0.
+    fn contains(&self, key: &[u8]) -> bool {
+        match &self.inner {
+            Inner::SplitBlock(v) => v.contains_hash(SplitBlockBloom::hash(key)),
+            _ => self.contains_hash(crate::filter::hash_key(key)),
         }
     }
 
@@ -79,6 +97,8 @@ impl Filter for FilterView<'_> {
             Inner::Counting(_) => FilterKind::CountingBloom,
             Inner::Scalable(_) => FilterKind::ScalableBloom,
             Inner::Ribbon(_) => FilterKind::Ribbon,
+            Inner::Blocked(_) => FilterKind::BlockedBloom,
+            Inner::SplitBlock(_) => FilterKind::SplitBlockBloom,
         }
     }
 
