@@ -11,7 +11,10 @@
 
 use siftdb::filter::math;
 use siftdb::filter::prelude::*;
-use siftdb::filter::{cuckoo_fpr, CountingBloom, Cuckoo, Ribbon, ScalableBloom, StandardBloom};
+use siftdb::filter::{
+    cuckoo_fpr, BlockedBloom, CountingBloom, Cuckoo, Ribbon, ScalableBloom, SplitBlockBloom,
+    StandardBloom,
+};
 use siftdb::rng::SplitMix64;
 use std::hint::black_box;
 use std::time::Instant;
@@ -60,8 +63,19 @@ fn insertable<F: InsertFilter + BloomShape>(
     theory: impl Fn(f64, u32) -> f64,
 ) -> Row {
     let probes = F::probes_for_bits_per_key(bpk);
-    let mut f =
-        F::with_bits_per_key(bpk).expected_items(data.keys.len() as u64).expect("valid size");
+    let f = F::with_bits_per_key(bpk).expected_items(data.keys.len() as u64).expect("valid size");
+    insert_row(filter, format!("bpk={bpk},k={probes}"), f, probes, data, theory)
+}
+
+/// Inserts every key into `f` one at a time, then probes; `theory(actual_bpk, probes)`.
+fn insert_row<F: InsertFilter>(
+    filter: &'static str,
+    config: String,
+    mut f: F,
+    probes: u32,
+    data: &Data,
+    theory: impl Fn(f64, u32) -> f64,
+) -> Row {
     let t = Instant::now();
     for &k in &data.keys {
         f.insert_hash(k);
@@ -71,7 +85,7 @@ fn insertable<F: InsertFilter + BloomShape>(
     let (fpr, query_ns) = probe(&f, data);
     Row {
         filter,
-        config: format!("bpk={bpk},k={probes}"),
+        config,
         keys: data.keys.len(),
         bits_per_key: actual_bpk,
         fpr,
@@ -188,6 +202,26 @@ fn rows() -> Vec<Row> {
             bpk,
             &data,
             math::standard_bloom_fpr,
+        ));
+    }
+    for bpk in BITS_PER_KEY {
+        rows.push(insertable::<BlockedBloom>("blocked_bloom", bpk, &data, |b, k| {
+            math::blocked_bloom_fpr(512, 512.0 / b, k)
+        }));
+    }
+    for bpk in BITS_PER_KEY {
+        // Parquet writers size the bitset to a power of two bytes; the key count is chosen so
+        // that a 1 MiB (2^23-bit) bitset is exactly `bpk` bits per key.
+        let n = ((1u64 << 23) as f64 / bpk).round() as usize;
+        let sbbf_data = Data::new(n, 4);
+        let f = SplitBlockBloom::from_shape(1 << 23, 8).expect("1 MiB bitset");
+        rows.push(insert_row(
+            "split_block_bloom",
+            format!("bpk={bpk},k=8"),
+            f,
+            8,
+            &sbbf_data,
+            |b, _| math::split_block_fpr(8, 32, 256.0 / b),
         ));
     }
     // Counting Bloom: the configuration is counters per key; memory is 4 bits per counter.

@@ -49,9 +49,9 @@ mod split_block;
 mod standard;
 mod view;
 
+pub use blocked::{BlockedBloom, BlockedBloomView};
 pub use counting::{CountingBloom, CountingBloomView};
 pub use cuckoo::{cuckoo_fpr, Cuckoo, CuckooBuilder, CuckooView};
-pub use blocked::{BlockedBloom, BlockedBloomView};
 pub use hash::{hash_key, hash_keys};
 pub use ribbon::{Ribbon, RibbonBuilder, RibbonView};
 pub use scalable::{ScalableBloom, ScalableBloomView};
