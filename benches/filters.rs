@@ -10,7 +10,7 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use siftdb::filter::prelude::*;
-use siftdb::filter::{Cuckoo, StandardBloom};
+use siftdb::filter::{BlockedBloom, Cuckoo, Ribbon, SplitBlockBloom, StandardBloom};
 use siftdb::rng::SplitMix64;
 use std::hint::black_box;
 use std::time::Duration;
@@ -61,6 +61,9 @@ fn contains(c: &mut Criterion) {
     for (n, label) in SIZES {
         let k = keys(n);
         let standard: StandardBloom = filled(&k);
+        let blocked: BlockedBloom = filled(&k);
+        let split: SplitBlockBloom = filled(&k);
+        let ribbon = Ribbon::with_false_pos(0.01).build(&k.keys).unwrap();
         let fast = fastbloom_filled(&k);
         let mut g = c.benchmark_group(format!("contains/{label}"));
         g.throughput(Throughput::Elements(QUERIES as u64));
@@ -68,6 +71,15 @@ fn contains(c: &mut Criterion) {
         for (case, hashes) in [("hit", &k.hits), ("miss", &k.misses)] {
             g.bench_function(BenchmarkId::new("standard_bloom", case), |b| {
                 b.iter(|| count_single(&standard, black_box(hashes)))
+            });
+            g.bench_function(BenchmarkId::new("blocked_bloom", case), |b| {
+                b.iter(|| count_single(&blocked, black_box(hashes)))
+            });
+            g.bench_function(BenchmarkId::new("split_block_bloom", case), |b| {
+                b.iter(|| count_single(&split, black_box(hashes)))
+            });
+            g.bench_function(BenchmarkId::new("ribbon_1pct", case), |b| {
+                b.iter(|| count_single(&ribbon, black_box(hashes)))
             });
             g.bench_function(BenchmarkId::new("fastbloom", case), |b| {
                 b.iter(|| black_box(hashes).iter().filter(|&&h| fast.contains_hash(h)).count())
@@ -81,6 +93,7 @@ fn batch(c: &mut Criterion) {
     for (n, label) in SIZES {
         let k = keys(n);
         let standard: StandardBloom = filled(&k);
+        let blocked: BlockedBloom = filled(&k);
         let mut g = c.benchmark_group(format!("batch/{label}"));
         g.throughput(Throughput::Elements(QUERIES as u64));
         g.sample_size(20).measurement_time(Duration::from_secs(3));
@@ -90,6 +103,12 @@ fn batch(c: &mut Criterion) {
         });
         g.bench_function("standard_bloom/batch", |b| {
             b.iter(|| count_batch(&standard, black_box(&k.misses), &mut out))
+        });
+        g.bench_function("blocked_bloom/single", |b| {
+            b.iter(|| count_single(&blocked, black_box(&k.misses)))
+        });
+        g.bench_function("blocked_bloom/batch", |b| {
+            b.iter(|| count_batch(&blocked, black_box(&k.misses), &mut out))
         });
         g.finish();
     }
@@ -102,6 +121,8 @@ fn insert(c: &mut Criterion) {
     g.throughput(Throughput::Elements(n as u64));
     g.sample_size(10).measurement_time(Duration::from_secs(3));
     g.bench_function("standard_bloom", |b| b.iter(|| filled::<StandardBloom>(&k)));
+    g.bench_function("blocked_bloom", |b| b.iter(|| filled::<BlockedBloom>(&k)));
+    g.bench_function("split_block_bloom", |b| b.iter(|| filled::<SplitBlockBloom>(&k)));
     g.bench_function("fastbloom", |b| b.iter(|| fastbloom_filled(&k)));
     g.bench_function("cuckoo_f12", |b| {
         b.iter(|| {
