@@ -223,6 +223,23 @@ mod tests {
     }
 
     #[test]
+    fn worked_example_of_design_md_matches_the_bytes() {
+        let mut b = BlockBuilder::new(16);
+        b.add(&encode(b"apple", 5, ValueKind::Put), b"red");
+        b.add(&encode(b"apply", 3, ValueKind::Delete), b"");
+        let raw = b.finish();
+        let expected: &[u8] = &[
+            0x00, 0x0d, 0x03, b'a', b'p', b'p', b'l', b'e', 0x01, 0x05, 0, 0, 0, 0, 0, 0, b'r',
+            b'e', b'd', 0x04, 0x09, 0x00, b'y', 0x00, 0x03, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0,
+            0,
+        ];
+        assert_eq!(raw, expected);
+        let (framed, _) =
+            crate::sst::format::frame_block(&raw, crate::sst::Compression::None).unwrap();
+        assert_eq!(framed[39..], [0x00, 0x14, 0x5e, 0x09, 0xe9]);
+    }
+
+    #[test]
     fn empty_block_iterates_nothing() {
         let block = build(0, 16);
         let mut it = block.iter();

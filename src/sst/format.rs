@@ -4,6 +4,7 @@
 
 use crate::error::{Error, Result};
 use crate::sst::Compression;
+use std::cell::RefCell;
 
 /// Bytes after every block's contents: compression type u8, crc32 u32.
 pub const BLOCK_TRAILER_LEN: usize = 5;
@@ -20,6 +21,15 @@ pub const FOOTER_LEN: usize = 64;
 pub const TABLE_MAGIC: u64 = u64::from_le_bytes(*b"SIFTDBST");
 /// The SST format version this build writes and reads.
 pub const FORMAT_VERSION: u32 = 1;
+
+thread_local! {
+    /// One zstd compression and one decompression context per thread, created on first use:
+    /// a context costs far more to set up than one 4 KiB block costs to (de)compress.
+    static ZSTD: RefCell<ZstdContexts> = const { RefCell::new((None, None)) };
+}
+
+type ZstdContexts =
+    (Option<zstd::bulk::Compressor<'static>>, Option<zstd::bulk::Decompressor<'static>>);
 
 /// Appends `v` as a LEB128 varint (7 bits per byte, low group first).
 pub fn put_varint64(out: &mut Vec<u8>, mut v: u64) {
@@ -114,7 +124,16 @@ pub fn frame_block(raw: &[u8], compression: Compression) -> Result<(Vec<u8>, u8)
     if let Compression::Zstd { level } = compression {
         let mut out = Vec::with_capacity(raw.len() / 2 + 16);
         put_varint32(&mut out, raw.len() as u32);
-        let z = zstd::bulk::compress(raw, level)
+        let z = ZSTD
+            .with(|z| {
+                let mut z = z.borrow_mut();
+                let c = match &mut z.0 {
+                    Some(c) => c,
+                    none => none.insert(zstd::bulk::Compressor::new(level)?),
+                };
+                c.set_compression_level(level)?;
+                c.compress(raw)
+            })
             .map_err(|e| Error::io("compressing an SST block with zstd", e))?;
         out.extend_from_slice(&z);
         if out.len() < raw.len() - raw.len() / 8 {
@@ -163,9 +182,21 @@ pub fn unframe_block(mut framed: Vec<u8>) -> Result<Vec<u8>> {
                     Some(0),
                 ));
             }
-            let raw = zstd::bulk::decompress(&framed[pos..n], raw_len).map_err(|e| {
-                Error::corruption(format!("zstd block does not decompress: {e}"), Some(pos as u64))
-            })?;
+            let raw = ZSTD
+                .with(|z| {
+                    let mut z = z.borrow_mut();
+                    let d = match &mut z.1 {
+                        Some(d) => d,
+                        none => none.insert(zstd::bulk::Decompressor::new()?),
+                    };
+                    d.decompress(&framed[pos..n], raw_len)
+                })
+                .map_err(|e| {
+                    Error::corruption(
+                        format!("zstd block does not decompress: {e}"),
+                        Some(pos as u64),
+                    )
+                })?;
             if raw.len() != raw_len {
                 return Err(Error::corruption(
                     format!("zstd block decompressed to {} bytes, expected {raw_len}", raw.len()),

@@ -57,18 +57,26 @@ pub struct ReadCounters {
     pub block_cache_misses: AtomicU64,
 }
 
-/// A plain copy of [`ReadCounters`] at one moment.
+/// A plain copy of [`ReadCounters`] at one moment (same field meanings).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[allow(missing_docs)] // fields mirror ReadCounters one to one
 pub struct ReadStats {
+    /// See [`ReadCounters::filter_checks`].
     pub filter_checks: u64,
+    /// See [`ReadCounters::filter_useful`].
     pub filter_useful: u64,
+    /// See [`ReadCounters::filter_positive`].
     pub filter_positive: u64,
+    /// See [`ReadCounters::filter_true_positive`].
     pub filter_true_positive: u64,
+    /// See [`ReadCounters::filter_unusable`].
     pub filter_unusable: u64,
+    /// See [`ReadCounters::index_blocks_read`].
     pub index_blocks_read: u64,
+    /// See [`ReadCounters::data_blocks_read`].
     pub data_blocks_read: u64,
+    /// See [`ReadCounters::block_cache_hits`].
     pub block_cache_hits: u64,
+    /// See [`ReadCounters::block_cache_misses`].
     pub block_cache_misses: u64,
 }
 
