@@ -281,3 +281,79 @@ fn builder_rejects_out_of_order_duplicate_and_malformed_keys() {
     let opts = TableOptions { block_size: 10, ..Default::default() };
     assert!(TableBuilder::new(Box::new(MemFile::default()), opts).is_err());
 }
+
+#[test]
+fn tables_are_shared_across_threads_with_one_cache() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Table>();
+    send_sync::<BlockCache>();
+    send_sync::<ReadCounters>();
+    fn send<T: Send>() {}
+    send::<TableBuilder>();
+    send::<crate::sst::TableIter>();
+
+    let entries = simple_entries(10_000);
+    let (bytes, _) = build(&entries, TableOptions::default(), bloom_source());
+    let cache = Arc::new(BlockCache::new(64 * 1024));
+    let table = Arc::new(open(bytes, Some(Arc::clone(&cache))).unwrap());
+    let c = Arc::new(ReadCounters::new());
+    let entries = Arc::new(entries);
+    let threads: Vec<_> = (0..2)
+        .map(|t| {
+            let (table, c, entries) = (Arc::clone(&table), Arc::clone(&c), Arc::clone(&entries));
+            std::thread::spawn(move || {
+                for (k, _, _, v) in entries.iter().skip(t).step_by(2) {
+                    let r = table.get(k, hash_key(k), u64::MAX, &c).unwrap();
+                    assert_eq!(r, GetResult::Found(v.clone()));
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let s = c.snapshot();
+    assert_eq!(s.data_blocks_read, 10_000);
+    assert_eq!(s.block_cache_hits + s.block_cache_misses, 10_000);
+    assert!(cache.usage() <= 64 * 1024 + crate::cache::DEFAULT_SHARDS);
+}
+
+/// A file whose appends fail from the `fail_at`-th call on.
+struct FailingFile {
+    appends: usize,
+    fail_at: usize,
+}
+
+impl WritableFile for FailingFile {
+    fn append(&mut self, _: &[u8]) -> Result<()> {
+        self.appends += 1;
+        if self.appends >= self.fail_at {
+            return Err(Error::io("append", std::io::Error::other("disk full")));
+        }
+        Ok(())
+    }
+    fn sync(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn len(&self) -> u64 {
+        0
+    }
+}
+
+#[test]
+fn failed_write_poisons_the_builder() {
+    let file = Box::new(FailingFile { appends: 0, fail_at: 2 });
+    let opts = TableOptions { block_size: 64, ..Default::default() };
+    let mut b = TableBuilder::new(file, opts).unwrap();
+    let mut failed = None;
+    for (i, (k, s, t, v)) in simple_entries(100).into_iter().enumerate() {
+        if let Err(e) = b.add(&ikey::encode(&k, s, t), &v) {
+            failed = Some((i, e));
+            break;
+        }
+    }
+    let (_, e) = failed.expect("second block write fails");
+    assert!(matches!(e, Error::Io { .. }), "{e}");
+    assert!(b.add(&ikey::encode(b"zzz", 1, ValueKind::Put), b"").is_err());
+    assert!(b.finish(FilterBlockSource::None).is_err());
+}
