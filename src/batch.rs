@@ -23,25 +23,7 @@ pub const MAX_BATCH_SIZE: usize = 1 << 30;
 /// Bytes of the batch header (first_seq + count).
 const HEADER: usize = 12;
 
-/// Whether a record writes a value or a tombstone. The numeric values are persisted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ValueKind {
-    /// A tombstone: the key is deleted as of this sequence number.
-    Delete = 0,
-    /// A value.
-    Put = 1,
-}
-
-impl ValueKind {
-    /// The kind with persisted tag `tag`.
-    pub fn from_tag(tag: u8) -> Option<ValueKind> {
-        match tag {
-            0 => Some(ValueKind::Delete),
-            1 => Some(ValueKind::Put),
-            _ => None,
-        }
-    }
-}
+pub use crate::ikey::ValueKind;
 
 /// An ordered group of puts and deletes, applied all or nothing by `Db::write`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -25,6 +25,35 @@ pub fn put_length_prefixed(out: &mut Vec<u8>, bytes: &[u8]) {
     out.extend_from_slice(bytes);
 }
 
+/// Reads a varint of at most 10 bytes at `buf[*pos..]`, advancing `pos` past it. Running out of
+/// bytes or a value above 64 bits is a corruption error naming `field`, at offset `*pos`.
+pub fn get_varint64(buf: &[u8], pos: &mut usize, field: &str) -> Result<u64> {
+    let err = |why: &str| Error::corruption(format!("{why} reading {field}"), Some(*pos as u64));
+    let mut v: u64 = 0;
+    for i in 0..10 {
+        let Some(&b) = buf.get(*pos + i) else { return Err(err("truncated varint")) };
+        if i == 9 && b > 1 {
+            return Err(err("varint overflows 64 bits"));
+        }
+        v |= ((b & 0x7f) as u64) << (7 * i);
+        if b < 0x80 {
+            *pos += i + 1;
+            return Ok(v);
+        }
+    }
+    Err(err("varint longer than 10 bytes"))
+}
+
+/// [`get_varint64`] for a value that must fit in 32 bits.
+pub fn get_varint32(buf: &[u8], pos: &mut usize, field: &str) -> Result<u32> {
+    let start = *pos;
+    let v = get_varint64(buf, pos, field)?;
+    u32::try_from(v).map_err(|_| {
+        *pos = start;
+        Error::corruption(format!("varint exceeds 32 bits reading {field}"), Some(start as u64))
+    })
+}
+
 /// A forward cursor over untrusted bytes.
 #[derive(Debug, Clone, Copy)]
 pub struct Cursor<'a> {
@@ -84,26 +113,13 @@ impl<'a> Cursor<'a> {
 
     /// Takes a varint of at most 10 bytes.
     pub fn varint64(&mut self, field: &str) -> Result<u64> {
-        let mut v: u64 = 0;
-        for i in 0..10 {
-            let b = self.u8(field)?;
-            if i == 9 && b > 1 {
-                return Err(self.err(field, "varint overflows 64 bits"));
-            }
-            v |= ((b & 0x7f) as u64) << (7 * i);
-            if b < 0x80 {
-                return Ok(v);
-            }
-        }
-        Err(self.err(field, "varint longer than 10 bytes"))
+        get_varint64(self.buf, &mut self.pos, field)
     }
 
     /// Takes a varint that must fit in 32 bits.
     pub fn varint32(&mut self, field: &str) -> Result<u32> {
-        let v = self.varint64(field)?;
-        u32::try_from(v).map_err(|_| self.err(field, "varint exceeds 32 bits"))
+        get_varint32(self.buf, &mut self.pos, field)
     }
-
     /// Takes a varint length and that many bytes; the length is checked against what remains
     /// before anything is sliced or allocated.
     pub fn length_prefixed(&mut self, field: &str) -> Result<&'a [u8]> {

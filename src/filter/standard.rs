@@ -18,7 +18,7 @@ use crate::filter::{math, BloomShape, FillInfo, Filter, FilterKind, InsertFilter
 /// Seed of the re-mix that derives the probe stride `h2` from the key hash.
 const STRIDE_SEED: u64 = 0x5EED_0F57_A9D0_B10F;
 /// Most probes a key may set; more never helps below 40 bits per key.
-const MAX_PROBES: u32 = 30;
+pub(crate) const MAX_PROBES: u32 = 30;
 /// Keys whose positions are computed and prefetched together by the batch operations.
 const BATCH: usize = 8;
 
@@ -31,9 +31,11 @@ pub struct StandardBloom {
     words: Vec<u64>,
 }
 
-/// The probe positions of a key: `k` values in `0..num_bits`.
+/// The probe positions of a key: `k` values in `0..num_bits` (Kirsch-Mitzenmacher double
+/// hashing, design.md "standard_bloom"). Shared with `CountingBloom`, whose counters are probed
+/// at the same positions.
 #[inline(always)]
-fn positions(hash: u64, num_bits: u64, probes: u32) -> impl Iterator<Item = u64> {
+pub(crate) fn positions(hash: u64, num_bits: u64, probes: u32) -> impl Iterator<Item = u64> {
     let stride = mix64(hash, STRIDE_SEED) | 1;
     let mut x = hash;
     (0..probes).map(move |_| {

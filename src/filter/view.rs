@@ -4,20 +4,33 @@
 //! were read, and `contains_hash` dispatches on the kind tag to that filter's probe code.
 
 use crate::error::Result;
+use crate::filter::blocked::BlockedBloomView;
 use crate::filter::codec::{self, Envelope};
+use crate::filter::counting::CountingBloomView;
+use crate::filter::cuckoo::CuckooView;
+use crate::filter::ribbon::RibbonView;
+use crate::filter::scalable::ScalableBloomView;
+use crate::filter::split_block::{SplitBlockBloom, SplitBlockBloomView};
 use crate::filter::standard::StandardBloomView;
 use crate::filter::{Filter, FilterKind};
 
-/// A serialized filter of any kind, probed without copying its payload.
-#[derive(Debug, Clone, Copy)]
+/// A serialized filter of any kind, probed without copying its payload. Not `Copy`: a scalable
+/// Bloom filter's view holds a small `Vec` of stage views.
+#[derive(Debug, Clone)]
 pub struct FilterView<'a> {
     bytes: &'a [u8],
     inner: Inner<'a>,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 enum Inner<'a> {
     Standard(StandardBloomView<'a>),
+    Cuckoo(CuckooView<'a>),
+    Counting(CountingBloomView<'a>),
+    Scalable(ScalableBloomView<'a>),
+    Ribbon(RibbonView<'a>),
+    Blocked(BlockedBloomView<'a>),
+    SplitBlock(SplitBlockBloomView<'a>),
 }
 
 impl<'a> FilterView<'a> {
@@ -32,6 +45,12 @@ impl<'a> FilterView<'a> {
     fn parse_inner(env: &Envelope<'a>) -> Result<Inner<'a>> {
         Ok(match env.kind {
             FilterKind::StandardBloom => Inner::Standard(StandardBloomView::parse(env)?),
+            FilterKind::Cuckoo => Inner::Cuckoo(CuckooView::parse(env)?),
+            FilterKind::CountingBloom => Inner::Counting(CountingBloomView::parse(env)?),
+            FilterKind::ScalableBloom => Inner::Scalable(ScalableBloomView::parse(env)?),
+            FilterKind::Ribbon => Inner::Ribbon(RibbonView::parse(env)?),
+            FilterKind::BlockedBloom => Inner::Blocked(BlockedBloomView::parse(env)?),
+            FilterKind::SplitBlockBloom => Inner::SplitBlock(SplitBlockBloomView::parse(env)?),
             other => return Err(crate::Error::UnknownFilterKind(other.tag())),
         })
     }
@@ -42,12 +61,44 @@ impl Filter for FilterView<'_> {
     fn contains_hash(&self, hash: u64) -> bool {
         match &self.inner {
             Inner::Standard(v) => v.contains_hash(hash),
+            Inner::Cuckoo(v) => v.contains_hash(hash),
+            Inner::Counting(v) => v.contains_hash(hash),
+            Inner::Scalable(v) => v.contains_hash(hash),
+            Inner::Ribbon(v) => v.contains_hash(hash),
+            Inner::Blocked(v) => v.contains_hash(hash),
+            Inner::SplitBlock(v) => v.contains_hash(hash),
+        }
+    }
+
+    fn contains_batch(&self, hashes: &[u64], out: &mut Vec<bool>) {
+        match &self.inner {
+            Inner::Counting(v) => v.contains_batch(hashes, out),
+            Inner::Cuckoo(v) => v.contains_batch(hashes, out),
+            _ => {
+                out.clear();
+                out.extend(hashes.iter().map(|&h| self.contains_hash(h)));
+            }
+        }
+    }
+
+    /// Hashes `key` as the filter's kind requires: XXH3 ([`crate::filter::hash_key`]) for every
+    /// kind except the Parquet split-block filter, which takes XXH64 with seed 0.
+    fn contains(&self, key: &[u8]) -> bool {
+        match &self.inner {
+            Inner::SplitBlock(v) => v.contains_hash(SplitBlockBloom::hash(key)),
+            _ => self.contains_hash(crate::filter::hash_key(key)),
         }
     }
 
     fn kind(&self) -> FilterKind {
         match &self.inner {
             Inner::Standard(_) => FilterKind::StandardBloom,
+            Inner::Cuckoo(_) => FilterKind::Cuckoo,
+            Inner::Counting(_) => FilterKind::CountingBloom,
+            Inner::Scalable(_) => FilterKind::ScalableBloom,
+            Inner::Ribbon(_) => FilterKind::Ribbon,
+            Inner::Blocked(_) => FilterKind::BlockedBloom,
+            Inner::SplitBlock(_) => FilterKind::SplitBlockBloom,
         }
     }
 

@@ -1,0 +1,171 @@
+//! Data and index blocks: sorted key/value entries with prefix-compressed keys and restart
+//! points (the LevelDB block layout; design.md "SSTable", "Block contents").
+//!
+//! ```text
+//! block    := entry* restarts:u32* num_restarts:u32
+//! entry    := shared:varint32 unshared:varint32 value_len:varint32 key_delta value
+//! ```
+//! Every `restart_interval`-th entry is a restart point: it stores its whole key (`shared = 0`)
+//! and its offset is listed in the trailer, so a seek binary-searches the restart points and then
+//! scans at most `restart_interval` entries. Keys are internal keys ([`crate::ikey`]) ordered by
+//! [`crate::ikey::compare`], in data blocks and index blocks alike.
+
+use crate::error::{Error, Result};
+use crate::sst::format::{put_varint32, MAX_BLOCK_LEN};
+use std::sync::Arc;
+
+pub use crate::sst::block_iter::BlockIter;
+
+/// Accumulates sorted entries into the bytes of one block.
+#[derive(Debug)]
+pub struct BlockBuilder {
+    buf: Vec<u8>,
+    restarts: Vec<u32>,
+    /// Entries added since the last restart point.
+    counter: usize,
+    restart_interval: usize,
+    last_key: Vec<u8>,
+    entries: usize,
+}
+
+impl BlockBuilder {
+    /// An empty builder that places a restart point every `restart_interval` entries (min 1).
+    pub fn new(restart_interval: usize) -> BlockBuilder {
+        BlockBuilder {
+            buf: Vec::new(),
+            restarts: vec![0],
+            counter: 0,
+            restart_interval: restart_interval.max(1),
+            last_key: Vec::new(),
+            entries: 0,
+        }
+    }
+
+    /// Appends an entry. The caller guarantees `key` sorts after every key added before (the
+    /// table builder checks it) and that the block stays below [`MAX_BLOCK_LEN`].
+    pub fn add(&mut self, key: &[u8], value: &[u8]) {
+        let mut shared = 0;
+        if self.counter < self.restart_interval {
+            shared = self.last_key.iter().zip(key).take_while(|(a, b)| a == b).count();
+        } else {
+            self.restarts.push(self.buf.len() as u32);
+            self.counter = 0;
+        }
+        put_varint32(&mut self.buf, shared as u32);
+        put_varint32(&mut self.buf, (key.len() - shared) as u32);
+        put_varint32(&mut self.buf, value.len() as u32);
+        self.buf.extend_from_slice(&key[shared..]);
+        self.buf.extend_from_slice(value);
+        self.last_key.clear();
+        self.last_key.extend_from_slice(key);
+        self.counter += 1;
+        self.entries += 1;
+    }
+
+    /// Size of the block if it were finished now.
+    pub fn size_estimate(&self) -> usize {
+        self.buf.len() + 4 * self.restarts.len() + 4
+    }
+
+    /// True when no entry was added since the last `finish`.
+    pub fn is_empty(&self) -> bool {
+        self.entries == 0
+    }
+
+    /// Entries added since the last `finish`.
+    pub fn len(&self) -> usize {
+        self.entries
+    }
+
+    /// The last key added.
+    pub fn last_key(&self) -> &[u8] {
+        &self.last_key
+    }
+
+    /// Returns the finished block bytes and resets the builder for the next block.
+    pub fn finish(&mut self) -> Vec<u8> {
+        let mut out = std::mem::take(&mut self.buf);
+        for r in &self.restarts {
+            out.extend_from_slice(&r.to_le_bytes());
+        }
+        out.extend_from_slice(&(self.restarts.len() as u32).to_le_bytes());
+        debug_assert!(out.len() <= MAX_BLOCK_LEN);
+        self.restarts.clear();
+        self.restarts.push(0);
+        self.counter = 0;
+        self.last_key.clear();
+        self.entries = 0;
+        out
+    }
+}
+
+/// The decoded (decompressed) contents of one block, validated enough to iterate safely: the
+/// restart array lies inside the block. Entries are checked as they are read.
+#[derive(Debug)]
+pub struct Block {
+    data: Vec<u8>,
+    restarts_offset: usize,
+    num_restarts: usize,
+}
+
+impl Block {
+    /// Wraps block contents, checking the restart trailer. Offsets in errors are relative to the
+    /// block start.
+    pub fn new(data: Vec<u8>) -> Result<Block> {
+        let len = data.len();
+        if len < 4 {
+            return Err(Error::corruption(format!("block of {len} bytes has no trailer"), Some(0)));
+        }
+        let num_restarts =
+            u32::from_le_bytes(data[len - 4..].try_into().expect("4 bytes")) as usize;
+        let restarts_offset = num_restarts
+            .checked_mul(4)
+            .and_then(|n| (len - 4).checked_sub(n))
+            .filter(|_| num_restarts > 0)
+            .ok_or_else(|| {
+                Error::corruption(
+                    format!("block restart count {num_restarts} does not fit in {len} bytes"),
+                    Some(len as u64 - 4),
+                )
+            })?;
+        Ok(Block { data, restarts_offset, num_restarts })
+    }
+
+    /// Bytes of block contents (what the cache charges).
+    pub fn size(&self) -> usize {
+        self.data.len()
+    }
+
+    /// An iterator positioned nowhere (call a seek first).
+    pub fn iter(self: &Arc<Self>) -> BlockIter {
+        BlockIter::new(Arc::clone(self))
+    }
+
+    /// The raw contents.
+    pub fn data(&self) -> &[u8] {
+        &self.data
+    }
+
+    /// End of the entry area (start of the restart array).
+    pub(crate) fn restarts_offset(&self) -> usize {
+        self.restarts_offset
+    }
+
+    /// Number of restart points (at least 1).
+    pub(crate) fn num_restarts(&self) -> usize {
+        self.num_restarts
+    }
+
+    /// Offset of the entry at restart point `i`, checked to lie in the entry area.
+    pub(crate) fn restart_point(&self, i: usize) -> Result<usize> {
+        let at = self.restarts_offset + 4 * i;
+        let off = u32::from_le_bytes(self.data[at..at + 4].try_into().expect("4 bytes")) as usize;
+        if off >= self.restarts_offset && !(off == 0 && self.restarts_offset == 0) {
+            return Err(Error::corruption(
+                format!("restart point {i} = {off} lies outside the entries"),
+                Some(at as u64),
+            ));
+        }
+        Ok(off)
+    }
+}

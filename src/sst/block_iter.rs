@@ -1,0 +1,279 @@
+//! [`BlockIter`]: forward iteration and seeks over one [`Block`].
+//!
+//! Safety against malformed blocks (which pass the CRC only through a writer bug or a CRC
+//! collision): every varint and every length is checked against the entry area before use, a
+//! restart entry must have `shared = 0`, a key must be at least an internal-key trailer long,
+//! and every step strictly advances the offset (an entry is at least 3 bytes), so iteration
+//! terminates after at most `len / 3` steps. Any violation is `Error::Corruption` with the
+//! offset inside the block; the iterator is then invalid.
+
+use crate::error::{Error, Result};
+use crate::ikey;
+use crate::sst::block::Block;
+use crate::sst::format::get_varint32;
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+/// A cursor over the entries of a block, in key order. Holds the block by `Arc`, so it stays
+/// valid after the block cache evicts the block.
+#[derive(Debug)]
+pub struct BlockIter {
+    block: Arc<Block>,
+    /// Offset of the next entry to decode (meaningful while valid).
+    next: usize,
+    key: Vec<u8>,
+    value: (usize, usize),
+    valid: bool,
+}
+
+/// One decoded entry header: where its key delta and value lie.
+struct Entry {
+    shared: usize,
+    delta: (usize, usize),
+    value: (usize, usize),
+    end: usize,
+}
+
+impl BlockIter {
+    pub(crate) fn new(block: Arc<Block>) -> BlockIter {
+        BlockIter { block, next: 0, key: Vec::new(), value: (0, 0), valid: false }
+    }
+
+    /// Whether the cursor is on an entry.
+    pub fn valid(&self) -> bool {
+        self.valid
+    }
+
+    /// The current key (an internal key). Empty when not valid.
+    pub fn key(&self) -> &[u8] {
+        if self.valid {
+            &self.key
+        } else {
+            &[]
+        }
+    }
+
+    /// The current value. Empty when not valid.
+    pub fn value(&self) -> &[u8] {
+        if self.valid {
+            &self.block.data()[self.value.0..self.value.0 + self.value.1]
+        } else {
+            &[]
+        }
+    }
+
+    /// Decodes the entry header at `off`, bounds-checking every length against the entry area.
+    fn entry_at(&self, off: usize) -> Result<Entry> {
+        let limit = self.block.restarts_offset();
+        let area = &self.block.data()[..limit];
+        let mut pos = off;
+        let shared = get_varint32(area, &mut pos, "block entry shared length")? as usize;
+        let unshared = get_varint32(area, &mut pos, "block entry key length")? as usize;
+        let vlen = get_varint32(area, &mut pos, "block entry value length")? as usize;
+        let key_end = pos + unshared; // cannot overflow: both below 2^33
+        let end = key_end + vlen;
+        if end > limit {
+            return Err(Error::corruption(
+                format!("block entry of {unshared}+{vlen} bytes runs past the entries"),
+                Some(off as u64),
+            ));
+        }
+        Ok(Entry { shared, delta: (pos, unshared), value: (key_end, vlen), end })
+    }
+
+    /// Decodes the entry at `off` into the cursor, extending the previous key.
+    fn load(&mut self, off: usize) -> Result<()> {
+        self.valid = false;
+        if off >= self.block.restarts_offset() {
+            return Ok(()); // past the last entry
+        }
+        let e = self.entry_at(off)?;
+        if e.shared > self.key.len() {
+            return Err(Error::corruption(
+                format!("block entry shares {} bytes of a {}-byte key", e.shared, self.key.len()),
+                Some(off as u64),
+            ));
+        }
+        self.key.truncate(e.shared);
+        self.key.extend_from_slice(&self.block.data()[e.delta.0..e.delta.0 + e.delta.1]);
+        if self.key.len() < ikey::TRAILER_LEN {
+            return Err(Error::corruption("block key shorter than 8 bytes", Some(off as u64)));
+        }
+        self.value = e.value;
+        self.next = e.end;
+        self.valid = true;
+        Ok(())
+    }
+
+    /// The full key stored at restart point `i` (borrowed from the block).
+    fn restart_key(&self, i: usize) -> Result<&[u8]> {
+        let off = self.block.restart_point(i)?;
+        let e = self.entry_at(off)?;
+        if e.shared != 0 {
+            return Err(Error::corruption("restart entry has a shared prefix", Some(off as u64)));
+        }
+        Ok(&self.block.data()[e.delta.0..e.delta.0 + e.delta.1])
+    }
+
+    /// Positions on the first entry (invalid if the block is empty).
+    pub fn seek_to_first(&mut self) -> Result<()> {
+        self.key.clear();
+        let r = self.load(0);
+        self.fail_on_err(r)
+    }
+
+    /// Positions on the first entry whose key is `>=` `target` in internal-key order (invalid if
+    /// none): binary search over restart points, then a linear scan of at most one interval.
+    pub fn seek(&mut self, target: &[u8]) -> Result<()> {
+        let r = self.seek_inner(target);
+        self.fail_on_err(r)
+    }
+
+    fn seek_inner(&mut self, target: &[u8]) -> Result<()> {
+        self.valid = false;
+        if self.block.restarts_offset() == 0 {
+            return Ok(()); // empty block
+        }
+        // Invariant: the key at restart `left` is < target, or left == 0.
+        let (mut left, mut right) = (0, self.block.num_restarts() - 1);
+        while left < right {
+            let mid = left + (right - left).div_ceil(2);
+            if ikey::compare(self.restart_key(mid)?, target) == Ordering::Less {
+                left = mid;
+            } else {
+                right = mid - 1;
+            }
+        }
+        self.key.clear();
+        let start = self.block.restart_point(left)?;
+        self.load(start)?;
+        while self.valid && ikey::compare(&self.key, target) == Ordering::Less {
+            self.load(self.next)?;
+        }
+        Ok(())
+    }
+
+    /// Advances to the next entry (no-op when not valid).
+    // A cursor, not an `Iterator`: entries are borrowed from it through `key()`/`value()`.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Result<()> {
+        if !self.valid {
+            return Ok(());
+        }
+        let r = self.load(self.next);
+        self.fail_on_err(r)
+    }
+
+    fn fail_on_err(&mut self, r: Result<()>) -> Result<()> {
+        if r.is_err() {
+            self.valid = false;
+        }
+        r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ikey::{encode, ValueKind};
+    use crate::sst::block::BlockBuilder;
+
+    fn key(i: u32) -> Vec<u8> {
+        encode(format!("key{:06}", i * 2).as_bytes(), 7, ValueKind::Put)
+    }
+
+    fn build(n: u32, interval: usize) -> Arc<Block> {
+        let mut b = BlockBuilder::new(interval);
+        for i in 0..n {
+            b.add(&key(i), format!("v{i}").as_bytes());
+        }
+        Arc::new(Block::new(b.finish()).unwrap())
+    }
+
+    #[test]
+    fn block_round_trips_with_restarts_and_seeks() {
+        for interval in [1, 3, 16] {
+            let block = build(500, interval);
+            assert_eq!(block.num_restarts(), 500usize.div_ceil(interval));
+            let mut it = block.iter();
+            it.seek_to_first().unwrap();
+            for i in 0..500 {
+                assert!(it.valid());
+                assert_eq!(it.key(), key(i));
+                assert_eq!(it.value(), format!("v{i}").as_bytes());
+                it.next().unwrap();
+            }
+            assert!(!it.valid());
+            for i in 0..500u32 {
+                // Exact hit.
+                it.seek(&key(i)).unwrap();
+                assert_eq!(it.key(), key(i));
+                // Between key(i) and key(i + 1): odd numbers are absent.
+                let between = encode(format!("key{:06}", i * 2 + 1).as_bytes(), 7, ValueKind::Put);
+                it.seek(&between).unwrap();
+                if i == 499 {
+                    assert!(!it.valid());
+                } else {
+                    assert_eq!(it.key(), key(i + 1));
+                }
+            }
+            it.seek(b"\0\0\0\0\0\0\0\0").unwrap();
+            assert_eq!(it.key(), key(0));
+        }
+    }
+
+    #[test]
+    fn worked_example_of_design_md_matches_the_bytes() {
+        let mut b = BlockBuilder::new(16);
+        b.add(&encode(b"apple", 5, ValueKind::Put), b"red");
+        b.add(&encode(b"apply", 3, ValueKind::Delete), b"");
+        let raw = b.finish();
+        let expected: &[u8] = &[
+            0x00, 0x0d, 0x03, b'a', b'p', b'p', b'l', b'e', 0x01, 0x05, 0, 0, 0, 0, 0, 0, b'r',
+            b'e', b'd', 0x04, 0x09, 0x00, b'y', 0x00, 0x03, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0,
+            0,
+        ];
+        assert_eq!(raw, expected);
+        let (framed, _) =
+            crate::sst::format::frame_block(&raw, crate::sst::Compression::None).unwrap();
+        assert_eq!(framed[39..], [0x00, 0x14, 0x5e, 0x09, 0xe9]);
+    }
+
+    #[test]
+    fn empty_block_iterates_nothing() {
+        let block = build(0, 16);
+        let mut it = block.iter();
+        it.seek_to_first().unwrap();
+        assert!(!it.valid());
+        it.seek(&key(3)).unwrap();
+        assert!(!it.valid());
+    }
+
+    #[test]
+    fn malformed_blocks_are_corruption_not_panics() {
+        assert!(Block::new(vec![1, 0]).is_err());
+        assert!(Block::new(vec![0, 0, 0, 0]).is_err()); // zero restarts
+        assert!(Block::new(vec![9, 0, 0, 0]).is_err()); // 9 restarts in 4 bytes
+        let good = build(40, 4).data().to_vec();
+        let mut rng = crate::rng::SplitMix64::new(3);
+        for _ in 0..3000 {
+            let mut bytes = good.clone();
+            let n = 1 + rng.below(4);
+            for _ in 0..n {
+                let at = rng.below(bytes.len() as u64) as usize;
+                bytes[at] = rng.next_u64() as u8;
+            }
+            let Ok(block) = Block::new(bytes) else { continue };
+            let block = Arc::new(block);
+            let mut it = block.iter();
+            let mut steps = 0;
+            if it.seek_to_first().is_ok() {
+                while it.valid() && it.next().is_ok() {
+                    steps += 1;
+                    assert!(steps <= block.size());
+                }
+            }
+            let _ = it.seek(&key(17));
+        }
+    }
+}

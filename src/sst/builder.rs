@@ -1,0 +1,319 @@
+//! [`TableBuilder`]: writes one SST from entries given in internal-key order.
+//!
+//! Data blocks are cut when they reach `block_size`; each finished block's index entry is
+//! written lazily, when the next key is known, so the separator can be shortened (LevelDB's
+//! `FindShortestSeparator`): between user keys `abcd..` and `abzz..` the index stores `abd`
+//! with the largest sequence number, which sorts after every key of the block and before every
+//! key of the next one. The filter is built (or handed over) at `finish`, after all user-key
+//! hashes are known.
+
+use crate::error::{Error, Result};
+use crate::filter::{codec, hash_key};
+use crate::ikey::{self, ValueKind};
+use crate::sst::block::BlockBuilder;
+use crate::sst::format::{frame_block, BlockHandle, Footer, FORMAT_VERSION, MAX_BLOCK_LEN};
+use crate::sst::properties::TableProperties;
+use crate::sst::{Compression, TableOptions};
+use crate::storage::WritableFile;
+use std::cmp::Ordering;
+
+/// Largest key + value of one entry (keeps every block below `MAX_BLOCK_LEN`).
+const MAX_ENTRY_LEN: usize = MAX_BLOCK_LEN / 2;
+/// Largest allowed `block_size` option.
+const MAX_BLOCK_SIZE: usize = 256 << 20;
+
+/// A closure that builds serialized filter bytes from the table's user-key hashes (one per
+/// distinct user key, in key order).
+pub type FilterBuildFn = Box<dyn FnOnce(&[u64]) -> Result<Vec<u8>> + Send>;
+
+/// Where the table's filter block comes from, chosen at [`TableBuilder::finish`].
+pub enum FilterBlockSource {
+    /// No filter: every lookup reads the index and a data block.
+    None,
+    /// Ready serialized filter bytes (a filter envelope, e.g. the memtable's two-bit Bloom
+    /// written as is). Must contain every user key of the table.
+    Bytes(Vec<u8>),
+    /// Build the filter from the collected hashes (e.g. a ribbon filter for compaction outputs).
+    Build(FilterBuildFn),
+}
+
+impl FilterBlockSource {
+    /// [`FilterBlockSource::Build`] from a closure.
+    pub fn build(f: impl FnOnce(&[u64]) -> Result<Vec<u8>> + Send + 'static) -> FilterBlockSource {
+        FilterBlockSource::Build(Box::new(f))
+    }
+}
+
+impl std::fmt::Debug for FilterBlockSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FilterBlockSource::None => f.write_str("None"),
+            FilterBlockSource::Bytes(b) => write!(f, "Bytes({} bytes)", b.len()),
+            FilterBlockSource::Build(_) => f.write_str("Build(..)"),
+        }
+    }
+}
+
+/// What the manifest needs to know about a finished table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableSummary {
+    /// File size in bytes.
+    pub file_size: u64,
+    /// Entries (puts and tombstones).
+    pub entries: u64,
+    /// Smallest user key (empty for an empty table).
+    pub smallest_key: Vec<u8>,
+    /// Largest user key.
+    pub largest_key: Vec<u8>,
+    /// Smallest sequence number of any entry.
+    pub smallest_seq: u64,
+    /// Largest sequence number of any entry.
+    pub largest_seq: u64,
+    /// Filter kind tag (0 = no filter).
+    pub filter_kind: u8,
+    /// Filter block bytes.
+    pub filter_bytes: u64,
+    /// Everything the properties block records (internal-key bounds, counts, ...).
+    pub properties: TableProperties,
+}
+
+/// Writes one SST. See the module documentation.
+pub struct TableBuilder {
+    file: Box<dyn WritableFile>,
+    opts: TableOptions,
+    data: BlockBuilder,
+    index: BlockBuilder,
+    /// Bytes written to `file` so far.
+    offset: u64,
+    last_key: Vec<u8>,
+    /// Handle of the last finished data block, awaiting its index entry.
+    pending: Option<BlockHandle>,
+    hashes: Vec<u64>,
+    props: TableProperties,
+    /// Set after a failed write: the file's contents are unknown, so nothing more is written.
+    failed: bool,
+}
+
+impl TableBuilder {
+    /// A builder appending to `file` (normally new and empty). `block_size` outside
+    /// `64..=256 MiB` is [`Error::InvalidArgument`].
+    pub fn new(file: Box<dyn WritableFile>, opts: TableOptions) -> Result<TableBuilder> {
+        if !(64..=MAX_BLOCK_SIZE).contains(&opts.block_size) {
+            return Err(Error::invalid(format!(
+                "block_size {} not in 64..=256 MiB",
+                opts.block_size
+            )));
+        }
+        let offset = file.len();
+        Ok(TableBuilder {
+            file,
+            data: BlockBuilder::new(opts.restart_interval),
+            index: BlockBuilder::new(1),
+            offset,
+            last_key: Vec::new(),
+            pending: None,
+            hashes: Vec::new(),
+            props: TableProperties {
+                format_version: FORMAT_VERSION,
+                compression: opts.compression.tag(),
+                block_size: opts.block_size as u64,
+                restart_interval: opts.restart_interval.max(1) as u64,
+                smallest_seq: u64::MAX,
+                ..Default::default()
+            },
+            opts,
+            failed: false,
+        })
+    }
+
+    /// Adds an entry. `internal_key` must decode ([`crate::ikey::decode`]) and sort strictly
+    /// after the previous key; otherwise [`Error::InvalidArgument`] and nothing is added.
+    pub fn add(&mut self, internal_key: &[u8], value: &[u8]) -> Result<()> {
+        self.check_usable()?;
+        let (user_key, seq, kind) = ikey::decode(internal_key)
+            .map_err(|e| Error::invalid(format!("table builder given a bad internal key: {e}")))?;
+        let first = self.props.entries == 0;
+        if !first && ikey::compare(&self.last_key, internal_key) != Ordering::Less {
+            return Err(Error::invalid("table builder keys must be strictly increasing"));
+        }
+        if internal_key.len() + value.len() > MAX_ENTRY_LEN {
+            return Err(Error::invalid("entry larger than 512 MiB"));
+        }
+        if let Some(handle) = self.pending.take() {
+            let sep = separator(&self.last_key, internal_key);
+            self.add_index_entry(&sep, handle);
+        }
+        if first || user_key != ikey::user_key(&self.last_key) {
+            self.hashes.push(hash_key(user_key));
+        }
+        let p = &mut self.props;
+        if first {
+            p.smallest_key = internal_key.to_vec();
+        }
+        p.entries += 1;
+        p.deletions += (kind == ValueKind::Delete) as u64;
+        p.raw_key_bytes += internal_key.len() as u64;
+        p.raw_value_bytes += value.len() as u64;
+        p.smallest_seq = p.smallest_seq.min(seq);
+        p.largest_seq = p.largest_seq.max(seq);
+        self.data.add(internal_key, value);
+        self.last_key.clear();
+        self.last_key.extend_from_slice(internal_key);
+        if self.data.size_estimate() >= self.opts.block_size {
+            self.flush_data()?;
+        }
+        Ok(())
+    }
+
+    /// Entries added so far.
+    pub fn entries(&self) -> u64 {
+        self.props.entries
+    }
+
+    /// Bytes the file would have if the current data block were written now (for cutting
+    /// compaction outputs at a target size; excludes filter, properties, index and footer).
+    pub fn estimated_size(&self) -> u64 {
+        self.offset + self.data.size_estimate() as u64
+    }
+
+    /// Writes the remaining data block, the filter, properties and index blocks and the footer,
+    /// then syncs the file. An invalid filter (bytes that are not a filter envelope, or a build
+    /// closure that fails) is an error and the file must be discarded.
+    pub fn finish(mut self, filter: FilterBlockSource) -> Result<TableSummary> {
+        self.check_usable()?;
+        if !self.data.is_empty() {
+            self.flush_data()?;
+        }
+        if let Some(handle) = self.pending.take() {
+            let last = std::mem::take(&mut self.last_key);
+            self.add_index_entry(&last, handle);
+            self.last_key = last;
+        }
+        let filter_bytes = match filter {
+            FilterBlockSource::None => None,
+            FilterBlockSource::Bytes(b) => Some(b),
+            FilterBlockSource::Build(f) => Some(f(&self.hashes)?),
+        };
+        let mut filter_handle = BlockHandle::default();
+        if let Some(bytes) = filter_bytes {
+            let tag = match codec::decode(&bytes) {
+                Ok(env) => env.kind.tag(),
+                Err(Error::UnknownFilterKind(t)) => t,
+                Err(e) => return Err(Error::invalid(format!("filter block is not a filter: {e}"))),
+            };
+            self.props.filter_kind = tag;
+            self.props.filter_bytes = bytes.len() as u64;
+            if !self.hashes.is_empty() {
+                self.props.filter_bits_per_key =
+                    bytes.len() as f64 * 8.0 / self.hashes.len() as f64;
+            }
+            filter_handle = self.write_block(&bytes, Compression::None)?;
+        }
+        if self.props.entries == 0 {
+            self.props.smallest_seq = 0;
+        }
+        self.props.largest_key = self.last_key.clone();
+        self.props.distinct_keys = self.hashes.len() as u64;
+        let props_handle = self.write_block(&self.props.encode(), Compression::None)?;
+        let index = self.index.finish();
+        let index_handle = self.write_block(&index, Compression::None)?;
+        let footer = Footer {
+            filter: filter_handle,
+            properties: props_handle,
+            index: index_handle,
+            version: FORMAT_VERSION,
+        };
+        self.append(&footer.encode())?;
+        self.file.sync()?;
+        let p = self.props;
+        Ok(TableSummary {
+            file_size: self.offset,
+            entries: p.entries,
+            smallest_key: ikey::user_key(&p.smallest_key).to_vec(),
+            largest_key: ikey::user_key(&p.largest_key).to_vec(),
+            smallest_seq: p.smallest_seq,
+            largest_seq: p.largest_seq,
+            filter_kind: p.filter_kind,
+            filter_bytes: p.filter_bytes,
+            properties: p,
+        })
+    }
+
+    fn check_usable(&self) -> Result<()> {
+        if self.failed {
+            return Err(Error::invalid("table builder used after a failed write"));
+        }
+        Ok(())
+    }
+
+    fn add_index_entry(&mut self, key: &[u8], handle: BlockHandle) {
+        let mut v = Vec::with_capacity(20);
+        handle.encode_to(&mut v);
+        self.index.add(key, &v);
+    }
+
+    fn flush_data(&mut self) -> Result<()> {
+        let raw = self.data.finish();
+        let start = self.offset;
+        let handle = self.write_block(&raw, self.opts.compression)?;
+        self.props.data_blocks += 1;
+        self.props.data_size += self.offset - start;
+        self.pending = Some(handle);
+        Ok(())
+    }
+
+    /// Frames and appends one block, returning its handle.
+    fn write_block(&mut self, raw: &[u8], compression: Compression) -> Result<BlockHandle> {
+        let (framed, _) = frame_block(raw, compression)?;
+        let handle = BlockHandle {
+            offset: self.offset,
+            size: (framed.len() - crate::sst::format::BLOCK_TRAILER_LEN) as u64,
+        };
+        self.append(&framed)?;
+        Ok(handle)
+    }
+
+    fn append(&mut self, bytes: &[u8]) -> Result<()> {
+        if let Err(e) = self.file.append(bytes) {
+            self.failed = true;
+            return Err(e);
+        }
+        self.offset += bytes.len() as u64;
+        Ok(())
+    }
+}
+
+/// An index key `s` with `a <= s < b` in internal-key order, shorter than `a` when their user
+/// keys allow it: the common prefix plus one incremented byte, tagged with the largest sequence
+/// number (the smallest internal key of that user key). Falls back to `a`.
+fn separator(a: &[u8], b: &[u8]) -> Vec<u8> {
+    let (ua, ub) = (ikey::user_key(a), ikey::user_key(b));
+    let n = ua.iter().zip(ub).take_while(|(x, y)| x == y).count();
+    if n < ua.len() && n < ub.len() && ua[n] < 0xff && ua[n] + 1 < ub[n] {
+        let mut s = ua[..=n].to_vec();
+        s[n] += 1;
+        return ikey::encode(&s, ikey::MAX_SEQ, ValueKind::Put);
+    }
+    a.to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn separator_sorts_between_its_inputs() {
+        let k = |u: &[u8], s| ikey::encode(u, s, ValueKind::Put);
+        let cases: [(&[u8], &[u8]); 5] =
+            [(b"abcd", b"abzz"), (b"abc", b"abd"), (b"ab", b"abc"), (b"a\xff", b"b"), (b"", b"x")];
+        for (a, b) in cases {
+            let (ka, kb) = (k(a, 5), k(b, 9));
+            let s = separator(&ka, &kb);
+            assert_ne!(ikey::compare(&ka, &s), Ordering::Greater, "{a:?} {b:?}");
+            assert_eq!(ikey::compare(&s, &kb), Ordering::Less, "{a:?} {b:?}");
+        }
+        assert_eq!(ikey::user_key(&separator(&k(b"abcd", 1), &k(b"abzz", 1))), b"abd");
+        // Same user key in both (versions split across blocks): falls back to `a`.
+        assert_eq!(separator(&k(b"q", 9), &k(b"q", 3)), k(b"q", 9));
+    }
+}

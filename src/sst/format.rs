@@ -1,0 +1,283 @@
+//! Low-level SST encodings: varints, block handles, the block trailer (compression type + CRC)
+//! and the fixed-size footer. The byte layout is specified in design.md ("SSTable"); this file
+//! implements it and must agree with it.
+
+use crate::error::{Error, Result};
+use crate::sst::Compression;
+use std::cell::RefCell;
+
+/// Bytes after every block's contents: compression type u8, crc32 u32.
+pub const BLOCK_TRAILER_LEN: usize = 5;
+/// Compression type byte: stored as is.
+pub const COMPRESSION_NONE: u8 = 0;
+/// Compression type byte: zstd frame preceded by the uncompressed length (varint32).
+pub const COMPRESSION_ZSTD: u8 = 1;
+/// Largest uncompressed block the reader accepts (and the builder writes): 1 GiB. Bounds the
+/// allocation made from a stored length.
+pub const MAX_BLOCK_LEN: usize = 1 << 30;
+/// Footer size in bytes.
+pub const FOOTER_LEN: usize = 64;
+/// Last-but-one field of every footer: `"SIFTDBST"` read as a little-endian u64.
+pub const TABLE_MAGIC: u64 = u64::from_le_bytes(*b"SIFTDBST");
+/// The SST format version this build writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+thread_local! {
+    /// One zstd compression and one decompression context per thread, created on first use:
+    /// a context costs far more to set up than one 4 KiB block costs to (de)compress.
+    static ZSTD: RefCell<ZstdContexts> = const { RefCell::new((None, None)) };
+}
+
+type ZstdContexts =
+    (Option<zstd::bulk::Compressor<'static>>, Option<zstd::bulk::Decompressor<'static>>);
+
+pub use crate::coding::{get_varint32, get_varint64, put_varint32, put_varint64};
+
+/// Where a block lives in the file: offset and size of its contents (the 5-byte trailer follows
+/// and is not counted in `size`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BlockHandle {
+    /// File offset of the first content byte.
+    pub offset: u64,
+    /// Length of the contents as stored (compressed length when compressed).
+    pub size: u64,
+}
+
+impl BlockHandle {
+    /// Appends `offset:varint64 size:varint64`.
+    pub fn encode_to(&self, out: &mut Vec<u8>) {
+        put_varint64(out, self.offset);
+        put_varint64(out, self.size);
+    }
+
+    /// Decodes a handle that must occupy all of `buf`.
+    pub fn decode(buf: &[u8]) -> Result<BlockHandle> {
+        let mut pos = 0;
+        let offset = get_varint64(buf, &mut pos, "block handle offset")?;
+        let size = get_varint64(buf, &mut pos, "block handle size")?;
+        if pos != buf.len() {
+            return Err(Error::corruption("block handle has trailing bytes", Some(pos as u64)));
+        }
+        Ok(BlockHandle { offset, size })
+    }
+
+    /// File offset one past the block's trailer.
+    pub fn end(&self) -> u64 {
+        self.offset.saturating_add(self.size).saturating_add(BLOCK_TRAILER_LEN as u64)
+    }
+}
+
+/// Frames raw block contents for the file: optionally zstd-compresses them (kept only if that
+/// saves at least 1/8 of the bytes), then appends the trailer. Returns the on-disk bytes and the
+/// compression type used.
+pub fn frame_block(raw: &[u8], compression: Compression) -> Result<(Vec<u8>, u8)> {
+    if let Compression::Zstd { level } = compression {
+        let mut out = Vec::with_capacity(raw.len() / 2 + 16);
+        put_varint32(&mut out, raw.len() as u32);
+        let z = ZSTD
+            .with(|z| {
+                let mut z = z.borrow_mut();
+                let c = match &mut z.0 {
+                    Some(c) => c,
+                    none => none.insert(zstd::bulk::Compressor::new(level)?),
+                };
+                c.set_compression_level(level)?;
+                c.compress(raw)
+            })
+            .map_err(|e| Error::io("compressing an SST block with zstd", e))?;
+        out.extend_from_slice(&z);
+        if out.len() < raw.len() - raw.len() / 8 {
+            push_trailer(&mut out, COMPRESSION_ZSTD);
+            return Ok((out, COMPRESSION_ZSTD));
+        }
+    }
+    let mut out = Vec::with_capacity(raw.len() + BLOCK_TRAILER_LEN);
+    out.extend_from_slice(raw);
+    push_trailer(&mut out, COMPRESSION_NONE);
+    Ok((out, COMPRESSION_NONE))
+}
+
+fn push_trailer(out: &mut Vec<u8>, ctype: u8) {
+    out.push(ctype);
+    let crc = crc32fast::hash(out);
+    out.extend_from_slice(&crc.to_le_bytes());
+}
+
+/// Verifies a framed block (`contents ++ type ++ crc`, as read from the file) and returns its
+/// uncompressed contents. Offsets in errors are relative to the start of `framed`.
+pub fn unframe_block(mut framed: Vec<u8>) -> Result<Vec<u8>> {
+    if framed.len() < BLOCK_TRAILER_LEN {
+        return Err(Error::corruption("block shorter than its trailer", Some(0)));
+    }
+    let n = framed.len() - BLOCK_TRAILER_LEN;
+    let stored = u32::from_le_bytes(framed[n + 1..].try_into().expect("4 bytes"));
+    let actual = crc32fast::hash(&framed[..n + 1]);
+    if stored != actual {
+        return Err(Error::corruption(
+            format!("block checksum mismatch: stored {stored:#010x}, computed {actual:#010x}"),
+            Some(n as u64 + 1),
+        ));
+    }
+    match framed[n] {
+        COMPRESSION_NONE => {
+            framed.truncate(n);
+            Ok(framed)
+        }
+        COMPRESSION_ZSTD => {
+            let mut pos = 0;
+            let raw_len = get_varint32(&framed[..n], &mut pos, "zstd block length")? as usize;
+            if raw_len > MAX_BLOCK_LEN {
+                return Err(Error::corruption(
+                    format!("zstd block claims {raw_len} bytes, above the 1 GiB limit"),
+                    Some(0),
+                ));
+            }
+            let raw = ZSTD
+                .with(|z| {
+                    let mut z = z.borrow_mut();
+                    let d = match &mut z.1 {
+                        Some(d) => d,
+                        none => none.insert(zstd::bulk::Decompressor::new()?),
+                    };
+                    d.decompress(&framed[pos..n], raw_len)
+                })
+                .map_err(|e| {
+                    Error::corruption(
+                        format!("zstd block does not decompress: {e}"),
+                        Some(pos as u64),
+                    )
+                })?;
+            if raw.len() != raw_len {
+                return Err(Error::corruption(
+                    format!("zstd block decompressed to {} bytes, expected {raw_len}", raw.len()),
+                    Some(0),
+                ));
+            }
+            Ok(raw)
+        }
+        t => Err(Error::corruption(format!("unknown block compression type {t}"), Some(n as u64))),
+    }
+}
+
+/// The fixed-size record at the end of every SST.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Footer {
+    /// The filter block (size 0 and offset 0 when the table has no filter).
+    pub filter: BlockHandle,
+    /// The properties block.
+    pub properties: BlockHandle,
+    /// The index block.
+    pub index: BlockHandle,
+    /// Format version the table was written with.
+    pub version: u32,
+}
+
+impl Footer {
+    /// The 64 footer bytes: three handles as fixed u64 pairs, version, magic, crc32 of the rest.
+    pub fn encode(&self) -> [u8; FOOTER_LEN] {
+        let mut out = Vec::with_capacity(FOOTER_LEN);
+        for h in [self.filter, self.properties, self.index] {
+            out.extend_from_slice(&h.offset.to_le_bytes());
+            out.extend_from_slice(&h.size.to_le_bytes());
+        }
+        out.extend_from_slice(&self.version.to_le_bytes());
+        out.extend_from_slice(&TABLE_MAGIC.to_le_bytes());
+        let crc = crc32fast::hash(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out.try_into().expect("footer is 64 bytes")
+    }
+
+    /// Decodes and verifies a footer: magic first (is this an SST at all?), then the version (a
+    /// newer version may lay its footer out differently, so it is reported before the CRC is
+    /// checked), then the CRC. Offsets in errors are relative to the footer's start.
+    pub fn decode(b: &[u8; FOOTER_LEN]) -> Result<Footer> {
+        let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        if u64_at(52) != TABLE_MAGIC {
+            return Err(Error::corruption(
+                "not an SST: footer magic is not \"SIFTDBST\"",
+                Some(52),
+            ));
+        }
+        let version = u32::from_le_bytes(b[48..52].try_into().expect("4 bytes"));
+        if version > FORMAT_VERSION {
+            return Err(Error::corruption(
+                format!(
+                    "SST format version {version} is newer than this build supports \
+                     ({FORMAT_VERSION}); open it with a newer siftdb"
+                ),
+                Some(48),
+            ));
+        }
+        let stored = u32::from_le_bytes(b[60..64].try_into().expect("4 bytes"));
+        if stored != crc32fast::hash(&b[..60]) {
+            return Err(Error::corruption("footer checksum mismatch", Some(60)));
+        }
+        if version == 0 {
+            return Err(Error::corruption("SST format version 0 is invalid", Some(48)));
+        }
+        let h = |i: usize| BlockHandle { offset: u64_at(i), size: u64_at(i + 8) };
+        Ok(Footer { filter: h(0), properties: h(16), index: h(32), version })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints_round_trip_and_reject_overlong() {
+        let mut buf = Vec::new();
+        let vals = [0u64, 1, 127, 128, 300, u32::MAX as u64, u64::MAX];
+        for &v in &vals {
+            put_varint64(&mut buf, v);
+        }
+        let mut pos = 0;
+        for &v in &vals {
+            assert_eq!(get_varint64(&buf, &mut pos, "t").unwrap(), v);
+        }
+        assert_eq!(pos, buf.len());
+        let mut pos = 0;
+        assert!(get_varint64(&[0xff; 11], &mut pos, "t").is_err());
+        assert!(get_varint64(&[0xff, 0xff], &mut pos, "t").is_err());
+        let mut big = Vec::new();
+        put_varint64(&mut big, 1 << 40);
+        assert!(get_varint32(&big, &mut 0, "t").is_err());
+    }
+
+    #[test]
+    fn framing_verifies_crc_and_compresses_only_when_worth_it() {
+        let raw: Vec<u8> = (0..4096u32).map(|i| (i % 7) as u8).collect();
+        let (framed, t) = frame_block(&raw, Compression::Zstd { level: 3 }).unwrap();
+        assert_eq!(t, COMPRESSION_ZSTD);
+        assert!(framed.len() < raw.len() / 4);
+        assert_eq!(unframe_block(framed.clone()).unwrap(), raw);
+        let mut bad = framed;
+        bad[2] ^= 1;
+        assert!(unframe_block(bad).unwrap_err().is_corruption());
+        // Random bytes do not compress by 12.5%: stored raw.
+        let mut rng = crate::rng::SplitMix64::new(1);
+        let mut noise = vec![0u8; 1000];
+        rng.fill(&mut noise);
+        let (framed, t) = frame_block(&noise, Compression::Zstd { level: 3 }).unwrap();
+        assert_eq!((t, framed.len()), (COMPRESSION_NONE, 1005));
+        assert_eq!(unframe_block(framed).unwrap(), noise);
+    }
+
+    #[test]
+    fn footer_round_trips_and_names_newer_versions() {
+        let f = Footer {
+            filter: BlockHandle { offset: 1, size: 2 },
+            properties: BlockHandle { offset: 3, size: 4 },
+            index: BlockHandle { offset: 5, size: 6 },
+            version: FORMAT_VERSION,
+        };
+        let b = f.encode();
+        assert_eq!(Footer::decode(&b).unwrap(), f);
+        let newer = Footer { version: 9, ..f }.encode();
+        let msg = Footer::decode(&newer).unwrap_err().to_string();
+        assert!(msg.contains("version 9 is newer"), "{msg}");
+        let mut bad = b;
+        bad[3] ^= 0x10;
+        assert!(Footer::decode(&bad).unwrap_err().is_corruption());
+    }
+}

@@ -1,0 +1,80 @@
+//! Sorted string tables: the immutable files an LSM level is made of.
+//!
+//! ```text
+//! sst := data_block* filter_block? properties_block index_block footer
+//! ```
+//! * [`TableBuilder`] writes one table from entries in internal-key order ([`crate::ikey`]),
+//!   collecting one 64-bit hash per distinct user key so the caller can build the filter at the
+//!   end ([`FilterBlockSource`]).
+//! * [`Table`] opens one for reads: the footer, properties, index and filter are loaded at open;
+//!   [`Table::get`] probes the filter before touching any block; data blocks go through the
+//!   shared [`crate::cache::BlockCache`].
+//! * [`TableIter`] walks all entries in order (scans, compaction).
+//!
+//! Every block is framed with a compression type and a CRC-32; every length read from the file
+//! is bounds-checked, so a damaged file yields `Error::Corruption` naming the file and offset,
+//! never a panic. The byte layout is specified in design.md ("SSTable").
+
+mod block;
+mod block_iter;
+mod builder;
+pub mod format;
+mod owned_filter;
+mod properties;
+mod reader;
+mod table_iter;
+
+#[cfg(test)]
+mod tests;
+
+pub use block::{Block, BlockBuilder, BlockIter};
+pub use builder::{FilterBlockSource, FilterBuildFn, TableBuilder, TableSummary};
+pub use format::BlockHandle;
+pub use properties::TableProperties;
+pub use reader::{GetResult, ReadCounters, ReadStats, Table};
+pub use table_iter::TableIter;
+
+/// Per-block compression of data blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    /// Blocks are stored as built. Type byte 0.
+    None,
+    /// Each data block is zstd-compressed at `level` (1..=22; 3 is zstd's default) and stored
+    /// compressed only if that saves at least 12.5% of its bytes. Type byte 1.
+    Zstd {
+        /// zstd compression level.
+        level: i32,
+    },
+}
+
+impl Compression {
+    /// Tag recorded in the properties block: 0 = none, 1 = zstd.
+    pub fn tag(self) -> u8 {
+        match self {
+            Compression::None => 0,
+            Compression::Zstd { .. } => 1,
+        }
+    }
+}
+
+/// How tables are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TableOptions {
+    /// Target uncompressed size of a data block; a block is cut once it reaches this size.
+    /// Smaller blocks cost a larger index and more reads per scan; larger blocks cost more bytes
+    /// read (and decompressed) per point lookup. Defaults to 4096. Must be in 64..=256 MiB.
+    pub block_size: usize,
+    /// Entries between restart points in data blocks: a seek scans at most this many entries
+    /// after its binary search; smaller values store more full keys. Defaults to 16. Index
+    /// blocks always use 1 (every separator stored whole).
+    pub restart_interval: usize,
+    /// Compression of data blocks (the filter, properties and index blocks are never
+    /// compressed). Defaults to [`Compression::None`].
+    pub compression: Compression,
+}
+
+impl Default for TableOptions {
+    fn default() -> TableOptions {
+        TableOptions { block_size: 4096, restart_interval: 16, compression: Compression::None }
+    }
+}

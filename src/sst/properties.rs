@@ -1,0 +1,193 @@
+//! The properties block: named facts about a table, written by the builder and read at open.
+//!
+//! ```text
+//! properties := count:varint32 property*
+//! property   := name_len:varint32 name value_len:varint32 value
+//! ```
+//! Numbers are 8-byte little-endian u64 values (f64 as its IEEE bits); keys are raw bytes.
+//! Readers ignore names they do not know (a newer writer may add some) and report a missing
+//! required property as corruption. Names are listed in design.md ("Properties block").
+
+use crate::error::{Error, Result};
+use crate::sst::format::{get_varint32, put_varint32};
+use std::collections::HashMap;
+
+/// What the properties block records about a table.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TableProperties {
+    /// SST format version of the table.
+    pub format_version: u32,
+    /// Entries (puts and tombstones).
+    pub entries: u64,
+    /// Tombstones among the entries.
+    pub deletions: u64,
+    /// Distinct user keys (= hashes handed to the filter builder).
+    pub distinct_keys: u64,
+    /// Data blocks.
+    pub data_blocks: u64,
+    /// Bytes of all data blocks on disk, trailers included.
+    pub data_size: u64,
+    /// Sum of internal-key lengths before prefix compression.
+    pub raw_key_bytes: u64,
+    /// Sum of value lengths.
+    pub raw_value_bytes: u64,
+    /// Smallest internal key (empty for an empty table).
+    pub smallest_key: Vec<u8>,
+    /// Largest internal key (empty for an empty table).
+    pub largest_key: Vec<u8>,
+    /// Smallest sequence number of any entry (0 for an empty table).
+    pub smallest_seq: u64,
+    /// Largest sequence number of any entry.
+    pub largest_seq: u64,
+    /// Kind tag of the filter block's envelope; 0 = no filter.
+    pub filter_kind: u8,
+    /// Bytes of the filter block.
+    pub filter_bytes: u64,
+    /// `filter_bytes * 8 / distinct_keys` (0 without keys or filter).
+    pub filter_bits_per_key: f64,
+    /// Data-block compression: 0 = none, 1 = zstd.
+    pub compression: u8,
+    /// The builder's target block size.
+    pub block_size: u64,
+    /// The builder's data-block restart interval.
+    pub restart_interval: u64,
+}
+
+impl TableProperties {
+    fn numbers(&self) -> [(&'static str, u64); 16] {
+        [
+            ("format_version", self.format_version as u64),
+            ("entries", self.entries),
+            ("deletions", self.deletions),
+            ("distinct_keys", self.distinct_keys),
+            ("data_blocks", self.data_blocks),
+            ("data_size", self.data_size),
+            ("raw_key_bytes", self.raw_key_bytes),
+            ("raw_value_bytes", self.raw_value_bytes),
+            ("smallest_seq", self.smallest_seq),
+            ("largest_seq", self.largest_seq),
+            ("filter_kind", self.filter_kind as u64),
+            ("filter_bytes", self.filter_bytes),
+            ("filter_bits_per_key", self.filter_bits_per_key.to_bits()),
+            ("compression", self.compression as u64),
+            ("block_size", self.block_size),
+            ("restart_interval", self.restart_interval),
+        ]
+    }
+
+    /// Serializes the properties block contents.
+    pub fn encode(&self) -> Vec<u8> {
+        let nums = self.numbers();
+        let mut out = Vec::new();
+        put_varint32(&mut out, nums.len() as u32 + 2);
+        let mut put = |name: &str, value: &[u8]| {
+            put_varint32(&mut out, name.len() as u32);
+            out.extend_from_slice(name.as_bytes());
+            put_varint32(&mut out, value.len() as u32);
+            out.extend_from_slice(value);
+        };
+        for (name, v) in nums {
+            put(name, &v.to_le_bytes());
+        }
+        put("smallest_key", &self.smallest_key);
+        put("largest_key", &self.largest_key);
+        out
+    }
+
+    /// Parses properties block contents. Offsets in errors are relative to the block start.
+    pub fn decode(buf: &[u8]) -> Result<TableProperties> {
+        let mut pos = 0;
+        let count = get_varint32(buf, &mut pos, "property count")? as usize;
+        if count > buf.len() / 2 {
+            return Err(Error::corruption(format!("property count {count} is too large"), Some(0)));
+        }
+        let mut map: HashMap<&[u8], &[u8]> = HashMap::with_capacity(count);
+        for _ in 0..count {
+            let name = take(buf, &mut pos, "property name")?;
+            let value = take(buf, &mut pos, "property value")?;
+            map.insert(name, value);
+        }
+        if pos != buf.len() {
+            return Err(Error::corruption("properties block has trailing bytes", Some(pos as u64)));
+        }
+        let num = |name: &str| -> Result<u64> {
+            let v = map.get(name.as_bytes()).ok_or_else(|| missing(name))?;
+            let b: [u8; 8] = (*v).try_into().map_err(|_| {
+                Error::corruption(format!("property {name} is {} bytes, not 8", v.len()), None)
+            })?;
+            Ok(u64::from_le_bytes(b))
+        };
+        let small = |name: &str, max: u64| -> Result<u64> {
+            let v = num(name)?;
+            if v > max {
+                return Err(Error::corruption(format!("property {name} = {v} out of range"), None));
+            }
+            Ok(v)
+        };
+        let bytes = |name: &str| -> Result<Vec<u8>> {
+            map.get(name.as_bytes()).map(|v| v.to_vec()).ok_or_else(|| missing(name))
+        };
+        Ok(TableProperties {
+            format_version: small("format_version", u32::MAX as u64)? as u32,
+            entries: num("entries")?,
+            deletions: num("deletions")?,
+            distinct_keys: num("distinct_keys")?,
+            data_blocks: num("data_blocks")?,
+            data_size: num("data_size")?,
+            raw_key_bytes: num("raw_key_bytes")?,
+            raw_value_bytes: num("raw_value_bytes")?,
+            smallest_key: bytes("smallest_key")?,
+            largest_key: bytes("largest_key")?,
+            smallest_seq: num("smallest_seq")?,
+            largest_seq: num("largest_seq")?,
+            filter_kind: small("filter_kind", u8::MAX as u64)? as u8,
+            filter_bytes: num("filter_bytes")?,
+            filter_bits_per_key: f64::from_bits(num("filter_bits_per_key")?),
+            compression: small("compression", u8::MAX as u64)? as u8,
+            block_size: num("block_size")?,
+            restart_interval: num("restart_interval")?,
+        })
+    }
+}
+
+fn take<'a>(buf: &'a [u8], pos: &mut usize, what: &str) -> Result<&'a [u8]> {
+    let at = *pos;
+    let len = get_varint32(buf, pos, what)? as usize;
+    let end = pos.checked_add(len).filter(|&e| e <= buf.len()).ok_or_else(|| {
+        Error::corruption(format!("{what} of {len} bytes runs past the block"), Some(at as u64))
+    })?;
+    let s = &buf[*pos..end];
+    *pos = end;
+    Ok(s)
+}
+
+fn missing(name: &str) -> Error {
+    Error::corruption(format!("properties block lacks required property {name}"), None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn properties_round_trip_and_ignore_unknown_names() {
+        let p = TableProperties {
+            format_version: 1,
+            entries: 10,
+            deletions: 2,
+            smallest_key: b"a\x01\0\0\0\0\0\0\0".to_vec(),
+            largest_key: b"z\x01\0\0\0\0\0\0\0".to_vec(),
+            filter_bits_per_key: 9.75,
+            filter_kind: 3,
+            ..Default::default()
+        };
+        let mut b = p.encode();
+        assert_eq!(TableProperties::decode(&b).unwrap(), p);
+        // A newer writer's extra property: bump the count and append it.
+        b[0] += 1;
+        b.extend_from_slice(b"\x03new\x01\x07");
+        assert_eq!(TableProperties::decode(&b).unwrap(), p);
+        assert!(TableProperties::decode(&b[..b.len() - 1]).unwrap_err().is_corruption());
+        assert!(TableProperties::decode(&[0]).unwrap_err().is_corruption()); // all missing
+    }
+}

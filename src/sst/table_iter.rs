@@ -1,0 +1,130 @@
+//! [`TableIter`]: all entries of one table in internal-key order (a two-level iterator: the
+//! index block yields data-block handles, each data block yields entries).
+
+use crate::error::Result;
+use crate::sst::block::BlockIter;
+use crate::sst::format::BlockHandle;
+use crate::sst::reader::Table;
+use std::sync::Arc;
+
+/// A forward cursor over a table. Holds the table and the current block by `Arc`, so it stays
+/// valid while the table is dropped elsewhere or the cache evicts the block. After an error
+/// the iterator is invalid.
+#[derive(Debug)]
+pub struct TableIter {
+    table: Arc<Table>,
+    index: BlockIter,
+    data: Option<BlockIter>,
+    fill_cache: bool,
+}
+
+impl TableIter {
+    pub(crate) fn new(table: Arc<Table>, fill_cache: bool) -> TableIter {
+        let index = table.index_block().iter();
+        TableIter { table, index, data: None, fill_cache }
+    }
+
+    /// Whether the cursor is on an entry.
+    pub fn valid(&self) -> bool {
+        self.data.as_ref().is_some_and(|d| d.valid())
+    }
+
+    /// The current internal key (empty when not valid).
+    pub fn key(&self) -> &[u8] {
+        self.data.as_ref().map_or(&[], |d| d.key())
+    }
+
+    /// The current value (empty when not valid).
+    pub fn value(&self) -> &[u8] {
+        self.data.as_ref().map_or(&[], |d| d.value())
+    }
+
+    /// Positions on the first entry.
+    pub fn seek_to_first(&mut self) -> Result<()> {
+        let r = self.seek_to_first_inner();
+        self.fail_on_err(r)
+    }
+
+    fn seek_to_first_inner(&mut self) -> Result<()> {
+        self.data = None;
+        self.index.seek_to_first().map_err(|e| self.index_err(e))?;
+        if self.load_block()? {
+            self.data.as_mut().expect("loaded").seek_to_first().map_err(|e| self.data_err(e))?;
+        }
+        self.skip_exhausted_blocks()
+    }
+
+    /// Positions on the first entry `>=` `target` (an internal key; use
+    /// [`crate::ikey::lookup_key`] to start at a user key as seen by a snapshot).
+    pub fn seek(&mut self, target: &[u8]) -> Result<()> {
+        let r = self.seek_inner(target);
+        self.fail_on_err(r)
+    }
+
+    fn seek_inner(&mut self, target: &[u8]) -> Result<()> {
+        self.data = None;
+        self.index.seek(target).map_err(|e| self.index_err(e))?;
+        if self.load_block()? {
+            self.data.as_mut().expect("loaded").seek(target).map_err(|e| self.data_err(e))?;
+        }
+        self.skip_exhausted_blocks()
+    }
+
+    /// Advances to the next entry (no-op when not valid).
+    // A cursor, not an `Iterator`: entries are borrowed from it through `key()`/`value()`.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Result<()> {
+        let r = self.next_inner();
+        self.fail_on_err(r)
+    }
+
+    fn next_inner(&mut self) -> Result<()> {
+        let Some(d) = self.data.as_mut() else { return Ok(()) };
+        if !d.valid() {
+            return Ok(());
+        }
+        d.next().map_err(|e| self.data_err(e))?;
+        self.skip_exhausted_blocks()
+    }
+
+    /// While the current data block is exhausted, moves to the next one (blocks are never empty
+    /// when written by the builder, but a reader must not assume it).
+    fn skip_exhausted_blocks(&mut self) -> Result<()> {
+        while self.data.as_ref().is_some_and(|d| !d.valid()) {
+            self.index.next().map_err(|e| self.index_err(e))?;
+            if !self.load_block()? {
+                return Ok(());
+            }
+            self.data.as_mut().expect("loaded").seek_to_first().map_err(|e| self.data_err(e))?;
+        }
+        Ok(())
+    }
+
+    /// Loads the block the index cursor points at; false (and no block) past the last one.
+    fn load_block(&mut self) -> Result<bool> {
+        if !self.index.valid() {
+            self.data = None;
+            return Ok(false);
+        }
+        let h = BlockHandle::decode(self.index.value()).map_err(|e| self.index_err(e))?;
+        let block = self.table.data_block(h, None, self.fill_cache)?;
+        self.data = Some(block.iter());
+        Ok(true)
+    }
+
+    fn index_err(&self, e: crate::Error) -> crate::Error {
+        e.in_file(self.table.path(), self.table.index_handle().offset)
+    }
+
+    fn data_err(&self, e: crate::Error) -> crate::Error {
+        let off = BlockHandle::decode(self.index.value()).map_or(0, |h| h.offset);
+        e.in_file(self.table.path(), off)
+    }
+
+    fn fail_on_err(&mut self, r: Result<()>) -> Result<()> {
+        if r.is_err() {
+            self.data = None;
+        }
+        r
+    }
+}
