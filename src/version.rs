@@ -19,7 +19,7 @@ pub struct TableFile {
     /// What the manifest records about the file.
     pub meta: FileMeta,
     /// The open table (index and filter resident).
-    pub table: Table,
+    pub table: Arc<Table>,
 }
 
 impl TableFile {

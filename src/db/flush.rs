@@ -21,7 +21,8 @@ use crate::filter::{BlockedBloom, StandardBloom, TwoBitBloom};
 use crate::manifest::{FileMeta, VersionEdit};
 use crate::memtable::Memtable;
 use crate::options::{Compression, FilterConfig, Options};
-use crate::sst::{internal_key, FilterBlockSource, Table, TableBuilder, TableOptions};
+use crate::ikey;
+use crate::sst::{self, FilterBlockSource, Table, TableBuilder, TableOptions};
 use crate::version::TableFile;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -79,8 +80,8 @@ pub(crate) fn table_options(opts: &Options) -> TableOptions {
         block_size: opts.block_size,
         restart_interval: opts.block_restart_interval,
         compression: match opts.compression {
-            Compression::None => None,
-            Compression::Zstd(level) => Some(level),
+            Compression::None => sst::Compression::None,
+            Compression::Zstd(level) => sst::Compression::Zstd { level },
         },
     }
 }
@@ -90,7 +91,7 @@ pub(crate) fn write_l0_table(inner: &DbInner, mem: &Memtable) -> Result<Arc<Tabl
     let number = inner.new_file_number();
     let path = inner.dir.join(filename::sst_name(number));
     let file = inner.storage.create(&path)?;
-    let mut builder = TableBuilder::new(file, table_options(&inner.opts));
+    let mut builder = TableBuilder::new(file, table_options(&inner.opts))?;
     let mut distinct = 0u64;
     let mut last: Option<Box<[u8]>> = None;
     for (k, v) in mem.iter_from(None) {
@@ -98,12 +99,12 @@ pub(crate) fn write_l0_table(inner: &DbInner, mem: &Memtable) -> Result<Arc<Tabl
             distinct += 1;
             last = Some(k.user_key.clone());
         }
-        builder.add(&internal_key::encode(&k.user_key, k.seq, k.kind), &v)?;
+        builder.add(&ikey::encode(&k.user_key, k.seq, k.kind), &v)?;
     }
     let source = flush_filter(inner, mem, distinct);
     let summary = builder.finish(source)?;
     inner.storage.sync_dir(&inner.dir)?;
-    let table = Table::open(inner.storage.open(&path)?, number, inner.cache.clone(), &path)?;
+    let table = Arc::new(Table::open(inner.storage.open(&path)?, number, inner.cache.clone(), &path)?);
     let meta = FileMeta {
         number,
         size: summary.file_size,
@@ -127,7 +128,7 @@ fn flush_filter(inner: &DbInner, mem: &Memtable, distinct: u64) -> FilterBlockSo
             let info = f.info();
             if info.estimated_fpr <= target && (info.bits as f64) <= 2.0 * right_size_bits {
                 inner.counters.flush_filter_as_is.fetch_add(1, Ordering::Relaxed);
-                FilterBlockSource::Ready(f.to_bytes())
+                FilterBlockSource::Bytes(f.to_bytes())
             } else {
                 inner.counters.flush_filter_rebuilt.fetch_add(1, Ordering::Relaxed);
                 FilterBlockSource::Build(Box::new(move |hashes: &[u64]| {

@@ -9,7 +9,8 @@ use super::{DbInner, SuperVersion};
 use crate::batch::ValueKind;
 use crate::error::Result;
 use crate::memtable::{MemKey, Memtable};
-use crate::sst::{internal_key, TableIter};
+use crate::ikey;
+use crate::sst::TableIter;
 use std::collections::VecDeque;
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
@@ -69,7 +70,7 @@ impl Source {
 
     fn table(mut iter: TableIter, start: Option<&[u8]>) -> Result<Source> {
         match start {
-            Some(k) => iter.seek(&internal_key::encode(k, u64::MAX >> 8, ValueKind::Put))?,
+            Some(k) => iter.seek(&ikey::lookup_key(k, ikey::MAX_SEQ))?,
             None => iter.seek_to_first()?,
         }
         let current = Self::read_table(&mut iter)?;
@@ -80,7 +81,7 @@ impl Source {
         if !iter.valid() {
             return Ok(None);
         }
-        let (user_key, seq, kind) = internal_key::decode(iter.key())?;
+        let (user_key, seq, kind) = ikey::decode(iter.key())?;
         Ok(Some(Entry { user_key: user_key.to_vec(), seq, kind, value: iter.value().to_vec() }))
     }
 
@@ -168,7 +169,7 @@ impl DbIterator {
         }
         for level in &sv.version.levels {
             for file in level.iter().filter(|f| f.overlaps(start_ref, end_excl)) {
-                sources.push(Source::table(file.table.iter()?, start_ref)?);
+                sources.push(Source::table(file.table.iter(true), start_ref)?);
             }
         }
         Ok(DbIterator { _sv: sv, sources, snapshot, start_excluded, end, last_key: None, done: false })

@@ -20,7 +20,7 @@ pub mod stats;
 mod write;
 
 pub use iter::DbIterator;
-pub use stats::{LevelStats, ReadAmp, Stats};
+pub use stats::{LevelStats, ReadStats, Stats};
 
 use crate::batch::WriteBatch;
 use crate::cache::BlockCache;

@@ -20,7 +20,7 @@ use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
 use crate::filter::hash_key;
-use crate::manifest::{self, FileMeta, Manifest, VersionEdit};
+use crate::manifest::{self, Manifest, VersionEdit};
 use crate::memtable::Memtable;
 use crate::options::Options;
 use crate::sst::{ReadCounters, Table};
@@ -71,7 +71,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     for (level, files) in state.levels.iter().enumerate().take(NUM_LEVELS) {
         for meta in files.values() {
             let path = dir.join(filename::sst_name(meta.number));
-            let table = Table::open(storage.open(&path)?, meta.number, cache.clone(), &path)?;
+            let table = Arc::new(Table::open(storage.open(&path)?, meta.number, cache.clone(), &path)?);
             version.levels[level].push(Arc::new(TableFile { meta: meta.clone(), table }));
         }
     }
@@ -188,6 +188,5 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         _lock: lock,
         opts,
     };
-    let _ = FileMeta::default;
     Ok(Arc::new(inner))
 }

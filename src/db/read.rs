@@ -6,12 +6,13 @@
 //! before any index or data block is read. The first version found (value or tombstone) at or
 //! below the snapshot decides.
 
-use super::stats::{LevelStats, ReadAmp, Stats};
+use super::stats::{LevelStats, Stats};
 use super::DbInner;
 use crate::error::Result;
+use crate::filter::Filter;
 use crate::filter::hash_key;
 use crate::memtable::MemLookup;
-use crate::sst::{GetResult, ReadCounters};
+use crate::sst::GetResult;
 use crate::version::NUM_LEVELS;
 use std::sync::atomic::Ordering;
 
@@ -54,17 +55,6 @@ fn lookup(inner: &DbInner, key: &[u8], snapshot: u64) -> Result<Option<Vec<u8>>>
     Ok(None)
 }
 
-fn snapshot_counters(c: &ReadCounters) -> ReadAmp {
-    ReadAmp {
-        filter_checks: c.filter_checks.load(Ordering::Relaxed),
-        filter_useful: c.filter_useful.load(Ordering::Relaxed),
-        filter_positive: c.filter_positive.load(Ordering::Relaxed),
-        filter_true_positive: c.filter_true_positive.load(Ordering::Relaxed),
-        index_blocks_read: c.index_blocks_read.load(Ordering::Relaxed),
-        data_blocks_read: c.data_blocks_read.load(Ordering::Relaxed),
-    }
-}
-
 /// Builds the [`Stats`] snapshot.
 pub(crate) fn stats(inner: &DbInner) -> Stats {
     let sv = inner.super_version();
@@ -74,7 +64,7 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
             let files = &sv.version.levels[level];
             let mut kinds: Vec<String> = Vec::new();
             for f in files {
-                let k = f.table.filter_kind().map_or("none".to_string(), |k| k.name().to_string());
+                let k = f.table.filter().map_or("none".to_string(), |v| v.kind().name().to_string());
                 if !kinds.contains(&k) {
                     kinds.push(k);
                 }
@@ -86,7 +76,7 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
                 entries: files.iter().map(|f| f.meta.entries).sum(),
                 filter_kinds: kinds,
                 filter_bytes: files.iter().map(|f| f.table.filter_memory_bytes() as u64).sum(),
-                reads: snapshot_counters(&inner.level_reads[level]),
+                reads: inner.level_reads[level].snapshot(),
             }
         })
         .collect();

@@ -1,38 +1,8 @@
 //! [`Stats`]: what `Db::stats()` reports, including the per-level read-amplification counters
 //! named after RocksDB's tickers so the two engines can be compared line by line.
 
+pub use crate::sst::ReadStats;
 use std::fmt::Write as _;
-
-/// Read counters of one level (or the memtables), as a plain snapshot.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ReadAmp {
-    /// Filter probes (`bloom.filter.checked`, not a RocksDB ticker name).
-    pub filter_checks: u64,
-    /// Probes the filter answered "no": the file was skipped (`rocksdb.bloom.filter.useful`).
-    pub filter_useful: u64,
-    /// Probes the filter answered "maybe" (`rocksdb.bloom.filter.full.positive`).
-    pub filter_positive: u64,
-    /// "Maybe" answers for keys the file really holds (`rocksdb.bloom.filter.full.true.positive`).
-    pub filter_true_positive: u64,
-    /// Index blocks read, from cache or disk.
-    pub index_blocks_read: u64,
-    /// Data blocks read, from cache or disk.
-    pub data_blocks_read: u64,
-}
-
-impl ReadAmp {
-    /// False positives: "maybe" answers for keys the file does not hold.
-    pub fn false_positives(&self) -> u64 {
-        self.filter_positive.saturating_sub(self.filter_true_positive)
-    }
-
-    /// Observed FPR = false positives / (false positives + useful), as RocksDB users compute it
-    /// from the tickers. `None` before any negative probe.
-    pub fn observed_fpr(&self) -> Option<f64> {
-        let negatives = self.false_positives() + self.filter_useful;
-        (negatives > 0).then(|| self.false_positives() as f64 / negatives as f64)
-    }
-}
 
 /// One level of the LSM tree.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -50,7 +20,7 @@ pub struct LevelStats {
     /// Bytes of filter held in memory for the level.
     pub filter_bytes: u64,
     /// Read counters since open.
-    pub reads: ReadAmp,
+    pub reads: ReadStats,
 }
 
 impl LevelStats {
@@ -101,17 +71,19 @@ pub struct Stats {
 
 impl Stats {
     /// Sum of the read counters of every level.
-    pub fn total_reads(&self) -> ReadAmp {
-        let mut t = ReadAmp::default();
-        for l in &self.levels {
-            t.filter_checks += l.reads.filter_checks;
-            t.filter_useful += l.reads.filter_useful;
-            t.filter_positive += l.reads.filter_positive;
-            t.filter_true_positive += l.reads.filter_true_positive;
-            t.index_blocks_read += l.reads.index_blocks_read;
-            t.data_blocks_read += l.reads.data_blocks_read;
+    pub fn total_reads(&self) -> ReadStats {
+        self.levels.iter().fold(ReadStats::default(), |t, l| t.plus(&l.reads))
+    }
+
+    /// Read counters accumulated since `earlier` (file figures stay those of `self`).
+    pub fn since(&self, earlier: &Stats) -> Stats {
+        let mut d = self.clone();
+        for (l, e) in d.levels.iter_mut().zip(&earlier.levels) {
+            l.reads = l.reads.minus(&e.reads);
         }
-        t
+        d.gets -= earlier.gets.min(d.gets);
+        d.gets_found -= earlier.gets_found.min(d.gets_found);
+        d
     }
 
     /// The counters under RocksDB's ticker names (summed over levels), for side-by-side reports.
@@ -176,9 +148,14 @@ mod tests {
 
     #[test]
     fn observed_fpr_is_false_positives_over_negatives() {
-        let r = ReadAmp { filter_useful: 990, filter_positive: 110, filter_true_positive: 100, ..Default::default() };
+        let r = ReadStats {
+            filter_useful: 990,
+            filter_positive: 110,
+            filter_true_positive: 100,
+            ..Default::default()
+        };
         assert_eq!(r.false_positives(), 10);
         assert!((r.observed_fpr().unwrap() - 0.01).abs() < 1e-12);
-        assert_eq!(ReadAmp::default().observed_fpr(), None);
+        assert_eq!(ReadStats::default().observed_fpr(), None);
     }
 }

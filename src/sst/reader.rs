@@ -80,6 +80,44 @@ pub struct ReadStats {
     pub block_cache_misses: u64,
 }
 
+impl ReadStats {
+    /// False positives: "maybe" answers for keys the table did not hold.
+    pub fn false_positives(&self) -> u64 {
+        self.filter_positive.saturating_sub(self.filter_true_positive)
+    }
+
+    /// Observed FPR = false positives / (false positives + useful), as RocksDB users compute it
+    /// from the tickers; `None` before any negative probe.
+    pub fn observed_fpr(&self) -> Option<f64> {
+        let negatives = self.false_positives() + self.filter_useful;
+        (negatives > 0).then(|| self.false_positives() as f64 / negatives as f64)
+    }
+
+    /// Field-wise sum.
+    pub fn plus(&self, o: &ReadStats) -> ReadStats {
+        self.zip(o, u64::wrapping_add)
+    }
+
+    /// Field-wise difference (counts accumulated since the earlier snapshot `o`).
+    pub fn minus(&self, o: &ReadStats) -> ReadStats {
+        self.zip(o, u64::saturating_sub)
+    }
+
+    fn zip(&self, o: &ReadStats, f: fn(u64, u64) -> u64) -> ReadStats {
+        ReadStats {
+            filter_checks: f(self.filter_checks, o.filter_checks),
+            filter_useful: f(self.filter_useful, o.filter_useful),
+            filter_positive: f(self.filter_positive, o.filter_positive),
+            filter_true_positive: f(self.filter_true_positive, o.filter_true_positive),
+            filter_unusable: f(self.filter_unusable, o.filter_unusable),
+            index_blocks_read: f(self.index_blocks_read, o.index_blocks_read),
+            data_blocks_read: f(self.data_blocks_read, o.data_blocks_read),
+            block_cache_hits: f(self.block_cache_hits, o.block_cache_hits),
+            block_cache_misses: f(self.block_cache_misses, o.block_cache_misses),
+        }
+    }
+}
+
 impl ReadCounters {
     /// All counters at zero.
     pub fn new() -> ReadCounters {

@@ -6,7 +6,7 @@
 
 use crate::progress;
 use siftdb::rng::SplitMix64;
-use siftdb::{Db, Options, Result, Stats, WriteBatch};
+use siftdb::{Db, Options, Result, WriteBatch};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -88,9 +88,9 @@ pub fn run(args: &DemoArgs) -> Result<()> {
         });
     }
     println!("\nread amplification, present-key lookups:");
-    print!("{}", delta(&before, &after_hits).read_amp_table(args.lookups));
+    print!("{}", after_hits.since(&before).read_amp_table(args.lookups));
     println!("\nread amplification, missing-key lookups:");
-    print!("{}", delta(&after_hits, &after).read_amp_table(args.lookups));
+    print!("{}", after.since(&after_hits).read_amp_table(args.lookups));
     println!(
         "\nflushes {} (filter written as is {}, rebuilt {}), block cache hits {} misses {}",
         after.flushes, after.flush_filter_as_is, after.flush_filter_rebuilt, after.block_cache_hits, after.block_cache_misses
@@ -116,16 +116,3 @@ fn lookups(db: &Db, rng: &mut SplitMix64, args: &DemoArgs, parity: u64, what: &s
     Ok((t.elapsed().as_secs_f64(), found))
 }
 
-/// Counters accumulated between two stats snapshots (file figures from `after`).
-fn delta(before: &Stats, after: &Stats) -> Stats {
-    let mut d = after.clone();
-    for (l, b) in d.levels.iter_mut().zip(&before.levels) {
-        l.reads.filter_checks -= b.reads.filter_checks;
-        l.reads.filter_useful -= b.reads.filter_useful;
-        l.reads.filter_positive -= b.reads.filter_positive;
-        l.reads.filter_true_positive -= b.reads.filter_true_positive;
-        l.reads.index_blocks_read -= b.reads.index_blocks_read;
-        l.reads.data_blocks_read -= b.reads.data_blocks_read;
-    }
-    d
-}
