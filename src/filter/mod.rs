@@ -9,6 +9,8 @@
 //! | [`SplitBlockBloom`] | yes | no | ~10.5 | Parquet's format, readable by any Parquet reader |
 //! | [`CountingBloom`] | yes | yes | ~38 (4-bit counters) | removal of inserted keys |
 //! | [`ScalableBloom`] | unbounded | no | grows | when the key count is unknown in advance |
+//! | [`Xor8`] / [`Xor16`] | no (static) | no | 9.84 (FPR 0.39%) / 19.7 (0.0015%) | three lookups; 1.23 n slots |
+//! | [`BinaryFuse8`] / [`BinaryFuse16`] | no (static) | no | ~9.0 / ~18.1 at 1M keys | xor filter in 1.125 n slots at large n; builds faster |
 //!
 //! The static filters (built once from a fixed key set, as an SST's key set is) and the cuckoo
 //! filter are added in later modules of this folder.
@@ -40,11 +42,16 @@ mod prefetch;
 mod sizing;
 mod standard;
 mod view;
+mod xor;
 
 pub use hash::{hash_key, hash_keys};
 pub use sizing::{BloomBuilder, BloomShape, Sizing};
 pub use standard::{StandardBloom, StandardBloomView};
 pub use view::FilterView;
+pub use xor::{
+    BinaryFuse, BinaryFuse16, BinaryFuse16View, BinaryFuse8, BinaryFuse8View, BinaryFuseView,
+    Fingerprint, Xor, Xor16, Xor16View, Xor8, Xor8View, XorView,
+};
 
 use crate::error::Result;
 

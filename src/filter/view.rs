@@ -6,6 +6,7 @@
 use crate::error::Result;
 use crate::filter::codec::{self, Envelope};
 use crate::filter::standard::StandardBloomView;
+use crate::filter::xor::{BinaryFuseView, XorView};
 use crate::filter::{Filter, FilterKind};
 
 /// A serialized filter of any kind, probed without copying its payload.
@@ -18,6 +19,10 @@ pub struct FilterView<'a> {
 #[derive(Debug, Clone, Copy)]
 enum Inner<'a> {
     Standard(StandardBloomView<'a>),
+    Xor8(XorView<'a, u8>),
+    Xor16(XorView<'a, u16>),
+    BinaryFuse8(BinaryFuseView<'a, u8>),
+    BinaryFuse16(BinaryFuseView<'a, u16>),
 }
 
 impl<'a> FilterView<'a> {
@@ -32,6 +37,10 @@ impl<'a> FilterView<'a> {
     fn parse_inner(env: &Envelope<'a>) -> Result<Inner<'a>> {
         Ok(match env.kind {
             FilterKind::StandardBloom => Inner::Standard(StandardBloomView::parse(env)?),
+            FilterKind::Xor8 => Inner::Xor8(XorView::parse(env)?),
+            FilterKind::Xor16 => Inner::Xor16(XorView::parse(env)?),
+            FilterKind::BinaryFuse8 => Inner::BinaryFuse8(BinaryFuseView::parse(env)?),
+            FilterKind::BinaryFuse16 => Inner::BinaryFuse16(BinaryFuseView::parse(env)?),
             other => return Err(crate::Error::UnknownFilterKind(other.tag())),
         })
     }
@@ -42,12 +51,20 @@ impl Filter for FilterView<'_> {
     fn contains_hash(&self, hash: u64) -> bool {
         match &self.inner {
             Inner::Standard(v) => v.contains_hash(hash),
+            Inner::Xor8(v) => v.contains_hash(hash),
+            Inner::Xor16(v) => v.contains_hash(hash),
+            Inner::BinaryFuse8(v) => v.contains_hash(hash),
+            Inner::BinaryFuse16(v) => v.contains_hash(hash),
         }
     }
 
     fn kind(&self) -> FilterKind {
         match &self.inner {
             Inner::Standard(_) => FilterKind::StandardBloom,
+            Inner::Xor8(_) => FilterKind::Xor8,
+            Inner::Xor16(_) => FilterKind::Xor16,
+            Inner::BinaryFuse8(_) => FilterKind::BinaryFuse8,
+            Inner::BinaryFuse16(_) => FilterKind::BinaryFuse16,
         }
     }
 

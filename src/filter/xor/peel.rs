@@ -1,0 +1,92 @@
+//! The construction shared by the xor and binary fuse layouts: hypergraph peeling, then
+//! assignment of the fingerprints in reverse peeling order (module documentation of
+//! [`super`] for the theory).
+
+use super::Fingerprint;
+use crate::filter::codec::Words;
+
+/// Where a layout puts a key's three slots.
+///
+/// Invariant every implementation keeps: for every `h`, the three positions are distinct and less
+/// than [`Layout::slots`]. The probe relies on the bound (no index out of range, even for a
+/// layout read from untrusted bytes: the parsers validate the parameters that imply it), the
+/// construction on the distinctness.
+pub(super) trait Layout {
+    /// Number of fingerprint slots.
+    fn slots(&self) -> usize;
+    /// The three slots of a seed-mixed key hash.
+    fn positions(&self, h: u64) -> [usize; 3];
+}
+
+/// Peels the hypergraph of `keys` (distinct seed-mixed hashes) under `layout`.
+///
+/// Returns the keys in peeling order, each with the index (0..3) of the position it was peeled
+/// from, or `None` when the hypergraph has a 2-core (or a slot is hit by more than 255 keys, which
+/// only a degenerate layout allows); the caller then retries with another seed.
+pub(super) fn peel<L: Layout>(layout: &L, keys: &[u64]) -> Option<Vec<(u64, u8)>> {
+    let m = layout.slots();
+    // count[s]: keys still attached to slot s; xors[s]: xor of their hashes, so a slot with
+    // count 1 names its only key without a list.
+    let mut count = vec![0u8; m];
+    let mut xors = vec![0u64; m];
+    let mut overflow = false;
+    for &k in keys {
+        for p in layout.positions(k) {
+            let (c, o) = count[p].overflowing_add(1);
+            count[p] = c;
+            overflow |= o;
+            xors[p] ^= k;
+        }
+    }
+    if overflow {
+        return None;
+    }
+    let mut queue: Vec<u32> = (0..m as u32).filter(|&s| count[s as usize] == 1).collect();
+    let mut order = Vec::with_capacity(keys.len());
+    while let Some(s) = queue.pop() {
+        let s = s as usize;
+        if count[s] != 1 {
+            continue; // emptied since it was queued
+        }
+        let k = xors[s];
+        let ps = layout.positions(k);
+        let j = ps.iter().position(|&p| p == s).expect("a slot's only key has the slot");
+        order.push((k, j as u8));
+        for p in ps {
+            count[p] -= 1;
+            xors[p] ^= k;
+            if count[p] == 1 {
+                queue.push(p as u32);
+            }
+        }
+    }
+    (order.len() == keys.len()).then_some(order)
+}
+
+/// Fills the fingerprint array from a peeling order: replayed in reverse, each key's peeled slot
+/// is still zero and its other two slots are final, so setting the peeled slot to
+/// `fp ^ B[other] ^ B[other']` makes the key's xor equal its fingerprint for good.
+pub(super) fn assign<L: Layout, W: Fingerprint>(layout: &L, order: &[(u64, u8)]) -> Vec<W> {
+    let mut fps = vec![W::default(); layout.slots()];
+    for &(k, j) in order.iter().rev() {
+        let ps = layout.positions(k);
+        let x = W::from_hash(k) ^ fps[ps[0]] ^ fps[ps[1]] ^ fps[ps[2]];
+        fps[ps[j as usize]] = x;
+    }
+    fps
+}
+
+/// The membership test shared by every owned filter and view of the family: `h` is the
+/// seed-mixed key hash. An empty array (the empty set) answers `false`.
+#[inline(always)]
+pub(super) fn probe<W: Fingerprint, S: Words<W> + ?Sized, L: Layout>(
+    fps: &S,
+    layout: &L,
+    h: u64,
+) -> bool {
+    if layout.slots() == 0 {
+        return false;
+    }
+    let [a, b, c] = layout.positions(h);
+    W::from_hash(h) == fps.word(a) ^ fps.word(b) ^ fps.word(c)
+}
