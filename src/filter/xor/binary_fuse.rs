@@ -13,10 +13,9 @@
 //! keys:u64 segment_length:u32 segment_count:u32`; payload `(segment_count + 2) *
 //! segment_length` fingerprints (u8, or u16 little-endian).
 
-use super::peel::{self, Layout};
+use super::peel::{self, Layout, Sizing};
 use super::xor_filter::bits_per_key;
-use super::{attempt_seed, partition_by_top_bits, sorted_distinct, Fingerprint};
-use super::{DEFAULT_SEED, MAX_ATTEMPTS, MAX_KEYS};
+use super::{Fingerprint, DEFAULT_SEED};
 use crate::error::{Error, Result};
 use crate::filter::codec::{self, Envelope, LeWords, ParamReader, ParamWriter};
 use crate::filter::hash::{fast_range64, mix64};
@@ -35,12 +34,9 @@ struct FuseLayout {
     segment_count: u32,
 }
 
-impl FuseLayout {
-    /// The paper's sizing (module documentation); the empty set gets no slots.
+impl Sizing for FuseLayout {
+    /// The paper's sizing (module documentation), for `n >= 1`.
     fn for_keys(n: usize) -> FuseLayout {
-        if n == 0 {
-            return FuseLayout { segment_length: 0, segment_count: 0 };
-        }
         let ln_n = (n.max(2) as f64).ln();
         let exponent = (ln_n / 3.33f64.ln() + 2.25).floor() as u32;
         let segment_length = 1u32 << exponent.min(MAX_SEGMENT_LENGTH.trailing_zeros());
@@ -50,6 +46,23 @@ impl FuseLayout {
         FuseLayout { segment_length, segment_count: segments as u32 }
     }
 
+    /// Even attempts use the base layout, odd ones [`FuseLayout::halved`].
+    fn for_attempt(self, attempt: u32) -> FuseLayout {
+        if attempt % 2 == 1 {
+            self.halved()
+        } else {
+            self
+        }
+    }
+
+    /// Keys ordered by their top `ceil(log2(segment_count + 1))` bits (at most 16) reach the
+    /// segments in order: `h0` grows with the hash.
+    fn locality_bits(self) -> u32 {
+        (u32::BITS - self.segment_count.leading_zeros()).min(16)
+    }
+}
+
+impl FuseLayout {
     /// The same array cut into segments of half the length: `2 * segment_count + 2` of them.
     ///
     /// Odd-numbered build attempts use this layout. Just after the formula doubles the segment
@@ -118,38 +131,16 @@ pub struct BinaryFuse<W> {
 
 impl<W: Fingerprint> BinaryFuse<W> {
     /// Builds the filter over the distinct values of `hashes`, trying the seeds derived from
-    /// `seed` in a fixed order. Fails with [`Error::FilterFull`] after [`MAX_ATTEMPTS`] failed
-    /// attempts, and with [`Error::InvalidArgument`] above [`MAX_KEYS`] distinct keys.
+    /// `seed` in a fixed order. Fails with [`Error::FilterFull`] after 100 failed
+    /// attempts, and with [`Error::InvalidArgument`] above 2^31 distinct keys.
     pub fn build_with_seed(hashes: &[u64], seed: u64) -> Result<BinaryFuse<W>> {
-        let distinct = sorted_distinct(hashes);
-        let n = distinct.len();
-        if n > MAX_KEYS {
-            return Err(Error::invalid(format!("{n} keys exceed the binary fuse maximum")));
+        if hashes.is_empty() {
+            let layout = FuseLayout { segment_length: 0, segment_count: 0 };
+            return Ok(BinaryFuse { seed: 0, keys: 0, layout, fps: Vec::new() });
         }
-        let base = FuseLayout::for_keys(n);
-        if n == 0 {
-            return Ok(BinaryFuse { seed: 0, keys: 0, layout: base, fps: Vec::new() });
-        }
-        // Keys sorted (roughly) by their first slot make the counting pass of the peeling walk
-        // the array front to back instead of at random.
-        let bits = (u32::BITS - base.segment_count.leading_zeros()).min(16);
-        let mut mixed = vec![0u64; n];
-        for attempt in 0..MAX_ATTEMPTS {
-            let layout = if attempt % 2 == 1 { base.halved() } else { base };
-            let s = attempt_seed(seed, attempt);
-            for (m, &h) in mixed.iter_mut().zip(&distinct) {
-                *m = mix64(h, s);
-            }
-            let (ordered, _) = partition_by_top_bits(&mixed, bits);
-            if let Some(order) = peel::peel(&layout, &ordered) {
-                let fps = peel::assign(&layout, &order);
-                return Ok(BinaryFuse { seed: s, keys: n as u64, layout, fps });
-            }
-        }
-        Err(Error::FilterFull(format!(
-            "{} construction failed for {n} keys after {MAX_ATTEMPTS} seeds",
-            W::FUSE_KIND
-        )))
+        let built = peel::construct::<FuseLayout>(hashes, seed, W::FUSE_KIND)?;
+        let fps = peel::assign(&built.layout, &built.order);
+        Ok(BinaryFuse { seed: built.seed, keys: built.keys as u64, layout: built.layout, fps })
     }
 
     /// The seed the filter was built with (the one of the successful attempt).

@@ -2,8 +2,13 @@
 //! assignment of the fingerprints in reverse peeling order (module documentation of
 //! [`super`] for the theory).
 
-use super::Fingerprint;
+use super::{attempt_seed, partition_by_top_bits, sorted_distinct, Fingerprint};
+use super::{MAX_ATTEMPTS, MAX_KEYS};
+use crate::error::{Error, Result};
 use crate::filter::codec::Words;
+use crate::filter::hash::mix64;
+use crate::filter::FilterKind;
+use std::borrow::Cow;
 
 /// Where a layout puts a key's three slots.
 ///
@@ -16,6 +21,87 @@ pub(super) trait Layout {
     fn slots(&self) -> usize;
     /// The three slots of a seed-mixed key hash.
     fn positions(&self, h: u64) -> [usize; 3];
+}
+
+/// How a filter type sizes and lays out its array, for [`construct`].
+pub(super) trait Sizing: Layout + Copy {
+    /// The layout for `n` distinct keys (`n >= 1`).
+    fn for_keys(n: usize) -> Self;
+    /// The layout attempt number `attempt` uses (same size as `self`, the base layout).
+    fn for_attempt(self, _attempt: u32) -> Self {
+        self
+    }
+    /// Top bits by which the mixed keys are ordered before peeling (0: none), so the counting
+    /// pass walks the array front to back when the first slot grows with the hash.
+    fn locality_bits(self) -> u32 {
+        0
+    }
+}
+
+/// A successful construction: the seed of the successful attempt, the distinct key count, the
+/// layout and the peeling order.
+pub(super) struct Built<L> {
+    pub seed: u64,
+    pub keys: usize,
+    pub layout: L,
+    pub order: Vec<(u64, u8)>,
+}
+
+/// Runs the attempts of a build over non-empty `hashes`.
+///
+/// Deduplication is optimistic: the first attempt runs on the input as given. Two equal hashes
+/// share all three slots, so neither can ever be peeled: a successful peel proves the input
+/// distinct. After a failure the input is sorted and deduplicated once; if that removed anything
+/// the attempt counter restarts on the distinct set, so a set builds the same filter whether or
+/// not its input repeated keys.
+pub(super) fn construct<L: Sizing>(
+    hashes: &[u64],
+    seed: u64,
+    kind: FilterKind,
+) -> Result<Built<L>> {
+    let mut keys: Cow<[u64]> = Cow::Borrowed(hashes);
+    let mut checked_distinct = false;
+    if keys.len() > MAX_KEYS {
+        keys = Cow::Owned(sorted_distinct(hashes));
+        checked_distinct = true;
+        if keys.len() > MAX_KEYS {
+            return Err(Error::invalid(format!("{} keys exceed the {kind} maximum", keys.len())));
+        }
+    }
+    let mut base = L::for_keys(keys.len());
+    let mut mixed = vec![0u64; keys.len()];
+    let mut attempt = 0;
+    while attempt < MAX_ATTEMPTS {
+        let layout = base.for_attempt(attempt);
+        let s = attempt_seed(seed, attempt);
+        for (m, &h) in mixed.iter_mut().zip(keys.iter()) {
+            *m = mix64(h, s);
+        }
+        let bits = layout.locality_bits();
+        let ordered = if bits > 0 {
+            Cow::Owned(partition_by_top_bits(&mixed, bits).0)
+        } else {
+            Cow::Borrowed(&mixed[..])
+        };
+        if let Some(order) = peel(&layout, &ordered) {
+            return Ok(Built { seed: s, keys: keys.len(), layout, order });
+        }
+        attempt += 1;
+        if !checked_distinct {
+            checked_distinct = true;
+            let distinct = sorted_distinct(&keys);
+            if distinct.len() < keys.len() {
+                mixed.truncate(distinct.len());
+                base = L::for_keys(distinct.len());
+                keys = Cow::Owned(distinct);
+                attempt = 0;
+            }
+        }
+    }
+    Err(Error::FilterFull(format!(
+        "{kind} construction failed for {} keys after {MAX_ATTEMPTS} seeds",
+        keys.len()
+    )))
 }
 
 /// Peels the hypergraph of `keys` (distinct seed-mixed hashes) under `layout`.

@@ -4,8 +4,8 @@
 //! Encoding (kind tags 8 and 9, design.md "xor8 / xor16"): params `seed:u64 keys:u64
 //! block_length:u32`; payload `3 * block_length` fingerprints (u8, or u16 little-endian).
 
-use super::peel::{self, Layout};
-use super::{attempt_seed, sorted_distinct, Fingerprint, DEFAULT_SEED, MAX_ATTEMPTS, MAX_KEYS};
+use super::peel::{self, Layout, Sizing};
+use super::{Fingerprint, DEFAULT_SEED, MAX_KEYS};
 use crate::error::{Error, Result};
 use crate::filter::codec::{self, Envelope, LeWords, ParamReader, ParamWriter};
 use crate::filter::hash::{fast_range32, mix64};
@@ -21,12 +21,9 @@ struct XorLayout {
     block: u32,
 }
 
-impl XorLayout {
+impl Sizing for XorLayout {
     /// The paper's sizing: `floor(1.23 n) + 32` slots, rounded down to a multiple of 3.
     fn for_keys(n: usize) -> XorLayout {
-        if n == 0 {
-            return XorLayout { block: 0 };
-        }
         let capacity = (1.23 * n as f64).floor() as u64 + 32;
         XorLayout { block: (capacity / 3) as u32 }
     }
@@ -63,33 +60,15 @@ pub struct Xor<W> {
 
 impl<W: Fingerprint> Xor<W> {
     /// Builds the filter over the distinct values of `hashes`, trying the seeds derived from
-    /// `seed` in a fixed order. Fails with [`Error::FilterFull`] after [`MAX_ATTEMPTS`] failed
-    /// attempts, and with [`Error::InvalidArgument`] above [`MAX_KEYS`] distinct keys.
+    /// `seed` in a fixed order. Fails with [`Error::FilterFull`] after 100 failed
+    /// attempts, and with [`Error::InvalidArgument`] above 2^31 distinct keys.
     pub fn build_with_seed(hashes: &[u64], seed: u64) -> Result<Xor<W>> {
-        let distinct = sorted_distinct(hashes);
-        let n = distinct.len();
-        if n > MAX_KEYS {
-            return Err(Error::invalid(format!("{n} keys exceed the xor filter maximum")));
+        if hashes.is_empty() {
+            return Ok(Xor { seed: 0, keys: 0, layout: XorLayout { block: 0 }, fps: Vec::new() });
         }
-        let layout = XorLayout::for_keys(n);
-        if n == 0 {
-            return Ok(Xor { seed: 0, keys: 0, layout, fps: Vec::new() });
-        }
-        let mut mixed = vec![0u64; n];
-        for attempt in 0..MAX_ATTEMPTS {
-            let s = attempt_seed(seed, attempt);
-            for (m, &h) in mixed.iter_mut().zip(&distinct) {
-                *m = mix64(h, s);
-            }
-            if let Some(order) = peel::peel(&layout, &mixed) {
-                let fps = peel::assign(&layout, &order);
-                return Ok(Xor { seed: s, keys: n as u64, layout, fps });
-            }
-        }
-        Err(Error::FilterFull(format!(
-            "{} construction failed for {n} keys after {MAX_ATTEMPTS} seeds",
-            W::XOR_KIND
-        )))
+        let built = peel::construct::<XorLayout>(hashes, seed, W::XOR_KIND)?;
+        let fps = peel::assign(&built.layout, &built.order);
+        Ok(Xor { seed: built.seed, keys: built.keys as u64, layout: built.layout, fps })
     }
 
     /// The seed the filter was built with (the one of the successful attempt).
