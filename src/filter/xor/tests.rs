@@ -240,25 +240,6 @@ fn construction_is_deterministic_for_a_seed() {
     deterministic::<BinaryFuse16>();
 }
 
-fn batch_matches_single<F: Under>() {
-    let keys = SplitMix64::new(61).hashes(10_000);
-    let f = F::build(&keys).unwrap();
-    let mut probes = keys[..500].to_vec();
-    probes.extend(SplitMix64::new(62).hashes(5003));
-    let mut out = vec![true; 3];
-    f.contains_batch(&probes, &mut out);
-    let single: Vec<bool> = probes.iter().map(|&h| f.contains_hash(h)).collect();
-    assert_eq!(out, single);
-}
-
-#[test]
-fn batch_answers_equal_single_answers() {
-    batch_matches_single::<Xor8>();
-    batch_matches_single::<Xor16>();
-    batch_matches_single::<BinaryFuse8>();
-    batch_matches_single::<BinaryFuse16>();
-}
-
 #[test]
 fn a_set_of_one_repeated_key_is_a_one_key_filter() {
     let f = BinaryFuse16::build(&[42; 1000]).unwrap();

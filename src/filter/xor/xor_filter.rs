@@ -9,11 +9,7 @@ use super::{Fingerprint, DEFAULT_SEED, MAX_KEYS};
 use crate::error::{Error, Result};
 use crate::filter::codec::{self, Envelope, LeWords, ParamReader, ParamWriter};
 use crate::filter::hash::{fast_range32, mix64};
-use crate::filter::prefetch::prefetch_read;
 use crate::filter::{Filter, FilterKind, StaticFilter};
-
-/// Keys whose slots are computed and prefetched together by `contains_batch`.
-const BATCH: usize = 8;
 
 /// Three blocks of `block` slots each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,23 +107,6 @@ impl<W: Fingerprint> Filter for Xor<W> {
     #[inline]
     fn contains_hash(&self, hash: u64) -> bool {
         peel::probe(self.fps.as_slice(), &self.layout, mix64(hash, self.seed))
-    }
-
-    fn contains_batch(&self, hashes: &[u64], out: &mut Vec<bool>) {
-        out.clear();
-        out.reserve(hashes.len());
-        if self.fps.is_empty() {
-            out.resize(hashes.len(), false);
-            return;
-        }
-        for chunk in hashes.chunks(BATCH) {
-            for &h in chunk {
-                for p in self.layout.positions(mix64(h, self.seed)) {
-                    prefetch_read(&self.fps[p]);
-                }
-            }
-            out.extend(chunk.iter().map(|&h| self.contains_hash(h)));
-        }
     }
 
     fn kind(&self) -> FilterKind {
