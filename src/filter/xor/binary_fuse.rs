@@ -136,7 +136,7 @@ impl<W: Fingerprint> BinaryFuse<W> {
             return Ok(BinaryFuse { seed: 0, keys: 0, layout, fps: Vec::new() });
         }
         let built = peel::construct::<FuseLayout>(hashes, seed, W::FUSE_KIND)?;
-        let fps = peel::assign(&built.layout, &built.order);
+        let fps = peel::assign(&built.layout, &built.order, &built.which);
         Ok(BinaryFuse { seed: built.seed, keys: built.keys as u64, layout: built.layout, fps })
     }
 

@@ -117,8 +117,8 @@ fn attempt_seed(seed: u64, attempt: u32) -> u64 {
 /// The distinct values of `hashes`, sorted. Partitions by the top bits first (one counting-sort
 /// pass) so the comparison sorts run on cache-sized buckets.
 fn sorted_distinct(hashes: &[u64]) -> Vec<u64> {
-    let bits = bucket_bits(hashes.len());
-    let (mut keys, offsets) = partition_by_top_bits(hashes, bits);
+    let mut keys = Vec::with_capacity(hashes.len());
+    let offsets = partition_by_top_bits(hashes, bucket_bits(hashes.len()), |h| h, &mut keys);
     for w in offsets.windows(2) {
         keys[w[0]..w[1]].sort_unstable();
     }
@@ -131,26 +131,35 @@ fn bucket_bits(n: usize) -> u32 {
     (usize::BITS - (n / 256).leading_zeros()).min(16)
 }
 
-/// A stable counting sort of `keys` by their top `bits` bits: the reordered keys and the
-/// `2^bits + 1` bucket offsets.
-fn partition_by_top_bits(keys: &[u64], bits: u32) -> (Vec<u64>, Vec<usize>) {
+/// Writes `f(k)` for every key into `out` (replacing its contents), stably ordered by the top
+/// `bits` bits of `f(k)` (a counting sort; `bits = 0` keeps the input order). Returns the
+/// `2^bits + 1` bucket offsets. `f` runs twice per key, which is cheaper than a buffer.
+fn partition_by_top_bits(
+    keys: &[u64],
+    bits: u32,
+    f: impl Fn(u64) -> u64,
+    out: &mut Vec<u64>,
+) -> Vec<usize> {
+    out.clear();
     if bits == 0 {
-        return (keys.to_vec(), vec![0, keys.len()]);
+        out.extend(keys.iter().map(|&k| f(k)));
+        return vec![0, keys.len()];
     }
     let shift = 64 - bits;
     let mut offsets = vec![0usize; (1 << bits) + 1];
     for &k in keys {
-        offsets[(k >> shift) as usize + 1] += 1;
+        offsets[(f(k) >> shift) as usize + 1] += 1;
     }
     for i in 1..offsets.len() {
         offsets[i] += offsets[i - 1];
     }
     let mut next = offsets.clone();
-    let mut out = vec![0u64; keys.len()];
+    out.resize(keys.len(), 0);
     for &k in keys {
-        let b = (k >> shift) as usize;
-        out[next[b]] = k;
+        let v = f(k);
+        let b = (v >> shift) as usize;
+        out[next[b]] = v;
         next[b] += 1;
     }
-    (out, offsets)
+    offsets
 }

@@ -44,7 +44,10 @@ pub(super) struct Built<L> {
     pub seed: u64,
     pub keys: usize,
     pub layout: L,
-    pub order: Vec<(u64, u8)>,
+    /// The mixed key hashes in peeling order.
+    pub order: Vec<u64>,
+    /// For each key of `order`, the index (0..3) of the position it was peeled from.
+    pub which: Vec<u8>,
 }
 
 /// Runs the attempts of a build over non-empty `hashes`.
@@ -69,29 +72,21 @@ pub(super) fn construct<L: Sizing>(
         }
     }
     let mut base = L::for_keys(keys.len());
-    let mut mixed = vec![0u64; keys.len()];
+    let mut mixed = Vec::with_capacity(keys.len());
+    let mut which = Vec::with_capacity(keys.len());
     let mut attempt = 0;
     while attempt < MAX_ATTEMPTS {
         let layout = base.for_attempt(attempt);
         let s = attempt_seed(seed, attempt);
-        for (m, &h) in mixed.iter_mut().zip(keys.iter()) {
-            *m = mix64(h, s);
-        }
-        let bits = layout.locality_bits();
-        let ordered = if bits > 0 {
-            Cow::Owned(partition_by_top_bits(&mixed, bits).0)
-        } else {
-            Cow::Borrowed(&mixed[..])
-        };
-        if let Some(order) = peel(&layout, &ordered) {
-            return Ok(Built { seed: s, keys: keys.len(), layout, order });
+        partition_by_top_bits(&keys, layout.locality_bits(), |h| mix64(h, s), &mut mixed);
+        if peel(&layout, &mut mixed, &mut which) {
+            return Ok(Built { seed: s, keys: keys.len(), layout, order: mixed, which });
         }
         attempt += 1;
         if !checked_distinct {
             checked_distinct = true;
             let distinct = sorted_distinct(&keys);
             if distinct.len() < keys.len() {
-                mixed.truncate(distinct.len());
                 base = L::for_keys(distinct.len());
                 keys = Cow::Owned(distinct);
                 attempt = 0;
@@ -106,17 +101,19 @@ pub(super) fn construct<L: Sizing>(
 
 /// Peels the hypergraph of `keys` (distinct seed-mixed hashes) under `layout`.
 ///
-/// Returns the keys in peeling order, each with the index (0..3) of the position it was peeled
-/// from, or `None` when the hypergraph has a 2-core (or a slot is hit by more than 255 keys, which
-/// only a degenerate layout allows); the caller then retries with another seed.
-pub(super) fn peel<L: Layout>(layout: &L, keys: &[u64]) -> Option<Vec<(u64, u8)>> {
+/// On success returns `true` with `keys` rewritten in peeling order and `which[i]` the index
+/// (0..3) of the position `keys[i]` was peeled from. Returns `false` (`keys` then holds an
+/// unspecified permutation of a prefix) when the hypergraph has a 2-core, or a slot is hit by
+/// more than 255 keys, which only a degenerate layout allows; the caller retries with another
+/// seed.
+pub(super) fn peel<L: Layout>(layout: &L, keys: &mut [u64], which: &mut Vec<u8>) -> bool {
     let m = layout.slots();
     // count[s]: keys still attached to slot s; xors[s]: xor of their hashes, so a slot with
     // count 1 names its only key without a list.
     let mut count = vec![0u8; m];
     let mut xors = vec![0u64; m];
     let mut overflow = false;
-    for &k in keys {
+    for &k in keys.iter() {
         for p in layout.positions(k) {
             let (c, o) = count[p].overflowing_add(1);
             count[p] = c;
@@ -125,10 +122,13 @@ pub(super) fn peel<L: Layout>(layout: &L, keys: &[u64]) -> Option<Vec<(u64, u8)>
         }
     }
     if overflow {
-        return None;
+        return false;
     }
-    let mut queue: Vec<u32> = (0..m as u32).filter(|&s| count[s as usize] == 1).collect();
-    let mut order = Vec::with_capacity(keys.len());
+    // The keys are now held by `xors`, so `keys` is free to receive the peeling order.
+    let mut queue: Vec<u32> = Vec::with_capacity(m);
+    queue.extend((0..m as u32).filter(|&s| count[s as usize] == 1));
+    which.clear();
+    let mut peeled = 0;
     while let Some(s) = queue.pop() {
         let s = s as usize;
         if count[s] != 1 {
@@ -137,7 +137,9 @@ pub(super) fn peel<L: Layout>(layout: &L, keys: &[u64]) -> Option<Vec<(u64, u8)>
         let k = xors[s];
         let ps = layout.positions(k);
         let j = ps.iter().position(|&p| p == s).expect("a slot's only key has the slot");
-        order.push((k, j as u8));
+        keys[peeled] = k;
+        which.push(j as u8);
+        peeled += 1;
         for p in ps {
             count[p] -= 1;
             xors[p] ^= k;
@@ -146,15 +148,15 @@ pub(super) fn peel<L: Layout>(layout: &L, keys: &[u64]) -> Option<Vec<(u64, u8)>
             }
         }
     }
-    (order.len() == keys.len()).then_some(order)
+    peeled == keys.len()
 }
 
 /// Fills the fingerprint array from a peeling order: replayed in reverse, each key's peeled slot
 /// is still zero and its other two slots are final, so setting the peeled slot to
 /// `fp ^ B[other] ^ B[other']` makes the key's xor equal its fingerprint for good.
-pub(super) fn assign<L: Layout, W: Fingerprint>(layout: &L, order: &[(u64, u8)]) -> Vec<W> {
+pub(super) fn assign<L: Layout, W: Fingerprint>(layout: &L, order: &[u64], which: &[u8]) -> Vec<W> {
     let mut fps = vec![W::default(); layout.slots()];
-    for &(k, j) in order.iter().rev() {
+    for (&k, &j) in order.iter().zip(which).rev() {
         let ps = layout.positions(k);
         let x = W::from_hash(k) ^ fps[ps[0]] ^ fps[ps[1]] ^ fps[ps[2]];
         fps[ps[j as usize]] = x;

@@ -63,7 +63,7 @@ impl<W: Fingerprint> Xor<W> {
             return Ok(Xor { seed: 0, keys: 0, layout: XorLayout { block: 0 }, fps: Vec::new() });
         }
         let built = peel::construct::<XorLayout>(hashes, seed, W::XOR_KIND)?;
-        let fps = peel::assign(&built.layout, &built.order);
+        let fps = peel::assign(&built.layout, &built.order, &built.which);
         Ok(Xor { seed: built.seed, keys: built.keys as u64, layout: built.layout, fps })
     }
 
