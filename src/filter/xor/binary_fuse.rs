@@ -26,9 +26,9 @@ const MAX_SEGMENT_LENGTH: u32 = 1 << 18;
 
 /// `segment_count + 2` segments of `segment_length` slots.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct FuseLayout {
-    segment_length: u32,
-    segment_count: u32,
+pub(super) struct FuseLayout {
+    pub(super) segment_length: u32,
+    pub(super) segment_count: u32,
 }
 
 impl Sizing for FuseLayout {
@@ -79,7 +79,7 @@ impl FuseLayout {
 
     /// Checks parameters read from bytes: together with a payload of [`Layout::slots`] words,
     /// they guarantee every position is in range (see [`Layout::positions`]).
-    fn validate(self) -> std::result::Result<(), String> {
+    pub(super) fn validate(self) -> std::result::Result<(), String> {
         let FuseLayout { segment_length: len, segment_count: count } = self;
         if len == 0 && count == 0 {
             return Ok(()); // the empty filter

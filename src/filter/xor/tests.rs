@@ -261,3 +261,39 @@ fn sizing_follows_the_paper_and_handles_tiny_sets() {
         assert!(f.segment_count() >= 1 && f.memory_bytes() <= 24, "n {n}: {f:?}");
     }
 }
+
+/// The three slots of every layout a parser accepts are distinct and in range, for any hash:
+/// the property that keeps probes of adversarial (but checksum-valid) bytes in bounds.
+#[test]
+fn slots_are_distinct_and_in_range_for_every_accepted_layout() {
+    use super::binary_fuse::FuseLayout;
+    use super::peel::Layout;
+    use super::xor_filter::XorLayout;
+    let mut rng = SplitMix64::new(81);
+    let mut hashes = rng.hashes(2000);
+    hashes.extend([0, u64::MAX, 1 << 63, (1 << 18) - 1]);
+    let check = |layout: &dyn Fn(u64) -> [usize; 3], slots: usize| {
+        for &h in &hashes {
+            let [a, b, c] = layout(h);
+            assert!(a < slots && b < slots && c < slots, "{h:#x}: {a} {b} {c} of {slots}");
+            assert!(a != b && b != c && a != c, "{h:#x}: {a} {b} {c}");
+        }
+    };
+    for block in [1u32, 2, 3, 1000, u32::MAX / 3, u32::MAX] {
+        let l = XorLayout { block };
+        check(&|h| l.positions(h), l.slots());
+    }
+    for shift in 0..=18 {
+        let len = 1u32 << shift;
+        let max_count = u32::MAX / len - 2;
+        for count in [1u32, 2, 3, 7, 1000, max_count] {
+            let l = FuseLayout { segment_length: len, segment_count: count };
+            if l.validate().is_ok() {
+                check(&|h| l.positions(h), l.slots());
+            }
+        }
+    }
+    // And the parser rejects every layout it cannot keep in range.
+    assert!(FuseLayout { segment_length: 6, segment_count: 1 }.validate().is_err());
+    assert!(FuseLayout { segment_length: 4, segment_count: u32::MAX - 1 }.validate().is_err());
+}

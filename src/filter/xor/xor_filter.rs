@@ -13,8 +13,8 @@ use crate::filter::{Filter, FilterKind, StaticFilter};
 
 /// Three blocks of `block` slots each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct XorLayout {
-    block: u32,
+pub(super) struct XorLayout {
+    pub(super) block: u32,
 }
 
 impl Sizing for XorLayout {
