@@ -118,6 +118,16 @@ impl Layout for FuseLayout {
 
 /// A binary fuse filter with `W`-bit fingerprints ([`super::BinaryFuse8`],
 /// [`super::BinaryFuse16`]). See the module documentation for the layout.
+///
+/// ```
+/// use siftdb::filter::prelude::*;
+/// use siftdb::filter::{hash_keys, BinaryFuse8, FilterView};
+/// let f = BinaryFuse8::build(&hash_keys(&["apple", "banana", "cherry"])).unwrap();
+/// assert!(f.contains(b"apple"));
+/// let bytes = f.to_bytes();
+/// assert_eq!(BinaryFuse8::from_bytes(&bytes).unwrap(), f);
+/// assert!(FilterView::parse(&bytes).unwrap().contains(b"banana"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BinaryFuse<W> {
     seed: u64,

@@ -46,6 +46,15 @@ impl Layout for XorLayout {
 
 /// An xor filter with `W`-bit fingerprints ([`super::Xor8`], [`super::Xor16`]). See the module
 /// documentation for the layout.
+///
+/// ```
+/// use siftdb::filter::prelude::*;
+/// use siftdb::filter::{hash_keys, Xor16};
+/// let hashes = hash_keys(&["apple", "banana", "apple"]); // duplicates are fine
+/// let f = Xor16::build_with_seed(&hashes, 42).unwrap();
+/// assert_eq!(f.len(), 2);
+/// assert!(f.contains(b"banana"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Xor<W> {
     seed: u64,
