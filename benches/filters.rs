@@ -10,10 +10,13 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use siftdb::filter::prelude::*;
-use siftdb::filter::{BlockedBloom, Cuckoo, Ribbon, SplitBlockBloom, StandardBloom};
+use siftdb::filter::{
+    BinaryFuse8, BlockedBloom, Cuckoo, Ribbon, SplitBlockBloom, StandardBloom, Xor8,
+};
 use siftdb::rng::SplitMix64;
 use std::hint::black_box;
 use std::time::Duration;
+use xorf::Filter as _;
 
 const QUERIES: usize = 100_000;
 const SIZES: [(usize, &str); 2] = [(1_000_000, "1M"), (10_000_000, "10M")];
@@ -136,5 +139,43 @@ fn insert(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, contains, batch, insert);
+/// Static filters: build from 1M keys and query (miss), siftdb vs xorf on the same hashes.
+fn statics(c: &mut Criterion) {
+    let (n, label) = SIZES[0];
+    let k = keys(n);
+    let mut g = c.benchmark_group(format!("static_build/{label}"));
+    g.throughput(Throughput::Elements(n as u64));
+    g.sample_size(10).measurement_time(Duration::from_secs(5));
+    g.bench_function("xor8", |b| b.iter(|| Xor8::build(black_box(&k.keys)).unwrap()));
+    g.bench_function("binary_fuse8", |b| {
+        b.iter(|| BinaryFuse8::build(black_box(&k.keys)).unwrap())
+    });
+    g.bench_function("ribbon_1pct", |b| {
+        b.iter(|| Ribbon::with_false_pos(0.01).build(black_box(&k.keys)).unwrap())
+    });
+    g.bench_function("xorf_xor8", |b| b.iter(|| xorf::Xor8::from(black_box(&k.keys[..]))));
+    g.bench_function("xorf_binary_fuse8", |b| {
+        b.iter(|| xorf::BinaryFuse8::try_from(black_box(&k.keys[..])).unwrap())
+    });
+    g.finish();
+
+    let xor8 = Xor8::build(&k.keys).unwrap();
+    let fuse8 = BinaryFuse8::build(&k.keys).unwrap();
+    let xorf_xor8 = xorf::Xor8::from(&k.keys[..]);
+    let xorf_fuse8 = xorf::BinaryFuse8::try_from(&k.keys[..]).unwrap();
+    let mut g = c.benchmark_group(format!("static_contains/{label}"));
+    g.throughput(Throughput::Elements(QUERIES as u64));
+    g.sample_size(20).measurement_time(Duration::from_secs(3));
+    g.bench_function("xor8", |b| b.iter(|| count_single(&xor8, black_box(&k.misses))));
+    g.bench_function("binary_fuse8", |b| b.iter(|| count_single(&fuse8, black_box(&k.misses))));
+    g.bench_function("xorf_xor8", |b| {
+        b.iter(|| black_box(&k.misses).iter().filter(|h| xorf_xor8.contains(h)).count())
+    });
+    g.bench_function("xorf_binary_fuse8", |b| {
+        b.iter(|| black_box(&k.misses).iter().filter(|h| xorf_fuse8.contains(h)).count())
+    });
+    g.finish();
+}
+
+criterion_group!(benches, contains, batch, insert, statics);
 criterion_main!(benches);

@@ -12,8 +12,8 @@
 use siftdb::filter::math;
 use siftdb::filter::prelude::*;
 use siftdb::filter::{
-    cuckoo_fpr, BlockedBloom, CountingBloom, Cuckoo, Ribbon, ScalableBloom, SplitBlockBloom,
-    StandardBloom,
+    cuckoo_fpr, BinaryFuse16, BinaryFuse8, BlockedBloom, CountingBloom, Cuckoo, Ribbon,
+    ScalableBloom, SplitBlockBloom, StandardBloom, Xor16, Xor8,
 };
 use siftdb::rng::SplitMix64;
 use std::hint::black_box;
@@ -120,8 +120,27 @@ fn static_row<F: Filter>(
     }
 }
 
-/// Static filters: ribbon at 1% and 0.1% targets (fractional result bits) and at r = 7.
+/// Static filters: xor and binary fuse (FPR 2^-8, 2^-16), ribbon at 1% and 0.1% targets
+/// (fractional result bits) and at r = 7.
 fn static_rows(rows: &mut Vec<Row>, data: &Data) {
+    let p8 = 2f64.powi(-8);
+    let p16 = 2f64.powi(-16);
+    rows.push(static_row("xor8", "3-wise".into(), data, |k| Xor8::build(k).unwrap(), |_| p8));
+    rows.push(static_row("xor16", "3-wise".into(), data, |k| Xor16::build(k).unwrap(), |_| p16));
+    rows.push(static_row(
+        "binary_fuse8",
+        "3-wise".into(),
+        data,
+        |k| BinaryFuse8::build(k).unwrap(),
+        |_| p8,
+    ));
+    rows.push(static_row(
+        "binary_fuse16",
+        "3-wise".into(),
+        data,
+        |k| BinaryFuse16::build(k).unwrap(),
+        |_| p16,
+    ));
     for target in [0.01, 0.001] {
         rows.push(static_row(
             "ribbon",

@@ -12,6 +12,7 @@ use crate::filter::ribbon::RibbonView;
 use crate::filter::scalable::ScalableBloomView;
 use crate::filter::split_block::{SplitBlockBloom, SplitBlockBloomView};
 use crate::filter::standard::StandardBloomView;
+use crate::filter::xor::{BinaryFuseView, XorView};
 use crate::filter::{Filter, FilterKind};
 
 /// A serialized filter of any kind, probed without copying its payload. Not `Copy`: a scalable
@@ -31,6 +32,10 @@ enum Inner<'a> {
     Ribbon(RibbonView<'a>),
     Blocked(BlockedBloomView<'a>),
     SplitBlock(SplitBlockBloomView<'a>),
+    Xor8(XorView<'a, u8>),
+    Xor16(XorView<'a, u16>),
+    BinaryFuse8(BinaryFuseView<'a, u8>),
+    BinaryFuse16(BinaryFuseView<'a, u16>),
 }
 
 impl<'a> FilterView<'a> {
@@ -51,6 +56,10 @@ impl<'a> FilterView<'a> {
             FilterKind::Ribbon => Inner::Ribbon(RibbonView::parse(env)?),
             FilterKind::BlockedBloom => Inner::Blocked(BlockedBloomView::parse(env)?),
             FilterKind::SplitBlockBloom => Inner::SplitBlock(SplitBlockBloomView::parse(env)?),
+            FilterKind::Xor8 => Inner::Xor8(XorView::parse(env)?),
+            FilterKind::Xor16 => Inner::Xor16(XorView::parse(env)?),
+            FilterKind::BinaryFuse8 => Inner::BinaryFuse8(BinaryFuseView::parse(env)?),
+            FilterKind::BinaryFuse16 => Inner::BinaryFuse16(BinaryFuseView::parse(env)?),
             other => return Err(crate::Error::UnknownFilterKind(other.tag())),
         })
     }
@@ -67,6 +76,10 @@ impl Filter for FilterView<'_> {
             Inner::Ribbon(v) => v.contains_hash(hash),
             Inner::Blocked(v) => v.contains_hash(hash),
             Inner::SplitBlock(v) => v.contains_hash(hash),
+            Inner::Xor8(v) => v.contains_hash(hash),
+            Inner::Xor16(v) => v.contains_hash(hash),
+            Inner::BinaryFuse8(v) => v.contains_hash(hash),
+            Inner::BinaryFuse16(v) => v.contains_hash(hash),
         }
     }
 
@@ -99,6 +112,10 @@ impl Filter for FilterView<'_> {
             Inner::Ribbon(_) => FilterKind::Ribbon,
             Inner::Blocked(_) => FilterKind::BlockedBloom,
             Inner::SplitBlock(_) => FilterKind::SplitBlockBloom,
+            Inner::Xor8(_) => FilterKind::Xor8,
+            Inner::Xor16(_) => FilterKind::Xor16,
+            Inner::BinaryFuse8(_) => FilterKind::BinaryFuse8,
+            Inner::BinaryFuse16(_) => FilterKind::BinaryFuse16,
         }
     }
 

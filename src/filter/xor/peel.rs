@@ -1,0 +1,180 @@
+//! The construction shared by the xor and binary fuse layouts: hypergraph peeling, then
+//! assignment of the fingerprints in reverse peeling order (module documentation of
+//! [`super`] for the theory).
+
+use super::{attempt_seed, partition_by_top_bits, sorted_distinct, Fingerprint};
+use super::{MAX_ATTEMPTS, MAX_KEYS};
+use crate::error::{Error, Result};
+use crate::filter::codec::Words;
+use crate::filter::hash::mix64;
+use crate::filter::FilterKind;
+use std::borrow::Cow;
+
+/// Where a layout puts a key's three slots.
+///
+/// Invariant every implementation keeps: for every `h`, the three positions are distinct and less
+/// than [`Layout::slots`]. The probe relies on the bound (no index out of range, even for a
+/// layout read from untrusted bytes: the parsers validate the parameters that imply it), the
+/// construction on the distinctness.
+pub(super) trait Layout {
+    /// Number of fingerprint slots.
+    fn slots(&self) -> usize;
+    /// The three slots of a seed-mixed key hash.
+    fn positions(&self, h: u64) -> [usize; 3];
+}
+
+/// How a filter type sizes and lays out its array, for [`construct`].
+pub(super) trait Sizing: Layout + Copy {
+    /// The layout for `n` distinct keys (`n >= 1`).
+    fn for_keys(n: usize) -> Self;
+    /// The layout attempt number `attempt` uses (same size as `self`, the base layout).
+    fn for_attempt(self, _attempt: u32) -> Self {
+        self
+    }
+    /// Top bits by which the mixed keys are ordered before peeling (0: none), so the counting
+    /// pass walks the array front to back when the first slot grows with the hash.
+    fn locality_bits(self) -> u32 {
+        0
+    }
+}
+
+/// A successful construction: the seed of the successful attempt, the distinct key count, the
+/// layout and the peeling order.
+pub(super) struct Built<L> {
+    pub seed: u64,
+    pub keys: usize,
+    pub layout: L,
+    /// The mixed key hashes in peeling order.
+    pub order: Vec<u64>,
+    /// For each key of `order`, the index (0..3) of the position it was peeled from.
+    pub which: Vec<u8>,
+}
+
+/// Runs the attempts of a build over non-empty `hashes`.
+///
+/// Deduplication is optimistic: the first attempt runs on the input as given. Two equal hashes
+/// share all three slots, so neither can ever be peeled: a successful peel proves the input
+/// distinct. After a failure the input is sorted and deduplicated once; if that removed anything
+/// the attempt counter restarts on the distinct set, so a set builds the same filter whether or
+/// not its input repeated keys.
+pub(super) fn construct<L: Sizing>(
+    hashes: &[u64],
+    seed: u64,
+    kind: FilterKind,
+) -> Result<Built<L>> {
+    let mut keys: Cow<[u64]> = Cow::Borrowed(hashes);
+    let mut checked_distinct = false;
+    if keys.len() > MAX_KEYS {
+        keys = Cow::Owned(sorted_distinct(hashes));
+        checked_distinct = true;
+        if keys.len() > MAX_KEYS {
+            return Err(Error::invalid(format!("{} keys exceed the {kind} maximum", keys.len())));
+        }
+    }
+    let mut base = L::for_keys(keys.len());
+    let mut mixed = Vec::with_capacity(keys.len());
+    let mut which = Vec::with_capacity(keys.len());
+    let mut attempt = 0;
+    while attempt < MAX_ATTEMPTS {
+        let layout = base.for_attempt(attempt);
+        let s = attempt_seed(seed, attempt);
+        partition_by_top_bits(&keys, layout.locality_bits(), |h| mix64(h, s), &mut mixed);
+        if peel(&layout, &mut mixed, &mut which) {
+            return Ok(Built { seed: s, keys: keys.len(), layout, order: mixed, which });
+        }
+        attempt += 1;
+        if !checked_distinct {
+            checked_distinct = true;
+            let distinct = sorted_distinct(&keys);
+            if distinct.len() < keys.len() {
+                base = L::for_keys(distinct.len());
+                keys = Cow::Owned(distinct);
+                attempt = 0;
+            }
+        }
+    }
+    Err(Error::FilterFull(format!(
+        "{kind} construction failed for {} keys after {MAX_ATTEMPTS} seeds",
+        keys.len()
+    )))
+}
+
+/// Peels the hypergraph of `keys` (distinct seed-mixed hashes) under `layout`.
+///
+/// On success returns `true` with `keys` rewritten in peeling order and `which[i]` the index
+/// (0..3) of the position `keys[i]` was peeled from. Returns `false` (`keys` then holds an
+/// unspecified permutation of a prefix) when the hypergraph has a 2-core, or a slot is hit by
+/// more than 255 keys, which only a degenerate layout allows; the caller retries with another
+/// seed.
+pub(super) fn peel<L: Layout>(layout: &L, keys: &mut [u64], which: &mut Vec<u8>) -> bool {
+    let m = layout.slots();
+    // count[s]: keys still attached to slot s; xors[s]: xor of their hashes, so a slot with
+    // count 1 names its only key without a list.
+    let mut count = vec![0u8; m];
+    let mut xors = vec![0u64; m];
+    let mut overflow = false;
+    for &k in keys.iter() {
+        for p in layout.positions(k) {
+            let (c, o) = count[p].overflowing_add(1);
+            count[p] = c;
+            overflow |= o;
+            xors[p] ^= k;
+        }
+    }
+    if overflow {
+        return false;
+    }
+    // The keys are now held by `xors`, so `keys` is free to receive the peeling order.
+    let mut queue: Vec<u32> = Vec::with_capacity(m);
+    queue.extend((0..m as u32).filter(|&s| count[s as usize] == 1));
+    which.clear();
+    let mut peeled = 0;
+    while let Some(s) = queue.pop() {
+        let s = s as usize;
+        if count[s] != 1 {
+            continue; // emptied since it was queued
+        }
+        let k = xors[s];
+        let ps = layout.positions(k);
+        let j = ps.iter().position(|&p| p == s).expect("a slot's only key has the slot");
+        keys[peeled] = k;
+        which.push(j as u8);
+        peeled += 1;
+        for p in ps {
+            count[p] -= 1;
+            xors[p] ^= k;
+            if count[p] == 1 {
+                queue.push(p as u32);
+            }
+        }
+    }
+    peeled == keys.len()
+}
+
+/// Fills the fingerprint array from a peeling order: replayed in reverse, each key's peeled slot
+/// is still zero and its other two slots are final, so setting the peeled slot to
+/// `fp ^ B[other] ^ B[other']` makes the key's xor equal its fingerprint for good.
+pub(super) fn assign<L: Layout, W: Fingerprint>(layout: &L, order: &[u64], which: &[u8]) -> Vec<W> {
+    let mut fps = vec![W::default(); layout.slots()];
+    for (&k, &j) in order.iter().zip(which).rev() {
+        let ps = layout.positions(k);
+        let x = W::from_hash(k) ^ fps[ps[0]] ^ fps[ps[1]] ^ fps[ps[2]];
+        fps[ps[j as usize]] = x;
+    }
+    fps
+}
+
+/// The membership test shared by every owned filter and view of the family: `h` is the
+/// seed-mixed key hash. An empty array (the empty set) answers `false`.
+#[inline(always)]
+pub(super) fn probe<W: Fingerprint, S: Words<W> + ?Sized, L: Layout>(
+    fps: &S,
+    layout: &L,
+    h: u64,
+) -> bool {
+    if layout.slots() == 0 {
+        return false;
+    }
+    let [a, b, c] = layout.positions(h);
+    W::from_hash(h) == fps.word(a) ^ fps.word(b) ^ fps.word(c)
+}
