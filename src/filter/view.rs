@@ -6,6 +6,7 @@
 use crate::error::Result;
 use crate::filter::codec::{self, Envelope};
 use crate::filter::standard::StandardBloomView;
+use crate::filter::two_bit::TwoBitBloomView;
 use crate::filter::{Filter, FilterKind};
 
 /// A serialized filter of any kind, probed without copying its payload.
@@ -18,6 +19,7 @@ pub struct FilterView<'a> {
 #[derive(Debug, Clone, Copy)]
 enum Inner<'a> {
     Standard(StandardBloomView<'a>),
+    TwoBit(TwoBitBloomView<'a>),
 }
 
 impl<'a> FilterView<'a> {
@@ -32,6 +34,7 @@ impl<'a> FilterView<'a> {
     fn parse_inner(env: &Envelope<'a>) -> Result<Inner<'a>> {
         Ok(match env.kind {
             FilterKind::StandardBloom => Inner::Standard(StandardBloomView::parse(env)?),
+            FilterKind::TwoBitBloom => Inner::TwoBit(TwoBitBloomView::parse(env)?),
             other => return Err(crate::Error::UnknownFilterKind(other.tag())),
         })
     }
@@ -42,12 +45,14 @@ impl Filter for FilterView<'_> {
     fn contains_hash(&self, hash: u64) -> bool {
         match &self.inner {
             Inner::Standard(v) => v.contains_hash(hash),
+            Inner::TwoBit(v) => v.contains_hash(hash),
         }
     }
 
     fn kind(&self) -> FilterKind {
         match &self.inner {
             Inner::Standard(_) => FilterKind::StandardBloom,
+            Inner::TwoBit(_) => FilterKind::TwoBitBloom,
         }
     }
 
