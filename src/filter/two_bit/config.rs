@@ -89,18 +89,34 @@ impl Layout {
         1 << self.log2_words
     }
 
+    /// The word index of hash `h`: `fastrange64(h, 2^L)`, i.e. its top `L` bits.
+    #[inline(always)]
+    pub(super) fn index(&self, h: u64) -> usize {
+        fast_range64(h, 1 << self.log2_words) as usize
+    }
+
     /// The word index of hash `h` and the mask of its `k` bits in that word.
     #[inline(always)]
     pub(super) fn locate(&self, h: u64) -> (usize, u64) {
-        let index = fast_range64(h, 1 << self.log2_words) as usize;
+        let index = self.index(h);
         let word_bits = self.config.word_bits as u64;
         let pos_bits = self.config.word_bits.trailing_zeros();
         let mut src = if self.remix { mix64(h, POSITION_SEED) } else { h };
-        let mut mask = 0u64;
-        for _ in 0..self.config.bits_per_key_in_word {
-            mask |= 1 << (src & (word_bits - 1));
-            src >>= pos_bits;
-        }
+        let bit = |x: u64| 1u64 << (x & (word_bits - 1));
+        // Straight-line code for Floe's k = 2 and the one-bit k = 1 (a well-predicted branch);
+        // the loop computes the same masks for every k.
+        let mask = match self.config.bits_per_key_in_word {
+            1 => bit(src),
+            2 => bit(src) | bit(src >> pos_bits),
+            k => {
+                let mut mask = 0u64;
+                for _ in 0..k {
+                    mask |= bit(src);
+                    src >>= pos_bits;
+                }
+                mask
+            }
+        };
         (index, mask)
     }
 }

@@ -145,13 +145,7 @@ impl TwoBitBloom {
     /// [`TwoBitBloom::insert_hash_atomic`] for many hashes: each group's words are computed and
     /// prefetched before the ORs. Does not count the keys.
     pub fn insert_batch_atomic(&self, hashes: &[u64]) {
-        let mut loc = [(0usize, 0u64); BATCH];
-        for chunk in hashes.chunks(BATCH) {
-            let loc = self.locate_chunk(chunk, &mut loc);
-            for &(i, mask) in loc {
-                self.table.or_atomic(i, mask);
-            }
-        }
+        self.table.insert_batch_atomic(&self.layout, hashes);
     }
 
     /// Adds `n` to the reported key count (the owner, e.g. the memtable, knows how many keys it
@@ -182,20 +176,6 @@ impl TwoBitBloom {
     pub fn from_bytes(bytes: &[u8]) -> Result<TwoBitBloom> {
         let view = TwoBitBloomView::parse(&codec::decode_kind(bytes, FilterKind::TwoBitBloom)?)?;
         Ok(view.to_owned_filter())
-    }
-
-    /// Computes (and prefetches) the word and mask of every hash of `chunk` (at most `BATCH`).
-    #[inline(always)]
-    fn locate_chunk<'l>(
-        &self,
-        chunk: &[u64],
-        loc: &'l mut [(usize, u64); BATCH],
-    ) -> &'l [(usize, u64)] {
-        for (slot, &h) in loc.iter_mut().zip(chunk) {
-            *slot = self.layout.locate(h);
-            self.table.prefetch(slot.0);
-        }
-        &loc[..chunk.len()]
     }
 
     fn same_shape(&self, other: &TwoBitBloom) -> Result<()> {
@@ -243,12 +223,7 @@ impl Filter for TwoBitBloom {
 
     fn contains_batch(&self, hashes: &[u64], out: &mut Vec<bool>) {
         out.clear();
-        out.reserve(hashes.len());
-        let mut loc = [(0usize, 0u64); BATCH];
-        for chunk in hashes.chunks(BATCH) {
-            let loc = self.locate_chunk(chunk, &mut loc);
-            out.extend(loc.iter().map(|&(i, mask)| hit(self.table.load(i), mask)));
-        }
+        self.table.contains_batch(&self.layout, hashes, out);
     }
 
     fn kind(&self) -> FilterKind {
@@ -277,13 +252,7 @@ impl InsertFilter for TwoBitBloom {
     }
 
     fn insert_batch(&mut self, hashes: &[u64]) {
-        let mut buf = [(0usize, 0u64); BATCH];
-        for chunk in hashes.chunks(BATCH) {
-            let n = self.locate_chunk(chunk, &mut buf).len();
-            for &(i, mask) in &buf[..n] {
-                self.table.or_mut(i, mask);
-            }
-        }
+        self.table.insert_batch_mut(&self.layout, hashes);
         let count = self.keys_inserted.get_mut();
         *count = count.saturating_add(hashes.len() as u64);
     }

@@ -22,6 +22,8 @@
 //! The `&mut self` operations use `get_mut` (plain, non-atomic accesses): exclusive access
 //! already rules out any concurrent user.
 
+use super::config::Layout;
+use super::{hit, BATCH};
 use crate::filter::codec::Word;
 use crate::filter::prefetch::prefetch_read;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -139,10 +141,36 @@ impl Table {
         }
     }
 
-    /// Hints the CPU to load word `i`'s cache line.
-    #[inline(always)]
-    pub(super) fn prefetch(&self, i: usize) {
-        dispatch!(self, t => prefetch_read(&t[i]))
+    /// [`Table::or_atomic`] for every hash: each group of `BATCH` words is located and
+    /// prefetched before the ORs, so their cache misses overlap.
+    pub(super) fn insert_batch_atomic(&self, layout: &Layout, hashes: &[u64]) {
+        dispatch!(self, t => batch(t, layout, hashes, |w, mask| w.or_relaxed(mask)))
+    }
+
+    /// [`Table::or_mut`] for every hash, grouped and prefetched like the atomic batch.
+    pub(super) fn insert_batch_mut(&mut self, layout: &Layout, hashes: &[u64]) {
+        match self {
+            Table::W32(t) => batch_mut(t, layout, hashes),
+            Table::W64(t) => batch_mut(t, layout, hashes),
+        }
+    }
+
+    /// Appends one membership answer per hash to `out`, grouped and prefetched.
+    pub(super) fn contains_batch(&self, layout: &Layout, hashes: &[u64], out: &mut Vec<bool>) {
+        let start = out.len();
+        out.resize(start + hashes.len(), false);
+        let out = &mut out[start..];
+        dispatch!(self, t => {
+            for (hs, os) in hashes.chunks(BATCH).zip(out.chunks_mut(BATCH)) {
+                for &h in hs {
+                    prefetch_read(&t[layout.index(h)]);
+                }
+                for (o, &h) in os.iter_mut().zip(hs) {
+                    let (i, mask) = layout.locate(h);
+                    *o = hit(t[i].load_relaxed(), mask);
+                }
+            }
+        })
     }
 
     /// `self[i] op= other[i]` for every word. Returns `false` (and changes nothing) if the two
@@ -219,4 +247,33 @@ fn narrow_and<A: AtomicWord>(x: A::Plain, y: A::Plain) -> A::Plain {
 
 fn equal_words<A: AtomicWord>(a: &[A], b: &[A]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.load_relaxed() == y.load_relaxed())
+}
+
+/// Applies `op(word, mask)` to every hash's word. Hashes go in groups of `BATCH`: a first pass
+/// computes only the word indexes and prefetches them, a second computes the masks and applies
+/// `op`, by which time the words' cache misses have overlapped.
+#[inline(always)]
+fn batch<A: AtomicWord>(t: &[A], layout: &Layout, hashes: &[u64], mut op: impl FnMut(&A, u64)) {
+    for chunk in hashes.chunks(BATCH) {
+        for &h in chunk {
+            prefetch_read(&t[layout.index(h)]);
+        }
+        for &h in chunk {
+            let (i, mask) = layout.locate(h);
+            op(&t[i], mask);
+        }
+    }
+}
+
+fn batch_mut<A: AtomicWord>(t: &mut [A], layout: &Layout, hashes: &[u64]) {
+    for chunk in hashes.chunks(BATCH) {
+        for &h in chunk {
+            prefetch_read(&t[layout.index(h)]);
+        }
+        for &h in chunk {
+            let (i, mask) = layout.locate(h);
+            let w = t[i].plain_mut();
+            *w = narrow_or::<A>(*w, A::narrow(mask));
+        }
+    }
 }
