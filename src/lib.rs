@@ -9,8 +9,11 @@
 #![warn(missing_docs)]
 
 pub mod error;
+pub mod filename;
 pub mod filter;
+pub mod manifest;
 pub mod rng;
 pub mod storage;
+pub mod wal;
 
 pub use error::{Error, Result};

@@ -70,7 +70,7 @@ struct FsRandomAccessFile {
 impl RandomAccessFile for FsRandomAccessFile {
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         let end = offset.checked_add(buf.len() as u64);
-        if end.is_none_or(|end| end > self.len) {
+        if !matches!(end, Some(end) if end <= self.len) {
             return Err(Error::corruption(
                 format!("read of {} bytes past the end of a {}-byte file", buf.len(), self.len),
                 Some(offset),
