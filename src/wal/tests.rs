@@ -78,6 +78,17 @@ fn records_of_random_sizes_round_trip() {
 }
 
 #[test]
+fn worked_example_of_design_md_matches_the_writer() {
+    let (bytes, ends) = write_log(&[vec![0x11; 10], vec![0x22; 40_000]]);
+    assert_eq!(ends, [17, 40_031]);
+    assert_eq!(&bytes[4..7], [10, 0, FULL]);
+    assert_eq!(&bytes[17 + 4..17 + 7], [0xE8, 0x7F, FIRST]); // 32744 = 0x7FE8
+    assert_eq!(&bytes[32_768 + 4..32_768 + 7], [0x58, 0x1C, LAST]); // 7256 = 0x1C58
+    let crc = u32::from_le_bytes(bytes[0..4].try_into().unwrap());
+    assert_eq!(crc, crc32fast::hash(&[&[10u8, 0, FULL][..], &[0x11; 10]].concat()));
+}
+
+#[test]
 fn empty_log_has_no_records_and_no_tail() {
     let rec = read(&[]).unwrap();
     assert!(rec.records.is_empty() && rec.valid_len == 0 && !rec.torn_tail);
