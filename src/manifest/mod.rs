@@ -178,8 +178,13 @@ pub fn recover(storage: &dyn Storage, dir: &Path) -> Result<Option<RecoveredStat
     if !storage.exists(&current)? {
         return Ok(None);
     }
-    let content = storage.read_all(&current)?;
     let bad_current = |what: String| Error::corruption(what, Some(0)).in_file(&current, 0);
+    let file = storage.open(&current)?;
+    // A manifest name is short; do not allocate for a garbage CURRENT of any size.
+    if file.len() > 64 {
+        return Err(bad_current(format!("CURRENT is {} bytes long", file.len())));
+    }
+    let content = file.read_at(0, file.len() as usize)?;
     let name = std::str::from_utf8(&content)
         .ok()
         .and_then(|s| s.strip_suffix('\n'))
