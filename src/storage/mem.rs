@@ -36,8 +36,11 @@ use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+mod handles;
 #[cfg(test)]
 mod tests;
+
+use handles::{MemDirLock, MemRandomAccessFile, MemWritableFile};
 
 /// What happens to the bytes of each file at a simulated crash.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -225,92 +228,6 @@ impl MemStorage {
             let n = n.lock();
             (n.synced_len as u64, n.data.len() as u64)
         })
-    }
-}
-
-struct MemWritableFile {
-    state: Arc<Mutex<State>>,
-    node: NodeRef,
-    path: PathBuf,
-    generation: u64,
-    len: u64,
-}
-
-impl WritableFile for MemWritableFile {
-    fn append(&mut self, data: &[u8]) -> Result<()> {
-        let mut st = self.state.lock();
-        st.begin(Some(self.generation), "appending to", &self.path)?;
-        self.node.lock().data.extend_from_slice(data);
-        self.len += data.len() as u64;
-        Ok(())
-    }
-
-    fn sync(&mut self) -> Result<()> {
-        let mut st = self.state.lock();
-        let stale = st.generation != self.generation;
-        let result = st.begin(Some(self.generation), "syncing", &self.path);
-        let mut n = self.node.lock();
-        match result {
-            Ok(()) if !n.poisoned => n.synced_len = n.data.len(),
-            Ok(()) => {} // After a failed sync, "Ok" proves nothing (see the module doc).
-            Err(_) if !stale => n.poisoned = true,
-            Err(_) => {}
-        }
-        result
-    }
-
-    fn len(&self) -> u64 {
-        self.len
-    }
-}
-
-struct MemRandomAccessFile {
-    state: Arc<Mutex<State>>,
-    node: NodeRef,
-    path: PathBuf,
-    generation: u64,
-    len: u64,
-}
-
-impl RandomAccessFile for MemRandomAccessFile {
-    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
-        let mut st = self.state.lock();
-        st.begin(Some(self.generation), "reading", &self.path)?;
-        let n = self.node.lock();
-        let end = offset.checked_add(buf.len() as u64).filter(|&e| e <= self.len);
-        match end {
-            Some(end) if end <= n.data.len() as u64 => {
-                buf.copy_from_slice(&n.data[offset as usize..end as usize]);
-                Ok(())
-            }
-            _ => Err(Error::corruption(
-                format!("read of {} bytes past the end of a {}-byte file", buf.len(), self.len),
-                Some(offset),
-            )
-            .in_file(&self.path, 0)),
-        }
-    }
-
-    fn len(&self) -> u64 {
-        self.len
-    }
-}
-
-struct MemDirLock {
-    state: Arc<Mutex<State>>,
-    path: PathBuf,
-    generation: u64,
-}
-
-impl DirLock for MemDirLock {}
-
-impl Drop for MemDirLock {
-    fn drop(&mut self) {
-        let mut st = self.state.lock();
-        // A crash already released it; a lock taken after the crash is not ours to release.
-        if st.generation == self.generation {
-            st.locks.remove(&self.path);
-        }
     }
 }
 
