@@ -123,7 +123,7 @@ fn flush_filter(inner: &DbInner, mem: &Memtable, distinct: u64) -> FilterBlockSo
         FilterConfig::None => FilterBlockSource::None,
         FilterConfig::TwoBitBloom { bits_per_key } => {
             let f = mem.filter();
-            let target = TwoBitBloom::theoretical_fpr(bits_per_key, 2);
+            let target = <TwoBitBloom as BloomShape>::theoretical_fpr(bits_per_key, 2);
             let right_size_bits = bits_per_key * distinct.max(1) as f64;
             let info = f.info();
             if info.estimated_fpr <= target && (info.bits as f64) <= 2.0 * right_size_bits {
@@ -199,7 +199,7 @@ fn flush_one(inner: &DbInner, mem: &Arc<Memtable>) -> Result<()> {
 pub(crate) fn delete_obsolete_wals(inner: &DbInner, log_number: u64) {
     if let Ok(names) = inner.storage.list(&inner.dir) {
         for name in names {
-            if let Some((filename::FileKind::Wal, n)) = filename::parse(&name) {
+            if let Some((filename::FileKind::Wal, n)) = filename::parse_file_name(&name) {
                 if n < log_number {
                     let _ = inner.storage.remove(&inner.dir.join(&name));
                 }

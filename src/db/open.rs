@@ -57,13 +57,13 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             if !opts.create_if_missing {
                 return Err(Error::invalid(format!("no database in {}", dir.display())));
             }
-            manifest::RecoveredState::default()
+            manifest::RecoveredState::empty(0)
         }
     };
 
     let cache = (opts.block_cache_bytes > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_bytes)));
     let names = storage.list(dir)?;
-    let max_seen = names.iter().filter_map(|n| filename::parse(n)).map(|(_, n)| n).max().unwrap_or(0);
+    let max_seen = names.iter().filter_map(|n| filename::parse_file_name(n)).map(|(_, n)| n).max().unwrap_or(0);
     let mut next_file = state.next_file_number.max(max_seen + 1).max(1);
 
     // Tables.
@@ -84,7 +84,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     // WAL replay.
     let mut wals: Vec<u64> = names
         .iter()
-        .filter_map(|n| filename::parse(n))
+        .filter_map(|n| filename::parse_file_name(n))
         .filter(|&(kind, n)| kind == FileKind::Wal && n >= state.log_number)
         .map(|(_, n)| n)
         .collect();
@@ -113,8 +113,12 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             storage.truncate(&path, rec.valid_len)?;
         }
         for (r, record) in rec.records.iter().enumerate() {
-            let batch = decode_batch(record).map_err(|e| {
-                e.in_file(&path, rec.record_offsets.get(r).copied().unwrap_or(0))
+            // The record passed its CRC, so a batch that does not decode was written wrong or
+            // damaged in a way the CRC missed: corruption either way, never skipped.
+            let batch = decode_batch(record).map_err(|e| Error::Corruption {
+                file: Some(path.clone()),
+                offset: None,
+                what: format!("WAL record {r} holds a malformed write batch: {e}"),
             })?;
             for (j, entry) in batch.records.iter().enumerate() {
                 let seq = batch.first_seq + j as u64;
@@ -145,13 +149,13 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             .collect(),
         deleted: vec![],
     };
-    let manifest = Manifest::create(storage.clone(), dir, manifest_number, &snapshot)?;
+    let manifest = Manifest::create(&*storage, dir, manifest_number, &snapshot)?;
 
     // Remove what the new manifest does not name: old manifests, orphan SSTs, stale WALs.
     let live: std::collections::HashSet<u64> =
         version.levels.iter().flatten().map(|f| f.meta.number).collect();
     for name in &names {
-        match filename::parse(name) {
+        match filename::parse_file_name(name) {
             Some((FileKind::Manifest, n)) if n != manifest_number => {
                 let _ = storage.remove(&dir.join(name));
             }

@@ -90,7 +90,8 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, sync: bool) -> Result<()
     let mut merged = WriteBatch::new();
     let mut any_sync = false;
     let mut limit = MAX_GROUP_BYTES;
-    for (i, &t) in st.order.iter().enumerate() {
+    let queued: Vec<u64> = st.order.iter().copied().collect();
+    for (i, &t) in queued.iter().enumerate() {
         let Some(p) = st.waiting.get(&t) else { break };
         if i == 0 && p.batch.encoded_len() <= SMALL_LEADER_GROUP_BYTES {
             limit = SMALL_LEADER_GROUP_BYTES;
