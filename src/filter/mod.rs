@@ -7,6 +7,9 @@
 //! | [`BlockedBloom`] | yes | no | 9.9 | all probes in one 64-byte cache line: one miss per query; batch probes prefetch |
 //! | [`TwoBitBloom`] | yes, lock-free from many threads | no | ~16+ | two bits in one u32 set by one atomic OR; the memtable filter |
 //! | [`SplitBlockBloom`] | yes | no | ~10.5 (size rounded to 2^j bytes) | Parquet's format, readable by any Parquet reader; hashes with XXH64, not [`hash_key`] |
+//! | [`BlockedBloom`] | yes | no | ~10 | all probes in one 64-byte cache line: one miss per query |
+//! | [`TwoBitBloom`] | yes, lock-free from many threads | no | ~25 (k = 2; 5.7% at 8) | two bits in one u32 set by one atomic OR; the memtable filter |
+//! | [`SplitBlockBloom`] | yes | no | ~10.5 | Parquet's format, readable by any Parquet reader |
 //! | [`CountingBloom`] | yes | yes | ~38 (4-bit counters) | removal of inserted keys |
 //! | [`ScalableBloom`] | unbounded | no | grows | when the key count is unknown in advance |
 //! | [`Cuckoo`] | yes, until full (an insert can fail) | yes | 12.3-12.6 (f = 12, 0.19% full) | 8/12/16-bit fingerprints, two buckets per key |
@@ -49,6 +52,7 @@ mod scalable;
 mod sizing;
 mod split_block;
 mod standard;
+mod two_bit;
 mod view;
 mod xor;
 
@@ -61,6 +65,7 @@ pub use scalable::{ScalableBloom, ScalableBloomView};
 pub use sizing::{BloomBuilder, BloomShape, Sizing};
 pub use split_block::{SplitBlockBloom, SplitBlockBloomView};
 pub use standard::{StandardBloom, StandardBloomView};
+pub use two_bit::{TwoBitBloom, TwoBitBloomView, TwoBitConfig, MAX_BITS_PER_KEY_IN_WORD};
 pub use view::FilterView;
 pub use xor::{
     BinaryFuse, BinaryFuse16, BinaryFuse16View, BinaryFuse8, BinaryFuse8View, BinaryFuseView,

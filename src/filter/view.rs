@@ -13,6 +13,7 @@ use crate::filter::scalable::ScalableBloomView;
 use crate::filter::split_block::{SplitBlockBloom, SplitBlockBloomView};
 use crate::filter::standard::StandardBloomView;
 use crate::filter::xor::{BinaryFuseView, XorView};
+use crate::filter::two_bit::TwoBitBloomView;
 use crate::filter::{Filter, FilterKind};
 
 /// A serialized filter of any kind, probed without copying its payload. Not `Copy`: a scalable
@@ -36,6 +37,7 @@ enum Inner<'a> {
     Xor16(XorView<'a, u16>),
     BinaryFuse8(BinaryFuseView<'a, u8>),
     BinaryFuse16(BinaryFuseView<'a, u16>),
+    TwoBit(TwoBitBloomView<'a>),
 }
 
 impl<'a> FilterView<'a> {
@@ -60,7 +62,7 @@ impl<'a> FilterView<'a> {
             FilterKind::Xor16 => Inner::Xor16(XorView::parse(env)?),
             FilterKind::BinaryFuse8 => Inner::BinaryFuse8(BinaryFuseView::parse(env)?),
             FilterKind::BinaryFuse16 => Inner::BinaryFuse16(BinaryFuseView::parse(env)?),
-            other => return Err(crate::Error::UnknownFilterKind(other.tag())),
+            FilterKind::TwoBitBloom => Inner::TwoBit(TwoBitBloomView::parse(env)?),
         })
     }
 }
@@ -80,6 +82,7 @@ impl Filter for FilterView<'_> {
             Inner::Xor16(v) => v.contains_hash(hash),
             Inner::BinaryFuse8(v) => v.contains_hash(hash),
             Inner::BinaryFuse16(v) => v.contains_hash(hash),
+            Inner::TwoBit(v) => v.contains_hash(hash),
         }
     }
 
@@ -116,6 +119,7 @@ impl Filter for FilterView<'_> {
             Inner::Xor16(_) => FilterKind::Xor16,
             Inner::BinaryFuse8(_) => FilterKind::BinaryFuse8,
             Inner::BinaryFuse16(_) => FilterKind::BinaryFuse16,
+            Inner::TwoBit(_) => FilterKind::TwoBitBloom,
         }
     }
 
