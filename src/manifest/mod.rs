@@ -23,6 +23,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// An open manifest being appended to.
+#[derive(Debug)]
 pub struct Manifest {
     writer: WalWriter,
     path: PathBuf,
