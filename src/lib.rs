@@ -5,6 +5,10 @@
 //!   its own.
 //! * [`ikey`]: internal keys (user key, sequence number, kind) and their order.
 //! * [`sst`]: the SSTable format (builder, reader, iterator); [`cache`]: the shared block cache.
+//! * [`storage`]: the file-system trait all engine I/O goes through, the real implementation and
+//!   an in-memory one that simulates crashes and injects faults.
+//! * [`wal`]: the write-ahead log (block-framed records, torn-tail-aware recovery).
+//! * [`manifest`]: the log of version edits that records the live files; [`filename`] names them.
 //!
 //! Formats are specified once, in `design.md` at the repository root.
 
@@ -14,11 +18,14 @@ pub mod batch;
 pub mod cache;
 pub mod coding;
 pub mod error;
+pub mod filename;
 pub mod filter;
 pub mod ikey;
+pub mod manifest;
 pub mod options;
 pub mod rng;
 pub mod sst;
 pub mod storage;
+pub mod wal;
 
 pub use error::{Error, Result};

@@ -12,8 +12,8 @@ use crate::filter::ribbon::RibbonView;
 use crate::filter::scalable::ScalableBloomView;
 use crate::filter::split_block::{SplitBlockBloom, SplitBlockBloomView};
 use crate::filter::standard::StandardBloomView;
-use crate::filter::xor::{BinaryFuseView, XorView};
 use crate::filter::two_bit::TwoBitBloomView;
+use crate::filter::xor::{BinaryFuseView, XorView};
 use crate::filter::{Filter, FilterKind};
 
 /// A serialized filter of any kind, probed without copying its payload. Not `Copy`: a scalable

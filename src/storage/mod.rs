@@ -14,6 +14,15 @@ use crate::error::Result;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub mod fs;
+pub mod mem;
+
+#[cfg(test)]
+mod conformance;
+
+pub use fs::FsStorage;
+pub use mem::MemStorage;
+
 /// A file open for appending (WAL, SST being written, manifest).
 pub trait WritableFile: Send + Sync {
     /// Appends bytes at the end of the file.

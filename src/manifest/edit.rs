@@ -1,0 +1,226 @@
+//! [`VersionEdit`] and [`FileMeta`] and their tagged binary encoding (`design.md`, "Manifest").
+
+use crate::error::{Error, Result};
+
+/// Levels a file may live on. Decoding rejects larger levels, so replay never allocates from an
+/// unchecked level number.
+pub const MAX_LEVELS: usize = 16;
+
+/// Field tags. Tags below [`OPTIONAL_TAG`] must be understood by a reader; tags at or above it
+/// may be skipped by a reader that does not know them.
+mod tag {
+    pub const LOG_NUMBER: u16 = 1;
+    pub const NEXT_FILE_NUMBER: u16 = 2;
+    pub const LAST_SEQUENCE: u16 = 3;
+    pub const DELETED_FILE: u16 = 4;
+    pub const ADDED_FILE: u16 = 5;
+}
+
+/// First tag of the optional range: an unknown tag at or above it is skipped on decode.
+pub const OPTIONAL_TAG: u16 = 0x8000;
+
+/// Metadata of one table file, as recorded in the manifest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileMeta {
+    /// File number (the table is `sst_name(number)`).
+    pub number: u64,
+    /// File size in bytes.
+    pub size: u64,
+    /// Smallest internal key in the file.
+    pub smallest_key: Vec<u8>,
+    /// Largest internal key in the file.
+    pub largest_key: Vec<u8>,
+    /// Smallest sequence number in the file.
+    pub smallest_seq: u64,
+    /// Largest sequence number in the file.
+    pub largest_seq: u64,
+    /// Number of entries (puts and deletes) in the file.
+    pub entries: u64,
+}
+
+/// A change to the set of live files and counters; the manifest is a log of these.
+///
+/// Replay applies an edit's deletions before its additions, so moving a file between levels is
+/// one edit deleting it from one level and adding it to another.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VersionEdit {
+    /// Number of the oldest WAL still needed: WALs with smaller numbers are obsolete.
+    pub log_number: Option<u64>,
+    /// The next unused file number (every file number ever allocated is below it).
+    pub next_file_number: Option<u64>,
+    /// The largest sequence number made durable in a table.
+    pub last_sequence: Option<u64>,
+    /// Files added, with their level.
+    pub added: Vec<(u32, FileMeta)>,
+    /// Files removed: (level, file number).
+    pub deleted: Vec<(u32, u64)>,
+}
+
+fn put_field(out: &mut Vec<u8>, tag: u16, value: &[u8]) {
+    out.extend_from_slice(&tag.to_le_bytes());
+    out.extend_from_slice(&(value.len() as u32).to_le_bytes());
+    out.extend_from_slice(value);
+}
+
+fn put_key(out: &mut Vec<u8>, key: &[u8]) {
+    out.extend_from_slice(&(key.len() as u32).to_le_bytes());
+    out.extend_from_slice(key);
+}
+
+/// A cursor over an edit's bytes that names the field on every failure.
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8]> {
+        let rest = &self.bytes[self.pos..];
+        if rest.len() < n {
+            let msg = format!("version edit: {what} needs {n} bytes, {} left", rest.len());
+            return Err(Error::corruption(msg, Some(self.pos as u64)));
+        }
+        self.pos += n;
+        Ok(&rest[..n])
+    }
+
+    fn u16(&mut self, what: &str) -> Result<u16> {
+        Ok(u16::from_le_bytes(self.take(2, what)?.try_into().expect("2 bytes")))
+    }
+
+    fn u32(&mut self, what: &str) -> Result<u32> {
+        Ok(u32::from_le_bytes(self.take(4, what)?.try_into().expect("4 bytes")))
+    }
+
+    fn u64(&mut self, what: &str) -> Result<u64> {
+        Ok(u64::from_le_bytes(self.take(8, what)?.try_into().expect("8 bytes")))
+    }
+
+    fn level(&mut self, what: &str) -> Result<u32> {
+        let at = self.pos as u64;
+        let level = self.u32(what)?;
+        if level as usize >= MAX_LEVELS {
+            let msg = format!("version edit: {what} {level} is not below {MAX_LEVELS}");
+            return Err(Error::corruption(msg, Some(at)));
+        }
+        Ok(level)
+    }
+
+    fn key(&mut self, what: &str) -> Result<Vec<u8>> {
+        let len = self.u32(what)? as usize;
+        Ok(self.take(len, what)?.to_vec())
+    }
+
+    fn is_empty(&self) -> bool {
+        self.pos == self.bytes.len()
+    }
+}
+
+impl VersionEdit {
+    /// Records that `meta` was added at `level`.
+    pub fn add_file(&mut self, level: u32, meta: FileMeta) {
+        self.added.push((level, meta));
+    }
+
+    /// Records that file `number` was removed from `level`.
+    pub fn delete_file(&mut self, level: u32, number: u64) {
+        self.deleted.push((level, number));
+    }
+
+    /// The tagged encoding of `design.md` ("Manifest").
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        let scalars = [
+            (tag::LOG_NUMBER, self.log_number),
+            (tag::NEXT_FILE_NUMBER, self.next_file_number),
+            (tag::LAST_SEQUENCE, self.last_sequence),
+        ];
+        for (t, v) in scalars {
+            if let Some(v) = v {
+                put_field(&mut out, t, &v.to_le_bytes());
+            }
+        }
+        for &(level, number) in &self.deleted {
+            let mut v = level.to_le_bytes().to_vec();
+            v.extend_from_slice(&number.to_le_bytes());
+            put_field(&mut out, tag::DELETED_FILE, &v);
+        }
+        for (level, f) in &self.added {
+            let mut v = level.to_le_bytes().to_vec();
+            for x in [f.number, f.size, f.smallest_seq, f.largest_seq, f.entries] {
+                v.extend_from_slice(&x.to_le_bytes());
+            }
+            put_key(&mut v, &f.smallest_key);
+            put_key(&mut v, &f.largest_key);
+            put_field(&mut out, tag::ADDED_FILE, &v);
+        }
+        out
+    }
+
+    /// Decodes an edit. Errors are [`Error::Corruption`] with the offset inside `bytes`.
+    pub fn decode(bytes: &[u8]) -> Result<VersionEdit> {
+        let mut edit = VersionEdit::default();
+        let mut cur = Cursor { bytes, pos: 0 };
+        while !cur.is_empty() {
+            let field_at = cur.pos as u64;
+            let t = cur.u16("field tag")?;
+            let len = cur.u32("field length")? as usize;
+            let value_at = cur.pos;
+            cur.take(len, "field value")?;
+            // The value's own cursor ends where the value ends; offsets stay edit-relative.
+            let mut v = Cursor { bytes: &bytes[..cur.pos], pos: value_at };
+            let dup = |name: &str| {
+                let msg = format!("version edit: {name} appears twice");
+                Err(Error::corruption(msg, Some(field_at)))
+            };
+            match t {
+                tag::LOG_NUMBER | tag::NEXT_FILE_NUMBER | tag::LAST_SEQUENCE => {
+                    let (slot, name) = match t {
+                        tag::LOG_NUMBER => (&mut edit.log_number, "log number"),
+                        tag::NEXT_FILE_NUMBER => (&mut edit.next_file_number, "next file number"),
+                        _ => (&mut edit.last_sequence, "last sequence"),
+                    };
+                    if slot.is_some() {
+                        return dup(name);
+                    }
+                    *slot = Some(v.u64(name)?);
+                }
+                tag::DELETED_FILE => {
+                    let level = v.level("deleted file level")?;
+                    edit.deleted.push((level, v.u64("deleted file number")?));
+                }
+                tag::ADDED_FILE => {
+                    let level = v.level("added file level")?;
+                    let number = v.u64("added file number")?;
+                    let size = v.u64("added file size")?;
+                    let smallest_seq = v.u64("added file smallest sequence")?;
+                    let largest_seq = v.u64("added file largest sequence")?;
+                    let entries = v.u64("added file entries")?;
+                    let smallest_key = v.key("added file smallest key")?;
+                    let largest_key = v.key("added file largest key")?;
+                    let meta = FileMeta {
+                        number,
+                        size,
+                        smallest_key,
+                        largest_key,
+                        smallest_seq,
+                        largest_seq,
+                        entries,
+                    };
+                    edit.added.push((level, meta));
+                }
+                t if t >= OPTIONAL_TAG => v.pos = v.bytes.len(), // unknown optional: skip
+                t => {
+                    let msg = format!("version edit: unknown required field tag {t}");
+                    return Err(Error::corruption(msg, Some(field_at)));
+                }
+            }
+            if !v.is_empty() {
+                let unread = cur.pos - v.pos;
+                let msg = format!("version edit: field tag {t} has {unread} unread bytes");
+                return Err(Error::corruption(msg, Some(field_at)));
+            }
+        }
+        Ok(edit)
+    }
+}

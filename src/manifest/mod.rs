@@ -1,0 +1,238 @@
+//! The manifest: an append-only log of [`VersionEdit`]s (one WAL-framed record each) that
+//! describes which table files are live on which level, plus the engine's counters. `CURRENT`
+//! names the live manifest. Format and crash-safety argument: `design.md`, section "Manifest".
+//!
+//! Life cycle: [`Manifest::create`] writes a new manifest whose first edit is a full snapshot
+//! and installs it through `CURRENT`; [`Manifest::append`] logs one more edit durably;
+//! [`recover`] replays the manifest `CURRENT` names. There is no way to reopen a manifest for
+//! appending: after recovery the engine starts a new one from [`RecoveredState::snapshot_edit`]
+//! (which also drops any torn tail of the old one).
+
+mod edit;
+
+#[cfg(test)]
+mod tests;
+
+pub use edit::{FileMeta, VersionEdit, MAX_LEVELS, OPTIONAL_TAG};
+
+use crate::error::{Error, Result};
+use crate::filename::{self, FileKind};
+use crate::storage::{join, Storage};
+use crate::wal::{WalReader, WalWriter};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// An open manifest being appended to.
+#[derive(Debug)]
+pub struct Manifest {
+    writer: WalWriter,
+    path: PathBuf,
+    number: u64,
+}
+
+impl Manifest {
+    /// Writes `MANIFEST-<number>` in `dir` holding `snapshot` (which must set the log number,
+    /// next file number and last sequence, and describe every live file), syncs it, then makes it
+    /// the live manifest: `CURRENT.tmp` is written and synced, renamed over `CURRENT`, and the
+    /// directory synced. A crash at any point leaves `CURRENT` naming either the old manifest or
+    /// this complete one. Removing the old manifest is the caller's job.
+    pub fn create(
+        storage: &dyn Storage,
+        dir: &Path,
+        number: u64,
+        snapshot: &VersionEdit,
+    ) -> Result<Manifest> {
+        let mut check = RecoveredState::empty(number);
+        check.apply(snapshot)?;
+        if snapshot.log_number.is_none()
+            || snapshot.next_file_number.is_none()
+            || snapshot.last_sequence.is_none()
+        {
+            return Err(Error::invalid(
+                "a manifest snapshot must set log_number, next_file_number and last_sequence",
+            ));
+        }
+        let path = join(dir, &filename::manifest_name(number));
+        let mut writer = WalWriter::new(storage.create(&path)?);
+        writer.add_record(&snapshot.encode())?;
+        writer.sync()?;
+        // Make the manifest's own entry durable before CURRENT can point at it.
+        storage.sync_dir(dir)?;
+        set_current(storage, dir, number)?;
+        Ok(Manifest { writer, path, number })
+    }
+
+    /// Appends `edit` and syncs it. After an error the manifest accepts nothing more
+    /// ([`Error::ReadOnly`]); whether the edit is durable is unknown.
+    pub fn append(&mut self, edit: &VersionEdit) -> Result<()> {
+        self.writer.add_record(&edit.encode())?;
+        self.writer.sync()
+    }
+
+    /// The manifest's file number.
+    pub fn number(&self) -> u64 {
+        self.number
+    }
+
+    /// The manifest's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Bytes written so far (to decide when to start a fresh manifest).
+    pub fn size(&self) -> u64 {
+        self.writer.offset()
+    }
+}
+
+/// Points `CURRENT` at manifest `number`: write and sync `CURRENT.tmp`, rename it over `CURRENT`,
+/// sync the directory.
+fn set_current(storage: &dyn Storage, dir: &Path, number: u64) -> Result<()> {
+    let tmp = join(dir, filename::CURRENT_TMP);
+    let mut f = storage.create(&tmp)?;
+    f.append(format!("{}\n", filename::manifest_name(number)).as_bytes())?;
+    f.sync()?;
+    drop(f);
+    storage.rename(&tmp, &join(dir, filename::CURRENT))?;
+    storage.sync_dir(dir)
+}
+
+/// The database state a manifest describes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecoveredState {
+    /// Number of the manifest that was replayed.
+    pub manifest_number: u64,
+    /// Live files per level (`MAX_LEVELS` entries), keyed by file number.
+    pub levels: Vec<BTreeMap<u64, FileMeta>>,
+    /// WALs numbered below this are obsolete.
+    pub log_number: u64,
+    /// The next unused file number.
+    pub next_file_number: u64,
+    /// The largest sequence number made durable in a table.
+    pub last_sequence: u64,
+    /// Edits replayed.
+    pub edits: usize,
+    /// Whether a torn last edit was dropped.
+    pub torn_tail: bool,
+}
+
+impl RecoveredState {
+    /// The state of a database with no files, as recovery starts it (and as a new database is).
+    pub fn empty(manifest_number: u64) -> RecoveredState {
+        RecoveredState {
+            manifest_number,
+            levels: vec![BTreeMap::new(); MAX_LEVELS],
+            log_number: 0,
+            next_file_number: 0,
+            last_sequence: 0,
+            edits: 0,
+            torn_tail: false,
+        }
+    }
+
+    /// Applies an edit: deletions (each must name a live file at that level), then additions
+    /// (each number must not be live anywhere), then the counters it sets. On error the state
+    /// may be partly changed.
+    pub fn apply(&mut self, edit: &VersionEdit) -> Result<()> {
+        for &(level, number) in &edit.deleted {
+            let files = self.levels.get_mut(level as usize);
+            if files.and_then(|f| f.remove(&number)).is_none() {
+                let msg = format!("edit deletes file {number}, which is not live at level {level}");
+                return Err(Error::invalid(msg));
+            }
+        }
+        for (level, meta) in &edit.added {
+            if self.levels.iter().any(|f| f.contains_key(&meta.number)) {
+                return Err(Error::invalid(format!("edit adds live file {} again", meta.number)));
+            }
+            let Some(files) = self.levels.get_mut(*level as usize) else {
+                return Err(Error::invalid(format!("edit adds a file at level {level}")));
+            };
+            files.insert(meta.number, meta.clone());
+        }
+        self.log_number = edit.log_number.unwrap_or(self.log_number);
+        self.next_file_number = edit.next_file_number.unwrap_or(self.next_file_number);
+        self.last_sequence = edit.last_sequence.unwrap_or(self.last_sequence);
+        self.edits += 1;
+        Ok(())
+    }
+
+    /// One edit that recreates this state (for the first record of a new manifest).
+    pub fn snapshot_edit(&self) -> VersionEdit {
+        let mut edit = VersionEdit {
+            log_number: Some(self.log_number),
+            next_file_number: Some(self.next_file_number),
+            last_sequence: Some(self.last_sequence),
+            ..VersionEdit::default()
+        };
+        for (level, files) in self.levels.iter().enumerate() {
+            edit.added.extend(files.values().map(|f| (level as u32, f.clone())));
+        }
+        edit
+    }
+}
+
+/// Replays the manifest named by `dir/CURRENT`. `Ok(None)` when there is no `CURRENT` (no
+/// database here). A torn last edit is dropped (an edit applies entirely or not at all);
+/// anything else wrong is [`Error::Corruption`] naming `CURRENT` or the manifest.
+pub fn recover(storage: &dyn Storage, dir: &Path) -> Result<Option<RecoveredState>> {
+    let current = join(dir, filename::CURRENT);
+    if !storage.exists(&current)? {
+        return Ok(None);
+    }
+    let bad_current = |what: String| Error::corruption(what, Some(0)).in_file(&current, 0);
+    let file = storage.open(&current)?;
+    // A manifest name is short; do not allocate for a garbage CURRENT of any size.
+    if file.len() > 64 {
+        return Err(bad_current(format!("CURRENT is {} bytes long", file.len())));
+    }
+    let content = file.read_at(0, file.len() as usize)?;
+    let name = std::str::from_utf8(&content)
+        .ok()
+        .and_then(|s| s.strip_suffix('\n'))
+        .ok_or_else(|| bad_current("CURRENT is not a manifest name and a newline".into()))?;
+    let number = match filename::parse_file_name(name) {
+        Some((FileKind::Manifest, n)) => n,
+        _ => return Err(bad_current(format!("CURRENT names {name:?}, not a manifest"))),
+    };
+    let path = join(dir, name);
+    if !storage.exists(&path)? {
+        return Err(bad_current(format!("CURRENT names {name}, which does not exist")));
+    }
+    let mut reader = WalReader::new(storage.open(&path)?, &path);
+    let mut state = RecoveredState::empty(number);
+    let mut seen = [false; 3];
+    loop {
+        let start = reader.valid_len();
+        let Some(record) = reader.next_record()? else { break };
+        let index = state.edits;
+        let fail = |e: Error| {
+            let why = match e {
+                Error::Corruption { what, offset: Some(at), .. } => {
+                    format!("{what} (edit byte {at})")
+                }
+                Error::InvalidArgument(what) => what,
+                other => other.to_string(),
+            };
+            let what = format!("version edit {index} (after log offset {start}): {why}");
+            Error::corruption(what, Some(start)).in_file(&path, 0)
+        };
+        let edit = VersionEdit::decode(&record).map_err(fail)?;
+        seen[0] |= edit.log_number.is_some();
+        seen[1] |= edit.next_file_number.is_some();
+        seen[2] |= edit.last_sequence.is_some();
+        state.apply(&edit).map_err(fail)?;
+    }
+    state.torn_tail = reader.torn_tail();
+    let end = reader.valid_len();
+    let corrupt = |what: String| Error::corruption(what, Some(end)).in_file(&path, 0);
+    if seen != [true; 3] {
+        return Err(corrupt("manifest never sets log, next-file and sequence numbers".into()));
+    }
+    let max_file = state.levels.iter().filter_map(|f| f.keys().next_back()).max();
+    if let Some(&n) = max_file.filter(|&&n| n >= state.next_file_number) {
+        let next = state.next_file_number;
+        return Err(corrupt(format!("live file {n} is not below next file number {next}")));
+    }
+    Ok(Some(state))
+}

@@ -1,0 +1,258 @@
+use super::*;
+use crate::storage::MemStorage;
+
+fn dir() -> &'static Path {
+    Path::new("/db")
+}
+
+fn meta(number: u64, key: &[u8]) -> FileMeta {
+    FileMeta {
+        number,
+        size: 1000 + number,
+        smallest_key: key.to_vec(),
+        largest_key: [key, b"~"].concat(),
+        smallest_seq: number * 10,
+        largest_seq: number * 10 + 9,
+        entries: number * 3,
+    }
+}
+
+fn snapshot(log: u64, next: u64, seq: u64, files: &[(u32, u64)]) -> VersionEdit {
+    let mut e = VersionEdit {
+        log_number: Some(log),
+        next_file_number: Some(next),
+        last_sequence: Some(seq),
+        ..VersionEdit::default()
+    };
+    for &(level, n) in files {
+        e.add_file(level, meta(n, format!("k{n}").as_bytes()));
+    }
+    e
+}
+
+fn storage() -> MemStorage {
+    let s = MemStorage::new();
+    s.create_dir_all(dir()).unwrap();
+    s
+}
+
+/// Levels of a recovered state as (level, file number) pairs.
+fn files(state: &RecoveredState) -> Vec<(u32, u64)> {
+    let per_level = state.levels.iter().enumerate();
+    per_level.flat_map(|(l, f)| f.keys().map(move |&n| (l as u32, n))).collect()
+}
+
+#[test]
+fn edit_encoding_round_trips() {
+    let mut e = snapshot(7, 42, 9_999, &[(0, 5), (3, 6)]);
+    e.add_file(
+        1,
+        FileMeta { smallest_key: Vec::new(), largest_key: vec![0xFF; 300], ..meta(8, b"") },
+    );
+    e.delete_file(2, 11);
+    assert_eq!(VersionEdit::decode(&e.encode()).unwrap(), e);
+    assert_eq!(VersionEdit::decode(&[]).unwrap(), VersionEdit::default());
+}
+
+#[test]
+fn truncated_or_malformed_edits_are_rejected_without_panic() {
+    let e = snapshot(7, 42, 9_999, &[(0, 5), (3, 6)]).encode();
+    // A cut at a field boundary is a valid shorter edit (the WAL framing's checksum is what
+    // rejects a truncated record); any other cut is corruption.
+    let mut boundaries = 0;
+    for cut in 1..e.len() {
+        match VersionEdit::decode(&e[..cut]) {
+            Ok(shorter) => {
+                assert_eq!(shorter.encode(), &e[..cut], "cut {cut}");
+                boundaries += 1;
+            }
+            Err(err) => assert!(err.is_corruption(), "cut {cut}"),
+        }
+    }
+    assert_eq!(boundaries, 4, "3 scalar fields and one added file precede the last field");
+    let field = |tag: u16, value: &[u8]| {
+        let mut v = tag.to_le_bytes().to_vec();
+        v.extend_from_slice(&(value.len() as u32).to_le_bytes());
+        v.extend_from_slice(value);
+        v
+    };
+    // Unknown required tag, duplicated scalar, level out of range, value too long for its field.
+    let unknown = field(77, &[1, 2]);
+    let twice = [field(1, &5u64.to_le_bytes()), field(1, &6u64.to_le_bytes())].concat();
+    let level = field(4, &[&99u32.to_le_bytes()[..], &1u64.to_le_bytes()].concat());
+    let long = field(3, &[0; 9]);
+    for bad in [unknown, twice, level, long] {
+        assert!(VersionEdit::decode(&bad).unwrap_err().is_corruption());
+    }
+    // An unknown optional field is skipped.
+    let optional = [field(OPTIONAL_TAG + 3, b"future"), field(3, &8u64.to_le_bytes())].concat();
+    let decoded = VersionEdit::decode(&optional).unwrap();
+    assert_eq!(decoded, VersionEdit { last_sequence: Some(8), ..VersionEdit::default() });
+}
+
+#[test]
+fn create_append_recover_round_trip() {
+    let s = storage();
+    assert!(recover(&s, dir()).unwrap().is_none());
+    let mut m = Manifest::create(&s, dir(), 3, &snapshot(2, 10, 100, &[(0, 4), (1, 5)])).unwrap();
+    assert_eq!(m.path(), dir().join("MANIFEST-000003"));
+    // Flush: a new L0 file and a new log.
+    let mut e1 =
+        VersionEdit { log_number: Some(11), next_file_number: Some(13), ..Default::default() };
+    e1.add_file(0, meta(12, b"a"));
+    // Compaction: L0 files 4 and 12 merged with L1 file 5 into 13; trivial move of nothing else.
+    let mut e2 =
+        VersionEdit { next_file_number: Some(14), last_sequence: Some(250), ..Default::default() };
+    e2.delete_file(0, 4);
+    e2.delete_file(0, 12);
+    e2.delete_file(1, 5);
+    e2.add_file(1, meta(13, b"b"));
+    // Trivial move of 13 from L1 to L2 in one edit.
+    let mut e3 = VersionEdit::default();
+    e3.delete_file(1, 13);
+    e3.add_file(2, meta(13, b"b"));
+    for e in [&e1, &e2, &e3] {
+        m.append(e).unwrap();
+    }
+    let state = recover(&s, dir()).unwrap().unwrap();
+    assert_eq!(files(&state), [(2, 13)]);
+    assert_eq!(state.levels[2][&13], meta(13, b"b"));
+    let counters = (state.manifest_number, state.log_number, state.next_file_number);
+    assert_eq!(
+        (counters, state.last_sequence, state.edits, state.torn_tail),
+        ((3, 11, 14), 250, 4, false)
+    );
+    // A new manifest from the snapshot describes the same state.
+    Manifest::create(&s, dir(), 14, &state.snapshot_edit()).unwrap();
+    let again = recover(&s, dir()).unwrap().unwrap();
+    assert_eq!((files(&again), again.manifest_number, again.edits), (files(&state), 14, 1));
+    assert_eq!(s.read_all(&dir().join("CURRENT")).unwrap(), b"MANIFEST-000014\n");
+}
+
+#[test]
+fn crash_at_every_step_of_create_leaves_old_or_new_manifest_current() {
+    let old = snapshot(1, 5, 10, &[(0, 3)]);
+    let new = snapshot(6, 9, 20, &[(1, 7)]);
+    let setup = || {
+        let s = storage();
+        Manifest::create(&s, dir(), 2, &old).unwrap();
+        s
+    };
+    let probe = setup();
+    let before = probe.op_count();
+    Manifest::create(&probe, dir(), 8, &new).unwrap();
+    let total = probe.op_count() - before;
+    assert!(total >= 9, "create is at least 9 storage operations, counted {total}");
+    let crashes: [fn(&MemStorage); 3] =
+        [MemStorage::crash_drop_unsynced, MemStorage::crash_lose_unsynced_dir_entries, |s| {
+            s.crash_keep_random_prefix(5)
+        }];
+    for n in 0..=total {
+        for crash in crashes {
+            let s = setup();
+            s.fail_after(n, true); // operation n and everything after it fail: the process died
+            let created = Manifest::create(&s, dir(), 8, &new).is_ok();
+            assert_eq!(created, n == total);
+            crash(&s);
+            let state = recover(&s, dir()).unwrap().unwrap();
+            let got = (state.manifest_number, files(&state));
+            assert!(got == (2, vec![(0, 3)]) || got == (8, vec![(1, 7)]), "step {n}: {got:?}");
+            if created {
+                assert_eq!(got.0, 8, "a created manifest survives any crash");
+            }
+        }
+    }
+}
+
+/// A manifest with a snapshot and three edits; returns its bytes and the storage.
+fn three_edits() -> (MemStorage, Vec<u8>) {
+    let s = storage();
+    let mut m = Manifest::create(&s, dir(), 1, &snapshot(2, 10, 0, &[])).unwrap();
+    for n in 3..6 {
+        let mut e = VersionEdit { last_sequence: Some(n * 100), ..Default::default() };
+        e.add_file(0, meta(n, b"x"));
+        m.append(&e).unwrap();
+    }
+    let bytes = s.read_all(m.path()).unwrap();
+    (s, bytes)
+}
+
+fn rewrite(s: &MemStorage, name: &str, bytes: &[u8]) {
+    let mut f = s.create(&dir().join(name)).unwrap();
+    f.append(bytes).unwrap();
+    f.sync().unwrap();
+}
+
+#[test]
+fn torn_last_edit_is_dropped_whole() {
+    let (s, bytes) = three_edits();
+    assert_eq!(recover(&s, dir()).unwrap().unwrap().edits, 4);
+    let mut saw_torn = 0;
+    for cut in (bytes.len() - 60..bytes.len()).rev() {
+        rewrite(&s, "MANIFEST-000001", &bytes[..cut]);
+        let state = recover(&s, dir()).unwrap().unwrap();
+        // Either the cut only removed the last edit, or (far enough back) more; never a
+        // half-applied edit: every edit adds exactly one file and sets its sequence.
+        assert_eq!(state.levels[0].len() + 1, state.edits);
+        assert_eq!(state.last_sequence, state.levels[0].keys().max().map_or(0, |n| n * 100));
+        saw_torn += usize::from(state.torn_tail && state.edits == 3);
+    }
+    assert!(saw_torn > 0);
+}
+
+#[test]
+fn failed_append_sync_then_crash_keeps_or_drops_the_edit_whole() {
+    for seed in 0..20 {
+        let s = storage();
+        let mut m = Manifest::create(&s, dir(), 1, &snapshot(2, 10, 0, &[])).unwrap();
+        let mut e = VersionEdit::default();
+        e.add_file(0, meta(4, &[7; 5000]));
+        s.fail_after(1, true); // the append succeeds, its sync fails
+        assert!(m.append(&e).is_err());
+        s.crash_keep_random_prefix(seed);
+        let state = recover(&s, dir()).unwrap().unwrap();
+        assert!(files(&state).is_empty() || files(&state) == [(0, 4)], "seed {seed}");
+    }
+}
+
+#[test]
+fn corrupted_middle_edit_is_an_error_naming_the_manifest() {
+    let (s, mut bytes) = three_edits();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x40;
+    rewrite(&s, "MANIFEST-000001", &bytes);
+    match recover(&s, dir()) {
+        Err(Error::Corruption { file, .. }) => {
+            assert_eq!(file, Some(dir().join("MANIFEST-000001")))
+        }
+        other => panic!("expected corruption, got {other:?}"),
+    }
+}
+
+#[test]
+fn inconsistent_edits_and_bad_current_are_corruption() {
+    let path = dir().join("CURRENT");
+    for current in [&b"MANIFEST-000001"[..], b"000001.log\n", b"MANIFEST-000009\n", b"\xFF\n"] {
+        let (s, _) = three_edits();
+        rewrite(&s, "CURRENT", current);
+        match recover(&s, dir()) {
+            Err(Error::Corruption { file, .. }) => assert_eq!(file.as_ref(), Some(&path)),
+            other => panic!("{current:?}: expected corruption, got {other:?}"),
+        }
+    }
+    // Deleting a file that is not live, and a live file at or above next_file_number.
+    let mut ghost = VersionEdit::default();
+    ghost.delete_file(0, 99);
+    let mut ahead = VersionEdit::default();
+    ahead.add_file(3, meta(10, b"z"));
+    for bad in [ghost, ahead] {
+        let s = storage();
+        let mut m = Manifest::create(&s, dir(), 1, &snapshot(2, 10, 0, &[])).unwrap();
+        m.append(&bad).unwrap();
+        assert!(recover(&s, dir()).unwrap_err().is_corruption());
+    }
+    // A snapshot without the counters is refused before anything is written.
+    let s = storage();
+    assert!(Manifest::create(&s, dir(), 1, &VersionEdit::default()).is_err());
+    assert!(!s.exists(&dir().join("MANIFEST-000001")).unwrap());
+}

@@ -1,0 +1,179 @@
+//! [`FsStorage`]: the [`Storage`] trait over the real file system (`std::fs`).
+//!
+//! Mapping of the durability model onto POSIX:
+//! * `WritableFile::append` is one `write(2)` of the whole slice (no user-space buffer), so
+//!   appended bytes survive a process crash; they survive a power loss only after
+//!   `WritableFile::sync` (`fdatasync`, via [`File::sync_data`]).
+//! * `Storage::sync_dir` opens the directory and calls `fsync` on it ([`File::sync_all`]),
+//!   which makes creations, renames and removals in it durable.
+//! * `Storage::lock` takes an advisory `flock`-style exclusive lock ([`File::try_lock`]) on the
+//!   LOCK file. On Linux such a lock belongs to the open file description, so a second `lock` of
+//!   the same path fails even inside one process. The lock is released when the guard drops
+//!   (closing the file).
+//!
+//! Every `std::io::Error` becomes [`Error::Io`] whose context names the operation and the path.
+
+use super::{DirLock, RandomAccessFile, Storage, WritableFile};
+use crate::error::{Error, Result};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The real file system. Stateless: every method works on the paths it is given.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FsStorage;
+
+impl FsStorage {
+    /// A handle on the real file system.
+    pub fn new() -> FsStorage {
+        FsStorage
+    }
+}
+
+fn io_err(op: &str, path: &Path, e: std::io::Error) -> Error {
+    Error::io(format!("{op} {}", path.display()), e)
+}
+
+/// A file open for appending; `len` counts the bytes written through this handle (the file was
+/// created empty, so it is also the file's length).
+struct FsWritableFile {
+    file: File,
+    path: PathBuf,
+    len: u64,
+}
+
+impl WritableFile for FsWritableFile {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        self.file.write_all(data).map_err(|e| io_err("appending to", &self.path, e))?;
+        self.len += data.len() as u64;
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        self.file.sync_data().map_err(|e| io_err("syncing", &self.path, e))
+    }
+
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+/// A file open for positional reads; the length is taken once, at open.
+struct FsRandomAccessFile {
+    file: File,
+    path: PathBuf,
+    len: u64,
+}
+
+impl RandomAccessFile for FsRandomAccessFile {
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let end = offset.checked_add(buf.len() as u64);
+        if !matches!(end, Some(end) if end <= self.len) {
+            return Err(Error::corruption(
+                format!("read of {} bytes past the end of a {}-byte file", buf.len(), self.len),
+                Some(offset),
+            )
+            .in_file(&self.path, 0));
+        }
+        self.file.read_exact_at(buf, offset).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                // The file shrank after it was opened: the bytes its metadata promised are gone.
+                Error::corruption(
+                    format!("short read of {} bytes (file shrank after open)", buf.len()),
+                    Some(offset),
+                )
+                .in_file(&self.path, 0)
+            } else {
+                io_err("reading", &self.path, e)
+            }
+        })
+    }
+
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+/// Holds the open LOCK file; closing it (on drop) releases the lock.
+struct FsDirLock {
+    _file: File,
+}
+
+impl DirLock for FsDirLock {}
+
+impl Storage for FsStorage {
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .map_err(|e| io_err("creating", path, e))?;
+        Ok(Box::new(FsWritableFile { file, path: path.to_path_buf(), len: 0 }))
+    }
+
+    fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        let file = File::open(path).map_err(|e| io_err("opening", path, e))?;
+        let len = file.metadata().map_err(|e| io_err("reading metadata of", path, e))?.len();
+        Ok(Arc::new(FsRandomAccessFile { file, path: path.to_path_buf(), len }))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        std::fs::rename(from, to)
+            .map_err(|e| Error::io(format!("renaming {} to {}", from.display(), to.display()), e))
+    }
+
+    fn remove(&self, path: &Path) -> Result<()> {
+        std::fs::remove_file(path).map_err(|e| io_err("removing", path, e))
+    }
+
+    fn truncate(&self, path: &Path, len: u64) -> Result<()> {
+        let file =
+            OpenOptions::new().write(true).open(path).map_err(|e| io_err("opening", path, e))?;
+        file.set_len(len).map_err(|e| io_err("truncating", path, e))?;
+        file.sync_all().map_err(|e| io_err("syncing truncated", path, e))
+    }
+
+    fn list(&self, dir: &Path) -> Result<Vec<String>> {
+        let mut names = Vec::new();
+        for entry in std::fs::read_dir(dir).map_err(|e| io_err("listing", dir, e))? {
+            let entry = entry.map_err(|e| io_err("listing", dir, e))?;
+            // Names that are not UTF-8 cannot be siftdb files; skip them rather than fail.
+            if let Ok(name) = entry.file_name().into_string() {
+                names.push(name);
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    fn exists(&self, path: &Path) -> Result<bool> {
+        path.try_exists().map_err(|e| io_err("checking existence of", path, e))
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> Result<()> {
+        std::fs::create_dir_all(dir).map_err(|e| io_err("creating directory", dir, e))
+    }
+
+    fn sync_dir(&self, dir: &Path) -> Result<()> {
+        let d = File::open(dir).map_err(|e| io_err("opening directory", dir, e))?;
+        d.sync_all().map_err(|e| io_err("syncing directory", dir, e))
+    }
+
+    fn lock(&self, path: &Path) -> Result<Box<dyn DirLock>> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| io_err("opening lock file", path, e))?;
+        match file.try_lock() {
+            Ok(()) => Ok(Box::new(FsDirLock { _file: file })),
+            Err(std::fs::TryLockError::WouldBlock) => Err(Error::Locked(path.to_path_buf())),
+            Err(std::fs::TryLockError::Error(e)) => Err(io_err("locking", path, e)),
+        }
+    }
+}
