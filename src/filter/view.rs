@@ -12,8 +12,8 @@ use crate::filter::ribbon::RibbonView;
 use crate::filter::scalable::ScalableBloomView;
 use crate::filter::split_block::{SplitBlockBloom, SplitBlockBloomView};
 use crate::filter::standard::StandardBloomView;
-use crate::filter::xor::{BinaryFuseView, XorView};
 use crate::filter::two_bit::TwoBitBloomView;
+use crate::filter::xor::{BinaryFuseView, XorView};
 use crate::filter::{Filter, FilterKind};
 
 /// A serialized filter of any kind, probed without copying its payload. Not `Copy`: a scalable
@@ -63,7 +63,6 @@ impl<'a> FilterView<'a> {
             FilterKind::BinaryFuse8 => Inner::BinaryFuse8(BinaryFuseView::parse(env)?),
             FilterKind::BinaryFuse16 => Inner::BinaryFuse16(BinaryFuseView::parse(env)?),
             FilterKind::TwoBitBloom => Inner::TwoBit(TwoBitBloomView::parse(env)?),
-            other => return Err(crate::Error::UnknownFilterKind(other.tag())),
         })
     }
 }

@@ -23,6 +23,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// An open manifest being appended to.
+#[derive(Debug)]
 pub struct Manifest {
     writer: WalWriter,
     path: PathBuf,
@@ -116,7 +117,8 @@ pub struct RecoveredState {
 }
 
 impl RecoveredState {
-    fn empty(manifest_number: u64) -> RecoveredState {
+    /// The state of a database with no files, as recovery starts it (and as a new database is).
+    pub fn empty(manifest_number: u64) -> RecoveredState {
         RecoveredState {
             manifest_number,
             levels: vec![BTreeMap::new(); MAX_LEVELS],

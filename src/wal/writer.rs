@@ -22,6 +22,15 @@ pub struct WalWriter {
     buf: Vec<u8>,
 }
 
+impl std::fmt::Debug for WalWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WalWriter")
+            .field("offset", &self.offset)
+            .field("failed", &self.failed)
+            .finish()
+    }
+}
+
 impl WalWriter {
     /// A writer appending to `file` from its current length (normally a freshly created, empty
     /// file).

@@ -163,7 +163,8 @@ impl TwoBitBloom {
     }
 
     /// The layout's theoretical FPR at the current reported key count: the blocked formula with
-    /// `keys_inserted / num_words` keys per word.
+    /// `keys_inserted / num_words` keys per word (about 1% optimistic for `k >= 2`; see the
+    /// module documentation). [`InsertFilter::info`]'s estimate, from the bits, is exact.
     pub fn theoretical_fpr(&self) -> f64 {
         let n = self.keys_inserted.load(Ordering::Relaxed);
         let lambda = n as f64 / self.layout.num_words() as f64;
@@ -248,7 +249,8 @@ impl InsertFilter for TwoBitBloom {
     fn insert_hash(&mut self, hash: u64) {
         let (i, mask) = self.layout.locate(hash);
         self.table.or_mut(i, mask);
-        *self.keys_inserted.get_mut() += 1;
+        let count = self.keys_inserted.get_mut();
+        *count = count.saturating_add(1);
     }
 
     fn insert_batch(&mut self, hashes: &[u64]) {

@@ -87,18 +87,18 @@ impl<'a> TwoBitBloomView<'a> {
         hit(self.words.word(i), mask)
     }
 
-    /// Probes many hashes, computing and prefetching each group's words first; `out` is cleared
-    /// and receives one answer per hash.
+    /// Probes many hashes, prefetching each group's words before probing them; `out` is
+    /// cleared and receives one answer per hash.
     pub fn contains_batch(&self, hashes: &[u64], out: &mut Vec<bool>) {
         out.clear();
-        out.reserve(hashes.len());
-        let mut loc = [(0usize, 0u64); BATCH];
-        for chunk in hashes.chunks(BATCH) {
-            for (slot, &h) in loc.iter_mut().zip(chunk) {
-                *slot = self.layout.locate(h);
-                prefetch_read(self.words.ptr(slot.0));
+        out.resize(hashes.len(), false);
+        for (hs, os) in hashes.chunks(BATCH).zip(out.chunks_mut(BATCH)) {
+            for &h in hs {
+                prefetch_read(self.words.ptr(self.layout.index(h)));
             }
-            out.extend(loc[..chunk.len()].iter().map(|&(i, m)| hit(self.words.word(i), m)));
+            for (o, &h) in os.iter_mut().zip(hs) {
+                *o = self.contains_hash(h);
+            }
         }
     }
 
