@@ -122,12 +122,12 @@ impl Memtable {
         start: Option<&[u8]>,
     ) -> impl Iterator<Item = (MemKey, Box<[u8]>)> + '_ {
         let lower = match start {
-            Some(k) => Bound::Included(MemKey { user_key: k.into(), seq: u64::MAX, kind: ValueKind::Put }),
+            Some(k) => {
+                Bound::Included(MemKey { user_key: k.into(), seq: u64::MAX, kind: ValueKind::Put })
+            }
             None => Bound::Unbounded,
         };
-        self.map
-            .range((lower, Bound::Unbounded))
-            .map(|e| (e.key().clone(), e.value().clone()))
+        self.map.range((lower, Bound::Unbounded)).map(|e| (e.key().clone(), e.value().clone()))
     }
 
     /// Every version strictly after `last` in internal-key order (used to resume a scan).

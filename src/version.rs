@@ -25,7 +25,8 @@ pub struct TableFile {
 impl TableFile {
     /// Whether `user_key` lies inside the file's key range.
     pub fn may_contain_key(&self, user_key: &[u8]) -> bool {
-        self.meta.smallest_key.as_slice() <= user_key && user_key <= self.meta.largest_key.as_slice()
+        self.meta.smallest_key.as_slice() <= user_key
+            && user_key <= self.meta.largest_key.as_slice()
     }
 
     /// Whether the file's key range intersects `[start, end)` (`None` = unbounded).

@@ -18,10 +18,10 @@ use crate::error::Result;
 use crate::filename;
 use crate::filter::prelude::*;
 use crate::filter::{BlockedBloom, StandardBloom, TwoBitBloom};
+use crate::ikey;
 use crate::manifest::{FileMeta, VersionEdit};
 use crate::memtable::Memtable;
 use crate::options::{Compression, FilterConfig, Options};
-use crate::ikey;
 use crate::sst::{self, FilterBlockSource, Table, TableBuilder, TableOptions};
 use crate::version::TableFile;
 use std::sync::atomic::Ordering;
@@ -104,7 +104,8 @@ pub(crate) fn write_l0_table(inner: &DbInner, mem: &Memtable) -> Result<Arc<Tabl
     let source = flush_filter(inner, mem, distinct);
     let summary = builder.finish(source)?;
     inner.storage.sync_dir(&inner.dir)?;
-    let table = Arc::new(Table::open(inner.storage.open(&path)?, number, inner.cache.clone(), &path)?);
+    let table =
+        Arc::new(Table::open(inner.storage.open(&path)?, number, inner.cache.clone(), &path)?);
     let meta = FileMeta {
         number,
         size: summary.file_size,
@@ -141,8 +142,8 @@ fn flush_filter(inner: &DbInner, mem: &Memtable, distinct: u64) -> FilterBlockSo
         }
         FilterConfig::BlockedBloom { bits_per_key } => {
             FilterBlockSource::Build(Box::new(move |hashes: &[u64]| {
-                let mut f =
-                    BlockedBloom::with_bits_per_key(bits_per_key).expected_items(hashes.len() as u64)?;
+                let mut f = BlockedBloom::with_bits_per_key(bits_per_key)
+                    .expected_items(hashes.len() as u64)?;
                 f.insert_batch(hashes);
                 Ok(f.to_bytes())
             }))

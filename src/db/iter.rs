@@ -8,8 +8,8 @@
 use super::{DbInner, SuperVersion};
 use crate::batch::ValueKind;
 use crate::error::Result;
-use crate::memtable::{MemKey, Memtable};
 use crate::ikey;
+use crate::memtable::{MemKey, Memtable};
 use crate::sst::TableIter;
 use std::collections::VecDeque;
 use std::ops::{Bound, RangeBounds};
@@ -142,7 +142,11 @@ impl DbIterator {
         Self::build(&inner, start, start_excluded, end, snapshot)
     }
 
-    pub(crate) fn with_prefix(inner: Arc<DbInner>, prefix: &[u8], snapshot: u64) -> Result<DbIterator> {
+    pub(crate) fn with_prefix(
+        inner: Arc<DbInner>,
+        prefix: &[u8],
+        snapshot: u64,
+    ) -> Result<DbIterator> {
         let end = match prefix_successor(prefix) {
             Some(s) => Bound::Excluded(s),
             None => Bound::Unbounded,
@@ -172,7 +176,15 @@ impl DbIterator {
                 sources.push(Source::table(file.table.iter(true), start_ref)?);
             }
         }
-        Ok(DbIterator { _sv: sv, sources, snapshot, start_excluded, end, last_key: None, done: false })
+        Ok(DbIterator {
+            _sv: sv,
+            sources,
+            snapshot,
+            start_excluded,
+            end,
+            last_key: None,
+            done: false,
+        })
     }
 
     fn past_end(&self, key: &[u8]) -> bool {

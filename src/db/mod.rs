@@ -30,7 +30,7 @@ use crate::memtable::Memtable;
 use crate::options::{Options, WriteOptions};
 use crate::sst::ReadCounters;
 use crate::storage::{DirLock, Storage};
-use crate::version::{Version, NUM_LEVELS};
+use crate::version::Version;
 use parking_lot::{Condvar, Mutex, RwLock};
 use std::collections::BTreeMap;
 use std::ops::RangeBounds;
@@ -272,6 +272,3 @@ impl Drop for Snapshot {
         }
     }
 }
-
-/// Number of levels reported in stats.
-pub const LEVELS: usize = NUM_LEVELS;

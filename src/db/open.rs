@@ -37,7 +37,8 @@ use std::sync::Arc;
 const WAL_BYTES_PER_ENTRY_GUESS: u64 = 32;
 
 pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
-    let storage: Arc<dyn Storage> = opts.storage.clone().unwrap_or_else(|| Arc::new(FsStorage::new()));
+    let storage: Arc<dyn Storage> =
+        opts.storage.clone().unwrap_or_else(|| Arc::new(FsStorage::new()));
     if opts.create_if_missing {
         storage.create_dir_all(dir)?;
     }
@@ -61,9 +62,15 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         }
     };
 
-    let cache = (opts.block_cache_bytes > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_bytes)));
+    let cache =
+        (opts.block_cache_bytes > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_bytes)));
     let names = storage.list(dir)?;
-    let max_seen = names.iter().filter_map(|n| filename::parse_file_name(n)).map(|(_, n)| n).max().unwrap_or(0);
+    let max_seen = names
+        .iter()
+        .filter_map(|n| filename::parse_file_name(n))
+        .map(|(_, n)| n)
+        .max()
+        .unwrap_or(0);
     let mut next_file = state.next_file_number.max(max_seen + 1).max(1);
 
     // Tables.
@@ -71,7 +78,8 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     for (level, files) in state.levels.iter().enumerate().take(NUM_LEVELS) {
         for meta in files.values() {
             let path = dir.join(filename::sst_name(meta.number));
-            let table = Arc::new(Table::open(storage.open(&path)?, meta.number, cache.clone(), &path)?);
+            let table =
+                Arc::new(Table::open(storage.open(&path)?, meta.number, cache.clone(), &path)?);
             version.levels[level].push(Arc::new(TableFile { meta: meta.clone(), table }));
         }
     }

@@ -9,8 +9,8 @@
 use super::stats::{LevelStats, Stats};
 use super::DbInner;
 use crate::error::Result;
-use crate::filter::Filter;
 use crate::filter::hash_key;
+use crate::filter::Filter;
 use crate::memtable::MemLookup;
 use crate::sst::GetResult;
 use crate::version::NUM_LEVELS;
@@ -64,7 +64,8 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
             let files = &sv.version.levels[level];
             let mut kinds: Vec<String> = Vec::new();
             for f in files {
-                let k = f.table.filter().map_or("none".to_string(), |v| v.kind().name().to_string());
+                let k =
+                    f.table.filter().map_or("none".to_string(), |v| v.kind().name().to_string());
                 if !kinds.contains(&k) {
                     kinds.push(k);
                 }

@@ -121,7 +121,8 @@ impl Stats {
         );
         for l in self.levels.iter().filter(|l| l.files > 0 || l.reads.filter_checks > 0) {
             let fpr = l.reads.observed_fpr().map_or("-".into(), |f| format!("{:.3}%", f * 100.0));
-            let kinds = if l.filter_kinds.is_empty() { "none".into() } else { l.filter_kinds.join("+") };
+            let kinds =
+                if l.filter_kinds.is_empty() { "none".into() } else { l.filter_kinds.join("+") };
             let _ = writeln!(
                 s,
                 "{:<6} {:>5} {:>9} {:<14} {:>9.1} {:>9.2} {:>10} {:>10} {:>8} {:>9} {:>11.4}",

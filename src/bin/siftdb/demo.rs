@@ -47,7 +47,12 @@ pub fn run(args: &DemoArgs) -> Result<()> {
             tmp.path().to_path_buf()
         }
     };
-    println!("siftdb point-lookup demo: {} keys of 16 bytes, {}-byte values, in {}", args.keys, args.value_size, dir.display());
+    println!(
+        "siftdb point-lookup demo: {} keys of 16 bytes, {}-byte values, in {}",
+        args.keys,
+        args.value_size,
+        dir.display()
+    );
     let db = Db::open(&dir, Options::default())?;
     let mut rng = SplitMix64::new(args.seed);
 
@@ -78,8 +83,16 @@ pub fn run(args: &DemoArgs) -> Result<()> {
     let after_hits = db.stats();
     let (miss_secs, false_found) = lookups(&db, &mut rng, args, 1, "missing")?;
     let after = db.stats();
-    println!("get present  : {:>10.0} ops/s ({found} of {} found)", args.lookups as f64 / hit_secs, args.lookups);
-    println!("get missing  : {:>10.0} ops/s ({false_found} of {} found)", args.lookups as f64 / miss_secs, args.lookups);
+    println!(
+        "get present  : {:>10.0} ops/s ({found} of {} found)",
+        args.lookups as f64 / hit_secs,
+        args.lookups
+    );
+    println!(
+        "get missing  : {:>10.0} ops/s ({false_found} of {} found)",
+        args.lookups as f64 / miss_secs,
+        args.lookups
+    );
     if found != args.lookups || false_found != 0 {
         return Err(siftdb::Error::Corruption {
             file: None,
@@ -93,13 +106,23 @@ pub fn run(args: &DemoArgs) -> Result<()> {
     print!("{}", after.since(&after_hits).read_amp_table(args.lookups));
     println!(
         "\nflushes {} (filter written as is {}, rebuilt {}), block cache hits {} misses {}",
-        after.flushes, after.flush_filter_as_is, after.flush_filter_rebuilt, after.block_cache_hits, after.block_cache_misses
+        after.flushes,
+        after.flush_filter_as_is,
+        after.flush_filter_rebuilt,
+        after.block_cache_hits,
+        after.block_cache_misses
     );
     Ok(())
 }
 
 /// Looks up `args.lookups` random keys with parity `parity` (0 = present, 1 = missing).
-fn lookups(db: &Db, rng: &mut SplitMix64, args: &DemoArgs, parity: u64, what: &str) -> Result<(f64, u64)> {
+fn lookups(
+    db: &Db,
+    rng: &mut SplitMix64,
+    args: &DemoArgs,
+    parity: u64,
+    what: &str,
+) -> Result<(f64, u64)> {
     let pb = progress::bar(what, args.lookups);
     let t = Instant::now();
     let mut found = 0;
@@ -115,4 +138,3 @@ fn lookups(db: &Db, rng: &mut SplitMix64, args: &DemoArgs, parity: u64, what: &s
     pb.finish_and_clear();
     Ok((t.elapsed().as_secs_f64(), found))
 }
-

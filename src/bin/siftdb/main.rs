@@ -8,7 +8,11 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "siftdb", version, about = "siftdb: an LSM key-value store with first-class filters")]
+#[command(
+    name = "siftdb",
+    version,
+    about = "siftdb: an LSM key-value store with first-class filters"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
