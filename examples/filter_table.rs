@@ -13,7 +13,7 @@ use siftdb::filter::math;
 use siftdb::filter::prelude::*;
 use siftdb::filter::{
     cuckoo_fpr, BinaryFuse16, BinaryFuse8, BlockedBloom, CountingBloom, Cuckoo, Ribbon,
-    ScalableBloom, SplitBlockBloom, StandardBloom, Xor16, Xor8,
+    ScalableBloom, SplitBlockBloom, StandardBloom, TwoBitBloom, Xor16, Xor8,
 };
 use siftdb::rng::SplitMix64;
 use std::hint::black_box;
@@ -90,6 +90,32 @@ fn insert_row<F: InsertFilter>(
         bits_per_key: actual_bpk,
         fpr,
         fpr_theory: theory(actual_bpk, probes),
+        insert_ns,
+        query_ns,
+    }
+}
+
+/// A two-bit (k = 2, Floe) or one-bit (k = 1) word-blocked row over a `bits`-bit table, keys
+/// inserted through the lock-free atomic path the memtable uses.
+fn word_bloom_row(filter: &'static str, bits: u64, bpk: f64, data: &Data) -> Row {
+    let one_bit = filter == "one_bit_bloom";
+    let f = if one_bit { TwoBitBloom::one_bit(bits) } else { TwoBitBloom::new(bits) }
+        .expect("power-of-two table");
+    let t = Instant::now();
+    for &k in &data.keys {
+        f.insert_hash_atomic(k);
+    }
+    let insert_ns = t.elapsed().as_nanos() as f64 / data.keys.len() as f64;
+    let (fpr, query_ns) = probe(&f, data);
+    let actual_bpk = bits as f64 / data.keys.len() as f64;
+    let k = if one_bit { 1 } else { 2 };
+    Row {
+        filter,
+        config: format!("bpk={bpk},k={k},u32 words"),
+        keys: data.keys.len(),
+        bits_per_key: actual_bpk,
+        fpr,
+        fpr_theory: math::blocked_bloom_fpr(32, 32.0 / actual_bpk, k),
         insert_ns,
         query_ns,
     }
@@ -243,6 +269,18 @@ fn rows() -> Vec<Row> {
             |b, _| math::split_block_fpr(8, 32, 256.0 / b),
         ));
     }
+    // Two-bit (Floe) and its one-bit baseline: the word count is a power of two, so as for the
+    // split-block rows the key count makes a 2^23-bit table exactly `bpk` bits per key.
+    for bpk in BITS_PER_KEY {
+        let n = ((1u64 << 23) as f64 / bpk).round() as usize;
+        let d = Data::new(n, 5);
+        rows.push(word_bloom_row("two_bit_bloom", 1 << 23, bpk, &d));
+        rows.push(word_bloom_row("one_bit_bloom", 1 << 23, bpk, &d));
+    }
+    // Floe's configuration: 2^21 bits (256 KiB), 262,144 keys (Floe: 11.68% and 5.69%).
+    let floe = Data::new(262_144, 6);
+    rows.push(word_bloom_row("one_bit_bloom", 1 << 21, 8.0, &floe));
+    rows.push(word_bloom_row("two_bit_bloom", 1 << 21, 8.0, &floe));
     // Counting Bloom: the configuration is counters per key; memory is 4 bits per counter.
     for counters in BITS_PER_KEY {
         let mut row = insertable::<CountingBloom>("counting_bloom", counters, &data, |b, k| {
