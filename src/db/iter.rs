@@ -207,14 +207,16 @@ impl DbIterator {
             }
             let Some(i) = best else { return Ok(None) };
             let e = self.sources[i].pop()?.expect("peeked entry");
+            // Entries arrive in key order, so the first one past the end ends the scan, whether
+            // or not the snapshot can see it.
+            if self.past_end(&e.user_key) {
+                return Ok(None);
+            }
             if e.seq > self.snapshot {
                 continue;
             }
             if self.last_key.as_deref() == Some(e.user_key.as_slice()) {
                 continue; // an older version of a key already decided
-            }
-            if self.past_end(&e.user_key) {
-                return Ok(None);
             }
             self.last_key = Some(e.user_key.clone());
             if self.start_excluded.as_deref() == Some(e.user_key.as_slice()) {
