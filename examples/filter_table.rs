@@ -64,7 +64,7 @@ fn insertable<F: InsertFilter + BloomShape>(
 ) -> Row {
     let probes = F::probes_for_bits_per_key(bpk);
     let f = F::with_bits_per_key(bpk).expected_items(data.keys.len() as u64).expect("valid size");
-    insert_row(filter, format!("bpk={bpk},k={probes}"), f, probes, data, theory)
+    insert_row(filter, format!("bpk={bpk};k={probes}"), f, probes, data, theory)
 }
 
 /// Inserts every key into `f` one at a time, then probes; `theory(actual_bpk, probes)`.
@@ -111,7 +111,7 @@ fn word_bloom_row(filter: &'static str, bits: u64, bpk: f64, data: &Data) -> Row
     let k = if one_bit { 1 } else { 2 };
     Row {
         filter,
-        config: format!("bpk={bpk},k={k},u32 words"),
+        config: format!("bpk={bpk};k={k};u32 words"),
         keys: data.keys.len(),
         bits_per_key: actual_bpk,
         fpr,
@@ -170,7 +170,7 @@ fn static_rows(rows: &mut Vec<Row>, data: &Data) {
     for target in [0.01, 0.001] {
         rows.push(static_row(
             "ribbon",
-            format!("target={target},w=128"),
+            format!("target={target};w=128"),
             data,
             |k| Ribbon::with_false_pos(target).build(k).expect("ribbon builds"),
             |f| f.fpr(),
@@ -178,7 +178,7 @@ fn static_rows(rows: &mut Vec<Row>, data: &Data) {
     }
     rows.push(static_row(
         "ribbon",
-        "r=7,w=128".into(),
+        "r=7;w=128".into(),
         data,
         |k| Ribbon::with_result_bits(7).build(k).expect("ribbon builds"),
         |f| f.fpr(),
@@ -200,7 +200,7 @@ fn scalable_rows(rows: &mut Vec<Row>, data: &Data) {
         let (fpr, query_ns) = probe(&f, data);
         rows.push(Row {
             filter: "scalable_bloom",
-            config: format!("P=0.01,r={ratio},s=2,stages={}", f.stage_count()),
+            config: format!("P=0.01;r={ratio};s=2;stages={}", f.stage_count()),
             keys: data.keys.len(),
             bits_per_key: f.memory_bytes() as f64 * 8.0 / data.keys.len() as f64,
             fpr,
@@ -227,7 +227,7 @@ fn cuckoo_rows(rows: &mut Vec<Row>) {
         let (fpr, query_ns) = probe(&f, &data);
         rows.push(Row {
             filter: "cuckoo",
-            config: format!("f={f_bits},b=4,load=0.95"),
+            config: format!("f={f_bits};b=4;load=0.95"),
             keys: n,
             bits_per_key: f.memory_bytes() as f64 * 8.0 / n as f64,
             fpr,
@@ -262,7 +262,7 @@ fn rows() -> Vec<Row> {
         let f = SplitBlockBloom::from_shape(1 << 23, 8).expect("1 MiB bitset");
         rows.push(insert_row(
             "split_block_bloom",
-            format!("bpk={bpk},k=8"),
+            format!("bpk={bpk};k=8"),
             f,
             8,
             &sbbf_data,
