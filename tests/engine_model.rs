@@ -112,7 +112,7 @@ fn run_model(dir: &Path, storage: Option<&MemStorage>, seed: u64) {
                 }
                 db.write(b).unwrap();
             }
-            550..=799 => {
+            550..=799 | 990..=999 => {
                 let k = key(&mut rng);
                 assert_eq!(db.get(&k).unwrap(), model.get(&k).cloned(), "op {op}: get {k:?}");
             }
@@ -141,12 +141,12 @@ fn run_model(dir: &Path, storage: Option<&MemStorage>, seed: u64) {
                     snapshot_checks += 1;
                 }
             }
-            985..=994 => {
+            985..=987 => {
                 db.flush().unwrap();
                 flushes += 1;
             }
             _ => {
-                // A snapshot keeps the engine state (and its directory lock) alive, so like
+                // 988..=989: close and reopen. A snapshot keeps the engine state (and its directory lock) alive, so like
                 // RocksDB's ReleaseSnapshot-before-Close, snapshots are checked and released
                 // before the handle closes.
                 for (s, m) in snaps.drain(..) {
