@@ -4,6 +4,7 @@
 
 use siftdb::batch::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
 use siftdb::rng::SplitMix64;
+use siftdb::storage::mem::{DataFate, DirFate};
 use siftdb::storage::MemStorage;
 use siftdb::{Db, Error, Options, WriteBatch, WriteOptions};
 use std::path::{Path, PathBuf};
@@ -136,13 +137,17 @@ fn synced_writes_survive_a_crash_that_drops_unsynced_data() {
 #[test]
 fn a_crash_keeping_random_unsynced_bytes_recovers_a_prefix_of_the_writes() {
     // Each file keeps its synced bytes plus a random prefix of the rest: WAL tails are torn at
-    // arbitrary offsets, and the recovered state must still be a prefix of the batch history.
-    for seed in 1..=6u64 {
+    // arbitrary offsets (and, for odd seeds, unsynced directory entries are lost), and the
+    // recovered state must still be a prefix of the batch history covering every synced batch.
+    for seed in 1..=8u64 {
         let storage = MemStorage::new();
         let n = 1200;
         let sync_every = 50 + SplitMix64::new(seed).below(200);
-        let last =
-            write_then_crash(&storage, n, sync_every, || storage.crash_keep_random_prefix(seed));
+        // Odd seeds also revert directory entries not made durable by `sync_dir`.
+        let dirs = if seed % 2 == 1 { DirFate::RevertUnsynced } else { DirFate::KeepAll };
+        let last = write_then_crash(&storage, n, sync_every, || {
+            storage.crash(DataFate::KeepRandomPrefix(seed), dirs)
+        });
         let db = Db::open("/db", mem_options(&storage, 32 << 10)).unwrap();
         check_prefix(&db, n, last);
     }
