@@ -121,7 +121,34 @@ fn run_model(dir: &Path, storage: Option<&MemStorage>, seed: u64, power_loss: bo
                 }
                 db.write_opt(b, wo).unwrap();
             }
-            550..=799 | 990..=999 => {
+            995..=999 => {
+                // An iterator stays consistent while the database changes under it: open it,
+                // read part of it, write (and maybe flush), then read the rest. It must yield
+                // exactly the model as it was when the iterator was opened.
+                let expect: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+                let mut it = db.scan().unwrap();
+                let mut got: Vec<_> =
+                    it.by_ref().take(rng.below(400) as usize).map(|r| r.unwrap()).collect();
+                for _ in 0..rng.below(100) {
+                    let k = key(&mut rng);
+                    let mut b = WriteBatch::new();
+                    if rng.below(3) == 0 {
+                        b.delete(&k);
+                        model.remove(&k);
+                    } else {
+                        let v = value(&mut rng, op);
+                        b.put(&k, &v);
+                        model.insert(k, v);
+                    }
+                    db.write_opt(b, wo).unwrap();
+                }
+                if rng.below(4) == 0 {
+                    db.flush().unwrap();
+                }
+                got.extend(it.map(|r| r.unwrap()));
+                assert_eq!(got, expect, "op {op}: iterator interleaved with writes");
+            }
+            550..=799 | 990..=994 => {
                 let k = key(&mut rng);
                 assert_eq!(db.get(&k).unwrap(), model.get(&k).cloned(), "op {op}: get {k:?}");
             }
