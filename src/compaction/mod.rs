@@ -4,6 +4,7 @@
 //! them (src/db/compact.rs). design.md, "Compaction", has the crash-safety argument.
 
 pub mod filter;
+pub mod job;
 pub mod picker;
 
 pub use filter::{level_filter, monkey_fprs, LevelFilter};

@@ -69,6 +69,9 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, sync: bool) -> Result<()
     if batch.is_empty() {
         return Ok(());
     }
+    super::compact::throttle(inner)?;
+    let user_bytes: usize = batch.iter().map(|r| r.key.len() + r.value.len()).sum();
+    inner.counters.user_bytes.fetch_add(user_bytes as u64, Ordering::Relaxed);
     let q = &inner.write;
     let mut st = q.state.lock();
     let ticket = st.next_ticket;
