@@ -17,7 +17,9 @@
 use crate::error::Result;
 use crate::filter::prelude::*;
 use crate::filter::{BinaryFuse16, BinaryFuse8, BlockedBloom, Ribbon, StandardBloom, Xor16, Xor8};
-use crate::options::{FilterAllocation, FilterPolicy, LevelBudget, StaticFilterKind};
+use crate::options::{
+    CompactionOptions, FilterAllocation, FilterPolicy, LevelBudget, StaticFilterKind,
+};
 
 /// Smallest FPR any level is given (Ribbon's lower bound).
 const MIN_FPR: f64 = 1.0 / 4_294_967_296.0;
@@ -42,9 +44,35 @@ impl LevelFilter {
     }
 }
 
-/// The filter of compacted level `level >= 1`. `entries[i]` is the number of entries of level
-/// `i` (index 0 ignored); only Monkey allocation reads it.
-pub fn level_filter(policy: &FilterPolicy, level: usize, entries: &[u64]) -> LevelFilter {
+/// Monkey's weight of each level (index 0, L0, is ignored): the entries a level holds at
+/// capacity, `target_bytes(l) / bytes_per_entry`, for the levels above the deepest non-empty
+/// one; for the deepest, its actual entries but at least the capacity of the level above it
+/// (the last level is rarely full, and a young last level must not be given the small FPRs of
+/// a small level). Capacities rather than the current counts make a level's FPR stable while
+/// its files are rewritten one at a time, as Monkey's analysis assumes levels at capacity.
+pub fn level_weights(copts: &CompactionOptions, entries: &[u64], bytes: &[u64]) -> Vec<f64> {
+    let n: u64 = entries.iter().skip(1).sum();
+    let b: u64 = bytes.iter().skip(1).sum();
+    if n == 0 {
+        return entries.iter().map(|&e| e as f64).collect();
+    }
+    let per_entry = (b as f64 / n as f64).max(1.0);
+    let deepest = (1..entries.len()).rev().find(|&l| entries[l] > 0).unwrap_or(1);
+    let cap = |l: usize| copts.level_target_bytes(l) / per_entry;
+    (0..entries.len())
+        .map(|l| match l {
+            0 => 0.0,
+            l if l < deepest => cap(l),
+            l if l == deepest && l > 1 => (entries[l] as f64).max(cap(l - 1)),
+            l if l == deepest => entries[l] as f64,
+            _ => 0.0,
+        })
+        .collect()
+}
+
+/// The filter of compacted level `level >= 1`. `weights[i]` is the weight of level `i` in
+/// Monkey allocation (index 0 ignored; see [`level_weights`]); only Monkey reads it.
+pub fn level_filter(policy: &FilterPolicy, level: usize, weights: &[f64]) -> LevelFilter {
     let kind = policy.compaction;
     if kind == StaticFilterKind::None {
         return LevelFilter { kind, fpr: 1.0 };
@@ -65,7 +93,7 @@ pub fn level_filter(policy: &FilterPolicy, level: usize, entries: &[u64]) -> Lev
             }
         }
         FilterAllocation::Monkey { bits_per_key } => {
-            let levels: Vec<f64> = entries.iter().skip(1).map(|&n| n as f64).collect();
+            let levels: Vec<f64> = weights.iter().skip(1).copied().collect();
             let p = monkey_fprs(&levels, *bits_per_key, kind.bits_per_log2());
             p.get(level - 1).copied().unwrap_or(1.0)
         }

@@ -7,5 +7,5 @@ pub mod filter;
 pub mod job;
 pub mod picker;
 
-pub use filter::{level_filter, monkey_fprs, LevelFilter};
+pub use filter::{level_filter, level_weights, monkey_fprs, LevelFilter};
 pub use picker::{pick, pick_level, scores, HasMeta, Pick};

@@ -148,8 +148,10 @@ pub fn pick_level<F: HasMeta>(
         .filter(|g| overlaps(g.meta(), &lo, &hi))
         .map(|g| g.meta().number)
         .collect();
-    let entries: Vec<u64> =
-        levels.iter().map(|l| l.iter().map(|f| f.meta().entries).sum()).collect();
+    // Only equality of the two levels' filters matters here; under Monkey they differ anyway,
+    // so the current entry counts serve as weights.
+    let entries: Vec<f64> =
+        levels.iter().map(|l| l.iter().map(|f| f.meta().entries as f64).sum()).collect();
     let trivial_move = level > 0
         && chosen.len() == 1
         && next.is_empty()

@@ -110,14 +110,13 @@ pub(crate) fn run_pick(inner: &DbInner, p: &Pick) -> Result<()> {
     if !next.is_empty() {
         runs.push(next.iter().map(|f| f.table.clone()).collect());
     }
-    let entries: Vec<u64> =
-        v.levels.iter().map(|l| l.iter().map(|f| f.meta.entries).sum()).collect();
+    let weights = version_weights(&inner.opts, &v);
     let spec = JobSpec {
         runs,
         snapshots: inner.snapshots.lock().keys().copied().collect(),
         bottommost: p.bottommost,
         target_file_size: inner.opts.compaction.target_file_size,
-        filter: level_filter(&inner.opts.filter_policy, p.output_level.max(1), &entries),
+        filter: level_filter(&inner.opts.filter_policy, p.output_level.max(1), &weights),
     };
     let new_number = || inner.new_file_number();
     let env = JobEnv {
@@ -246,6 +245,14 @@ pub(crate) fn compact_range(
         run_pick(inner, &p)?;
     }
     Ok(())
+}
+
+/// Monkey's level weights of version `v` (`compaction::filter::level_weights`).
+pub(crate) fn version_weights(opts: &crate::options::Options, v: &Version) -> Vec<f64> {
+    let entries: Vec<u64> =
+        v.levels.iter().map(|l| l.iter().map(|f| f.meta.entries).sum()).collect();
+    let bytes: Vec<u64> = v.levels.iter().map(|l| l.iter().map(|f| f.meta.size).sum()).collect();
+    crate::compaction::level_weights(&opts.compaction, &entries, &bytes)
 }
 
 fn deepest_level(v: &Version) -> Option<usize> {

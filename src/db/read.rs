@@ -60,8 +60,7 @@ fn lookup(inner: &DbInner, key: &[u8], snapshot: u64) -> Result<Option<Vec<u8>>>
 pub(crate) fn stats(inner: &DbInner) -> Stats {
     let sv = inner.super_version();
     let c = &inner.counters;
-    let level_entries: Vec<u64> =
-        sv.version.levels.iter().map(|l| l.iter().map(|f| f.meta.entries).sum()).collect();
+    let weights = super::compact::version_weights(&inner.opts, &sv.version);
     let levels = (0..NUM_LEVELS)
         .map(|level| {
             let files = &sv.version.levels[level];
@@ -80,7 +79,7 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
                 entries: files.iter().map(|f| f.meta.entries).sum(),
                 filter_kinds: kinds,
                 filter_bytes: files.iter().map(|f| f.table.filter_memory_bytes() as u64).sum(),
-                configured_fpr: configured_fpr(&inner.opts, level, &level_entries),
+                configured_fpr: configured_fpr(&inner.opts, level, &weights),
                 reads: inner.level_reads[level].snapshot(),
             }
         })
@@ -122,7 +121,7 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
 }
 
 /// The FPR the options configure for `level` (see `LevelStats::configured_fpr`).
-pub(crate) fn configured_fpr(opts: &Options, level: usize, entries: &[u64]) -> Option<f64> {
+pub(crate) fn configured_fpr(opts: &Options, level: usize, weights: &[f64]) -> Option<f64> {
     use crate::filter::prelude::*;
     use crate::filter::{BlockedBloom, StandardBloom, TwoBitBloom};
     if level == 0 {
@@ -145,6 +144,6 @@ pub(crate) fn configured_fpr(opts: &Options, level: usize, entries: &[u64]) -> O
             }
         };
     }
-    let lf = crate::compaction::level_filter(&opts.filter_policy, level, entries);
+    let lf = crate::compaction::level_filter(&opts.filter_policy, level, weights);
     (lf.kind != crate::options::StaticFilterKind::None).then_some(lf.fpr)
 }
