@@ -61,12 +61,22 @@ pub fn run(args: &SstDumpArgs) -> Result<()> {
         p.filter_bytes, p.filter_bits_per_key
     );
     if args.keys {
-        println!("entries:");
+        use std::io::Write as _;
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "entries:");
         let mut it = table.iter(false);
         it.seek_to_first()?;
         while it.valid() {
             let (k, seq, kind) = ikey::decode(it.key())?;
-            println!("  {} @{seq} {kind:?} ({} value bytes)", show_key(k), it.value().len());
+            let line = writeln!(
+                out,
+                "  {} @{seq} {kind:?} ({} value bytes)",
+                show_key(k),
+                it.value().len()
+            );
+            if line.is_err() {
+                return Ok(()); // the reader went away (e.g. `| head`)
+            }
             it.next()?;
         }
     }
