@@ -279,6 +279,7 @@ pub(crate) fn wait_for_compactions(inner: &DbInner) -> Result<()> {
 }
 
 /// The L0 write throttle: with `l0_slowdown_writes_trigger` L0 files a write batch waits 1 ms;
+/// (each threshold taken as at least `l0_compaction_trigger`)
 /// with `l0_stop_writes_trigger` it waits until compaction brings L0 below that. Only with
 /// automatic compaction (otherwise nothing would ever release a stop).
 pub(crate) fn throttle(inner: &DbInner) -> Result<()> {
@@ -286,15 +287,19 @@ pub(crate) fn throttle(inner: &DbInner) -> Result<()> {
     if !o.auto {
         return Ok(());
     }
+    // Thresholds below the compaction trigger would stop writes with no compaction due to
+    // release them: both are raised to at least the trigger.
+    let slowdown = o.l0_slowdown_writes_trigger.max(o.l0_compaction_trigger);
+    let stop = o.l0_stop_writes_trigger.max(o.l0_compaction_trigger);
     let l0 = || inner.super_version().version.levels[0].len();
     let n = l0();
-    if n < o.l0_slowdown_writes_trigger {
+    if n < slowdown {
         return Ok(());
     }
     let start = Instant::now();
-    if n >= o.l0_stop_writes_trigger {
+    if n >= stop {
         let mut g = inner.bg_lock.lock();
-        while l0() >= o.l0_stop_writes_trigger && !inner.shutting_down.load(Ordering::SeqCst) {
+        while l0() >= stop && !inner.shutting_down.load(Ordering::SeqCst) {
             inner.check_writable()?;
             inner.bg_cv.wait_for(&mut g, Duration::from_millis(10));
         }
