@@ -9,6 +9,16 @@ use siftdb::Result;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+/// `println!` that ends the command quietly when stdout is closed (e.g. piped into `head`).
+macro_rules! say {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        if writeln!(std::io::stdout().lock(), $($t)*).is_err() {
+            return Ok(());
+        }
+    }};
+}
+
 /// Arguments of `sst dump`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct SstDumpArgs {
@@ -31,18 +41,20 @@ pub fn run(args: &SstDumpArgs) -> Result<()> {
     let storage = FsStorage::new();
     let table = Arc::new(Table::open(storage.open(&args.file)?, 0, None, &args.file)?);
     let p = table.properties();
-    println!("file              {}", args.file.display());
-    println!("file size         {} bytes", table.file_size());
-    println!("format version    {}", p.format_version);
-    println!(
+    say!("file              {}", args.file.display());
+    say!("file size         {} bytes", table.file_size());
+    say!("format version    {}", p.format_version);
+    say!(
         "entries           {} ({} tombstones, {} distinct user keys)",
-        p.entries, p.deletions, p.distinct_keys
+        p.entries,
+        p.deletions,
+        p.distinct_keys
     );
-    println!("sequence range    {}..={}", p.smallest_seq, p.largest_seq);
+    say!("sequence range    {}..={}", p.smallest_seq, p.largest_seq);
     let (lo, hi) = (ikey::user_key(&p.smallest_key), ikey::user_key(&p.largest_key));
-    println!("user key range    {} ..= {}", show_key(lo), show_key(hi));
-    println!("raw key/value     {} / {} bytes", p.raw_key_bytes, p.raw_value_bytes);
-    println!(
+    say!("user key range    {} ..= {}", show_key(lo), show_key(hi));
+    say!("raw key/value     {} / {} bytes", p.raw_key_bytes, p.raw_value_bytes);
+    say!(
         "data blocks       {} ({} bytes on disk; target block size {}, restart interval {}, compression {})",
         p.data_blocks,
         p.data_size,
@@ -50,33 +62,24 @@ pub fn run(args: &SstDumpArgs) -> Result<()> {
         p.restart_interval,
         if p.compression == 0 { "none" } else { "zstd" }
     );
-    println!("index block       {} bytes", table.index_memory_bytes());
+    say!("index block       {} bytes", table.index_memory_bytes());
     let kind = match table.filter() {
         Some(f) => f.kind().name().to_string(),
         None if p.filter_kind == 0 => "none".to_string(),
         None => format!("unknown (tag {})", p.filter_kind),
     };
-    println!(
+    say!(
         "filter            {kind}: {} bytes, {:.2} bits per distinct key",
-        p.filter_bytes, p.filter_bits_per_key
+        p.filter_bytes,
+        p.filter_bits_per_key
     );
     if args.keys {
-        use std::io::Write as _;
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "entries:");
+        say!("entries:");
         let mut it = table.iter(false);
         it.seek_to_first()?;
         while it.valid() {
             let (k, seq, kind) = ikey::decode(it.key())?;
-            let line = writeln!(
-                out,
-                "  {} @{seq} {kind:?} ({} value bytes)",
-                show_key(k),
-                it.value().len()
-            );
-            if line.is_err() {
-                return Ok(()); // the reader went away (e.g. `| head`)
-            }
+            say!("  {} @{seq} {kind:?} ({} value bytes)", show_key(k), it.value().len());
             it.next()?;
         }
     }

@@ -9,6 +9,16 @@ use siftdb::storage::{FsStorage, Storage};
 use siftdb::{filename, Error, Result};
 use std::path::PathBuf;
 
+/// `println!` that ends the command quietly when stdout is closed (e.g. piped into `head`).
+macro_rules! say {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        if writeln!(std::io::stdout().lock(), $($t)*).is_err() {
+            return Ok(());
+        }
+    }};
+}
+
 /// Arguments of `stats`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct StatsArgs {
@@ -20,7 +30,7 @@ pub fn run(args: &StatsArgs) -> Result<()> {
     let storage = FsStorage::new();
     let state = manifest::recover(&storage, &args.db)?
         .ok_or_else(|| Error::invalid(format!("no database in {}", args.db.display())))?;
-    println!(
+    say!(
         "database {}: manifest {} ({} edits), log number {}, next file {}, last sequence {}",
         args.db.display(),
         state.manifest_number,
@@ -29,9 +39,16 @@ pub fn run(args: &StatsArgs) -> Result<()> {
         state.next_file_number,
         state.last_sequence
     );
-    println!(
+    say!(
         "{:<6} {:>5} {:>12} {:>10} {:>10} {:<16} {:>10} {:>9}",
-        "level", "files", "bytes", "entries", "tombstones", "filter", "filter_KiB", "bits/key"
+        "level",
+        "files",
+        "bytes",
+        "entries",
+        "tombstones",
+        "filter",
+        "filter_KiB",
+        "bits/key"
     );
     let (mut total_bytes, mut total_entries, mut total_filter) = (0u64, 0u64, 0u64);
     for (level, files) in state.levels.iter().enumerate() {
@@ -54,7 +71,7 @@ pub fn run(args: &StatsArgs) -> Result<()> {
             }
         }
         let bpk = if entries == 0 { 0.0 } else { fbytes as f64 * 8.0 / entries as f64 };
-        println!(
+        say!(
             "{:<6} {:>5} {:>12} {:>10} {:>10} {:<16} {:>10.1} {:>9.2}",
             format!("L{level}"),
             files.len(),
@@ -69,10 +86,10 @@ pub fn run(args: &StatsArgs) -> Result<()> {
         total_entries += entries;
         total_filter += fbytes;
     }
-    println!(
+    say!(
         "total: {total_bytes} bytes, {total_entries} entries, {:.1} KiB of filters",
         total_filter as f64 / 1024.0
     );
-    println!("(read-amplification counters live in a running process: see Db::stats)");
+    say!("(read-amplification counters live in a running process: see Db::stats)");
     Ok(())
 }
