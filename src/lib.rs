@@ -17,6 +17,7 @@
 pub mod batch;
 pub mod cache;
 pub mod coding;
+pub mod compaction;
 pub mod error;
 pub mod filename;
 pub mod filter;
@@ -35,4 +36,7 @@ mod db;
 pub use batch::WriteBatch;
 pub use db::{Db, DbIterator, LevelStats, ReadStats, Snapshot, Stats};
 pub use error::{Error, Result};
-pub use options::{Compression, FilterConfig, FilterPolicy, Options, WriteOptions};
+pub use options::{
+    CompactionOptions, Compression, FilterAllocation, FilterConfig, FilterPolicy, LevelBudget,
+    Options, StaticFilterKind, WriteOptions,
+};

@@ -51,6 +51,82 @@ impl FilterConfig {
     }
 }
 
+/// The filter family of compaction outputs (files of levels 1 and deeper).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StaticFilterKind {
+    /// Standard Ribbon (`siftdb::filter::Ribbon`): about `1.05 log2(1/FPR)` bits per key, any
+    /// FPR in `[2^-32, 1/2]`. The default.
+    Ribbon,
+    /// Binary fuse filter, 8-bit fingerprints: FPR fixed at `2^-8` (0.39%), about 9 bits/key.
+    BinaryFuse8,
+    /// Binary fuse filter, 16-bit fingerprints: FPR `2^-16`, about 18 bits/key.
+    BinaryFuse16,
+    /// Xor filter, 8-bit fingerprints: FPR `2^-8`, 9.84 bits/key.
+    Xor8,
+    /// Xor filter, 16-bit fingerprints: FPR `2^-16`, 19.7 bits/key.
+    Xor16,
+    /// Cache-line-blocked Bloom filter (any budget; about 1.5 `log2(1/FPR)` bits per key).
+    BlockedBloom,
+    /// Classic Bloom filter (`1.44 log2(1/FPR)` bits per key).
+    StandardBloom,
+    /// No filter on compacted levels.
+    None,
+}
+
+impl StaticFilterKind {
+    /// Whether the kind's FPR is fixed by its fingerprint width (the per-level budget and Monkey
+    /// allocation do not apply).
+    pub fn fixed_fpr(self) -> Option<f64> {
+        match self {
+            StaticFilterKind::BinaryFuse8 | StaticFilterKind::Xor8 => Some(2f64.powi(-8)),
+            StaticFilterKind::BinaryFuse16 | StaticFilterKind::Xor16 => Some(2f64.powi(-16)),
+            _ => None,
+        }
+    }
+
+    /// Bits per key the kind spends per bit of `log2(1/FPR)` (the `c` of design.md, "Monkey
+    /// allocation"): 1.05 for Ribbon (its slot overhead at about 10^5..10^7 keys), `1/ln 2 =
+    /// 1.44` for the standard Bloom filter, 1.5 for the blocked Bloom filter (its measured 9.9
+    /// bits/key at 1%).
+    pub fn bits_per_log2(self) -> f64 {
+        match self {
+            StaticFilterKind::Ribbon => 1.05,
+            StaticFilterKind::StandardBloom => std::f64::consts::LOG2_E,
+            StaticFilterKind::BlockedBloom => 1.5,
+            StaticFilterKind::BinaryFuse8 | StaticFilterKind::BinaryFuse16 => 1.125,
+            StaticFilterKind::Xor8 | StaticFilterKind::Xor16 => 1.23,
+            StaticFilterKind::None => 0.0,
+        }
+    }
+}
+
+/// The filter budget of one level of compacted files.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum LevelBudget {
+    /// A target false-positive rate.
+    Fpr(f64),
+    /// A memory budget in filter bits per distinct key, converted to the FPR the kind reaches
+    /// with it: `FPR = 2^-(bits / c)` with `c` from [`StaticFilterKind::bits_per_log2`].
+    BitsPerKey(f64),
+}
+
+/// How the FPR of each compacted level is chosen.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FilterAllocation {
+    /// A budget per level, `[L1, L2, ...]`; the last entry repeats for deeper levels. An empty
+    /// list means `Fpr(0.01)`.
+    PerLevel(Vec<LevelBudget>),
+    /// Monkey (Dayan, Athanassoulis and Idreos, SIGMOD 2017): a total budget of
+    /// `bits_per_key` filter bits per entry over levels 1 and deeper, split so that each level's
+    /// FPR is proportional to its number of entries (the optimum of the sum of FPRs a
+    /// missing-key lookup pays; design.md, "Monkey allocation"). Levels whose share reaches FPR
+    /// 1 get no filter.
+    Monkey {
+        /// Average filter bits per entry over all compacted levels.
+        bits_per_key: f64,
+    },
+}
+
 /// Which filter each SST gets.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FilterPolicy {
@@ -60,11 +136,68 @@ pub struct FilterPolicy {
     /// flush costs no extra hashing pass. L0 files are few and short-lived; their filters are
     /// replaced by static filters at compaction.
     pub flush: FilterConfig,
+    /// Filter kind of every compaction output. Default [`StaticFilterKind::Ribbon`]: the key
+    /// set of an output file is known when it is finished, so a static filter (built once from
+    /// the collected hashes) gives the lowest memory per FPR. If a static construction fails
+    /// after its retries, the file gets a blocked Bloom filter of the same bits per key and
+    /// `Stats::filter_fallbacks` counts it.
+    pub compaction: StaticFilterKind,
+    /// FPR per compacted level. Default `PerLevel([Fpr(0.01)])`: 1% on every level (about 7
+    /// bits/key with Ribbon).
+    pub allocation: FilterAllocation,
 }
 
 impl Default for FilterPolicy {
     fn default() -> Self {
-        FilterPolicy { flush: FilterConfig::TwoBitBloom { bits_per_key: 16.0 } }
+        FilterPolicy {
+            flush: FilterConfig::TwoBitBloom { bits_per_key: 16.0 },
+            compaction: StaticFilterKind::Ribbon,
+            allocation: FilterAllocation::PerLevel(vec![LevelBudget::Fpr(0.01)]),
+        }
+    }
+}
+
+/// Leveled compaction settings (defaults are RocksDB's).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompactionOptions {
+    /// Run compactions on the background thread after flushes. Default `true`. With `false`
+    /// only [`crate::Db::compact`] and [`crate::Db::compact_range`] compact, and writes never
+    /// stall on L0 (tests use this to control when compactions happen).
+    pub auto: bool,
+    /// L0 files that trigger an L0 -> L1 compaction (score = files / trigger). Default 4.
+    pub l0_compaction_trigger: usize,
+    /// L0 files at which each write batch is delayed by 1 ms. Default 20.
+    pub l0_slowdown_writes_trigger: usize,
+    /// L0 files at which writes wait for compaction. Default 36.
+    pub l0_stop_writes_trigger: usize,
+    /// Target bytes of L1. Default 256 MiB (RocksDB's `max_bytes_for_level_base`).
+    pub max_bytes_for_level_base: u64,
+    /// Each deeper level's target is this many times the previous one. Default 10.
+    pub max_bytes_for_level_multiplier: f64,
+    /// Compaction output files are cut at the first user-key boundary past this size. Default
+    /// 64 MiB (RocksDB's `target_file_size_base`).
+    pub target_file_size: u64,
+}
+
+impl Default for CompactionOptions {
+    fn default() -> Self {
+        CompactionOptions {
+            auto: true,
+            l0_compaction_trigger: 4,
+            l0_slowdown_writes_trigger: 20,
+            l0_stop_writes_trigger: 36,
+            max_bytes_for_level_base: 256 << 20,
+            max_bytes_for_level_multiplier: 10.0,
+            target_file_size: 64 << 20,
+        }
+    }
+}
+
+impl CompactionOptions {
+    /// Target bytes of level `level >= 1`: `base * multiplier^(level - 1)`.
+    pub fn level_target_bytes(&self, level: usize) -> f64 {
+        self.max_bytes_for_level_base as f64
+            * self.max_bytes_for_level_multiplier.powi(level.saturating_sub(1) as i32)
     }
 }
 
@@ -94,6 +227,8 @@ pub struct Options {
     pub block_cache_bytes: usize,
     /// Filters per level. See [`FilterPolicy`].
     pub filter_policy: FilterPolicy,
+    /// Leveled compaction. See [`CompactionOptions`].
+    pub compaction: CompactionOptions,
     /// The file system. Default `None` = the real one; tests pass an in-memory,
     /// fault-injecting storage.
     pub storage: Option<Arc<dyn Storage>>,
@@ -111,6 +246,7 @@ impl Default for Options {
             compression: Compression::None,
             block_cache_bytes: 32 << 20,
             filter_policy: FilterPolicy::default(),
+            compaction: CompactionOptions::default(),
             storage: None,
         }
     }
@@ -128,6 +264,7 @@ impl std::fmt::Debug for Options {
             .field("compression", &self.compression)
             .field("block_cache_bytes", &self.block_cache_bytes)
             .field("filter_policy", &self.filter_policy)
+            .field("compaction", &self.compaction)
             .field("storage", &self.storage.as_ref().map(|_| "custom"))
             .finish()
     }

@@ -74,4 +74,22 @@ impl Version {
         }
         v
     }
+
+    /// A new version without the files `deleted` ((level, number) pairs) and with `added` at
+    /// their levels (one compaction's edit, applied as a whole).
+    pub fn apply(&self, deleted: &[(usize, u64)], added: &[(usize, Arc<TableFile>)]) -> Version {
+        let mut v = self.clone();
+        for &(level, number) in deleted {
+            v.levels[level].retain(|f| f.meta.number != number);
+        }
+        for (level, file) in added {
+            v = v.with_file(*level, file.clone());
+        }
+        v
+    }
+
+    /// The file with `number` at `level`, if present.
+    pub fn file(&self, level: usize, number: u64) -> Option<&Arc<TableFile>> {
+        self.levels[level].iter().find(|f| f.meta.number == number)
+    }
 }

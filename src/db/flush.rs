@@ -162,6 +162,7 @@ fn flush_filter(inner: &DbInner, mem: &Memtable, distinct: u64) -> FilterBlockSo
 /// Flushes the oldest immutable memtable `mem` and installs the result.
 fn flush_one(inner: &DbInner, mem: &Arc<Memtable>) -> Result<()> {
     let file = write_l0_table(inner, mem)?;
+    let file_size = file.meta.size;
     let mut manifest = inner.manifest.lock();
     let sv = inner.super_version();
     // WALs below the oldest memtable still unflushed after this one are obsolete.
@@ -191,7 +192,9 @@ fn flush_one(inner: &DbInner, mem: &Arc<Memtable>) -> Result<()> {
     }
     drop(manifest);
     inner.counters.flushes.fetch_add(1, Ordering::Relaxed);
+    inner.counters.flush_bytes_written.fetch_add(file_size, Ordering::Relaxed);
     delete_obsolete_wals(inner, log_number);
+    super::compact::purge_obsolete(inner);
     Ok(())
 }
 

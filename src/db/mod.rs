@@ -12,6 +12,7 @@
 //! below their snapshot is reachable from it (data moves memtable -> immutable -> SST by whole
 //! super-version swaps).
 
+mod compact;
 mod flush;
 mod iter;
 mod open;
@@ -61,6 +62,17 @@ pub(crate) struct Counters {
     pub write_groups: AtomicU64,
     pub write_batches: AtomicU64,
     pub wal_syncs: AtomicU64,
+    /// Key + value bytes of every write (the denominator of write amplification).
+    pub user_bytes: AtomicU64,
+    pub flush_bytes_written: AtomicU64,
+    pub compactions: AtomicU64,
+    pub trivial_moves: AtomicU64,
+    pub compaction_bytes_read: AtomicU64,
+    pub compaction_bytes_written: AtomicU64,
+    pub filter_fallbacks: AtomicU64,
+    pub l0_slowdowns: AtomicU64,
+    pub l0_stops: AtomicU64,
+    pub l0_stall_micros: AtomicU64,
 }
 
 /// State shared by the `Db` handle, snapshots, iterators and the flush thread.
@@ -91,6 +103,10 @@ pub(crate) struct DbInner {
     pub snapshots: Mutex<BTreeMap<u64, usize>>,
     pub level_reads: Vec<ReadCounters>,
     pub counters: Counters,
+    /// Held while a compaction runs (background or manual): one at a time.
+    pub compaction_lock: Mutex<()>,
+    /// Files removed from the version, deleted when nothing references them (compact.rs).
+    pub obsolete: Mutex<Vec<Arc<crate::version::TableFile>>>,
     pub _lock: Box<dyn DirLock>,
 }
 
@@ -128,6 +144,7 @@ impl DbInner {
 pub struct Db {
     inner: Arc<DbInner>,
     flusher: Option<JoinHandle<()>>,
+    compactor: Option<JoinHandle<()>>,
 }
 
 /// A consistent read view at one sequence number. Reads through it see exactly the writes
@@ -143,7 +160,8 @@ impl Db {
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
         let inner = open::open(path.as_ref(), opts)?;
         let flusher = flush::spawn_flusher(inner.clone())?;
-        Ok(Db { inner, flusher: Some(flusher) })
+        let compactor = compact::spawn_compactor(inner.clone())?;
+        Ok(Db { inner, flusher: Some(flusher), compactor: Some(compactor) })
     }
 
     /// Sets `key` to `value` (buffered durability; see [`WriteOptions`]).
@@ -206,6 +224,29 @@ impl Db {
         flush::flush_and_wait(&self.inner)
     }
 
+    /// Flushes the memtable, then compacts everything into one sorted run on the deepest
+    /// non-empty level (at least L1), dropping tombstones and versions no live snapshot needs.
+    pub fn compact(&self) -> Result<()> {
+        compact::compact_all(&self.inner)
+    }
+
+    /// Flushes the memtable, then compacts the files overlapping `range` level by level down
+    /// to the deepest non-empty level (files partly outside the range are rewritten whole).
+    pub fn compact_range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<()> {
+        use std::ops::Bound;
+        let b = |x: Bound<&K>| match x {
+            Bound::Included(k) | Bound::Excluded(k) => Some(k.as_ref().to_vec()),
+            Bound::Unbounded => None,
+        };
+        let (lo, hi) = (b(range.start_bound()), b(range.end_bound()));
+        compact::compact_range(&self.inner, lo.as_deref(), hi.as_deref())
+    }
+
+    /// Waits until automatic compaction has nothing left to do and no compaction runs.
+    pub fn wait_for_compactions(&self) -> Result<()> {
+        compact::wait_for_compactions(&self.inner)
+    }
+
     /// A snapshot of the counters and per-level figures.
     pub fn stats(&self) -> Stats {
         read::stats(&self.inner)
@@ -227,6 +268,10 @@ impl Drop for Db {
         if let Some(h) = self.flusher.take() {
             let _ = h.join();
         }
+        if let Some(h) = self.compactor.take() {
+            let _ = h.join();
+        }
+        compact::purge_obsolete(&self.inner);
         // Buffered WAL bytes are already with the OS (appends are unbuffered writes), so a clean
         // close loses nothing; a final sync makes them durable too.
         let mut w = self.inner.writer.lock();

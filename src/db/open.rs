@@ -197,6 +197,8 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         snapshots: Mutex::new(BTreeMap::new()),
         level_reads: (0..NUM_LEVELS).map(|_| ReadCounters::default()).collect(),
         counters: Counters::default(),
+        compaction_lock: Mutex::new(()),
+        obsolete: Mutex::new(Vec::new()),
         _lock: lock,
         opts,
     };

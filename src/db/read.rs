@@ -12,6 +12,7 @@ use crate::error::Result;
 use crate::filter::hash_key;
 use crate::filter::Filter;
 use crate::memtable::MemLookup;
+use crate::options::{FilterConfig, Options};
 use crate::sst::GetResult;
 use crate::version::NUM_LEVELS;
 use std::sync::atomic::Ordering;
@@ -59,6 +60,7 @@ fn lookup(inner: &DbInner, key: &[u8], snapshot: u64) -> Result<Option<Vec<u8>>>
 pub(crate) fn stats(inner: &DbInner) -> Stats {
     let sv = inner.super_version();
     let c = &inner.counters;
+    let weights = super::compact::version_weights(&inner.opts, &sv.version);
     let levels = (0..NUM_LEVELS)
         .map(|level| {
             let files = &sv.version.levels[level];
@@ -77,6 +79,7 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
                 entries: files.iter().map(|f| f.meta.entries).sum(),
                 filter_kinds: kinds,
                 filter_bytes: files.iter().map(|f| f.table.filter_memory_bytes() as u64).sum(),
+                configured_fpr: configured_fpr(&inner.opts, level, &weights),
                 reads: inner.level_reads[level].snapshot(),
             }
         })
@@ -104,5 +107,43 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
         write_groups: c.write_groups.load(Ordering::Relaxed),
         write_batches: c.write_batches.load(Ordering::Relaxed),
         wal_syncs: c.wal_syncs.load(Ordering::Relaxed),
+        user_bytes: c.user_bytes.load(Ordering::Relaxed),
+        flush_bytes_written: c.flush_bytes_written.load(Ordering::Relaxed),
+        compactions: c.compactions.load(Ordering::Relaxed),
+        trivial_moves: c.trivial_moves.load(Ordering::Relaxed),
+        compaction_bytes_read: c.compaction_bytes_read.load(Ordering::Relaxed),
+        compaction_bytes_written: c.compaction_bytes_written.load(Ordering::Relaxed),
+        filter_fallbacks: c.filter_fallbacks.load(Ordering::Relaxed),
+        l0_slowdowns: c.l0_slowdowns.load(Ordering::Relaxed),
+        l0_stops: c.l0_stops.load(Ordering::Relaxed),
+        l0_stall_micros: c.l0_stall_micros.load(Ordering::Relaxed),
     }
+}
+
+/// The FPR the options configure for `level` (see `LevelStats::configured_fpr`).
+pub(crate) fn configured_fpr(opts: &Options, level: usize, weights: &[f64]) -> Option<f64> {
+    use crate::filter::prelude::*;
+    use crate::filter::{BlockedBloom, StandardBloom, TwoBitBloom};
+    if level == 0 {
+        return match opts.filter_policy.flush {
+            FilterConfig::None => None,
+            FilterConfig::TwoBitBloom { bits_per_key: b } => {
+                Some(<TwoBitBloom as BloomShape>::theoretical_fpr(b, 2))
+            }
+            FilterConfig::BlockedBloom { bits_per_key: b } => {
+                Some(<BlockedBloom as BloomShape>::theoretical_fpr(
+                    b,
+                    <BlockedBloom as BloomShape>::probes_for_bits_per_key(b),
+                ))
+            }
+            FilterConfig::StandardBloom { bits_per_key: b } => {
+                Some(<StandardBloom as BloomShape>::theoretical_fpr(
+                    b,
+                    <StandardBloom as BloomShape>::probes_for_bits_per_key(b),
+                ))
+            }
+        };
+    }
+    let lf = crate::compaction::level_filter(&opts.filter_policy, level, weights);
+    (lf.kind != crate::options::StaticFilterKind::None).then_some(lf.fpr)
 }

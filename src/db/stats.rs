@@ -19,6 +19,10 @@ pub struct LevelStats {
     pub filter_kinds: Vec<String>,
     /// Bytes of filter held in memory for the level.
     pub filter_bytes: u64,
+    /// The FPR the filter policy configures for the level now: the flush filter's theoretical
+    /// FPR on L0, the compaction policy's (fixed or Monkey) on deeper levels; `None` without a
+    /// filter.
+    pub configured_fpr: Option<f64>,
     /// Read counters since open.
     pub reads: ReadStats,
 }
@@ -67,9 +71,41 @@ pub struct Stats {
     pub write_batches: u64,
     /// WAL syncs performed.
     pub wal_syncs: u64,
+    /// Key and value bytes written by users (the denominator of write amplification).
+    pub user_bytes: u64,
+    /// Bytes of L0 files written by flushes.
+    pub flush_bytes_written: u64,
+    /// Compactions that rewrote files.
+    pub compactions: u64,
+    /// Files moved down a level without rewriting.
+    pub trivial_moves: u64,
+    /// Bytes of compaction input files.
+    pub compaction_bytes_read: u64,
+    /// Bytes of compaction output files.
+    pub compaction_bytes_written: u64,
+    /// Compaction outputs whose static filter could not be built and got a blocked Bloom
+    /// filter instead.
+    pub filter_fallbacks: u64,
+    /// Write batches delayed 1 ms because L0 reached `l0_slowdown_writes_trigger`.
+    pub l0_slowdowns: u64,
+    /// Write batches that waited because L0 reached `l0_stop_writes_trigger`.
+    pub l0_stops: u64,
+    /// Microseconds of those L0 delays and stops (also included in `write_stall_micros`).
+    pub l0_stall_micros: u64,
 }
 
 impl Stats {
+    /// Write amplification: bytes written to SSTs by flushes and compactions per byte of user
+    /// data written (0 before any write).
+    pub fn write_amplification(&self) -> f64 {
+        if self.user_bytes == 0 {
+            0.0
+        } else {
+            (self.flush_bytes_written + self.compaction_bytes_written) as f64
+                / self.user_bytes as f64
+        }
+    }
+
     /// Sum of the read counters of every level.
     pub fn total_reads(&self) -> ReadStats {
         self.levels.iter().fold(ReadStats::default(), |t, l| t.plus(&l.reads))
@@ -106,13 +142,14 @@ impl Stats {
         let per = |n: u64| if lookups == 0 { 0.0 } else { n as f64 / lookups as f64 };
         let _ = writeln!(
             s,
-            "{:<6} {:>5} {:>9} {:<14} {:>9} {:>9} {:>10} {:>10} {:>8} {:>9} {:>11}",
+            "{:<6} {:>5} {:>9} {:<14} {:>9} {:>9} {:>9} {:>10} {:>10} {:>8} {:>9} {:>11}",
             "level",
             "files",
             "entries",
             "filter",
             "filter_KiB",
             "bits/key",
+            "cfg_fpr",
             "checks",
             "useful",
             "false_pos",
@@ -123,15 +160,17 @@ impl Stats {
             let fpr = l.reads.observed_fpr().map_or("-".into(), |f| format!("{:.3}%", f * 100.0));
             let kinds =
                 if l.filter_kinds.is_empty() { "none".into() } else { l.filter_kinds.join("+") };
+            let cfg = l.configured_fpr.map_or("-".into(), |f| format!("{:.3}%", f * 100.0));
             let _ = writeln!(
                 s,
-                "{:<6} {:>5} {:>9} {:<14} {:>9.1} {:>9.2} {:>10} {:>10} {:>8} {:>9} {:>11.4}",
+                "{:<6} {:>5} {:>9} {:<14} {:>9.1} {:>9.2} {:>9} {:>10} {:>10} {:>8} {:>9} {:>11.4}",
                 format!("L{}", l.level),
                 l.files,
                 l.entries,
                 kinds,
                 l.filter_bytes as f64 / 1024.0,
                 l.filter_bits_per_key(),
+                cfg,
                 l.reads.filter_checks,
                 l.reads.filter_useful,
                 l.reads.false_positives(),

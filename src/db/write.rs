@@ -69,6 +69,9 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, sync: bool) -> Result<()
     if batch.is_empty() {
         return Ok(());
     }
+    super::compact::throttle(inner)?;
+    let user_bytes: usize = batch.iter().map(|r| r.key.len() + r.value.len()).sum();
+    inner.counters.user_bytes.fetch_add(user_bytes as u64, Ordering::Relaxed);
     let q = &inner.write;
     let mut st = q.state.lock();
     let ticket = st.next_ticket;
@@ -199,10 +202,15 @@ pub(crate) fn rotate(inner: &DbInner, w: &mut WriterState) -> Result<()> {
     let mem = Arc::new(Memtable::new(number, memtable_filter_bits(&inner.opts, expected)));
     w.wal = WalWriter::new(file);
     w.wal_number = number;
-    let mut imm = Vec::with_capacity(old.imm.len() + 1);
-    imm.push(old.mem.clone());
-    imm.extend(old.imm.iter().cloned());
-    *inner.sv.write() = Arc::new(SuperVersion { mem, imm, version: old.version.clone() });
+    // Rebuild from the super-version current under the write lock: a flush or compaction may
+    // have installed a new one since `old` was read, and must not be undone.
+    let mut svw = inner.sv.write();
+    let cur = svw.clone();
+    let mut imm = Vec::with_capacity(cur.imm.len() + 1);
+    imm.push(cur.mem.clone());
+    imm.extend(cur.imm.iter().cloned());
+    *svw = Arc::new(SuperVersion { mem, imm, version: cur.version.clone() });
+    drop(svw);
     let _g = inner.bg_lock.lock();
     inner.bg_cv.notify_all();
     Ok(())

@@ -3,6 +3,8 @@
 
 mod demo;
 mod progress;
+mod sst_dump;
+mod stats;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -24,6 +26,19 @@ struct Cli {
 enum Command {
     /// The point-lookup demo with its read-amplification table (the default).
     Demo(demo::DemoArgs),
+    /// SST file tools.
+    Sst {
+        #[command(subcommand)]
+        command: SstCommand,
+    },
+    /// The level table of a database on disk (read only).
+    Stats(stats::StatsArgs),
+}
+
+#[derive(Subcommand)]
+enum SstCommand {
+    /// Properties, filter kind and size, blocks, and optionally the entries of one SST.
+    Dump(sst_dump::SstDumpArgs),
 }
 
 fn main() -> ExitCode {
@@ -31,6 +46,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         None => demo::run(&cli.demo),
         Some(Command::Demo(args)) => demo::run(&args),
+        Some(Command::Sst { command: SstCommand::Dump(args) }) => sst_dump::run(&args),
+        Some(Command::Stats(args)) => stats::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,87 @@
+//! `siftdb sst dump FILE [--keys]`: an SST's properties, filter and blocks, optionally every
+//! entry. Reads the file only.
+
+use siftdb::filter::Filter;
+use siftdb::ikey;
+use siftdb::sst::Table;
+use siftdb::storage::{FsStorage, Storage};
+use siftdb::Result;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// `println!` that ends the command quietly when stdout is closed (e.g. piped into `head`).
+macro_rules! say {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        if writeln!(std::io::stdout().lock(), $($t)*).is_err() {
+            return Ok(());
+        }
+    }};
+}
+
+/// Arguments of `sst dump`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct SstDumpArgs {
+    /// The `.sst` file.
+    file: PathBuf,
+    /// Also print every entry (user key, sequence, kind, value length).
+    #[arg(long)]
+    keys: bool,
+}
+
+/// Printable form of a key: UTF-8 text as is, anything else as hex.
+pub fn show_key(k: &[u8]) -> String {
+    match std::str::from_utf8(k) {
+        Ok(s) if s.chars().all(|c| !c.is_control()) => format!("{s:?}"),
+        _ => format!("0x{}", k.iter().map(|b| format!("{b:02x}")).collect::<String>()),
+    }
+}
+
+pub fn run(args: &SstDumpArgs) -> Result<()> {
+    let storage = FsStorage::new();
+    let table = Arc::new(Table::open(storage.open(&args.file)?, 0, None, &args.file)?);
+    let p = table.properties();
+    say!("file              {}", args.file.display());
+    say!("file size         {} bytes", table.file_size());
+    say!("format version    {}", p.format_version);
+    say!(
+        "entries           {} ({} tombstones, {} distinct user keys)",
+        p.entries,
+        p.deletions,
+        p.distinct_keys
+    );
+    say!("sequence range    {}..={}", p.smallest_seq, p.largest_seq);
+    let (lo, hi) = (ikey::user_key(&p.smallest_key), ikey::user_key(&p.largest_key));
+    say!("user key range    {} ..= {}", show_key(lo), show_key(hi));
+    say!("raw key/value     {} / {} bytes", p.raw_key_bytes, p.raw_value_bytes);
+    say!(
+        "data blocks       {} ({} bytes on disk; target block size {}, restart interval {}, compression {})",
+        p.data_blocks,
+        p.data_size,
+        p.block_size,
+        p.restart_interval,
+        if p.compression == 0 { "none" } else { "zstd" }
+    );
+    say!("index block       {} bytes", table.index_memory_bytes());
+    let kind = match table.filter() {
+        Some(f) => f.kind().name().to_string(),
+        None if p.filter_kind == 0 => "none".to_string(),
+        None => format!("unknown (tag {})", p.filter_kind),
+    };
+    say!(
+        "filter            {kind}: {} bytes, {:.2} bits per distinct key",
+        p.filter_bytes,
+        p.filter_bits_per_key
+    );
+    if args.keys {
+        say!("entries:");
+        let mut it = table.iter(false);
+        it.seek_to_first()?;
+        while it.valid() {
+            let (k, seq, kind) = ikey::decode(it.key())?;
+            say!("  {} @{seq} {kind:?} ({} value bytes)", show_key(k), it.value().len());
+            it.next()?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,95 @@
+//! `siftdb stats DB`: the level table of a database on disk, read from its manifest and table
+//! files without opening the database (nothing is written: no WAL replay, no new manifest, and
+//! the directory lock is not taken, so it also works beside a running process).
+
+use siftdb::filter::Filter;
+use siftdb::manifest;
+use siftdb::sst::Table;
+use siftdb::storage::{FsStorage, Storage};
+use siftdb::{filename, Error, Result};
+use std::path::PathBuf;
+
+/// `println!` that ends the command quietly when stdout is closed (e.g. piped into `head`).
+macro_rules! say {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        if writeln!(std::io::stdout().lock(), $($t)*).is_err() {
+            return Ok(());
+        }
+    }};
+}
+
+/// Arguments of `stats`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct StatsArgs {
+    /// Database directory.
+    db: PathBuf,
+}
+
+pub fn run(args: &StatsArgs) -> Result<()> {
+    let storage = FsStorage::new();
+    let state = manifest::recover(&storage, &args.db)?
+        .ok_or_else(|| Error::invalid(format!("no database in {}", args.db.display())))?;
+    say!(
+        "database {}: manifest {} ({} edits), log number {}, next file {}, last sequence {}",
+        args.db.display(),
+        state.manifest_number,
+        state.edits,
+        state.log_number,
+        state.next_file_number,
+        state.last_sequence
+    );
+    say!(
+        "{:<6} {:>5} {:>12} {:>10} {:>10} {:<16} {:>10} {:>9}",
+        "level",
+        "files",
+        "bytes",
+        "entries",
+        "tombstones",
+        "filter",
+        "filter_KiB",
+        "bits/key"
+    );
+    let (mut total_bytes, mut total_entries, mut total_filter) = (0u64, 0u64, 0u64);
+    for (level, files) in state.levels.iter().enumerate() {
+        if files.is_empty() {
+            continue;
+        }
+        let (mut bytes, mut entries, mut dels, mut fbytes) = (0u64, 0u64, 0u64, 0u64);
+        let mut kinds: Vec<String> = Vec::new();
+        for meta in files.values() {
+            let path = args.db.join(filename::sst_name(meta.number));
+            let t = Table::open(storage.open(&path)?, meta.number, None, &path)?;
+            let p = t.properties();
+            bytes += meta.size;
+            entries += p.entries;
+            dels += p.deletions;
+            fbytes += p.filter_bytes;
+            let k = t.filter().map_or("none".to_string(), |f| f.kind().name().to_string());
+            if !kinds.contains(&k) {
+                kinds.push(k);
+            }
+        }
+        let bpk = if entries == 0 { 0.0 } else { fbytes as f64 * 8.0 / entries as f64 };
+        say!(
+            "{:<6} {:>5} {:>12} {:>10} {:>10} {:<16} {:>10.1} {:>9.2}",
+            format!("L{level}"),
+            files.len(),
+            bytes,
+            entries,
+            dels,
+            kinds.join("+"),
+            fbytes as f64 / 1024.0,
+            bpk
+        );
+        total_bytes += bytes;
+        total_entries += entries;
+        total_filter += fbytes;
+    }
+    say!(
+        "total: {total_bytes} bytes, {total_entries} entries, {:.1} KiB of filters",
+        total_filter as f64 / 1024.0
+    );
+    say!("(read-amplification counters live in a running process: see Db::stats)");
+    Ok(())
+}

@@ -1,0 +1,264 @@
+//! The filter of a compaction output: which kind and FPR a level gets (fixed per-level budgets
+//! or Monkey allocation), and its construction from the collected key hashes with the Bloom
+//! fallback.
+//!
+//! # Monkey allocation
+//! Dayan, Athanassoulis and Idreos, "Monkey: Optimal Navigable Key-Value Store", SIGMOD 2017.
+//! A lookup of a missing key probes one filter per level (levels >= 1 are sorted runs) and
+//! reads a block for every false positive, so its expected wasted reads are `sum_i p_i`. A
+//! filter of `n_i` keys at FPR `p_i` costs `c n_i log2(1/p_i)` bits (`c` per kind). Minimising
+//! `sum_i p_i` subject to `sum_i c n_i log2(1/p_i) = M` with a Lagrange multiplier `λ`:
+//! `1 - λ c n_i / (p_i ln 2) = 0`, so `p_i = K n_i` for one constant `K`: each level's FPR is
+//! proportional to its entries, and the small upper levels get the low FPRs. `K` follows from
+//! the budget: `sum_i n_i log2(1/(K n_i)) = M / c`, i.e.
+//! `log2(1/K) = (M / c + sum_i n_i log2 n_i) / N` with `N = sum_i n_i`. A level with `K n_i >= 1`
+//! gets no filter (`p_i = 1`, zero bits) and `K` is solved again over the others.
+
+use crate::error::Result;
+use crate::filter::prelude::*;
+use crate::filter::{BinaryFuse16, BinaryFuse8, BlockedBloom, Ribbon, StandardBloom, Xor16, Xor8};
+use crate::options::{
+    CompactionOptions, FilterAllocation, FilterPolicy, LevelBudget, StaticFilterKind,
+};
+
+/// Smallest FPR any level is given (Ribbon's lower bound).
+const MIN_FPR: f64 = 1.0 / 4_294_967_296.0;
+
+/// The filter one output level gets.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LevelFilter {
+    /// Kind (`StaticFilterKind::None`: no filter).
+    pub kind: StaticFilterKind,
+    /// Configured false-positive rate (1 without a filter).
+    pub fpr: f64,
+}
+
+impl LevelFilter {
+    /// Bits per key this filter is expected to spend: `c log2(1/fpr)`.
+    pub fn bits_per_key(&self) -> f64 {
+        if self.kind == StaticFilterKind::None || self.fpr >= 1.0 {
+            0.0
+        } else {
+            self.kind.bits_per_log2() * (1.0 / self.fpr).log2()
+        }
+    }
+}
+
+/// Monkey's weight of each level (index 0, L0, is ignored): the entries a level holds at
+/// capacity, `target_bytes(l) / bytes_per_entry`, for the levels above the deepest non-empty
+/// one; for the deepest, its actual entries but at least the capacity of the level above it
+/// (the last level is rarely full, and a young last level must not be given the small FPRs of
+/// a small level). Capacities rather than the current counts make a level's FPR stable while
+/// its files are rewritten one at a time, as Monkey's analysis assumes levels at capacity.
+pub fn level_weights(copts: &CompactionOptions, entries: &[u64], bytes: &[u64]) -> Vec<f64> {
+    let n: u64 = entries.iter().skip(1).sum();
+    let b: u64 = bytes.iter().skip(1).sum();
+    if n == 0 {
+        return entries.iter().map(|&e| e as f64).collect();
+    }
+    let per_entry = (b as f64 / n as f64).max(1.0);
+    let deepest = (1..entries.len()).rev().find(|&l| entries[l] > 0).unwrap_or(1);
+    let cap = |l: usize| copts.level_target_bytes(l) / per_entry;
+    (0..entries.len())
+        .map(|l| match l {
+            0 => 0.0,
+            l if l < deepest => cap(l),
+            l if l == deepest && l > 1 => (entries[l] as f64).max(cap(l - 1)),
+            l if l == deepest => entries[l] as f64,
+            _ => 0.0,
+        })
+        .collect()
+}
+
+/// The filter of compacted level `level >= 1`. `weights[i]` is the weight of level `i` in
+/// Monkey allocation (index 0 ignored; see [`level_weights`]); only Monkey reads it.
+pub fn level_filter(policy: &FilterPolicy, level: usize, weights: &[f64]) -> LevelFilter {
+    let kind = policy.compaction;
+    if kind == StaticFilterKind::None {
+        return LevelFilter { kind, fpr: 1.0 };
+    }
+    if let Some(fpr) = kind.fixed_fpr() {
+        return LevelFilter { kind, fpr };
+    }
+    let fpr = match &policy.allocation {
+        FilterAllocation::PerLevel(list) => {
+            let budget = list
+                .get(level.saturating_sub(1))
+                .or(list.last())
+                .copied()
+                .unwrap_or(LevelBudget::Fpr(0.01));
+            match budget {
+                LevelBudget::Fpr(p) => p,
+                LevelBudget::BitsPerKey(b) => 2f64.powf(-b / kind.bits_per_log2()),
+            }
+        }
+        FilterAllocation::Monkey { bits_per_key } => {
+            let levels: Vec<f64> = weights.iter().skip(1).copied().collect();
+            let p = monkey_fprs(&levels, *bits_per_key, kind.bits_per_log2());
+            p.get(level - 1).copied().unwrap_or(1.0)
+        }
+    };
+    if fpr >= 1.0 {
+        return LevelFilter { kind: StaticFilterKind::None, fpr: 1.0 };
+    }
+    LevelFilter { kind, fpr: fpr.max(MIN_FPR) }
+}
+
+/// Monkey's FPR per level for levels of `entries[i]` keys, a total of `bits_per_key` filter
+/// bits per key over all of them and `c` bits per key per bit of `log2(1/p)`: `p_i = K n_i`
+/// capped at 1 (module documentation). Empty levels get `p = K` (what a first file would get
+/// if it were tiny), so a level that is about to be written is never left unfiltered.
+pub fn monkey_fprs(entries: &[f64], bits_per_key: f64, c: f64) -> Vec<f64> {
+    let total: f64 = entries.iter().sum();
+    let mut fprs = vec![1.0; entries.len()];
+    if total <= 0.0 || c <= 0.0 {
+        return vec![2f64.powf(-bits_per_key / c.max(1e-9)); entries.len()];
+    }
+    let memory = bits_per_key * total / c; // sum of n_i log2(1/p_i) to spend
+    let mut active: Vec<usize> = (0..entries.len()).filter(|&i| entries[i] > 0.0).collect();
+    let mut log2_inv_k = 0.0;
+    loop {
+        let n: f64 = active.iter().map(|&i| entries[i]).sum();
+        if n <= 0.0 {
+            break;
+        }
+        let s: f64 = active.iter().map(|&i| entries[i] * entries[i].log2()).sum();
+        log2_inv_k = (memory + s) / n;
+        // Levels whose FPR would reach 1 drop out (zero bits) and K is solved again.
+        let before = active.len();
+        active.retain(|&i| log2_inv_k - entries[i].log2() > 0.0);
+        if active.len() == before {
+            break;
+        }
+    }
+    for &i in &active {
+        fprs[i] = 2f64.powf(entries[i].log2() - log2_inv_k);
+    }
+    for (i, p) in fprs.iter_mut().enumerate() {
+        if entries[i] <= 0.0 {
+            *p = 2f64.powf(-log2_inv_k).min(1.0);
+        }
+    }
+    fprs
+}
+
+/// Builds the serialized filter `lf` describes from `hashes`. A static build that fails (after
+/// its own retries) falls back to a blocked Bloom filter at the same bits per key; the second
+/// value says whether that happened. `None` kind gives `Ok(None)`.
+pub fn build_filter(lf: LevelFilter, hashes: &[u64]) -> Result<Option<(Vec<u8>, bool)>> {
+    let attempt = || -> Result<Vec<u8>> {
+        let fpr = lf.fpr;
+        let n = hashes.len() as u64;
+        Ok(match lf.kind {
+            StaticFilterKind::None => unreachable!("handled by the caller"),
+            StaticFilterKind::Ribbon => {
+                Ribbon::with_false_pos(fpr.clamp(MIN_FPR, 0.5)).build(hashes)?.to_bytes()
+            }
+            StaticFilterKind::BinaryFuse8 => BinaryFuse8::build(hashes)?.to_bytes(),
+            StaticFilterKind::BinaryFuse16 => BinaryFuse16::build(hashes)?.to_bytes(),
+            StaticFilterKind::Xor8 => Xor8::build(hashes)?.to_bytes(),
+            StaticFilterKind::Xor16 => Xor16::build(hashes)?.to_bytes(),
+            StaticFilterKind::BlockedBloom => {
+                let mut f = BlockedBloom::with_false_pos(fpr.clamp(1e-9, 0.5)).expected_items(n)?;
+                f.insert_batch(hashes);
+                f.to_bytes()
+            }
+            StaticFilterKind::StandardBloom => {
+                let mut f =
+                    StandardBloom::with_false_pos(fpr.clamp(1e-9, 0.5)).expected_items(n)?;
+                f.insert_batch(hashes);
+                f.to_bytes()
+            }
+        })
+    };
+    if lf.kind == StaticFilterKind::None {
+        return Ok(None);
+    }
+    with_fallback(attempt, lf.bits_per_key(), hashes).map(Some)
+}
+
+/// Runs `attempt`; on failure builds a blocked Bloom filter of `bits_per_key` (at least 1) over
+/// `hashes`. Returns the bytes and whether the fallback was used.
+pub fn with_fallback(
+    attempt: impl FnOnce() -> Result<Vec<u8>>,
+    bits_per_key: f64,
+    hashes: &[u64],
+) -> Result<(Vec<u8>, bool)> {
+    match attempt() {
+        Ok(bytes) => Ok((bytes, false)),
+        Err(_) => {
+            let mut f = BlockedBloom::with_bits_per_key(bits_per_key.max(1.0))
+                .expected_items(hashes.len() as u64)?;
+            f.insert_batch(hashes);
+            Ok((f.to_bytes(), true))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::filter::{FilterKind, FilterView};
+
+    #[test]
+    fn monkey_fpr_is_proportional_to_entries_and_spends_the_budget() {
+        let entries = [1e4, 1e5, 1e6];
+        let (bpk, c) = (8.0, 1.05);
+        let p = monkey_fprs(&entries, bpk, c);
+        // Proportionality p_i / n_i constant (the Lagrangian optimum).
+        assert!((p[1] / p[0] - 10.0).abs() < 1e-9 && (p[2] / p[1] - 10.0).abs() < 1e-9);
+        // Memory identity: sum c n_i log2(1/p_i) = bpk * N.
+        let spent: f64 = entries.iter().zip(&p).map(|(n, p)| c * n * (1.0 / p).log2()).sum();
+        let total: f64 = entries.iter().sum();
+        assert!((spent - bpk * total).abs() / (bpk * total) < 1e-9);
+        // Monkey beats the uniform split at equal memory: uniform p = 2^(-bpk / c).
+        let uniform = 3.0 * 2f64.powf(-bpk / c);
+        assert!(p.iter().sum::<f64>() < uniform, "{p:?} vs {uniform}");
+    }
+
+    #[test]
+    fn monkey_caps_levels_at_fpr_one() {
+        // A tiny budget: the largest level would exceed FPR 1, so it goes unfiltered and the
+        // whole budget goes to the small level.
+        let p = monkey_fprs(&[1e3, 1e6], 0.001, 1.05);
+        assert_eq!(p[1], 1.0);
+        let spent = 1.05 * 1e3 * (1.0 / p[0]).log2();
+        assert!((spent - 0.001 * 1.001e6).abs() < 1e-6 * spent, "{p:?}");
+    }
+
+    #[test]
+    fn per_level_list_repeats_its_last_entry() {
+        let policy = FilterPolicy {
+            allocation: FilterAllocation::PerLevel(vec![
+                LevelBudget::Fpr(0.05),
+                LevelBudget::BitsPerKey(1.05 * 10.0),
+            ]),
+            ..FilterPolicy::default()
+        };
+        assert_eq!(level_filter(&policy, 1, &[]).fpr, 0.05);
+        let deep = level_filter(&policy, 5, &[]);
+        assert!((deep.fpr - 2f64.powi(-10)).abs() < 1e-12);
+        let xor = FilterPolicy { compaction: StaticFilterKind::Xor8, ..policy };
+        assert_eq!(level_filter(&xor, 2, &[]).fpr, 1.0 / 256.0);
+    }
+
+    #[test]
+    fn every_kind_builds_and_a_failed_static_build_falls_back_to_blocked_bloom() {
+        let hashes = crate::rng::SplitMix64::new(3).hashes(5000);
+        use StaticFilterKind::*;
+        for kind in [Ribbon, BinaryFuse8, BinaryFuse16, Xor8, Xor16, BlockedBloom, StandardBloom] {
+            let lf = LevelFilter { kind, fpr: 0.01 };
+            let (bytes, fell_back) = build_filter(lf, &hashes).unwrap().unwrap();
+            assert!(!fell_back);
+            let v = FilterView::parse(&bytes).unwrap();
+            assert!(hashes.iter().all(|&h| v.contains_hash(h)), "{kind:?}");
+        }
+        assert!(build_filter(LevelFilter { kind: None, fpr: 1.0 }, &hashes).unwrap().is_none());
+        let failing = || Err(crate::Error::FilterFull("forced".into()));
+        let (bytes, fell_back) = with_fallback(failing, 7.0, &hashes).unwrap();
+        assert!(fell_back);
+        let v = FilterView::parse(&bytes).unwrap();
+        assert_eq!(v.kind(), FilterKind::BlockedBloom);
+        assert!(hashes.iter().all(|&h| v.contains_hash(h)));
+    }
+}

@@ -1,0 +1,269 @@
+//! Running one compaction: merge the input tables in internal-key order, keep the versions
+//! someone can still see, write outputs cut at the target file size, each with its level's
+//! filter built once from the user-key hashes collected while it was written.
+//!
+//! Which versions survive (for each user key, newest first): the newest one (what the current
+//! state sees), and for each live snapshot `s` the newest version with sequence `<= s`. Any
+//! other version is invisible to every reader now and later (a new snapshot sees the newest).
+//! At the bottom (no deeper level overlaps the compaction), a tombstone that is the oldest
+//! surviving version hides nothing and is dropped; so is the tombstone left oldest after that.
+//!
+//! Outputs are cut only between user keys, so the files of a level never share a user key and
+//! their ranges stay disjoint. The files are synced, then the directory; nothing is installed
+//! here: the caller makes one manifest edit for the whole compaction.
+
+use super::filter::{build_filter, LevelFilter};
+use crate::error::Result;
+use crate::filename;
+use crate::ikey::{self, ValueKind};
+use crate::manifest::FileMeta;
+use crate::sst::{FilterBlockSource, Table, TableBuilder, TableIter, TableOptions};
+use crate::storage::Storage;
+use crate::version::TableFile;
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Where a job writes and how.
+pub struct JobEnv<'a> {
+    /// The file system.
+    pub storage: &'a dyn Storage,
+    /// Database directory.
+    pub dir: &'a Path,
+    /// Hands out new file numbers.
+    pub new_file_number: &'a dyn Fn() -> u64,
+    /// Block cache the opened outputs use.
+    pub cache: Option<Arc<crate::cache::BlockCache>>,
+    /// Block layout of the outputs.
+    pub table_options: TableOptions,
+}
+
+/// What to merge.
+pub struct JobSpec {
+    /// Sorted runs to merge, newest first: each L0 file alone, then each level's files in key
+    /// order (a level is one run).
+    pub runs: Vec<Vec<Arc<Table>>>,
+    /// Live snapshot sequence numbers.
+    pub snapshots: BTreeSet<u64>,
+    /// Drop tombstones that hide nothing (no deeper level overlaps).
+    pub bottommost: bool,
+    /// Cut outputs at the first user-key boundary past this size.
+    pub target_file_size: u64,
+    /// Filter of the output level.
+    pub filter: LevelFilter,
+}
+
+/// What a job produced.
+#[derive(Default)]
+pub struct JobResult {
+    /// Output files, opened, in key order.
+    pub outputs: Vec<Arc<TableFile>>,
+    /// Bytes of input files.
+    pub bytes_read: u64,
+    /// Bytes of output files.
+    pub bytes_written: u64,
+    /// Outputs whose static filter failed and got the blocked Bloom fallback.
+    pub filter_fallbacks: u64,
+    /// Entries read and entries written.
+    pub entries_in: u64,
+    /// Entries written.
+    pub entries_out: u64,
+}
+
+/// A run of disjoint tables read in order.
+struct RunIter {
+    tables: Vec<Arc<Table>>,
+    next: usize,
+    iter: Option<TableIter>,
+}
+
+impl RunIter {
+    /// Moves to the next table while the current one is exhausted.
+    fn settle(&mut self) -> Result<()> {
+        while !self.iter.as_ref().is_some_and(|i| i.valid()) {
+            let Some(t) = self.tables.get(self.next) else {
+                self.iter = None;
+                return Ok(());
+            };
+            let mut it = t.iter(false);
+            it.seek_to_first()?;
+            self.iter = Some(it);
+            self.next += 1;
+        }
+        Ok(())
+    }
+
+    fn key(&self) -> Option<&[u8]> {
+        self.iter.as_ref().filter(|i| i.valid()).map(|i| i.key())
+    }
+}
+
+/// One version of a user key.
+struct Version {
+    seq: u64,
+    kind: ValueKind,
+    value: Vec<u8>,
+}
+
+/// Runs the compaction. On error, outputs already written are removed (best effort; any left
+/// are orphans the next open deletes).
+pub fn run(env: &JobEnv<'_>, spec: JobSpec) -> Result<JobResult> {
+    let mut made: Vec<u64> = Vec::new();
+    let r = run_inner(env, spec, &mut made);
+    if r.is_err() {
+        for n in made {
+            let _ = env.storage.remove(&env.dir.join(filename::sst_name(n)));
+        }
+    }
+    r
+}
+
+fn run_inner(env: &JobEnv<'_>, mut spec: JobSpec, made: &mut Vec<u64>) -> Result<JobResult> {
+    let mut res = JobResult {
+        bytes_read: spec.runs.iter().flatten().map(|t| t.file_size()).sum(),
+        ..JobResult::default()
+    };
+    let mut runs: Vec<RunIter> = std::mem::take(&mut spec.runs)
+        .into_iter()
+        .map(|tables| RunIter { tables, next: 0, iter: None })
+        .collect();
+    for r in &mut runs {
+        r.settle()?;
+    }
+    let mut out = Output { builder: None, fallback: Arc::new(AtomicBool::new(false)) };
+    let mut metas: Vec<FileMeta> = Vec::new();
+    let mut group: Vec<Version> = Vec::new();
+    let mut group_key: Vec<u8> = Vec::new();
+    loop {
+        // The smallest current key among the runs (internal-key order; few runs, linear scan).
+        let mut best: Option<usize> = None;
+        for (i, r) in runs.iter().enumerate() {
+            if let Some(k) = r.key() {
+                if best.is_none_or(|b| ikey::compare(k, runs[b].key().expect("valid")).is_lt()) {
+                    best = Some(i);
+                }
+            }
+        }
+        let Some(b) = best else { break };
+        let it = runs[b].iter.as_mut().expect("valid");
+        let (user_key, seq, kind) = ikey::decode(it.key())?;
+        res.entries_in += 1;
+        if user_key != group_key.as_slice() && !group.is_empty() {
+            emit(env, &spec, &group_key, &mut group, &mut out, &mut metas, made, &mut res)?;
+        }
+        if group.is_empty() {
+            group_key.clear();
+            group_key.extend_from_slice(user_key);
+        }
+        group.push(Version { seq, kind, value: it.value().to_vec() });
+        it.next()?;
+        runs[b].settle()?;
+    }
+    if !group.is_empty() {
+        emit(env, &spec, &group_key, &mut group, &mut out, &mut metas, made, &mut res)?;
+    }
+    out.finish(env, &spec, &mut metas, &mut res)?;
+    env.storage.sync_dir(env.dir)?;
+    for meta in metas {
+        let path = env.dir.join(filename::sst_name(meta.number));
+        let table =
+            Arc::new(Table::open(env.storage.open(&path)?, meta.number, env.cache.clone(), &path)?);
+        res.bytes_written += meta.size;
+        res.outputs.push(Arc::new(TableFile { meta, table }));
+    }
+    Ok(res)
+}
+
+/// The output file being written.
+struct Output {
+    builder: Option<(TableBuilder, u64)>,
+    fallback: Arc<AtomicBool>,
+}
+
+impl Output {
+    fn finish(
+        &mut self,
+        _env: &JobEnv<'_>,
+        spec: &JobSpec,
+        metas: &mut Vec<FileMeta>,
+        res: &mut JobResult,
+    ) -> Result<()> {
+        let Some((builder, number)) = self.builder.take() else { return Ok(()) };
+        let lf = spec.filter;
+        let fallback = self.fallback.clone();
+        fallback.store(false, Ordering::Relaxed);
+        let source = if lf.kind == crate::options::StaticFilterKind::None {
+            FilterBlockSource::None
+        } else {
+            FilterBlockSource::build(move |hashes: &[u64]| {
+                let (bytes, fell_back) = build_filter(lf, hashes)?.expect("kind is not None");
+                fallback.store(fell_back, Ordering::Relaxed);
+                Ok(bytes)
+            })
+        };
+        let s = builder.finish(source)?;
+        res.filter_fallbacks += self.fallback.load(Ordering::Relaxed) as u64;
+        metas.push(FileMeta {
+            number,
+            size: s.file_size,
+            smallest_key: s.smallest_key,
+            largest_key: s.largest_key,
+            smallest_seq: s.smallest_seq,
+            largest_seq: s.largest_seq,
+            entries: s.entries,
+        });
+        Ok(())
+    }
+}
+
+/// Writes the surviving versions of one user key (module documentation) and clears `group`.
+#[allow(clippy::too_many_arguments)]
+fn emit(
+    env: &JobEnv<'_>,
+    spec: &JobSpec,
+    user_key: &[u8],
+    group: &mut Vec<Version>,
+    out: &mut Output,
+    metas: &mut Vec<FileMeta>,
+    made: &mut Vec<u64>,
+    res: &mut JobResult,
+) -> Result<()> {
+    let mut keep: Vec<Version> = Vec::with_capacity(1);
+    let mut newer = u64::MAX;
+    for (i, v) in group.drain(..).enumerate() {
+        // Visible to the current state (the first) or to a snapshot in [v.seq, newer).
+        if i == 0 || spec.snapshots.range(v.seq..newer).next().is_some() {
+            newer = v.seq;
+            keep.push(v);
+        } else {
+            newer = v.seq;
+        }
+    }
+    if spec.bottommost {
+        while keep.last().is_some_and(|v| v.kind == ValueKind::Delete) {
+            keep.pop();
+        }
+    }
+    if keep.is_empty() {
+        return Ok(());
+    }
+    if out.builder.as_ref().is_some_and(|(b, _)| b.estimated_size() >= spec.target_file_size) {
+        out.finish(env, spec, metas, res)?;
+    }
+    if out.builder.is_none() {
+        let number = (env.new_file_number)();
+        made.push(number);
+        let file = env.storage.create(&env.dir.join(filename::sst_name(number)))?;
+        out.builder = Some((TableBuilder::new(file, env.table_options)?, number));
+    }
+    let (b, _) = out.builder.as_mut().expect("just made");
+    let mut k = Vec::with_capacity(user_key.len() + ikey::TRAILER_LEN);
+    for v in keep {
+        k.clear();
+        ikey::encode_into(&mut k, user_key, v.seq, v.kind);
+        b.add(&k, &v.value)?;
+        res.entries_out += 1;
+    }
+    Ok(())
+}

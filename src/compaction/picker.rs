@@ -1,0 +1,198 @@
+//! Leveled compaction picking: a pure function of one immutable file set and the options.
+//!
+//! Scores (as in LevelDB and RocksDB): L0 scores `files / l0_compaction_trigger` (L0 files
+//! overlap, so a lookup pays for each, and their count is what hurts); level `n >= 1` scores
+//! `bytes / target(n)` with `target(n) = max_bytes_for_level_base * multiplier^(n-1)`. The last
+//! level is never scored (nothing is below it). The level with the highest score `>= 1` is
+//! compacted first.
+//!
+//! Inputs:
+//! * L0 -> L1 takes every L0 file (so no older L0 file is left above newer data moved down) and
+//!   every L1 file overlapping their union range.
+//! * Ln -> Ln+1 takes one file of Ln: the one with the smallest overlap ratio (bytes of
+//!   overlapping Ln+1 files / its own bytes, RocksDB's `kMinOverlappingRatio`), which minimises
+//!   the bytes rewritten per byte moved down; ties go to the smaller key. With it come the
+//!   overlapping files of Ln+1.
+//! * Trivial move: when a single Ln file (n >= 1) overlaps nothing in Ln+1 and both levels get
+//!   the same configured filter, the file is moved by a manifest edit without rewriting. L0
+//!   files are never moved trivially, so every file below L0 carries the compaction filter.
+//!
+//! `bottommost`: no level below the output level holds a file overlapping the inputs' range, so
+//! tombstones that hide nothing older in the compaction can be dropped.
+
+use super::filter::level_filter;
+use crate::manifest::FileMeta;
+use crate::options::{CompactionOptions, FilterPolicy};
+use crate::version::TableFile;
+use std::sync::Arc;
+
+/// Anything that carries a file's manifest metadata (the picker works on metas alone).
+pub trait HasMeta {
+    /// The file's metadata.
+    fn meta(&self) -> &FileMeta;
+}
+
+impl HasMeta for FileMeta {
+    fn meta(&self) -> &FileMeta {
+        self
+    }
+}
+
+impl HasMeta for Arc<TableFile> {
+    fn meta(&self) -> &FileMeta {
+        &self.meta
+    }
+}
+
+/// A compaction to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pick {
+    /// Level the inputs come from.
+    pub level: usize,
+    /// Level the outputs go to (`level + 1`, or `level` for an in-place bottom rewrite).
+    pub output_level: usize,
+    /// File numbers taken from `level`.
+    pub inputs: Vec<u64>,
+    /// File numbers taken from `output_level` (empty for an in-place rewrite).
+    pub next_inputs: Vec<u64>,
+    /// Move `inputs[0]` to `output_level` without rewriting it.
+    pub trivial_move: bool,
+    /// No deeper level overlaps the inputs: tombstones may be dropped.
+    pub bottommost: bool,
+    /// The score that chose this compaction (0 for manual ones).
+    pub score: f64,
+}
+
+/// The score of every level (the last level's is 0).
+pub fn scores<F: HasMeta>(levels: &[Vec<F>], opts: &CompactionOptions) -> Vec<f64> {
+    let last = levels.len().saturating_sub(1);
+    (0..levels.len())
+        .map(|l| {
+            if l == last {
+                0.0
+            } else if l == 0 {
+                levels[0].len() as f64 / opts.l0_compaction_trigger.max(1) as f64
+            } else {
+                level_bytes(&levels[l]) as f64 / opts.level_target_bytes(l)
+            }
+        })
+        .collect()
+}
+
+/// Bytes of a level's files.
+pub fn level_bytes<F: HasMeta>(files: &[F]) -> u64 {
+    files.iter().map(|f| f.meta().size).sum()
+}
+
+/// The next compaction, or `None` when every score is below 1.
+pub fn pick<F: HasMeta>(
+    levels: &[Vec<F>],
+    opts: &CompactionOptions,
+    policy: &FilterPolicy,
+) -> Option<Pick> {
+    let s = scores(levels, opts);
+    let (level, &score) =
+        s.iter().enumerate().filter(|(_, &x)| x >= 1.0).max_by(|a, b| a.1.total_cmp(b.1))?;
+    let mut p = pick_level(levels, level, policy, None)?;
+    p.score = score;
+    Some(p)
+}
+
+/// A compaction of `level` into `level + 1`: for L0 all files, else the file with the smallest
+/// overlap ratio; with `range = Some((start, end))` only files overlapping that user-key range
+/// (inclusive bounds) are candidates, and every one of them is taken. `None` if no file
+/// qualifies.
+pub fn pick_level<F: HasMeta>(
+    levels: &[Vec<F>],
+    level: usize,
+    policy: &FilterPolicy,
+    range: Option<(&[u8], &[u8])>,
+) -> Option<Pick> {
+    let out = level + 1;
+    if out >= levels.len() {
+        return None;
+    }
+    let candidates: Vec<&F> = levels[level]
+        .iter()
+        .filter(|f| range.is_none_or(|(s, e)| overlaps(f.meta(), s, e)))
+        .collect();
+    if candidates.is_empty() {
+        return None;
+    }
+    let chosen: Vec<&F> = if level == 0 {
+        // Every L0 file that overlaps the chosen ones must go too, or an older version left
+        // in L0 would shadow the newer one moved down; taking them all is the simple closure.
+        levels[0].iter().collect()
+    } else if range.is_some() {
+        candidates
+    } else {
+        let ratio = |f: &F| {
+            let (s, e) = (&f.meta().smallest_key, &f.meta().largest_key);
+            let over: u64 = levels[out]
+                .iter()
+                .filter(|g| overlaps(g.meta(), s, e))
+                .map(|g| g.meta().size)
+                .sum();
+            over as f64 / f.meta().size.max(1) as f64
+        };
+        let best = candidates
+            .iter()
+            .map(|f| (ratio(f), *f))
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, f)| f)?;
+        vec![best]
+    };
+    let (lo, hi) = key_range(chosen.iter().map(|f| f.meta()));
+    let next: Vec<u64> = levels[out]
+        .iter()
+        .filter(|g| overlaps(g.meta(), &lo, &hi))
+        .map(|g| g.meta().number)
+        .collect();
+    // Only equality of the two levels' filters matters here; under Monkey they differ anyway,
+    // so the current entry counts serve as weights.
+    let entries: Vec<f64> =
+        levels.iter().map(|l| l.iter().map(|f| f.meta().entries as f64).sum()).collect();
+    let trivial_move = level > 0
+        && chosen.len() == 1
+        && next.is_empty()
+        && level_filter(policy, level, &entries) == level_filter(policy, out, &entries);
+    Some(Pick {
+        level,
+        output_level: out,
+        inputs: chosen.iter().map(|f| f.meta().number).collect(),
+        next_inputs: next,
+        trivial_move,
+        bottommost: is_bottommost(levels, out, &lo, &hi),
+        score: 0.0,
+    })
+}
+
+/// Whether no level below `output_level` has a file overlapping `[lo, hi]`.
+pub fn is_bottommost<F: HasMeta>(
+    levels: &[Vec<F>],
+    output_level: usize,
+    lo: &[u8],
+    hi: &[u8],
+) -> bool {
+    levels.iter().skip(output_level + 1).flatten().all(|f| !overlaps(f.meta(), lo, hi))
+}
+
+/// Whether a file's user-key range intersects `[lo, hi]` (inclusive).
+pub fn overlaps(m: &FileMeta, lo: &[u8], hi: &[u8]) -> bool {
+    m.largest_key.as_slice() >= lo && m.smallest_key.as_slice() <= hi
+}
+
+/// The union user-key range of some files.
+pub fn key_range<'a>(metas: impl Iterator<Item = &'a FileMeta>) -> (Vec<u8>, Vec<u8>) {
+    let mut lo: Option<&[u8]> = None;
+    let mut hi: Option<&[u8]> = None;
+    for m in metas {
+        lo = Some(lo.map_or(m.smallest_key.as_slice(), |l| l.min(m.smallest_key.as_slice())));
+        hi = Some(hi.map_or(m.largest_key.as_slice(), |h| h.max(m.largest_key.as_slice())));
+    }
+    (lo.unwrap_or_default().to_vec(), hi.unwrap_or_default().to_vec())
+}
+
+#[cfg(test)]
+#[path = "sim.rs"]
+mod sim;

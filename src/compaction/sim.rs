@@ -1,0 +1,128 @@
+//! Compaction simulator (no I/O): a stream of flushes of random keys goes through the picker
+//! and a model of the merge (key-set union, outputs cut at the target size), and the test
+//! reports write amplification.
+
+use super::*;
+use crate::options::CompactionOptions;
+use crate::rng::SplitMix64;
+use crate::version::NUM_LEVELS;
+use std::collections::HashMap;
+
+/// Bytes each simulated entry occupies.
+const ENTRY: u64 = 100;
+
+struct Sim {
+    levels: Vec<Vec<FileMeta>>,
+    keys: HashMap<u64, Vec<u64>>,
+    next: u64,
+    user_bytes: u64,
+    written: u64,
+    compactions: u64,
+    moves: u64,
+}
+
+impl Sim {
+    fn file(&mut self, keys: Vec<u64>) -> FileMeta {
+        let number = self.next;
+        self.next += 1;
+        let m = FileMeta {
+            number,
+            size: keys.len() as u64 * ENTRY,
+            smallest_key: keys[0].to_be_bytes().to_vec(),
+            largest_key: keys[keys.len() - 1].to_be_bytes().to_vec(),
+            smallest_seq: 0,
+            largest_seq: 0,
+            entries: keys.len() as u64,
+        };
+        self.keys.insert(number, keys);
+        m
+    }
+
+    fn flush(&mut self, mut keys: Vec<u64>) {
+        keys.sort_unstable();
+        keys.dedup();
+        self.user_bytes += keys.len() as u64 * ENTRY;
+        self.written += keys.len() as u64 * ENTRY;
+        let m = self.file(keys);
+        self.levels[0].insert(0, m);
+    }
+
+    fn run(&mut self, p: &Pick, target_keys: usize) {
+        let take = |files: &mut Vec<FileMeta>, nums: &[u64]| {
+            let (gone, kept): (Vec<FileMeta>, Vec<FileMeta>) =
+                files.drain(..).partition(|f| nums.contains(&f.number));
+            *files = kept;
+            gone
+        };
+        let mut inputs = take(&mut self.levels[p.level], &p.inputs);
+        if p.trivial_move {
+            self.moves += 1;
+            self.levels[p.output_level].extend(inputs);
+        } else {
+            self.compactions += 1;
+            inputs.extend(take(&mut self.levels[p.output_level], &p.next_inputs));
+            let mut all: Vec<u64> =
+                inputs.iter().flat_map(|f| self.keys.remove(&f.number).unwrap()).collect();
+            all.sort_unstable();
+            all.dedup();
+            self.written += all.len() as u64 * ENTRY;
+            for chunk in all.chunks(target_keys) {
+                let m = self.file(chunk.to_vec());
+                self.levels[p.output_level].push(m);
+            }
+        }
+        let l = &mut self.levels[p.output_level];
+        l.sort_by(|a, b| a.smallest_key.cmp(&b.smallest_key));
+        for w in l.windows(2) {
+            assert!(w[0].largest_key < w[1].smallest_key, "level {} overlaps", p.output_level);
+        }
+    }
+}
+
+#[test]
+fn simulated_write_amplification_is_within_the_leveled_bound() {
+    let memtable_keys = 1000u64;
+    let opts = CompactionOptions {
+        max_bytes_for_level_base: 4 * memtable_keys * ENTRY,
+        target_file_size: memtable_keys * ENTRY,
+        ..CompactionOptions::default()
+    };
+    let policy = FilterPolicy::default();
+    let mut sim = Sim {
+        levels: vec![Vec::new(); NUM_LEVELS],
+        keys: HashMap::new(),
+        next: 1,
+        user_bytes: 0,
+        written: 0,
+        compactions: 0,
+        moves: 0,
+    };
+    let mut rng = SplitMix64::new(7);
+    for _ in 0..300 {
+        let keys = (0..memtable_keys).map(|_| rng.next_u64() >> 24).collect();
+        sim.flush(keys);
+        while let Some(p) = pick(&sim.levels, &opts, &policy) {
+            sim.run(&p, memtable_keys as usize);
+        }
+    }
+    let wa = sim.written as f64 / sim.user_bytes as f64;
+    let deepest = (0..NUM_LEVELS).rev().find(|&l| !sim.levels[l].is_empty()).unwrap();
+    eprintln!(
+        "simulated write amplification {wa:.2} over {deepest} levels ({} compactions, {} moves; \
+         level bytes {:?})",
+        sim.compactions,
+        sim.moves,
+        sim.levels.iter().map(|l| level_bytes(l)).collect::<Vec<_>>()
+    );
+    assert!(deepest >= 3, "30 MB over a 400 KB L1 with multiplier 10 reaches L3");
+    // Bound: 1 (flush) + L0 -> L1, which rewrites at most all of L1 with each trigger's worth
+    // of L0 (1 + base / (trigger * memtable) = 2), + for each deeper level at most
+    // multiplier + 1 bytes written per byte moved down (the moved byte plus the overlapping
+    // next-level bytes, at most `multiplier` times its own in steady state).
+    let m = opts.max_bytes_for_level_multiplier;
+    let upper = 1.0 + 2.0 + (deepest - 1) as f64 * (m + 1.0);
+    // Lower: every byte is flushed and nearly every byte is compacted out of L0 at least once.
+    assert!(wa >= 1.9 && wa <= upper, "write amplification {wa} outside [1.9, {upper}]");
+    // No level above the last is left over its target once picking stops.
+    assert!(scores(&sim.levels, &opts).iter().all(|&s| s < 1.0));
+}

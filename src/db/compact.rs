@@ -1,0 +1,315 @@
+//! Compaction in the engine: the background compaction thread, `Db::compact` /
+//! `Db::compact_range`, installing a compaction's manifest edit, deleting obsolete files and
+//! the L0 write throttle.
+//!
+//! Threads: flushes and compactions run on separate threads, so a long compaction never keeps
+//! a memtable from being flushed (the flush thread only needs the manifest lock, held for one
+//! edit). Compactions are serialised by `DbInner::compaction_lock` (the background thread and
+//! manual calls take it per job), so the picker never sees two jobs claim the same files.
+//!
+//! Crash safety: outputs are written and synced, the directory synced, then ONE manifest edit
+//! adds every output and deletes every input. A crash before the edit is durable leaves the
+//! old file set (the outputs are orphans that the next open deletes); after, the new one.
+//!
+//! Obsolete files: inputs removed by an installed edit go to `DbInner::obsolete`. A file there
+//! is deleted once the list holds the only reference to it (`Arc::strong_count == 1`): no
+//! version a reader or iterator still holds names it, and the manifest no longer does. The list
+//! is checked after every flush and compaction and when the database closes; files still
+//! referenced at close are orphans to the next open, which deletes them.
+
+use super::{flush, DbInner, SuperVersion};
+use crate::compaction::job::{self, JobEnv, JobSpec};
+use crate::compaction::{level_filter, pick, pick_level, Pick};
+use crate::error::{Error, Result};
+use crate::filename;
+use crate::manifest::VersionEdit;
+use crate::version::{TableFile, Version, NUM_LEVELS};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Starts the background compaction thread.
+pub(crate) fn spawn_compactor(inner: Arc<DbInner>) -> Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("siftdb-compact".into())
+        .spawn(move || compaction_loop(&inner))
+        .map_err(|e| Error::io("spawning the compaction thread", e))
+}
+
+fn next_pick(inner: &DbInner) -> Option<Pick> {
+    if !inner.opts.compaction.auto || inner.bg_error.lock().is_some() {
+        return None;
+    }
+    let v = inner.super_version().version.clone();
+    pick(&v.levels, &inner.opts.compaction, &inner.opts.filter_policy)
+}
+
+fn compaction_loop(inner: &DbInner) {
+    loop {
+        {
+            let mut g = inner.bg_lock.lock();
+            loop {
+                if inner.shutting_down.load(Ordering::SeqCst) {
+                    return;
+                }
+                if next_pick(inner).is_some() {
+                    break;
+                }
+                inner.bg_cv.wait_for(&mut g, Duration::from_millis(200));
+            }
+        }
+        let r = {
+            let _c = inner.compaction_lock.lock();
+            match next_pick(inner) {
+                Some(p) => run_pick(inner, &p),
+                None => Ok(()),
+            }
+        };
+        if let Err(e) = r {
+            inner.set_bg_error(&e);
+        }
+        let _g = inner.bg_lock.lock();
+        inner.bg_cv.notify_all();
+    }
+}
+
+/// Runs one picked compaction against the current version and installs it. The caller holds
+/// `compaction_lock`.
+pub(crate) fn run_pick(inner: &DbInner, p: &Pick) -> Result<()> {
+    let v = inner.super_version().version.clone();
+    let get = |level: usize, n: u64| {
+        v.file(level, n)
+            .cloned()
+            .ok_or_else(|| Error::invalid(format!("compaction input {n} is not at level {level}")))
+    };
+    let inputs: Vec<Arc<TableFile>> =
+        p.inputs.iter().map(|&n| get(p.level, n)).collect::<Result<_>>()?;
+    let next: Vec<Arc<TableFile>> =
+        p.next_inputs.iter().map(|&n| get(p.output_level, n)).collect::<Result<_>>()?;
+    let c = &inner.counters;
+    if p.trivial_move {
+        let f = inputs[0].clone();
+        let edit = VersionEdit {
+            next_file_number: Some(inner.next_file.load(Ordering::SeqCst)),
+            added: vec![(p.output_level as u32, f.meta.clone())],
+            deleted: vec![(p.level as u32, f.meta.number)],
+            ..VersionEdit::default()
+        };
+        install(inner, &edit, &[(p.level, f.meta.number)], &[(p.output_level, f)])?;
+        c.trivial_moves.fetch_add(1, Ordering::Relaxed);
+        return Ok(());
+    }
+    // Runs newest first: L0 files one by one (already newest first), then the level runs.
+    let mut runs: Vec<Vec<Arc<crate::sst::Table>>> = Vec::new();
+    if p.level == 0 {
+        runs.extend(inputs.iter().map(|f| vec![f.table.clone()]));
+    } else {
+        runs.push(inputs.iter().map(|f| f.table.clone()).collect());
+    }
+    if !next.is_empty() {
+        runs.push(next.iter().map(|f| f.table.clone()).collect());
+    }
+    let weights = version_weights(&inner.opts, &v);
+    let spec = JobSpec {
+        runs,
+        snapshots: inner.snapshots.lock().keys().copied().collect(),
+        bottommost: p.bottommost,
+        target_file_size: inner.opts.compaction.target_file_size,
+        filter: level_filter(&inner.opts.filter_policy, p.output_level.max(1), &weights),
+    };
+    let new_number = || inner.new_file_number();
+    let env = JobEnv {
+        storage: &*inner.storage,
+        dir: &inner.dir,
+        new_file_number: &new_number,
+        cache: inner.cache.clone(),
+        table_options: flush::table_options(&inner.opts),
+    };
+    let res = job::run(&env, spec)?;
+    let mut deleted: Vec<(usize, u64)> = inputs.iter().map(|f| (p.level, f.meta.number)).collect();
+    deleted.extend(next.iter().map(|f| (p.output_level, f.meta.number)));
+    let added: Vec<(usize, Arc<TableFile>)> =
+        res.outputs.iter().map(|f| (p.output_level, f.clone())).collect();
+    let edit = VersionEdit {
+        next_file_number: Some(inner.next_file.load(Ordering::SeqCst)),
+        added: added.iter().map(|(l, f)| (*l as u32, f.meta.clone())).collect(),
+        deleted: deleted.iter().map(|&(l, n)| (l as u32, n)).collect(),
+        ..VersionEdit::default()
+    };
+    if let Err(e) = install(inner, &edit, &deleted, &added) {
+        for (_, f) in &added {
+            let _ = inner.storage.remove(&inner.dir.join(filename::sst_name(f.meta.number)));
+        }
+        return Err(e);
+    }
+    c.compactions.fetch_add(1, Ordering::Relaxed);
+    c.compaction_bytes_read.fetch_add(res.bytes_read, Ordering::Relaxed);
+    c.compaction_bytes_written.fetch_add(res.bytes_written, Ordering::Relaxed);
+    c.filter_fallbacks.fetch_add(res.filter_fallbacks, Ordering::Relaxed);
+    inner.obsolete.lock().extend(inputs.into_iter().chain(next));
+    purge_obsolete(inner);
+    Ok(())
+}
+
+/// Appends `edit` to the manifest and swaps in the version it describes. A failed append turns
+/// the database read-only (the edit's durability is unknown).
+fn install(
+    inner: &DbInner,
+    edit: &VersionEdit,
+    deleted: &[(usize, u64)],
+    added: &[(usize, Arc<TableFile>)],
+) -> Result<()> {
+    let mut manifest = inner.manifest.lock();
+    if let Err(e) = manifest.append(edit) {
+        inner.set_bg_error(&e);
+        return Err(e);
+    }
+    let mut svw = inner.sv.write();
+    let cur = svw.clone();
+    *svw = Arc::new(SuperVersion {
+        mem: cur.mem.clone(),
+        imm: cur.imm.clone(),
+        version: Arc::new(cur.version.apply(deleted, added)),
+    });
+    Ok(())
+}
+
+/// Deletes obsolete files no version references any more (module documentation).
+pub(crate) fn purge_obsolete(inner: &DbInner) {
+    let mut list = inner.obsolete.lock();
+    list.retain(|f| {
+        if Arc::strong_count(f) > 1 {
+            return true;
+        }
+        let _ = inner.storage.remove(&inner.dir.join(filename::sst_name(f.meta.number)));
+        false
+    });
+}
+
+/// Compacts everything into one sorted run on the deepest non-empty level (L1 at least),
+/// without tombstones or shadowed versions (unless live snapshots need them).
+pub(crate) fn compact_all(inner: &DbInner) -> Result<()> {
+    compact_range(inner, None, None)
+}
+
+/// Compacts the files overlapping `[start, end]` (`None` = unbounded) level by level down to
+/// the deepest non-empty level, then rewrites the files of that level in the range that still
+/// hold tombstones or shadowed versions.
+pub(crate) fn compact_range(
+    inner: &DbInner,
+    start: Option<&[u8]>,
+    end: Option<&[u8]>,
+) -> Result<()> {
+    flush::flush_and_wait(inner)?;
+    let _c = inner.compaction_lock.lock();
+    inner.check_writable()?;
+    let policy = &inner.opts.filter_policy;
+    for level in 0..NUM_LEVELS - 1 {
+        let v = inner.super_version().version.clone();
+        let Some(deepest) = deepest_level(&v) else { return Ok(()) };
+        if level >= deepest.max(1) {
+            break;
+        }
+        let (lo, hi) = bounds(&v, start, end);
+        if let Some(mut p) = pick_level(&v.levels, level, policy, Some((&lo, &hi))) {
+            if level + 1 == deepest.max(1) {
+                // Moving a file onto the last level keeps its garbage; rewrite it instead.
+                p.trivial_move = false;
+            }
+            run_pick(inner, &p)?;
+        }
+    }
+    let v = inner.super_version().version.clone();
+    let Some(bottom) = deepest_level(&v) else { return Ok(()) };
+    let (lo, hi) = bounds(&v, start, end);
+    let garbage: Vec<u64> = v.levels[bottom]
+        .iter()
+        .filter(|f| crate::compaction::picker::overlaps(&f.meta, &lo, &hi))
+        .filter(|f| {
+            let p = f.table.properties();
+            p.deletions > 0 || p.entries > p.distinct_keys
+        })
+        .map(|f| f.meta.number)
+        .collect();
+    for n in garbage {
+        let p = Pick {
+            level: bottom,
+            output_level: bottom,
+            inputs: vec![n],
+            next_inputs: vec![],
+            trivial_move: false,
+            bottommost: true,
+            score: 0.0,
+        };
+        run_pick(inner, &p)?;
+    }
+    Ok(())
+}
+
+/// Monkey's level weights of version `v` (`compaction::filter::level_weights`).
+pub(crate) fn version_weights(opts: &crate::options::Options, v: &Version) -> Vec<f64> {
+    let entries: Vec<u64> =
+        v.levels.iter().map(|l| l.iter().map(|f| f.meta.entries).sum()).collect();
+    let bytes: Vec<u64> = v.levels.iter().map(|l| l.iter().map(|f| f.meta.size).sum()).collect();
+    crate::compaction::level_weights(&opts.compaction, &entries, &bytes)
+}
+
+fn deepest_level(v: &Version) -> Option<usize> {
+    (0..NUM_LEVELS).rev().find(|&l| !v.levels[l].is_empty())
+}
+
+/// Inclusive user-key bounds: the given ones, or the extremes of the current files.
+fn bounds(v: &Version, start: Option<&[u8]>, end: Option<&[u8]>) -> (Vec<u8>, Vec<u8>) {
+    let all = v.levels.iter().flatten().map(|f| &f.meta);
+    let (lo, hi) = crate::compaction::picker::key_range(all);
+    (start.map_or(lo, <[u8]>::to_vec), end.map_or(hi, <[u8]>::to_vec))
+}
+
+/// Waits until no compaction is due (auto compaction) and none is running.
+pub(crate) fn wait_for_compactions(inner: &DbInner) -> Result<()> {
+    let mut g = inner.bg_lock.lock();
+    loop {
+        inner.check_writable()?;
+        if next_pick(inner).is_none() && inner.compaction_lock.try_lock().is_some() {
+            return Ok(());
+        }
+        inner.bg_cv.wait_for(&mut g, Duration::from_millis(20));
+    }
+}
+
+/// The L0 write throttle: with `l0_slowdown_writes_trigger` L0 files a write batch waits 1 ms;
+/// (each threshold taken as at least `l0_compaction_trigger`)
+/// with `l0_stop_writes_trigger` it waits until compaction brings L0 below that. Only with
+/// automatic compaction (otherwise nothing would ever release a stop).
+pub(crate) fn throttle(inner: &DbInner) -> Result<()> {
+    let o = &inner.opts.compaction;
+    if !o.auto {
+        return Ok(());
+    }
+    // Thresholds below the compaction trigger would stop writes with no compaction due to
+    // release them: both are raised to at least the trigger.
+    let slowdown = o.l0_slowdown_writes_trigger.max(o.l0_compaction_trigger);
+    let stop = o.l0_stop_writes_trigger.max(o.l0_compaction_trigger);
+    let l0 = || inner.super_version().version.levels[0].len();
+    let n = l0();
+    if n < slowdown {
+        return Ok(());
+    }
+    let start = Instant::now();
+    if n >= stop {
+        let mut g = inner.bg_lock.lock();
+        while l0() >= stop && !inner.shutting_down.load(Ordering::SeqCst) {
+            inner.check_writable()?;
+            inner.bg_cv.wait_for(&mut g, Duration::from_millis(10));
+        }
+        inner.counters.l0_stops.fetch_add(1, Ordering::Relaxed);
+    } else {
+        std::thread::sleep(Duration::from_millis(1));
+        inner.counters.l0_slowdowns.fetch_add(1, Ordering::Relaxed);
+    }
+    let us = start.elapsed().as_micros() as u64;
+    inner.counters.l0_stall_micros.fetch_add(us, Ordering::Relaxed);
+    inner.counters.write_stall_micros.fetch_add(us, Ordering::Relaxed);
+    Ok(())
+}
