@@ -4,7 +4,8 @@
 //! ```sh
 //! cargo run --release --example join                 # aligned table
 //! cargo run --release --example join -- --csv        # CSV
-//! cargo run --release --example join -- --rows 1000000 --reps 3 --chunk-rows 65536 --filter two_bit
+//! cargo run --release --example join -- --rows 1000000 --reps 3 --chunk-rows 65536 \
+//!     --filter auto|two_bit|blocked|in_list --payload mixed|random
 //! ```
 //! Fact: `--rows` rows (default 4M) of a `u32` foreign key (stored as `u64`, uniform over the
 //! dimension keys) and 8 `u64` payload columns, which are functions of the row's original
@@ -29,6 +30,7 @@ struct Args {
     reps: usize,
     chunk_rows: u32,
     filter: FilterChoice,
+    random_payload: bool,
 }
 
 fn parse_args() -> Args {
@@ -38,6 +40,7 @@ fn parse_args() -> Args {
         reps: 3,
         chunk_rows: DEFAULT_CHUNK_ROWS,
         filter: FilterChoice::Auto,
+        random_payload: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -48,6 +51,13 @@ fn parse_args() -> Args {
             "--rows" => a.rows = num(),
             "--reps" => a.reps = num().max(1),
             "--chunk-rows" => a.chunk_rows = num() as u32,
+            "--payload" => {
+                a.random_payload = match it.next().as_deref() {
+                    Some("mixed") => false,
+                    Some("random") => true,
+                    other => panic!("unknown payload {other:?}"),
+                }
+            }
             "--filter" => {
                 a.filter = match it.next().as_deref() {
                     Some("auto") => FilterChoice::Auto,
@@ -63,9 +73,15 @@ fn parse_args() -> Args {
     a
 }
 
-fn payload(row: u64, j: u64) -> u64 {
-    // Columns of varied compressibility: column j keeps 8 + 7 j random bits.
-    siftdb::filter::hash::mix64(row, j + 100) >> (56 - 7 * j)
+fn payload(row: u64, j: u64, random: bool) -> u64 {
+    let h = siftdb::filter::hash::mix64(row, j + 100);
+    // `mixed` (default): column j keeps 8 + 7 j random bits, so zstd has real work on most
+    // columns; `random`: 64 random bits, stored raw by zstd (decompression is a copy).
+    if random {
+        h
+    } else {
+        h >> (56 - 7 * j)
+    }
 }
 
 fn fact_schema() -> Schema {
@@ -80,15 +96,16 @@ fn load_fact<'a>(
     name: &str,
     fk: &[u64],
     order: &[u32],
-    chunk_rows: u32,
+    args: &Args,
 ) -> siftdb::Result<Table<'a>> {
-    let mut t = Table::create(db, name, fact_schema(), TableOptions { chunk_rows })?;
-    for part in order.chunks(chunk_rows as usize) {
+    let mut t =
+        Table::create(db, name, fact_schema(), TableOptions { chunk_rows: args.chunk_rows })?;
+    for part in order.chunks(args.chunk_rows as usize) {
         let mut cols =
             vec![Column::new(ColumnData::U64(part.iter().map(|&r| fk[r as usize]).collect()))];
         for j in 0..8 {
             cols.push(Column::new(ColumnData::U64(
-                part.iter().map(|&r| payload(r as u64, j)).collect(),
+                part.iter().map(|&r| payload(r as u64, j, args.random_payload)).collect(),
             )));
         }
         t.append(&cols)?;
@@ -127,8 +144,8 @@ fn main() -> siftdb::Result<()> {
         )),
     ])?;
     let layouts = [
-        ("sorted", load_fact(&db, "fact_sorted", &fk, &sorted, args.chunk_rows)?),
-        ("scattered", load_fact(&db, "fact_scattered", &fk, &scattered, args.chunk_rows)?),
+        ("sorted", load_fact(&db, "fact_sorted", &fk, &sorted, &args)?),
+        ("scattered", load_fact(&db, "fact_scattered", &fk, &scattered, &args)?),
     ];
     drop((fk, sorted, scattered));
     db.flush()?;
