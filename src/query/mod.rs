@@ -33,17 +33,19 @@ mod codec;
 mod column;
 mod counters;
 mod join;
+mod meta;
 mod scan;
 mod schema;
 mod table;
 
-pub use chunk::{ChunkMeta, ColumnMeta, CHUNK_FILTER_FPR};
+pub use chunk::CHUNK_FILTER_FPR;
 pub use column::{Column, ColumnData, Value};
 pub use counters::{JoinCounters, ScanCounters};
 pub use join::{
     hash_join, key_hash, AdaptiveConfig, BuildSide, FilterChoice, JoinMode, JoinOptions,
     JoinResult, ProbeSide,
 };
+pub use meta::{ChunkMeta, ColumnMeta};
 pub use scan::{between, eq, in_list, scan, Predicate, ScanResult, ScanSpec};
 pub use schema::{ColumnType, Field, Schema};
 pub use table::{Table, TableOptions, DEFAULT_CHUNK_ROWS};

@@ -10,9 +10,10 @@
 //! materialised (late materialisation).
 
 use crate::error::{Error, Result};
-use crate::query::chunk::{ChunkMeta, RawChunk};
+use crate::query::chunk::RawChunk;
 use crate::query::column::{Column, Value};
 use crate::query::counters::ScanCounters;
+use crate::query::meta::ChunkMeta;
 use crate::query::schema::{ColumnType, Schema};
 use crate::query::table::Table;
 use std::cmp::Ordering;

@@ -8,8 +8,9 @@
 
 use crate::error::{Error, Result};
 use crate::filter::SplitBlockBloom;
-use crate::query::chunk::{encode_column, ChunkMeta, RawChunk};
+use crate::query::chunk::{encode_column, RawChunk};
 use crate::query::column::Column;
+use crate::query::meta::ChunkMeta;
 use crate::query::schema::Schema;
 use crate::{Db, WriteBatch};
 

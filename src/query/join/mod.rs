@@ -22,6 +22,7 @@
 
 mod adaptive;
 mod filter;
+mod output;
 
 pub use adaptive::AdaptiveConfig;
 pub use filter::{key_hash, FilterChoice};
@@ -37,8 +38,9 @@ use crate::query::schema::ColumnType;
 use crate::query::table::Table;
 use adaptive::Switch;
 use filter::ProbeFilter;
+use output::{cell_hash, KeyHasher, Output};
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
 use std::time::Instant;
 
 /// How the probe side uses the filter. See the module documentation.
@@ -152,36 +154,6 @@ pub struct JoinResult {
     pub pairs: Vec<(u64, u64)>,
     /// What the join did.
     pub counters: JoinCounters,
-}
-
-/// A `Hasher` for `u64` keys: one bijective mix, far cheaper than SipHash.
-#[derive(Default)]
-struct KeyHasher(u64);
-
-impl Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = mix64(self.0 ^ b as u64, 1);
-        }
-    }
-    fn write_u64(&mut self, k: u64) {
-        self.0 = mix64(k, 0x51_7cc1_b727_220a);
-    }
-}
-
-/// Hash of one cell for the checksum.
-fn cell_hash(v: &Value, col: usize) -> u64 {
-    let h = match v {
-        Value::Null => 0x9e37_79b9_7f4a_7c15,
-        Value::U64(x) => mix64(*x, 1),
-        Value::I64(x) => mix64(*x as u64, 2),
-        Value::F64(x) => mix64(x.to_bits(), 3),
-        Value::Bytes(b) => crate::filter::hash_key(b),
-    };
-    mix64(h, col as u64 + 11)
 }
 
 fn key_u64(raw: &RawChunk, i: usize) -> Option<u64> {
@@ -399,29 +371,4 @@ pub fn hash_join(
         p.1 = b.row_ids[p.1 as usize];
     }
     Ok(JoinResult { rows: out.rows, checksum: out.checksum, pairs: out.pairs, counters: c })
-}
-
-/// Accumulates joined rows.
-struct Output {
-    rows: u64,
-    checksum: u64,
-    pairs: Vec<(u64, u64)>,
-    collect: bool,
-}
-
-impl Output {
-    /// Emits probe row `prow` (row hash `ph`) joined with every build row in the chain `head`.
-    #[inline]
-    fn emit(&mut self, prow: u64, ph: u64, head: u32, next: &[u32], bhash: &[u64]) {
-        let mut b = head;
-        while b != u32::MAX {
-            self.rows += 1;
-            self.checksum =
-                self.checksum.wrapping_add(mix64(ph ^ bhash[b as usize].rotate_left(17), 9));
-            if self.collect {
-                self.pairs.push((prow, b as u64));
-            }
-            b = next[b as usize];
-        }
-    }
 }
