@@ -144,6 +144,13 @@ pub(crate) fn encode_column(
     Ok(EncodedColumn { value, meta, filter })
 }
 
+thread_local! {
+    /// One zstd decompression context per thread, made on first use: scans decompress one
+    /// frame per column chunk, and a fresh context per frame costs an allocation and its reset.
+    static DECOMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
 /// A decompressed column chunk whose lengths have been checked: every accessor below stays in
 /// bounds for `i < rows`.
 pub(crate) struct RawChunk {
@@ -192,7 +199,15 @@ impl RawChunk {
             return Err(r.err("raw length", &format!("{raw_len} does not fit {rows} rows")));
         }
         let frame = r.rest();
-        let raw = zstd::bulk::decompress(frame, raw_len as usize)
+        let raw = DECOMPRESSOR
+            .with(|d| {
+                let mut d = d.borrow_mut();
+                let d = match &mut *d {
+                    Some(d) => d,
+                    none => none.insert(zstd::bulk::Decompressor::new()?),
+                };
+                d.decompress(frame, raw_len as usize)
+            })
             .map_err(|e| Error::corruption(format!("column chunk: zstd: {e}"), Some(14)))?;
         if raw.len() as u64 != raw_len {
             return Err(Error::corruption("column chunk: decompressed length differs", Some(14)));
