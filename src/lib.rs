@@ -9,6 +9,8 @@
 //!   an in-memory one that simulates crashes and injects faults.
 //! * [`wal`]: the write-ahead log (block-framed records, torn-tail-aware recovery).
 //! * [`manifest`]: the log of version edits that records the live files; [`filename`] names them.
+//! * [`query`]: a column-store query layer on the engine: chunked typed tables, chunk skipping,
+//!   hash joins with probe filters.
 //!
 //! Formats are specified once, in `design.md` at the repository root.
 
@@ -25,6 +27,7 @@ pub mod ikey;
 pub mod manifest;
 pub mod memtable;
 pub mod options;
+pub mod query;
 pub mod rng;
 pub mod sst;
 pub mod storage;

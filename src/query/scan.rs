@@ -1,0 +1,290 @@
+//! Scans with predicates and a projection, skipping chunks before reading them.
+//!
+//! Per chunk, in order of cost: (1) every predicate is tested against the chunk's min/max of
+//! its column, a chunk no row of which can match is skipped without a read; (2) each `eq` /
+//! `in_list` probes the column's chunk filter (a Parquet split-block Bloom filter over the
+//! chunk's distinct values) with every value, and a chunk whose filter rejects them all is
+//! skipped (a filter has no false negatives, so no matching chunk is ever skipped); (3) the
+//! predicate columns are decompressed and evaluated, giving a selection of rows; (4) only if the
+//! selection is non-empty are the other projected columns read, and only the selected rows are
+//! materialised (late materialisation).
+
+use crate::error::{Error, Result};
+use crate::query::chunk::RawChunk;
+use crate::query::column::{Column, Value};
+use crate::query::counters::ScanCounters;
+use crate::query::meta::ChunkMeta;
+use crate::query::schema::{ColumnType, Schema};
+use crate::query::table::Table;
+use std::cmp::Ordering;
+
+/// A condition on one column. Nulls satisfy no predicate.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Predicate {
+    /// `col == value`.
+    Eq {
+        /// Column name.
+        col: String,
+        /// The value.
+        value: Value,
+    },
+    /// `col` is one of `values`.
+    InList {
+        /// Column name.
+        col: String,
+        /// The values.
+        values: Vec<Value>,
+    },
+    /// `lo <= col <= hi` (both inclusive).
+    Between {
+        /// Column name.
+        col: String,
+        /// Lower bound.
+        lo: Value,
+        /// Upper bound.
+        hi: Value,
+    },
+}
+
+/// `col == value`.
+pub fn eq(col: &str, value: Value) -> Predicate {
+    Predicate::Eq { col: col.to_string(), value }
+}
+
+/// `col IN (values)`.
+pub fn in_list(col: &str, values: Vec<Value>) -> Predicate {
+    Predicate::InList { col: col.to_string(), values }
+}
+
+/// `lo <= col <= hi`.
+pub fn between(col: &str, lo: Value, hi: Value) -> Predicate {
+    Predicate::Between { col: col.to_string(), lo, hi }
+}
+
+/// Total order of two stored numeric bit patterns of type `ty`.
+#[inline]
+fn cmp_bits(ty: ColumnType, a: u64, b: u64) -> Ordering {
+    match ty {
+        ColumnType::U64 => a.cmp(&b),
+        ColumnType::I64 => (a as i64).cmp(&(b as i64)),
+        _ => f64::from_bits(a).total_cmp(&f64::from_bits(b)),
+    }
+}
+
+/// The stored bit pattern of a numeric value.
+fn bits_of(v: &Value) -> u64 {
+    match v {
+        Value::U64(x) => *x,
+        Value::I64(x) => *x as u64,
+        Value::F64(x) => x.to_bits(),
+        _ => 0,
+    }
+}
+
+impl Predicate {
+    /// The column the predicate reads.
+    pub fn column(&self) -> &str {
+        match self {
+            Predicate::Eq { col, .. }
+            | Predicate::InList { col, .. }
+            | Predicate::Between { col, .. } => col,
+        }
+    }
+
+    fn values(&self) -> Vec<&Value> {
+        match self {
+            Predicate::Eq { value, .. } => vec![value],
+            Predicate::InList { values, .. } => values.iter().collect(),
+            Predicate::Between { lo, hi, .. } => vec![lo, hi],
+        }
+    }
+
+    /// Checks the predicate's values against the column type; returns the column index.
+    pub(crate) fn bind(&self, schema: &Schema) -> Result<usize> {
+        let col = schema.index_of(self.column())?;
+        let ty = schema.fields[col].ty;
+        for v in self.values() {
+            if v.ty() != Some(ty) {
+                return Err(Error::invalid(format!(
+                    "predicate value {v:?} does not fit column {:?} of type {}",
+                    self.column(),
+                    ty.name()
+                )));
+            }
+        }
+        Ok(col)
+    }
+
+    /// Whether `v` satisfies the predicate (false for null).
+    pub fn matches(&self, v: &Value) -> bool {
+        let is = |o: Option<Ordering>, want: &[Ordering]| o.is_some_and(|o| want.contains(&o));
+        match self {
+            Predicate::Eq { value, .. } => is(v.cmp_same(value), &[Ordering::Equal]),
+            Predicate::InList { values, .. } => {
+                values.iter().any(|x| is(v.cmp_same(x), &[Ordering::Equal]))
+            }
+            Predicate::Between { lo, hi, .. } => {
+                is(v.cmp_same(lo), &[Ordering::Equal, Ordering::Greater])
+                    && is(v.cmp_same(hi), &[Ordering::Equal, Ordering::Less])
+            }
+        }
+    }
+
+    /// True when no value in `[min, max]` can satisfy the predicate.
+    fn excludes_range(&self, min: &Value, max: &Value) -> bool {
+        let inside = |v: &Value| {
+            min.cmp_same(v) != Some(Ordering::Greater) && max.cmp_same(v) != Some(Ordering::Less)
+        };
+        match self {
+            Predicate::Eq { value, .. } => !inside(value),
+            Predicate::InList { values, .. } => !values.iter().any(inside),
+            Predicate::Between { lo, hi, .. } => {
+                lo.cmp_same(hi) == Some(Ordering::Greater)
+                    || hi.cmp_same(min) == Some(Ordering::Less)
+                    || lo.cmp_same(max) == Some(Ordering::Greater)
+            }
+        }
+    }
+
+    /// True when chunk statistics prove no row of column `col` can match.
+    pub(crate) fn excludes_chunk(&self, meta: &ChunkMeta, col: usize) -> bool {
+        match (&meta.columns[col].min, &meta.columns[col].max) {
+            (Some(min), Some(max)) => self.excludes_range(min, max),
+            _ => true, // every row null
+        }
+    }
+
+    /// Keeps in `sel` the rows of `raw` that satisfy the predicate.
+    pub(crate) fn filter_rows(&self, raw: &RawChunk, ty: ColumnType, sel: &mut Vec<u32>) {
+        if ty == ColumnType::Bytes {
+            let bytes = |v: &Value| match v {
+                Value::Bytes(b) => b.clone(),
+                _ => Vec::new(),
+            };
+            sel.retain(|&i| {
+                let i = i as usize;
+                raw.is_valid(i) && {
+                    let x = raw.bytes_at(i);
+                    match self {
+                        Predicate::Eq { value, .. } => x == bytes(value).as_slice(),
+                        Predicate::InList { values, .. } => {
+                            values.iter().any(|v| x == bytes(v).as_slice())
+                        }
+                        Predicate::Between { lo, hi, .. } => {
+                            x >= bytes(lo).as_slice() && x <= bytes(hi).as_slice()
+                        }
+                    }
+                }
+            });
+            return;
+        }
+        let vals: Vec<u64> = self.values().into_iter().map(bits_of).collect();
+        sel.retain(|&i| {
+            let i = i as usize;
+            raw.is_valid(i) && {
+                let x = raw.bits(i);
+                match self {
+                    Predicate::Eq { .. } | Predicate::InList { .. } => {
+                        vals.iter().any(|&v| cmp_bits(ty, x, v) == Ordering::Equal)
+                    }
+                    Predicate::Between { .. } => {
+                        cmp_bits(ty, x, vals[0]) != Ordering::Less
+                            && cmp_bits(ty, x, vals[1]) != Ordering::Greater
+                    }
+                }
+            }
+        });
+    }
+}
+
+/// What to read: a conjunction of predicates and the columns to return.
+#[derive(Debug, Clone, Default)]
+pub struct ScanSpec {
+    /// All must hold.
+    pub predicates: Vec<Predicate>,
+    /// Columns to return, by name, in this order.
+    pub projection: Vec<String>,
+}
+
+/// Rows a scan returned.
+#[derive(Debug, Clone)]
+pub struct ScanResult {
+    /// One column per projected name.
+    pub columns: Vec<Column>,
+    /// The table row number of each returned row, ascending.
+    pub row_ids: Vec<u64>,
+    /// What the scan did.
+    pub counters: ScanCounters,
+}
+
+/// Scans `table`: rows satisfying every predicate, projected. See the module documentation.
+pub fn scan(table: &Table<'_>, spec: &ScanSpec) -> Result<ScanResult> {
+    let schema = table.schema();
+    let preds: Vec<(usize, &Predicate)> =
+        spec.predicates.iter().map(|p| Ok((p.bind(schema)?, p))).collect::<Result<_>>()?;
+    let proj: Vec<usize> =
+        spec.projection.iter().map(|n| schema.index_of(n)).collect::<Result<_>>()?;
+    let mut c = ScanCounters { rows_decoded: vec![0; schema.len()], ..Default::default() };
+    let mut columns: Vec<Column> = proj
+        .iter()
+        .map(|&k| Column::empty(schema.fields[k].ty, schema.fields[k].nullable))
+        .collect();
+    let mut row_ids = Vec::new();
+    'chunks: for (ci, meta) in table.chunks().iter().enumerate() {
+        c.chunks_total += 1;
+        if preds.iter().any(|(k, p)| p.excludes_chunk(meta, *k)) {
+            c.chunks_skipped_minmax += 1;
+            continue;
+        }
+        for (k, p) in &preds {
+            let hashes: Vec<u64> = match p {
+                Predicate::Eq { value, .. } => value.sbbf_hash().into_iter().collect(),
+                Predicate::InList { values, .. } => {
+                    values.iter().filter_map(Value::sbbf_hash).collect()
+                }
+                Predicate::Between { .. } => continue,
+            };
+            c.filters_probed += 1;
+            let rejects_all = match table.read_filter(ci, *k)? {
+                Some(f) => !hashes.iter().any(|&h| crate::filter::Filter::contains_hash(&f, h)),
+                None => true,
+            };
+            if rejects_all {
+                c.chunks_skipped_filter += 1;
+                continue 'chunks;
+            }
+        }
+        let mut sel: Vec<u32> = (0..meta.rows).collect();
+        let mut decoded: Vec<(usize, RawChunk)> = Vec::new();
+        for (k, p) in &preds {
+            if sel.is_empty() {
+                break;
+            }
+            let raw = match decoded.iter().position(|(j, _)| j == k) {
+                Some(at) => &decoded[at].1,
+                None => {
+                    decoded.push((*k, table.read_column(ci, *k)?));
+                    c.rows_decoded[*k] += meta.rows as u64;
+                    &decoded.last().expect("just pushed").1
+                }
+            };
+            p.filter_rows(raw, schema.fields[*k].ty, &mut sel);
+        }
+        if sel.is_empty() {
+            continue;
+        }
+        for (out, &k) in columns.iter_mut().zip(&proj) {
+            if let Some(at) = decoded.iter().position(|(j, _)| *j == k) {
+                decoded[at].1.gather_into(&sel, out)?;
+            } else {
+                let raw = table.read_column(ci, k)?;
+                c.rows_decoded[k] += sel.len() as u64;
+                raw.gather_into(&sel, out)?;
+                decoded.push((k, raw));
+            }
+        }
+        row_ids.extend(sel.iter().map(|&i| meta.first_row + i as u64));
+    }
+    c.rows_out = row_ids.len() as u64;
+    Ok(ScanResult { columns, row_ids, counters: c })
+}

@@ -1,0 +1,288 @@
+//! Typed tables stored in a [`Db`] through its public API only (`get`, `write`, `prefix`).
+//!
+//! Key layout (design.md, "Query layer storage"): everything of table `t` lives under `q/t/`:
+//! the schema at `q/t/s`, chunk `c`'s metadata at `q/t/m/{c:u32 BE}`, column `k` of chunk `c` at
+//! `q/t/c/{c:u32 BE}{k:u16 BE}` and its chunk filter at `q/t/f/{c:u32 BE}{k:u16 BE}`. A chunk's
+//! column values, filters and metadata go into the store in one `WriteBatch`, metadata included,
+//! so a crash leaves either the whole chunk or none of it.
+
+use crate::error::{Error, Result};
+use crate::filter::SplitBlockBloom;
+use crate::query::chunk::{encode_column, RawChunk};
+use crate::query::column::Column;
+use crate::query::meta::ChunkMeta;
+use crate::query::schema::Schema;
+use crate::{Db, WriteBatch};
+
+/// Default rows per chunk.
+pub const DEFAULT_CHUNK_ROWS: u32 = 65_536;
+
+/// Options of [`Table::create`].
+#[derive(Debug, Clone, Copy)]
+pub struct TableOptions {
+    /// Rows per chunk. Default 65,536: large enough that per-chunk costs (one `get` per column,
+    /// one zstd frame) vanish, small enough that min/max skipping has something to skip.
+    pub chunk_rows: u32,
+}
+
+impl Default for TableOptions {
+    fn default() -> Self {
+        TableOptions { chunk_rows: DEFAULT_CHUNK_ROWS }
+    }
+}
+
+/// A table: its schema and the metadata of every chunk (kept in memory; data stays in the Db).
+pub struct Table<'db> {
+    db: &'db Db,
+    name: String,
+    schema: Schema,
+    chunk_rows: u32,
+    chunks: Vec<ChunkMeta>,
+}
+
+impl std::fmt::Debug for Table<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Table")
+            .field("name", &self.name)
+            .field("schema", &self.schema)
+            .field("chunk_rows", &self.chunk_rows)
+            .field("chunks", &self.chunks.len())
+            .finish()
+    }
+}
+
+fn prefix(name: &str) -> Vec<u8> {
+    format!("q/{name}/").into_bytes()
+}
+
+fn check_name(name: &str) -> Result<()> {
+    if name.is_empty()
+        || name.len() > 64
+        || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    {
+        return Err(Error::invalid(format!("table name {name:?} is not 1..=64 of [A-Za-z0-9_]")));
+    }
+    Ok(())
+}
+
+impl<'db> Table<'db> {
+    /// Creates table `name` (1..=64 of `[A-Za-z0-9_]`) with `schema`; fails if it exists.
+    pub fn create(
+        db: &'db Db,
+        name: &str,
+        schema: Schema,
+        opts: TableOptions,
+    ) -> Result<Table<'db>> {
+        check_name(name)?;
+        if opts.chunk_rows == 0 {
+            return Err(Error::invalid("chunk_rows must be positive"));
+        }
+        let key = Table::schema_key(name);
+        if db.get(&key)?.is_some() {
+            return Err(Error::invalid(format!("table {name:?} already exists")));
+        }
+        db.put(&key, schema.encode(opts.chunk_rows))?;
+        Ok(Table {
+            db,
+            name: name.to_string(),
+            schema,
+            chunk_rows: opts.chunk_rows,
+            chunks: Vec::new(),
+        })
+    }
+
+    /// Opens table `name`, checking that its stored schema equals `expected` (names, types and
+    /// nullability): a mismatch is [`Error::InvalidArgument`] naming the first difference.
+    pub fn open(db: &'db Db, name: &str, expected: &Schema) -> Result<Table<'db>> {
+        let t = Table::open_any(db, name)?;
+        if t.schema.len() != expected.len() {
+            return Err(Error::invalid(format!(
+                "table {name:?} has {} columns, caller expects {}",
+                t.schema.len(),
+                expected.len()
+            )));
+        }
+        for (s, e) in t.schema.fields.iter().zip(&expected.fields) {
+            if s != e {
+                return Err(Error::invalid(format!(
+                    "table {name:?}: stored column {:?} {}{} but caller expects {:?} {}{}",
+                    s.name,
+                    s.ty.name(),
+                    if s.nullable { " nullable" } else { "" },
+                    e.name,
+                    e.ty.name(),
+                    if e.nullable { " nullable" } else { "" },
+                )));
+            }
+        }
+        Ok(t)
+    }
+
+    /// Opens table `name` with whatever schema it was created with.
+    pub fn open_any(db: &'db Db, name: &str) -> Result<Table<'db>> {
+        check_name(name)?;
+        let value = db
+            .get(Table::schema_key(name))?
+            .ok_or_else(|| Error::invalid(format!("no table named {name:?}")))?;
+        let (schema, chunk_rows) = Schema::decode(&value)?;
+        let mut chunks = Vec::new();
+        let mut mprefix = prefix(name);
+        mprefix.extend_from_slice(b"m/");
+        let mut next_row = 0u64;
+        for kv in db.prefix(&mprefix)? {
+            let (k, v) = kv?;
+            let meta = ChunkMeta::decode(&v, &schema.fields)?;
+            let expect_key = Table::meta_key_of(name, chunks.len() as u32);
+            if k != expect_key || meta.index as usize != chunks.len() || meta.first_row != next_row
+            {
+                return Err(Error::corruption(
+                    format!("table {name:?}: chunk {} metadata out of sequence", chunks.len()),
+                    None,
+                ));
+            }
+            next_row += meta.rows as u64;
+            chunks.push(meta);
+        }
+        Ok(Table { db, name: name.to_string(), schema, chunk_rows, chunks })
+    }
+
+    fn schema_key(name: &str) -> Vec<u8> {
+        let mut k = prefix(name);
+        k.push(b's');
+        k
+    }
+
+    fn meta_key_of(name: &str, chunk: u32) -> Vec<u8> {
+        let mut k = prefix(name);
+        k.extend_from_slice(b"m/");
+        k.extend_from_slice(&chunk.to_be_bytes());
+        k
+    }
+
+    /// The key of column `col` of chunk `chunk` (`kind` b'c' for values, b'f' for the filter).
+    fn column_key(&self, kind: u8, chunk: u32, col: usize) -> Vec<u8> {
+        let mut k = prefix(&self.name);
+        k.push(kind);
+        k.push(b'/');
+        k.extend_from_slice(&chunk.to_be_bytes());
+        k.extend_from_slice(&(col as u16).to_be_bytes());
+        k
+    }
+
+    /// The table's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The schema.
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    /// Rows per chunk.
+    pub fn chunk_rows(&self) -> u32 {
+        self.chunk_rows
+    }
+
+    /// Metadata of every chunk, in order.
+    pub fn chunks(&self) -> &[ChunkMeta] {
+        &self.chunks
+    }
+
+    /// Total rows.
+    pub fn num_rows(&self) -> u64 {
+        self.chunks.last().map_or(0, |c| c.first_row + c.rows as u64)
+    }
+
+    /// Appends rows given as one column per schema column (equal lengths, matching types and
+    /// nullability), cut into chunks of `chunk_rows`; the last chunk may be short. Each chunk is
+    /// one atomic `WriteBatch`.
+    pub fn append(&mut self, columns: &[Column]) -> Result<()> {
+        if columns.len() != self.schema.len() {
+            return Err(Error::invalid(format!(
+                "{} columns given, schema has {}",
+                columns.len(),
+                self.schema.len()
+            )));
+        }
+        let rows = columns[0].len();
+        for (c, f) in columns.iter().zip(&self.schema.fields) {
+            if c.len() != rows || c.data.ty() != f.ty {
+                return Err(Error::invalid(format!("column {:?}: wrong type or length", f.name)));
+            }
+            if c.validity.is_some()
+                && !f.nullable
+                && c.validity.as_ref().is_some_and(|v| v.contains(&false))
+            {
+                return Err(Error::invalid(format!("column {:?} is not nullable", f.name)));
+            }
+        }
+        let mut start = 0;
+        while start < rows {
+            let end = (start + self.chunk_rows as usize).min(rows);
+            let index =
+                u32::try_from(self.chunks.len()).map_err(|_| Error::invalid("too many chunks"))?;
+            let mut batch = WriteBatch::new();
+            let mut metas = Vec::with_capacity(columns.len());
+            for (k, (c, f)) in columns.iter().zip(&self.schema.fields).enumerate() {
+                let enc = encode_column(f, c, start, end)?;
+                batch.put(self.column_key(b'c', index, k), &enc.value);
+                if let Some(filter) = &enc.filter {
+                    batch.put(self.column_key(b'f', index, k), filter);
+                }
+                metas.push(enc.meta);
+            }
+            let meta = ChunkMeta {
+                index,
+                first_row: self.num_rows(),
+                rows: (end - start) as u32,
+                columns: metas,
+            };
+            batch.put(Table::meta_key_of(&self.name, index), meta.encode());
+            self.db.write(batch)?;
+            self.chunks.push(meta);
+            start = end;
+        }
+        Ok(())
+    }
+
+    /// Reads, checks and decompresses column `col` of chunk `chunk`.
+    pub(crate) fn read_column(&self, chunk: usize, col: usize) -> Result<RawChunk> {
+        let meta = &self.chunks[chunk];
+        let value = self.db.get(self.column_key(b'c', meta.index, col))?.ok_or_else(|| {
+            Error::corruption(
+                format!("table {:?}: chunk {chunk} column {col} is missing", self.name),
+                None,
+            )
+        })?;
+        RawChunk::decode(&value, &self.schema.fields[col], meta.rows)
+    }
+
+    /// Reads the chunk filter of column `col` of chunk `chunk` (`None` if the chunk has no
+    /// non-null value there).
+    pub(crate) fn read_filter(&self, chunk: usize, col: usize) -> Result<Option<SplitBlockBloom>> {
+        let meta = &self.chunks[chunk];
+        if !meta.columns[col].has_filter {
+            return Ok(None);
+        }
+        let value = self.db.get(self.column_key(b'f', meta.index, col))?.ok_or_else(|| {
+            Error::corruption(
+                format!("table {:?}: chunk {chunk} filter {col} is missing", self.name),
+                None,
+            )
+        })?;
+        SplitBlockBloom::from_bytes(&value).map(Some)
+    }
+
+    /// The raw stored bytes of column `col` of chunk `chunk` (for inspection and tests).
+    pub fn column_chunk_bytes(&self, chunk: usize, col: usize) -> Result<Option<Vec<u8>>> {
+        let meta = self.chunks.get(chunk).ok_or_else(|| Error::invalid("no such chunk"))?;
+        self.db.get(self.column_key(b'c', meta.index, col))
+    }
+
+    /// The Db key of column `col` of chunk `chunk` (for inspection and tests).
+    pub fn column_chunk_key(&self, chunk: usize, col: usize) -> Result<Vec<u8>> {
+        let meta = self.chunks.get(chunk).ok_or_else(|| Error::invalid("no such chunk"))?;
+        Ok(self.column_key(b'c', meta.index, col))
+    }
+}
