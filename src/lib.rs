@@ -27,6 +27,8 @@ pub mod options;
 pub mod rng;
 pub mod sst;
 pub mod storage;
+#[doc(hidden)]
+pub mod testing;
 pub mod version;
 pub mod wal;
 
