@@ -47,8 +47,10 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     }
     let lock = storage.lock(&dir.join(filename::LOCK))?;
 
+    let mut existed = false;
     let state = match manifest::recover(&*storage, dir)? {
         Some(state) => {
+            existed = true;
             if opts.error_if_exists {
                 return Err(Error::invalid(format!("database {} already exists", dir.display())));
             }
@@ -97,6 +99,20 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         .map(|(_, n)| n)
         .collect();
     wals.sort_unstable();
+    // The WAL the manifest's log number names always exists (it is created and its entry synced
+    // before any edit names it, and only WALs below it are deleted). If it is gone, an edit
+    // that moved the log number on was lost (a damaged last manifest edit reads like a torn
+    // one) after the WALs it made obsolete were deleted: their data is lost, so refuse to open.
+    if existed && !wals.contains(&state.log_number) {
+        return Err(Error::Corruption {
+            file: Some(dir.join(filename::manifest_name(state.manifest_number))),
+            offset: None,
+            what: format!(
+                "WAL {} named by the manifest's log number is missing (a manifest edit was lost)",
+                state.log_number
+            ),
+        });
+    }
     let wal_bytes: u64 = wals
         .iter()
         .map(|&n| storage.open(&dir.join(filename::wal_name(n))).map(|f| f.len()).unwrap_or(0))
