@@ -1,6 +1,7 @@
 //! The `siftdb` command line. Without a subcommand it runs the point-lookup demo (the main job
 //! of `cargo run --release`).
 
+mod crashtest;
 mod demo;
 mod progress;
 
@@ -24,6 +25,12 @@ struct Cli {
 enum Command {
     /// The point-lookup demo with its read-amplification table (the default).
     Demo(demo::DemoArgs),
+    /// Kill -9 crash loop: a child writes synced batches and is killed at random moments; each
+    /// recovery must keep every acknowledged write and be a prefix of the history.
+    Crashtest(crashtest::CrashtestArgs),
+    /// The crash loop's child process (internal).
+    #[command(hide = true)]
+    CrashtestChild(crashtest::ChildArgs),
 }
 
 fn main() -> ExitCode {
@@ -31,6 +38,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         None => demo::run(&cli.demo),
         Some(Command::Demo(args)) => demo::run(&args),
+        Some(Command::Crashtest(args)) => crashtest::run(&args),
+        Some(Command::CrashtestChild(args)) => crashtest::child(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
