@@ -124,7 +124,7 @@ fn run_case(actions: &[Action]) -> Result<(), TestCaseError> {
                 floor = pending.len();
             }
             Action::Reopen => {
-                db = None;
+                drop(db.take()); // close before reopening (the directory lock)
                 db = Some(Db::open(dir, options(&storage)).unwrap());
                 prop_assert_eq!(scan(db.as_ref().unwrap()), model.clone(), "after reopen");
             }
@@ -140,7 +140,7 @@ fn run_case(actions: &[Action]) -> Result<(), TestCaseError> {
                     // A killed process: everything handed to the OS survives.
                     _ => storage.crash(DataFate::KeepAll, DirFate::KeepAll),
                 }
-                db = None;
+                drop(db.take());
                 if fate == 4 {
                     floor = pending.len();
                 }
