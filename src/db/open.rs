@@ -36,6 +36,37 @@ use std::sync::Arc;
 /// Bytes of WAL assumed per replayed entry when sizing the recovery memtable's filter.
 const WAL_BYTES_PER_ENTRY_GUESS: u64 = 32;
 
+/// A directory without `CURRENT` is a new database only if it holds nothing but what an
+/// interrupted creation leaves (LOCK, CURRENT.tmp, a manifest, empty WALs). Foreign files, or
+/// tables and non-empty WALs (a database whose CURRENT was lost), are an error, raised before
+/// anything is written (not even the LOCK file), so the directory is left as it was.
+fn refuse_foreign_directory(storage: &dyn Storage, dir: &Path) -> Result<()> {
+    if storage.exists(&dir.join(filename::CURRENT))? {
+        return Ok(());
+    }
+    for name in storage.list(dir)? {
+        let data = match filename::parse_file_name(&name) {
+            None => {
+                return Err(Error::invalid(format!(
+                    "{} is not a siftdb database: it holds {name:?} and no CURRENT file",
+                    dir.display()
+                )))
+            }
+            Some((FileKind::Sst, _)) => true,
+            Some((FileKind::Wal, _)) => storage.open(&dir.join(&name))?.len() > 0,
+            Some(_) => false,
+        };
+        if data {
+            return Err(Error::Corruption {
+                file: Some(dir.join(filename::CURRENT)),
+                offset: None,
+                what: format!("CURRENT is missing but {name} holds data; refusing to start over"),
+            });
+        }
+    }
+    Ok(())
+}
+
 pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let storage: Arc<dyn Storage> =
         opts.storage.clone().unwrap_or_else(|| Arc::new(FsStorage::new()));
@@ -45,6 +76,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     if !storage.exists(dir)? {
         return Err(Error::invalid(format!("database directory {} does not exist", dir.display())));
     }
+    refuse_foreign_directory(&*storage, dir)?;
     let lock = storage.lock(&dir.join(filename::LOCK))?;
 
     let mut existed = false;
@@ -123,6 +155,9 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         memtable_filter_bits(&opts, replay_keys),
     ));
     let mut last_seq = state.last_sequence;
+    // The torn tail of the newest WAL is cut only once every record decoded, so an open that
+    // fails leaves the files as they were.
+    let mut truncate = None;
     for (i, &n) in wals.iter().enumerate() {
         let path = dir.join(filename::wal_name(n));
         let rec = read_wal(storage.open(&path)?, &path)?;
@@ -134,7 +169,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
                     what: "incomplete record in a WAL that is not the newest".into(),
                 });
             }
-            storage.truncate(&path, rec.valid_len)?;
+            truncate = Some((path.clone(), rec.valid_len));
         }
         for (r, record) in rec.records.iter().enumerate() {
             // The record passed its CRC, so a batch that does not decode was written wrong or
@@ -150,6 +185,10 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
                 last_seq = last_seq.max(seq);
             }
         }
+    }
+
+    if let Some((path, len)) = truncate {
+        storage.truncate(&path, len)?;
     }
 
     // New WAL, then a new manifest holding a snapshot of everything.
