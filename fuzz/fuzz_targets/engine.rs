@@ -13,7 +13,12 @@ use std::sync::Arc;
 type State = BTreeMap<Vec<u8>, Vec<u8>>;
 
 fn opts(s: &MemStorage) -> Options {
-    Options { storage: Some(Arc::new(s.clone())), memtable_size: 1024, block_size: 128, ..Options::default() }
+    Options {
+        storage: Some(Arc::new(s.clone())),
+        memtable_size: 1024,
+        block_size: 128,
+        ..Options::default()
+    }
 }
 
 fn scan(db: &Db) -> State {
