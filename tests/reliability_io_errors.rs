@@ -64,7 +64,8 @@ fn run_and_probe(dir: &Path, storage: &MemStorage, steps: &[Step]) -> (Outcome, 
                 }
                 r
             }
-            Step::Reopen => {
+            // A kill would disarm the fault under test: reopen instead.
+            Step::Reopen | Step::Kill => {
                 drop(db);
                 match Db::open(dir, opts.clone()) {
                     Ok(d) => {

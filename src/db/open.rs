@@ -190,6 +190,14 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     if let Some((path, len)) = truncate {
         storage.truncate(&path, len)?;
     }
+    // A killed process may have left the replayed records with the OS only: make them durable
+    // before any new write can be acknowledged, or a later power loss could keep new synced
+    // writes and lose these older ones (a hole), or tear a WAL that is no longer the newest.
+    if crate::testing::enabled("open.wal_sync") {
+        for &n in &wals {
+            storage.sync_file(&dir.join(filename::wal_name(n)))?;
+        }
+    }
 
     // New WAL, then a new manifest holding a snapshot of everything.
     let wal_number = next_file;

@@ -229,6 +229,16 @@ impl MemStorage {
         st.fail_at = None;
     }
 
+    /// A killed process (no power loss): every byte and entry stays exactly as it was, durable
+    /// or not (the OS still holds the unsynced part and may lose it at a later power loss),
+    /// locks are released, fault injection is disarmed and every handle opened before is dead.
+    pub fn kill_process(&self) {
+        let mut st = self.state.lock();
+        st.generation += 1;
+        st.locks.clear();
+        st.fail_at = None;
+    }
+
     /// Makes the operation `n` operations from now fail (the next `n` succeed; `n = 0` fails the
     /// very next one) with an I/O error; if `persistent`, every later operation fails too.
     /// Replaces any earlier arming.
@@ -360,6 +370,18 @@ impl Storage for MemStorage {
         st.durable.retain(|p, _| parent(p) != dir);
         for (p, node) in st.live.iter().filter(|(p, _)| parent(p) == dir) {
             st.durable.insert(p.clone(), node.clone());
+        }
+        Ok(())
+    }
+
+    fn sync_file(&self, path: &Path) -> Result<()> {
+        let mut st = self.state.lock();
+        st.begin(None, "syncing", path)?;
+        let node = st.live.get(path).ok_or_else(|| not_found("syncing", path))?;
+        let mut n = node.lock();
+        // As `WritableFile::sync`: nothing becomes durable once a sync of this file failed.
+        if !n.poisoned {
+            n.synced_len = n.data.len();
         }
         Ok(())
     }

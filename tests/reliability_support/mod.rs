@@ -35,6 +35,9 @@ pub enum Step {
     Flush,
     /// Close the database (drop) and open it again.
     Reopen,
+    /// Kill the process (`run_with`'s `kill`: its unsynced writes stay with the "OS" only),
+    /// then open again. Plain `run` treats it as `Reopen`.
+    Kill,
 }
 
 /// The key names: `k000`..; a small space so keys are overwritten and deleted often.
@@ -78,8 +81,10 @@ pub fn script(seed: u64, shape: Shape) -> Vec<Step> {
         steps.push(Step::Write(Op { records, sync: rng.below(100) < shape.sync_percent }));
         let roll = rng.below(100);
         // Every workload reopens at least twice, so recovery itself is interrupted too.
-        if i == shape.ops / 3 || i == 2 * shape.ops / 3 {
+        if i == shape.ops / 3 {
             steps.push(Step::Reopen);
+        } else if i == 2 * shape.ops / 3 {
+            steps.push(Step::Kill);
         } else if roll < shape.flush_percent {
             steps.push(Step::Flush);
         } else if roll < shape.flush_percent + shape.reopen_percent {
@@ -136,6 +141,12 @@ pub struct Outcome {
 /// Runs `steps` against a database in `dir`, stopping at the first error (the error of an
 /// injected fault or a simulated crash). The database is closed before returning.
 pub fn run(dir: &Path, opts: &Options, steps: &[Step]) -> Outcome {
+    run_with(dir, opts, steps, &|| {})
+}
+
+/// `run`, with `kill` simulating a killed process at `Step::Kill` (before the database is
+/// dropped, so its closing WAL sync cannot happen).
+pub fn run_with(dir: &Path, opts: &Options, steps: &[Step], kill: &dyn Fn()) -> Outcome {
     let mut out = Outcome::default();
     let Ok(mut db) = Db::open(dir, opts.clone()) else {
         out.failed = true;
@@ -160,7 +171,10 @@ pub fn run(dir: &Path, opts: &Options, steps: &[Step]) -> Outcome {
                 }
                 out.floor = out.attempted;
             }
-            Step::Reopen => {
+            Step::Reopen | Step::Kill => {
+                if matches!(step, Step::Kill) {
+                    kill();
+                }
                 drop(db);
                 match Db::open(dir, opts.clone()) {
                     Ok(d) => db = d,
