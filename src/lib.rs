@@ -31,6 +31,8 @@ pub mod query;
 pub mod rng;
 pub mod sst;
 pub mod storage;
+#[doc(hidden)]
+pub mod testing;
 pub mod version;
 pub mod wal;
 

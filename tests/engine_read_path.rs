@@ -25,7 +25,7 @@ fn load(flush: FilterConfig) -> (tempfile::TempDir, Db) {
     let dir = tempfile::tempdir().unwrap();
     let opts = Options {
         memtable_size: 16 << 20, // holds a whole file: only the explicit flushes cut files
-        filter_policy: FilterPolicy { flush },
+        filter_policy: FilterPolicy { flush, ..FilterPolicy::default() },
         ..Options::default()
     };
     let db = Db::open(dir.path(), opts).unwrap();

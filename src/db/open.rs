@@ -36,6 +36,37 @@ use std::sync::Arc;
 /// Bytes of WAL assumed per replayed entry when sizing the recovery memtable's filter.
 const WAL_BYTES_PER_ENTRY_GUESS: u64 = 32;
 
+/// A directory without `CURRENT` is a new database only if it holds nothing but what an
+/// interrupted creation leaves (LOCK, CURRENT.tmp, a manifest, empty WALs). Foreign files, or
+/// tables and non-empty WALs (a database whose CURRENT was lost), are an error, raised before
+/// anything is written (not even the LOCK file), so the directory is left as it was.
+fn refuse_foreign_directory(storage: &dyn Storage, dir: &Path) -> Result<()> {
+    if storage.exists(&dir.join(filename::CURRENT))? {
+        return Ok(());
+    }
+    for name in storage.list(dir)? {
+        let data = match filename::parse_file_name(&name) {
+            None => {
+                return Err(Error::invalid(format!(
+                    "{} is not a siftdb database: it holds {name:?} and no CURRENT file",
+                    dir.display()
+                )))
+            }
+            Some((FileKind::Sst, _)) => true,
+            Some((FileKind::Wal, _)) => storage.open(&dir.join(&name))?.len() > 0,
+            Some(_) => false,
+        };
+        if data {
+            return Err(Error::Corruption {
+                file: Some(dir.join(filename::CURRENT)),
+                offset: None,
+                what: format!("CURRENT is missing but {name} holds data; refusing to start over"),
+            });
+        }
+    }
+    Ok(())
+}
+
 pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let storage: Arc<dyn Storage> =
         opts.storage.clone().unwrap_or_else(|| Arc::new(FsStorage::new()));
@@ -45,10 +76,13 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     if !storage.exists(dir)? {
         return Err(Error::invalid(format!("database directory {} does not exist", dir.display())));
     }
+    refuse_foreign_directory(&*storage, dir)?;
     let lock = storage.lock(&dir.join(filename::LOCK))?;
 
+    let mut existed = false;
     let state = match manifest::recover(&*storage, dir)? {
         Some(state) => {
+            existed = true;
             if opts.error_if_exists {
                 return Err(Error::invalid(format!("database {} already exists", dir.display())));
             }
@@ -97,6 +131,20 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         .map(|(_, n)| n)
         .collect();
     wals.sort_unstable();
+    // The WAL the manifest's log number names always exists (it is created and its entry synced
+    // before any edit names it, and only WALs below it are deleted). If it is gone, an edit
+    // that moved the log number on was lost (a damaged last manifest edit reads like a torn
+    // one) after the WALs it made obsolete were deleted: their data is lost, so refuse to open.
+    if existed && !wals.contains(&state.log_number) {
+        return Err(Error::Corruption {
+            file: Some(dir.join(filename::manifest_name(state.manifest_number))),
+            offset: None,
+            what: format!(
+                "WAL {} named by the manifest's log number is missing (a manifest edit was lost)",
+                state.log_number
+            ),
+        });
+    }
     let wal_bytes: u64 = wals
         .iter()
         .map(|&n| storage.open(&dir.join(filename::wal_name(n))).map(|f| f.len()).unwrap_or(0))
@@ -107,6 +155,9 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         memtable_filter_bits(&opts, replay_keys),
     ));
     let mut last_seq = state.last_sequence;
+    // The torn tail of the newest WAL is cut only once every record decoded, so an open that
+    // fails leaves the files as they were.
+    let mut truncate = None;
     for (i, &n) in wals.iter().enumerate() {
         let path = dir.join(filename::wal_name(n));
         let rec = read_wal(storage.open(&path)?, &path)?;
@@ -118,7 +169,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
                     what: "incomplete record in a WAL that is not the newest".into(),
                 });
             }
-            storage.truncate(&path, rec.valid_len)?;
+            truncate = Some((path.clone(), rec.valid_len));
         }
         for (r, record) in rec.records.iter().enumerate() {
             // The record passed its CRC, so a batch that does not decode was written wrong or
@@ -136,12 +187,26 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         }
     }
 
+    if let Some((path, len)) = truncate {
+        storage.truncate(&path, len)?;
+    }
+    // A killed process may have left the replayed records with the OS only: make them durable
+    // before any new write can be acknowledged, or a later power loss could keep new synced
+    // writes and lose these older ones (a hole), or tear a WAL that is no longer the newest.
+    if crate::testing::enabled("open.wal_sync") {
+        for &n in &wals {
+            storage.sync_file(&dir.join(filename::wal_name(n)))?;
+        }
+    }
+
     // New WAL, then a new manifest holding a snapshot of everything.
     let wal_number = next_file;
     next_file += 1;
     let wal_path = dir.join(filename::wal_name(wal_number));
+    // The new WAL's directory entry becomes durable with the manifest's directory sync below,
+    // before `open` returns and any write can reach the WAL (a sync of its own here would be
+    // redundant, which the power-loss sharpness test shows).
     let wal_file = storage.create(&wal_path)?;
-    storage.sync_dir(dir)?;
     let manifest_number = next_file;
     next_file += 1;
     let log_number = if replayed.is_empty() { wal_number } else { wals[0] };

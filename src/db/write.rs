@@ -142,9 +142,11 @@ fn commit_group(inner: &DbInner, batch: &WriteBatch, sync: bool) -> Result<()> {
     }
     if sync {
         inner.counters.wal_syncs.fetch_add(1, Ordering::Relaxed);
-        if let Err(e) = w.wal.sync() {
-            inner.set_bg_error(&e);
-            return Err(e);
+        if crate::testing::enabled("wal.commit_sync") {
+            if let Err(e) = w.wal.sync() {
+                inner.set_bg_error(&e);
+                return Err(e);
+            }
         }
     }
     let sv = inner.super_version();
@@ -186,24 +188,30 @@ fn make_room(inner: &DbInner, w: &mut WriterState) -> Result<()> {
 /// first, so a later synced write in the new WAL never survives a power loss that an earlier
 /// buffered write of the old WAL did not (the recovered state stays a prefix of history).
 pub(crate) fn rotate(inner: &DbInner, w: &mut WriterState) -> Result<()> {
-    if let Err(e) = w.wal.sync() {
-        inner.set_bg_error(&e);
-        return Err(e);
+    if crate::testing::enabled("wal.rotate_sync") {
+        if let Err(e) = w.wal.sync() {
+            inner.set_bg_error(&e);
+            return Err(e);
+        }
     }
     let number = inner.new_file_number();
     let path = inner.dir.join(filename::wal_name(number));
     let file = inner.storage.create(&path)?;
-    if let Err(e) = inner.storage.sync_dir(&inner.dir) {
-        inner.set_bg_error(&e);
-        return Err(e);
+    if crate::testing::enabled("wal.rotate_sync_dir") {
+        if let Err(e) = inner.storage.sync_dir(&inner.dir) {
+            inner.set_bg_error(&e);
+            return Err(e);
+        }
     }
     let old = inner.super_version();
     let expected = expected_entries(&inner.opts, Some(&old.mem));
     let mem = Arc::new(Memtable::new(number, memtable_filter_bits(&inner.opts, expected)));
     w.wal = WalWriter::new(file);
     w.wal_number = number;
-    // Rebuild from the super-version current under the write lock: a flush or compaction may
-    // have installed a new one since `old` was read, and must not be undone.
+    // Read-modify-write under the write lock: a flush may have installed a new super-version
+    // since `old` was read (only `mem` is ours to replace; `imm` and `version` must be the
+    // latest). Building from `old` here lost flushed files and re-flushed their memtables into
+    // newer L0 files holding stale versions (found by tests/reliability_power_loss.rs).
     let mut svw = inner.sv.write();
     let cur = svw.clone();
     let mut imm = Vec::with_capacity(cur.imm.len() + 1);

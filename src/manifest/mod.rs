@@ -55,9 +55,13 @@ impl Manifest {
         let path = join(dir, &filename::manifest_name(number));
         let mut writer = WalWriter::new(storage.create(&path)?);
         writer.add_record(&snapshot.encode())?;
-        writer.sync()?;
+        if crate::testing::enabled("manifest.create_sync") {
+            writer.sync()?;
+        }
         // Make the manifest's own entry durable before CURRENT can point at it.
-        storage.sync_dir(dir)?;
+        if crate::testing::enabled("manifest.create_sync_dir") {
+            storage.sync_dir(dir)?;
+        }
         set_current(storage, dir, number)?;
         Ok(Manifest { writer, path, number })
     }
@@ -66,7 +70,10 @@ impl Manifest {
     /// ([`Error::ReadOnly`]); whether the edit is durable is unknown.
     pub fn append(&mut self, edit: &VersionEdit) -> Result<()> {
         self.writer.add_record(&edit.encode())?;
-        self.writer.sync()
+        if crate::testing::enabled("manifest.append_sync") {
+            self.writer.sync()?;
+        }
+        Ok(())
     }
 
     /// The manifest's file number.
@@ -91,10 +98,15 @@ fn set_current(storage: &dyn Storage, dir: &Path, number: u64) -> Result<()> {
     let tmp = join(dir, filename::CURRENT_TMP);
     let mut f = storage.create(&tmp)?;
     f.append(format!("{}\n", filename::manifest_name(number)).as_bytes())?;
-    f.sync()?;
+    if crate::testing::enabled("current.sync") {
+        f.sync()?;
+    }
     drop(f);
     storage.rename(&tmp, &join(dir, filename::CURRENT))?;
-    storage.sync_dir(dir)
+    if crate::testing::enabled("current.sync_dir") {
+        storage.sync_dir(dir)?;
+    }
+    Ok(())
 }
 
 /// The database state a manifest describes.

@@ -103,6 +103,9 @@ fn push_trailer(out: &mut Vec<u8>, ctype: u8) {
     out.extend_from_slice(&crc.to_le_bytes());
 }
 
+/// Largest expansion of zstd-compressed bytes (see `unframe_block`).
+const ZSTD_MAX_RATIO: usize = 32_768;
+
 /// Verifies a framed block (`contents ++ type ++ crc`, as read from the file) and returns its
 /// uncompressed contents. Offsets in errors are relative to the start of `framed`.
 pub fn unframe_block(mut framed: Vec<u8>) -> Result<Vec<u8>> {
@@ -129,6 +132,15 @@ pub fn unframe_block(mut framed: Vec<u8>) -> Result<Vec<u8>> {
             if raw_len > MAX_BLOCK_LEN {
                 return Err(Error::corruption(
                     format!("zstd block claims {raw_len} bytes, above the 1 GiB limit"),
+                    Some(0),
+                ));
+            }
+            // The decompressor allocates `raw_len` up front, so bound it by what the compressed
+            // bytes can expand to: a zstd block of at most 128 KiB output costs at least 4
+            // input bytes (3-byte header + 1 RLE byte), a ratio below 32768.
+            if raw_len > (n - pos).saturating_mul(ZSTD_MAX_RATIO) {
+                return Err(Error::corruption(
+                    format!("zstd block of {} bytes cannot expand to {raw_len}", n - pos),
                     Some(0),
                 ));
             }

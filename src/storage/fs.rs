@@ -162,6 +162,11 @@ impl Storage for FsStorage {
         d.sync_all().map_err(|e| io_err("syncing directory", dir, e))
     }
 
+    fn sync_file(&self, path: &Path) -> Result<()> {
+        let f = File::open(path).map_err(|e| io_err("opening", path, e))?;
+        f.sync_all().map_err(|e| io_err("syncing", path, e))
+    }
+
     fn lock(&self, path: &Path) -> Result<Box<dyn DirLock>> {
         let file = OpenOptions::new()
             .read(true)

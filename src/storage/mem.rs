@@ -60,6 +60,11 @@ pub enum DirFate {
     /// Entries changed since their directory's last `sync_dir` revert: files created since then
     /// disappear, renames revert, removed files come back.
     RevertUnsynced,
+    /// Each entry changed since its directory's last `sync_dir` independently keeps its new
+    /// state or reverts (coin flips from a `SplitMix64` seeded with the value). This models a
+    /// file system that persists metadata operations in any order: a rename may survive while
+    /// the creation of the file it names does not, or a removal while an earlier rename does not.
+    RandomSubset(u64),
     /// Every live entry survives.
     KeepAll,
 }
@@ -90,6 +95,26 @@ struct State {
     fail_at: Option<u64>,
     /// Whether every operation after `fail_at` fails too.
     fail_persistent: bool,
+}
+
+/// The namespace after a crash that persisted a random subset of the unsynced entry changes
+/// ([`DirFate::RandomSubset`]); paths are visited in order, so a seed is reproducible.
+fn random_subset(st: &State, seed: u64) -> BTreeMap<PathBuf, NodeRef> {
+    let mut rng = SplitMix64::new(seed);
+    let paths: BTreeSet<&PathBuf> = st.live.keys().chain(st.durable.keys()).collect();
+    let mut out = BTreeMap::new();
+    for p in paths {
+        let (live, durable) = (st.live.get(p), st.durable.get(p));
+        let same = match (live, durable) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        };
+        let pick = if same || rng.below(2) == 0 { live } else { durable };
+        if let Some(node) = pick {
+            out.insert(p.clone(), node.clone());
+        }
+    }
+    out
 }
 
 fn parent(path: &Path) -> &Path {
@@ -169,8 +194,10 @@ impl MemStorage {
     /// released, fault injection is disarmed and every handle opened before is dead.
     pub fn crash(&self, data: DataFate, dirs: DirFate) {
         let mut st = self.state.lock();
-        if dirs == DirFate::RevertUnsynced {
-            st.live = st.durable.clone();
+        match dirs {
+            DirFate::RevertUnsynced => st.live = st.durable.clone(),
+            DirFate::RandomSubset(seed) => st.live = random_subset(&st, seed),
+            DirFate::KeepAll => {}
         }
         st.durable = st.live.clone();
         let mut rng = match data {
@@ -197,6 +224,16 @@ impl MemStorage {
             n.synced_len = keep;
             n.poisoned = false;
         }
+        st.generation += 1;
+        st.locks.clear();
+        st.fail_at = None;
+    }
+
+    /// A killed process (no power loss): every byte and entry stays exactly as it was, durable
+    /// or not (the OS still holds the unsynced part and may lose it at a later power loss),
+    /// locks are released, fault injection is disarmed and every handle opened before is dead.
+    pub fn kill_process(&self) {
+        let mut st = self.state.lock();
         st.generation += 1;
         st.locks.clear();
         st.fail_at = None;
@@ -333,6 +370,18 @@ impl Storage for MemStorage {
         st.durable.retain(|p, _| parent(p) != dir);
         for (p, node) in st.live.iter().filter(|(p, _)| parent(p) == dir) {
             st.durable.insert(p.clone(), node.clone());
+        }
+        Ok(())
+    }
+
+    fn sync_file(&self, path: &Path) -> Result<()> {
+        let mut st = self.state.lock();
+        st.begin(None, "syncing", path)?;
+        let node = st.live.get(path).ok_or_else(|| not_found("syncing", path))?;
+        let mut n = node.lock();
+        // As `WritableFile::sync`: nothing becomes durable once a sync of this file failed.
+        if !n.poisoned {
+            n.synced_len = n.data.len();
         }
         Ok(())
     }

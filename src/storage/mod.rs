@@ -80,6 +80,10 @@ pub trait Storage: Send + Sync + 'static {
     fn create_dir_all(&self, dir: &Path) -> Result<()>;
     /// Makes the directory's entries (creations, renames, removals) durable.
     fn sync_dir(&self, dir: &Path) -> Result<()>;
+    /// Makes every byte of an existing file durable (fsync through a new handle). Recovery
+    /// uses it on the WALs it replays: a process killed before syncing leaves their tails with
+    /// the OS only, and new synced writes must not outlive them (the no-hole rule).
+    fn sync_file(&self, path: &Path) -> Result<()>;
     /// Takes the exclusive lock file `path`; fails with [`crate::Error::Locked`] if another
     /// handle holds it.
     fn lock(&self, path: &Path) -> Result<Box<dyn DirLock>>;

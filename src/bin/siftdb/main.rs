@@ -1,6 +1,7 @@
 //! The `siftdb` command line. Without a subcommand it runs the point-lookup demo (the main job
 //! of `cargo run --release`).
 
+mod crashtest;
 mod demo;
 mod progress;
 mod sst_dump;
@@ -26,6 +27,12 @@ struct Cli {
 enum Command {
     /// The point-lookup demo with its read-amplification table (the default).
     Demo(demo::DemoArgs),
+    /// Kill -9 crash loop: a child writes synced batches and is killed at random moments; each
+    /// recovery must keep every acknowledged write and be a prefix of the history.
+    Crashtest(crashtest::CrashtestArgs),
+    /// The crash loop's child process (internal).
+    #[command(hide = true)]
+    CrashtestChild(crashtest::ChildArgs),
     /// SST file tools.
     Sst {
         #[command(subcommand)]
@@ -46,6 +53,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         None => demo::run(&cli.demo),
         Some(Command::Demo(args)) => demo::run(&args),
+        Some(Command::Crashtest(args)) => crashtest::run(&args),
+        Some(Command::CrashtestChild(args)) => crashtest::child(&args),
         Some(Command::Sst { command: SstCommand::Dump(args) }) => sst_dump::run(&args),
         Some(Command::Stats(args)) => stats::run(&args),
     };

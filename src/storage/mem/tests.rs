@@ -82,6 +82,25 @@ fn crash_with_combined_fates_reverts_entries_and_keeps_a_prefix() {
 }
 
 #[test]
+fn crash_with_random_subset_keeps_each_unsynced_entry_change_independently() {
+    // Four unsynced entry changes (fresh created, renamed_from gone, renamed_to created, removed
+    // gone): each is kept or reverted on its own, so over 64 seeds every change is seen both
+    // ways (missing one outcome has probability below 8 * 2^-64), and the synced "kept" always
+    // stays.
+    let mut seen = BTreeSet::new();
+    for seed in 0..64 {
+        let s = scenario();
+        s.crash(DataFate::DropUnsynced, DirFate::RandomSubset(seed));
+        let n = names(&s);
+        assert!(n.contains(&"kept".to_string()));
+        for name in ["fresh", "removed", "renamed_from", "renamed_to"] {
+            seen.insert((name, n.contains(&name.to_string())));
+        }
+    }
+    assert_eq!(seen.len(), 8, "{seen:?}");
+}
+
+#[test]
 fn handles_opened_before_a_crash_are_dead_after_it() {
     let s = MemStorage::new();
     s.create_dir_all(Path::new("/db")).unwrap();

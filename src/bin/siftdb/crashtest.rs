@@ -1,0 +1,267 @@
+//! `siftdb crashtest`: a kill -9 crash loop (issue 7, after RocksDB's `db_crashtest.py`).
+//!
+//! Each cycle the parent starts a child (this binary, hidden subcommand `crashtest-child`) that
+//! opens the database in `--dir` and writes synced batches and single writes, printing
+//! `ack <i>` on stdout (flushed) after write `i` returns. After a random delay (sometimes almost
+//! none, so the kill lands during recovery; small memtables keep flushes running) the parent
+//! sends SIGKILL, collects the acknowledgements, opens the database itself and checks it.
+//!
+//! Checkable history: write `i` of cycle `c` has id `c << 24 | i`; its keys, kinds and values are
+//! a function of the seed and the id (every value names the id), so the parent can replay any
+//! write without the child's help. The child writes in order, one at a time, and prints an
+//! acknowledgement before starting the next write; so if the last acknowledgement is `a`, the
+//! writes that may have reached the WAL are exactly `0..=a+1`. The recovered state must equal
+//! the state verified after the previous cycle plus writes `0..j` of this cycle for some
+//! `j` in `a+1 ..= a+2`. A `j` below that is a lost acknowledged write; no `j` at all is a hole.
+//! The next cycle starts from the state actually recovered.
+
+use siftdb::rng::SplitMix64;
+use siftdb::{Db, Options, Result, WriteBatch, WriteOptions};
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Keys in the key space: small, so writes overwrite and delete each other constantly.
+const KEYS: u64 = 64;
+/// Memtable size of parent and child: a few dozen writes, so flushes happen every cycle.
+const MEMTABLE_BYTES: usize = 4096;
+
+/// Arguments of `siftdb crashtest`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct CrashtestArgs {
+    /// Kill/recover cycles.
+    #[arg(long, default_value_t = 300)]
+    cycles: u64,
+    /// Seed of the writes and of the kill delays.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Database directory (default: a temporary directory removed at exit).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Longest time a child runs before it is killed, in milliseconds.
+    #[arg(long, default_value_t = 30)]
+    max_ms: u64,
+}
+
+/// Arguments of the hidden child process.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ChildArgs {
+    #[arg(long)]
+    dir: PathBuf,
+    #[arg(long)]
+    seed: u64,
+    #[arg(long)]
+    cycle: u64,
+}
+
+type State = BTreeMap<Vec<u8>, Vec<u8>>;
+
+fn options() -> Options {
+    Options { memtable_size: MEMTABLE_BYTES, block_cache_bytes: 1 << 20, ..Options::default() }
+}
+
+/// The records of write `id`: 1 to 4 (a batch when more than one), one in eight a delete.
+fn records(seed: u64, id: u64) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
+    let mut rng = SplitMix64::new(seed ^ id.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    let n = 1 + rng.below(4);
+    (0..n)
+        .map(|_| {
+            let key = format!("key{:03}", rng.below(KEYS)).into_bytes();
+            let value =
+                (rng.below(8) != 0).then(|| format!("{id}:{}", "x".repeat(40)).into_bytes());
+            (key, value)
+        })
+        .collect()
+}
+
+fn write_id(cycle: u64, i: u64) -> u64 {
+    cycle << 24 | i
+}
+
+/// The child: write until killed, acknowledging each write on stdout.
+pub fn child(args: &ChildArgs) -> Result<()> {
+    let db = Db::open(&args.dir, options())?;
+    let mut out = std::io::stdout().lock();
+    for i in 0..(1 << 24) {
+        let mut b = WriteBatch::new();
+        for (k, v) in records(args.seed, write_id(args.cycle, i)) {
+            match v {
+                Some(v) => b.put(k, v),
+                None => b.delete(k),
+            };
+        }
+        db.write_opt(b, WriteOptions { sync: true })?;
+        writeln!(out, "ack {i}")
+            .and_then(|()| out.flush())
+            .map_err(|e| siftdb::Error::io("writing an acknowledgement", e))?;
+    }
+    Ok(())
+}
+
+fn apply(state: &mut State, seed: u64, id: u64) {
+    for (k, v) in records(seed, id) {
+        match v {
+            Some(v) => state.insert(k, v),
+            None => state.remove(&k),
+        };
+    }
+}
+
+fn read_state(db: &Db) -> Result<State> {
+    let mut s = State::new();
+    for item in db.scan()? {
+        let (k, v) = item?;
+        s.insert(k, v);
+    }
+    // Point lookups go through filters and indexes that the scan does not use.
+    for k in (0..KEYS).map(|k| format!("key{k:03}").into_bytes()) {
+        let got = db.get(&k)?;
+        if got.as_ref() != s.get(&k) {
+            return Err(siftdb::Error::corruption(
+                format!("get and scan disagree on {}", String::from_utf8_lossy(&k)),
+                None,
+            ));
+        }
+    }
+    Ok(s)
+}
+
+#[derive(Default)]
+struct Tally {
+    cycles: u64,
+    acked: u64,
+    lost: u64,
+    holes: u64,
+    failed_opens: u64,
+}
+
+/// The parent loop.
+pub fn run(args: &CrashtestArgs) -> Result<()> {
+    let tmp;
+    let dir = match &args.dir {
+        Some(p) => p.clone(),
+        None => {
+            tmp = tempfile::tempdir().map_err(|e| siftdb::Error::io("creating a temp dir", e))?;
+            tmp.path().to_path_buf()
+        }
+    };
+    let exe = std::env::current_exe().map_err(|e| siftdb::Error::io("finding this binary", e))?;
+    let mut rng = SplitMix64::new(args.seed);
+    let mut state = {
+        let db = Db::open(&dir, options())?;
+        read_state(&db)?
+    };
+    let mut t = Tally::default();
+    let start = Instant::now();
+    for cycle in 0..args.cycles {
+        // One cycle in eight is killed within 3 ms: mostly during the child's recovery.
+        let delay_us =
+            if rng.below(8) == 0 { rng.below(3_000) } else { rng.below(args.max_ms.max(1) * 1000) };
+        let acks = run_child(&exe, &dir, args.seed, cycle, Duration::from_micros(delay_us))?;
+        t.cycles += 1;
+        t.acked += acks.map_or(0, |a| a + 1);
+        let db = match Db::open(&dir, options()) {
+            Ok(db) => db,
+            Err(e) => {
+                eprintln!("crashtest: cycle {cycle}: open failed: {e}");
+                t.failed_opens += 1;
+                break;
+            }
+        };
+        let got = match read_state(&db) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("crashtest: cycle {cycle}: reading failed: {e}");
+                t.failed_opens += 1;
+                break;
+            }
+        };
+        drop(db);
+        // Acknowledged count a1 = acks + 1; candidates j = a1 and a1 + 1; below is a loss.
+        let acked = acks.map_or(0, |a| a + 1);
+        let mut model = state.clone();
+        let mut matched = None;
+        for j in 0..=acked + 1 {
+            if j > 0 {
+                apply(&mut model, args.seed, write_id(cycle, j - 1));
+            }
+            if model == got {
+                matched = Some(j);
+            }
+        }
+        match matched {
+            Some(j) if j >= acked => {}
+            Some(j) => {
+                eprintln!("crashtest: cycle {cycle}: {} acknowledged writes lost", acked - j);
+                t.lost += acked - j;
+            }
+            None => {
+                eprintln!("crashtest: cycle {cycle}: recovered state is no prefix of the history");
+                t.holes += 1;
+            }
+        }
+        state = got;
+    }
+    println!(
+        "crashtest: cycles {}, acknowledged writes {}, acknowledged writes lost {}, holes {}, \
+         failed opens {} ({:.1} s)",
+        t.cycles,
+        t.acked,
+        t.lost,
+        t.holes,
+        t.failed_opens,
+        start.elapsed().as_secs_f64()
+    );
+    if t.lost + t.holes + t.failed_opens > 0 {
+        return Err(siftdb::Error::invalid("crashtest found durability violations"));
+    }
+    Ok(())
+}
+
+/// Runs one child for `delay`, kills it, and returns its last acknowledged write.
+fn run_child(
+    exe: &Path,
+    dir: &Path,
+    seed: u64,
+    cycle: u64,
+    delay: Duration,
+) -> Result<Option<u64>> {
+    let mut child = Command::new(exe)
+        .arg("crashtest-child")
+        .arg("--dir")
+        .arg(dir)
+        .arg("--seed")
+        .arg(seed.to_string())
+        .arg("--cycle")
+        .arg(cycle.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| siftdb::Error::io("starting the crashtest child", e))?;
+    std::thread::sleep(delay);
+    // SIGKILL on Unix. The child may have exited on its own (an error): its stderr says why.
+    let _ = child.kill();
+    let status = child.wait().map_err(|e| siftdb::Error::io("waiting for the child", e))?;
+    let mut last = None;
+    if let Some(out) = child.stdout.take() {
+        for line in BufReader::new(out).lines() {
+            let line = line.map_err(|e| siftdb::Error::io("reading acknowledgements", e))?;
+            if let Some(i) = line.strip_prefix("ack ").and_then(|s| s.parse::<u64>().ok()) {
+                last = Some(i);
+            }
+        }
+    }
+    if status.success() || status.code().is_some() {
+        let mut err = String::new();
+        if let Some(mut e) = child.stderr.take() {
+            let _ = e.read_to_string(&mut err);
+        }
+        return Err(siftdb::Error::invalid(format!(
+            "crashtest child exited by itself ({status}): {}",
+            err.trim()
+        )));
+    }
+    Ok(last)
+}

@@ -1,0 +1,213 @@
+//! Property-based model test (issue 7): 256 random sequences of 200 operations (single writes
+//! and batches, synced or buffered; gets; scans; flushes; reopens; simulated power losses, one
+//! always in the middle) run against the engine on a `MemStorage` and against a `BTreeMap`.
+//!
+//! Between crashes every get and scan must equal the model exactly. After a crash the recovered
+//! state must equal the state verified before plus a prefix of the writes since, at least as
+//! long as the last synced (or flushed) one: synced writes survive, buffered ones vanish only
+//! as a suffix. The model then continues from the recovered state.
+
+use proptest::prelude::*;
+use siftdb::storage::mem::{DataFate, DirFate};
+use siftdb::storage::MemStorage;
+use siftdb::{Db, Options, WriteBatch, WriteOptions};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+type State = BTreeMap<Vec<u8>, Vec<u8>>;
+type Records = Vec<(Vec<u8>, Option<Vec<u8>>)>;
+
+#[derive(Debug, Clone)]
+enum Action {
+    /// Records as (key number, value length or delete); one record is a single write.
+    Write {
+        recs: Vec<(u8, Option<u8>)>,
+        sync: bool,
+    },
+    Get(u8),
+    Scan,
+    Flush,
+    Reopen,
+    /// Power loss: 0 drops unsynced data and entries, 1 keeps random prefixes, 2 keeps data but
+    /// loses unsynced entries, 3 random prefixes and a random subset of entry changes, 4 a killed
+    /// process (nothing lost).
+    Crash(u8, u64),
+}
+
+fn action() -> impl Strategy<Value = Action> {
+    let rec = (0u8..32, prop::option::weighted(0.85, 0u8..64));
+    prop_oneof![
+        40 => (prop::collection::vec(rec, 1..5), prop::bool::weighted(0.3))
+            .prop_map(|(recs, sync)| Action::Write { recs, sync }),
+        15 => (0u8..32).prop_map(Action::Get),
+        2 => Just(Action::Scan),
+        3 => Just(Action::Flush),
+        2 => Just(Action::Reopen),
+        3 => (0u8..5, any::<u64>()).prop_map(|(f, s)| Action::Crash(f, s)),
+    ]
+}
+
+fn key(k: u8) -> Vec<u8> {
+    format!("key{k:02}").into_bytes()
+}
+
+/// The value written by write number `n` (values name their write, so prefixes are exact).
+fn value(n: usize, len: u8) -> Vec<u8> {
+    let mut v = format!("w{n}/").into_bytes();
+    v.resize(v.len() + len as usize, b'#');
+    v
+}
+
+fn options(s: &MemStorage) -> Options {
+    Options {
+        storage: Some(Arc::new(s.clone())),
+        memtable_size: 2048,
+        block_size: 256,
+        ..Options::default()
+    }
+}
+
+fn apply(state: &mut State, recs: &Records) {
+    for (k, v) in recs {
+        match v {
+            Some(v) => state.insert(k.clone(), v.clone()),
+            None => state.remove(k),
+        };
+    }
+}
+
+fn scan(db: &Db) -> State {
+    db.scan().unwrap().map(|r| r.unwrap()).collect()
+}
+
+fn run_case(actions: &[Action]) -> Result<(), TestCaseError> {
+    let dir = Path::new("/m");
+    let storage = MemStorage::new();
+    let mut db = Some(Db::open(dir, options(&storage)).unwrap());
+    // `base`: the state verified at the last crash; `pending`: writes since, in order;
+    // `floor`: how many of them are promised durable; `model`: base + all pending.
+    let mut base = State::new();
+    let mut pending: Vec<Records> = Vec::new();
+    let mut floor = 0;
+    let mut model = State::new();
+    let mut writes = 0;
+    let middle = actions.len() / 2;
+    for (i, a) in actions.iter().enumerate() {
+        let a = if i == middle { Action::Crash(0, i as u64) } else { a.clone() };
+        let d = db.as_ref().unwrap();
+        match a {
+            Action::Write { recs, sync } => {
+                writes += 1;
+                let recs: Records =
+                    recs.iter().map(|&(k, v)| (key(k), v.map(|l| value(writes, l)))).collect();
+                let mut b = WriteBatch::new();
+                for (k, v) in &recs {
+                    match v {
+                        Some(v) => b.put(k, v),
+                        None => b.delete(k),
+                    };
+                }
+                d.write_opt(b, WriteOptions { sync }).unwrap();
+                apply(&mut model, &recs);
+                pending.push(recs);
+                if sync {
+                    floor = pending.len();
+                }
+            }
+            Action::Get(k) => {
+                prop_assert_eq!(d.get(key(k)).unwrap(), model.get(&key(k)).cloned(), "get {}", k);
+            }
+            Action::Scan => prop_assert_eq!(scan(d), model.clone()),
+            Action::Flush => {
+                d.flush().unwrap();
+                floor = pending.len();
+            }
+            Action::Reopen => {
+                drop(db.take()); // close before reopening (the directory lock)
+                db = Some(Db::open(dir, options(&storage)).unwrap());
+                prop_assert_eq!(scan(db.as_ref().unwrap()), model.clone(), "after reopen");
+            }
+            Action::Crash(fate, seed) => {
+                // The power goes while the database is open; its handles die with the crash.
+                match fate {
+                    0 => storage.crash_drop_unsynced(),
+                    1 => storage.crash_keep_random_prefix(seed),
+                    2 => storage.crash_lose_unsynced_dir_entries(),
+                    3 => {
+                        storage.crash(DataFate::KeepRandomPrefix(seed), DirFate::RandomSubset(seed))
+                    }
+                    // A killed process: everything handed to the OS survives (until a later
+                    // power loss, which may still drop what was never synced).
+                    _ => storage.kill_process(),
+                }
+                drop(db.take());
+                if fate == 4 {
+                    floor = pending.len();
+                }
+                db = Some(Db::open(dir, options(&storage)).unwrap());
+                let got = scan(db.as_ref().unwrap());
+                let mut candidate = base.clone();
+                let mut matched = None;
+                for j in 0..=pending.len() {
+                    if j > 0 {
+                        apply(&mut candidate, &pending[j - 1]);
+                    }
+                    if candidate == got {
+                        matched = Some(j);
+                    }
+                }
+                let j = matched.ok_or_else(|| {
+                    TestCaseError::fail(format!("state after crash at action {i} is no prefix"))
+                })?;
+                prop_assert!(
+                    j >= floor,
+                    "crash at action {} lost synced writes ({} < {})",
+                    i,
+                    j,
+                    floor
+                );
+                base = got.clone();
+                model = got;
+                pending.clear();
+                floor = 0;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The sync-point switch is process-global: the tests of this file run one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn config(cases: u32) -> ProptestConfig {
+    ProptestConfig { cases, failure_persistence: None, ..ProptestConfig::default() }
+}
+
+#[test]
+fn engine_matches_a_btreemap_through_reopens_and_crashes() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    siftdb::testing::restore_all();
+    let mut runner = proptest::test_runner::TestRunner::new(config(256));
+    let strategy = prop::collection::vec(action(), 200);
+    if let Err(e) = runner.run(&strategy, |actions| run_case(&actions)) {
+        panic!("{e}");
+    }
+}
+
+/// Sharpness for the one durability point the power-loss sweep cannot reach reliably: the
+/// fsync of replayed WALs at open (`open.wal_sync`) matters only after a killed process left
+/// unsynced records and a power loss follows the reopen before the recovered memtable is
+/// flushed. Without it, this model test finds a hole or a torn WAL that is not the newest.
+#[test]
+fn disabling_the_recovery_wal_sync_is_detected() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    assert!(siftdb::testing::skip("open.wal_sync"));
+    let mut runner = proptest::test_runner::TestRunner::new(config(256));
+    let strategy = prop::collection::vec(action(), 200);
+    let found = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        runner.run(&strategy, |actions| run_case(&actions)).is_err()
+    }));
+    siftdb::testing::restore_all();
+    assert!(matches!(found, Ok(true) | Err(_)), "the model test missed a skipped recovery sync");
+}
