@@ -137,12 +137,11 @@ pub(crate) fn run_pick(inner: &DbInner, p: &Pick) -> Result<()> {
         deleted: deleted.iter().map(|&(l, n)| (l as u32, n)).collect(),
         ..VersionEdit::default()
     };
-    if let Err(e) = install(inner, &edit, &deleted, &added) {
-        for (_, f) in &added {
-            let _ = inner.storage.remove(&inner.dir.join(filename::sst_name(f.meta.number)));
-        }
-        return Err(e);
-    }
+    // On failure the outputs stay on disk: a failed manifest append or sync does not mean the
+    // edit is absent (its bytes may be in the file), so deleting them could leave the manifest
+    // naming missing files. If the edit did not land, the next open deletes them as orphans.
+    // (Found by tests/reliability_io_errors.rs.)
+    install(inner, &edit, &deleted, &added)?;
     c.compactions.fetch_add(1, Ordering::Relaxed);
     c.compaction_bytes_read.fetch_add(res.bytes_read, Ordering::Relaxed);
     c.compaction_bytes_written.fetch_add(res.bytes_written, Ordering::Relaxed);
