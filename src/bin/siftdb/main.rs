@@ -1,6 +1,7 @@
 //! The `siftdb` command line. Without a subcommand it runs the point-lookup demo (the main job
 //! of `cargo run --release`).
 
+mod bench;
 mod demo;
 mod progress;
 
@@ -24,6 +25,8 @@ struct Cli {
 enum Command {
     /// The point-lookup demo with its read-amplification table (the default).
     Demo(demo::DemoArgs),
+    /// db_bench-compatible benchmarks (same flags, keys and result lines as RocksDB's db_bench).
+    Bench(bench::flags::Flags),
 }
 
 fn main() -> ExitCode {
@@ -31,6 +34,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         None => demo::run(&cli.demo),
         Some(Command::Demo(args)) => demo::run(&args),
+        Some(Command::Bench(flags)) => bench::run(&flags),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
