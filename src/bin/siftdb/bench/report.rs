@@ -92,6 +92,12 @@ pub fn statistics(stats: &Stats, lookups: u64) -> String {
     for (name, v) in stats.tickers() {
         s += &format!("{name} COUNT : {v}\n");
     }
+    // siftdb's own figures in the same format, for scripts/compare.sh: filter bytes held in
+    // memory and the SST entries they cover.
+    let filter_bytes: u64 = stats.levels.iter().map(|l| l.filter_bytes).sum();
+    let entries: u64 = stats.levels.iter().map(|l| l.entries).sum();
+    s += &format!("siftdb.filter.bytes COUNT : {filter_bytes}\n");
+    s += &format!("siftdb.sst.entries COUNT : {entries}\n");
     s += "\nper-level reads (siftdb):\n";
     s += &stats.read_amp_table(lookups);
     s
