@@ -4,6 +4,7 @@
 mod bench;
 mod demo;
 mod progress;
+mod ycsb;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -27,6 +28,8 @@ enum Command {
     Demo(demo::DemoArgs),
     /// db_bench-compatible benchmarks (same flags, keys and result lines as RocksDB's db_bench).
     Bench(bench::flags::Flags),
+    /// YCSB core workloads a..f (zipfian 0.99), throughput and p50/p99/p99.9 latency per op.
+    Ycsb(ycsb::YcsbArgs),
 }
 
 fn main() -> ExitCode {
@@ -35,6 +38,7 @@ fn main() -> ExitCode {
         None => demo::run(&cli.demo),
         Some(Command::Demo(args)) => demo::run(&args),
         Some(Command::Bench(flags)) => bench::run(&flags),
+        Some(Command::Ycsb(args)) => ycsb::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
