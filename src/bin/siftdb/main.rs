@@ -1,11 +1,13 @@
 //! The `siftdb` command line. Without a subcommand it runs the point-lookup demo (the main job
 //! of `cargo run --release`).
 
+mod bench;
 mod crashtest;
 mod demo;
 mod progress;
 mod sst_dump;
 mod stats;
+mod ycsb;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -40,6 +42,10 @@ enum Command {
     },
     /// The level table of a database on disk (read only).
     Stats(stats::StatsArgs),
+    /// db_bench-compatible benchmarks (same flags, keys and result lines as RocksDB's db_bench).
+    Bench(bench::flags::Flags),
+    /// YCSB core workloads a..f (zipfian 0.99), throughput and p50/p99/p99.9 latency per op.
+    Ycsb(ycsb::YcsbArgs),
 }
 
 #[derive(Subcommand)]
@@ -57,6 +63,8 @@ fn main() -> ExitCode {
         Some(Command::CrashtestChild(args)) => crashtest::child(&args),
         Some(Command::Sst { command: SstCommand::Dump(args) }) => sst_dump::run(&args),
         Some(Command::Stats(args)) => stats::run(&args),
+        Some(Command::Bench(flags)) => bench::run(&flags),
+        Some(Command::Ycsb(args)) => ycsb::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# Side-by-side benchmark: RocksDB's db_bench, `siftdb bench` and fjall (tools/fjall-bench) run
+# the same db_bench workload with identical flags, alternating engines, N repetitions; prints the
+# median ops/s per workload, the ratios siftdb/RocksDB and siftdb/fjall, filter bits per key and
+# observed FPR (RocksDB: sst_dump --show_properties + its bloom tickers; siftdb: its stats).
+#
+# Usage: scripts/compare.sh [--reps N] [--engines rocksdb,siftdb,fjall] [--out DIR]
+#                           [--siftdb-flags "--flush_filter=blocked ..."] [db_bench flags...]
+# Without db_bench flags it runs the issue's parameters:
+#   --benchmarks=fillrandom,compact,readrandom,readmissing,stats --num=1000000 --key_size=16
+#   --value_size=100 --bloom_bits=10 --compression_type=zstd --threads=1
+#   --write_buffer_size=8388608 --target_file_size_base=8388608
+#   --max_bytes_for_level_base=33554432 --statistics=1 --seed=1
+# Raw logs go to DIR (default /tmp/siftdb-compare-<time>); the table also goes to DIR/table.md.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+REPS=3
+ENGINES="rocksdb,siftdb,fjall"
+OUT="/tmp/siftdb-compare-$(date +%Y%m%d-%H%M%S)"
+SIFTDB_FLAGS=""
+FLAGS=()
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --reps) REPS="$2"; shift 2 ;;
+    --reps=*) REPS="${1#*=}"; shift ;;
+    --engines) ENGINES="$2"; shift 2 ;;
+    --engines=*) ENGINES="${1#*=}"; shift ;;
+    --out) OUT="$2"; shift 2 ;;
+    --out=*) OUT="${1#*=}"; shift ;;
+    --siftdb-flags) SIFTDB_FLAGS="$2"; shift 2 ;;
+    --siftdb-flags=*) SIFTDB_FLAGS="${1#*=}"; shift ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    *) FLAGS+=("$1"); shift ;;
+  esac
+done
+if [[ ${#FLAGS[@]} -eq 0 ]]; then
+  FLAGS=(--benchmarks=fillrandom,compact,readrandom,readmissing,stats --num=1000000
+         --key_size=16 --value_size=100 --bloom_bits=10 --compression_type=zstd --threads=1
+         --write_buffer_size=8388608 --target_file_size_base=8388608
+         --max_bytes_for_level_base=33554432 --statistics=1 --seed=1)
+fi
+# The per-engine scripts need --statistics for the FPR columns.
+if ! printf '%s\n' "${FLAGS[@]}" | grep -q '^--statistics'; then FLAGS+=(--statistics=1); fi
+mkdir -p "$OUT"
+
+has() { [[ ",$ENGINES," == *",$1,"* ]]; }
+
+if has rocksdb && ! command -v db_bench >/dev/null; then
+  echo "compare.sh: db_bench not found; installing the Debian package rocksdb-tools (apt-get)" >&2
+  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq rocksdb-tools >&2
+fi
+SIFTDB="$ROOT/target/release/siftdb"
+if has siftdb; then
+  echo "compare.sh: building siftdb (release)" >&2
+  (cd "$ROOT" && cargo build --release --quiet --bin siftdb)
+fi
+FJALL="$ROOT/tools/fjall-bench/target/release/fjall-bench"
+if has fjall; then
+  echo "compare.sh: building tools/fjall-bench (release)" >&2
+  cargo build --release --quiet --manifest-path "$ROOT/tools/fjall-bench/Cargo.toml"
+fi
+
+run_engine() { # engine rep
+  local e="$1" r="$2" dir="$OUT/db-$1" log="$OUT/$1-$2.log"
+  rm -rf "$dir"
+  case "$e" in
+    rocksdb)
+      db_bench "${FLAGS[@]}" --db="$dir" >"$log" 2>&1
+      sst_dump --file="$dir" --show_properties >"$OUT/$e-$r.sst" 2>&1 || true ;;
+    siftdb)
+      # shellcheck disable=SC2086
+      "$SIFTDB" bench "${FLAGS[@]}" $SIFTDB_FLAGS --db="$dir" >"$log" 2>&1 ;;
+    fjall)
+      "$FJALL" "${FLAGS[@]}" --db="$dir" >"$log" 2>&1 ;;
+  esac
+  rm -rf "$dir"
+}
+
+IFS=',' read -r -a ENG <<<"$ENGINES"
+for ((r = 1; r <= REPS; r++)); do
+  # Alternate the order so drift (thermal, other tenants) hits every engine alike.
+  order=("${ENG[@]}")
+  if (( r % 2 == 0 )); then
+    order=(); for ((i = ${#ENG[@]} - 1; i >= 0; i--)); do order+=("${ENG[$i]}"); done
+  fi
+  for e in "${order[@]}"; do
+    echo "compare.sh: rep $r/$REPS $e" >&2
+    run_engine "$e" "$r"
+  done
+done
+
+python3 - "$OUT" "$REPS" "$ENGINES" "${FLAGS[*]}" "$SIFTDB_FLAGS" <<'PY' | tee "$OUT/table.md"
+import re, statistics, sys, os, glob
+out, reps, engines, flags, sflags = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(','), sys.argv[4], sys.argv[5]
+line = re.compile(r'^(\S+)\s+:\s+([\d.]+) micros/op (\d+) ops/sec .*?operations;.*?(?:\((\d+) of (\d+) found\))?\s*$')
+tick = re.compile(r'^(\S+) COUNT : (\d+)')
+ops, found, fpr, bits = {}, {}, {}, {}
+for e in engines:
+    for r in range(1, reps + 1):
+        p = f"{out}/{e}-{r}.log"
+        if not os.path.exists(p):
+            continue
+        t = {}
+        for l in open(p, errors='replace'):
+            m = line.match(l.strip())
+            if m:
+                ops.setdefault((e, m[1]), []).append(int(m[3]))
+                if m[4]:
+                    found[(e, m[1])] = f"{m[4]}/{m[5]}"
+            m = tick.match(l.strip())
+            if m:
+                t[m[1]] = int(m[2])
+        pos = t.get('rocksdb.bloom.filter.full.positive', 0)
+        tp = t.get('rocksdb.bloom.filter.full.true.positive', 0)
+        useful = t.get('rocksdb.bloom.filter.useful', 0)
+        if pos - tp + useful > 0:
+            fpr.setdefault(e, []).append((pos - tp) / (pos - tp + useful))
+        if 'siftdb.filter.bytes' in t and t.get('siftdb.sst.entries'):
+            bits.setdefault(e, []).append(8 * t['siftdb.filter.bytes'] / t['siftdb.sst.entries'])
+        sp = f"{out}/{e}-{r}.sst"
+        if os.path.exists(sp):
+            fb = ent = 0
+            for l in open(sp, errors='replace'):
+                m = re.match(r'\s*filter block size: (\d+)', l)
+                if m: fb += int(m[1])
+                m = re.match(r'\s*# entries for filter: (\d+)', l)
+                if m: ent += int(m[1])
+            if ent:
+                bits.setdefault(e, []).append(8 * fb / ent)
+names = []
+for (e, n) in ops:
+    if n not in names:
+        names.append(n)
+med = lambda v: statistics.median(v) if v else None
+print(f"Command flags: {flags}" + (f"  (siftdb also: {sflags})" if sflags else ""))
+print(f"Machine: {os.cpu_count()}-core {os.uname().machine}, {os.uname().sysname} {os.uname().release}; "
+      f"{reps} repetitions, alternating order; median ops/s\n")
+hdr = "| workload | " + " | ".join(engines)
+ratios = [x for x in ("rocksdb", "fjall") if x in engines and "siftdb" in engines]
+hdr += "".join(f" | siftdb/{x}" for x in ratios) + " | found (" + "/".join(engines) + ") |"
+print(hdr)
+print("|" + "---|" * (2 + len(engines) + len(ratios)))
+for n in names:
+    if n in ("compact",):
+        pass
+    vals = {e: med(ops.get((e, n), [])) for e in engines}
+    row = f"| {n} | " + " | ".join("-" if vals[e] is None else f"{vals[e]:,.0f}" for e in engines)
+    for x in ratios:
+        a, b = vals["siftdb"], vals[x]
+        row += " | " + ("-" if not a or not b else f"{a / b:.2f}x")
+    row += " | " + " / ".join(found.get((e, n), "-") for e in engines) + " |"
+    print(row)
+print()
+for e in engines:
+    b, f = med(bits.get(e, [])), med(fpr.get(e, []))
+    print(f"{e:8} filter bits/key: {'-' if b is None else f'{b:.2f}'}   observed FPR (FP/(FP+useful), "
+          f"readrandom+readmissing): {'-' if f is None else f'{100 * f:.3f}%'}")
+print(f"\nraw logs: {out}")
+PY

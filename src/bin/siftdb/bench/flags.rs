@@ -1,0 +1,163 @@
+//! `siftdb bench`'s flags: db_bench's names and defaults (RocksDB 7.8 `tools/db_bench_tool.cc`)
+//! for the subset that makes sense for siftdb, plus siftdb's own filter-policy flags.
+//!
+//! Boolean flags accept gflags' spellings: `--sync`, `--sync=1`, `--sync=true`, `--sync=0`,
+//! `--sync=false`, so a db_bench command line can be pasted as is.
+
+use siftdb::options::{Compression, FilterConfig};
+use siftdb::Options;
+use std::path::PathBuf;
+
+/// gflags-style boolean: `1`/`0`/`true`/`false`/`yes`/`no`.
+fn parse_bool(s: &str) -> Result<bool, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "t" | "y" => Ok(true),
+        "0" | "false" | "no" | "f" | "n" => Ok(false),
+        _ => Err(format!("expected a boolean (1/0/true/false), got {s:?}")),
+    }
+}
+
+/// The flush filter named by `--flush_filter`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlushFilter {
+    /// Floe's two-bit Bloom filter, written from the memtable as is (siftdb's default).
+    #[value(name = "two_bit")]
+    TwoBit,
+    /// RocksDB-style cache-line-blocked Bloom filter (what `--bloom_bits` alone selects).
+    Blocked,
+    /// Classic Bloom filter.
+    Standard,
+    /// No filter.
+    None,
+}
+
+/// db_bench's flags (names, meanings and defaults as in RocksDB 7.8) plus siftdb's own.
+#[derive(clap::Args, Debug, Clone)]
+#[command(rename_all = "snake_case")]
+pub struct Flags {
+    /// Comma-separated benchmarks, run in order: fillseq, fillrandom, overwrite, readrandom,
+    /// readmissing, readseq, seekrandom, readwhilewriting, deleterandom, compact, stats.
+    #[arg(long, default_value = "fillseq,fillrandom,overwrite,readrandom,readmissing,readseq")]
+    pub benchmarks: String,
+    /// Number of key/values to place in the database (keys are drawn from [0, num)).
+    #[arg(long, default_value_t = 1_000_000)]
+    pub num: u64,
+    /// Reads per thread of the read benchmarks; -1 = `num`.
+    #[arg(long, default_value_t = -1, allow_hyphen_values = true)]
+    pub reads: i64,
+    /// Key size in bytes: the key number as 8 big-endian bytes, padded with '0' bytes.
+    #[arg(long, default_value_t = 16)]
+    pub key_size: usize,
+    /// Value size in bytes.
+    #[arg(long, default_value_t = 100)]
+    pub value_size: usize,
+    /// Bloom filter bits per key; negative = no filter (db_bench's default -1).
+    #[arg(long, default_value_t = -1, allow_hyphen_values = true)]
+    pub bloom_bits: i64,
+    /// Ask for a Ribbon filter at the same FPR (applied where siftdb builds static filters).
+    #[arg(long, default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub use_ribbon_filter: bool,
+    /// Block compression: none or zstd.
+    #[arg(long, default_value = "snappy")]
+    pub compression_type: String,
+    /// Concurrent threads per benchmark, sharing one `Db`.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Bytes of memtable before a flush.
+    #[arg(long, default_value_t = 64 << 20)]
+    pub write_buffer_size: usize,
+    /// Target SST size of compaction output (recorded; applied once compaction options exist).
+    #[arg(long, default_value_t = 64 << 20)]
+    pub target_file_size_base: u64,
+    /// Bytes of L1 (recorded; applied once compaction options exist).
+    #[arg(long, default_value_t = 256 << 20)]
+    pub max_bytes_for_level_base: u64,
+    /// Block cache bytes (db_bench's default 8 MiB).
+    #[arg(long, default_value_t = 8 << 20)]
+    pub cache_size: usize,
+    /// fsync every write.
+    #[arg(long, default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub sync: bool,
+    /// Database directory (default: a fresh temporary directory, removed at exit).
+    #[arg(long)]
+    pub db: Option<PathBuf>,
+    /// Keep the database at `--db` instead of starting fresh (fill benchmarks then refuse to run).
+    #[arg(long, default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub use_existing_db: bool,
+    /// Print RocksDB-named tickers and the per-level read counters at the end.
+    #[arg(long, default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub statistics: bool,
+    /// Seed base of the per-thread random generators (thread i uses seed + i).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// siftdb: filter of flushed (L0) SSTs. Default: `blocked` when `--bloom_bits` >= 0 (the
+    /// same filter family RocksDB uses, for a like-for-like run), else `none`.
+    #[arg(long, value_enum)]
+    pub flush_filter: Option<FlushFilter>,
+    /// siftdb: bits per key of `--flush_filter` (default: `--bloom_bits`, or 16 for two_bit).
+    #[arg(long)]
+    pub flush_bits: Option<f64>,
+    /// siftdb: zstd level when `--compression_type=zstd` (RocksDB's default level is 3).
+    #[arg(long, default_value_t = 3)]
+    pub zstd_level: i32,
+}
+
+impl Flags {
+    /// Reads per thread of the read benchmarks.
+    pub fn reads(&self) -> u64 {
+        if self.reads < 0 {
+            self.num
+        } else {
+            self.reads as u64
+        }
+    }
+
+    /// The benchmark names, in order.
+    pub fn benchmark_list(&self) -> Vec<String> {
+        self.benchmarks.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
+    }
+
+    /// The flush filter the flags select.
+    pub fn flush_filter(&self) -> FilterConfig {
+        let kind = self.flush_filter.unwrap_or(if self.bloom_bits >= 0 {
+            FlushFilter::Blocked
+        } else {
+            FlushFilter::None
+        });
+        let default_bits = match kind {
+            FlushFilter::TwoBit if self.bloom_bits < 0 => 16.0,
+            _ => self.bloom_bits.max(0) as f64,
+        };
+        let bits_per_key = self.flush_bits.unwrap_or(default_bits);
+        match kind {
+            _ if bits_per_key <= 0.0 => FilterConfig::None,
+            FlushFilter::None => FilterConfig::None,
+            FlushFilter::TwoBit => FilterConfig::TwoBitBloom { bits_per_key },
+            FlushFilter::Blocked => FilterConfig::BlockedBloom { bits_per_key },
+            FlushFilter::Standard => FilterConfig::StandardBloom { bits_per_key },
+        }
+    }
+}
+
+/// Maps the db_bench flags onto siftdb's [`Options`].
+///
+/// LEAD: EXTEND HERE once compaction options exist (issue 5). Flags accepted and recorded but
+/// not applied yet: `target_file_size_base`, `max_bytes_for_level_base`, and
+/// `use_ribbon_filter` (should select a Ribbon filter for compacted levels at the FPR of
+/// `bloom_bits`). Everything else is applied below.
+pub fn apply_db_bench_flags(flags: &Flags, opts: &mut Options) -> Result<(), String> {
+    opts.memtable_size = flags.write_buffer_size;
+    opts.block_cache_bytes = flags.cache_size;
+    opts.compression = match flags.compression_type.to_ascii_lowercase().as_str() {
+        "none" | "no" => Compression::None,
+        "zstd" => Compression::Zstd(flags.zstd_level),
+        // db_bench's default is snappy, which siftdb does not have: run uncompressed and say so.
+        "snappy" => {
+            eprintln!("siftdb bench: compression_type=snappy unsupported, using none");
+            Compression::None
+        }
+        other => return Err(format!("unsupported --compression_type={other} (none|zstd)")),
+    };
+    opts.filter_policy.flush = flags.flush_filter();
+    Ok(())
+}

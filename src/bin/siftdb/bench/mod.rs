@@ -1,0 +1,114 @@
+//! `siftdb bench`: db_bench-compatible benchmarks (same flag names, key generation, found/missing
+//! semantics and result lines as RocksDB 7.8's `db_bench`), so one command line runs the same
+//! work on both engines. `scripts/compare.sh` runs them side by side.
+
+pub mod flags;
+pub mod keys;
+pub mod report;
+pub mod workloads;
+
+use flags::{apply_db_bench_flags, Flags};
+use report::ThreadStats;
+use siftdb::{Db, Error, Options, Result};
+use std::path::{Path, PathBuf};
+use workloads::Ctx;
+
+fn invalid(what: String) -> Error {
+    Error::InvalidArgument(what)
+}
+
+/// Opens the database, first removing any old one when `fresh`.
+fn open(dir: &Path, opts: &Options, fresh: bool) -> Result<Db> {
+    if fresh && dir.exists() {
+        std::fs::remove_dir_all(dir).map_err(|e| Error::io("removing the old database", e))?;
+    }
+    Db::open(dir, opts.clone())
+}
+
+/// Runs the benchmarks named by `--benchmarks`, printing one db_bench result line each.
+pub fn run(flags: &Flags) -> Result<()> {
+    let mut opts = Options::default();
+    apply_db_bench_flags(flags, &mut opts).map_err(invalid)?;
+    let names = flags.benchmark_list();
+    const KNOWN: &[&str] = &[
+        "fillseq",
+        "fillrandom",
+        "overwrite",
+        "readrandom",
+        "readmissing",
+        "readseq",
+        "seekrandom",
+        "readwhilewriting",
+        "deleterandom",
+        "compact",
+        "stats",
+    ];
+    if let Some(bad) = names.iter().find(|n| !KNOWN.contains(&n.as_str())) {
+        return Err(invalid(format!("unknown benchmark {bad:?} (known: {})", KNOWN.join(","))));
+    }
+    let _tmp;
+    let dir: PathBuf = match &flags.db {
+        Some(p) => p.clone(),
+        None => {
+            _tmp = tempfile::tempdir().map_err(|e| Error::io("creating a temp dir", e))?;
+            _tmp.path().join("db")
+        }
+    };
+    println!("Keys:       {} bytes each", flags.key_size);
+    println!("Values:     {} bytes each", flags.value_size);
+    println!("Entries:    {}", flags.num);
+    println!("Compression: {:?}", opts.compression);
+    println!("Filter:     {:?} (flush)", opts.filter_policy.flush);
+    println!("Threads:    {}", flags.threads);
+    println!("------------------------------------------------");
+    println!("DB path: [{}]", dir.display());
+
+    let mut db = open(&dir, &opts, !flags.use_existing_db)?;
+    let mut next_seed = flags.seed;
+    for name in &names {
+        let fresh = matches!(name.as_str(), "fillseq" | "fillrandom");
+        if fresh {
+            if flags.use_existing_db {
+                println!("{name:<12} : skipped (--use_existing_db is true)");
+                continue;
+            }
+            drop(db);
+            db = open(&dir, &opts, true)?;
+        }
+        let mut ctx = Ctx { flags, db: &db, next_seed };
+        let st: Option<ThreadStats> = match name.as_str() {
+            "fillseq" => Some(ctx.fill(name, true)?),
+            "fillrandom" | "overwrite" => Some(ctx.fill(name, false)?),
+            "readrandom" => Some(ctx.read_random(name, flags.key_size)?),
+            "readmissing" => Some(ctx.read_random(name, flags.key_size + 1)?),
+            "readseq" => Some(ctx.read_seq()?),
+            "seekrandom" => Some(ctx.seek_random()?),
+            "readwhilewriting" => Some(ctx.read_while_writing()?),
+            "deleterandom" => Some(ctx.delete_random()?),
+            "compact" => {
+                let mut st = ThreadStats::start();
+                // db_bench's "compact": flush, then compact everything into one sorted run.
+                db.flush()?;
+                db.compact()?;
+                st.stop();
+                st.done = 1;
+                Some(st)
+            }
+            "stats" => {
+                print!("{}", report::level_summary(&db.stats()));
+                None
+            }
+            _ => unreachable!("checked against KNOWN"),
+        };
+        next_seed = ctx.next_seed;
+        if let Some(st) = st {
+            println!("{}", st.line(name));
+        }
+    }
+    if flags.statistics {
+        // Counters since the database was last opened (a fill reopens it fresh).
+        let s = db.stats();
+        println!("\n{}", report::statistics(&s, s.gets));
+    }
+    Ok(())
+}

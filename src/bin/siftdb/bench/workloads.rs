@@ -1,0 +1,235 @@
+//! The benchmarks. Each thread draws key numbers from its own `SplitMix64`, seeded like
+//! db_bench's thread states: `--seed` plus a counter of threads started so far in the run, so
+//! every benchmark of a run gets fresh streams and a run is reproducible from its flags.
+//!
+//! Semantics follow db_bench: fills write one key per `put` (db_bench's default batch of 1);
+//! `fillseq` writes 0..num in order, `fillrandom` and `overwrite` num keys drawn uniformly from
+//! [0, num) with repeats (about 1 - 1/e = 63.2% of the numbers end up present); reads draw from
+//! [0, num); `readmissing` reads with `key_size + 1` (see keys.rs).
+
+use super::flags::Flags;
+use super::keys::{make_key, ValueGen};
+use super::report::ThreadStats;
+use crate::progress;
+use indicatif::ProgressBar;
+use siftdb::rng::SplitMix64;
+use siftdb::{Db, Result, WriteOptions};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Ops between progress-bar updates.
+const TICK: u64 = 1024;
+
+/// What a benchmark's threads share.
+pub struct Ctx<'a> {
+    /// The flags of the run.
+    pub flags: &'a Flags,
+    /// The database, shared by every thread.
+    pub db: &'a Db,
+    /// Seed of the first thread of the next benchmark.
+    pub next_seed: u64,
+}
+
+/// A thread body: database, its rng, its value source, the shared bar, its stats.
+type Body<'f> = dyn Fn(&Db, &mut SplitMix64, &mut ValueGen, &ProgressBar, &mut ThreadStats) -> Result<()>
+    + Sync
+    + 'f;
+
+impl Ctx<'_> {
+    fn write_opts(&self) -> WriteOptions {
+        WriteOptions { sync: self.flags.sync }
+    }
+
+    /// Runs `body` on `--threads` threads sharing the database and merges their stats.
+    fn parallel(
+        &mut self,
+        phase: &str,
+        ops_per_thread: u64,
+        body: &Body<'_>,
+    ) -> Result<ThreadStats> {
+        let n = self.flags.threads.max(1);
+        let base = self.next_seed;
+        self.next_seed += n as u64;
+        let pb = progress::bar(phase, ops_per_thread * n as u64);
+        let value_size = self.flags.value_size;
+        let db = self.db;
+        let results: Vec<Result<ThreadStats>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..n as u64)
+                .map(|i| {
+                    let pb = &pb;
+                    s.spawn(move || {
+                        let mut rng = SplitMix64::new(base + i);
+                        let mut values = ValueGen::new(base + i, value_size);
+                        let mut st = ThreadStats::start();
+                        body(db, &mut rng, &mut values, pb, &mut st)?;
+                        st.stop();
+                        Ok(st)
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().expect("benchmark thread panicked")).collect()
+        });
+        pb.finish_and_clear();
+        let mut merged: Option<ThreadStats> = None;
+        for r in results {
+            let r = r?;
+            match &mut merged {
+                None => merged = Some(r),
+                Some(m) => m.merge(&r),
+            }
+        }
+        Ok(merged.expect("at least one thread"))
+    }
+
+    /// fillseq / fillrandom / overwrite: `num` puts per thread.
+    pub fn fill(&mut self, name: &str, sequential: bool) -> Result<ThreadStats> {
+        let (num, ks, vs) = (self.flags.num, self.flags.key_size, self.flags.value_size);
+        let wo = self.write_opts();
+        self.parallel(name, num, &|db, rng, values, pb, st| {
+            let mut key = Vec::with_capacity(ks);
+            for i in 0..num {
+                let k = if sequential { i } else { rng.below(num) };
+                make_key(k, ks, &mut key);
+                db.write_opt(one_put(&key, values.next(vs)), wo)?;
+                st.bytes += (ks + vs) as u64;
+                tick(pb, i);
+            }
+            st.done = num;
+            Ok(())
+        })
+    }
+
+    /// readrandom (`key_size`) and readmissing (`key_size + 1`).
+    pub fn read_random(&mut self, name: &str, key_size: usize) -> Result<ThreadStats> {
+        let (num, reads) = (self.flags.num, self.flags.reads());
+        self.parallel(name, reads, &|db, rng, _, pb, st| {
+            read_loop(db, rng, pb, st, num, reads, key_size)
+        })
+    }
+
+    /// seekrandom: seek to a random key and read the entry there (db_bench's `seek_nexts` 0).
+    /// Found = the entry's key equals the sought key.
+    pub fn seek_random(&mut self) -> Result<ThreadStats> {
+        let (num, reads, ks) = (self.flags.num, self.flags.reads(), self.flags.key_size);
+        self.parallel("seekrandom", reads, &|db, rng, _, pb, st| {
+            let mut key = Vec::with_capacity(ks);
+            for i in 0..reads {
+                make_key(rng.below(num), ks, &mut key);
+                if let Some(kv) = db.range(key.as_slice()..)?.next() {
+                    let (k, v) = kv?;
+                    if k == key {
+                        st.found += 1;
+                        st.bytes += (k.len() + v.len()) as u64;
+                    }
+                }
+                tick(pb, i);
+            }
+            st.done = reads;
+            st.report_found = true;
+            Ok(())
+        })
+    }
+
+    /// readseq: iterate from the first key, up to `reads` entries per thread.
+    pub fn read_seq(&mut self) -> Result<ThreadStats> {
+        let reads = self.flags.reads();
+        self.parallel("readseq", reads, &|db, _, _, pb, st| {
+            let mut n = 0;
+            for kv in db.scan()? {
+                if n >= reads {
+                    break;
+                }
+                let (k, v) = kv?;
+                st.bytes += (k.len() + v.len()) as u64;
+                tick(pb, n);
+                n += 1;
+            }
+            st.done = n;
+            Ok(())
+        })
+    }
+
+    /// deleterandom: `num` deletes of random keys per thread.
+    pub fn delete_random(&mut self) -> Result<ThreadStats> {
+        let (num, ks) = (self.flags.num, self.flags.key_size);
+        let wo = self.write_opts();
+        self.parallel("deleterandom", num, &|db, rng, _, pb, st| {
+            let mut key = Vec::with_capacity(ks);
+            for i in 0..num {
+                make_key(rng.below(num), ks, &mut key);
+                let mut b = siftdb::WriteBatch::new();
+                b.delete(&key);
+                db.write_opt(b, wo)?;
+                tick(pb, i);
+            }
+            st.done = num;
+            Ok(())
+        })
+    }
+
+    /// readwhilewriting: `--threads` readers as readrandom, plus one writer putting random keys
+    /// until the readers finish. Only the readers are reported, as in db_bench.
+    pub fn read_while_writing(&mut self) -> Result<ThreadStats> {
+        let (num, reads, ks, vs) =
+            (self.flags.num, self.flags.reads(), self.flags.key_size, self.flags.value_size);
+        let wo = self.write_opts();
+        let writer_seed = self.next_seed;
+        self.next_seed += 1;
+        let stop = AtomicBool::new(false);
+        let db = self.db;
+        std::thread::scope(|s| {
+            let writer = s.spawn(|| -> Result<()> {
+                let mut rng = SplitMix64::new(writer_seed);
+                let mut values = ValueGen::new(writer_seed, vs);
+                let mut key = Vec::with_capacity(ks);
+                while !stop.load(Ordering::Relaxed) {
+                    make_key(rng.below(num), ks, &mut key);
+                    db.write_opt(one_put(&key, values.next(vs)), wo)?;
+                }
+                Ok(())
+            });
+            let readers = self.parallel("readwhilewriting", reads, &|db, rng, _, pb, st| {
+                read_loop(db, rng, pb, st, num, reads, ks)
+            });
+            stop.store(true, Ordering::Relaxed);
+            writer.join().expect("writer thread panicked")?;
+            readers
+        })
+    }
+}
+
+/// `reads` gets of random keys of `key_size` bytes drawn from [0, num).
+fn read_loop(
+    db: &Db,
+    rng: &mut SplitMix64,
+    pb: &ProgressBar,
+    st: &mut ThreadStats,
+    num: u64,
+    reads: u64,
+    key_size: usize,
+) -> Result<()> {
+    let mut key = Vec::with_capacity(key_size);
+    for i in 0..reads {
+        make_key(rng.below(num), key_size, &mut key);
+        if let Some(v) = db.get(&key)? {
+            st.found += 1;
+            st.bytes += (key.len() + v.len()) as u64;
+        }
+        tick(pb, i);
+    }
+    st.done = reads;
+    st.report_found = true;
+    Ok(())
+}
+
+fn one_put(key: &[u8], value: &[u8]) -> siftdb::WriteBatch {
+    let mut b = siftdb::WriteBatch::new();
+    b.put(key, value);
+    b
+}
+
+#[inline]
+fn tick(pb: &ProgressBar, i: u64) {
+    if i % TICK == TICK - 1 {
+        pb.inc(TICK);
+    }
+}

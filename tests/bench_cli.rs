@@ -1,0 +1,105 @@
+//! `siftdb bench` end to end through the binary, at tiny sizes: db_bench's result-line format,
+//! and found counts that follow from db_bench's key semantics (checked against the generator,
+//! re-derived here from the documented seeding: thread i of the k-th threaded benchmark of a run
+//! uses `SplitMix64::new(seed + k*threads + i)`, and key numbers are `below(num)`).
+
+use siftdb::rng::SplitMix64;
+use std::collections::HashSet;
+use std::process::Command;
+
+/// Runs `siftdb bench` with `args`; returns the result lines as (name, operations, found).
+fn bench(args: &[&str]) -> Vec<(String, u64, Option<u64>)> {
+    let out = Command::new(env!("CARGO_BIN_EXE_siftdb"))
+        .arg("bench")
+        .args(args)
+        .output()
+        .expect("run siftdb bench");
+    let stdout = String::from_utf8(out.stdout).expect("utf-8");
+    assert!(
+        out.status.success(),
+        "siftdb bench failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout.lines().filter(|l| l.contains(" micros/op ")).map(parse_line).collect()
+}
+
+/// Parses `name : 1.234 micros/op 5 ops/sec 0.001 seconds 10 operations;[ x MB/s][ (f of n found)]`
+/// and asserts the fixed parts of db_bench's format (`%-12s : %11.3f micros/op %ld ops/sec
+/// %.3f seconds %lu operations;`).
+fn parse_line(l: &str) -> (String, u64, Option<u64>) {
+    let (head, rest) = l.split_once(" : ").expect("name : ...");
+    assert!(head.len() >= 12, "name padded to 12: {l:?}");
+    let (micros, rest) = rest.split_once(" micros/op ").expect("micros/op");
+    assert!(micros.len() >= 11, "micros/op right-aligned in 11: {l:?}");
+    assert_eq!(micros.trim().split_once('.').expect("decimals").1.len(), 3, "{l:?}");
+    let (ops_sec, rest) = rest.split_once(" ops/sec ").expect("ops/sec");
+    ops_sec.parse::<u64>().expect("integer ops/sec");
+    let (secs, rest) = rest.split_once(" seconds ").expect("seconds");
+    assert_eq!(secs.split_once('.').expect("seconds decimals").1.len(), 3);
+    let (ops, rest) = rest.split_once(" operations;").expect("operations;");
+    let found = rest.split_once('(').map(|(_, f)| {
+        let (n, tail) = f.split_once(" of ").expect("of");
+        assert!(tail.ends_with(" found)"), "{l:?}");
+        n.parse().expect("found count")
+    });
+    (head.trim().to_string(), ops.parse().expect("operations"), found)
+}
+
+#[test]
+fn fillrandom_readseq_readrandom_readmissing_follow_db_bench_semantics() {
+    let (num, seed) = (4000u64, 3u64);
+    let lines = bench(&[
+        "--benchmarks=fillrandom,readseq,readrandom,readmissing,stats",
+        "--num=4000",
+        "--bloom_bits=10",
+        "--compression_type=zstd",
+        "--write_buffer_size=65536",
+        "--seed=3",
+        "--statistics=1",
+    ]);
+    let names: Vec<&str> = lines.iter().map(|l| l.0.as_str()).collect();
+    assert_eq!(names, ["fillrandom", "readseq", "readrandom", "readmissing"]);
+
+    // fillrandom: num keys drawn with repeats from [0, num) by the first benchmark's thread.
+    let mut rng = SplitMix64::new(seed);
+    let written: HashSet<u64> = (0..num).map(|_| rng.below(num)).collect();
+    assert_eq!(lines[0].1, num);
+    // About 1 - 1/e of the key space is present: the distinct count of n draws from n has
+    // standard deviation below sqrt(n)/2 = 32 here, and 0.03 * 4000 = 120 is about 4 of them.
+    assert!((written.len() as f64 / num as f64 - 0.632).abs() < 0.03);
+    // readseq visits each distinct key once.
+    assert_eq!(lines[1].1, written.len() as u64);
+    // readrandom (third benchmark, seed + 2) finds exactly the draws that were written.
+    let mut rng = SplitMix64::new(seed + 2);
+    let expect = (0..num).filter(|_| written.contains(&rng.below(num))).count() as u64;
+    assert_eq!(lines[2], ("readrandom".to_string(), num, Some(expect)));
+    // readmissing's keys (one '0' byte longer) exist nowhere.
+    assert_eq!(lines[3], ("readmissing".to_string(), num, Some(0)));
+}
+
+#[test]
+fn fillseq_then_reads_find_every_key_with_two_threads() {
+    let lines = bench(&[
+        "--benchmarks=fillseq,readrandom,seekrandom,compact",
+        "--num=2000",
+        "--reads=1500",
+        "--threads=2",
+        "--flush_filter=two_bit",
+        "--write_buffer_size=32768",
+    ]);
+    // Each of the 2 threads writes all 2000 keys, then reads 1500: all present.
+    assert_eq!(lines[0], ("fillseq".to_string(), 4000, None));
+    assert_eq!(lines[1], ("readrandom".to_string(), 3000, Some(3000)));
+    assert_eq!(lines[2], ("seekrandom".to_string(), 3000, Some(3000)));
+    assert_eq!(lines[3], ("compact".to_string(), 1, None));
+}
+
+#[test]
+fn unknown_benchmark_is_an_error() {
+    let out = Command::new(env!("CARGO_BIN_EXE_siftdb"))
+        .args(["bench", "--benchmarks=fillrandom,nosuch", "--num=10"])
+        .output()
+        .expect("run");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nosuch"));
+}

@@ -1,0 +1,329 @@
+//! `fjall-bench`: siftdb's db_bench workloads run against fjall, for the side-by-side comparison
+//! in `scripts/compare.sh`. Same flag names, key generation, value generation, seeds and result
+//! lines as `siftdb bench` (src/bin/siftdb/bench/), so one command line means the same work.
+//!
+//! fjall runs with its default options (block size, its own Bloom filters, LZ4 compression);
+//! flags fjall has no equivalent for (`--bloom_bits`, `--compression_type`,
+//! `--write_buffer_size`, ...) are accepted and ignored, and said so on stderr.
+//! `compact` calls fjall's `major_compact`.
+
+mod gen;
+
+use fjall::{Database, Keyspace, KeyspaceCreateOptions};
+use gen::{make_key, SplitMix64, ValueGen};
+use std::collections::HashMap;
+use std::time::Instant;
+
+struct Flags {
+    benchmarks: Vec<String>,
+    num: u64,
+    reads: u64,
+    key_size: usize,
+    value_size: usize,
+    threads: usize,
+    cache_size: u64,
+    seed: u64,
+    db: Option<std::path::PathBuf>,
+}
+
+fn parse() -> Result<Flags, String> {
+    let mut m: HashMap<String, String> = HashMap::new();
+    for a in std::env::args().skip(1) {
+        let a = a.trim_start_matches('-');
+        let (k, v) = a.split_once('=').unwrap_or((a, "true"));
+        m.insert(k.to_string(), v.to_string());
+    }
+    let num_of = |m: &HashMap<String, String>, k: &str, d: i64| -> Result<i64, String> {
+        m.get(k).map_or(Ok(d), |v| v.parse().map_err(|e| format!("--{k}={v}: {e}")))
+    };
+    let num = num_of(&m, "num", 1_000_000)? as u64;
+    let reads = num_of(&m, "reads", -1)?;
+    let flags = Flags {
+        benchmarks: m
+            .get("benchmarks")
+            .map_or("fillrandom,readrandom", |s| s.as_str())
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect(),
+        num,
+        reads: if reads < 0 { num } else { reads as u64 },
+        key_size: num_of(&m, "key_size", 16)? as usize,
+        value_size: num_of(&m, "value_size", 100)? as usize,
+        threads: num_of(&m, "threads", 1)?.max(1) as usize,
+        cache_size: num_of(&m, "cache_size", 8 << 20)? as u64,
+        seed: num_of(&m, "seed", 0)? as u64,
+        db: m.get("db").map(Into::into),
+    };
+    let known = [
+        "benchmarks",
+        "num",
+        "reads",
+        "key_size",
+        "value_size",
+        "threads",
+        "cache_size",
+        "seed",
+        "db",
+        "use_existing_db",
+    ];
+    let ignored: Vec<_> = m.keys().filter(|k| !known.contains(&k.as_str())).cloned().collect();
+    if !ignored.is_empty() {
+        eprintln!("fjall-bench: ignoring flags with no fjall equivalent: {}", ignored.join(", "));
+    }
+    Ok(flags)
+}
+
+/// One thread's (or merged) figures; the line format is db_bench's (see siftdb's report.rs).
+struct St {
+    done: u64,
+    bytes: u64,
+    found: u64,
+    report_found: bool,
+    start: Instant,
+    finish: Instant,
+    seconds: f64,
+}
+
+impl St {
+    fn new() -> St {
+        let now = Instant::now();
+        St {
+            done: 0,
+            bytes: 0,
+            found: 0,
+            report_found: false,
+            start: now,
+            finish: now,
+            seconds: 0.0,
+        }
+    }
+    fn stop(&mut self) {
+        self.finish = Instant::now();
+        self.seconds = (self.finish - self.start).as_secs_f64();
+    }
+    fn merge(&mut self, o: &St) {
+        self.done += o.done;
+        self.bytes += o.bytes;
+        self.found += o.found;
+        self.report_found |= o.report_found;
+        self.seconds += o.seconds;
+        self.start = self.start.min(o.start);
+        self.finish = self.finish.max(o.finish);
+    }
+    fn line(&self, name: &str) -> String {
+        let done = self.done.max(1);
+        let elapsed = (self.finish - self.start).as_secs_f64().max(1e-9);
+        let mut extra = String::new();
+        if self.bytes > 0 {
+            extra = format!("{:6.1} MB/s", self.bytes as f64 / 1048576.0 / elapsed);
+        }
+        if self.report_found {
+            if !extra.is_empty() {
+                extra.push(' ');
+            }
+            extra += &format!("({} of {} found)", self.found, self.done);
+        }
+        format!(
+            "{:<12} : {:11.3} micros/op {} ops/sec {:.3} seconds {} operations;{}{}",
+            name,
+            self.seconds * 1e6 / done as f64,
+            (done as f64 / elapsed) as i64,
+            elapsed,
+            done,
+            if extra.is_empty() { "" } else { " " },
+            extra
+        )
+    }
+}
+
+type R<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+/// Runs `body` on `threads` threads, thread i seeded `base + i`, and merges their figures.
+fn parallel(
+    f: &Flags,
+    base: u64,
+    body: &(dyn Fn(&mut SplitMix64, &mut ValueGen, &mut St) -> R<()> + Sync),
+) -> R<St> {
+    let results: Vec<R<St>> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..f.threads as u64)
+            .map(|i| {
+                s.spawn(move || {
+                    let mut rng = SplitMix64::new(base + i);
+                    let mut values = ValueGen::new(base + i, f.value_size);
+                    let mut st = St::new();
+                    body(&mut rng, &mut values, &mut st)?;
+                    st.stop();
+                    Ok(st)
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().expect("thread panicked")).collect()
+    });
+    let mut merged: Option<St> = None;
+    for r in results {
+        let r = r?;
+        match &mut merged {
+            None => merged = Some(r),
+            Some(m) => m.merge(&r),
+        }
+    }
+    Ok(merged.expect("one thread at least"))
+}
+
+fn open(path: &std::path::Path, f: &Flags, fresh: bool) -> R<(Database, Keyspace)> {
+    if fresh && path.exists() {
+        std::fs::remove_dir_all(path)?;
+    }
+    let db = Database::builder(path).cache_size(f.cache_size).open()?;
+    let ks = db.keyspace("default", KeyspaceCreateOptions::default)?;
+    Ok((db, ks))
+}
+
+fn read_loop(
+    ks: &Keyspace,
+    f: &Flags,
+    key_size: usize,
+    rng: &mut SplitMix64,
+    st: &mut St,
+) -> R<()> {
+    let mut key = Vec::with_capacity(key_size);
+    for _ in 0..f.reads {
+        make_key(rng.below(f.num), key_size, &mut key);
+        if let Some(v) = ks.get(&key)? {
+            st.found += 1;
+            st.bytes += (key.len() + v.len()) as u64;
+        }
+    }
+    st.done = f.reads;
+    st.report_found = true;
+    Ok(())
+}
+
+fn main() -> R<()> {
+    let f = parse()?;
+    let _tmp;
+    let path = match &f.db {
+        Some(p) => p.clone(),
+        None => {
+            _tmp = tempfile_dir()?;
+            _tmp.join("db")
+        }
+    };
+    println!(
+        "fjall {} | Keys: {} bytes, Values: {} bytes, Entries: {}",
+        "3.1", f.key_size, f.value_size, f.num
+    );
+    println!("DB path: [{}]", path.display());
+    let (mut db, mut ks) = open(&path, &f, true)?;
+    let mut seed = f.seed;
+    for name in f.benchmarks.clone() {
+        let base = seed;
+        // Seeds advance as in siftdb bench: once per thread of each benchmark that runs threads.
+        if name != "compact" && name != "stats" {
+            seed += f.threads as u64;
+        }
+        let (num, kz, vz) = (f.num, f.key_size, f.value_size);
+        let st = match name.as_str() {
+            "fillseq" | "fillrandom" | "overwrite" => {
+                if name != "overwrite" {
+                    drop(ks);
+                    drop(db);
+                    (db, ks) = open(&path, &f, true)?;
+                }
+                let seq = name == "fillseq";
+                let ks = &ks;
+                parallel(&f, base, &|rng, values, st| {
+                    let mut key = Vec::with_capacity(kz);
+                    for i in 0..num {
+                        make_key(if seq { i } else { rng.below(num) }, kz, &mut key);
+                        ks.insert(key.as_slice(), values.next(vz))?;
+                        st.bytes += (kz + vz) as u64;
+                    }
+                    st.done = num;
+                    Ok(())
+                })?
+            }
+            "readrandom" => parallel(&f, base, &|rng, _, st| read_loop(&ks, &f, kz, rng, st))?,
+            "readmissing" => parallel(&f, base, &|rng, _, st| read_loop(&ks, &f, kz + 1, rng, st))?,
+            "seekrandom" => parallel(&f, base, &|rng, _, st| {
+                let mut key = Vec::with_capacity(kz);
+                for _ in 0..f.reads {
+                    make_key(rng.below(num), kz, &mut key);
+                    if let Some(g) = ks.range(key.as_slice()..).next() {
+                        let (k, v) = g.into_inner()?;
+                        if *k == *key {
+                            st.found += 1;
+                            st.bytes += (k.len() + v.len()) as u64;
+                        }
+                    }
+                }
+                st.done = f.reads;
+                st.report_found = true;
+                Ok(())
+            })?,
+            "readseq" => parallel(&f, base, &|_, _, st| {
+                for g in ks.iter().take(f.reads as usize) {
+                    let (k, v) = g.into_inner()?;
+                    st.bytes += (k.len() + v.len()) as u64;
+                    st.done += 1;
+                }
+                Ok(())
+            })?,
+            "deleterandom" => parallel(&f, base, &|rng, _, st| {
+                let mut key = Vec::with_capacity(kz);
+                for _ in 0..num {
+                    make_key(rng.below(num), kz, &mut key);
+                    ks.remove(key.as_slice())?;
+                }
+                st.done = num;
+                Ok(())
+            })?,
+            "compact" => {
+                let mut st = St::new();
+                ks.rotate_memtable_and_wait()?;
+                ks.major_compact()?;
+                st.stop();
+                st.done = 1;
+                st
+            }
+            "stats" => {
+                println!(
+                    "tables {} (L0 {}), disk space {} B",
+                    ks.table_count(),
+                    ks.l0_table_count(),
+                    ks.disk_space()
+                );
+                continue;
+            }
+            other => {
+                eprintln!("fjall-bench: unsupported benchmark {other}, skipped");
+                continue;
+            }
+        };
+        println!("{}", st.line(&name));
+    }
+    Ok(())
+}
+
+/// A fresh directory under the system temp dir, removed at exit.
+fn tempfile_dir() -> R<TempDir> {
+    let p = std::env::temp_dir().join(format!("fjall-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&p)?;
+    Ok(TempDir(p))
+}
+
+struct TempDir(std::path::PathBuf);
+
+impl std::ops::Deref for TempDir {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
