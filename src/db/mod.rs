@@ -139,8 +139,10 @@ impl DbInner {
 }
 
 /// An embedded siftdb database. `Send + Sync`: share it across threads by reference or `Arc`.
-/// Dropping it stops the flush thread after it finishes the flush in progress and releases the
-/// directory lock; unflushed writes stay in the WAL and are replayed by the next open.
+/// Dropping it stops the background threads after the work in progress; unflushed writes stay
+/// in the WAL and are replayed by the next open. The directory lock is released when the last
+/// handle on the database goes: the `Db` and any `Snapshot` or iterator taken from it (drop
+/// those before reopening, as with RocksDB).
 pub struct Db {
     inner: Arc<DbInner>,
     flusher: Option<JoinHandle<()>>,
