@@ -21,6 +21,12 @@ pub(super) trait Layout {
     fn slots(&self) -> usize;
     /// The three slots of a seed-mixed key hash.
     fn positions(&self, h: u64) -> [usize; 3];
+    /// Whether peeling pushes with a branch rather than branch-free. Branch-free wins when a
+    /// key's slots are near each other (binary fuse: the slots stay in cache, so mispredictions
+    /// dominate); with slots spread over the whole array (xor) the loads miss the cache and a
+    /// predicted branch lets the CPU overlap those misses, where the data-dependent stack top
+    /// of the branch-free push serialises them.
+    const BRANCHY_PUSH: bool = false;
 }
 
 /// How a filter type sizes and lays out its array, for [`construct`].
@@ -168,8 +174,15 @@ pub(super) fn peel<L: Layout>(layout: &L, keys: &mut [u64], which: &mut Vec<u8>)
         for o in [NEXT[usize::from(j)], NEXT[usize::from(j) + 1]] {
             let p = ps[usize::from(o & 3)];
             let st = state[p];
-            stack[top] = p as u32;
-            top += usize::from(st >> 2 == 2);
+            if L::BRANCHY_PUSH {
+                if st >> 2 == 2 {
+                    stack[top] = p as u32;
+                    top += 1;
+                }
+            } else {
+                stack[top] = p as u32;
+                top += usize::from(st >> 2 == 2);
+            }
             state[p] = st.wrapping_sub(4) ^ o;
             xors[p] ^= k;
         }
