@@ -133,30 +133,42 @@ fn bucket_bits(n: usize) -> u32 {
 
 /// Writes `f(k)` for every key into `out` (replacing its contents), stably ordered by the top
 /// `bits` bits of `f(k)` (a counting sort; `bits = 0` keeps the input order). Returns the
-/// `2^bits + 1` bucket offsets. `f` runs twice per key, which is cheaper than a buffer.
+/// `2^bits + 1` bucket offsets.
+///
+/// `f` runs once per key: the first pass stores `f(k)` in input order in a scratch buffer while
+/// counting the buckets, the second scatters the scratch buffer into `out`.
 fn partition_by_top_bits(
     keys: &[u64],
     bits: u32,
     f: impl Fn(u64) -> u64,
     out: &mut Vec<u64>,
 ) -> Vec<usize> {
-    out.clear();
     if bits == 0 {
+        out.clear();
         out.extend(keys.iter().map(|&k| f(k)));
         return vec![0, keys.len()];
     }
     let shift = 64 - bits;
+    // counts[b + 1]: keys in bucket b; `v >> shift < 2^bits`, so the index is in range.
     let mut offsets = vec![0usize; (1 << bits) + 1];
-    for &k in keys {
-        offsets[(f(k) >> shift) as usize + 1] += 1;
-    }
+    let mapped: Vec<u64> = keys
+        .iter()
+        .map(|&k| {
+            let v = f(k);
+            offsets[(v >> shift) as usize + 1] += 1;
+            v
+        })
+        .collect();
     for i in 1..offsets.len() {
         offsets[i] += offsets[i - 1];
     }
     let mut next = offsets.clone();
-    out.resize(keys.len(), 0);
-    for &k in keys {
-        let v = f(k);
+    // The scatter writes every index below `keys.len()` once, so stale contents are harmless and
+    // a fresh zeroed buffer (pages straight from the allocator) avoids a fill pass.
+    if out.len() != keys.len() {
+        *out = vec![0; keys.len()];
+    }
+    for v in mapped {
         let b = (v >> shift) as usize;
         out[next[b]] = v;
         next[b] += 1;

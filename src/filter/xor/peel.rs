@@ -21,6 +21,12 @@ pub(super) trait Layout {
     fn slots(&self) -> usize;
     /// The three slots of a seed-mixed key hash.
     fn positions(&self, h: u64) -> [usize; 3];
+    /// Whether peeling pushes with a branch rather than branch-free. Branch-free wins when a
+    /// key's slots are near each other (binary fuse: the slots stay in cache, so mispredictions
+    /// dominate); with slots spread over the whole array (xor) the loads miss the cache and a
+    /// predicted branch lets the CPU overlap those misses, where the data-dependent stack top
+    /// of the branch-free push serialises them.
+    const BRANCHY_PUSH: bool = false;
 }
 
 /// How a filter type sizes and lays out its array, for [`construct`].
@@ -72,7 +78,7 @@ pub(super) fn construct<L: Sizing>(
         }
     }
     let mut base = L::for_keys(keys.len());
-    let mut mixed = Vec::with_capacity(keys.len());
+    let mut mixed = Vec::new();
     let mut which = Vec::with_capacity(keys.len());
     let mut attempt = 0;
     while attempt < MAX_ATTEMPTS {
@@ -104,52 +110,89 @@ pub(super) fn construct<L: Sizing>(
 /// On success returns `true` with `keys` rewritten in peeling order and `which[i]` the index
 /// (0..3) of the position `keys[i]` was peeled from. Returns `false` (`keys` then holds an
 /// unspecified permutation of a prefix) when the hypergraph has a 2-core, or a slot is hit by
-/// more than 255 keys, which only a degenerate layout allows; the caller retries with another
-/// seed.
+/// more than 63 keys, which only a degenerate layout or repeated keys allow; the caller retries
+/// with another seed.
+///
+/// Each slot keeps one byte `count << 2 | jx`, where `jx` is the xor of the position indices
+/// (0..3) under which its keys reach it, and the xor of their hashes: a slot with count 1 names
+/// its only key and the index it was reached by, with no search and no list. The hot loops are
+/// branch-free apart from the loop tests: a slot is written to the stack unconditionally and the
+/// stack top advances by 0 or 1, because whether a slot's count drops to 1 is a coin flip the
+/// branch predictor cannot learn.
 pub(super) fn peel<L: Layout>(layout: &L, keys: &mut [u64], which: &mut Vec<u8>) -> bool {
     let m = layout.slots();
-    // count[s]: keys still attached to slot s; xors[s]: xor of their hashes, so a slot with
-    // count 1 names its only key without a list.
-    let mut count = vec![0u8; m];
-    let mut xors = vec![0u64; m];
+    let (mut state, mut xors) = (vec![0u8; m], vec![0u64; m]);
+    // Same-length slices: one bounds check covers both arrays.
+    let (state, xors) = (&mut state[..m], &mut xors[..m]);
     let mut overflow = false;
     for &k in keys.iter() {
-        for p in layout.positions(k) {
-            let (c, o) = count[p].overflowing_add(1);
-            count[p] = c;
-            overflow |= o;
-            xors[p] ^= k;
-        }
+        let [p0, p1, p2] = layout.positions(k);
+        // The count wrapped from 63 to 0 iff the new byte is below 4.
+        state[p0] = state[p0].wrapping_add(4);
+        overflow |= state[p0] < 4;
+        xors[p0] ^= k;
+        state[p1] = state[p1].wrapping_add(4) ^ 1;
+        overflow |= state[p1] < 4;
+        xors[p1] ^= k;
+        state[p2] = state[p2].wrapping_add(4) ^ 2;
+        overflow |= state[p2] < 4;
+        xors[p2] ^= k;
     }
     if overflow {
         return false;
     }
+    // A slot enters the stack when its count is 1 at the start or falls from 2 to 1; counts only
+    // fall, so each slot enters at most once and `m` entries suffice. The speculative write
+    // before a non-advance lands at `top <= m - 1` (at least one slot has left by then).
+    let mut stack = vec![0u32; m];
+    let mut top = 0;
+    for (s, &st) in state.iter().enumerate() {
+        stack[top] = s as u32;
+        top += usize::from(st >> 2 == 1);
+    }
     // The keys are now held by `xors`, so `keys` is free to receive the peeling order.
-    let mut queue: Vec<u32> = Vec::with_capacity(m);
-    queue.extend((0..m as u32).filter(|&s| count[s as usize] == 1));
     which.clear();
+    which.resize(keys.len(), 0);
+    let which = &mut which[..keys.len()];
     let mut peeled = 0;
-    while let Some(s) = queue.pop() {
-        let s = s as usize;
-        if count[s] != 1 {
-            continue; // emptied since it was queued
+    while top > 0 && peeled < keys.len() {
+        top -= 1;
+        let s = stack[top] as usize;
+        let st = state[s];
+        if st >> 2 != 1 {
+            continue; // emptied since it was stacked
         }
         let k = xors[s];
-        let ps = layout.positions(k);
-        let j = ps.iter().position(|&p| p == s).expect("a slot's only key has the slot");
+        let j = st & 3; // 0..3: the index `k` reaches `s` by
         keys[peeled] = k;
-        which.push(j as u8);
+        which[peeled] = j;
         peeled += 1;
-        for p in ps {
-            count[p] -= 1;
-            xors[p] ^= k;
-            if count[p] == 1 {
-                queue.push(p as u32);
+        // Detach `k` from its two other slots. Slot `s` keeps count 1 and is never read again: it
+        // has left the stack and its count cannot fall from 2 to 1 to re-enter it.
+        let [p0, p1, p2] = layout.positions(k);
+        let ps = [p0, p1, p2, p0];
+        for o in [NEXT[usize::from(j)], NEXT[usize::from(j) + 1]] {
+            let p = ps[usize::from(o & 3)];
+            let st = state[p];
+            if L::BRANCHY_PUSH {
+                if st >> 2 == 2 {
+                    stack[top] = p as u32;
+                    top += 1;
+                }
+            } else {
+                stack[top] = p as u32;
+                top += usize::from(st >> 2 == 2);
             }
+            state[p] = st.wrapping_sub(4) ^ o;
+            xors[p] ^= k;
         }
     }
     peeled == keys.len()
 }
+
+/// `NEXT[j]` and `NEXT[j + 1]` are the two indices other than `j` (0..3), as `(j + 1) mod 3`
+/// and `(j + 2) mod 3`: a table instead of a branch the predictor cannot learn.
+const NEXT: [u8; 4] = [1, 2, 0, 1];
 
 /// Fills the fingerprint array from a peeling order: replayed in reverse, each key's peeled slot
 /// is still zero and its other two slots are final, so setting the peeled slot to
@@ -157,9 +200,9 @@ pub(super) fn peel<L: Layout>(layout: &L, keys: &mut [u64], which: &mut Vec<u8>)
 pub(super) fn assign<L: Layout, W: Fingerprint>(layout: &L, order: &[u64], which: &[u8]) -> Vec<W> {
     let mut fps = vec![W::default(); layout.slots()];
     for (&k, &j) in order.iter().zip(which).rev() {
-        let ps = layout.positions(k);
-        let x = W::from_hash(k) ^ fps[ps[0]] ^ fps[ps[1]] ^ fps[ps[2]];
-        fps[ps[j as usize]] = x;
+        let [p0, p1, p2] = layout.positions(k);
+        let x = W::from_hash(k) ^ fps[p0] ^ fps[p1] ^ fps[p2];
+        fps[[p0, p1, p2, p0][usize::from(j & 3)]] = x; // j < 3: the fourth entry is never picked
     }
     fps
 }

@@ -26,6 +26,8 @@ impl Sizing for XorLayout {
 }
 
 impl Layout for XorLayout {
+    const BRANCHY_PUSH: bool = true;
+
     #[inline(always)]
     fn slots(&self) -> usize {
         3 * self.block as usize
