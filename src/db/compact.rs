@@ -160,7 +160,12 @@ fn install(
     added: &[(usize, Arc<TableFile>)],
 ) -> Result<()> {
     let mut manifest = inner.manifest.lock();
-    if let Err(e) = manifest.append(edit) {
+    // Stamp the next file number under the manifest lock: the flush thread allocates numbers
+    // and appends its own edits concurrently, and edits must never lower the recorded number
+    // below a file an earlier edit added (recovery rejects that; found by the I/O-error sweep).
+    let mut edit = edit.clone();
+    edit.next_file_number = Some(inner.next_file.load(Ordering::SeqCst));
+    if let Err(e) = manifest.append(&edit) {
         inner.set_bg_error(&e);
         return Err(e);
     }
