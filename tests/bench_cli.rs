@@ -103,3 +103,63 @@ fn unknown_benchmark_is_an_error() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("nosuch"));
 }
+
+/// Runs `siftdb bench` and returns its whole stdout (asserting success).
+fn bench_stdout(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_siftdb")).arg("bench").args(args).output().unwrap();
+    let stdout = String::from_utf8(out.stdout).expect("utf-8");
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    stdout
+}
+
+/// The per-level rows of the `stats` benchmark's level table: (level, filter name, bits/key).
+fn level_rows(stdout: &str) -> Vec<(String, String, f64)> {
+    stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("Level  Files"))
+        .skip(1)
+        .take_while(|l| l.starts_with('L'))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f[0].to_string(), f[4].to_string(), f[6].parse().expect("bits/key"))
+        })
+        .collect()
+}
+
+#[test]
+fn compaction_flags_reach_the_engine() {
+    let common = [
+        "--benchmarks=fillrandom,compact,stats",
+        "--num=20000",
+        "--bloom_bits=10",
+        "--write_buffer_size=65536",
+        "--target_file_size_base=131072",
+        "--max_bytes_for_level_base=262144",
+        "--seed=5",
+    ];
+    // Default with --bloom_bits: ribbon on compacted levels at the blocked Bloom's FPR at 10
+    // bits/key (0.957%), which Ribbon reaches in ~1.05 * log2(1/0.00957) = 7.05 bits/key plus
+    // its per-file slot overhead (~0.7 bits/key at the ~1,000 keys per file of this test).
+    let rows = level_rows(&bench_stdout(&common));
+    assert!(!rows.is_empty() && rows.iter().all(|r| r.0 != "L0"), "{rows:?}");
+    for (level, filter, bits) in &rows {
+        assert_eq!(filter, "ribbon", "{level}");
+        assert!((6.5..8.5).contains(bits), "{level}: {bits} bits/key");
+    }
+    // A small target file size splits the compacted run into several files, and a small L1
+    // pushes data below it.
+    let out = bench_stdout(&[&common[..], &["--compaction_filter=blocked"]].concat());
+    let rows = level_rows(&out);
+    assert!(rows.iter().any(|r| r.0 != "L1"), "a level below L1 exists: {rows:?}");
+    for (level, filter, bits) in &rows {
+        assert_eq!(filter, "blocked_bloom", "{level}");
+        assert!((9.9..10.6).contains(bits), "{level}: {bits} bits/key");
+    }
+    // Contradictory filter flags are an invalid argument, not a silent choice.
+    let out = Command::new(env!("CARGO_BIN_EXE_siftdb"))
+        .args(["bench", "--num=10", "--use_ribbon_filter", "--compaction_filter=xor8"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("contradicts"));
+}

@@ -4,7 +4,8 @@
 //! Boolean flags accept gflags' spellings: `--sync`, `--sync=1`, `--sync=true`, `--sync=0`,
 //! `--sync=false`, so a db_bench command line can be pasted as is.
 
-use siftdb::options::{Compression, FilterConfig};
+use siftdb::filter::math;
+use siftdb::options::{Compression, FilterAllocation, FilterConfig, LevelBudget, StaticFilterKind};
 use siftdb::Options;
 use std::path::PathBuf;
 
@@ -28,6 +29,30 @@ pub enum FlushFilter {
     /// Classic Bloom filter.
     Standard,
     /// No filter.
+    None,
+}
+
+/// The compaction filter named by `--compaction_filter`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompactionFilter {
+    /// Standard Ribbon at the FPR of `--bloom_bits` (siftdb's default; what RocksDB's
+    /// `--use_ribbon_filter` asks for).
+    Ribbon,
+    /// Binary fuse, 8-bit fingerprints (FPR fixed at 0.39%, ~9 bits/key).
+    #[value(name = "binary_fuse8")]
+    BinaryFuse8,
+    /// Binary fuse, 16-bit fingerprints.
+    #[value(name = "binary_fuse16")]
+    BinaryFuse16,
+    /// Xor, 8-bit fingerprints.
+    Xor8,
+    /// Xor, 16-bit fingerprints.
+    Xor16,
+    /// Cache-line-blocked Bloom at `--bloom_bits` bits per key (RocksDB's Bloom, like for like).
+    Blocked,
+    /// Classic Bloom at `--bloom_bits` bits per key.
+    Standard,
+    /// No filter on compacted levels.
     None,
 }
 
@@ -66,12 +91,27 @@ pub struct Flags {
     /// Bytes of memtable before a flush.
     #[arg(long, default_value_t = 64 << 20)]
     pub write_buffer_size: usize,
-    /// Target SST size of compaction output (recorded; applied once compaction options exist).
+    /// Target SST size of compaction output.
     #[arg(long, default_value_t = 64 << 20)]
     pub target_file_size_base: u64,
-    /// Bytes of L1 (recorded; applied once compaction options exist).
+    /// Bytes of L1.
     #[arg(long, default_value_t = 256 << 20)]
     pub max_bytes_for_level_base: u64,
+    /// Each deeper level's target is this many times the previous one.
+    #[arg(long, default_value_t = 10.0)]
+    pub max_bytes_for_level_multiplier: f64,
+    /// L0 files that trigger an L0 -> L1 compaction.
+    #[arg(long, default_value_t = 4)]
+    pub level0_file_num_compaction_trigger: usize,
+    /// L0 files at which writes are delayed.
+    #[arg(long, default_value_t = 20)]
+    pub level0_slowdown_writes_trigger: usize,
+    /// L0 files at which writes wait for compaction.
+    #[arg(long, default_value_t = 36)]
+    pub level0_stop_writes_trigger: usize,
+    /// No background compaction (only the `compact` benchmark compacts).
+    #[arg(long, default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub disable_auto_compactions: bool,
     /// Block cache bytes (db_bench's default 8 MiB).
     #[arg(long, default_value_t = 8 << 20)]
     pub cache_size: usize,
@@ -97,6 +137,15 @@ pub struct Flags {
     /// siftdb: bits per key of `--flush_filter` (default: `--bloom_bits`, or 16 for two_bit).
     #[arg(long)]
     pub flush_bits: Option<f64>,
+    /// siftdb: filter of compaction outputs (L1 and deeper). With `--bloom_bits` >= 0 the
+    /// default is `ribbon` at the FPR a blocked Bloom filter reaches with `--bloom_bits` (the
+    /// same FPR as RocksDB's Bloom, in about 30% less memory); with `--bloom_bits` < 0, `none`.
+    #[arg(long, value_enum)]
+    pub compaction_filter: Option<CompactionFilter>,
+    /// siftdb: split the compacted levels' filter memory by Monkey's rule (same total bits per
+    /// key as the per-level budget) instead of one FPR on every level.
+    #[arg(long, default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub monkey: bool,
     /// siftdb: zstd level when `--compression_type=zstd` (RocksDB's default level is 3).
     #[arg(long, default_value_t = 3)]
     pub zstd_level: i32,
@@ -139,12 +188,73 @@ impl Flags {
     }
 }
 
+/// FPR of a 512-bit-block Bloom filter at `bits_per_key` with its optimal probe count: what
+/// RocksDB's cache-local Bloom filter reaches with `--bloom_bits` (0.95% at 10).
+pub fn blocked_bloom_fpr_at(bits_per_key: f64) -> f64 {
+    let k = math::blocked_optimal_probes(512, bits_per_key, 16);
+    math::blocked_bloom_fpr(512, 512.0 / bits_per_key, k)
+}
+
+impl Flags {
+    /// The compaction-output filter kind and per-level budget the flags select.
+    pub fn compaction_filter(&self) -> Result<(StaticFilterKind, FilterAllocation), String> {
+        let default = if self.bloom_bits >= 0 || self.use_ribbon_filter {
+            CompactionFilter::Ribbon
+        } else {
+            CompactionFilter::None
+        };
+        let choice = self.compaction_filter.unwrap_or(default);
+        if self.use_ribbon_filter && choice != CompactionFilter::Ribbon {
+            return Err(format!("--use_ribbon_filter contradicts --compaction_filter={choice:?}"));
+        }
+        let bits = self.bloom_bits.max(0) as f64;
+        let (kind, budget) = match choice {
+            CompactionFilter::None => {
+                return Ok((StaticFilterKind::None, FilterAllocation::PerLevel(vec![])))
+            }
+            CompactionFilter::Ribbon if bits > 0.0 => {
+                (StaticFilterKind::Ribbon, LevelBudget::Fpr(blocked_bloom_fpr_at(bits)))
+            }
+            // db_bench's --use_ribbon_filter without --bloom_bits: its default 10 bits' FPR.
+            CompactionFilter::Ribbon => {
+                (StaticFilterKind::Ribbon, LevelBudget::Fpr(blocked_bloom_fpr_at(10.0)))
+            }
+            CompactionFilter::BinaryFuse8 => {
+                (StaticFilterKind::BinaryFuse8, LevelBudget::Fpr(1.0 / 256.0))
+            }
+            CompactionFilter::BinaryFuse16 => {
+                (StaticFilterKind::BinaryFuse16, LevelBudget::Fpr(1.0 / 65536.0))
+            }
+            CompactionFilter::Xor8 => (StaticFilterKind::Xor8, LevelBudget::Fpr(1.0 / 256.0)),
+            CompactionFilter::Xor16 => (StaticFilterKind::Xor16, LevelBudget::Fpr(1.0 / 65536.0)),
+            CompactionFilter::Blocked | CompactionFilter::Standard if bits <= 0.0 => {
+                return Err("--compaction_filter=blocked|standard needs --bloom_bits > 0".into())
+            }
+            CompactionFilter::Blocked => {
+                (StaticFilterKind::BlockedBloom, LevelBudget::BitsPerKey(bits))
+            }
+            CompactionFilter::Standard => {
+                (StaticFilterKind::StandardBloom, LevelBudget::BitsPerKey(bits))
+            }
+        };
+        if !self.monkey {
+            return Ok((kind, FilterAllocation::PerLevel(vec![budget])));
+        }
+        if kind.fixed_fpr().is_some() {
+            return Err(
+                "--monkey needs a filter with a tunable FPR (ribbon, blocked, standard)".into()
+            );
+        }
+        // Monkey gets the same total memory as the uniform budget.
+        let bits_per_key = match budget {
+            LevelBudget::BitsPerKey(b) => b,
+            LevelBudget::Fpr(p) => kind.bits_per_log2() * (1.0 / p).log2(),
+        };
+        Ok((kind, FilterAllocation::Monkey { bits_per_key }))
+    }
+}
+
 /// Maps the db_bench flags onto siftdb's [`Options`].
-///
-/// LEAD: EXTEND HERE once compaction options exist (issue 5). Flags accepted and recorded but
-/// not applied yet: `target_file_size_base`, `max_bytes_for_level_base`, and
-/// `use_ribbon_filter` (should select a Ribbon filter for compacted levels at the FPR of
-/// `bloom_bits`). Everything else is applied below.
 pub fn apply_db_bench_flags(flags: &Flags, opts: &mut Options) -> Result<(), String> {
     opts.memtable_size = flags.write_buffer_size;
     opts.block_cache_bytes = flags.cache_size;
@@ -159,5 +269,28 @@ pub fn apply_db_bench_flags(flags: &Flags, opts: &mut Options) -> Result<(), Str
         other => return Err(format!("unsupported --compression_type={other} (none|zstd)")),
     };
     opts.filter_policy.flush = flags.flush_filter();
+    let (kind, allocation) = flags.compaction_filter()?;
+    opts.filter_policy.compaction = kind;
+    opts.filter_policy.allocation = allocation;
+    if flags.target_file_size_base == 0 || flags.max_bytes_for_level_base == 0 {
+        return Err("--target_file_size_base and --max_bytes_for_level_base must be > 0".into());
+    }
+    if !(flags.max_bytes_for_level_multiplier > 1.0) {
+        return Err("--max_bytes_for_level_multiplier must be > 1".into());
+    }
+    let trig = (
+        flags.level0_file_num_compaction_trigger,
+        flags.level0_slowdown_writes_trigger,
+        flags.level0_stop_writes_trigger,
+    );
+    if trig.0 == 0 || trig.0 > trig.1 || trig.1 > trig.2 {
+        return Err("need 0 < level0_file_num_compaction_trigger <= level0_slowdown_writes_trigger <= level0_stop_writes_trigger".into());
+    }
+    let c = &mut opts.compaction;
+    c.auto = !flags.disable_auto_compactions;
+    c.target_file_size = flags.target_file_size_base;
+    c.max_bytes_for_level_base = flags.max_bytes_for_level_base;
+    c.max_bytes_for_level_multiplier = flags.max_bytes_for_level_multiplier;
+    (c.l0_compaction_trigger, c.l0_slowdown_writes_trigger, c.l0_stop_writes_trigger) = trig;
     Ok(())
 }

@@ -59,6 +59,19 @@ pub fn run(flags: &Flags) -> Result<()> {
     println!("Entries:    {}", flags.num);
     println!("Compression: {:?}", opts.compression);
     println!("Filter:     {:?} (flush)", opts.filter_policy.flush);
+    println!(
+        "            {:?} {:?} (compaction)",
+        opts.filter_policy.compaction, opts.filter_policy.allocation
+    );
+    let c = &opts.compaction;
+    println!(
+        "Levels:     L1 {} B x{}, files {} B, L0 trigger {}, auto compaction {}",
+        c.max_bytes_for_level_base,
+        c.max_bytes_for_level_multiplier,
+        c.target_file_size,
+        c.l0_compaction_trigger,
+        c.auto
+    );
     println!("Threads:    {}", flags.threads);
     println!("------------------------------------------------");
     println!("DB path: [{}]", dir.display());
