@@ -1,0 +1,168 @@
+//! The filter policies compared and the database each is measured on.
+//!
+//! Every (policy, budget) gets a fresh database built from the same keys, values and options,
+//! the filter policy being the only difference. Loading is deterministic: each batch of
+//! `flush_keys` keys is flushed to one L0 file and followed by `wait_for_compactions`, so the
+//! same files and levels arise whatever the thread timing (the memtable is sized so it never
+//! fills up on its own).
+
+use siftdb::rng::SplitMix64;
+use siftdb::{
+    CompactionOptions, Db, FilterAllocation, FilterConfig, FilterPolicy, LevelBudget, Options,
+    Result, StaticFilterKind, WriteBatch,
+};
+use std::path::Path;
+
+/// Bits per key of an 8-bit binary fuse filter at large key counts (1.125 slots per key plus a
+/// small segment overhead; the filter table measures about 9.04 at 1M keys). 16-bit: twice.
+pub const FUSE8_BITS: f64 = 9.04;
+
+/// A budget within this ratio of a binary fuse width's own bits per key is run with that
+/// width; others are reported as unreachable.
+const FUSE_REACH: f64 = 0.2;
+
+/// One filter policy of the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    /// No filter anywhere: the baseline.
+    NoFilter,
+    /// siftdb's default shape: two-bit Bloom at flush, Ribbon at compaction, same budget.
+    TwoBitRibbon,
+    /// Cache-line-blocked Bloom at flush and at compaction (RocksDB's filter family).
+    Blocked,
+    /// Two-bit at flush, binary fuse (8 or 16-bit, fixed size) at compaction.
+    BinaryFuse,
+    /// Two-bit at flush, Ribbon at compaction with Monkey's per-level allocation.
+    Monkey,
+}
+
+impl Policy {
+    /// Every policy, in report order.
+    pub const ALL: [Policy; 5] = [
+        Policy::NoFilter,
+        Policy::TwoBitRibbon,
+        Policy::Blocked,
+        Policy::BinaryFuse,
+        Policy::Monkey,
+    ];
+
+    /// Name in the table, the CSV and the plot legend.
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::NoFilter => "no_filter",
+            Policy::TwoBitRibbon => "two_bit+ribbon",
+            Policy::Blocked => "blocked_bloom",
+            Policy::BinaryFuse => "two_bit+binary_fuse",
+            Policy::Monkey => "two_bit+ribbon_monkey",
+        }
+    }
+
+    /// The engine's filter policy at `bits` filter bits per key, or why the policy cannot
+    /// spend that budget. Flush filters get `bits` per key; compacted levels get the budget as
+    /// `LevelBudget::BitsPerKey(bits)` (converted by the engine to the FPR the kind reaches with
+    /// it) or, for Monkey, as the average over levels 1 and deeper.
+    pub fn filter_policy(self, bits: f64) -> std::result::Result<FilterPolicy, String> {
+        let two_bit = FilterConfig::TwoBitBloom { bits_per_key: bits };
+        let per_level = FilterAllocation::PerLevel(vec![LevelBudget::BitsPerKey(bits)]);
+        let p = |flush, compaction, allocation| FilterPolicy { flush, compaction, allocation };
+        Ok(match self {
+            Policy::NoFilter => {
+                p(FilterConfig::None, StaticFilterKind::None, FilterAllocation::PerLevel(vec![]))
+            }
+            Policy::TwoBitRibbon => p(two_bit, StaticFilterKind::Ribbon, per_level),
+            Policy::Blocked => p(
+                FilterConfig::BlockedBloom { bits_per_key: bits },
+                StaticFilterKind::BlockedBloom,
+                per_level,
+            ),
+            Policy::BinaryFuse => {
+                let near = |native: f64| (bits / native - 1.0).abs() <= FUSE_REACH;
+                let kind = if near(FUSE8_BITS) {
+                    StaticFilterKind::BinaryFuse8
+                } else if near(2.0 * FUSE8_BITS) {
+                    StaticFilterKind::BinaryFuse16
+                } else {
+                    return Err(format!(
+                        "unreachable: binary fuse spends {FUSE8_BITS} (8-bit) or {} (16-bit) \
+                         bits/key, not within {:.0}% of {bits}",
+                        2.0 * FUSE8_BITS,
+                        FUSE_REACH * 100.0
+                    ));
+                };
+                p(two_bit, kind, per_level)
+            }
+            Policy::Monkey => p(
+                two_bit,
+                StaticFilterKind::Ribbon,
+                FilterAllocation::Monkey { bits_per_key: bits },
+            ),
+        })
+    }
+}
+
+/// Keys, values and LSM shape shared by every build.
+#[derive(Debug, Clone)]
+pub struct Shape {
+    /// Present keys `key(0), key(2), ..., key(2 (keys - 1))`.
+    pub keys: u64,
+    /// Value bytes.
+    pub value_size: usize,
+    /// Keys per flush (one L0 file each).
+    pub flush_keys: u64,
+    /// L1 target bytes.
+    pub level_base: u64,
+    /// Growth factor between levels.
+    pub multiplier: f64,
+    /// Compaction output file size.
+    pub file_size: u64,
+    /// Seed of key order and values.
+    pub seed: u64,
+}
+
+/// The 16-byte key of number `i`: 16 decimal digits, so keys sort numerically. Present keys
+/// are the even numbers; an odd number is a missing key inside the key range, between two
+/// present neighbours, so only a filter can rule it out without reading the block.
+pub fn key(i: u64) -> [u8; 16] {
+    let mut k = [b'0'; 16];
+    let s = format!("{i:016}");
+    k.copy_from_slice(&s.as_bytes()[s.len() - 16..]);
+    k
+}
+
+/// Opens a new database in `dir` with `policy` and loads the shape's keys (module docs).
+pub fn build(dir: &Path, shape: &Shape, policy: FilterPolicy) -> Result<Db> {
+    // Four times a flush batch (entry = key + value + about 32 bytes of memtable overhead), so
+    // only the explicit flushes below cut L0 files.
+    let batch_bytes = shape.flush_keys as usize * (16 + shape.value_size + 32);
+    let opts = Options {
+        memtable_size: (4 * batch_bytes).max(1 << 16),
+        filter_policy: policy,
+        compaction: CompactionOptions {
+            max_bytes_for_level_base: shape.level_base,
+            max_bytes_for_level_multiplier: shape.multiplier,
+            target_file_size: shape.file_size,
+            ..CompactionOptions::default()
+        },
+        ..Options::default()
+    };
+    let db = Db::open(dir, opts)?;
+    let mut rng = SplitMix64::new(shape.seed);
+    let mut order: Vec<u64> = (0..shape.keys).collect();
+    for i in (1..order.len()).rev() {
+        order.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    let mut value = vec![0u8; shape.value_size];
+    for flush_batch in order.chunks(shape.flush_keys.max(1) as usize) {
+        for chunk in flush_batch.chunks(100) {
+            let mut batch = WriteBatch::new();
+            for &i in chunk {
+                rng.fill(&mut value);
+                batch.put(key(2 * i), &value);
+            }
+            db.write(batch)?;
+        }
+        db.flush()?;
+        db.wait_for_compactions()?;
+    }
+    Ok(db)
+}
