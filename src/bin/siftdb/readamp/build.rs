@@ -6,6 +6,8 @@
 //! same files and levels arise whatever the thread timing (the memtable is sized so it never
 //! fills up on its own).
 
+use siftdb::filter::prelude::*;
+use siftdb::filter::{BinaryFuse16, BinaryFuse8};
 use siftdb::rng::SplitMix64;
 use siftdb::{
     CompactionOptions, Db, FilterAllocation, FilterConfig, FilterPolicy, LevelBudget, Options,
@@ -13,13 +15,29 @@ use siftdb::{
 };
 use std::path::Path;
 
-/// Bits per key of an 8-bit binary fuse filter at large key counts (1.125 slots per key plus a
-/// small segment overhead; the filter table measures about 9.04 at 1M keys). 16-bit: twice.
-pub const FUSE8_BITS: f64 = 9.04;
+/// Bits per key of binary fuse filters at the key count of one compaction output file: their
+/// size is fixed by the fingerprint width (8 or 16 bits) and a slot overhead that grows for small
+/// key counts (about 9.04 and 18.1 bits per key at 1M keys, over 10 and 20 at 9,000).
+#[derive(Debug, Clone, Copy)]
+pub struct FuseBits {
+    /// `BinaryFuse8` bits per key.
+    pub fuse8: f64,
+    /// `BinaryFuse16` bits per key.
+    pub fuse16: f64,
+}
 
-/// A budget within this ratio of a binary fuse width's own bits per key is run with that
-/// width; others are reported as unreachable.
-const FUSE_REACH: f64 = 0.2;
+impl FuseBits {
+    /// Measures both widths on `keys_per_file` seeded random hashes.
+    pub fn measure(keys_per_file: usize) -> Result<FuseBits> {
+        let n = keys_per_file.max(64);
+        let hashes = SplitMix64::new(0xf05e).hashes(n);
+        let bits = |bytes: usize| bytes as f64 * 8.0 / n as f64;
+        Ok(FuseBits {
+            fuse8: bits(BinaryFuse8::build(&hashes)?.memory_bytes()),
+            fuse16: bits(BinaryFuse16::build(&hashes)?.memory_bytes()),
+        })
+    }
+}
 
 /// One filter policy of the report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,8 +78,14 @@ impl Policy {
     /// The engine's filter policy at `bits` filter bits per key, or why the policy cannot
     /// spend that budget. Flush filters get `bits` per key; compacted levels get the budget as
     /// `LevelBudget::BitsPerKey(bits)` (converted by the engine to the FPR the kind reaches with
-    /// it) or, for Monkey, as the average over levels 1 and deeper.
-    pub fn filter_policy(self, bits: f64) -> std::result::Result<FilterPolicy, String> {
+    /// it) or, for Monkey, as the average over levels 1 and deeper. Binary fuse runs only where
+    /// one of its widths (`fuse`, at this file size) is within `tolerance` of `bits`.
+    pub fn filter_policy(
+        self,
+        bits: f64,
+        fuse: FuseBits,
+        tolerance: f64,
+    ) -> std::result::Result<FilterPolicy, String> {
         let two_bit = FilterConfig::TwoBitBloom { bits_per_key: bits };
         let per_level = FilterAllocation::PerLevel(vec![LevelBudget::BitsPerKey(bits)]);
         let p = |flush, compaction, allocation| FilterPolicy { flush, compaction, allocation };
@@ -76,17 +100,18 @@ impl Policy {
                 per_level,
             ),
             Policy::BinaryFuse => {
-                let near = |native: f64| (bits / native - 1.0).abs() <= FUSE_REACH;
-                let kind = if near(FUSE8_BITS) {
+                let near = |native: f64| (native / bits - 1.0).abs() <= tolerance;
+                let kind = if near(fuse.fuse8) {
                     StaticFilterKind::BinaryFuse8
-                } else if near(2.0 * FUSE8_BITS) {
+                } else if near(fuse.fuse16) {
                     StaticFilterKind::BinaryFuse16
                 } else {
                     return Err(format!(
-                        "unreachable: binary fuse spends {FUSE8_BITS} (8-bit) or {} (16-bit) \
-                         bits/key, not within {:.0}% of {bits}",
-                        2.0 * FUSE8_BITS,
-                        FUSE_REACH * 100.0
+                        "unreachable: binary fuse spends {:.2} (8-bit) or {:.2} (16-bit) bits/key \
+                         at this file size, not within {:.0}% of {bits}",
+                        fuse.fuse8,
+                        fuse.fuse16,
+                        tolerance * 100.0
                     ));
                 };
                 p(two_bit, kind, per_level)

@@ -18,6 +18,8 @@ struct Line {
     label: String,
     points: Vec<(f64, f64)>,
     dashed: bool,
+    /// Fixed colour (reference curves); `None` takes the next palette colour.
+    color: Option<RGBColor>,
 }
 
 /// One panel: lines against bits per key, log or linear y.
@@ -82,7 +84,7 @@ where
     Y: Ranged<ValueType = f64>,
 {
     for (i, line) in lines.iter().enumerate() {
-        let col = color(i);
+        let col = line.color.unwrap_or(color(i));
         let style = col.stroke_width(2);
         let pts: Vec<(f64, f64)> = line.points.iter().copied().filter(|p| p.1 > 0.0).collect();
         let series = if line.dashed {
@@ -139,11 +141,13 @@ pub fn blocks_per_lookup(path: &Path, runs: &[Run], policies: &[&'static str]) -
             label: label.clone(),
             points: pts.iter().map(|p| (p.0, p.1)).collect(),
             dashed: baseline,
+            color: None,
         });
         present.push(Line {
             label,
             points: pts.iter().map(|p| (p.0, p.2)).collect(),
             dashed: baseline,
+            color: None,
         });
     }
     let root = SVGBackend::new(path, (1280, 560)).into_drawing_area();
@@ -175,7 +179,7 @@ pub fn blocks_per_lookup(path: &Path, runs: &[Run], policies: &[&'static str]) -
 pub fn fpr_vs_bits(path: &Path, rows: &[SurveyRow]) -> Result<()> {
     let mut lines: Vec<Line> = filters::lines(rows)
         .into_iter()
-        .map(|(label, points)| Line { label, points, dashed: false })
+        .map(|(label, points)| Line { label, points, dashed: false, color: None })
         .collect();
     let x_max = rows.iter().map(|r| r.bits_per_key).fold(1.0, f64::max);
     let grid: Vec<f64> = (2..=((x_max * 4.0) as usize)).map(|i| i as f64 / 4.0).collect();
@@ -183,11 +187,13 @@ pub fn fpr_vs_bits(path: &Path, rows: &[SurveyRow]) -> Result<()> {
         label: "classic Bloom, theory (optimal k)".into(),
         points: grid.iter().map(|&b| (b, filters::bloom_theory(b))).collect(),
         dashed: true,
+        color: Some(RGBColor(120, 120, 120)),
     });
     lines.push(Line {
         label: "lower bound 2^-b".into(),
         points: grid.iter().map(|&b| (b, filters::lower_bound(b))).collect(),
         dashed: true,
+        color: Some(RGBColor(190, 190, 190)),
     });
     let root = SVGBackend::new(path, (960, 640)).into_drawing_area();
     root.fill(&WHITE).map_err(plot_err)?;
