@@ -6,9 +6,11 @@ use siftdb::filter::math;
 use siftdb::filter::survey::{self, SurveyRow};
 use siftdb::Result;
 
-/// Measures every filter family at each budget in `bits`, `keys` keys and as many negatives.
+/// Measures every filter family at each budget in `bits`, `keys` keys and four times as many
+/// negatives (so that Ribbon at 20 bits per key, FPR about 2^-19, still shows about 8 false
+/// positives per million keys instead of a zero that a log axis cannot draw).
 pub fn sweep(bits: &[f64], keys: usize, seed: u64) -> Result<Vec<SurveyRow>> {
-    survey::sweep(bits, keys, keys, seed)
+    survey::sweep(bits, keys, 4 * keys, seed)
 }
 
 /// The plot line a survey row belongs to: fingerprint widths of one family share a line

@@ -28,6 +28,8 @@ struct Panel<'a> {
     y_label: &'a str,
     log_y: bool,
     lines: &'a [Line],
+    /// Where the legend goes (a corner the lines leave empty).
+    legend: SeriesLabelPosition,
 }
 
 fn color(i: usize) -> RGBColor {
@@ -48,7 +50,7 @@ fn color(i: usize) -> RGBColor {
 
 fn draw_panel(area: &DrawingArea<SVGBackend, Shift>, p: &Panel) -> Result<()> {
     let pts = || p.lines.iter().flat_map(|l| l.points.iter().copied());
-    let x_max = pts().map(|(x, _)| x).fold(1.0, f64::max).ceil() + 1.0;
+    let x_max = pts().map(|(x, _)| x).fold(1.0, f64::max).ceil();
     let y_pos = || pts().map(|(_, y)| y).filter(|&y| y > 0.0);
     let y_max = y_pos().fold(f64::MIN_POSITIVE, f64::max);
     let mut chart = ChartBuilder::on(area);
@@ -66,11 +68,11 @@ fn draw_panel(area: &DrawingArea<SVGBackend, Shift>, p: &Panel) -> Result<()> {
             .y_label_formatter(&|v| format!("{v:.0e}"))
             .draw()
             .map_err(plot_err)?;
-        draw_lines(&mut c, p.lines)?;
+        draw_lines(&mut c, p.lines, p.legend.clone())?;
     } else {
         let mut c = chart.build_cartesian_2d(0.0..x_max, 0.0..y_max * 1.1).map_err(plot_err)?;
         c.configure_mesh().x_desc(x_desc).y_desc(p.y_label).draw().map_err(plot_err)?;
-        draw_lines(&mut c, p.lines)?;
+        draw_lines(&mut c, p.lines, p.legend.clone())?;
     }
     Ok(())
 }
@@ -78,6 +80,7 @@ fn draw_panel(area: &DrawingArea<SVGBackend, Shift>, p: &Panel) -> Result<()> {
 fn draw_lines<'a, X, Y>(
     c: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
     lines: &[Line],
+    legend: SeriesLabelPosition,
 ) -> Result<()>
 where
     X: Ranged<ValueType = f64>,
@@ -103,7 +106,7 @@ where
     c.configure_series_labels()
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperRight)
+        .position(legend)
         .label_font(("sans-serif", 13))
         .draw()
         .map_err(plot_err)
@@ -113,7 +116,8 @@ where
 /// lookup (linear y) against the measured filter bits per key, one line per policy; the
 /// no-filter baseline is a dashed horizontal line.
 pub fn blocks_per_lookup(path: &Path, runs: &[Run], policies: &[&'static str]) -> Result<()> {
-    let x_max = runs.iter().filter_map(Run::actual_bits_per_key).fold(1.0, f64::max) + 1.0;
+    // The right edge of both panels (`draw_panel` takes the largest x): one past the data.
+    let x_max = runs.iter().filter_map(Run::actual_bits_per_key).fold(1.0, f64::max).ceil() + 1.0;
     let mut missing = Vec::new();
     let mut present = Vec::new();
     for &name in policies {
@@ -160,6 +164,7 @@ pub fn blocks_per_lookup(path: &Path, runs: &[Run], policies: &[&'static str]) -
             y_label: "data blocks read per lookup",
             log_y: true,
             lines: &missing,
+            legend: SeriesLabelPosition::LowerLeft,
         },
     )?;
     draw_panel(
@@ -169,6 +174,7 @@ pub fn blocks_per_lookup(path: &Path, runs: &[Run], policies: &[&'static str]) -
             y_label: "data blocks read per lookup",
             log_y: false,
             lines: &present,
+            legend: SeriesLabelPosition::MiddleRight,
         },
     )?;
     root.present().map_err(plot_err)
@@ -181,7 +187,7 @@ pub fn fpr_vs_bits(path: &Path, rows: &[SurveyRow]) -> Result<()> {
         .into_iter()
         .map(|(label, points)| Line { label, points, dashed: false, color: None })
         .collect();
-    let x_max = rows.iter().map(|r| r.bits_per_key).fold(1.0, f64::max);
+    let x_max = rows.iter().map(|r| r.bits_per_key).fold(1.0, f64::max).ceil() + 1.0;
     let grid: Vec<f64> = (2..=((x_max * 4.0) as usize)).map(|i| i as f64 / 4.0).collect();
     lines.push(Line {
         label: "classic Bloom, theory (optimal k)".into(),
@@ -204,6 +210,7 @@ pub fn fpr_vs_bits(path: &Path, rows: &[SurveyRow]) -> Result<()> {
             y_label: "false-positive rate",
             log_y: true,
             lines: &lines,
+            legend: SeriesLabelPosition::LowerLeft,
         },
     )?;
     root.present().map_err(plot_err)
