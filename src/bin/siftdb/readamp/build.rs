@@ -9,11 +9,13 @@
 use siftdb::filter::prelude::*;
 use siftdb::filter::{BinaryFuse16, BinaryFuse8};
 use siftdb::rng::SplitMix64;
+use siftdb::storage::{MemStorage, Storage};
 use siftdb::{
     CompactionOptions, Db, FilterAllocation, FilterConfig, FilterPolicy, LevelBudget, Options,
     Result, StaticFilterKind, WriteBatch,
 };
 use std::path::Path;
+use std::sync::Arc;
 
 /// Bits per key of binary fuse filters at the key count of one compaction output file: their
 /// size is fixed by the fingerprint width (8 or 16 bits) and a slot overhead that grows for small
@@ -154,14 +156,18 @@ pub fn key(i: u64) -> [u8; 16] {
     k
 }
 
-/// Opens a new database in `dir` with `policy` and loads the shape's keys (module docs).
-pub fn build(dir: &Path, shape: &Shape, policy: FilterPolicy) -> Result<Db> {
+/// Opens a new database in `dir` with `policy` and loads the shape's keys (module docs). With
+/// `in_memory` the files live in a `MemStorage` instead of the file system: the same files and
+/// the same block counts (they are counted above the storage), without fsync waits, which on a
+/// shared machine dominate the wall time of these small builds.
+pub fn build(dir: &Path, shape: &Shape, policy: FilterPolicy, in_memory: bool) -> Result<Db> {
     // Four times a flush batch (entry = key + value + about 32 bytes of memtable overhead), so
     // only the explicit flushes below cut L0 files.
     let batch_bytes = shape.flush_keys as usize * (16 + shape.value_size + 32);
     let opts = Options {
         memtable_size: (4 * batch_bytes).max(1 << 16),
         filter_policy: policy,
+        storage: in_memory.then(|| Arc::new(MemStorage::new()) as Arc<dyn Storage>),
         compaction: CompactionOptions {
             max_bytes_for_level_base: shape.level_base,
             max_bytes_for_level_multiplier: shape.multiplier,

@@ -65,6 +65,10 @@ pub struct ReadampArgs {
     /// Relative distance from the budget up to which a run counts as equal memory.
     #[arg(long, default_value_t = 0.10)]
     tolerance: f64,
+    /// Build the databases in real files in a temporary directory instead of in memory
+    /// (`siftdb::storage::MemStorage`); the counts are the same, the builds slower.
+    #[arg(long)]
+    on_disk: bool,
     /// Seed of keys, values and lookups.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -152,7 +156,7 @@ pub fn run(args: &ReadampArgs) -> Result<()> {
             Err(reason) => Err(reason),
             Ok(fp) => {
                 let dir = tempfile::tempdir().map_err(|e| Error::io("creating a temp dir", e))?;
-                let db = build::build(dir.path(), &shape, fp)?;
+                let db = build::build(dir.path(), &shape, fp, !args.on_disk)?;
                 Ok(measure::measure(&db, args.keys, args.lookups, args.seed)?)
             }
         };
