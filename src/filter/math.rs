@@ -27,8 +27,12 @@ pub fn standard_bits_per_key_for_fpr(fpr: f64) -> f64 {
     -fpr.ln() / (std::f64::consts::LN_2 * std::f64::consts::LN_2)
 }
 
-/// Poisson-weighted sum `sum_i Pois(i; lambda) * f(i)`, summed until the remaining Poisson mass is
-/// below 1e-15 (past the mode).
+/// Poisson-weighted sum `sum_i Pois(i; lambda) * f(i)` for `f` in `[0, 1]`, summed past the
+/// mode until the remaining Poisson mass is below 1e-15, or provably below 1e-30: past the mode
+/// the terms fall at least geometrically (ratio `lambda / (i + 1) < 1`), so the tail from term
+/// `i` on is at most `p_i / (1 - lambda / (i + 1))`. The second test is the one that ends the
+/// sum when rounding keeps `1 - cumulative` from ever reaching 1e-15 (a quarter of all lambdas
+/// would otherwise run to the 100,000-term cap).
 pub fn poisson_mix(lambda: f64, f: impl Fn(u64) -> f64) -> f64 {
     if lambda <= 0.0 {
         return f(0);
@@ -37,8 +41,9 @@ pub fn poisson_mix(lambda: f64, f: impl Fn(u64) -> f64) -> f64 {
     let mut cumulative = 0.0;
     let mut sum = 0.0;
     let mut i = 0u64;
-    // For large lambda e^-lambda underflows; work in logs to start then.
-    if p == 0.0 {
+    // For large lambda e^-lambda underflows (or is subnormal, with too few significant bits for
+    // the product recurrence below); work in logs then.
+    if p < f64::MIN_POSITIVE {
         return poisson_mix_log(lambda, f);
     }
     loop {
@@ -46,7 +51,9 @@ pub fn poisson_mix(lambda: f64, f: impl Fn(u64) -> f64) -> f64 {
         cumulative += p;
         i += 1;
         p *= lambda / i as f64;
-        if (i as f64 > lambda && 1.0 - cumulative < 1e-15) || i > 100_000 {
+        let past_mode = i as f64 > lambda;
+        let tail_bound = p / (1.0 - lambda / (i + 1) as f64);
+        if (past_mode && (1.0 - cumulative < 1e-15 || tail_bound < 1e-30)) || i > 100_000 {
             break;
         }
     }
@@ -131,6 +138,23 @@ mod tests {
         assert!((fpr - 0.0095).abs() < 0.0008, "{fpr}");
         let k = blocked_optimal_probes(512, 10.0, 16);
         assert!(k <= 7, "blocked optimum {k} should not exceed the textbook 7");
+    }
+
+    #[test]
+    fn poisson_mix_stops_once_the_tail_is_negligible() {
+        // Past the mode the tail is below 1e-30 within about lambda + 12 sqrt(lambda) + 40 terms
+        // (Poisson tail decay); the cumulative-mass test alone missed that for many lambdas.
+        for i in 1..2000 {
+            let lambda = i as f64 * 0.37;
+            let terms = std::cell::Cell::new(0u64);
+            let total = poisson_mix(lambda, |_| {
+                terms.set(terms.get() + 1);
+                1.0
+            });
+            let cap = lambda + 12.0 * lambda.sqrt() + 40.0;
+            assert!((terms.get() as f64) < cap, "lambda {lambda}: {} terms", terms.get());
+            assert!((total - 1.0).abs() < 1e-9, "lambda {lambda}: {total}");
+        }
     }
 
     #[test]

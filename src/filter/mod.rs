@@ -52,6 +52,7 @@ mod scalable;
 mod sizing;
 mod split_block;
 mod standard;
+pub mod survey;
 mod two_bit;
 mod view;
 mod xor;

@@ -5,6 +5,7 @@ mod bench;
 mod crashtest;
 mod demo;
 mod progress;
+mod readamp;
 mod sst_dump;
 mod stats;
 mod ycsb;
@@ -46,6 +47,9 @@ enum Command {
     Bench(bench::flags::Flags),
     /// YCSB core workloads a..f (zipfian 0.99), throughput and p50/p99/p99.9 latency per op.
     Ycsb(ycsb::YcsbArgs),
+    /// Read-amplification report: blocks read per lookup and observed FPR per level for each
+    /// filter policy at equal filter memory; writes a CSV and SVG plots (docs/readamp).
+    Readamp(readamp::ReadampArgs),
 }
 
 #[derive(Subcommand)]
@@ -65,6 +69,7 @@ fn main() -> ExitCode {
         Some(Command::Stats(args)) => stats::run(&args),
         Some(Command::Bench(flags)) => bench::run(&flags),
         Some(Command::Ycsb(args)) => ycsb::run(&args),
+        Some(Command::Readamp(args)) => readamp::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

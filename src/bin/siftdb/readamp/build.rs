@@ -1,0 +1,199 @@
+//! The filter policies compared and the database each is measured on.
+//!
+//! Every (policy, budget) gets a fresh database built from the same keys, values and options,
+//! the filter policy being the only difference. Loading is deterministic: each batch of
+//! `flush_keys` keys is flushed to one L0 file and followed by `wait_for_compactions`, so the
+//! same files and levels arise whatever the thread timing (the memtable is sized so it never
+//! fills up on its own).
+
+use siftdb::filter::prelude::*;
+use siftdb::filter::{BinaryFuse16, BinaryFuse8};
+use siftdb::rng::SplitMix64;
+use siftdb::storage::{MemStorage, Storage};
+use siftdb::{
+    CompactionOptions, Db, FilterAllocation, FilterConfig, FilterPolicy, LevelBudget, Options,
+    Result, StaticFilterKind, WriteBatch,
+};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Bits per key of binary fuse filters at the key count of one compaction output file: their
+/// size is fixed by the fingerprint width (8 or 16 bits) and a slot overhead that grows for small
+/// key counts (about 9.04 and 18.1 bits per key at 1M keys, over 10 and 20 at 9,000).
+#[derive(Debug, Clone, Copy)]
+pub struct FuseBits {
+    /// `BinaryFuse8` bits per key.
+    pub fuse8: f64,
+    /// `BinaryFuse16` bits per key.
+    pub fuse16: f64,
+}
+
+impl FuseBits {
+    /// Measures both widths on `keys_per_file` seeded random hashes.
+    pub fn measure(keys_per_file: usize) -> Result<FuseBits> {
+        let n = keys_per_file.max(64);
+        let hashes = SplitMix64::new(0xf05e).hashes(n);
+        let bits = |bytes: usize| bytes as f64 * 8.0 / n as f64;
+        Ok(FuseBits {
+            fuse8: bits(BinaryFuse8::build(&hashes)?.memory_bytes()),
+            fuse16: bits(BinaryFuse16::build(&hashes)?.memory_bytes()),
+        })
+    }
+}
+
+/// One filter policy of the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    /// No filter anywhere: the baseline.
+    NoFilter,
+    /// siftdb's default shape: two-bit Bloom at flush, Ribbon at compaction, same budget.
+    TwoBitRibbon,
+    /// Cache-line-blocked Bloom at flush and at compaction (RocksDB's filter family).
+    Blocked,
+    /// Two-bit at flush, binary fuse (8 or 16-bit, fixed size) at compaction.
+    BinaryFuse,
+    /// Two-bit at flush, Ribbon at compaction with Monkey's per-level allocation.
+    Monkey,
+}
+
+impl Policy {
+    /// Every policy, in report order.
+    pub const ALL: [Policy; 5] = [
+        Policy::NoFilter,
+        Policy::TwoBitRibbon,
+        Policy::Blocked,
+        Policy::BinaryFuse,
+        Policy::Monkey,
+    ];
+
+    /// Name in the table, the CSV and the plot legend.
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::NoFilter => "no_filter",
+            Policy::TwoBitRibbon => "two_bit+ribbon",
+            Policy::Blocked => "blocked_bloom",
+            Policy::BinaryFuse => "two_bit+binary_fuse",
+            Policy::Monkey => "two_bit+ribbon_monkey",
+        }
+    }
+
+    /// The engine's filter policy at `bits` filter bits per key, or why the policy cannot
+    /// spend that budget. Flush filters get `bits` per key; compacted levels get the budget as
+    /// `LevelBudget::BitsPerKey(bits)` (converted by the engine to the FPR the kind reaches with
+    /// it) or, for Monkey, as the average over levels 1 and deeper. Binary fuse runs only where
+    /// one of its widths (`fuse`, at this file size) is within `tolerance` of `bits`.
+    pub fn filter_policy(
+        self,
+        bits: f64,
+        fuse: FuseBits,
+        tolerance: f64,
+    ) -> std::result::Result<FilterPolicy, String> {
+        let two_bit = FilterConfig::TwoBitBloom { bits_per_key: bits };
+        let per_level = FilterAllocation::PerLevel(vec![LevelBudget::BitsPerKey(bits)]);
+        let p = |flush, compaction, allocation| FilterPolicy { flush, compaction, allocation };
+        Ok(match self {
+            Policy::NoFilter => {
+                p(FilterConfig::None, StaticFilterKind::None, FilterAllocation::PerLevel(vec![]))
+            }
+            Policy::TwoBitRibbon => p(two_bit, StaticFilterKind::Ribbon, per_level),
+            Policy::Blocked => p(
+                FilterConfig::BlockedBloom { bits_per_key: bits },
+                StaticFilterKind::BlockedBloom,
+                per_level,
+            ),
+            Policy::BinaryFuse => {
+                let near = |native: f64| (native / bits - 1.0).abs() <= tolerance;
+                let kind = if near(fuse.fuse8) {
+                    StaticFilterKind::BinaryFuse8
+                } else if near(fuse.fuse16) {
+                    StaticFilterKind::BinaryFuse16
+                } else {
+                    return Err(format!(
+                        "unreachable: binary fuse spends {:.2} (8-bit) or {:.2} (16-bit) bits/key \
+                         at this file size, not within {:.0}% of {bits}",
+                        fuse.fuse8,
+                        fuse.fuse16,
+                        tolerance * 100.0
+                    ));
+                };
+                p(two_bit, kind, per_level)
+            }
+            Policy::Monkey => p(
+                two_bit,
+                StaticFilterKind::Ribbon,
+                FilterAllocation::Monkey { bits_per_key: bits },
+            ),
+        })
+    }
+}
+
+/// Keys, values and LSM shape shared by every build.
+#[derive(Debug, Clone)]
+pub struct Shape {
+    /// Present keys `key(0), key(2), ..., key(2 (keys - 1))`.
+    pub keys: u64,
+    /// Value bytes.
+    pub value_size: usize,
+    /// Keys per flush (one L0 file each).
+    pub flush_keys: u64,
+    /// L1 target bytes.
+    pub level_base: u64,
+    /// Growth factor between levels.
+    pub multiplier: f64,
+    /// Compaction output file size.
+    pub file_size: u64,
+    /// Seed of key order and values.
+    pub seed: u64,
+}
+
+/// The 16-byte key of number `i`: 16 decimal digits, so keys sort numerically. Present keys
+/// are the even numbers; an odd number is a missing key inside the key range, between two
+/// present neighbours, so only a filter can rule it out without reading the block.
+pub fn key(i: u64) -> [u8; 16] {
+    let mut k = [b'0'; 16];
+    let s = format!("{i:016}");
+    k.copy_from_slice(&s.as_bytes()[s.len() - 16..]);
+    k
+}
+
+/// Opens a new database in `dir` with `policy` and loads the shape's keys (module docs). With
+/// `in_memory` the files live in a `MemStorage` instead of the file system: the same files and
+/// the same block counts (they are counted above the storage), without fsync waits, which on a
+/// shared machine dominate the wall time of these small builds.
+pub fn build(dir: &Path, shape: &Shape, policy: FilterPolicy, in_memory: bool) -> Result<Db> {
+    // Four times a flush batch (entry = key + value + about 32 bytes of memtable overhead), so
+    // only the explicit flushes below cut L0 files.
+    let batch_bytes = shape.flush_keys as usize * (16 + shape.value_size + 32);
+    let opts = Options {
+        memtable_size: (4 * batch_bytes).max(1 << 16),
+        filter_policy: policy,
+        storage: in_memory.then(|| Arc::new(MemStorage::new()) as Arc<dyn Storage>),
+        compaction: CompactionOptions {
+            max_bytes_for_level_base: shape.level_base,
+            max_bytes_for_level_multiplier: shape.multiplier,
+            target_file_size: shape.file_size,
+            ..CompactionOptions::default()
+        },
+        ..Options::default()
+    };
+    let db = Db::open(dir, opts)?;
+    let mut rng = SplitMix64::new(shape.seed);
+    let mut order: Vec<u64> = (0..shape.keys).collect();
+    for i in (1..order.len()).rev() {
+        order.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    let mut value = vec![0u8; shape.value_size];
+    for flush_batch in order.chunks(shape.flush_keys.max(1) as usize) {
+        for chunk in flush_batch.chunks(100) {
+            let mut batch = WriteBatch::new();
+            for &i in chunk {
+                rng.fill(&mut value);
+                batch.put(key(2 * i), &value);
+            }
+            db.write(batch)?;
+        }
+        db.flush()?;
+        db.wait_for_compactions()?;
+    }
+    Ok(db)
+}

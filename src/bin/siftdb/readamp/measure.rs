@@ -1,0 +1,139 @@
+//! Lookups against one built database and the per-level figures taken from `Db::stats()`.
+//!
+//! Blocks are the `data_blocks_read` counter (data blocks consulted, from the block cache or the
+//! file), so the figures count work, independent of what the cache happens to hold. A missing
+//! key probes every sorted run whose key range covers it (each L0 file, then one file per deeper
+//! level): a filter "no" costs no block, a false positive or an absent filter one block.
+
+use super::build::key;
+use siftdb::rng::SplitMix64;
+use siftdb::{Db, Error, LevelStats, Result, Stats};
+
+/// Figures of one level, or of the whole tree (`level == None`).
+#[derive(Debug, Clone, Default)]
+pub struct LevelRow {
+    /// Level number; `None` for the totals row.
+    pub level: Option<usize>,
+    /// SST files.
+    pub files: usize,
+    /// Entries.
+    pub entries: u64,
+    /// Filter kinds, `+`-joined, or "none".
+    pub filter: String,
+    /// Filter bytes in memory.
+    pub filter_bytes: u64,
+    /// The FPR the policy configures for the level (`None`: no filter, or the totals row).
+    pub configured_fpr: Option<f64>,
+    /// Observed FPR of the missing-key lookups: false positives / negatives probed.
+    pub observed_fpr: Option<f64>,
+    /// Filter probes per missing-key lookup (sorted runs covering the key that have a filter).
+    pub checks_per_missing: f64,
+    /// Data blocks read per missing-key lookup.
+    pub blocks_per_missing: f64,
+    /// `checks_per_missing * configured_fpr` (plus one block per unfiltered run): what the
+    /// configured FPRs predict for `blocks_per_missing`.
+    pub predicted_per_missing: f64,
+    /// Data blocks read per present-key lookup.
+    pub blocks_per_present: f64,
+}
+
+impl LevelRow {
+    /// Filter bits per entry.
+    pub fn bits_per_key(&self) -> f64 {
+        if self.entries == 0 {
+            0.0
+        } else {
+            self.filter_bytes as f64 * 8.0 / self.entries as f64
+        }
+    }
+}
+
+/// Per-level rows (levels holding files) and the totals row.
+#[derive(Debug, Clone, Default)]
+pub struct Measured {
+    /// One row per non-empty level, L0 first.
+    pub levels: Vec<LevelRow>,
+    /// Sums over the levels (FPR: pooled false positives over pooled negatives).
+    pub total: LevelRow,
+}
+
+/// Looks up `lookups` random present keys, then `lookups` random missing keys (odd numbers in
+/// the key range), checking every answer, and returns the per-level figures.
+pub fn measure(db: &Db, keys: u64, lookups: u64, seed: u64) -> Result<Measured> {
+    let mut rng = SplitMix64::new(seed ^ 0x5eed_100c);
+    let before = db.stats();
+    let found = run(db, &mut rng, keys, lookups, 0)?;
+    let mid = db.stats();
+    let false_found = run(db, &mut rng, keys, lookups, 1)?;
+    let after = db.stats();
+    if found != lookups || false_found != 0 {
+        return Err(Error::corruption(
+            format!("lookups disagree with the load: {found}/{lookups} present keys found, {false_found} missing keys found"),
+            None,
+        ));
+    }
+    Ok(tabulate(&mid.since(&before), &after.since(&mid), lookups))
+}
+
+/// Looks up keys `2 i + parity` for random `i < keys`; returns how many were found.
+fn run(db: &Db, rng: &mut SplitMix64, keys: u64, lookups: u64, parity: u64) -> Result<u64> {
+    let mut found = 0;
+    for _ in 0..lookups {
+        if db.get(key(2 * rng.below(keys) + parity))?.is_some() {
+            found += 1;
+        }
+    }
+    Ok(found)
+}
+
+fn tabulate(present: &Stats, missing: &Stats, lookups: u64) -> Measured {
+    let per = |n: u64| n as f64 / lookups.max(1) as f64;
+    let mut levels = Vec::new();
+    for (l, p) in missing.levels.iter().zip(&present.levels) {
+        if l.files == 0 && l.reads.data_blocks_read == 0 && p.reads.data_blocks_read == 0 {
+            continue;
+        }
+        let checks = per(l.reads.filter_checks);
+        let unfiltered = per(l.reads.data_blocks_read) - per(l.reads.false_positives());
+        levels.push(LevelRow {
+            level: Some(l.level),
+            files: l.files,
+            entries: l.entries,
+            filter: kinds(l),
+            filter_bytes: l.filter_bytes,
+            configured_fpr: l.configured_fpr,
+            observed_fpr: l.reads.observed_fpr(),
+            checks_per_missing: checks,
+            blocks_per_missing: per(l.reads.data_blocks_read),
+            predicted_per_missing: match l.configured_fpr {
+                Some(p) => checks * p + unfiltered.max(0.0),
+                None => per(l.reads.data_blocks_read),
+            },
+            blocks_per_present: per(p.reads.data_blocks_read),
+        });
+    }
+    let reads = missing.total_reads();
+    let sum = |f: fn(&LevelRow) -> f64| levels.iter().map(f).sum::<f64>();
+    let total = LevelRow {
+        level: None,
+        files: levels.iter().map(|l| l.files).sum(),
+        entries: levels.iter().map(|l| l.entries).sum(),
+        filter: "total".into(),
+        filter_bytes: levels.iter().map(|l| l.filter_bytes).sum(),
+        configured_fpr: None,
+        observed_fpr: reads.observed_fpr(),
+        checks_per_missing: sum(|l| l.checks_per_missing),
+        blocks_per_missing: sum(|l| l.blocks_per_missing),
+        predicted_per_missing: sum(|l| l.predicted_per_missing),
+        blocks_per_present: sum(|l| l.blocks_per_present),
+    };
+    Measured { levels, total }
+}
+
+fn kinds(l: &LevelStats) -> String {
+    if l.filter_kinds.is_empty() {
+        "none".into()
+    } else {
+        l.filter_kinds.join("+")
+    }
+}

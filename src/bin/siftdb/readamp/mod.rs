@@ -1,0 +1,270 @@
+//! `siftdb readamp`: the read-amplification report (issue 6, design.md "Read-amplification
+//! report").
+//!
+//! For each filter policy ([`build::Policy`]) and each budget of `--bits` filter bits per key it
+//! builds the same database (same keys, values, options and LSM shape; only the filter policy
+//! differs), looks up present and missing keys, and reports per level and in total: data blocks
+//! read per lookup, observed against configured FPR, and filter bytes. Then it measures every
+//! filter of `siftdb::filter` on its own (`filter::survey`). Outputs: a table on stdout,
+//! `<out>/readamp.csv`, `<out>/fpr_vs_bits.csv`, `<out>/blocks_per_lookup.svg` and
+//! `<out>/fpr_vs_bits.svg`.
+//!
+//! Equal memory: every policy is configured with the budget as bits per key at flush and at
+//! compaction; the bits each build actually spent (filter bytes over entries, all levels) are
+//! reported, the plots use them as x, and a run further than `--tolerance` from its budget is
+//! marked in the `equal_memory` column. Binary fuse's size is fixed by its fingerprint width, so
+//! it runs only at budgets within `--tolerance` of its own bits per key at the output file size
+//! (measured first: about 10.3 for 8-bit and 20.6 for 16-bit fingerprints at 9,000 keys).
+
+mod build;
+mod csv;
+mod filters;
+mod measure;
+mod plot;
+
+use crate::progress;
+use build::{Policy, Shape};
+use measure::Measured;
+use siftdb::{Error, Result};
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// Arguments of `siftdb readamp`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ReadampArgs {
+    /// Output directory (created if missing).
+    #[arg(long, default_value = "docs/readamp")]
+    out: PathBuf,
+    /// Filter budgets, bits per key, comma separated.
+    #[arg(long, value_delimiter = ',', default_value = "2,4,6,8,10,12,16,20")]
+    bits: Vec<f64>,
+    /// Keys loaded (present keys are even numbers, missing ones the odd numbers between).
+    #[arg(long, default_value_t = 430_000)]
+    keys: u64,
+    /// Value size in bytes.
+    #[arg(long, default_value_t = 100)]
+    value_size: usize,
+    /// Lookups of present keys, and again of missing keys, per build.
+    #[arg(long, default_value_t = 200_000)]
+    lookups: u64,
+    /// Keys per flush (one L0 file each; compactions finish before the next batch).
+    #[arg(long, default_value_t = 10_000)]
+    flush_keys: u64,
+    /// Target size of L1 in KiB.
+    #[arg(long, default_value_t = 1024)]
+    level_base_kib: u64,
+    /// Each level's target is this many times the previous one's.
+    #[arg(long, default_value_t = 10.0)]
+    level_multiplier: f64,
+    /// Compaction output file size in KiB.
+    #[arg(long, default_value_t = 1024)]
+    file_kib: u64,
+    /// Keys per filter in the FPR sweep (negatives: four times as many).
+    #[arg(long, default_value_t = 1_000_000)]
+    fpr_keys: usize,
+    /// Relative distance from the budget up to which a run counts as equal memory.
+    #[arg(long, default_value_t = 0.10)]
+    tolerance: f64,
+    /// Build the databases in real files in a temporary directory instead of in memory
+    /// (`siftdb::storage::MemStorage`); the counts are the same, the builds slower.
+    #[arg(long)]
+    on_disk: bool,
+    /// Seed of keys, values and lookups.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+/// One (policy, budget) of the report.
+#[derive(Debug)]
+pub struct Run {
+    /// The policy.
+    pub policy: Policy,
+    /// Budget in bits per key (0 for no filter).
+    pub budget: f64,
+    /// The measurement, or why the policy cannot spend this budget.
+    pub outcome: std::result::Result<Measured, String>,
+    /// Build and measurement seconds.
+    pub secs: f64,
+}
+
+impl Run {
+    /// Filter bits per entry the build ended up with (all levels).
+    pub fn actual_bits_per_key(&self) -> Option<f64> {
+        self.outcome.as_ref().ok().map(|m| m.total.bits_per_key())
+    }
+
+    /// `yes` when the actual bits per key are within `tolerance` (relative) of the budget,
+    /// else `over +x%` / `under -x%`; `n/a` for no filter; `unreachable` when not run.
+    pub fn equal_memory(&self, tolerance: f64) -> String {
+        match self.actual_bits_per_key() {
+            None => "unreachable".into(),
+            Some(_) if self.policy == Policy::NoFilter => "n/a".into(),
+            Some(a) => {
+                let rel = a / self.budget - 1.0;
+                if rel.abs() <= tolerance {
+                    "yes".into()
+                } else if rel > 0.0 {
+                    format!("over {:+.1}%", rel * 100.0)
+                } else {
+                    format!("under {:+.1}%", rel * 100.0)
+                }
+            }
+        }
+    }
+}
+
+pub fn run(args: &ReadampArgs) -> Result<()> {
+    if args.keys < 2 || args.lookups == 0 || args.bits.iter().any(|&b| !(b > 0.0 && b <= 32.0)) {
+        return Err(Error::invalid("readamp: --keys >= 2, --lookups >= 1, --bits in (0, 32]"));
+    }
+    let t0 = Instant::now();
+    std::fs::create_dir_all(&args.out)
+        .map_err(|e| Error::io(format!("creating {}", args.out.display()), e))?;
+    let shape = Shape {
+        keys: args.keys,
+        value_size: args.value_size,
+        flush_keys: args.flush_keys,
+        level_base: args.level_base_kib << 10,
+        multiplier: args.level_multiplier,
+        file_size: args.file_kib << 10,
+        seed: args.seed,
+    };
+    println!(
+        "siftdb readamp: {} keys of 16 bytes, {}-byte values, {} keys per flush, L1 {} KiB x{} per level, \
+         {} KiB files; {} present + {} missing lookups per build",
+        args.keys, args.value_size, args.flush_keys, args.level_base_kib, args.level_multiplier,
+        args.file_kib, args.lookups, args.lookups
+    );
+    // Entries of a compaction output file: its target size over key + value + about one byte
+    // of block overhead per entry (prefix-compressed keys, varint lengths, restarts).
+    let keys_per_file = (shape.file_size / (16 + args.value_size as u64 + 1)) as usize;
+    let fuse = build::FuseBits::measure(keys_per_file)?;
+    println!(
+        "binary fuse at {keys_per_file} keys per file: {:.2} bits/key (8-bit), {:.2} (16-bit)",
+        fuse.fuse8, fuse.fuse16
+    );
+    let mut plan = vec![(Policy::NoFilter, 0.0)];
+    for &b in &args.bits {
+        plan.extend(Policy::ALL.iter().filter(|&&p| p != Policy::NoFilter).map(|&p| (p, b)));
+    }
+    let pb = progress::bar("readamp", plan.len() as u64);
+    let mut runs = Vec::new();
+    for (policy, budget) in plan {
+        pb.set_message(format!("{} @{budget}", policy.name()));
+        let t = Instant::now();
+        let outcome = match policy.filter_policy(budget, fuse, args.tolerance) {
+            Err(reason) => Err(reason),
+            Ok(fp) => {
+                let dir = tempfile::tempdir().map_err(|e| Error::io("creating a temp dir", e))?;
+                let db = build::build(dir.path(), &shape, fp, !args.on_disk)?;
+                Ok(measure::measure(&db, args.keys, args.lookups, args.seed)?)
+            }
+        };
+        runs.push(Run { policy, budget, outcome, secs: t.elapsed().as_secs_f64() });
+        pb.inc(1);
+    }
+    pb.finish_and_clear();
+    let db_secs = t0.elapsed().as_secs_f64();
+    print_report(&runs, args);
+
+    let t = Instant::now();
+    let fpr_rows = filters::sweep(&args.bits, args.fpr_keys, args.seed)?;
+    let sweep_secs = t.elapsed().as_secs_f64();
+    let names: Vec<&'static str> = Policy::ALL.iter().map(|p| p.name()).collect();
+    let out = &args.out;
+    csv::write(&out.join("readamp.csv"), &csv::readamp_csv(&runs, args.tolerance))?;
+    csv::write(&out.join("fpr_vs_bits.csv"), &csv::fpr_csv(&fpr_rows))?;
+    plot::blocks_per_lookup(&out.join("blocks_per_lookup.svg"), &runs, &names)?;
+    plot::fpr_vs_bits(&out.join("fpr_vs_bits.svg"), &fpr_rows)?;
+    println!(
+        "\nwrote {0}/readamp.csv, {0}/fpr_vs_bits.csv, {0}/blocks_per_lookup.svg, {0}/fpr_vs_bits.svg",
+        out.display()
+    );
+    println!(
+        "time: {db_secs:.1} s for {} builds, {sweep_secs:.1} s filter sweep ({} rows), {:.1} s total",
+        runs.iter().filter(|r| r.outcome.is_ok()).count(),
+        fpr_rows.len(),
+        t0.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+fn pct(x: Option<f64>) -> String {
+    x.map_or("-".into(), |v| format!("{:.4}%", v * 100.0))
+}
+
+/// The totals of every run (with the blocks per missing lookup spent below L0, where the
+/// compaction filter and its allocation act), then the per-level figures at the budget nearest
+/// 10 bits per key.
+fn print_report(runs: &[Run], args: &ReadampArgs) {
+    println!(
+        "\n{:<22} {:>6} {:>9} {:<13} {:>11} {:>11} {:>11} {:>11} {:>10} {:>6}",
+        "policy",
+        "budget",
+        "bits/key",
+        "equal_memory",
+        "blk/missing",
+        "L1+ only",
+        "predicted",
+        "blk/present",
+        "obs_fpr",
+        "secs"
+    );
+    for r in runs {
+        let eq = r.equal_memory(args.tolerance);
+        match &r.outcome {
+            Ok(m) => println!(
+                "{:<22} {:>6} {:>9.2} {:<13} {:>11.4} {:>11.4} {:>11.4} {:>11.4} {:>10} {:>6.1}",
+                r.policy.name(),
+                r.budget,
+                m.total.bits_per_key(),
+                eq,
+                m.total.blocks_per_missing,
+                m.levels
+                    .iter()
+                    .filter(|l| l.level != Some(0))
+                    .map(|l| l.blocks_per_missing)
+                    .sum::<f64>(),
+                m.total.predicted_per_missing,
+                m.total.blocks_per_present,
+                pct(m.total.observed_fpr),
+                r.secs
+            ),
+            Err(reason) => println!("{:<22} {:>6} {reason}", r.policy.name(), r.budget),
+        }
+    }
+    let near10 =
+        args.bits.iter().copied().min_by(|a, b| (a - 10.0).abs().total_cmp(&(b - 10.0).abs()));
+    for r in runs.iter().filter(|r| r.budget == 0.0 || Some(r.budget) == near10) {
+        let Ok(m) = &r.outcome else { continue };
+        println!("\n{} at {} bits/key, per level:", r.policy.name(), r.budget);
+        println!(
+            "{:<6} {:>5} {:>8} {:<14} {:>9} {:>10} {:>10} {:>8} {:>11} {:>11}",
+            "level",
+            "files",
+            "entries",
+            "filter",
+            "bits/key",
+            "cfg_fpr",
+            "obs_fpr",
+            "checks",
+            "blk/missing",
+            "blk/present"
+        );
+        for l in m.levels.iter().chain(std::iter::once(&m.total)) {
+            println!(
+                "{:<6} {:>5} {:>8} {:<14} {:>9.2} {:>10} {:>10} {:>8.3} {:>11.4} {:>11.4}",
+                l.level.map_or("total".into(), |v| format!("L{v}")),
+                l.files,
+                l.entries,
+                l.filter,
+                l.bits_per_key(),
+                pct(l.configured_fpr),
+                pct(l.observed_fpr),
+                l.checks_per_missing,
+                l.blocks_per_missing,
+                l.blocks_per_present
+            );
+        }
+    }
+}

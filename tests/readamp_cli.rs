@@ -1,0 +1,151 @@
+//! `siftdb readamp` end to end at a tiny size: the CSV and SVG outputs exist and are well
+//! formed, and the figures obey what the read path's arithmetic demands.
+
+use std::collections::HashMap;
+use std::process::Command;
+use std::time::Instant;
+
+const HEADER: &str = "policy,budget_bits_per_key,level,files,entries,filter,filter_bytes,\
+bits_per_key,configured_fpr,observed_fpr,checks_per_missing,blocks_per_missing,\
+predicted_blocks_per_missing,blocks_per_present,equal_memory,note";
+
+const POLICIES: [&str; 5] = [
+    "no_filter",
+    "two_bit+ribbon",
+    "blocked_bloom",
+    "two_bit+binary_fuse",
+    "two_bit+ribbon_monkey",
+];
+
+const LOOKUPS: u64 = 20_000;
+
+/// One CSV row as column name -> value.
+type Row = HashMap<String, String>;
+
+fn num(r: &Row, col: &str) -> f64 {
+    r[col].parse().unwrap_or_else(|_| panic!("{col} = {:?} in {r:?}", r[col]))
+}
+
+fn run_tiny(out: &std::path::Path) -> String {
+    let t = Instant::now();
+    let output = Command::new(env!("CARGO_BIN_EXE_siftdb"))
+        .args(["readamp", "--out"])
+        .arg(out)
+        .args(["--bits", "4,10", "--keys", "30000", "--flush-keys", "2000"])
+        .args(["--level-base-kib", "64", "--file-kib", "64", "--level-multiplier", "4"])
+        .args(["--lookups", &LOOKUPS.to_string(), "--fpr-keys", "20000"])
+        // Files of ~560 keys make binary fuse ~12.8 bits/key: a wide tolerance lets it run at 10.
+        .args(["--tolerance", "0.35"])
+        .output()
+        .expect("run siftdb readamp");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "readamp failed: {stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // About 5 s in release on the 2-core machine; the guard is loose because it is shared.
+    assert!(t.elapsed().as_secs() < 60, "tiny readamp took {:?}", t.elapsed());
+    stdout
+}
+
+#[test]
+fn readamp_writes_csv_and_svgs_with_sane_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("report");
+    let stdout = run_tiny(&out);
+    assert!(stdout.contains("blk/missing") && stdout.contains("two_bit+ribbon"), "{stdout}");
+
+    // CSV: the header, then rows of exactly as many fields.
+    let csv = std::fs::read_to_string(out.join("readamp.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(lines.next(), Some(HEADER));
+    let cols: Vec<&str> = HEADER.split(',').collect();
+    let rows: Vec<Row> = lines
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            assert_eq!(f.len(), cols.len(), "row {l}");
+            cols.iter().map(|c| c.to_string()).zip(f.into_iter().map(String::from)).collect()
+        })
+        .collect();
+    let find = |policy: &str, budget: &str, level: &str| {
+        rows.iter()
+            .find(|r| {
+                r["policy"] == policy && r["budget_bits_per_key"] == budget && r["level"] == level
+            })
+            .unwrap_or_else(|| panic!("no row {policy} {budget} {level}"))
+    };
+
+    // The no-filter database has L0 and at least three deeper levels.
+    let none_levels: Vec<&Row> =
+        rows.iter().filter(|r| r["policy"] == "no_filter" && r["level"] != "total").collect();
+    for l in ["L0", "L1", "L2", "L3"] {
+        assert!(none_levels.iter().any(|r| r["level"] == l && num(r, "files") >= 1.0), "{l}");
+    }
+    // Without a filter a missing key reads one block in every sorted run whose key range covers
+    // it: one per L0 file (each L0 file, loaded from shuffled keys, spans nearly the whole key
+    // range) and at most one per deeper level (the files of a level are disjoint).
+    let l0 = none_levels.iter().find(|r| r["level"] == "L0").unwrap();
+    let l0_files = num(l0, "files");
+    assert!((num(l0, "blocks_per_missing") - l0_files).abs() <= 0.02 * l0_files, "{l0:?}");
+    for r in none_levels.iter().filter(|r| r["level"] != "L0") {
+        assert!(num(r, "blocks_per_missing") <= 1.0, "{r:?}");
+    }
+    // The deeper levels add at least one block in total: the deepest alone holds most keys
+    // and its files tile nearly all of the key range.
+    let none_total = num(find("no_filter", "0", "total"), "blocks_per_missing");
+    assert!(none_total >= 1.0 + l0_files, "{none_total}");
+
+    for policy in &POLICIES[1..] {
+        let total = find(policy, "10", "total");
+        // A filter turns each run's block read into a read with probability FPR_i. At 10 bits
+        // per key the worst filter in play is the two-bit flush filter, 4.0% (design.md
+        // "two_bit_bloom"); blocked Bloom is about 1%, Ribbon 0.14%, binary fuse 0.39%, and
+        // Monkey's FPRs sum to less than the uniform split's. So blocks per missing lookup are
+        // at most 0.04 of the no-filter figure in expectation; 0.1 leaves room for binomial
+        // noise (5 sigma of 20,000 lookups over ~7 runs at 4% is about 0.01 block).
+        let blocks = num(total, "blocks_per_missing");
+        assert!(blocks <= 0.1 * none_total, "{policy}: {blocks} vs no filter {none_total}");
+        // Every present-key lookup reads at least the block holding its key.
+        assert!(num(total, "blocks_per_present") >= 1.0, "{policy}: {total:?}");
+        assert!(num(total, "bits_per_key") > 0.0, "{policy}");
+    }
+    // The filter that answered is the one configured, at about its configured FPR: blocked Bloom
+    // at compacted levels, within 5 binomial sigmas sqrt(p (1 - p) / checks) plus 40% model
+    // error (small files round the filter up to more bits per key than configured).
+    for r in rows.iter().filter(|r| {
+        r["policy"] == "blocked_bloom" && r["budget_bits_per_key"] == "10" && r["level"] != "L0"
+    }) {
+        if r["level"] == "total" {
+            continue;
+        }
+        let (cfg, obs) = (num(r, "configured_fpr"), num(r, "observed_fpr"));
+        let checks = num(r, "checks_per_missing") * LOOKUPS as f64;
+        let tol = 5.0 * (cfg * (1.0 - cfg) / checks).sqrt() + 0.4 * cfg;
+        assert!((obs - cfg).abs() <= tol, "{r:?}");
+        assert_eq!(r["filter"], "blocked_bloom");
+    }
+    // Binary fuse cannot spend 4 bits per key: reported, not silently skipped.
+    let fuse4 = find("two_bit+binary_fuse", "4", "total");
+    assert_eq!(fuse4["equal_memory"], "unreachable");
+    assert!(fuse4["note"].contains("unreachable"));
+
+    // SVGs: well formed enough to start and end as SVG, with their series named.
+    let blocks = std::fs::read_to_string(out.join("blocks_per_lookup.svg")).unwrap();
+    let fpr = std::fs::read_to_string(out.join("fpr_vs_bits.svg")).unwrap();
+    for svg in [&blocks, &fpr] {
+        assert!(svg.starts_with("<svg") || svg.starts_with("<?xml"), "{}", &svg[..80]);
+        assert!(svg.trim_end().ends_with("</svg>"));
+        assert!(svg.contains("filter bits per key"), "axis label");
+    }
+    for p in POLICIES {
+        assert!(blocks.contains(p), "{p} missing from blocks_per_lookup.svg");
+    }
+    for f in ["standard_bloom", "blocked_bloom", "two_bit_bloom", "ribbon", "binary_fuse", "cuckoo"]
+    {
+        assert!(fpr.contains(f), "{f} missing from fpr_vs_bits.svg");
+    }
+    assert!(fpr.contains("classic Bloom, theory"));
+    let fpr_csv = std::fs::read_to_string(out.join("fpr_vs_bits.csv")).unwrap();
+    assert!(fpr_csv.starts_with("filter,config,keys,bits_per_key,fpr,fpr_theory\n"));
+}
