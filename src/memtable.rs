@@ -102,7 +102,10 @@ impl Memtable {
     /// The newest version of `key` with sequence number `<= snapshot`. The filter is consulted
     /// first; a "no" answers `Absent` without touching the skip list.
     pub fn get(&self, key: &[u8], key_hash: u64, snapshot: u64) -> MemLookup {
-        if !self.filter.contains_hash(key_hash) {
+        // An empty memtable (the usual state after a flush or a reopen) answers without a
+        // filter probe, which would be a cache miss. Sound by invariant 2: a visible write's
+        // `entries` increment precedes its publication.
+        if self.entries.load(Ordering::Relaxed) == 0 || !self.filter.contains_hash(key_hash) {
             return MemLookup::Absent;
         }
         let probe = MemKey { user_key: key.into(), seq: snapshot, kind: ValueKind::Put };

@@ -11,7 +11,7 @@
 //! [`crate::ikey::compare`], in data blocks and index blocks alike.
 
 use crate::error::{Error, Result};
-use crate::sst::format::{put_varint32, MAX_BLOCK_LEN};
+use crate::sst::format::{get_varint32, put_varint32, MAX_BLOCK_LEN};
 use std::sync::Arc;
 
 pub use crate::sst::block_iter::BlockIter;
@@ -99,6 +99,30 @@ impl BlockBuilder {
     }
 }
 
+/// One decoded entry header: where its key delta and value lie (offsets into the block).
+pub(crate) struct Entry {
+    /// Bytes of the previous key this entry's key starts with.
+    pub(crate) shared: usize,
+    /// `(offset, len)` of the key bytes after the shared prefix.
+    pub(crate) delta: (usize, usize),
+    /// `(offset, len)` of the value.
+    pub(crate) value: (usize, usize),
+    /// Offset just past the entry.
+    pub(crate) end: usize,
+}
+
+/// A varint32 with the one-byte case (every length below 128, nearly all of them) inline.
+#[inline(always)]
+fn varint32(area: &[u8], pos: &mut usize, field: &str) -> Result<u32> {
+    match area.get(*pos) {
+        Some(&b) if b < 0x80 => {
+            *pos += 1;
+            Ok(b as u32)
+        }
+        _ => get_varint32(area, pos, field),
+    }
+}
+
 /// The decoded (decompressed) contents of one block, validated enough to iterate safely: the
 /// restart array lies inside the block. Entries are checked as they are read.
 #[derive(Debug)]
@@ -131,9 +155,19 @@ impl Block {
         Ok(Block { data, restarts_offset, num_restarts })
     }
 
-    /// Bytes of block contents (what the cache charges).
+    /// Bytes of block contents.
     pub fn size(&self) -> usize {
         self.data.len()
+    }
+
+    /// Bytes of heap memory the contents occupy (at least `size()`; what the cache charges).
+    pub fn memory_bytes(&self) -> usize {
+        self.data.capacity()
+    }
+
+    /// The contents' buffer, for reuse once the block is no longer shared.
+    pub fn into_data(self) -> Vec<u8> {
+        self.data
     }
 
     /// An iterator positioned nowhere (call a seek first).
@@ -154,6 +188,41 @@ impl Block {
     /// Number of restart points (at least 1).
     pub(crate) fn num_restarts(&self) -> usize {
         self.num_restarts
+    }
+
+    /// Decodes the entry header at `off`, bounds-checking every length against the entry area.
+    #[inline]
+    pub(crate) fn entry_at(&self, off: usize) -> Result<Entry> {
+        let limit = self.restarts_offset;
+        let area = &self.data[..limit];
+        let mut pos = off;
+        let shared = varint32(area, &mut pos, "block entry shared length")? as usize;
+        let unshared = varint32(area, &mut pos, "block entry key length")? as usize;
+        let vlen = varint32(area, &mut pos, "block entry value length")? as usize;
+        let key_end = pos + unshared; // cannot overflow: both below 2^33
+        let end = key_end + vlen;
+        if end > limit {
+            return Err(Error::corruption(
+                format!("block entry of {unshared}+{vlen} bytes runs past the entries"),
+                Some(off as u64),
+            ));
+        }
+        Ok(Entry { shared, delta: (pos, unshared), value: (key_end, vlen), end })
+    }
+
+    /// The entry at `off`, which must be a restart entry (`shared = 0`): its whole key, its
+    /// value, and the offset just past it.
+    #[inline]
+    pub(crate) fn restart_entry_at(&self, off: usize) -> Result<(&[u8], &[u8], usize)> {
+        let e = self.entry_at(off)?;
+        if e.shared != 0 {
+            return Err(Error::corruption("restart entry has a shared prefix", Some(off as u64)));
+        }
+        Ok((
+            &self.data[e.delta.0..e.delta.0 + e.delta.1],
+            &self.data[e.value.0..e.value.0 + e.value.1],
+            e.end,
+        ))
     }
 
     /// Offset of the entry at restart point `i`, checked to lie in the entry area.

@@ -9,8 +9,7 @@
 
 use crate::error::{Error, Result};
 use crate::ikey;
-use crate::sst::block::Block;
-use crate::sst::format::get_varint32;
+use crate::sst::block::{Block, Entry};
 use std::cmp::Ordering;
 use std::sync::Arc;
 
@@ -24,14 +23,6 @@ pub struct BlockIter {
     key: Vec<u8>,
     value: (usize, usize),
     valid: bool,
-}
-
-/// One decoded entry header: where its key delta and value lie.
-struct Entry {
-    shared: usize,
-    delta: (usize, usize),
-    value: (usize, usize),
-    end: usize,
 }
 
 impl BlockIter {
@@ -62,23 +53,9 @@ impl BlockIter {
         }
     }
 
-    /// Decodes the entry header at `off`, bounds-checking every length against the entry area.
+    #[inline]
     fn entry_at(&self, off: usize) -> Result<Entry> {
-        let limit = self.block.restarts_offset();
-        let area = &self.block.data()[..limit];
-        let mut pos = off;
-        let shared = get_varint32(area, &mut pos, "block entry shared length")? as usize;
-        let unshared = get_varint32(area, &mut pos, "block entry key length")? as usize;
-        let vlen = get_varint32(area, &mut pos, "block entry value length")? as usize;
-        let key_end = pos + unshared; // cannot overflow: both below 2^33
-        let end = key_end + vlen;
-        if end > limit {
-            return Err(Error::corruption(
-                format!("block entry of {unshared}+{vlen} bytes runs past the entries"),
-                Some(off as u64),
-            ));
-        }
-        Ok(Entry { shared, delta: (pos, unshared), value: (key_end, vlen), end })
+        self.block.entry_at(off)
     }
 
     /// Decodes the entry at `off` into the cursor, extending the previous key.
@@ -108,11 +85,7 @@ impl BlockIter {
     /// The full key stored at restart point `i` (borrowed from the block).
     fn restart_key(&self, i: usize) -> Result<&[u8]> {
         let off = self.block.restart_point(i)?;
-        let e = self.entry_at(off)?;
-        if e.shared != 0 {
-            return Err(Error::corruption("restart entry has a shared prefix", Some(off as u64)));
-        }
-        Ok(&self.block.data()[e.delta.0..e.delta.0 + e.delta.1])
+        Ok(self.block.restart_entry_at(off)?.0)
     }
 
     /// Positions on the first entry (invalid if the block is empty).
@@ -151,6 +124,18 @@ impl BlockIter {
             self.load(self.next)?;
         }
         Ok(())
+    }
+
+    /// Positions on the entry at restart point `i` (invalid when `i` is the number of restart
+    /// points, i.e. past the end).
+    pub(crate) fn seek_to_restart(&mut self, i: usize) -> Result<()> {
+        self.valid = false;
+        self.key.clear();
+        if i >= self.block.num_restarts() || self.block.restarts_offset() == 0 {
+            return Ok(());
+        }
+        let r = self.block.restart_point(i).and_then(|off| self.load(off));
+        self.fail_on_err(r)
     }
 
     /// Advances to the next entry (no-op when not valid).

@@ -107,8 +107,29 @@ fn push_trailer(out: &mut Vec<u8>, ctype: u8) {
 const ZSTD_MAX_RATIO: usize = 32_768;
 
 /// Verifies a framed block (`contents ++ type ++ crc`, as read from the file) and returns its
-/// uncompressed contents. Offsets in errors are relative to the start of `framed`.
+/// uncompressed contents. Offsets in errors are relative to the start of `framed`. An
+/// uncompressed block is returned in `framed`'s own allocation (no copy).
 pub fn unframe_block(mut framed: Vec<u8>) -> Result<Vec<u8>> {
+    let n = check_trailer(&framed)?;
+    if framed[n] == COMPRESSION_NONE {
+        framed.truncate(n);
+        return Ok(framed);
+    }
+    decode_contents(&framed, n, Vec::with_capacity)
+}
+
+/// [`unframe_block`] for framed bytes in a borrowed buffer (the read path reuses one scratch
+/// buffer per thread for the file bytes): the contents are decompressed, or copied when stored
+/// raw, into the buffer `alloc(len)` returns. `alloc` must return an empty vector with capacity
+/// at least `len` (the contents' size, bounded before the call); a recycled buffer saves a
+/// `malloc`/`free` pair per block.
+pub fn unframe_block_from(framed: &[u8], alloc: impl FnOnce(usize) -> Vec<u8>) -> Result<Vec<u8>> {
+    let n = check_trailer(framed)?;
+    decode_contents(framed, n, alloc)
+}
+
+/// Checks the trailer's CRC; returns the length of the stored contents.
+fn check_trailer(framed: &[u8]) -> Result<usize> {
     if framed.len() < BLOCK_TRAILER_LEN {
         return Err(Error::corruption("block shorter than its trailer", Some(0)));
     }
@@ -121,10 +142,21 @@ pub fn unframe_block(mut framed: Vec<u8>) -> Result<Vec<u8>> {
             Some(n as u64 + 1),
         ));
     }
+    Ok(n)
+}
+
+/// The contents `framed[..n]` decoded per the compression type byte `framed[n]` (CRC checked).
+fn decode_contents(
+    framed: &[u8],
+    n: usize,
+    alloc: impl FnOnce(usize) -> Vec<u8>,
+) -> Result<Vec<u8>> {
     match framed[n] {
         COMPRESSION_NONE => {
-            framed.truncate(n);
-            Ok(framed)
+            let mut out = alloc(n);
+            out.clear();
+            out.extend_from_slice(&framed[..n]);
+            Ok(out)
         }
         COMPRESSION_ZSTD => {
             let mut pos = 0;
@@ -144,21 +176,20 @@ pub fn unframe_block(mut framed: Vec<u8>) -> Result<Vec<u8>> {
                     Some(0),
                 ));
             }
-            let raw = ZSTD
-                .with(|z| {
-                    let mut z = z.borrow_mut();
-                    let d = match &mut z.1 {
-                        Some(d) => d,
-                        none => none.insert(zstd::bulk::Decompressor::new()?),
-                    };
-                    d.decompress(&framed[pos..n], raw_len)
-                })
-                .map_err(|e| {
-                    Error::corruption(
-                        format!("zstd block does not decompress: {e}"),
-                        Some(pos as u64),
-                    )
-                })?;
+            let mut raw = alloc(raw_len);
+            raw.clear();
+            raw.reserve_exact(raw_len);
+            ZSTD.with(|z| {
+                let mut z = z.borrow_mut();
+                let d = match &mut z.1 {
+                    Some(d) => d,
+                    none => none.insert(zstd::bulk::Decompressor::new()?),
+                };
+                d.decompress_to_buffer(&framed[pos..n], &mut raw)
+            })
+            .map_err(|e| {
+                Error::corruption(format!("zstd block does not decompress: {e}"), Some(pos as u64))
+            })?;
             if raw.len() != raw_len {
                 return Err(Error::corruption(
                     format!("zstd block decompressed to {} bytes, expected {raw_len}", raw.len()),

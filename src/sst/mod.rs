@@ -17,8 +17,11 @@
 
 mod block;
 mod block_iter;
+mod buffers;
 mod builder;
+mod counters;
 pub mod format;
+mod index;
 mod owned_filter;
 mod properties;
 mod reader;

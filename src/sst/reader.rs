@@ -9,14 +9,19 @@ use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::filter::{Filter, FilterView};
 use crate::ikey::{self, ValueKind};
-use crate::sst::block::Block;
-use crate::sst::format::{unframe_block, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
+use crate::sst::block::{Block, BlockIter};
+use crate::sst::buffers;
+use crate::sst::counters::bump;
+pub use crate::sst::counters::{ReadCounters, ReadStats};
+use crate::sst::format::{
+    unframe_block, unframe_block_from, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN,
+};
+use crate::sst::index::IndexSearch;
 use crate::sst::owned_filter::TableFilter;
 use crate::sst::properties::TableProperties;
 use crate::sst::table_iter::TableIter;
 use crate::storage::RandomAccessFile;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
 /// The outcome of [`Table::get`].
@@ -31,119 +36,6 @@ pub enum GetResult {
     NotFound,
 }
 
-/// Read-path counters. The engine keeps one per level and maps the fields to RocksDB ticker
-/// names; all fields count events (relaxed atomics, safe to share between threads).
-#[derive(Debug, Default)]
-pub struct ReadCounters {
-    /// Lookups that probed a filter (`filter_useful + filter_positive`).
-    pub filter_checks: AtomicU64,
-    /// Filter answered "absent": the lookup ended without reading a block
-    /// (RocksDB `rocksdb.bloom.filter.useful`).
-    pub filter_useful: AtomicU64,
-    /// Filter answered "maybe" (`rocksdb.bloom.filter.full.positive`).
-    pub filter_positive: AtomicU64,
-    /// Filter answered "maybe" and the table held the key as a Put or a tombstone
-    /// (`rocksdb.bloom.filter.full.true.positive`).
-    pub filter_true_positive: AtomicU64,
-    /// Lookups in tables whose filter kind this build does not know (treated as "maybe").
-    pub filter_unusable: AtomicU64,
-    /// Index blocks consulted (the index is pinned in memory: one per lookup past the filter).
-    pub index_blocks_read: AtomicU64,
-    /// Data blocks consulted, from the cache or the file.
-    pub data_blocks_read: AtomicU64,
-    /// Data blocks served by the block cache.
-    pub block_cache_hits: AtomicU64,
-    /// Data blocks looked up in an enabled cache and read from the file.
-    pub block_cache_misses: AtomicU64,
-}
-
-/// A plain copy of [`ReadCounters`] at one moment (same field meanings).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ReadStats {
-    /// See [`ReadCounters::filter_checks`].
-    pub filter_checks: u64,
-    /// See [`ReadCounters::filter_useful`].
-    pub filter_useful: u64,
-    /// See [`ReadCounters::filter_positive`].
-    pub filter_positive: u64,
-    /// See [`ReadCounters::filter_true_positive`].
-    pub filter_true_positive: u64,
-    /// See [`ReadCounters::filter_unusable`].
-    pub filter_unusable: u64,
-    /// See [`ReadCounters::index_blocks_read`].
-    pub index_blocks_read: u64,
-    /// See [`ReadCounters::data_blocks_read`].
-    pub data_blocks_read: u64,
-    /// See [`ReadCounters::block_cache_hits`].
-    pub block_cache_hits: u64,
-    /// See [`ReadCounters::block_cache_misses`].
-    pub block_cache_misses: u64,
-}
-
-impl ReadStats {
-    /// False positives: "maybe" answers for keys the table did not hold.
-    pub fn false_positives(&self) -> u64 {
-        self.filter_positive.saturating_sub(self.filter_true_positive)
-    }
-
-    /// Observed FPR = false positives / (false positives + useful), as RocksDB users compute it
-    /// from the tickers; `None` before any negative probe.
-    pub fn observed_fpr(&self) -> Option<f64> {
-        let negatives = self.false_positives() + self.filter_useful;
-        (negatives > 0).then(|| self.false_positives() as f64 / negatives as f64)
-    }
-
-    /// Field-wise sum.
-    pub fn plus(&self, o: &ReadStats) -> ReadStats {
-        self.zip(o, u64::wrapping_add)
-    }
-
-    /// Field-wise difference (counts accumulated since the earlier snapshot `o`).
-    pub fn minus(&self, o: &ReadStats) -> ReadStats {
-        self.zip(o, u64::saturating_sub)
-    }
-
-    fn zip(&self, o: &ReadStats, f: fn(u64, u64) -> u64) -> ReadStats {
-        ReadStats {
-            filter_checks: f(self.filter_checks, o.filter_checks),
-            filter_useful: f(self.filter_useful, o.filter_useful),
-            filter_positive: f(self.filter_positive, o.filter_positive),
-            filter_true_positive: f(self.filter_true_positive, o.filter_true_positive),
-            filter_unusable: f(self.filter_unusable, o.filter_unusable),
-            index_blocks_read: f(self.index_blocks_read, o.index_blocks_read),
-            data_blocks_read: f(self.data_blocks_read, o.data_blocks_read),
-            block_cache_hits: f(self.block_cache_hits, o.block_cache_hits),
-            block_cache_misses: f(self.block_cache_misses, o.block_cache_misses),
-        }
-    }
-}
-
-impl ReadCounters {
-    /// All counters at zero.
-    pub fn new() -> ReadCounters {
-        ReadCounters::default()
-    }
-
-    /// The current values.
-    pub fn snapshot(&self) -> ReadStats {
-        ReadStats {
-            filter_checks: self.filter_checks.load(Relaxed),
-            filter_useful: self.filter_useful.load(Relaxed),
-            filter_positive: self.filter_positive.load(Relaxed),
-            filter_true_positive: self.filter_true_positive.load(Relaxed),
-            filter_unusable: self.filter_unusable.load(Relaxed),
-            index_blocks_read: self.index_blocks_read.load(Relaxed),
-            data_blocks_read: self.data_blocks_read.load(Relaxed),
-            block_cache_hits: self.block_cache_hits.load(Relaxed),
-            block_cache_misses: self.block_cache_misses.load(Relaxed),
-        }
-    }
-}
-
-fn bump(c: &AtomicU64) {
-    c.fetch_add(1, Relaxed);
-}
-
 /// An open SST. See the module documentation.
 pub struct Table {
     file: Arc<dyn RandomAccessFile>,
@@ -153,6 +45,8 @@ pub struct Table {
     footer: Footer,
     props: TableProperties,
     index: Arc<Block>,
+    /// Prefix search over `index` (None when the index block is not one restart per entry).
+    index_search: Option<IndexSearch>,
     filter: TableFilter,
     size: u64,
 }
@@ -201,6 +95,7 @@ impl Table {
             footer,
             props: TableProperties::default(),
             index: Arc::new(Block::new(vec![0, 0, 0, 0, 1, 0, 0, 0])?),
+            index_search: None,
             filter: TableFilter::Absent,
             size,
         };
@@ -212,6 +107,7 @@ impl Table {
         }
         let raw = t.read_raw(footer.index)?;
         t.index = Arc::new(Block::new(raw).map_err(|e| t.err_at(e, footer.index))?);
+        t.index_search = IndexSearch::build(&t.index);
         if footer.filter.size > 0 {
             let raw = t.read_raw(footer.filter)?;
             t.filter = TableFilter::parse(raw).map_err(|e| t.err_at(e, footer.filter))?;
@@ -235,6 +131,28 @@ impl Table {
     /// Reads and verifies one block's contents (decompressed). The handle must lie before the
     /// footer, which bounds the allocation by the file size.
     fn read_raw(&self, h: BlockHandle) -> Result<Vec<u8>> {
+        self.check_handle(h)?;
+        let framed = self.file.read_at(h.offset, (h.size as usize) + BLOCK_TRAILER_LEN);
+        unframe_block(framed.map_err(|e| self.err_at(e, h))?).map_err(|e| self.err_at(e, h))
+    }
+
+    /// [`Table::read_raw`] for data blocks: the file bytes go to a per-thread scratch buffer
+    /// and the contents to a recycled or exact-size buffer (see `sst::buffers`).
+    fn read_data(&self, h: BlockHandle) -> Result<Vec<u8>> {
+        self.check_handle(h)?;
+        let len = (h.size as usize) + BLOCK_TRAILER_LEN;
+        if len > buffers::SCRATCH_MAX {
+            return self.read_raw(h);
+        }
+        buffers::with_scratch(len, |buf| {
+            self.file.read_exact_at(h.offset, buf).map_err(|e| self.err_at(e, h))?;
+            unframe_block_from(buf, buffers::take_buffer).map_err(|e| self.err_at(e, h))
+        })
+    }
+
+    /// Checks that `h` lies before the footer, which bounds any allocation made from it by the
+    /// file size.
+    fn check_handle(&self, h: BlockHandle) -> Result<()> {
         let limit = self.size - FOOTER_LEN as u64;
         if h.end() > limit || h.end() == u64::MAX {
             let e = Error::corruption(
@@ -246,8 +164,7 @@ impl Table {
             );
             return Err(self.err_at(e, h));
         }
-        let framed = self.file.read_at(h.offset, (h.size as usize) + BLOCK_TRAILER_LEN);
-        unframe_block(framed.map_err(|e| self.err_at(e, h))?).map_err(|e| self.err_at(e, h))
+        Ok(())
     }
 
     /// A data block via the cache. `counters` (lookups only) records cache hits and misses;
@@ -268,11 +185,20 @@ impl Table {
             }
             counters.inspect(|c| bump(&c.block_cache_misses));
         }
-        let raw = self.read_raw(h)?;
+        let raw = self.read_data(h)?;
         let block = Arc::new(Block::new(raw).map_err(|e| self.err_at(e, h))?);
         if fill_cache {
             if let Some(cache) = &self.cache {
-                cache.insert(self.number, h.offset, Arc::clone(&block), block.size());
+                let charge = block.memory_bytes();
+                buffers::with_evicted(|evicted| {
+                    cache.insert_evicting(
+                        self.number,
+                        h.offset,
+                        Arc::clone(&block),
+                        charge,
+                        evicted,
+                    )
+                });
             }
         }
         Ok(block)
@@ -313,13 +239,9 @@ impl Table {
         }
         bump(&counters.index_blocks_read);
         let lookup = ikey::lookup_key(user_key, snapshot_seq);
-        let mut index = self.index.iter();
-        index.seek(&lookup).map_err(|e| self.err_at(e, self.footer.index))?;
-        if !index.valid() {
+        let Some(h) = self.index_lookup(&lookup)? else {
             return Ok(GetResult::NotFound);
-        }
-        let h =
-            BlockHandle::decode(index.value()).map_err(|e| self.err_at(e, self.footer.index))?;
+        };
         let block = self.data_block(h, Some(counters), true)?;
         let mut it = block.iter();
         it.seek(&lookup).map_err(|e| self.err_at(e, h))?;
@@ -341,6 +263,50 @@ impl Table {
         })
     }
 
+    /// The handle of the first data block whose separator is `>= target` (an internal key);
+    /// `None` past the last block.
+    fn index_lookup(&self, target: &[u8]) -> Result<Option<BlockHandle>> {
+        let value = match &self.index_search {
+            Some(s) => {
+                let i = self.index_seek(s, target)?;
+                if i == self.index.num_restarts() {
+                    return Ok(None);
+                }
+                let at = self.index.restart_point(i).map_err(|e| self.index_err(e))?;
+                self.index.restart_entry_at(at).map_err(|e| self.index_err(e))?.1
+            }
+            None => {
+                let mut index = self.index.iter();
+                index.seek(target).map_err(|e| self.index_err(e))?;
+                if !index.valid() {
+                    return Ok(None);
+                }
+                return BlockHandle::decode(index.value()).map(Some).map_err(|e| self.index_err(e));
+            }
+        };
+        BlockHandle::decode(value).map(Some).map_err(|e| self.index_err(e))
+    }
+
+    fn index_seek(&self, s: &IndexSearch, target: &[u8]) -> Result<usize> {
+        s.seek(&self.index, target).map_err(|e| self.index_err(e))
+    }
+
+    /// Positions `it` (an iterator over this table's index block) on the first separator
+    /// `>= target`, through the prefix search when the table has one.
+    pub(crate) fn seek_index_iter(&self, it: &mut BlockIter, target: &[u8]) -> Result<()> {
+        match &self.index_search {
+            Some(s) => {
+                let i = self.index_seek(s, target)?;
+                it.seek_to_restart(i).map_err(|e| self.index_err(e))
+            }
+            None => it.seek(target).map_err(|e| self.index_err(e)),
+        }
+    }
+
+    fn index_err(&self, e: Error) -> Error {
+        self.err_at(e, self.footer.index)
+    }
+
     /// An iterator over all entries in internal-key order. `fill_cache = false` keeps a
     /// one-pass scan (compaction) from evicting the working set.
     pub fn iter(self: &Arc<Self>, fill_cache: bool) -> TableIter {
@@ -360,9 +326,9 @@ impl Table {
         self.filter.memory_bytes()
     }
 
-    /// Bytes of memory held by the index block.
+    /// Bytes of memory held by the index block and its search summary.
     pub fn index_memory_bytes(&self) -> usize {
-        self.index.size()
+        self.index.size() + self.index_search.as_ref().map_or(0, |s| s.memory_bytes())
     }
 
     /// The properties block.

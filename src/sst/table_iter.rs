@@ -63,7 +63,7 @@ impl TableIter {
 
     fn seek_inner(&mut self, target: &[u8]) -> Result<()> {
         self.data = None;
-        self.index.seek(target).map_err(|e| self.index_err(e))?;
+        self.table.seek_index_iter(&mut self.index, target)?;
         if self.load_block()? {
             self.data.as_mut().expect("loaded").seek(target).map_err(|e| self.data_err(e))?;
         }

@@ -1,0 +1,122 @@
+//! Per-thread buffers of the data-block read path.
+//!
+//! A block-cache miss used to cost three heap round trips: a fresh vector for the file bytes,
+//! one for the decompressed contents, and (once the cache was full) the `free` of the evicted
+//! block, whose allocator header is cold by then. Here:
+//! * the framed file bytes go to one scratch buffer per thread, reused for every read;
+//! * evicted blocks that nobody else holds give their contents buffer back to a small
+//!   per-thread pool, and the next decompression writes into it.
+//!
+//! A pooled buffer is used only if its capacity is within 1/8 of the requested size, and the
+//! cache charges a block's capacity ([`Block::memory_bytes`]), so recycling never hides memory
+//! from the cache's byte budget. Big buffers are never kept (see [`SCRATCH_MAX`]).
+
+use crate::sst::block::Block;
+use std::cell::RefCell;
+use std::sync::Arc;
+
+/// Largest buffer kept per thread (scratch or pooled); larger blocks (huge values) get their
+/// own allocation, so a thread does not pin a big buffer.
+pub(crate) const SCRATCH_MAX: usize = 256 << 10;
+
+/// Buffers kept in the pool per thread.
+const POOL_MAX: usize = 4;
+
+thread_local! {
+    /// Framed bytes of the last block this thread read; grows to the largest block read.
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    /// Contents buffers of evicted blocks, ready for reuse.
+    static POOL: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` on this thread's scratch buffer resized to `len` bytes (`len <= SCRATCH_MAX`).
+/// `f` must not call `with_scratch` itself (it would find the buffer borrowed and panic).
+pub(crate) fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [u8]) -> R) -> R {
+    debug_assert!(len <= SCRATCH_MAX);
+    SCRATCH.with(|s| {
+        let mut buf = s.borrow_mut();
+        buf.resize(len, 0);
+        f(&mut buf)
+    })
+}
+
+/// An empty vector with capacity at least `len`: a pooled one when one fits within 1/8,
+/// else a new exact allocation.
+pub(crate) fn take_buffer(len: usize) -> Vec<u8> {
+    let pooled = POOL.with(|p| {
+        let mut p = p.borrow_mut();
+        let at = p.iter().position(|b| b.capacity() >= len && b.capacity() - len <= len / 8)?;
+        Some(p.swap_remove(at))
+    });
+    match pooled {
+        Some(mut b) => {
+            b.clear();
+            b
+        }
+        None => Vec::with_capacity(len),
+    }
+}
+
+/// Drops `evicted` (emptying it), keeping the buffers of blocks nobody else holds for reuse.
+pub(crate) fn recycle(evicted: &mut Vec<Arc<Block>>) {
+    for block in evicted.drain(..) {
+        let Ok(block) = Arc::try_unwrap(block) else { continue };
+        let data = block.into_data();
+        if data.capacity() <= SCRATCH_MAX {
+            POOL.with(|p| {
+                let mut p = p.borrow_mut();
+                if p.len() < POOL_MAX {
+                    p.push(data);
+                }
+            });
+        }
+    }
+}
+
+/// Runs `f` with this thread's (empty) eviction list, then recycles what `f` left in it.
+pub(crate) fn with_evicted(f: impl FnOnce(&mut Vec<Arc<Block>>)) {
+    thread_local! {
+        static EVICTED: RefCell<Vec<Arc<Block>>> = const { RefCell::new(Vec::new()) };
+    }
+    // Take the list out of the cell so `f` and `recycle` run without a borrow held.
+    let mut list = EVICTED.with(|e| std::mem::take(&mut *e.borrow_mut()));
+    f(&mut list);
+    recycle(&mut list);
+    EVICTED.with(|e| *e.borrow_mut() = list);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block_of(len: usize) -> Arc<Block> {
+        // The smallest valid block (one restart at 0) padded to `len` bytes of capacity.
+        let mut data = Vec::with_capacity(len);
+        data.extend_from_slice(&[0, 0, 0, 0, 1, 0, 0, 0]);
+        Arc::new(Block::new(data).unwrap())
+    }
+
+    #[test]
+    fn evicted_unshared_buffers_are_reused_within_an_eighth() {
+        let mut evicted = vec![block_of(4096)];
+        let held = block_of(4000);
+        evicted.push(Arc::clone(&held)); // still held elsewhere: not recycled
+        recycle(&mut evicted);
+        assert!(evicted.is_empty());
+        let b = take_buffer(4000);
+        assert_eq!(b.capacity(), 4096, "the pooled 4096-byte buffer serves 4000");
+        assert!(b.is_empty());
+        // Nothing left in the pool: a fresh exact allocation.
+        assert_eq!(take_buffer(4000).capacity(), 4000);
+        // Too large a buffer for the request is not used.
+        recycle(&mut vec![block_of(8192)]);
+        assert_eq!(take_buffer(1000).capacity(), 1000);
+        assert_eq!(held.size(), 8);
+    }
+
+    #[test]
+    fn scratch_has_the_requested_length() {
+        with_scratch(100, |b| assert_eq!(b.len(), 100));
+        with_scratch(10, |b| assert_eq!(b.len(), 10));
+    }
+}

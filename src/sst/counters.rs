@@ -1,0 +1,118 @@
+//! Read-path counters of SST lookups ([`ReadCounters`]) and their plain snapshot
+//! ([`ReadStats`]), from which the engine reports RocksDB-named tickers per level.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// Read-path counters. The engine keeps one per level and maps the fields to RocksDB ticker
+/// names; all fields count events (relaxed atomics, safe to share between threads).
+#[derive(Debug, Default)]
+pub struct ReadCounters {
+    /// Lookups that probed a filter (`filter_useful + filter_positive`).
+    pub filter_checks: AtomicU64,
+    /// Filter answered "absent": the lookup ended without reading a block
+    /// (RocksDB `rocksdb.bloom.filter.useful`).
+    pub filter_useful: AtomicU64,
+    /// Filter answered "maybe" (`rocksdb.bloom.filter.full.positive`).
+    pub filter_positive: AtomicU64,
+    /// Filter answered "maybe" and the table held the key as a Put or a tombstone
+    /// (`rocksdb.bloom.filter.full.true.positive`).
+    pub filter_true_positive: AtomicU64,
+    /// Lookups in tables whose filter kind this build does not know (treated as "maybe").
+    pub filter_unusable: AtomicU64,
+    /// Index blocks consulted (the index is pinned in memory: one per lookup past the filter).
+    pub index_blocks_read: AtomicU64,
+    /// Data blocks consulted, from the cache or the file.
+    pub data_blocks_read: AtomicU64,
+    /// Data blocks served by the block cache.
+    pub block_cache_hits: AtomicU64,
+    /// Data blocks looked up in an enabled cache and read from the file.
+    pub block_cache_misses: AtomicU64,
+}
+
+/// A plain copy of [`ReadCounters`] at one moment (same field meanings).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadStats {
+    /// See [`ReadCounters::filter_checks`].
+    pub filter_checks: u64,
+    /// See [`ReadCounters::filter_useful`].
+    pub filter_useful: u64,
+    /// See [`ReadCounters::filter_positive`].
+    pub filter_positive: u64,
+    /// See [`ReadCounters::filter_true_positive`].
+    pub filter_true_positive: u64,
+    /// See [`ReadCounters::filter_unusable`].
+    pub filter_unusable: u64,
+    /// See [`ReadCounters::index_blocks_read`].
+    pub index_blocks_read: u64,
+    /// See [`ReadCounters::data_blocks_read`].
+    pub data_blocks_read: u64,
+    /// See [`ReadCounters::block_cache_hits`].
+    pub block_cache_hits: u64,
+    /// See [`ReadCounters::block_cache_misses`].
+    pub block_cache_misses: u64,
+}
+
+impl ReadStats {
+    /// False positives: "maybe" answers for keys the table did not hold.
+    pub fn false_positives(&self) -> u64 {
+        self.filter_positive.saturating_sub(self.filter_true_positive)
+    }
+
+    /// Observed FPR = false positives / (false positives + useful), as RocksDB users compute it
+    /// from the tickers; `None` before any negative probe.
+    pub fn observed_fpr(&self) -> Option<f64> {
+        let negatives = self.false_positives() + self.filter_useful;
+        (negatives > 0).then(|| self.false_positives() as f64 / negatives as f64)
+    }
+
+    /// Field-wise sum.
+    pub fn plus(&self, o: &ReadStats) -> ReadStats {
+        self.zip(o, u64::wrapping_add)
+    }
+
+    /// Field-wise difference (counts accumulated since the earlier snapshot `o`).
+    pub fn minus(&self, o: &ReadStats) -> ReadStats {
+        self.zip(o, u64::saturating_sub)
+    }
+
+    fn zip(&self, o: &ReadStats, f: fn(u64, u64) -> u64) -> ReadStats {
+        ReadStats {
+            filter_checks: f(self.filter_checks, o.filter_checks),
+            filter_useful: f(self.filter_useful, o.filter_useful),
+            filter_positive: f(self.filter_positive, o.filter_positive),
+            filter_true_positive: f(self.filter_true_positive, o.filter_true_positive),
+            filter_unusable: f(self.filter_unusable, o.filter_unusable),
+            index_blocks_read: f(self.index_blocks_read, o.index_blocks_read),
+            data_blocks_read: f(self.data_blocks_read, o.data_blocks_read),
+            block_cache_hits: f(self.block_cache_hits, o.block_cache_hits),
+            block_cache_misses: f(self.block_cache_misses, o.block_cache_misses),
+        }
+    }
+}
+
+impl ReadCounters {
+    /// All counters at zero.
+    pub fn new() -> ReadCounters {
+        ReadCounters::default()
+    }
+
+    /// The current values.
+    pub fn snapshot(&self) -> ReadStats {
+        ReadStats {
+            filter_checks: self.filter_checks.load(Relaxed),
+            filter_useful: self.filter_useful.load(Relaxed),
+            filter_positive: self.filter_positive.load(Relaxed),
+            filter_true_positive: self.filter_true_positive.load(Relaxed),
+            filter_unusable: self.filter_unusable.load(Relaxed),
+            index_blocks_read: self.index_blocks_read.load(Relaxed),
+            data_blocks_read: self.data_blocks_read.load(Relaxed),
+            block_cache_hits: self.block_cache_hits.load(Relaxed),
+            block_cache_misses: self.block_cache_misses.load(Relaxed),
+        }
+    }
+}
+
+#[inline]
+pub(crate) fn bump(c: &AtomicU64) {
+    c.fetch_add(1, Relaxed);
+}
