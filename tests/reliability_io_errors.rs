@@ -1,5 +1,5 @@
-//! I/O errors (issue 7): for every N, the Nth storage operation of a workload fails, once
-//! (transient) or from then on (persistent). Checked for every trial:
+//! I/O errors (issue 7): for every N, the Nth storage operation of a workload (writes, flushes,
+//! reopens and explicit compactions) fails, once (transient) or from then on (persistent). Checked for every trial:
 //! * no panic, in any thread (a panic hook counts them);
 //! * a failed fsync (of a WAL, table, manifest, CURRENT or directory) turns the database
 //!   read-only: the next write returns `Error::ReadOnly` naming the failure, and the failed sync
@@ -19,8 +19,15 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-const SHAPE: Shape =
-    Shape { ops: 60, keys: 16, pad: 40, sync_percent: 40, flush_percent: 8, reopen_percent: 3 };
+const SHAPE: Shape = Shape {
+    ops: 60,
+    keys: 16,
+    pad: 40,
+    sync_percent: 40,
+    flush_percent: 8,
+    reopen_percent: 3,
+    compact_percent: 10,
+};
 const SEED: u64 = 0x10_E220;
 
 static PANICS: AtomicU64 = AtomicU64::new(0);
@@ -57,8 +64,11 @@ fn run_and_probe(dir: &Path, storage: &MemStorage, steps: &[Step]) -> (Outcome, 
                 }
                 r
             }
-            Step::Flush => {
-                let r = db.flush();
+            Step::Flush | Step::Compact { .. } => {
+                let r = match step {
+                    Step::Compact { upto } => compact(&db, upto),
+                    _ => db.flush(),
+                };
                 if r.is_ok() {
                     out.floor = out.attempted;
                 }
@@ -137,11 +147,14 @@ fn failing_any_storage_operation_is_reported_and_loses_nothing_acknowledged() {
     }));
     let steps = script(SEED, SHAPE);
     let ops = ops(&steps);
-    let total = {
+    let (total, compactions) = {
         let s = MemStorage::new();
-        assert!(!run(Path::new("/db"), &options(&s), &steps).failed);
-        s.op_count()
+        let out = run(Path::new("/db"), &options(&s), &steps);
+        assert!(!out.failed);
+        (s.op_count(), out.compactions)
     };
+    // Compaction steps in the script: the sweep fails operations inside compactions too.
+    assert!(compactions >= 3, "only {compactions} compactions");
     let mut trials = 0;
     let mut failures = Vec::new();
     for n in 0..=total {
@@ -157,7 +170,7 @@ fn failing_any_storage_operation_is_reported_and_loses_nothing_acknowledged() {
     let panics = PANICS.load(Ordering::SeqCst);
     let (probes, reported) = (SYNC_PROBES.load(Ordering::SeqCst), REPORTED.load(Ordering::SeqCst));
     eprintln!(
-        "io errors: {total} operations, {trials} trials, error reported to the caller in \
+        "io errors: {total} operations ({compactions} compactions), {trials} trials, error reported to the caller in \
          {reported}, read-only after a failed sync checked {probes}, {} failures, {panics} panics",
         failures.len()
     );
