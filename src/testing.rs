@@ -24,8 +24,6 @@ pub const SYNC_POINTS: &[&str] = &[
     "wal.rotate_sync",
     // src/db/write.rs: directory sync making the new WAL's entry durable.
     "wal.rotate_sync_dir",
-    // src/db/open.rs: fsync of the WALs recovery replayed (a killed writer may not have).
-    "open.wal_sync",
     // src/sst/builder.rs: fsync of a finished table.
     "sst.sync",
     // src/db/flush.rs: directory sync making a new table's entry durable.

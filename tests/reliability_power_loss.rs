@@ -187,9 +187,7 @@ fn power_loss_at_every_operation_keeps_acknowledged_writes_and_a_prefix() {
 fn disabling_any_durability_point_is_detected() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut undetected = Vec::new();
-    // `open.wal_sync` matters only in a narrow window (after a kill, before the recovered
-    // memtable's flush): tests/reliability_model.rs shows it is needed.
-    for &point in testing::SYNC_POINTS.iter().filter(|&&p| p != "open.wal_sync") {
+    for &point in testing::SYNC_POINTS {
         let w = workload_for(point);
         let steps = script(w.seed, w.shape);
         let ops = ops(&steps);
