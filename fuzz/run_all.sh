@@ -9,8 +9,16 @@ cd "$(dirname "$0")"
 export RUSTC_BOOTSTRAP=1
 TARGETS="block table footer_properties filter_view wal manifest engine"
 cargo fuzz build --release >/dev/null
-# Seeds: real tables, logs, a manifest and every filter kind (written once).
-[ -d corpus/table ] || cargo run --release --bin seed >/dev/null
+# Seeds: real tables, logs, a manifest and every filter kind (written once), by the `seed`
+# binary that `cargo fuzz build` just built (a plain `cargo run` would build the crate again).
+host=$(rustc -vV | sed -n 's/^host: //p')
+if [ ! -d corpus/table ]; then
+    if [ -x "target/$host/release/seed" ]; then
+        "target/$host/release/seed" >/dev/null
+    else
+        cargo run --release --bin seed >/dev/null
+    fi
+fi
 for t in $TARGETS; do
     mkdir -p "corpus/$t"
     out=$(cargo fuzz run --release "$t" "corpus/$t" -- -max_total_time="$SECONDS_EACH" \

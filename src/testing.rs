@@ -9,6 +9,12 @@
 //!
 //! The switch is process-global (the engine's flush thread must see it too), so a test that uses
 //! it runs its cases one after another and restores the switch with [`restore_all`].
+//!
+//! Some syncs sit in shared code that several callers rely on (the table builder's "sst.sync"
+//! serves flushes and compactions). A caller names its own point for such a sync with
+//! [`within`]: `testing::within("compaction.sst_sync", "sst.sync", || builder.finish(..))` runs
+//! the closure with "sst.sync" disabled on this thread while "compaction.sst_sync" is, so each
+//! caller's reliance on the shared sync is switched (and tested) separately.
 
 /// Every durability point the engine consults, with the file that holds it.
 pub const SYNC_POINTS: &[&str] = &[
@@ -18,8 +24,6 @@ pub const SYNC_POINTS: &[&str] = &[
     "wal.rotate_sync",
     // src/db/write.rs: directory sync making the new WAL's entry durable.
     "wal.rotate_sync_dir",
-    // src/db/open.rs: fsync of the WALs recovery replayed (a killed writer may not have).
-    "open.wal_sync",
     // src/sst/builder.rs: fsync of a finished table.
     "sst.sync",
     // src/db/flush.rs: directory sync making a new table's entry durable.
@@ -34,11 +38,21 @@ pub const SYNC_POINTS: &[&str] = &[
     "current.sync",
     // src/manifest/mod.rs: directory sync making the rename of CURRENT durable.
     "current.sync_dir",
+    // src/compaction/job.rs: fsync of each compaction output (the builder's "sst.sync", switched
+    // for compactions only through `within`).
+    "compaction.sst_sync",
+    // src/compaction/job.rs: directory sync making the outputs' entries durable before the
+    // manifest edit names them.
+    "compaction.sync_dir",
+    // src/db/compact.rs: fsync of the compaction's manifest edit ("manifest.append_sync",
+    // switched for compactions only through `within`) before its inputs are deleted.
+    "compaction.manifest_sync",
 ];
 
 #[cfg(feature = "fault-injection")]
 mod imp {
     use parking_lot::Mutex;
+    use std::cell::RefCell;
     use std::collections::BTreeSet;
     use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -47,11 +61,33 @@ mod imp {
     static ANY: AtomicBool = AtomicBool::new(false);
     static SKIPPED: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
 
+    thread_local! {
+        /// `(outer, inner)` pairs of the [`super::within`] calls active on this thread.
+        static SCOPES: RefCell<Vec<(&'static str, &'static str)>> = const { RefCell::new(Vec::new()) };
+    }
+
     pub fn enabled(point: &str) -> bool {
         if !ANY.load(Ordering::Relaxed) {
             return true;
         }
-        !SKIPPED.lock().contains(point)
+        let skipped = SKIPPED.lock();
+        if skipped.contains(point) {
+            return false;
+        }
+        !SCOPES.with(|s| s.borrow().iter().any(|&(o, i)| i == point && skipped.contains(o)))
+    }
+
+    pub fn within<R>(outer: &'static str, inner: &'static str, f: impl FnOnce() -> R) -> R {
+        /// Pops the scope even if `f` unwinds.
+        struct Pop;
+        impl Drop for Pop {
+            fn drop(&mut self) {
+                SCOPES.with(|s| s.borrow_mut().pop());
+            }
+        }
+        SCOPES.with(|s| s.borrow_mut().push((outer, inner)));
+        let _pop = Pop;
+        f()
     }
 
     pub fn skip(point: &'static str) {
@@ -77,6 +113,22 @@ pub fn enabled(point: &str) -> bool {
     {
         let _ = point;
         true
+    }
+}
+
+/// Runs `f`, during which the shared point `inner` (consulted by code `f` calls) is also
+/// disabled on this thread whenever the caller's own point `outer` is. Without the
+/// `fault-injection` feature this is just `f()`.
+#[inline]
+pub fn within<R>(outer: &'static str, inner: &'static str, f: impl FnOnce() -> R) -> R {
+    #[cfg(feature = "fault-injection")]
+    {
+        imp::within(outer, inner, f)
+    }
+    #[cfg(not(feature = "fault-injection"))]
+    {
+        let _ = (outer, inner);
+        f()
     }
 }
 

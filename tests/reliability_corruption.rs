@@ -28,8 +28,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-const SHAPE: Shape =
-    Shape { ops: 300, keys: 64, pad: 40, sync_percent: 20, flush_percent: 5, reopen_percent: 2 };
+const SHAPE: Shape = Shape {
+    ops: 300,
+    keys: 64,
+    pad: 40,
+    sync_percent: 20,
+    flush_percent: 5,
+    reopen_percent: 2,
+    compact_percent: 0,
+};
 const FLIPS: usize = 2000;
 const TRUNCATIONS: usize = 200;
 const FS_TRIALS: usize = 60;

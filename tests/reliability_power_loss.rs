@@ -7,8 +7,14 @@
 //! appends; lose only unsynced directory entries), the database is reopened, read in full and
 //! checked against the write history: every write acknowledged with `sync = true` (or before an
 //! acknowledged flush) is present and the state is a prefix of the history (no hole, batches all
-//! or nothing). Small memtables make rotations and background flushes happen on their own, so
-//! compactions triggered by flushes are covered by the same sweep once they exist.
+//! or nothing). Small memtables make rotations and background flushes happen on their own.
+//!
+//! Two workloads: `MAIN` (writes, flushes, reopens and a kill, with automatic compaction on
+//! its default trigger) and `COMPACTION` (automatic compaction off, so its compactions are
+//! deterministic: explicit `Db::compact` and `Db::compact_range` steps with small output files,
+//! so every compaction writes several outputs, syncs them and the directory, and makes one
+//! manifest edit). Sweeping every operation of `COMPACTION` crashes at each of those sync
+//! points, and between them, in every fate.
 //!
 //! Sharpness: with any one durability point of the engine disabled (`siftdb::testing::skip`),
 //! the same sweep must find a trial that loses data or fails to open.
@@ -18,53 +24,110 @@ mod reliability_support;
 use reliability_support::*;
 use siftdb::storage::mem::{DataFate, DirFate};
 use siftdb::storage::MemStorage;
-use siftdb::{testing, Db, Options};
+use siftdb::{testing, CompactionOptions, Db, Options};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 /// The sync-point switch is process-global: tests of this file run one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
 
-const SHAPE: Shape =
-    Shape { ops: 120, keys: 24, pad: 48, sync_percent: 35, flush_percent: 6, reopen_percent: 4 };
-const SEED: u64 = 0x5eed_0007;
+/// A workload: a seeded script and whether its compactions are explicit.
+struct Workload {
+    name: &'static str,
+    seed: u64,
+    shape: Shape,
+    /// Automatic compaction off and small output files (the `COMPACTION` workload).
+    explicit_compaction: bool,
+}
+
+const MAIN: Workload = Workload {
+    name: "main",
+    seed: 0x5eed_0007,
+    shape: Shape {
+        ops: 120,
+        keys: 24,
+        pad: 48,
+        sync_percent: 35,
+        flush_percent: 6,
+        reopen_percent: 4,
+        compact_percent: 0,
+    },
+    explicit_compaction: false,
+};
+
+const COMPACTION: Workload = Workload {
+    name: "compaction",
+    seed: 0xC0_3DAC,
+    shape: Shape {
+        ops: 70,
+        keys: 24,
+        pad: 48,
+        sync_percent: 35,
+        flush_percent: 4,
+        reopen_percent: 2,
+        compact_percent: 12,
+    },
+    explicit_compaction: true,
+};
+
+/// The workload whose sweep must notice a disabled `point`.
+fn workload_for(point: &str) -> &'static Workload {
+    if point.starts_with("compaction.") {
+        &COMPACTION
+    } else {
+        &MAIN
+    }
+}
 /// Crash kinds per trial: drop unsynced; keep a random prefix of unsynced appends; lose unsynced
 /// directory entries; keep a random prefix and a random subset of directory changes.
 const FATES: u32 = 4;
 
-fn options(storage: &MemStorage) -> Options {
+fn options(storage: &MemStorage, w: &Workload) -> Options {
+    let compaction = if w.explicit_compaction {
+        CompactionOptions { auto: false, target_file_size: 1024, ..CompactionOptions::default() }
+    } else {
+        CompactionOptions::default()
+    };
     Options {
         storage: Some(Arc::new(storage.clone())),
         memtable_size: 1536,
         block_size: 256,
         block_cache_bytes: 1 << 16,
+        compaction,
         ..Options::default()
     }
 }
 
 /// One trial: run until operation `fail_at`, crash with `fate`, reopen and check.
-fn trial(steps: &[Step], ops: &[Op], fail_at: u64, fate: u32, variant: u64) -> Result<(), String> {
+fn trial(
+    w: &Workload,
+    steps: &[Step],
+    ops: &[Op],
+    fail_at: u64,
+    fate: u32,
+    variant: u64,
+) -> Result<(), String> {
     let dir = Path::new("/db");
     let storage = MemStorage::new();
     storage.fail_after(fail_at, true);
-    let out = run_with(dir, &options(&storage), steps, &|| storage.kill_process());
+    let out = run_with(dir, &options(&storage, w), steps, &|| storage.kill_process());
     match fate {
         0 => storage.crash_drop_unsynced(),
-        1 => storage.crash_keep_random_prefix(fail_at.wrapping_mul(0x9E37_79B9) ^ SEED),
+        1 => storage.crash_keep_random_prefix(fail_at.wrapping_mul(0x9E37_79B9) ^ w.seed),
         2 => storage.crash_lose_unsynced_dir_entries(),
         _ => storage.crash(
-            DataFate::KeepRandomPrefix(fail_at ^ SEED ^ variant << 32),
-            DirFate::RandomSubset(fail_at.wrapping_mul(31) ^ SEED ^ variant << 40),
+            DataFate::KeepRandomPrefix(fail_at ^ w.seed ^ variant << 32),
+            DirFate::RandomSubset(fail_at.wrapping_mul(31) ^ w.seed ^ variant << 40),
         ),
     }
-    let db = Db::open(dir, options(&storage)).map_err(|e| format!("open failed: {e}"))?;
-    let got = read_all(&db, SHAPE.keys)?;
+    let db = Db::open(dir, options(&storage, w)).map_err(|e| format!("open failed: {e}"))?;
+    let got = read_all(&db, w.shape.keys)?;
     check_prefix(ops, out.floor, out.attempted, &got)?;
     drop(db);
     // Recovery must be repeatable: the state a recovery produced survives another crash.
     storage.crash_drop_unsynced();
-    let db = Db::open(dir, options(&storage)).map_err(|e| format!("second open failed: {e}"))?;
-    let again = read_all(&db, SHAPE.keys)?;
+    let db = Db::open(dir, options(&storage, w)).map_err(|e| format!("second open failed: {e}"))?;
+    let again = read_all(&db, w.shape.keys)?;
     if again != got {
         return Err("a second recovery changed the state".into());
     }
@@ -72,34 +135,45 @@ fn trial(steps: &[Step], ops: &[Op], fail_at: u64, fate: u32, variant: u64) -> R
 }
 
 /// Storage operations the uninterrupted workload performs.
-fn workload_ops(steps: &[Step]) -> u64 {
+/// Storage operations and compactions of the uninterrupted workload.
+fn workload_ops(w: &Workload, steps: &[Step]) -> (u64, u64) {
     let storage = MemStorage::new();
-    let out = run_with(Path::new("/db"), &options(&storage), steps, &|| storage.kill_process());
-    assert!(!out.failed, "the workload runs cleanly without faults");
-    storage.op_count()
+    let out = run_with(Path::new("/db"), &options(&storage, w), steps, &|| storage.kill_process());
+    assert!(!out.failed, "the {} workload runs cleanly without faults", w.name);
+    (storage.op_count(), out.compactions)
 }
 
 #[test]
 fn power_loss_at_every_operation_keeps_acknowledged_writes_and_a_prefix() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     testing::restore_all();
-    let steps = script(SEED, SHAPE);
-    let ops = ops(&steps);
-    let total = workload_ops(&steps);
     let mut trials = 0;
     let mut failures = Vec::new();
-    for i in 0..=total {
-        for fate in 0..FATES {
-            trials += 1;
-            if let Err(e) = trial(&steps, &ops, i, fate, 0) {
-                failures.push(format!("op {i} fate {fate}: {e}"));
+    for w in [&MAIN, &COMPACTION] {
+        let steps = script(w.seed, w.shape);
+        let ops = ops(&steps);
+        let (total, compactions) = workload_ops(w, &steps);
+        let before = trials;
+        for i in 0..=total {
+            for fate in 0..FATES {
+                trials += 1;
+                if let Err(e) = trial(w, &steps, &ops, i, fate, 0) {
+                    failures.push(format!("{} op {i} fate {fate}: {e}", w.name));
+                }
             }
         }
+        eprintln!(
+            "power loss, {} workload: {total} storage operations, {compactions} compactions, {} \
+             trials",
+            w.name,
+            trials - before
+        );
+        if w.explicit_compaction {
+            // Enough compactions that each sync point of one is crashed at several times.
+            assert!(compactions >= 6, "only {compactions} compactions");
+        }
     }
-    eprintln!(
-        "power loss: {total} storage operations, {trials} trials, {} failures",
-        failures.len()
-    );
+    eprintln!("power loss: {trials} trials, {} failures", failures.len());
     assert!(trials >= 1000, "only {trials} trials");
     assert!(
         failures.is_empty(),
@@ -112,15 +186,13 @@ fn power_loss_at_every_operation_keeps_acknowledged_writes_and_a_prefix() {
 #[test]
 fn disabling_any_durability_point_is_detected() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let steps = script(SEED, SHAPE);
-    let ops = ops(&steps);
-    testing::restore_all();
-    let total = workload_ops(&steps);
     let mut undetected = Vec::new();
-    // `open.wal_sync` matters only in a narrow window (after a kill, before the recovered
-    // memtable's flush): tests/reliability_model.rs shows it is needed.
-    for &point in testing::SYNC_POINTS.iter().filter(|&&p| p != "open.wal_sync") {
+    for &point in testing::SYNC_POINTS {
+        let w = workload_for(point);
+        let steps = script(w.seed, w.shape);
+        let ops = ops(&steps);
         testing::restore_all();
+        let (total, _) = workload_ops(w, &steps);
         assert!(testing::skip(point), "the fault-injection feature is on in tests");
         let mut found = None;
         'search: for i in 0..=total {
@@ -129,8 +201,8 @@ fn disabling_any_durability_point_is_detected() {
                 // flips (1 in 4 for two entries), so the search tries several seeds.
                 let variants = if fate == 3 { 8 } else { 1 };
                 for v in 0..variants {
-                    if let Err(e) = trial(&steps, &ops, i, fate, v) {
-                        found = Some(format!("op {i} fate {fate}.{v}: {e}"));
+                    if let Err(e) = trial(w, &steps, &ops, i, fate, v) {
+                        found = Some(format!("{} op {i} fate {fate}.{v}: {e}", w.name));
                         break 'search;
                     }
                 }

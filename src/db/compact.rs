@@ -165,7 +165,13 @@ fn install(
     // below a file an earlier edit added (recovery rejects that; found by the I/O-error sweep).
     let mut edit = edit.clone();
     edit.next_file_number = Some(inner.next_file.load(Ordering::SeqCst));
-    if let Err(e) = manifest.append(&edit) {
+    // The edit's fsync ("manifest.append_sync") must precede the deletion of the inputs;
+    // "compaction.manifest_sync" is the compaction's own switch for it (src/testing.rs).
+    let appended =
+        crate::testing::within("compaction.manifest_sync", "manifest.append_sync", || {
+            manifest.append(&edit)
+        });
+    if let Err(e) = appended {
         inner.set_bg_error(&e);
         return Err(e);
     }
@@ -208,6 +214,11 @@ pub(crate) fn compact_range(
     flush::flush_and_wait(inner)?;
     let _c = inner.compaction_lock.lock();
     inner.check_writable()?;
+    // A failed compaction turns the database read-only, as it does on the background thread:
+    // a failed fsync of an output or of the directory is never retried. (Found by
+    // tests/reliability_io_errors.rs once its workload compacted explicitly.)
+    let run_pick =
+        |inner: &DbInner, p: &Pick| run_pick(inner, p).inspect_err(|e| inner.set_bg_error(e));
     let policy = &inner.opts.filter_policy;
     for level in 0..NUM_LEVELS - 1 {
         let v = inner.super_version().version.clone();

@@ -161,6 +161,7 @@ impl Db {
     /// replaying any WAL written since the last flush.
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
         let inner = open::open(path.as_ref(), opts)?;
+        flush::flush_recovered(&inner)?;
         let flusher = flush::spawn_flusher(inner.clone())?;
         let compactor = compact::spawn_compactor(inner.clone())?;
         Ok(Db { inner, flusher: Some(flusher), compactor: Some(compactor) })

@@ -190,14 +190,11 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     if let Some((path, len)) = truncate {
         storage.truncate(&path, len)?;
     }
-    // A killed process may have left the replayed records with the OS only: make them durable
-    // before any new write can be acknowledged, or a later power loss could keep new synced
-    // writes and lose these older ones (a hole), or tear a WAL that is no longer the newest.
-    if crate::testing::enabled("open.wal_sync") {
-        for &n in &wals {
-            storage.sync_file(&dir.join(filename::wal_name(n)))?;
-        }
-    }
+    // A killed process may have left the replayed records with the OS only, and a process
+    // whose closing WAL sync failed may have left them nowhere: `Db::open` flushes them to a
+    // fresh, synced L0 table before it accepts a write (`flush::flush_recovered`), so no newer
+    // synced write can outlive them. (Syncing the old WALs here, as before, is not enough after
+    // a failed sync: see flush_recovered.)
 
     // New WAL, then a new manifest holding a snapshot of everything.
     let wal_number = next_file;

@@ -38,6 +38,11 @@ pub enum Step {
     /// Kill the process (`run_with`'s `kill`: its unsynced writes stay with the "OS" only),
     /// then open again. Plain `run` treats it as `Reopen`.
     Kill,
+    /// `Db::compact` (`upto: None`) or `Db::compact_range(..=upto)`: a flush (so on success
+    /// every earlier write is durable), then compactions.
+    Compact {
+        upto: Option<Vec<u8>>,
+    },
 }
 
 /// The key names: `k000`..; a small space so keys are overwritten and deleted often.
@@ -63,6 +68,8 @@ pub struct Shape {
     /// Probability (percent) that a step after a write is a flush / a reopen.
     pub flush_percent: u64,
     pub reopen_percent: u64,
+    /// Probability (percent) that a step after a write is a compaction (`Step::Compact`).
+    pub compact_percent: u64,
 }
 
 /// A random workload of `shape.ops` writes with flushes and reopens between them (and a reopen
@@ -89,6 +96,10 @@ pub fn script(seed: u64, shape: Shape) -> Vec<Step> {
             steps.push(Step::Flush);
         } else if roll < shape.flush_percent + shape.reopen_percent {
             steps.push(Step::Reopen);
+        } else if roll < shape.flush_percent + shape.reopen_percent + shape.compact_percent {
+            // Half of them compact only the keys up to the middle of the key space.
+            let upto = (rng.below(2) == 0).then(|| key(shape.keys / 2));
+            steps.push(Step::Compact { upto });
         }
     }
     steps
@@ -136,6 +147,22 @@ pub struct Outcome {
     pub floor: usize,
     /// Whether the run stopped at an error.
     pub failed: bool,
+    /// Compactions (rewriting or trivial moves) the engine completed, over every open.
+    pub compactions: u64,
+}
+
+/// Compactions and trivial moves `db` completed since it was opened.
+pub fn compactions(db: &Db) -> u64 {
+    let s = db.stats();
+    s.compactions + s.trivial_moves
+}
+
+/// Runs one `Step::Compact`.
+pub fn compact(db: &Db, upto: &Option<Vec<u8>>) -> siftdb::Result<()> {
+    match upto {
+        None => db.compact(),
+        Some(k) => db.compact_range(..=k.as_slice()),
+    }
 }
 
 /// Runs `steps` against a database in `dir`, stopping at the first error (the error of an
@@ -158,15 +185,21 @@ pub fn run_with(dir: &Path, opts: &Options, steps: &[Step], kill: &dyn Fn()) -> 
                 out.attempted += 1;
                 if db.write_opt(batch(op), WriteOptions { sync: op.sync }).is_err() {
                     out.failed = true;
+                    out.compactions += compactions(&db);
                     return out;
                 }
                 if op.sync {
                     out.floor = out.attempted;
                 }
             }
-            Step::Flush => {
-                if db.flush().is_err() {
+            Step::Flush | Step::Compact { .. } => {
+                let r = match step {
+                    Step::Compact { upto } => compact(&db, upto),
+                    _ => db.flush(),
+                };
+                if r.is_err() {
                     out.failed = true;
+                    out.compactions += compactions(&db);
                     return out;
                 }
                 out.floor = out.attempted;
@@ -175,6 +208,7 @@ pub fn run_with(dir: &Path, opts: &Options, steps: &[Step], kill: &dyn Fn()) -> 
                 if matches!(step, Step::Kill) {
                     kill();
                 }
+                out.compactions += compactions(&db);
                 drop(db);
                 match Db::open(dir, opts.clone()) {
                     Ok(d) => db = d,
@@ -186,6 +220,7 @@ pub fn run_with(dir: &Path, opts: &Options, steps: &[Step], kill: &dyn Fn()) -> 
             }
         }
     }
+    out.compactions += compactions(&db);
     out
 }
 

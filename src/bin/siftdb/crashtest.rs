@@ -2,9 +2,17 @@
 //!
 //! Each cycle the parent starts a child (this binary, hidden subcommand `crashtest-child`) that
 //! opens the database in `--dir` and writes synced batches and single writes, printing
-//! `ack <i>` on stdout (flushed) after write `i` returns. After a random delay (sometimes almost
-//! none, so the kill lands during recovery; small memtables keep flushes running) the parent
-//! sends SIGKILL, collects the acknowledgements, opens the database itself and checks it.
+//! `ack <i>` on stdout (flushed) after write `i` returns. A second thread of the child compacts
+//! (`Db::compact`, a flush then a full compaction) every few milliseconds, and small memtables
+//! keep background flushes and compactions running too. After a random delay (sometimes almost
+//! none, so the kill lands during recovery) the parent sends SIGKILL, collects the child's
+//! lines, opens the database itself and checks it.
+//!
+//! Where the kill landed, from the child's lines (each written and flushed whole): `start`
+//! before `Db::open`, `open` after it (a kill between the two hit recovery), `compact` before a
+//! compaction and `compacted <n>` after it (`n`: compactions the child's database completed so
+//! far, background ones included); a kill after a `compact` with no `compacted` hit a
+//! compaction. The summary line counts both.
 //!
 //! Checkable history: write `i` of cycle `c` has id `c << 24 | i`; its keys, kinds and values are
 //! a function of the seed and the id (every value names the id), so the parent can replay any
@@ -80,10 +88,47 @@ fn write_id(cycle: u64, i: u64) -> u64 {
     cycle << 24 | i
 }
 
-/// The child: write until killed, acknowledging each write on stdout.
-pub fn child(args: &ChildArgs) -> Result<()> {
-    let db = Db::open(&args.dir, options())?;
+/// Writes one whole line to stdout and flushes it (the parent reads lines up to the kill).
+fn say(line: std::fmt::Arguments<'_>) -> Result<()> {
     let mut out = std::io::stdout().lock();
+    writeln!(out, "{line}")
+        .and_then(|()| out.flush())
+        .map_err(|e| siftdb::Error::io("writing to the parent", e))
+}
+
+/// The child's compaction thread: a full compaction every 0-4 ms, announced before and after.
+fn compact_loop(db: &Db, seed: u64) -> Result<()> {
+    let mut rng = SplitMix64::new(seed);
+    loop {
+        std::thread::sleep(Duration::from_micros(rng.below(4_000)));
+        say(format_args!("compact"))?;
+        db.compact()?;
+        let s = db.stats();
+        say(format_args!("compacted {}", s.compactions + s.trivial_moves))?;
+    }
+}
+
+/// The child: write until killed, acknowledging each write on stdout, while a second thread
+/// compacts.
+pub fn child(args: &ChildArgs) -> Result<()> {
+    say(format_args!("start"))?;
+    let db = Db::open(&args.dir, options())?;
+    say(format_args!("open"))?;
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let e = match compact_loop(&db, args.seed ^ args.cycle) {
+                Err(e) => e,
+                Ok(()) => unreachable!("the compaction loop ends only by an error"),
+            };
+            // An error ends the child; the parent reports it (a child must not exit by itself).
+            eprintln!("crashtest child: compaction failed: {e}");
+            std::process::exit(3);
+        });
+        write_loop(&db, args)
+    })
+}
+
+fn write_loop(db: &Db, args: &ChildArgs) -> Result<()> {
     for i in 0..(1 << 24) {
         let mut b = WriteBatch::new();
         for (k, v) in records(args.seed, write_id(args.cycle, i)) {
@@ -93,9 +138,7 @@ pub fn child(args: &ChildArgs) -> Result<()> {
             };
         }
         db.write_opt(b, WriteOptions { sync: true })?;
-        writeln!(out, "ack {i}")
-            .and_then(|()| out.flush())
-            .map_err(|e| siftdb::Error::io("writing an acknowledgement", e))?;
+        say(format_args!("ack {i}"))?;
     }
     Ok(())
 }
@@ -135,6 +178,26 @@ struct Tally {
     lost: u64,
     holes: u64,
     failed_opens: u64,
+    /// Kills before the child printed `start` (process start-up), between `start` and `open`
+    /// (recovery), and inside a `compact` .. `compacted` pair.
+    before_start: u64,
+    in_recovery: u64,
+    in_compaction: u64,
+    /// Compactions the children completed (their last `compacted` counts).
+    compactions: u64,
+}
+
+/// What one child printed before it was killed.
+#[derive(Default)]
+struct ChildReport {
+    /// Last acknowledged write.
+    last_ack: Option<u64>,
+    started: bool,
+    opened: bool,
+    /// A `compact` line not followed by `compacted`.
+    compacting: bool,
+    /// The count of the last `compacted` line.
+    compactions: u64,
 }
 
 /// The parent loop.
@@ -159,9 +222,14 @@ pub fn run(args: &CrashtestArgs) -> Result<()> {
         // One cycle in eight is killed within 3 ms: mostly during the child's recovery.
         let delay_us =
             if rng.below(8) == 0 { rng.below(3_000) } else { rng.below(args.max_ms.max(1) * 1000) };
-        let acks = run_child(&exe, &dir, args.seed, cycle, Duration::from_micros(delay_us))?;
+        let report = run_child(&exe, &dir, args.seed, cycle, Duration::from_micros(delay_us))?;
+        let acks = report.last_ack;
         t.cycles += 1;
         t.acked += acks.map_or(0, |a| a + 1);
+        t.before_start += u64::from(!report.started);
+        t.in_recovery += u64::from(report.started && !report.opened);
+        t.in_compaction += u64::from(report.compacting);
+        t.compactions += report.compactions;
         let db = match Db::open(&dir, options()) {
             Ok(db) => db,
             Err(e) => {
@@ -206,12 +274,17 @@ pub fn run(args: &CrashtestArgs) -> Result<()> {
     }
     println!(
         "crashtest: cycles {}, acknowledged writes {}, acknowledged writes lost {}, holes {}, \
-         failed opens {} ({:.1} s)",
+         failed opens {}, kills during recovery {}, during compaction {}, before open {}, \
+         compactions {} ({:.1} s)",
         t.cycles,
         t.acked,
         t.lost,
         t.holes,
         t.failed_opens,
+        t.in_recovery,
+        t.in_compaction,
+        t.before_start,
+        t.compactions,
         start.elapsed().as_secs_f64()
     );
     if t.lost + t.holes + t.failed_opens > 0 {
@@ -220,14 +293,14 @@ pub fn run(args: &CrashtestArgs) -> Result<()> {
     Ok(())
 }
 
-/// Runs one child for `delay`, kills it, and returns its last acknowledged write.
+/// Runs one child for `delay`, kills it, and returns what it printed.
 fn run_child(
     exe: &Path,
     dir: &Path,
     seed: u64,
     cycle: u64,
     delay: Duration,
-) -> Result<Option<u64>> {
+) -> Result<ChildReport> {
     let mut child = Command::new(exe)
         .arg("crashtest-child")
         .arg("--dir")
@@ -244,12 +317,21 @@ fn run_child(
     // SIGKILL on Unix. The child may have exited on its own (an error): its stderr says why.
     let _ = child.kill();
     let status = child.wait().map_err(|e| siftdb::Error::io("waiting for the child", e))?;
-    let mut last = None;
+    let mut r = ChildReport::default();
     if let Some(out) = child.stdout.take() {
         for line in BufReader::new(out).lines() {
-            let line = line.map_err(|e| siftdb::Error::io("reading acknowledgements", e))?;
-            if let Some(i) = line.strip_prefix("ack ").and_then(|s| s.parse::<u64>().ok()) {
-                last = Some(i);
+            let line = line.map_err(|e| siftdb::Error::io("reading the child's lines", e))?;
+            let (word, arg) = line.split_once(' ').unwrap_or((&line, ""));
+            match (word, arg.parse::<u64>().ok()) {
+                ("ack", Some(i)) => r.last_ack = Some(i),
+                ("start", _) => r.started = true,
+                ("open", _) => r.opened = true,
+                ("compact", _) => r.compacting = true,
+                ("compacted", Some(n)) => {
+                    r.compacting = false;
+                    r.compactions = n;
+                }
+                _ => {}
             }
         }
     }
@@ -263,5 +345,5 @@ fn run_child(
             err.trim()
         )));
     }
-    Ok(last)
+    Ok(r)
 }

@@ -21,12 +21,23 @@
 //!
 //! The `&mut self` operations use `get_mut` (plain, non-atomic accesses): exclusive access
 //! already rules out any concurrent user.
+//!
+//! Under `--cfg loom` the words are loom's atomics, so tests/loom_two_bit.rs can explore every
+//! interleaving and every value a Relaxed load may return (loom has no `get_mut`; its `with_mut`
+//! stands in).
 
 use super::config::Layout;
 use super::{hit, BATCH};
 use crate::filter::codec::Word;
 use crate::filter::prefetch::prefetch_read;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+#[cfg(loom)]
+use loom::sync::atomic::Ordering;
+#[cfg(loom)]
+pub(super) use loom::sync::atomic::{AtomicU32, AtomicU64};
+#[cfg(not(loom))]
+use std::sync::atomic::Ordering;
+#[cfg(not(loom))]
+pub(super) use std::sync::atomic::{AtomicU32, AtomicU64};
 
 /// An atomic word type of the table; masks and values travel as `u64` (upper half zero for
 /// 32-bit words).
@@ -39,8 +50,8 @@ pub(super) trait AtomicWord: Send + Sync + Sized {
     fn or_relaxed(&self, mask: u64);
     /// One Relaxed atomic load.
     fn load_relaxed(&self) -> u64;
-    /// The plain value through exclusive access.
-    fn plain_mut(&mut self) -> &mut Self::Plain;
+    /// Runs `f` on the plain value through exclusive access.
+    fn with_plain_mut<R>(&mut self, f: impl FnOnce(&mut Self::Plain) -> R) -> R;
     /// `mask` narrowed to the word type (masks never have bits above the word width).
     fn narrow(mask: u64) -> Self::Plain;
 }
@@ -62,8 +73,11 @@ macro_rules! impl_atomic_word {
                 self.load(Ordering::Relaxed) as u64
             }
             #[inline(always)]
-            fn plain_mut(&mut self) -> &mut $plain {
-                self.get_mut()
+            fn with_plain_mut<R>(&mut self, f: impl FnOnce(&mut $plain) -> R) -> R {
+                #[cfg(not(loom))]
+                return f(self.get_mut());
+                #[cfg(loom)]
+                return self.with_mut(f);
             }
             #[inline(always)]
             fn narrow(mask: u64) -> $plain {
@@ -136,8 +150,8 @@ impl Table {
     #[inline(always)]
     pub(super) fn or_mut(&mut self, i: usize, mask: u64) {
         match self {
-            Table::W32(t) => *t[i].plain_mut() |= AtomicU32::narrow(mask),
-            Table::W64(t) => *t[i].plain_mut() |= AtomicU64::narrow(mask),
+            Table::W32(t) => t[i].with_plain_mut(|w| *w |= AtomicU32::narrow(mask)),
+            Table::W64(t) => t[i].with_plain_mut(|w| *w |= AtomicU64::narrow(mask)),
         }
     }
 
@@ -232,8 +246,9 @@ impl Table {
 fn combine_words<A: AtomicWord>(a: &mut [A], b: &[A], and: bool) {
     for (x, y) in a.iter_mut().zip(b) {
         let y = A::narrow(y.load_relaxed());
-        let x = x.plain_mut();
-        *x = if and { narrow_and::<A>(*x, y) } else { narrow_or::<A>(*x, y) };
+        x.with_plain_mut(|x| {
+            *x = if and { narrow_and::<A>(*x, y) } else { narrow_or::<A>(*x, y) };
+        });
     }
 }
 
@@ -272,8 +287,7 @@ fn batch_mut<A: AtomicWord>(t: &mut [A], layout: &Layout, hashes: &[u64]) {
         }
         for &h in chunk {
             let (i, mask) = layout.locate(h);
-            let w = t[i].plain_mut();
-            *w = narrow_or::<A>(*w, A::narrow(mask));
+            t[i].with_plain_mut(|w| *w = narrow_or::<A>(*w, A::narrow(mask)));
         }
     }
 }

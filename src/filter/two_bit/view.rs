@@ -6,12 +6,11 @@
 //! payload := 2^log2_words words of word_bits bits, little-endian
 //! ```
 
-use super::table::Table;
+use super::table::{AtomicU32, AtomicU64, Table};
 use super::{hit, Layout, TwoBitBloom, TwoBitConfig, BATCH};
 use crate::error::Result;
 use crate::filter::codec::{Envelope, LeWords, ParamReader, ParamWriter, Words};
 use crate::filter::prefetch::prefetch_read;
-use std::sync::atomic::{AtomicU32, AtomicU64};
 
 /// The parameter block of a filter with `layout` and `keys_inserted`.
 pub(super) fn encode_params(layout: &Layout, keys_inserted: u64) -> Vec<u8> {
