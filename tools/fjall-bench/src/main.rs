@@ -2,9 +2,13 @@
 //! in `scripts/compare.sh`. Same flag names, key generation, value generation, seeds and result
 //! lines as `siftdb bench` (src/bin/siftdb/bench/), so one command line means the same work.
 //!
-//! fjall runs with its default options (block size, its own Bloom filters, LZ4 compression);
-//! flags fjall has no equivalent for (`--bloom_bits`, `--compression_type`,
-//! `--write_buffer_size`, ...) are accepted and ignored, and said so on stderr.
+//! The db_bench flags fjall has an equivalent for are applied: `--bloom_bits` (fjall's Bloom
+//! filter at that many bits per key on every level; negative = none), `--compression_type`
+//! (`none`; fjall has no zstd or snappy, so those run with LZ4, its fastest codec, and say so),
+//! `--write_buffer_size` (max memtable size), `--target_file_size_base` and
+//! `--max_bytes_for_level_multiplier` (its leveled strategy; fjall derives L1's size as
+//! `target_file_size * l0_threshold`, 32 MiB for compare.sh's flags, as given to the others), and
+//! `--level0_file_num_compaction_trigger`. Other flags are ignored, and said so on stderr.
 //! `compact` calls fjall's `major_compact`.
 
 mod gen;
@@ -24,6 +28,12 @@ struct Flags {
     cache_size: u64,
     seed: u64,
     db: Option<std::path::PathBuf>,
+    bloom_bits: i64,
+    compression: String,
+    write_buffer_size: Option<u64>,
+    target_file_size: Option<u64>,
+    level_multiplier: Option<f32>,
+    l0_trigger: Option<u8>,
 }
 
 fn parse() -> Result<Flags, String> {
@@ -54,6 +64,29 @@ fn parse() -> Result<Flags, String> {
         cache_size: num_of(&m, "cache_size", 8 << 20)? as u64,
         seed: num_of(&m, "seed", 0)? as u64,
         db: m.get("db").map(Into::into),
+        bloom_bits: num_of(&m, "bloom_bits", -1)?,
+        compression: m.get("compression_type").cloned().unwrap_or_else(|| "snappy".into()),
+        write_buffer_size: m
+            .get("write_buffer_size")
+            .map(|_| num_of(&m, "write_buffer_size", 0))
+            .transpose()?
+            .map(|v| v as u64),
+        target_file_size: m
+            .get("target_file_size_base")
+            .map(|_| num_of(&m, "target_file_size_base", 0))
+            .transpose()?
+            .map(|v| v as u64),
+        level_multiplier: m
+            .get("max_bytes_for_level_multiplier")
+            .map(|v| {
+                v.parse::<f32>().map_err(|e| format!("--max_bytes_for_level_multiplier={v}: {e}"))
+            })
+            .transpose()?,
+        l0_trigger: m
+            .get("level0_file_num_compaction_trigger")
+            .map(|_| num_of(&m, "level0_file_num_compaction_trigger", 4))
+            .transpose()?
+            .map(|v| v.clamp(1, 255) as u8),
     };
     let known = [
         "benchmarks",
@@ -66,6 +99,14 @@ fn parse() -> Result<Flags, String> {
         "seed",
         "db",
         "use_existing_db",
+        "bloom_bits",
+        "compression_type",
+        "write_buffer_size",
+        "target_file_size_base",
+        "max_bytes_for_level_multiplier",
+        "level0_file_num_compaction_trigger",
+        // Set as fjall derives it (target_file_size_base x L0 trigger); said in the module doc.
+        "max_bytes_for_level_base",
     ];
     let ignored: Vec<_> = m.keys().filter(|k| !known.contains(&k.as_str())).cloned().collect();
     if !ignored.is_empty() {
@@ -176,8 +217,43 @@ fn open(path: &std::path::Path, f: &Flags, fresh: bool) -> R<(Database, Keyspace
         std::fs::remove_dir_all(path)?;
     }
     let db = Database::builder(path).cache_size(f.cache_size).open()?;
-    let ks = db.keyspace("default", KeyspaceCreateOptions::default)?;
+    let ks = db.keyspace("default", || keyspace_options(f))?;
     Ok((db, ks))
+}
+
+/// fjall's keyspace options for the db_bench flags (see the module doc).
+fn keyspace_options(f: &Flags) -> KeyspaceCreateOptions {
+    use fjall::config::{
+        BloomConstructionPolicy, CompressionPolicy, FilterPolicy, FilterPolicyEntry,
+    };
+    let mut o = KeyspaceCreateOptions::default();
+    o = o.filter_policy(FilterPolicy::all(if f.bloom_bits >= 0 {
+        FilterPolicyEntry::Bloom(BloomConstructionPolicy::BitsPerKey(f.bloom_bits as f32))
+    } else {
+        FilterPolicyEntry::None
+    }));
+    let codec = match f.compression.to_ascii_lowercase().as_str() {
+        "none" | "no" => fjall::CompressionType::None,
+        other => {
+            eprintln!("fjall-bench: fjall has no {other} compression; using LZ4");
+            fjall::CompressionType::Lz4
+        }
+    };
+    o = o.data_block_compression_policy(CompressionPolicy::all(codec));
+    if let Some(b) = f.write_buffer_size {
+        o = o.max_memtable_size(b);
+    }
+    let mut leveled = fjall::compaction::Leveled::default();
+    if let Some(t) = f.target_file_size {
+        leveled = leveled.with_table_target_size(t);
+    }
+    if let Some(m) = f.level_multiplier {
+        leveled = leveled.with_level_ratio_policy(vec![m]);
+    }
+    if let Some(l0) = f.l0_trigger {
+        leveled = leveled.with_l0_threshold(l0);
+    }
+    o.compaction_strategy(std::sync::Arc::new(leveled))
 }
 
 fn read_loop(
