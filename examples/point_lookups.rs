@@ -150,9 +150,7 @@ fn main() -> Result<()> {
 
     // Load: keys in random order (a Fisher-Yates shuffle), 100 per batch, then flush.
     let mut order: Vec<u64> = (0..args.keys).collect();
-    for i in (1..order.len()).rev() {
-        order.swap(i, rng.below(i as u64 + 1) as usize);
-    }
+    rng.shuffle(&mut order);
     let mut value = vec![0u8; args.value_size];
     let t = Instant::now();
     for chunk in order.chunks(100) {

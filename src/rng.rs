@@ -46,6 +46,14 @@ impl SplitMix64 {
         }
     }
 
+    /// Shuffles `items` in place (Fisher-Yates): every permutation equally likely, and the same
+    /// permutation for the same seed.
+    pub fn shuffle<T>(&mut self, items: &mut [T]) {
+        for i in (1..items.len()).rev() {
+            items.swap(i, self.below(i as u64 + 1) as usize);
+        }
+    }
+
     /// `n` random 64-bit values (distinct with overwhelming probability for n << 2^32).
     pub fn hashes(&mut self, n: usize) -> Vec<u64> {
         (0..n).map(|_| self.next_u64()).collect()
@@ -55,6 +63,18 @@ impl SplitMix64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shuffle_is_a_seeded_permutation() {
+        let mut a: Vec<u32> = (0..1000).collect();
+        let mut b = a.clone();
+        SplitMix64::new(9).shuffle(&mut a);
+        SplitMix64::new(9).shuffle(&mut b);
+        assert_eq!(a, b, "same seed, same order");
+        assert_ne!(a, (0..1000).collect::<Vec<_>>(), "the order changed");
+        a.sort_unstable();
+        assert_eq!(a, (0..1000).collect::<Vec<_>>(), "nothing lost or repeated");
+    }
 
     #[test]
     fn sequence_is_fixed_for_a_seed() {

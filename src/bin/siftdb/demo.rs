@@ -76,9 +76,7 @@ pub fn run(args: &DemoArgs) -> Result<()> {
 
     // Load present keys (even numbers) in random order, in batches of 100.
     let mut order: Vec<u64> = (0..args.keys).collect();
-    for i in (1..order.len()).rev() {
-        order.swap(i, rng.below(i as u64 + 1) as usize);
-    }
+    rng.shuffle(&mut order);
     let mut value = vec![0u8; args.value_size];
     let pb = progress::bar("load", args.keys);
     let t = Instant::now();

@@ -47,9 +47,7 @@ fn keys_with_duplicates(n: usize, seed: u64) -> (Vec<u64>, Vec<u64>) {
     for _ in 0..n / 10 + usize::from(n > 0) {
         input.push(keys[rng.below(n as u64) as usize]);
     }
-    for i in (1..input.len()).rev() {
-        input.swap(i, rng.below(i as u64 + 1) as usize);
-    }
+    rng.shuffle(&mut input);
     (keys, input)
 }
 

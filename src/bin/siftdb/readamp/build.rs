@@ -179,9 +179,7 @@ pub fn build(dir: &Path, shape: &Shape, policy: FilterPolicy, in_memory: bool) -
     let db = Db::open(dir, opts)?;
     let mut rng = SplitMix64::new(shape.seed);
     let mut order: Vec<u64> = (0..shape.keys).collect();
-    for i in (1..order.len()).rev() {
-        order.swap(i, rng.below(i as u64 + 1) as usize);
-    }
+    rng.shuffle(&mut order);
     let mut value = vec![0u8; shape.value_size];
     for flush_batch in order.chunks(shape.flush_keys.max(1) as usize) {
         for chunk in flush_batch.chunks(100) {
