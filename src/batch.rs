@@ -76,6 +76,8 @@ impl WriteBatch {
     pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> &mut Self {
         let (key, value) = (key.as_ref(), value.as_ref());
         self.check(key, Some(value));
+        // One exact reservation instead of up to three doubling reallocations.
+        self.rep.reserve(Self::put_size(key, value));
         self.rep.push(ValueKind::Put as u8);
         put_length_prefixed(&mut self.rep, key);
         put_length_prefixed(&mut self.rep, value);

@@ -162,7 +162,7 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, sync: bool) -> Result<()
 fn commit_group(inner: &DbInner, batch: &mut WriteBatch, sync: bool) -> Result<()> {
     let mut w = inner.writer.lock();
     inner.check_writable()?;
-    make_room(inner, &mut w)?;
+    let sv = make_room(inner, &mut w)?;
     let first = w.last_seq + 1;
     let record = batch.stamp(first);
     if let Err(e) = w.wal.add_record(record) {
@@ -178,7 +178,6 @@ fn commit_group(inner: &DbInner, batch: &mut WriteBatch, sync: bool) -> Result<(
             }
         }
     }
-    let sv = inner.super_version();
     for (i, r) in batch.iter().enumerate() {
         sv.mem.add(first + i as u64, r.kind, r.key, hash_key(r.key), r.value);
     }
@@ -190,12 +189,13 @@ fn commit_group(inner: &DbInner, batch: &mut WriteBatch, sync: bool) -> Result<(
 }
 
 /// Rotates the memtable when it is full, first waiting (a write stall) while the maximum number
-/// of immutable memtables is already queued for flush.
-fn make_room(inner: &DbInner, w: &mut WriterState) -> Result<()> {
+/// of immutable memtables is already queued for flush. Returns the super-version whose `mem`
+/// takes the write (only the writer, who holds `w`, replaces `mem`).
+fn make_room(inner: &DbInner, w: &mut WriterState) -> Result<Arc<SuperVersion>> {
     loop {
         let sv = inner.super_version();
         if sv.mem.approximate_bytes() < inner.opts.memtable_size {
-            return Ok(());
+            return Ok(sv);
         }
         if sv.imm.len() >= inner.opts.max_immutable_memtables.max(1) {
             let start = Instant::now();
