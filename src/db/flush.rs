@@ -93,14 +93,18 @@ pub(crate) fn write_l0_table(inner: &DbInner, mem: &Memtable) -> Result<Arc<Tabl
     let file = inner.storage.create(&path)?;
     let mut builder = TableBuilder::new(file, table_options(&inner.opts))?;
     let mut distinct = 0u64;
-    let mut last: Option<Box<[u8]>> = None;
-    for (k, v) in mem.iter_from(None) {
-        if last.as_deref() != Some(&*k.user_key) {
+    let mut last: Vec<u8> = Vec::new();
+    let mut ikey_buf: Vec<u8> = Vec::new();
+    mem.for_each(|key, seq, kind, value| {
+        if distinct == 0 || last.as_slice() != key {
             distinct += 1;
-            last = Some(k.user_key.clone());
+            last.clear();
+            last.extend_from_slice(key);
         }
-        builder.add(&ikey::encode(&k.user_key, k.seq, k.kind), &v)?;
-    }
+        ikey_buf.clear();
+        ikey::encode_into(&mut ikey_buf, key, seq, kind);
+        builder.add(&ikey_buf, value)
+    })?;
     let source = flush_filter(inner, mem, distinct);
     let summary = builder.finish(source)?;
     if crate::testing::enabled("flush.sync_dir") {

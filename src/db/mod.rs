@@ -169,7 +169,8 @@ impl Db {
 
     /// Sets `key` to `value` (buffered durability; see [`WriteOptions`]).
     pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
-        let mut b = WriteBatch::new();
+        let (key, value) = (key.as_ref(), value.as_ref());
+        let mut b = WriteBatch::with_capacity(WriteBatch::put_size(key, value));
         b.put(key, value);
         self.write_opt(b, WriteOptions::default())
     }

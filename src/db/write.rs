@@ -77,6 +77,23 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, sync: bool) -> Result<()
     let ticket = st.next_ticket;
     st.next_ticket += 1;
     st.order.push_back(ticket);
+    if st.order.len() == 1 {
+        // Fast path: no leader is active and nobody waits, so this writer leads a group of
+        // one without parking its batch in the queue or copying it into a merged batch.
+        // Writers arriving meanwhile queue behind this ticket exactly as behind any leader.
+        drop(st);
+        let mut batch = batch;
+        let result = commit_group(inner, &mut batch, sync);
+        inner.counters.write_groups.fetch_add(1, Ordering::Relaxed);
+        inner.counters.write_batches.fetch_add(1, Ordering::Relaxed);
+        let mut st = q.state.lock();
+        let front = st.order.pop_front();
+        debug_assert_eq!(front, Some(ticket), "the fast-path leader is the front of the queue");
+        if !st.order.is_empty() {
+            q.cv.notify_all();
+        }
+        return result;
+    }
     st.waiting.insert(ticket, Pending { batch, sync });
     loop {
         if let Some(result) = st.done.remove(&ticket) {
@@ -90,8 +107,9 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, sync: bool) -> Result<()
 
     // Leader: take a group of consecutive waiting batches, starting with our own.
     let mut group = Vec::new();
-    let mut merged = WriteBatch::new();
+    let mut taken: Vec<WriteBatch> = Vec::new();
     let mut any_sync = false;
+    let mut group_bytes = 0;
     let mut limit = MAX_GROUP_BYTES;
     let queued: Vec<u64> = st.order.iter().copied().collect();
     for (i, &t) in queued.iter().enumerate() {
@@ -99,17 +117,28 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, sync: bool) -> Result<()
         if i == 0 && p.batch.encoded_len() <= SMALL_LEADER_GROUP_BYTES {
             limit = SMALL_LEADER_GROUP_BYTES;
         }
-        if i > 0 && merged.encoded_len() + p.batch.encoded_len() > limit {
+        if i > 0 && group_bytes + p.batch.encoded_len() > limit {
             break;
         }
         let p = st.waiting.remove(&t).expect("present");
-        merged.append(&p.batch);
+        group_bytes += p.batch.encoded_len();
+        taken.push(p.batch);
         any_sync |= p.sync;
         group.push(t);
     }
     drop(st);
 
-    let result = commit_group(inner, &merged, any_sync);
+    // A group of one is committed as is; a larger group is merged into one batch (one record).
+    let mut merged = if taken.len() == 1 {
+        taken.pop().expect("one batch")
+    } else {
+        let mut m = WriteBatch::with_capacity(group_bytes);
+        for b in &taken {
+            m.append(b);
+        }
+        m
+    };
+    let result = commit_group(inner, &mut merged, any_sync);
     inner.counters.write_groups.fetch_add(1, Ordering::Relaxed);
     inner.counters.write_batches.fetch_add(group.len() as u64, Ordering::Relaxed);
 
@@ -130,13 +159,13 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, sync: bool) -> Result<()
 }
 
 /// Appends the merged batch to the WAL, applies it to the memtable and publishes it.
-fn commit_group(inner: &DbInner, batch: &WriteBatch, sync: bool) -> Result<()> {
+fn commit_group(inner: &DbInner, batch: &mut WriteBatch, sync: bool) -> Result<()> {
     let mut w = inner.writer.lock();
     inner.check_writable()?;
-    make_room(inner, &mut w)?;
+    let sv = make_room(inner, &mut w)?;
     let first = w.last_seq + 1;
-    let record = batch.encode(first);
-    if let Err(e) = w.wal.add_record(&record) {
+    let record = batch.stamp(first);
+    if let Err(e) = w.wal.add_record(record) {
         inner.set_bg_error(&e);
         return Err(e);
     }
@@ -149,7 +178,6 @@ fn commit_group(inner: &DbInner, batch: &WriteBatch, sync: bool) -> Result<()> {
             }
         }
     }
-    let sv = inner.super_version();
     for (i, r) in batch.iter().enumerate() {
         sv.mem.add(first + i as u64, r.kind, r.key, hash_key(r.key), r.value);
     }
@@ -161,12 +189,13 @@ fn commit_group(inner: &DbInner, batch: &WriteBatch, sync: bool) -> Result<()> {
 }
 
 /// Rotates the memtable when it is full, first waiting (a write stall) while the maximum number
-/// of immutable memtables is already queued for flush.
-fn make_room(inner: &DbInner, w: &mut WriterState) -> Result<()> {
+/// of immutable memtables is already queued for flush. Returns the super-version whose `mem`
+/// takes the write (only the writer, who holds `w`, replaces `mem`).
+fn make_room(inner: &DbInner, w: &mut WriterState) -> Result<Arc<SuperVersion>> {
     loop {
         let sv = inner.super_version();
         if sv.mem.approximate_bytes() < inner.opts.memtable_size {
-            return Ok(());
+            return Ok(sv);
         }
         if sv.imm.len() >= inner.opts.max_immutable_memtables.max(1) {
             let start = Instant::now();
