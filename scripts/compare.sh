@@ -12,6 +12,7 @@
 #   --write_buffer_size=8388608 --target_file_size_base=8388608
 #   --max_bytes_for_level_base=33554432 --statistics=1 --seed=1
 # Raw logs go to DIR (default /tmp/siftdb-compare-<time>); the table also goes to DIR/table.md.
+# --report-only --out DIR [same flags] prints the table again from DIR's logs without running.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -19,6 +20,7 @@ REPS=3
 ENGINES="rocksdb,siftdb,fjall"
 OUT="/tmp/siftdb-compare-$(date +%Y%m%d-%H%M%S)"
 SIFTDB_FLAGS=""
+REPORT_ONLY=0
 FLAGS=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -30,6 +32,7 @@ while [[ $# -gt 0 ]]; do
     --out=*) OUT="${1#*=}"; shift ;;
     --siftdb-flags) SIFTDB_FLAGS="$2"; shift 2 ;;
     --siftdb-flags=*) SIFTDB_FLAGS="${1#*=}"; shift ;;
+    --report-only) REPORT_ONLY=1; shift ;;
     -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) FLAGS+=("$1"); shift ;;
   esac
@@ -43,6 +46,7 @@ fi
 # The per-engine scripts need --statistics for the FPR columns.
 if ! printf '%s\n' "${FLAGS[@]}" | grep -q '^--statistics'; then FLAGS+=(--statistics=1); fi
 mkdir -p "$OUT"
+if (( REPORT_ONLY == 0 )); then
 
 has() { [[ ",$ENGINES," == *",$1,"* ]]; }
 
@@ -91,6 +95,8 @@ for ((r = 1; r <= REPS; r++)); do
   done
 done
 
+fi  # REPORT_ONLY
+
 python3 - "$OUT" "$REPS" "$ENGINES" "${FLAGS[*]}" "$SIFTDB_FLAGS" <<'PY' | tee "$OUT/table.md"
 import re, statistics, sys, os, glob
 out, reps, engines, flags, sflags = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(','), sys.argv[4], sys.argv[5]
@@ -106,7 +112,9 @@ for e in engines:
         for l in open(p, errors='replace'):
             m = line.match(l.strip())
             if m:
-                ops.setdefault((e, m[1]), []).append(int(m[3]))
+                # A one-shot benchmark (compact) is reported in seconds, not ops/s.
+                v = float(m[2]) / 1e6 if m[1] == 'compact' else int(m[3])
+                ops.setdefault((e, m[1]), []).append(v)
                 if m[4]:
                     found[(e, m[1])] = f"{m[4]}/{m[5]}"
             m = tick.match(l.strip())
@@ -143,13 +151,14 @@ hdr += "".join(f" | siftdb/{x}" for x in ratios) + " | found (" + "/".join(engin
 print(hdr)
 print("|" + "---|" * (2 + len(engines) + len(ratios)))
 for n in names:
-    if n in ("compact",):
-        pass
     vals = {e: med(ops.get((e, n), [])) for e in engines}
-    row = f"| {n} | " + " | ".join("-" if vals[e] is None else f"{vals[e]:,.0f}" for e in engines)
+    secs = n == 'compact'
+    fmt = (lambda v: f"{v:.2f} s") if secs else (lambda v: f"{v:,.0f}")
+    row = f"| {n} | " + " | ".join("-" if vals[e] is None else fmt(vals[e]) for e in engines)
     for x in ratios:
         a, b = vals["siftdb"], vals[x]
-        row += " | " + ("-" if not a or not b else f"{a / b:.2f}x")
+        # Speed ratio: for seconds, the other engine's time over siftdb's.
+        row += " | " + ("-" if not a or not b else f"{(b / a if secs else a / b):.2f}x")
     row += " | " + " / ".join(found.get((e, n), "-") for e in engines) + " |"
     print(row)
 print()
