@@ -121,6 +121,8 @@ fn publication_model(publish: Ordering, check_entries: bool) -> usize {
                     // Write `s` carries KEYS[s - 1]: both in word 0.
                     f.insert_hash_atomic(KEYS[s as usize - 1]);
                     if check_entries {
+                        // SAFETY (of the model): one writer per slot, before its publication;
+                        // loom reports any access not ordered with this write.
                         entries[s as usize - 1].with_mut(|e| unsafe { *e = s });
                     }
                     visible.store(s, publish);
