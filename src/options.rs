@@ -201,6 +201,9 @@ impl CompactionOptions {
     }
 }
 
+/// Default of [`Options::mmap_reads`].
+const MMAP_READS_DEFAULT: bool = cfg!(all(unix, target_pointer_width = "64"));
+
 /// Options of [`crate::Db::open`].
 #[derive(Clone)]
 pub struct Options {
@@ -229,6 +232,19 @@ pub struct Options {
     pub filter_policy: FilterPolicy,
     /// Leveled compaction. See [`CompactionOptions`].
     pub compaction: CompactionOptions,
+    /// Memory-map finished SSTs and read blocks straight from the map (RocksDB's
+    /// `allow_mmap_reads`) when the real file system is used (`storage: None`) on a 64-bit unix
+    /// target; ignored otherwise. A block-cache miss then costs no `read` system call and no
+    /// copy out of the page cache, and zstd decompresses from the mapped pages. Trade-offs: the
+    /// mapped files count toward the process's virtual size (not its private memory; the pages
+    /// belong to the page cache), a first touch of a cold page is a page fault instead of a
+    /// read, and an I/O error on the device arrives as SIGBUS instead of an error. Hazard: if
+    /// another process truncates or rewrites an SST of an open database, touching the lost pages
+    /// raises SIGBUS and kills the process (siftdb itself never modifies a finished SST, it only
+    /// deletes it, which is safe). Turn it off when other programs may modify the directory.
+    /// Default: `true` on 64-bit unix (readrandom with zstd: 8% less time per lookup), else
+    /// `false`.
+    pub mmap_reads: bool,
     /// The file system. Default `None` = the real one; tests pass an in-memory,
     /// fault-injecting storage.
     pub storage: Option<Arc<dyn Storage>>,
@@ -245,6 +261,7 @@ impl Default for Options {
             block_restart_interval: 16,
             compression: Compression::None,
             block_cache_bytes: 32 << 20,
+            mmap_reads: MMAP_READS_DEFAULT,
             filter_policy: FilterPolicy::default(),
             compaction: CompactionOptions::default(),
             storage: None,
@@ -263,6 +280,7 @@ impl std::fmt::Debug for Options {
             .field("block_restart_interval", &self.block_restart_interval)
             .field("compression", &self.compression)
             .field("block_cache_bytes", &self.block_cache_bytes)
+            .field("mmap_reads", &self.mmap_reads)
             .field("filter_policy", &self.filter_policy)
             .field("compaction", &self.compaction)
             .field("storage", &self.storage.as_ref().map(|_| "custom"))

@@ -170,8 +170,12 @@ fn run_inner(env: &JobEnv<'_>, mut spec: JobSpec, made: &mut Vec<u64>) -> Result
     }
     for meta in metas {
         let path = env.dir.join(filename::sst_name(meta.number));
-        let table =
-            Arc::new(Table::open(env.storage.open(&path)?, meta.number, env.cache.clone(), &path)?);
+        let table = Arc::new(Table::open(
+            env.storage.open_immutable(&path)?,
+            meta.number,
+            env.cache.clone(),
+            &path,
+        )?);
         res.bytes_written += meta.size;
         res.outputs.push(Arc::new(TableFile { meta, table }));
     }

@@ -110,8 +110,12 @@ pub(crate) fn write_l0_table(inner: &DbInner, mem: &Memtable) -> Result<Arc<Tabl
     if crate::testing::enabled("flush.sync_dir") {
         inner.storage.sync_dir(&inner.dir)?;
     }
-    let table =
-        Arc::new(Table::open(inner.storage.open(&path)?, number, inner.cache.clone(), &path)?);
+    let table = Arc::new(Table::open(
+        inner.storage.open_immutable(&path)?,
+        number,
+        inner.cache.clone(),
+        &path,
+    )?);
     let meta = FileMeta {
         number,
         size: summary.file_size,

@@ -69,7 +69,7 @@ fn refuse_foreign_directory(storage: &dyn Storage, dir: &Path) -> Result<()> {
 
 pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let storage: Arc<dyn Storage> =
-        opts.storage.clone().unwrap_or_else(|| Arc::new(FsStorage::new()));
+        opts.storage.clone().unwrap_or_else(|| Arc::new(FsStorage::with_mmap(opts.mmap_reads)));
     if opts.create_if_missing {
         storage.create_dir_all(dir)?;
     }
@@ -112,8 +112,12 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     for (level, files) in state.levels.iter().enumerate().take(NUM_LEVELS) {
         for meta in files.values() {
             let path = dir.join(filename::sst_name(meta.number));
-            let table =
-                Arc::new(Table::open(storage.open(&path)?, meta.number, cache.clone(), &path)?);
+            let table = Arc::new(Table::open(
+                storage.open_immutable(&path)?,
+                meta.number,
+                cache.clone(),
+                &path,
+            )?);
             version.levels[level].push(Arc::new(TableFile { meta: meta.clone(), table }));
         }
     }

@@ -2,6 +2,11 @@
 //! blocks and keeps them in memory; a point lookup probes the filter first, and only when it
 //! answers "maybe" reads the (in-memory) index and one data block through the block cache.
 //!
+//! When the file exposes its bytes ([`RandomAccessFile::as_bytes`], a memory-mapped SST), block
+//! reads borrow the framed bytes from the map: no `pread`, no copy into a scratch buffer, and
+//! zstd decompresses straight from the map into the block's buffer. Every handle is bounded
+//! by the map's length first, so a truncated or corrupt file gives a corruption error.
+//!
 //! Thread safety: a `Table` is immutable after open and `Send + Sync`; share it with `Arc`.
 //! Lookups from many threads proceed in parallel (the cache shards are the only locks).
 
@@ -132,6 +137,9 @@ impl Table {
     /// footer, which bounds the allocation by the file size.
     fn read_raw(&self, h: BlockHandle) -> Result<Vec<u8>> {
         self.check_handle(h)?;
+        if let Some(framed) = self.mapped(h)? {
+            return unframe_block_from(framed, Vec::with_capacity).map_err(|e| self.err_at(e, h));
+        }
         let framed = self.file.read_at(h.offset, (h.size as usize) + BLOCK_TRAILER_LEN);
         unframe_block(framed.map_err(|e| self.err_at(e, h))?).map_err(|e| self.err_at(e, h))
     }
@@ -140,6 +148,9 @@ impl Table {
     /// and the contents to a recycled or exact-size buffer (see `sst::buffers`).
     fn read_data(&self, h: BlockHandle) -> Result<Vec<u8>> {
         self.check_handle(h)?;
+        if let Some(framed) = self.mapped(h)? {
+            return unframe_block_from(framed, buffers::take_buffer).map_err(|e| self.err_at(e, h));
+        }
         let len = (h.size as usize) + BLOCK_TRAILER_LEN;
         if len > buffers::SCRATCH_MAX {
             return self.read_raw(h);
@@ -148,6 +159,30 @@ impl Table {
             self.file.read_exact_at(h.offset, buf).map_err(|e| self.err_at(e, h))?;
             unframe_block_from(buf, buffers::take_buffer).map_err(|e| self.err_at(e, h))
         })
+    }
+
+    /// The framed bytes of block `h` (contents and trailer) borrowed from the file's bytes, or
+    /// `None` when the file does not expose them. `h` was checked against the size taken at
+    /// open; it is checked again against the slice itself, so a file whose exposed bytes are
+    /// shorter than its reported length is a corruption error, not a panic.
+    fn mapped(&self, h: BlockHandle) -> Result<Option<&[u8]>> {
+        let Some(bytes) = self.file.as_bytes() else { return Ok(None) };
+        let range = usize::try_from(h.offset).ok().zip(usize::try_from(h.end()).ok());
+        match range.and_then(|(start, end)| bytes.get(start..end)) {
+            Some(framed) => Ok(Some(framed)),
+            None => {
+                let e = Error::corruption(
+                    format!(
+                        "block {}+{} runs past the {}-byte mapped file",
+                        h.offset,
+                        h.size,
+                        bytes.len()
+                    ),
+                    None,
+                );
+                Err(self.err_at(e, h))
+            }
+        }
     }
 
     /// Checks that `h` lies before the footer, which bounds any allocation made from it by the

@@ -11,6 +11,11 @@
 //!   the same path fails even inside one process. The lock is released when the guard drops
 //!   (closing the file).
 //!
+//! * [`Storage::open_immutable`] (finished SSTs) maps the file read-only when the storage was
+//!   built with [`FsStorage::with_mmap`]`(true)` on a 64-bit unix target; the table reader then
+//!   borrows block bytes from the map ([`RandomAccessFile::as_bytes`]) instead of `pread`ing
+//!   a copy. See the SAFETY paragraph in `open_immutable` for the one hazard.
+//!
 //! Every `std::io::Error` becomes [`Error::Io`] whose context names the operation and the path.
 
 use super::{DirLock, RandomAccessFile, Storage, WritableFile};
@@ -21,16 +26,34 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// The real file system. Stateless: every method works on the paths it is given.
+/// The real file system. Holds no state beyond its one setting (whether finished SSTs are
+/// memory-mapped): every method works on the paths it is given.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct FsStorage;
+pub struct FsStorage {
+    mmap: bool,
+}
 
 impl FsStorage {
-    /// A handle on the real file system.
+    /// A handle on the real file system that reads every file with `pread`.
     pub fn new() -> FsStorage {
-        FsStorage
+        FsStorage { mmap: false }
+    }
+
+    /// A handle that memory-maps the files opened with [`Storage::open_immutable`] when `mmap`
+    /// is true and the target is 64-bit unix (elsewhere it is the same as [`FsStorage::new`]).
+    /// See [`crate::Options::mmap_reads`] for the trade-off and the hazard.
+    pub fn with_mmap(mmap: bool) -> FsStorage {
+        FsStorage { mmap: mmap && MMAP_SUPPORTED }
+    }
+
+    /// Whether this handle maps immutable files.
+    pub fn mmap(&self) -> bool {
+        self.mmap
     }
 }
+
+/// Mapping is used only where a file's length always fits the address space.
+const MMAP_SUPPORTED: bool = cfg!(all(unix, target_pointer_width = "64"));
 
 fn io_err(op: &str, path: &Path, e: std::io::Error) -> Error {
     Error::io(format!("{op} {}", path.display()), e)
@@ -60,11 +83,13 @@ impl WritableFile for FsWritableFile {
     }
 }
 
-/// A file open for positional reads; the length is taken once, at open.
+/// A file open for positional reads; the length is taken once, at open. `map`, when present,
+/// covers exactly `len` bytes and serves every read.
 struct FsRandomAccessFile {
     file: File,
     path: PathBuf,
     len: u64,
+    map: Option<memmap2::Mmap>,
 }
 
 impl RandomAccessFile for FsRandomAccessFile {
@@ -76,6 +101,12 @@ impl RandomAccessFile for FsRandomAccessFile {
                 Some(offset),
             )
             .in_file(&self.path, 0));
+        }
+        if let Some(map) = &self.map {
+            // In bounds: `end <= len == map.len()`, checked above.
+            let at = offset as usize;
+            buf.copy_from_slice(&map[at..at + buf.len()]);
+            return Ok(());
         }
         self.file.read_exact_at(buf, offset).map_err(|e| {
             if e.kind() == std::io::ErrorKind::UnexpectedEof {
@@ -93,6 +124,10 @@ impl RandomAccessFile for FsRandomAccessFile {
 
     fn len(&self) -> u64 {
         self.len
+    }
+
+    fn as_bytes(&self) -> Option<&[u8]> {
+        self.map.as_deref()
     }
 }
 
@@ -117,7 +152,30 @@ impl Storage for FsStorage {
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         let file = File::open(path).map_err(|e| io_err("opening", path, e))?;
         let len = file.metadata().map_err(|e| io_err("reading metadata of", path, e))?.len();
-        Ok(Arc::new(FsRandomAccessFile { file, path: path.to_path_buf(), len }))
+        Ok(Arc::new(FsRandomAccessFile { file, path: path.to_path_buf(), len, map: None }))
+    }
+
+    fn open_immutable(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        let file = File::open(path).map_err(|e| io_err("opening", path, e))?;
+        let len = file.metadata().map_err(|e| io_err("reading metadata of", path, e))?.len();
+        // An empty file has nothing to map (and mmap(2) rejects a zero length).
+        let map = if self.mmap && len > 0 {
+            // SAFETY: `Mmap` hands out `&[u8]` into the mapping, which Rust assumes no one
+            // changes while borrowed. Callers of `open_immutable` promise the file is finished:
+            // siftdb never writes, truncates or renames over an SST after it is synced, it only
+            // unlinks it, and an unlinked file stays mapped and intact until the map is dropped.
+            // The remaining hazard is outside siftdb's control: another process that truncates
+            // or rewrites the file in place while it is open makes accesses past the new end
+            // raise SIGBUS (killing the process) and rewritten bytes appear under live borrows.
+            // That is the same contract as RocksDB's `allow_mmap_reads`, and it is stated in
+            // `Options::mmap_reads`, which turns mapping off. CRCs are still checked on every
+            // block read from the map.
+            let map = unsafe { memmap2::MmapOptions::new().len(len as usize).map(&file) };
+            Some(map.map_err(|e| io_err("mapping", path, e))?)
+        } else {
+            None
+        };
+        Ok(Arc::new(FsRandomAccessFile { file, path: path.to_path_buf(), len, map }))
     }
 
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
@@ -180,5 +238,47 @@ impl Storage for FsStorage {
             Err(std::fs::TryLockError::WouldBlock) => Err(Error::Locked(path.to_path_buf())),
             Err(std::fs::TryLockError::Error(e)) => Err(io_err("locking", path, e)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::SplitMix64;
+
+    #[test]
+    fn mapped_and_pread_files_return_identical_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("000001.sst");
+        let mut rng = SplitMix64::new(11);
+        let data: Vec<u8> = (0..70_000).map(|_| rng.next_u64() as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        let plain = FsStorage::new().open_immutable(&path).unwrap();
+        let mapped = FsStorage::with_mmap(true).open_immutable(&path).unwrap();
+        assert!(plain.as_bytes().is_none());
+        if MMAP_SUPPORTED {
+            assert_eq!(mapped.as_bytes(), Some(&data[..]));
+        }
+        // `open` never maps: WALs and manifests are read with pread.
+        assert!(FsStorage::with_mmap(true).open(&path).unwrap().as_bytes().is_none());
+        for _ in 0..200 {
+            let off = rng.next_u64() % data.len() as u64;
+            let len = (rng.next_u64() % 5000) as usize;
+            let (a, b) = (plain.read_at(off, len), mapped.read_at(off, len));
+            match (a, b) {
+                (Ok(a), Ok(b)) => {
+                    assert_eq!(a, b);
+                    assert_eq!(&a[..], &data[off as usize..off as usize + len]);
+                }
+                (Err(a), Err(b)) => assert!(a.is_corruption() && b.is_corruption(), "{a} / {b}"),
+                (a, b) => panic!("paths disagree at {off}+{len}: {a:?} vs {b:?}"),
+            }
+        }
+        let e = mapped.read_at(u64::MAX - 1, 4).unwrap_err();
+        assert!(e.is_corruption(), "{e}");
+        // An empty file opens unmapped and reads nothing.
+        std::fs::write(&path, b"").unwrap();
+        let empty = FsStorage::with_mmap(true).open_immutable(&path).unwrap();
+        assert!(empty.as_bytes().is_none() && empty.is_empty());
     }
 }

@@ -48,6 +48,12 @@ pub trait RandomAccessFile: Send + Sync {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// The whole file as one borrowed slice of exactly [`RandomAccessFile::len`] bytes, when
+    /// the implementation holds it in memory (a memory-mapped file, an in-memory file); readers
+    /// may then borrow block bytes instead of copying them. Default `None`: use the reads.
+    fn as_bytes(&self) -> Option<&[u8]> {
+        None
+    }
     /// Reads `len` bytes at `offset` into a new vector.
     fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
         let mut buf = vec![0; len];
@@ -66,6 +72,12 @@ pub trait Storage: Send + Sync + 'static {
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
     /// Opens an existing file for positional reads.
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
+    /// Opens a finished file that nobody will write, truncate or rename over while it is open
+    /// (an SST after it was synced). An implementation may serve it from memory: see
+    /// [`FsStorage::with_mmap`]. Default: [`Storage::open`].
+    fn open_immutable(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        self.open(path)
+    }
     /// Atomically replaces `to` with `from` (durable after `sync_dir`).
     fn rename(&self, from: &Path, to: &Path) -> Result<()>;
     /// Removes a file.

@@ -1,6 +1,7 @@
 //! Builder -> reader tests over an in-memory file pair.
 
 mod corruption;
+mod mapped;
 mod roundtrip;
 
 use crate::cache::BlockCache;

@@ -149,6 +149,10 @@ pub struct Flags {
     /// siftdb: zstd level when `--compression_type=zstd` (RocksDB's default level is 3).
     #[arg(long, default_value_t = 3)]
     pub zstd_level: i32,
+    /// Memory-map SSTs and read blocks from the map (`Options::mmap_reads`). db_bench's flag of
+    /// the same name defaults to false; absent here, siftdb's own default applies.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub mmap_read: Option<bool>,
 }
 
 impl Flags {
@@ -258,6 +262,9 @@ impl Flags {
 pub fn apply_db_bench_flags(flags: &Flags, opts: &mut Options) -> Result<(), String> {
     opts.memtable_size = flags.write_buffer_size;
     opts.block_cache_bytes = flags.cache_size;
+    if let Some(m) = flags.mmap_read {
+        opts.mmap_reads = m;
+    }
     opts.compression = match flags.compression_type.to_ascii_lowercase().as_str() {
         "none" | "no" => Compression::None,
         "zstd" => Compression::Zstd(flags.zstd_level),
