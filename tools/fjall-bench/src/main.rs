@@ -11,12 +11,18 @@
 //! `--level0_file_num_compaction_trigger`. Other flags are ignored, and said so on stderr.
 //! `compact` calls fjall's `major_compact`.
 
-mod gen;
+// The key/value generators and the result line are siftdb's own files, compiled here as is, so
+// both tools do the same work and print the same line (scripts/compare.sh relies on it).
+#[path = "../../../src/bin/siftdb/bench/keys.rs"]
+mod keys;
+#[path = "../../../src/bin/siftdb/bench/result_line.rs"]
+mod result_line;
 
 use fjall::{Database, Keyspace, KeyspaceCreateOptions};
-use gen::{make_key, SplitMix64, ValueGen};
+use keys::{make_key, ValueGen};
+use result_line::ThreadStats as St;
+use siftdb::rng::SplitMix64;
 use std::collections::HashMap;
-use std::time::Instant;
 
 struct Flags {
     benchmarks: Vec<String>,
@@ -115,69 +121,6 @@ fn parse() -> Result<Flags, String> {
     Ok(flags)
 }
 
-/// One thread's (or merged) figures; the line format is db_bench's (see siftdb's report.rs).
-struct St {
-    done: u64,
-    bytes: u64,
-    found: u64,
-    report_found: bool,
-    start: Instant,
-    finish: Instant,
-    seconds: f64,
-}
-
-impl St {
-    fn new() -> St {
-        let now = Instant::now();
-        St {
-            done: 0,
-            bytes: 0,
-            found: 0,
-            report_found: false,
-            start: now,
-            finish: now,
-            seconds: 0.0,
-        }
-    }
-    fn stop(&mut self) {
-        self.finish = Instant::now();
-        self.seconds = (self.finish - self.start).as_secs_f64();
-    }
-    fn merge(&mut self, o: &St) {
-        self.done += o.done;
-        self.bytes += o.bytes;
-        self.found += o.found;
-        self.report_found |= o.report_found;
-        self.seconds += o.seconds;
-        self.start = self.start.min(o.start);
-        self.finish = self.finish.max(o.finish);
-    }
-    fn line(&self, name: &str) -> String {
-        let done = self.done.max(1);
-        let elapsed = (self.finish - self.start).as_secs_f64().max(1e-9);
-        let mut extra = String::new();
-        if self.bytes > 0 {
-            extra = format!("{:6.1} MB/s", self.bytes as f64 / 1048576.0 / elapsed);
-        }
-        if self.report_found {
-            if !extra.is_empty() {
-                extra.push(' ');
-            }
-            extra += &format!("({} of {} found)", self.found, self.done);
-        }
-        format!(
-            "{:<12} : {:11.3} micros/op {} ops/sec {:.3} seconds {} operations;{}{}",
-            name,
-            self.seconds * 1e6 / done as f64,
-            (done as f64 / elapsed) as i64,
-            elapsed,
-            done,
-            if extra.is_empty() { "" } else { " " },
-            extra
-        )
-    }
-}
-
 type R<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
 /// Runs `body` on `threads` threads, thread i seeded `base + i`, and merges their figures.
@@ -192,7 +135,7 @@ fn parallel(
                 s.spawn(move || {
                     let mut rng = SplitMix64::new(base + i);
                     let mut values = ValueGen::new(base + i, f.value_size);
-                    let mut st = St::new();
+                    let mut st = St::start();
                     body(&mut rng, &mut values, &mut st)?;
                     st.stop();
                     Ok(st)
@@ -356,7 +299,7 @@ fn main() -> R<()> {
                 Ok(())
             })?,
             "compact" => {
-                let mut st = St::new();
+                let mut st = St::start();
                 ks.rotate_memtable_and_wait()?;
                 ks.major_compact()?;
                 st.stop();

@@ -5,6 +5,7 @@
 pub mod flags;
 pub mod keys;
 pub mod report;
+pub mod result_line;
 pub mod workloads;
 
 use flags::{apply_db_bench_flags, Flags};
