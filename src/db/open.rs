@@ -53,7 +53,7 @@ fn refuse_foreign_directory(storage: &dyn Storage, dir: &Path) -> Result<()> {
                 )))
             }
             Some((FileKind::Sst, _)) => true,
-            Some((FileKind::Wal, _)) => storage.open(&dir.join(&name))?.len() > 0,
+            Some((FileKind::Wal, _)) => !storage.open(&dir.join(&name))?.is_empty(),
             Some(_) => false,
         };
         if data {
@@ -122,7 +122,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         }
     }
     // L0 newest first (higher file number = written later); deeper levels by smallest key.
-    version.levels[0].sort_by(|a, b| b.meta.number.cmp(&a.meta.number));
+    version.levels[0].sort_by_key(|t| std::cmp::Reverse(t.meta.number));
     for files in version.levels.iter_mut().skip(1) {
         files.sort_by(|a, b| a.meta.smallest_key.cmp(&b.meta.smallest_key));
     }

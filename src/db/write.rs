@@ -258,7 +258,7 @@ pub(crate) fn rotate(inner: &DbInner, w: &mut WriterState) -> Result<()> {
 /// filter has a fixed size, so this decides its FPR.
 pub(crate) fn expected_entries(opts: &Options, previous: Option<&Memtable>) -> u64 {
     match previous {
-        Some(m) if m.len() > 0 && m.approximate_bytes() >= opts.memtable_size => {
+        Some(m) if !m.is_empty() && m.approximate_bytes() >= opts.memtable_size => {
             m.len() + m.len() / 10
         }
         _ => (opts.memtable_size / ASSUMED_ENTRY_BYTES).max(1024) as u64,

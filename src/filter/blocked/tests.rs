@@ -81,7 +81,7 @@ fn invalid_sizes_are_errors_not_panics() {
 fn owned_blocks_are_cache_line_aligned() {
     let f = BlockedBloom::from_shape(512 * 5, 6).unwrap();
     assert_eq!(std::mem::size_of::<Block>(), 64);
-    assert!(f.blocks.iter().all(|b| (b as *const Block as usize) % 64 == 0));
+    assert!(f.blocks.iter().all(|b| (b as *const Block as usize).is_multiple_of(64)));
 }
 
 #[test]

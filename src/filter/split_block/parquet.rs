@@ -58,7 +58,7 @@ impl SplitBlockBloom {
     /// at most 2^37 bytes); other lengths are [`Error::InvalidArgument`]. The key count is
     /// unknown and set to 0.
     pub fn from_parquet_bitset(bitset: &[u8]) -> Result<SplitBlockBloom> {
-        if bitset.is_empty() || bitset.len() % BLOCK_BYTES != 0 {
+        if bitset.is_empty() || !bitset.len().is_multiple_of(BLOCK_BYTES) {
             return Err(Error::invalid(format!(
                 "Parquet bitset of {} bytes is not a positive multiple of 32",
                 bitset.len()

@@ -282,7 +282,8 @@ pub fn apply_db_bench_flags(flags: &Flags, opts: &mut Options) -> Result<(), Str
     if flags.target_file_size_base == 0 || flags.max_bytes_for_level_base == 0 {
         return Err("--target_file_size_base and --max_bytes_for_level_base must be > 0".into());
     }
-    if !(flags.max_bytes_for_level_multiplier > 1.0) {
+    if flags.max_bytes_for_level_multiplier.is_nan() || flags.max_bytes_for_level_multiplier <= 1.0
+    {
         return Err("--max_bytes_for_level_multiplier must be > 1".into());
     }
     let trig = (
