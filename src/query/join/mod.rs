@@ -277,12 +277,8 @@ pub fn hash_join(
             let mut matches: Vec<(u32, u32)> = Vec::new();
             for i in 0..rows {
                 let Some(k) = key_u64(&key_raw, i) else { continue };
-                if let Some(f) = pf_ref {
-                    c.rows_checked += 1;
-                    if !f.contains(k) {
-                        continue;
-                    }
-                    c.rows_passed += 1;
+                if !passes_filter(pf_ref, k, &mut c) {
+                    continue;
                 }
                 c.rows_probed += 1;
                 match heads.get(&k) {
@@ -334,12 +330,8 @@ pub fn hash_join(
                 if !key_raw.is_valid(i) {
                     continue;
                 }
-                if let Some(f) = pf_ref {
-                    c.rows_checked += 1;
-                    if !f.contains(k) {
-                        continue;
-                    }
-                    c.rows_passed += 1;
+                if !passes_filter(pf_ref, k, &mut c) {
+                    continue;
                 }
                 c.rows_probed += 1;
                 let Some(&head) = heads.get(&k) else {
@@ -371,4 +363,14 @@ pub fn hash_join(
         p.1 = b.row_ids[p.1 as usize];
     }
     Ok(JoinResult { rows: out.rows, checksum: out.checksum, pairs: out.pairs, counters: c })
+}
+
+/// Whether probe key `k` gets past the probe filter (`None`: no filter in use), counting the
+/// check in `rows_checked` / `rows_passed` (the adaptive switch reads both).
+fn passes_filter(pf: Option<&ProbeFilter>, k: u64, c: &mut JoinCounters) -> bool {
+    let Some(f) = pf else { return true };
+    c.rows_checked += 1;
+    let pass = f.contains(k);
+    c.rows_passed += u64::from(pass);
+    pass
 }
