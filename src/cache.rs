@@ -177,10 +177,22 @@ impl<V> Shard<V> {
     }
 }
 
+/// One shard on cache lines of its own (128 bytes: the adjacent-line prefetcher pairs lines), so
+/// two threads locking different shards never write the same line.
+#[repr(align(128))]
+struct Padded<T>(T);
+
+impl<T> std::ops::Deref for Padded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
 /// A byte-bounded sharded LRU cache of `Arc<V>` keyed by `(file number, offset)`. See the module
 /// documentation.
 pub struct Cache<V> {
-    shards: Box<[Mutex<Shard<V>>]>,
+    shards: Box<[Padded<Mutex<Shard<V>>>]>,
     capacity: usize,
 }
 
@@ -208,7 +220,7 @@ impl<V> Cache<V> {
         let shards = shards.max(1);
         let per_shard = capacity_bytes.div_ceil(shards);
         Cache {
-            shards: (0..shards).map(|_| Mutex::new(Shard::new(per_shard))).collect(),
+            shards: (0..shards).map(|_| Padded(Mutex::new(Shard::new(per_shard)))).collect(),
             capacity: capacity_bytes,
         }
     }
@@ -229,7 +241,7 @@ impl<V> Cache<V> {
         x ^= x >> 33;
         x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
         x ^= x >> 33;
-        &self.shards[(x % self.shards.len() as u64) as usize]
+        &self.shards[(x % self.shards.len() as u64) as usize].0
     }
 
     /// The cached value for `(file, offset)`, marking it most recently used. Counts a hit or a

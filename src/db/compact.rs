@@ -147,6 +147,9 @@ pub(crate) fn run_pick(inner: &DbInner, p: &Pick) -> Result<()> {
     c.compaction_bytes_written.fetch_add(res.bytes_written, Ordering::Relaxed);
     c.filter_fallbacks.fetch_add(res.filter_fallbacks, Ordering::Relaxed);
     inner.obsolete.lock().extend(inputs.into_iter().chain(next));
+    // The version this job started from names the inputs: release it first, or the purge
+    // below finds every input still referenced and leaves it on disk until the next job.
+    drop(v);
     purge_obsolete(inner);
     Ok(())
 }
@@ -175,9 +178,7 @@ fn install(
         inner.set_bg_error(&e);
         return Err(e);
     }
-    let mut svw = inner.sv.write();
-    let cur = svw.clone();
-    *svw = Arc::new(SuperVersion {
+    inner.install_super_version(|cur| SuperVersion {
         mem: cur.mem.clone(),
         imm: cur.imm.clone(),
         version: Arc::new(cur.version.apply(deleted, added)),
@@ -203,14 +204,23 @@ pub(crate) fn compact_all(inner: &DbInner) -> Result<()> {
     compact_range(inner, None, None)
 }
 
-/// Compacts the files overlapping `[start, end]` (`None` = unbounded) level by level down to
-/// the deepest non-empty level, then rewrites the files of that level in the range that still
-/// hold tombstones or shadowed versions.
+/// [`compact_range_jobs`], then deletes the obsolete files no reader holds any more (also
+/// those a reader still held when an earlier job finished), so a manual compaction leaves no
+/// replaced file on disk once its readers are done.
 pub(crate) fn compact_range(
     inner: &DbInner,
     start: Option<&[u8]>,
     end: Option<&[u8]>,
 ) -> Result<()> {
+    let r = compact_range_jobs(inner, start, end);
+    purge_obsolete(inner);
+    r
+}
+
+/// Compacts the files overlapping `[start, end]` (`None` = unbounded) level by level down to
+/// the deepest non-empty level, then rewrites the files of that level in the range that still
+/// hold tombstones or shadowed versions.
+fn compact_range_jobs(inner: &DbInner, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
     flush::flush_and_wait(inner)?;
     let _c = inner.compaction_lock.lock();
     inner.check_writable()?;

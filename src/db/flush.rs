@@ -204,16 +204,11 @@ fn flush_one(inner: &DbInner, mem: &Arc<Memtable>) -> Result<()> {
         deleted: vec![],
     };
     manifest.append(&edit)?;
-    {
-        let mut svw = inner.sv.write();
-        let cur = svw.clone();
-        let imm = cur.imm.iter().filter(|m| !Arc::ptr_eq(m, mem)).cloned().collect();
-        *svw = Arc::new(SuperVersion {
-            mem: cur.mem.clone(),
-            imm,
-            version: Arc::new(cur.version.with_file(0, file)),
-        });
-    }
+    inner.install_super_version(|cur| SuperVersion {
+        mem: cur.mem.clone(),
+        imm: cur.imm.iter().filter(|m| !Arc::ptr_eq(m, mem)).cloned().collect(),
+        version: Arc::new(cur.version.with_file(0, file)),
+    });
     drop(manifest);
     inner.counters.flushes.fetch_add(1, Ordering::Relaxed);
     inner.counters.flush_bytes_written.fetch_add(file_size, Ordering::Relaxed);

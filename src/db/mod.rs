@@ -3,9 +3,13 @@
 //! `flush.rs` (memtable -> L0 SST), `read.rs` (point lookups), `iter.rs` (range scans),
 //! `stats.rs` (counters).
 //!
-//! Concurrency: readers never take a lock that a writer holds for long. The current memtables
-//! and file levels form a [`SuperVersion`], replaced as a whole under a short `RwLock`; a reader
-//! clones the `Arc` and works on it without locks. Writers are serialised by group commit: one
+//! Concurrency: readers take no lock and write no shared cache line (design.md, "Read-path
+//! concurrency"). The current memtables and file levels form a [`SuperVersion`], replaced as a
+//! whole: installers (memtable rotation, flush, compaction) serialise on `sv_install` and
+//! publish through an `ArcSwap`; a point lookup borrows the current one through `arc_swap`'s
+//! thread-local debt slots (no reference-count increment on the shared `Arc`), iterators and
+//! snapshots of the structure take a full `Arc`. Read counters are striped per thread
+//! (`read_counters.rs`). Writers are serialised by group commit: one
 //! leader writes the WAL record of a whole group and applies it to the memtable, then publishes
 //! the group's last sequence number with a Release store (`visible_seq`). Readers take their
 //! snapshot sequence with an Acquire load BEFORE cloning the super-version, so everything at or
@@ -17,6 +21,7 @@ mod flush;
 mod iter;
 mod open;
 mod read;
+mod read_counters;
 pub mod stats;
 mod write;
 
@@ -29,10 +34,11 @@ use crate::error::{Error, Result};
 use crate::manifest::Manifest;
 use crate::memtable::Memtable;
 use crate::options::{Options, WriteOptions};
-use crate::sst::ReadCounters;
 use crate::storage::{DirLock, Storage};
 use crate::version::Version;
-use parking_lot::{Condvar, Mutex, RwLock};
+use arc_swap::ArcSwap;
+use parking_lot::{Condvar, Mutex};
+use read_counters::StripedReadCounters;
 use std::collections::BTreeMap;
 use std::ops::RangeBounds;
 use std::path::{Path, PathBuf};
@@ -51,10 +57,9 @@ pub(crate) struct SuperVersion {
 }
 
 /// Engine-wide counters (atomics; `Db::stats` snapshots them).
+/// Read-path counters are not here: they are striped per thread (`read_counters.rs`).
 #[derive(Default)]
 pub(crate) struct Counters {
-    pub gets: AtomicU64,
-    pub gets_found: AtomicU64,
     pub flushes: AtomicU64,
     pub flush_filter_as_is: AtomicU64,
     pub flush_filter_rebuilt: AtomicU64,
@@ -81,7 +86,12 @@ pub(crate) struct DbInner {
     pub storage: Arc<dyn Storage>,
     pub opts: Options,
     pub cache: Option<Arc<BlockCache>>,
-    pub sv: RwLock<Arc<SuperVersion>>,
+    /// The current super-version. Read with `load` (a point lookup) or `super_version()`;
+    /// replaced only through `install_super_version`.
+    pub sv: ArcSwap<SuperVersion>,
+    /// Serialises super-version installs, each a read-modify-write of the current one (a
+    /// rotation replaces `mem`, a flush `imm` and `version`, a compaction `version`).
+    pub sv_install: Mutex<()>,
     /// Highest sequence number whose write is complete and visible to new reads.
     pub visible_seq: AtomicU64,
     /// Next file number to hand out (WALs, SSTs, manifests share the space).
@@ -101,7 +111,8 @@ pub(crate) struct DbInner {
     pub bg_error: Mutex<Option<String>>,
     /// Live snapshots: sequence -> count (compaction keeps versions they can see).
     pub snapshots: Mutex<BTreeMap<u64, usize>>,
-    pub level_reads: Vec<ReadCounters>,
+    /// Point-lookup counters, striped per thread.
+    pub reads: StripedReadCounters,
     pub counters: Counters,
     /// Held while a compaction runs (background or manual): one at a time.
     pub compaction_lock: Mutex<()>,
@@ -111,8 +122,17 @@ pub(crate) struct DbInner {
 }
 
 impl DbInner {
+    /// The current super-version as an owned `Arc` (one reference-count increment: for
+    /// iterators and background work; point lookups use `sv.load()`).
     pub fn super_version(&self) -> Arc<SuperVersion> {
-        self.sv.read().clone()
+        self.sv.load_full()
+    }
+
+    /// Replaces the super-version with `f(current)`, atomically with respect to other installs.
+    pub fn install_super_version(&self, f: impl FnOnce(&SuperVersion) -> SuperVersion) {
+        let _g = self.sv_install.lock();
+        let cur = self.sv.load_full();
+        self.sv.store(Arc::new(f(&cur)));
     }
 
     pub fn new_file_number(&self) -> u64 {

@@ -23,11 +23,11 @@ use crate::filter::hash_key;
 use crate::manifest::{self, Manifest, VersionEdit};
 use crate::memtable::Memtable;
 use crate::options::Options;
-use crate::sst::{ReadCounters, Table};
+use crate::sst::Table;
 use crate::storage::{FsStorage, Storage};
 use crate::version::{TableFile, Version, NUM_LEVELS};
 use crate::wal::{read_wal, WalWriter};
-use parking_lot::{Condvar, Mutex, RwLock};
+use parking_lot::{Condvar, Mutex};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -250,7 +250,8 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         dir: dir.to_path_buf(),
         storage,
         cache,
-        sv: RwLock::new(Arc::new(SuperVersion { mem, imm, version: Arc::new(version) })),
+        sv: arc_swap::ArcSwap::from_pointee(SuperVersion { mem, imm, version: Arc::new(version) }),
+        sv_install: Mutex::new(()),
         visible_seq: AtomicU64::new(last_seq),
         next_file: AtomicU64::new(next_file),
         write: WriteQueue::default(),
@@ -261,7 +262,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         shutting_down: AtomicBool::new(false),
         bg_error: Mutex::new(None),
         snapshots: Mutex::new(BTreeMap::new()),
-        level_reads: (0..NUM_LEVELS).map(|_| ReadCounters::default()).collect(),
+        reads: super::read_counters::StripedReadCounters::new(),
         counters: Counters::default(),
         compaction_lock: Mutex::new(()),
         obsolete: Mutex::new(Vec::new()),

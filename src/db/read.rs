@@ -7,29 +7,37 @@
 //! below the snapshot decides.
 
 use super::stats::{LevelStats, Stats};
-use super::DbInner;
+use super::{DbInner, SuperVersion};
 use crate::error::Result;
 use crate::filter::hash_key;
 use crate::filter::Filter;
 use crate::memtable::MemLookup;
 use crate::options::{FilterConfig, Options};
-use crate::sst::GetResult;
+use crate::sst::{GetResult, ReadCounters};
 use crate::version::NUM_LEVELS;
 use std::sync::atomic::Ordering;
 
 /// The value of `key` visible at sequence `snapshot`.
 pub(crate) fn get(inner: &DbInner, key: &[u8], snapshot: u64) -> Result<Option<Vec<u8>>> {
-    inner.counters.gets.fetch_add(1, Ordering::Relaxed);
-    let result = lookup(inner, key, snapshot)?;
+    // The thread's own counter stripe and a borrowed super-version: no cache line that another
+    // core's lookups write (design.md, "Read-path concurrency").
+    let counters = inner.reads.local();
+    counters.gets.fetch_add(1, Ordering::Relaxed);
+    let sv = inner.sv.load();
+    let result = lookup(&sv, &counters.levels, key, snapshot)?;
     if result.is_some() {
-        inner.counters.gets_found.fetch_add(1, Ordering::Relaxed);
+        counters.gets_found.fetch_add(1, Ordering::Relaxed);
     }
     Ok(result)
 }
 
-fn lookup(inner: &DbInner, key: &[u8], snapshot: u64) -> Result<Option<Vec<u8>>> {
+fn lookup(
+    sv: &SuperVersion,
+    reads: &[ReadCounters; NUM_LEVELS],
+    key: &[u8],
+    snapshot: u64,
+) -> Result<Option<Vec<u8>>> {
     let hash = hash_key(key);
-    let sv = inner.super_version();
     for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
         match mem.get(key, hash, snapshot) {
             MemLookup::Found(v) => return Ok(Some(v)),
@@ -38,7 +46,7 @@ fn lookup(inner: &DbInner, key: &[u8], snapshot: u64) -> Result<Option<Vec<u8>>>
         }
     }
     for file in sv.version.levels[0].iter().filter(|f| f.may_contain_key(key)) {
-        match file.table.get(key, hash, snapshot, &inner.level_reads[0])? {
+        match file.table.get(key, hash, snapshot, &reads[0])? {
             GetResult::Found(v) => return Ok(Some(v)),
             GetResult::Deleted => return Ok(None),
             GetResult::NotFound => {}
@@ -46,7 +54,7 @@ fn lookup(inner: &DbInner, key: &[u8], snapshot: u64) -> Result<Option<Vec<u8>>>
     }
     for level in 1..NUM_LEVELS {
         if let Some(file) = sv.version.find_in_level(level, key) {
-            match file.table.get(key, hash, snapshot, &inner.level_reads[level])? {
+            match file.table.get(key, hash, snapshot, &reads[level])? {
                 GetResult::Found(v) => return Ok(Some(v)),
                 GetResult::Deleted => return Ok(None),
                 GetResult::NotFound => {}
@@ -80,7 +88,7 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
                 filter_kinds: kinds,
                 filter_bytes: files.iter().map(|f| f.table.filter_memory_bytes() as u64).sum(),
                 configured_fpr: configured_fpr(&inner.opts, level, &weights),
-                reads: inner.level_reads[level].snapshot(),
+                reads: inner.reads.level(level),
             }
         })
         .collect();
@@ -89,8 +97,8 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
         None => (0, 0, 0),
     };
     Stats {
-        gets: c.gets.load(Ordering::Relaxed),
-        gets_found: c.gets_found.load(Ordering::Relaxed),
+        gets: inner.reads.gets(),
+        gets_found: inner.reads.gets_found(),
         memtable_bytes: std::iter::once(&sv.mem)
             .chain(sv.imm.iter())
             .map(|m| m.approximate_bytes() as u64)

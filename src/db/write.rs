@@ -241,13 +241,12 @@ pub(crate) fn rotate(inner: &DbInner, w: &mut WriterState) -> Result<()> {
     // since `old` was read (only `mem` is ours to replace; `imm` and `version` must be the
     // latest). Building from `old` here lost flushed files and re-flushed their memtables into
     // newer L0 files holding stale versions (found by tests/reliability_power_loss.rs).
-    let mut svw = inner.sv.write();
-    let cur = svw.clone();
-    let mut imm = Vec::with_capacity(cur.imm.len() + 1);
-    imm.push(cur.mem.clone());
-    imm.extend(cur.imm.iter().cloned());
-    *svw = Arc::new(SuperVersion { mem, imm, version: cur.version.clone() });
-    drop(svw);
+    inner.install_super_version(|cur| {
+        let mut imm = Vec::with_capacity(cur.imm.len() + 1);
+        imm.push(cur.mem.clone());
+        imm.extend(cur.imm.iter().cloned());
+        SuperVersion { mem, imm, version: cur.version.clone() }
+    });
     let _g = inner.bg_lock.lock();
     inner.bg_cv.notify_all();
     Ok(())
