@@ -52,9 +52,9 @@ fn lookup(
             GetResult::NotFound => {}
         }
     }
-    for level in 1..NUM_LEVELS {
+    for (level, level_reads) in reads.iter().enumerate().skip(1) {
         if let Some(file) = sv.version.find_in_level(level, key) {
-            match file.table.get(key, hash, snapshot, &reads[level])? {
+            match file.table.get(key, hash, snapshot, level_reads)? {
                 GetResult::Found(v) => return Ok(Some(v)),
                 GetResult::Deleted => return Ok(None),
                 GetResult::NotFound => {}
