@@ -181,6 +181,12 @@ impl Memtable {
     /// The newest version of `key` with sequence number `<= snapshot`. The filter is consulted
     /// first; a "no" answers `Absent` without touching the skip list.
     pub fn get(&self, key: &[u8], key_hash: u64, snapshot: u64) -> MemLookup {
+        self.lookup(key, key_hash, snapshot, true)
+    }
+
+    /// [`Memtable::get`]; `copy_value = false` answers `Found` with an empty vector
+    /// (`Db::contains_key`: no value copy).
+    pub fn lookup(&self, key: &[u8], key_hash: u64, snapshot: u64, copy_value: bool) -> MemLookup {
         // An empty memtable (the usual state after a flush or a reopen) answers without a
         // filter probe, which would be a cache miss. Sound by invariant 2: a visible write's
         // `entries` increment precedes its publication.
@@ -190,7 +196,8 @@ impl Memtable {
         let probe = Slot::new(key, &[], snapshot, ValueKind::Put);
         match self.map.lower_bound(Bound::Included(&probe)) {
             Some(e) if e.key().key() == key => match e.key().kind {
-                ValueKind::Put => MemLookup::Found(e.key().value().to_vec()),
+                ValueKind::Put if copy_value => MemLookup::Found(e.key().value().to_vec()),
+                ValueKind::Put => MemLookup::Found(Vec::new()),
                 ValueKind::Delete => MemLookup::Deleted,
             },
             _ => MemLookup::Absent,

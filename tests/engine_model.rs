@@ -74,6 +74,12 @@ fn check_snapshot(rng: &mut SplitMix64, snap: &Snapshot, m: &Model, op: usize) {
         let k = key(rng);
         assert_eq!(snap.get(&k).unwrap(), m.get(&k).cloned(), "op {op}: snapshot get {k:?}");
     }
+    let keys: Vec<Vec<u8>> = (0..1 + rng.below(24)).map(|_| key(rng)).collect();
+    let got: Vec<Option<Vec<u8>>> = snap.multi_get(&keys).into_iter().map(|r| r.unwrap()).collect();
+    let expect: Vec<Option<Vec<u8>>> = keys.iter().map(|k| m.get(k).cloned()).collect();
+    assert_eq!(got, expect, "op {op}: snapshot multi_get {keys:?}");
+    let k = key(rng);
+    assert_eq!(snap.contains_key(&k).unwrap(), m.contains_key(&k), "op {op}: snap contains {k:?}");
     let p = format!("k{}", rng.below(100)).into_bytes();
     assert_eq!(collect(snap.prefix(&p).unwrap()), model_prefix(m, &p), "op {op}: snap prefix");
     if rng.below(8) == 0 {
@@ -155,6 +161,19 @@ fn run_model(dir: &Path, storage: Option<&MemStorage>, seed: u64, power_loss: bo
             550..=799 | 990..=994 => {
                 let k = key(&mut rng);
                 assert_eq!(db.get(&k).unwrap(), model.get(&k).cloned(), "op {op}: get {k:?}");
+                assert_eq!(db.contains_key(&k).unwrap(), model.contains_key(&k), "op {op}");
+                if rng.below(4) == 0 {
+                    // A batch with duplicates and keys in no particular order.
+                    let mut keys: Vec<Vec<u8>> =
+                        (0..rng.below(64)).map(|_| key(&mut rng)).collect();
+                    keys.push(k.clone());
+                    keys.push(k);
+                    let got: Vec<Option<Vec<u8>>> =
+                        db.multi_get(&keys).into_iter().map(|r| r.unwrap()).collect();
+                    let expect: Vec<Option<Vec<u8>>> =
+                        keys.iter().map(|k| model.get(k).cloned()).collect();
+                    assert_eq!(got, expect, "op {op}: multi_get {keys:?}");
+                }
             }
             800..=869 => {
                 let a = key(&mut rng);

@@ -117,6 +117,11 @@ fn run_case(actions: &[Action]) -> Result<(), TestCaseError> {
             }
             Action::Get(k) => {
                 prop_assert_eq!(d.get(key(k)).unwrap(), model.get(&key(k)).cloned(), "get {}", k);
+                prop_assert_eq!(d.contains_key(key(k)).unwrap(), model.contains_key(&key(k)));
+                let keys = [key(k), key(k.wrapping_add(1)), key(k), key(k.wrapping_sub(1))];
+                let got: Vec<_> = d.multi_get(&keys).into_iter().map(|r| r.unwrap()).collect();
+                let expect: Vec<_> = keys.iter().map(|k| model.get(k).cloned()).collect();
+                prop_assert_eq!(got, expect, "multi_get around {}", k);
             }
             Action::Scan => prop_assert_eq!(scan(d), model.clone()),
             Action::Flush => {

@@ -19,6 +19,7 @@
 mod compact;
 mod flush;
 mod iter;
+mod multi_get;
 mod open;
 mod read;
 mod read_counters;
@@ -218,6 +219,34 @@ impl Db {
         read::get(&self.inner, key.as_ref(), seq)
     }
 
+    /// Whether `key` has a value now: a [`Db::get`] that copies no value. A key that no
+    /// filter admits costs filter probes only.
+    pub fn contains_key(&self, key: impl AsRef<[u8]>) -> Result<bool> {
+        let seq = self.inner.visible_seq.load(Ordering::Acquire);
+        read::contains_key(&self.inner, key.as_ref(), seq)
+    }
+
+    /// The values of many keys at one moment, in the order of `keys` (duplicates allowed):
+    /// the same answers as one [`Db::get`] per key at a common snapshot, with every key hashed
+    /// once, each file's filter probed for all keys before any of its blocks is read, and blocks
+    /// read in key order. A failed block read is the result of the keys that needed it only.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = siftdb::Db::open(dir.path(), siftdb::Options::default())?;
+    /// db.put("a", "1")?;
+    /// db.put("c", "3")?;
+    /// let got = db.multi_get(&["c", "b", "a"]);
+    /// let got: Vec<Option<Vec<u8>>> = got.into_iter().collect::<siftdb::Result<_>>()?;
+    /// assert_eq!(got, vec![Some(b"3".to_vec()), None, Some(b"1".to_vec())]);
+    /// # Ok::<(), siftdb::Error>(())
+    /// ```
+    pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Result<Option<Vec<u8>>>> {
+        let seq = self.inner.visible_seq.load(Ordering::Acquire);
+        let keys: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
+        multi_get::multi_get(&self.inner, &keys, seq)
+    }
+
     /// Entries with keys in `range`, in key order, as of now.
     pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<DbIterator> {
         let seq = self.inner.visible_seq.load(Ordering::Acquire);
@@ -312,6 +341,17 @@ impl Snapshot {
     /// The value of `key` at the snapshot.
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
         read::get(&self.inner, key.as_ref(), self.seq)
+    }
+
+    /// Whether `key` has a value at the snapshot (see [`Db::contains_key`]).
+    pub fn contains_key(&self, key: impl AsRef<[u8]>) -> Result<bool> {
+        read::contains_key(&self.inner, key.as_ref(), self.seq)
+    }
+
+    /// The values of `keys` at the snapshot, in their order (see [`Db::multi_get`]).
+    pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Result<Option<Vec<u8>>>> {
+        let keys: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
+        multi_get::multi_get(&self.inner, &keys, self.seq)
     }
 
     /// Entries in `range` at the snapshot.

@@ -13,18 +13,32 @@ use crate::filter::hash_key;
 use crate::filter::Filter;
 use crate::memtable::MemLookup;
 use crate::options::{FilterConfig, Options};
-use crate::sst::{GetResult, ReadCounters};
+use crate::sst::{FilterVerdict, GetResult, ReadCounters, Table};
 use crate::version::NUM_LEVELS;
 use std::sync::atomic::Ordering;
 
 /// The value of `key` visible at sequence `snapshot`.
 pub(crate) fn get(inner: &DbInner, key: &[u8], snapshot: u64) -> Result<Option<Vec<u8>>> {
+    point_lookup(inner, key, snapshot, true)
+}
+
+/// Whether `key` has a value at `snapshot`: [`get`] without copying the value out.
+pub(crate) fn contains_key(inner: &DbInner, key: &[u8], snapshot: u64) -> Result<bool> {
+    Ok(point_lookup(inner, key, snapshot, false)?.is_some())
+}
+
+fn point_lookup(
+    inner: &DbInner,
+    key: &[u8],
+    snapshot: u64,
+    copy_value: bool,
+) -> Result<Option<Vec<u8>>> {
     // The thread's own counter stripe and a borrowed super-version: no cache line that another
     // core's lookups write (design.md, "Read-path concurrency").
     let counters = inner.reads.local();
     counters.gets.fetch_add(1, Ordering::Relaxed);
     let sv = inner.sv.load();
-    let result = lookup(&sv, &counters.levels, key, snapshot)?;
+    let result = lookup(&sv, &counters.levels, key, snapshot, copy_value)?;
     if result.is_some() {
         counters.gets_found.fetch_add(1, Ordering::Relaxed);
     }
@@ -36,17 +50,25 @@ fn lookup(
     reads: &[ReadCounters; NUM_LEVELS],
     key: &[u8],
     snapshot: u64,
+    copy_value: bool,
 ) -> Result<Option<Vec<u8>>> {
     let hash = hash_key(key);
     for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
-        match mem.get(key, hash, snapshot) {
+        match mem.lookup(key, hash, snapshot, copy_value) {
             MemLookup::Found(v) => return Ok(Some(v)),
             MemLookup::Deleted => return Ok(None),
             MemLookup::Absent => {}
         }
     }
+    let in_table =
+        |table: &Table, counters: &ReadCounters| match table.probe_filter(key, hash, counters) {
+            FilterVerdict::Absent => Ok(GetResult::NotFound),
+            FilterVerdict::Maybe { positive } => {
+                table.get_past_filter(key, snapshot, counters, positive, copy_value)
+            }
+        };
     for file in sv.version.levels[0].iter().filter(|f| f.may_contain_key(key)) {
-        match file.table.get(key, hash, snapshot, &reads[0])? {
+        match in_table(&file.table, &reads[0])? {
             GetResult::Found(v) => return Ok(Some(v)),
             GetResult::Deleted => return Ok(None),
             GetResult::NotFound => {}
@@ -54,7 +76,7 @@ fn lookup(
     }
     for (level, level_reads) in reads.iter().enumerate().skip(1) {
         if let Some(file) = sv.version.find_in_level(level, key) {
-            match file.table.get(key, hash, snapshot, level_reads)? {
+            match in_table(&file.table, level_reads)? {
                 GetResult::Found(v) => return Ok(Some(v)),
                 GetResult::Deleted => return Ok(None),
                 GetResult::NotFound => {}

@@ -34,6 +34,7 @@ pub use block::{Block, BlockBuilder, BlockIter};
 pub use builder::{FilterBlockSource, FilterBuildFn, TableBuilder, TableSummary};
 pub use format::BlockHandle;
 pub use properties::TableProperties;
+pub(crate) use reader::FilterVerdict;
 pub use reader::{GetResult, ReadCounters, ReadStats, Table};
 pub use table_iter::TableIter;
 

@@ -41,6 +41,19 @@ pub enum GetResult {
     NotFound,
 }
 
+/// What a table's key range and filter say about a key ([`Table::probe_filter`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FilterVerdict {
+    /// Outside the key range, or the filter said "absent": no block needs reading.
+    Absent,
+    /// The table may hold the key; `positive` when a filter said so (false without a usable
+    /// filter).
+    Maybe {
+        /// A filter answered "maybe" (counts a true positive if the key is found).
+        positive: bool,
+    },
+}
+
 /// An open SST. See the module documentation.
 pub struct Table {
     file: Arc<dyn RandomAccessFile>,
@@ -252,26 +265,57 @@ impl Table {
         snapshot_seq: u64,
         counters: &ReadCounters,
     ) -> Result<GetResult> {
+        match self.probe_filter(user_key, key_hash, counters) {
+            FilterVerdict::Absent => Ok(GetResult::NotFound),
+            FilterVerdict::Maybe { positive } => {
+                self.get_past_filter(user_key, snapshot_seq, counters, positive, true)
+            }
+        }
+    }
+
+    /// The first half of [`Table::get`]: the key-range check and the filter probe, counted.
+    /// Batched lookups (`Db::multi_get`) probe every key's filter before reading any block.
+    pub(crate) fn probe_filter(
+        &self,
+        user_key: &[u8],
+        key_hash: u64,
+        counters: &ReadCounters,
+    ) -> FilterVerdict {
         if self.props.entries == 0
             || user_key < ikey::user_key(&self.props.smallest_key)
             || user_key > ikey::user_key(&self.props.largest_key)
         {
-            return Ok(GetResult::NotFound);
+            return FilterVerdict::Absent;
         }
-        let mut positive = false;
         match &self.filter {
             TableFilter::Loaded(f) => {
                 bump(&counters.filter_checks);
                 if !f.view().contains_hash(key_hash) {
                     bump(&counters.filter_useful);
-                    return Ok(GetResult::NotFound);
+                    return FilterVerdict::Absent;
                 }
                 bump(&counters.filter_positive);
-                positive = true;
+                FilterVerdict::Maybe { positive: true }
             }
-            TableFilter::Unknown { .. } => bump(&counters.filter_unusable),
-            TableFilter::Absent => {}
+            TableFilter::Unknown { .. } => {
+                bump(&counters.filter_unusable);
+                FilterVerdict::Maybe { positive: false }
+            }
+            TableFilter::Absent => FilterVerdict::Maybe { positive: false },
         }
+    }
+
+    /// The second half of [`Table::get`], for a key the filter did not exclude: the index and
+    /// one data block. `positive`: the filter said "maybe" (a hit is then a true positive).
+    /// `copy_value = false` answers `Found` with an empty vector (`Db::contains_key`).
+    pub(crate) fn get_past_filter(
+        &self,
+        user_key: &[u8],
+        snapshot_seq: u64,
+        counters: &ReadCounters,
+        positive: bool,
+        copy_value: bool,
+    ) -> Result<GetResult> {
         bump(&counters.index_blocks_read);
         let lookup = ikey::lookup_key(user_key, snapshot_seq);
         let Some(h) = self.index_lookup(&lookup)? else {
@@ -293,7 +337,8 @@ impl Table {
             bump(&counters.filter_true_positive);
         }
         Ok(match kind {
-            ValueKind::Put => GetResult::Found(it.value().to_vec()),
+            ValueKind::Put if copy_value => GetResult::Found(it.value().to_vec()),
+            ValueKind::Put => GetResult::Found(Vec::new()),
             ValueKind::Delete => GetResult::Deleted,
         })
     }
