@@ -61,7 +61,8 @@ pub enum CompactionFilter {
 #[command(rename_all = "snake_case")]
 pub struct Flags {
     /// Comma-separated benchmarks, run in order: fillseq, fillrandom, overwrite, readrandom,
-    /// readmissing, readseq, seekrandom, readwhilewriting, deleterandom, compact, stats.
+    /// readmissing, multireadrandom, readseq, seekrandom, readwhilewriting, deleterandom,
+    /// compact, stats.
     #[arg(long, default_value = "fillseq,fillrandom,overwrite,readrandom,readmissing,readseq")]
     pub benchmarks: String,
     /// Number of key/values to place in the database (keys are drawn from [0, num)).
@@ -70,6 +71,14 @@ pub struct Flags {
     /// Reads per thread of the read benchmarks; -1 = `num`.
     #[arg(long, default_value_t = -1, allow_hyphen_values = true)]
     pub reads: i64,
+    /// Seconds each read benchmark runs (readrandom, readmissing, multireadrandom); 0 = run
+    /// `--reads` operations instead. As db_bench's `--duration`: runs long enough to get past
+    /// warm-up.
+    #[arg(long, default_value_t = 0)]
+    pub duration: u64,
+    /// Keys per `Db::multi_get` call of multireadrandom (db_bench's `--batch_size`).
+    #[arg(long, default_value_t = 1)]
+    pub batch_size: usize,
     /// Key size in bytes: the key number as 8 big-endian bytes, padded with '0' bytes.
     #[arg(long, default_value_t = 16)]
     pub key_size: usize,

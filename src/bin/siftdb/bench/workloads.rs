@@ -100,9 +100,41 @@ impl Ctx<'_> {
 
     /// readrandom (`key_size`) and readmissing (`key_size + 1`).
     pub fn read_random(&mut self, name: &str, key_size: usize) -> Result<ThreadStats> {
-        let (num, reads) = (self.flags.num, self.flags.reads());
+        let (num, reads, secs) = (self.flags.num, self.flags.reads(), self.flags.duration);
         self.parallel(name, reads, &|db, rng, _, pb, st| {
-            read_loop(db, rng, pb, st, num, reads, key_size)
+            read_loop(db, rng, pb, st, num, Budget::new(reads, secs), key_size)
+        })
+    }
+
+    /// multireadrandom: random present-range keys read `--batch_size` at a time through
+    /// `Db::multi_get` (db_bench's benchmark of the same name); ops count keys.
+    pub fn multi_read_random(&mut self) -> Result<ThreadStats> {
+        let (num, reads, ks) = (self.flags.num, self.flags.reads(), self.flags.key_size);
+        let (batch, secs) = (self.flags.batch_size.max(1) as u64, self.flags.duration);
+        self.parallel("multireadrandom", reads, &|db, rng, _, pb, st| {
+            let mut budget = Budget::new(reads, secs);
+            let mut keys: Vec<Vec<u8>> = (0..batch).map(|_| Vec::with_capacity(ks)).collect();
+            let mut i = 0;
+            loop {
+                let n = budget.grant(i, batch) as usize;
+                if n == 0 {
+                    break;
+                }
+                for key in &mut keys[..n] {
+                    make_key(rng.below(num), ks, key);
+                }
+                for (key, got) in keys.iter().zip(db.multi_get(&keys[..n])) {
+                    if let Some(v) = got? {
+                        st.found += 1;
+                        st.bytes += (key.len() + v.len()) as u64;
+                    }
+                    tick(pb, i);
+                    i += 1;
+                }
+            }
+            st.done = i;
+            st.report_found = true;
+            Ok(())
         })
     }
 
@@ -188,7 +220,7 @@ impl Ctx<'_> {
                 Ok(())
             });
             let readers = self.parallel("readwhilewriting", reads, &|db, rng, _, pb, st| {
-                read_loop(db, rng, pb, st, num, reads, ks)
+                read_loop(db, rng, pb, st, num, Budget::new(reads, 0), ks)
             });
             stop.store(true, Ordering::Relaxed);
             writer.join().expect("writer thread panicked")?;
@@ -197,26 +229,61 @@ impl Ctx<'_> {
     }
 }
 
-/// `reads` gets of random keys of `key_size` bytes drawn from [0, num).
+/// When a read loop stops: after `reads` operations, or with `--duration` after that many
+/// seconds (the clock is read once per [`TICK`] operations).
+struct Budget {
+    reads: u64,
+    deadline: Option<std::time::Instant>,
+    next_check: u64,
+}
+
+impl Budget {
+    /// One per thread, made when the thread starts.
+    fn new(reads: u64, duration_secs: u64) -> Budget {
+        let deadline = (duration_secs > 0)
+            .then(|| std::time::Instant::now() + std::time::Duration::from_secs(duration_secs));
+        Budget { reads, deadline, next_check: 0 }
+    }
+
+    /// Operations the next step may do, at most `want` (0 = stop) after `done` operations.
+    fn grant(&mut self, done: u64, want: u64) -> u64 {
+        match self.deadline {
+            None => want.min(self.reads.saturating_sub(done)),
+            Some(d) => {
+                if done >= self.next_check {
+                    if std::time::Instant::now() >= d {
+                        return 0;
+                    }
+                    self.next_check = done + TICK;
+                }
+                want
+            }
+        }
+    }
+}
+
+/// readrandom's loop (also the readers of readwhilewriting).
 fn read_loop(
     db: &Db,
     rng: &mut SplitMix64,
     pb: &ProgressBar,
     st: &mut ThreadStats,
     num: u64,
-    reads: u64,
+    mut budget: Budget,
     key_size: usize,
 ) -> Result<()> {
     let mut key = Vec::with_capacity(key_size);
-    for i in 0..reads {
+    let mut i = 0;
+    while budget.grant(i, 1) == 1 {
         make_key(rng.below(num), key_size, &mut key);
         if let Some(v) = db.get(&key)? {
             st.found += 1;
             st.bytes += (key.len() + v.len()) as u64;
         }
         tick(pb, i);
+        i += 1;
     }
-    st.done = reads;
+    st.done = i;
     st.report_found = true;
     Ok(())
 }
