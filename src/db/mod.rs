@@ -1,7 +1,7 @@
 //! [`Db`]: the public storage engine. This file wires the parts together; each concern lives in
 //! its own file: `open.rs` (recovery), `write.rs` (group commit, WAL, memtable rotation),
 //! `flush.rs` (memtable -> L0 SST), `read.rs` (point lookups), `iter.rs` (range scans),
-//! `stats.rs` (counters).
+//! `stats.rs` (counters), `destroy.rs` (deleting a database and nothing else).
 //!
 //! Concurrency: readers never take a lock that a writer holds for long. The current memtables
 //! and file levels form a [`SuperVersion`], replaced as a whole under a short `RwLock`; a reader
@@ -13,6 +13,7 @@
 //! super-version swaps).
 
 mod compact;
+mod destroy;
 mod flush;
 mod iter;
 mod open;
@@ -158,8 +159,10 @@ pub struct Snapshot {
 
 impl Db {
     /// Opens (or, with `create_if_missing`, creates) the database in directory `path`,
-    /// replaying any WAL written since the last flush.
+    /// replaying any WAL written since the last flush. The options are checked first
+    /// ([`Options::validate`]): an out-of-range field fails before anything touches the disk.
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        opts.validate()?;
         let inner = open::open(path.as_ref(), opts)?;
         flush::flush_recovered(&inner)?;
         let flusher = flush::spawn_flusher(inner.clone())?;

@@ -298,6 +298,9 @@ impl Error {
             Error::UnknownFilterKind(k) => Error::UnknownFilterKind(*k),
             Error::FilterFull(s) => Error::FilterFull(s.clone()),
             Error::Locked(p) => Error::Locked(p.clone()),
+            Error::NotADatabase { dir, why } => {
+                Error::NotADatabase { dir: dir.clone(), why: why.clone() }
+            }
             Error::ReadOnly(s) => Error::ReadOnly(s.clone()),
             Error::Io { context, source } => Error::Io {
                 context: context.clone(),
