@@ -4,6 +4,7 @@
 mod bench;
 mod crashtest;
 mod demo;
+mod dirs;
 mod progress;
 mod readamp;
 mod sst_dump;
