@@ -45,6 +45,12 @@ if [[ ${#FLAGS[@]} -eq 0 ]]; then
 fi
 # The per-engine scripts need --statistics for the FPR columns.
 if ! printf '%s\n' "${FLAGS[@]}" | grep -q '^--statistics'; then FLAGS+=(--statistics=1); fi
+# Every path the script deletes ($OUT/db-*) is one it created: a run needs a new or empty $OUT
+# (--report-only only reads it).
+if (( REPORT_ONLY == 0 )) && [[ -e "$OUT" && -n "$(ls -A "$OUT" 2>/dev/null)" ]]; then
+  echo "compare.sh: refusing to use --out $OUT: it is not empty (give a new directory)" >&2
+  exit 2
+fi
 mkdir -p "$OUT"
 if (( REPORT_ONLY == 0 )); then
 

@@ -34,6 +34,14 @@ pub enum Error {
     FilterFull(String),
     /// The database was opened by another handle or process (its LOCK file is held).
     Locked(PathBuf),
+    /// A directory that is not a siftdb database was handed to an operation that needs one
+    /// ([`crate::Db::destroy`]); nothing in it was touched.
+    NotADatabase {
+        /// The directory.
+        dir: PathBuf,
+        /// Why it is not a database ("it has no CURRENT file", ...).
+        why: String,
+    },
     /// A write was refused because an earlier fsync failed; the database is read-only until it is
     /// reopened. Carries the description of the original failure.
     ReadOnly(String),
@@ -99,6 +107,9 @@ impl fmt::Display for Error {
             Error::FilterFull(what) => write!(f, "filter full: {what}"),
             Error::Locked(path) => {
                 write!(f, "database {} is already open (LOCK held)", path.display())
+            }
+            Error::NotADatabase { dir, why } => {
+                write!(f, "{} is not a siftdb database: {why}", dir.display())
             }
             Error::ReadOnly(why) => write!(f, "database is read-only after a failed sync: {why}"),
             Error::Io { context, source } => write!(f, "I/O error while {context}: {source}"),

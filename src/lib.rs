@@ -27,6 +27,7 @@ pub mod ikey;
 pub mod manifest;
 pub mod memtable;
 pub mod options;
+pub mod options_validate;
 pub mod query;
 pub mod rng;
 pub mod sst;

@@ -1,7 +1,7 @@
 //! [`Db`]: the public storage engine. This file wires the parts together; each concern lives in
 //! its own file: `open.rs` (recovery), `write.rs` (group commit, WAL, memtable rotation),
 //! `flush.rs` (memtable -> L0 SST), `read.rs` (point lookups), `iter.rs` (range scans),
-//! `stats.rs` (counters).
+//! `stats.rs` (counters), `destroy.rs` (deleting a database and nothing else).
 //!
 //! Concurrency: readers take no lock and write no shared cache line (design.md, "Read-path
 //! concurrency"). The current memtables and file levels form a [`SuperVersion`], replaced as a
@@ -17,6 +17,7 @@
 //! super-version swaps).
 
 mod compact;
+mod destroy;
 mod flush;
 mod iter;
 mod multi_get;
@@ -168,6 +169,8 @@ pub struct Db {
     inner: Arc<DbInner>,
     flusher: Option<JoinHandle<()>>,
     compactor: Option<JoinHandle<()>>,
+    /// Set by the first `shutdown` (`close` or `Drop`).
+    closed: bool,
 }
 
 /// A consistent read view at one sequence number. Reads through it see exactly the writes
@@ -179,13 +182,15 @@ pub struct Snapshot {
 
 impl Db {
     /// Opens (or, with `create_if_missing`, creates) the database in directory `path`,
-    /// replaying any WAL written since the last flush.
+    /// replaying any WAL written since the last flush. The options are checked first
+    /// ([`Options::validate`]): an out-of-range field fails before anything touches the disk.
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        opts.validate()?;
         let inner = open::open(path.as_ref(), opts)?;
         flush::flush_recovered(&inner)?;
         let flusher = flush::spawn_flusher(inner.clone())?;
         let compactor = compact::spawn_compactor(inner.clone())?;
-        Ok(Db { inner, flusher: Some(flusher), compactor: Some(compactor) })
+        Ok(Db { inner, flusher: Some(flusher), compactor: Some(compactor), closed: false })
     }
 
     /// Sets `key` to `value` (buffered durability; see [`WriteOptions`]).
@@ -208,7 +213,9 @@ impl Db {
         self.write_opt(batch, WriteOptions::default())
     }
 
-    /// Applies a batch atomically: after a crash either every record is present or none.
+    /// Applies a batch atomically: after a crash either every record is present or none. An
+    /// empty batch writes nothing; with `sync` it still fsyncs the WAL, so every earlier write
+    /// is durable when it returns (as [`Db::sync_wal`]).
     pub fn write_opt(&self, batch: WriteBatch, opts: WriteOptions) -> Result<()> {
         write::write(&self.inner, batch, opts.sync)
     }
@@ -309,10 +316,30 @@ impl Db {
     pub fn path(&self) -> &Path {
         &self.inner.dir
     }
-}
 
-impl Drop for Db {
-    fn drop(&mut self) {
+    /// Makes every write acknowledged so far durable: fsyncs the WAL without writing a record
+    /// (RocksDB's `SyncWAL`). A failure turns the database read-only, as a failed synced write
+    /// does (the sync is never retried).
+    pub fn sync_wal(&self) -> Result<()> {
+        write::sync_wal(&self.inner)
+    }
+
+    /// Closes the database as dropping it does (stops the background threads after the work in
+    /// progress, deletes obsolete files, fsyncs the WAL), but returns the error of that final
+    /// WAL sync, which `Drop` can only ignore. `Ok` means every acknowledged write is durable.
+    /// The directory lock is released once snapshots and iterators taken from this `Db` are
+    /// dropped too.
+    pub fn close(mut self) -> Result<()> {
+        self.shutdown()
+    }
+
+    /// Stops the background threads, purges obsolete files and syncs the WAL; once (`Drop`
+    /// after `close` does nothing more).
+    fn shutdown(&mut self) -> Result<()> {
+        if self.closed {
+            return Ok(());
+        }
+        self.closed = true;
         self.inner.shutting_down.store(true, Ordering::SeqCst);
         {
             let _g = self.inner.bg_lock.lock();
@@ -328,7 +355,14 @@ impl Drop for Db {
         // Buffered WAL bytes are already with the OS (appends are unbuffered writes), so a clean
         // close loses nothing; a final sync makes them durable too.
         let mut w = self.inner.writer.lock();
-        let _ = w.wal.sync();
+        w.wal.sync()
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        // Errors have no one to go to here; `Db::close` returns them.
+        let _ = self.shutdown();
     }
 }
 

@@ -67,7 +67,8 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, sync: bool) -> Result<()
     batch.validate()?;
     inner.check_writable()?;
     if batch.is_empty() {
-        return Ok(());
+        // Nothing to log, but a synced write promises that every earlier write is durable.
+        return if sync { sync_wal(inner) } else { Ok(()) };
     }
     super::compact::throttle(inner)?;
     let user_bytes: usize = batch.iter().map(|r| r.key.len() + r.value.len()).sum();
@@ -156,6 +157,20 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, sync: bool) -> Result<()
     }
     q.cv.notify_all();
     result
+}
+
+/// Fsyncs the WAL under the writer lock: every write acknowledged before the call has been
+/// appended to it (acknowledgement happens after the append, under the same lock), and older
+/// WALs were synced when they were rotated out. A failure turns the database read-only.
+pub(crate) fn sync_wal(inner: &DbInner) -> Result<()> {
+    let mut w = inner.writer.lock();
+    inner.check_writable()?;
+    inner.counters.wal_syncs.fetch_add(1, Ordering::Relaxed);
+    if let Err(e) = w.wal.sync() {
+        inner.set_bg_error(&e);
+        return Err(e);
+    }
+    Ok(())
 }
 
 /// Appends the merged batch to the WAL, applies it to the memtable and publishes it.
@@ -297,6 +312,9 @@ impl Error {
             Error::UnknownFilterKind(k) => Error::UnknownFilterKind(*k),
             Error::FilterFull(s) => Error::FilterFull(s.clone()),
             Error::Locked(p) => Error::Locked(p.clone()),
+            Error::NotADatabase { dir, why } => {
+                Error::NotADatabase { dir: dir.clone(), why: why.clone() }
+            }
             Error::ReadOnly(s) => Error::ReadOnly(s.clone()),
             Error::Io { context, source } => Error::Io {
                 context: context.clone(),

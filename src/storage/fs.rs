@@ -215,6 +215,11 @@ impl Storage for FsStorage {
         std::fs::create_dir_all(dir).map_err(|e| io_err("creating directory", dir, e))
     }
 
+    fn remove_dir(&self, dir: &Path) -> Result<()> {
+        // `remove_dir` (rmdir) fails on a non-empty directory: it cannot delete a file.
+        std::fs::remove_dir(dir).map_err(|e| io_err("removing directory", dir, e))
+    }
+
     fn sync_dir(&self, dir: &Path) -> Result<()> {
         let d = File::open(dir).map_err(|e| io_err("opening directory", dir, e))?;
         d.sync_all().map_err(|e| io_err("syncing directory", dir, e))

@@ -25,7 +25,7 @@
 //!
 //! Fault injection counts every fallible call on the storage and on its handles (one "operation"
 //! each: `append`, `sync`, `read_exact_at`, `create`, `open`, `rename`, `remove`, `truncate`,
-//! `list`, `exists`, `create_dir_all`, `sync_dir`, `lock`); `len()` is not counted.
+//! `list`, `exists`, `create_dir_all`, `remove_dir`, `sync_dir`, `lock`); `len()` is not counted.
 
 use super::{DirLock, RandomAccessFile, Storage, WritableFile};
 use crate::error::{Error, Result};
@@ -357,6 +357,24 @@ impl Storage for MemStorage {
             return Err(Error::io(format!("creating directory {}", dir.display()), e));
         }
         st.dirs.extend(ancestors.into_iter().map(Path::to_path_buf));
+        Ok(())
+    }
+
+    fn remove_dir(&self, dir: &Path) -> Result<()> {
+        let mut st = self.state.lock();
+        st.begin(None, "removing directory", dir)?;
+        if !st.dirs.contains(dir) {
+            return Err(not_found("removing directory", dir));
+        }
+        let busy = st.live.keys().chain(st.dirs.iter()).any(|p| parent(p) == dir);
+        if busy {
+            let e = std::io::Error::from(ErrorKind::DirectoryNotEmpty);
+            return Err(Error::io(format!("removing directory {}", dir.display()), e));
+        }
+        // Directories are durable when made and gone when removed (module doc, simplifications):
+        // entries a crash would have brought back go with the directory.
+        st.dirs.remove(dir);
+        st.durable.retain(|p, _| parent(p) != dir);
         Ok(())
     }
 

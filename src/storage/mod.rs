@@ -90,6 +90,9 @@ pub trait Storage: Send + Sync + 'static {
     fn exists(&self, path: &Path) -> Result<bool>;
     /// Creates `dir` and its parents if missing.
     fn create_dir_all(&self, dir: &Path) -> Result<()>;
+    /// Removes the directory `dir`, which must be empty (an I/O error otherwise: this never
+    /// deletes a file). Used by [`crate::Db::destroy`] after it removed siftdb's own files.
+    fn remove_dir(&self, dir: &Path) -> Result<()>;
     /// Makes the directory's entries (creations, renames, removals) durable.
     fn sync_dir(&self, dir: &Path) -> Result<()>;
     /// Makes every byte of an existing file durable (fsync through a new handle). Recovery

@@ -9,16 +9,51 @@
 //! Missing keys fall inside the SSTs' key ranges (present keys are the even numbers, missing
 //! ones the odd numbers in between), so only filters can reject them without a block read.
 
+use crate::dirs::{self, DirState};
 use crate::progress;
 use siftdb::rng::SplitMix64;
-use siftdb::{CompactionOptions, Db, Options, Result, WriteBatch};
-use std::path::PathBuf;
+use siftdb::{filename, CompactionOptions, Db, Error, Options, Result, WriteBatch};
+use std::path::{Path, PathBuf};
 use std::time::Instant;
+
+/// The file that marks a database directory the demo created itself: `--db` accepts a new or
+/// empty directory, or one holding this marker and siftdb's own files (an earlier demo run,
+/// which the demo then loads again: same keys, so the lookups stay exact). It never deletes.
+const DEMO_MARKER: &str = "SIFTDB-DEMO";
+
+/// Checks that the demo may write into `dir`; returns whether it must write the marker (the
+/// directory is new or empty).
+fn check_dir(dir: &Path) -> Result<bool> {
+    let accepted = "the demo writes only into a new or empty directory or an earlier demo \
+                    database";
+    match dirs::classify(dir)? {
+        DirState::Absent | DirState::Empty => Ok(true),
+        DirState::Database => Err(dirs::refuse(
+            "--db",
+            dir,
+            &format!("it holds a siftdb database the demo did not create (no {DEMO_MARKER})"),
+            accepted,
+        )),
+        DirState::Other(why) => {
+            let names = dirs::entries(dir).unwrap_or_default();
+            let ours = names.iter().any(|n| n == DEMO_MARKER)
+                && names.iter().any(|n| n == filename::CURRENT)
+                && names.iter().all(|n| n == DEMO_MARKER || filename::parse_file_name(n).is_some());
+            if ours {
+                Ok(false)
+            } else {
+                Err(dirs::refuse("--db", dir, &why, accepted))
+            }
+        }
+    }
+}
 
 /// Arguments of the demo.
 #[derive(clap::Args, Debug, Clone)]
 pub struct DemoArgs {
-    /// Database directory (default: a temporary directory removed at exit).
+    /// Database directory (default: a temporary directory removed at exit): a new or empty
+    /// directory, or one an earlier demo run created (it is loaded again). Anything else is
+    /// refused; the demo deletes nothing.
     #[arg(long)]
     db: Option<PathBuf>,
     /// Keys to load.
@@ -47,11 +82,21 @@ fn key(i: u64) -> [u8; 16] {
 }
 
 pub fn run(args: &DemoArgs) -> Result<()> {
+    if args.keys == 0 || args.lookups == 0 {
+        return Err(Error::InvalidArgument(format!(
+            "--keys={} --lookups={}: the demo needs at least one key to load and one lookup",
+            args.keys, args.lookups
+        )));
+    }
+    let mark = match &args.db {
+        Some(dir) => check_dir(dir)?,
+        None => false,
+    };
     let tmp;
     let dir = match &args.db {
         Some(p) => p.clone(),
         None => {
-            tmp = tempfile::tempdir().map_err(|e| siftdb::Error::io("creating a temp dir", e))?;
+            tmp = tempfile::tempdir().map_err(|e| Error::io("creating a temp dir", e))?;
             tmp.path().to_path_buf()
         }
     };
@@ -72,6 +117,10 @@ pub fn run(args: &DemoArgs) -> Result<()> {
         ..Options::default()
     };
     let db = Db::open(&dir, opts)?;
+    if mark {
+        std::fs::write(dir.join(DEMO_MARKER), "a database created by `siftdb demo`\n")
+            .map_err(|e| Error::io(format!("writing {}", dir.join(DEMO_MARKER).display()), e))?;
+    }
     let mut rng = SplitMix64::new(args.seed);
 
     // Load present keys (even numbers) in random order, in batches of 100.
@@ -122,7 +171,7 @@ pub fn run(args: &DemoArgs) -> Result<()> {
         args.lookups
     );
     if found != args.lookups || false_found != 0 {
-        return Err(siftdb::Error::Corruption {
+        return Err(Error::Corruption {
             file: None,
             offset: None,
             what: format!("demo lookups disagree with the loaded keys: {found} present found, {false_found} missing found"),

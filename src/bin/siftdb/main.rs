@@ -4,6 +4,7 @@
 mod bench;
 mod crashtest;
 mod demo;
+mod dirs;
 mod progress;
 mod readamp;
 mod sst_dump;
@@ -48,7 +49,8 @@ enum Command {
     /// YCSB core workloads a..f (zipfian 0.99), throughput and p50/p99/p99.9 latency per op.
     Ycsb(ycsb::YcsbArgs),
     /// Read-amplification report: blocks read per lookup and observed FPR per level for each
-    /// filter policy at equal filter memory; writes a CSV and SVG plots (docs/readamp).
+    /// filter policy at equal filter memory; writes a CSV and SVG plots into `--out` (default: a
+    /// new directory it prints; `--out docs/readamp` regenerates the committed report).
     Readamp(readamp::ReadampArgs),
 }
 

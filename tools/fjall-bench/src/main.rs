@@ -155,11 +155,36 @@ fn parallel(
     Ok(merged.expect("one thread at least"))
 }
 
+/// The file that marks a `--db` directory fjall-bench created. The fjall database lives in its
+/// `fjall` subdirectory, so the directory holds nothing fjall-bench did not put there.
+const MARKER: &str = "FJALL-BENCH";
+
+/// Opens the database in `path/fjall`. When `fresh`, `path` must be absent, empty, or a
+/// directory an earlier run created (it holds [`MARKER`]), which is then deleted; anything else
+/// is refused, never deleted (siftdb's tools delete only what they created).
 fn open(path: &std::path::Path, f: &Flags, fresh: bool) -> R<(Database, Keyspace)> {
-    if fresh && path.exists() {
-        std::fs::remove_dir_all(path)?;
+    if fresh {
+        match std::fs::read_dir(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e.into()),
+            Ok(mut entries) => {
+                if entries.next().is_some() {
+                    if !path.join(MARKER).is_file() {
+                        return Err(format!(
+                            "refusing to use --db {}: it is not empty and fjall-bench did not \
+                             create it (no {MARKER} file); give a new or empty directory",
+                            path.display()
+                        )
+                        .into());
+                    }
+                    std::fs::remove_dir_all(path)?;
+                }
+            }
+        }
+        std::fs::create_dir_all(path)?;
+        std::fs::write(path.join(MARKER), "a database directory created by fjall-bench\n")?;
     }
-    let db = Database::builder(path).cache_size(f.cache_size).open()?;
+    let db = Database::builder(path.join("fjall")).cache_size(f.cache_size).open()?;
     let ks = db.keyspace("default", || keyspace_options(f))?;
     Ok((db, ks))
 }
@@ -325,10 +350,11 @@ fn main() -> R<()> {
     Ok(())
 }
 
-/// A fresh directory under the system temp dir, removed at exit.
+/// A new directory under the system temp dir, removed at exit. `create_dir` fails if the name
+/// exists, so the removal never reaches a directory this process did not create.
 fn tempfile_dir() -> R<TempDir> {
     let p = std::env::temp_dir().join(format!("fjall-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&p)?;
+    std::fs::create_dir(&p)?;
     Ok(TempDir(p))
 }
 

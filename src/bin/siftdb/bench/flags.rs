@@ -127,7 +127,9 @@ pub struct Flags {
     /// fsync every write.
     #[arg(long, default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub sync: bool,
-    /// Database directory (default: a fresh temporary directory, removed at exit).
+    /// Database directory (default: a fresh temporary directory, removed at exit). A new or
+    /// empty directory is used as is; a siftdb database is deleted first with `Db::destroy`
+    /// (unless `--use_existing_db`); a directory holding anything else is refused.
     #[arg(long)]
     pub db: Option<PathBuf>,
     /// Keep the database at `--db` instead of starting fresh (fill benchmarks then refuse to run).
@@ -288,21 +290,13 @@ pub fn apply_db_bench_flags(flags: &Flags, opts: &mut Options) -> Result<(), Str
     let (kind, allocation) = flags.compaction_filter()?;
     opts.filter_policy.compaction = kind;
     opts.filter_policy.allocation = allocation;
-    if flags.target_file_size_base == 0 || flags.max_bytes_for_level_base == 0 {
-        return Err("--target_file_size_base and --max_bytes_for_level_base must be > 0".into());
-    }
-    if flags.max_bytes_for_level_multiplier.is_nan() || flags.max_bytes_for_level_multiplier <= 1.0
-    {
-        return Err("--max_bytes_for_level_multiplier must be > 1".into());
-    }
+    // Ranges (memtable size, level sizes, multiplier, L0 triggers, filter budgets) are checked
+    // once, by `Options::validate`, which `bench::run` calls on the result.
     let trig = (
         flags.level0_file_num_compaction_trigger,
         flags.level0_slowdown_writes_trigger,
         flags.level0_stop_writes_trigger,
     );
-    if trig.0 == 0 || trig.0 > trig.1 || trig.1 > trig.2 {
-        return Err("need 0 < level0_file_num_compaction_trigger <= level0_slowdown_writes_trigger <= level0_stop_writes_trigger".into());
-    }
     let c = &mut opts.compaction;
     c.auto = !flags.disable_auto_compactions;
     c.target_file_size = flags.target_file_size_base;

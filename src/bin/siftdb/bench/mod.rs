@@ -8,6 +8,7 @@ pub mod report;
 pub mod result_line;
 pub mod workloads;
 
+use crate::dirs::{self, DirState};
 use flags::{apply_db_bench_flags, Flags};
 use report::ThreadStats;
 use siftdb::{Db, Error, Options, Result};
@@ -18,10 +19,59 @@ fn invalid(what: String) -> Error {
     Error::InvalidArgument(what)
 }
 
-/// Opens the database, first removing any old one when `fresh`.
+/// Bytes of the key number the generator writes ([`keys::make_key`]); shorter keys would make
+/// key numbers collide and `readmissing` keys land outside the key ranges.
+const MIN_KEY_SIZE: usize = 8;
+
+/// The flag that sets each `Options` field, to point a validation error at the flag to change.
+const FLAG_OF_FIELD: &[(&str, &str)] = &[
+    ("memtable_size", "--write_buffer_size"),
+    ("filter_policy.flush", "--flush_filter/--flush_bits/--bloom_bits"),
+    ("filter_policy.allocation", "--bloom_bits/--compaction_filter/--monkey"),
+    ("compaction.l0_compaction_trigger", "--level0_file_num_compaction_trigger"),
+    ("compaction.l0_slowdown_writes_trigger", "--level0_slowdown_writes_trigger"),
+    ("compaction.l0_stop_writes_trigger", "--level0_stop_writes_trigger"),
+    ("compaction.max_bytes_for_level_base", "--max_bytes_for_level_base"),
+    ("compaction.max_bytes_for_level_multiplier", "--max_bytes_for_level_multiplier"),
+    ("compaction.target_file_size", "--target_file_size_base"),
+    ("compression", "--zstd_level"),
+];
+
+/// `opts.validate()`, naming the flag behind the refused field.
+fn validate(opts: &Options) -> Result<()> {
+    opts.validate().map_err(|e| match e {
+        Error::InvalidArgument(msg) => {
+            match FLAG_OF_FIELD.iter().find(|(field, _)| msg.starts_with(field)) {
+                Some((_, flag)) => invalid(format!("{msg} (set by {flag})")),
+                None => invalid(msg),
+            }
+        }
+        other => other,
+    })
+}
+
+/// What `open(dir, _, true)` will do with `dir`: `Ok(true)` if it holds a siftdb database to
+/// delete first, `Ok(false)` if it is absent or empty; a directory holding anything else is
+/// refused. `run` asks before it prints anything, `open` again right before deleting.
+fn fresh_dir_check(dir: &Path) -> Result<bool> {
+    match dirs::classify(dir)? {
+        DirState::Absent | DirState::Empty => Ok(false),
+        DirState::Database => Ok(true),
+        DirState::Other(why) => Err(dirs::refuse(
+            "--db",
+            dir,
+            &why,
+            "bench deletes only a siftdb database: give a new or empty directory",
+        )),
+    }
+}
+
+/// Opens the database; when `fresh`, an old siftdb database in `dir` is first deleted with
+/// `Db::destroy` (which deletes only siftdb's own files). A directory holding anything else is
+/// refused before anything is written.
 fn open(dir: &Path, opts: &Options, fresh: bool) -> Result<Db> {
-    if fresh && dir.exists() {
-        std::fs::remove_dir_all(dir).map_err(|e| Error::io("removing the old database", e))?;
+    if fresh && fresh_dir_check(dir)? {
+        Db::destroy(dir)?;
     }
     Db::open(dir, opts.clone())
 }
@@ -30,6 +80,17 @@ fn open(dir: &Path, opts: &Options, fresh: bool) -> Result<Db> {
 pub fn run(flags: &Flags) -> Result<()> {
     let mut opts = Options::default();
     apply_db_bench_flags(flags, &mut opts).map_err(invalid)?;
+    validate(&opts)?;
+    if flags.threads == 0 {
+        return Err(invalid("--threads=0: at least one thread must run each benchmark".into()));
+    }
+    if flags.key_size < MIN_KEY_SIZE {
+        return Err(invalid(format!(
+            "--key_size={} is too small: keys start with the key number as {MIN_KEY_SIZE} \
+             big-endian bytes, so --key_size must be at least {MIN_KEY_SIZE}",
+            flags.key_size
+        )));
+    }
     let names = flags.benchmark_list();
     const KNOWN: &[&str] = &[
         "fillseq",
@@ -56,6 +117,9 @@ pub fn run(flags: &Flags) -> Result<()> {
             _tmp.path().join("db")
         }
     };
+    if !flags.use_existing_db {
+        fresh_dir_check(&dir)?;
+    }
     println!("Keys:       {} bytes each", flags.key_size);
     println!("Values:     {} bytes each", flags.value_size);
     println!("Entries:    {}", flags.num);

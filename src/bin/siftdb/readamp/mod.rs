@@ -22,19 +22,59 @@ mod filters;
 mod measure;
 mod plot;
 
+use crate::dirs::{self, DirState};
 use crate::progress;
 use build::{Policy, Shape};
 use measure::Measured;
 use siftdb::{Error, Result};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
+
+/// The files readamp writes, and the only names a reused `--out` directory may hold.
+const OUTPUTS: [&str; 4] =
+    ["readamp.csv", "fpr_vs_bits.csv", "blocks_per_lookup.svg", "fpr_vs_bits.svg"];
+
+/// The output directory: `--out` if it is new, empty or holds only [`OUTPUTS`] (readamp never
+/// overwrites a file it did not write), else a fresh directory it creates.
+fn output_dir(out: Option<&Path>) -> Result<PathBuf> {
+    let Some(out) = out else {
+        let dir = tempfile::Builder::new()
+            .prefix("siftdb-readamp-")
+            .tempdir()
+            .map_err(|e| Error::io("creating the output directory", e))?;
+        // Kept: the report outlives the process.
+        return Ok(dir.keep());
+    };
+    let accepted = "readamp reuses a directory only if it holds nothing but its own outputs \
+                    (readamp.csv, fpr_vs_bits.csv, blocks_per_lookup.svg, fpr_vs_bits.svg)";
+    match dirs::classify(out)? {
+        DirState::Absent => std::fs::create_dir_all(out)
+            .map_err(|e| Error::io(format!("creating {}", out.display()), e))?,
+        DirState::Empty => {}
+        _ if !out.is_dir() => {
+            return Err(dirs::refuse("--out", out, "it is not a directory", accepted))
+        }
+        DirState::Database | DirState::Other(_) => {
+            if let Some(foreign) =
+                dirs::entries(out)?.into_iter().find(|n| !OUTPUTS.contains(&n.as_str()))
+            {
+                let why = format!("it holds {foreign:?}, which readamp did not write");
+                return Err(dirs::refuse("--out", out, &why, accepted));
+            }
+        }
+    }
+    Ok(out.to_path_buf())
+}
 
 /// Arguments of `siftdb readamp`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ReadampArgs {
-    /// Output directory (created if missing).
-    #[arg(long, default_value = "docs/readamp")]
-    out: PathBuf,
+    /// Output directory. Default: a new directory `siftdb-readamp-*` under the system temp
+    /// directory (its path is printed). A given directory is created if missing and reused only
+    /// if it holds nothing but readamp's own output files, which are then overwritten; to
+    /// regenerate the committed report: `--out docs/readamp`.
+    #[arg(long)]
+    out: Option<PathBuf>,
     /// Filter budgets, bits per key, comma separated.
     #[arg(long, value_delimiter = ',', default_value = "2,4,6,8,10,12,16,20")]
     bits: Vec<f64>,
@@ -118,8 +158,8 @@ pub fn run(args: &ReadampArgs) -> Result<()> {
         return Err(Error::invalid("readamp: --keys >= 2, --lookups >= 1, --bits in (0, 32]"));
     }
     let t0 = Instant::now();
-    std::fs::create_dir_all(&args.out)
-        .map_err(|e| Error::io(format!("creating {}", args.out.display()), e))?;
+    let out = output_dir(args.out.as_deref())?;
+    println!("output directory: {}", out.display());
     let shape = Shape {
         keys: args.keys,
         value_size: args.value_size,
@@ -171,11 +211,11 @@ pub fn run(args: &ReadampArgs) -> Result<()> {
     let fpr_rows = filters::sweep(&args.bits, args.fpr_keys, args.seed)?;
     let sweep_secs = t.elapsed().as_secs_f64();
     let names: Vec<&'static str> = Policy::ALL.iter().map(|p| p.name()).collect();
-    let out = &args.out;
-    csv::write(&out.join("readamp.csv"), &csv::readamp_csv(&runs, args.tolerance))?;
-    csv::write(&out.join("fpr_vs_bits.csv"), &csv::fpr_csv(&fpr_rows))?;
-    plot::blocks_per_lookup(&out.join("blocks_per_lookup.svg"), &runs, &names)?;
-    plot::fpr_vs_bits(&out.join("fpr_vs_bits.svg"), &fpr_rows)?;
+    let [readamp_csv, fpr_csv, blocks_svg, fpr_svg] = OUTPUTS.map(|name| out.join(name));
+    csv::write(&readamp_csv, &csv::readamp_csv(&runs, args.tolerance))?;
+    csv::write(&fpr_csv, &csv::fpr_csv(&fpr_rows))?;
+    plot::blocks_per_lookup(&blocks_svg, &runs, &names)?;
+    plot::fpr_vs_bits(&fpr_svg, &fpr_rows)?;
     println!(
         "\nwrote {0}/readamp.csv, {0}/fpr_vs_bits.csv, {0}/blocks_per_lookup.svg, {0}/fpr_vs_bits.svg",
         out.display()

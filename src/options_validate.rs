@@ -1,0 +1,192 @@
+//! [`Options::validate`]: the range check of every option, run by [`crate::Db::open`] before it
+//! touches the disk.
+//!
+//! Each check names the field (as a path from `Options`), the value and the valid range, so a
+//! caller never has to guess which knob was wrong. The ranges are the ones the engine is known
+//! to work in, not style preferences; each bound says why it exists. Values outside them used to
+//! fail far from their cause: `memtable_size: 0` rotated the memtable forever (more than 10,000
+//! empty WALs before the first write returned), `block_size: 0` failed a flush and turned the
+//! database read-only, `target_file_size: 0` cut one file per entry until the process ran out of
+//! file descriptors, and `LevelBudget::Fpr(2.0)` silently built no filter.
+
+use crate::error::{Error, Result};
+use crate::options::{
+    CompactionOptions, Compression, FilterAllocation, FilterConfig, LevelBudget, Options,
+};
+use std::fmt::Display;
+use std::ops::RangeInclusive;
+
+/// Smallest `memtable_size`: below about one entry per memtable every write rotates the WAL.
+pub const MIN_MEMTABLE_SIZE: usize = 1 << 10;
+/// Largest `memtable_size` (64 GiB, RocksDB's limit on 64-bit targets). The memtable's filter is
+/// allocated up front for `memtable_size / 128` keys, so the bound also caps that allocation.
+pub const MAX_MEMTABLE_SIZE: usize = 64 << 30;
+/// `block_size` range: the table builder's own limits (src/sst/builder.rs).
+pub const BLOCK_SIZE_RANGE: RangeInclusive<usize> = 64..=(256 << 20);
+/// `block_restart_interval` range: at least one entry per restart run; above 65,535 a seek scans
+/// a whole block linearly anyway.
+pub const RESTART_INTERVAL_RANGE: RangeInclusive<usize> = 1..=65_535;
+/// `max_immutable_memtables` range: at least one memtable must be able to wait for flush.
+pub const MAX_IMMUTABLE_RANGE: RangeInclusive<usize> = 1..=1_000;
+/// zstd levels siftdb accepts (the documented range of [`Compression::Zstd`]).
+pub const ZSTD_LEVEL_RANGE: RangeInclusive<i32> = 1..=22;
+/// Filter bits per key, for every filter setting given in bits: above 0 (0 bits is no filter,
+/// which has its own spelling) and at most 64 (past about 46 bits per key every siftdb filter is
+/// already below the 2^-32 FPR floor).
+pub const BITS_PER_KEY_MAX: f64 = 64.0;
+/// Smallest target FPR: the compaction filters cannot go below 2^-32.
+pub const MIN_FPR: f64 = 1.0 / 4_294_967_296.0;
+/// Smallest `target_file_size` and `max_bytes_for_level_base`: with less, compaction cuts about
+/// one file per entry.
+pub const MIN_FILE_SIZE: u64 = 1 << 10;
+/// `max_bytes_for_level_multiplier` range (exclusive low end): a level must hold more than the
+/// one above it, and above 1000 every database fits in two levels.
+pub const MULTIPLIER_MAX: f64 = 1000.0;
+
+/// The error for `field = value` outside `range`.
+fn out_of_range(field: &str, value: impl Display, range: &str) -> Error {
+    Error::invalid(format!("{field} = {value} is out of range (valid: {range})"))
+}
+
+fn check_usize(field: &str, value: usize, range: RangeInclusive<usize>) -> Result<()> {
+    if range.contains(&value) {
+        Ok(())
+    } else {
+        Err(out_of_range(field, value, &format!("{}..={}", range.start(), range.end())))
+    }
+}
+
+/// Bits per key: finite, in `(0, 64]`.
+fn check_bits(field: &str, bits: f64) -> Result<()> {
+    if bits.is_finite() && bits > 0.0 && bits <= BITS_PER_KEY_MAX {
+        Ok(())
+    } else {
+        Err(out_of_range(field, bits, "bits per key in (0, 64]; use no filter for 0"))
+    }
+}
+
+/// A target false-positive rate: finite, in `[2^-32, 1)` (1 or more would be no filter).
+fn check_fpr(field: &str, fpr: f64) -> Result<()> {
+    if fpr.is_finite() && (MIN_FPR..1.0).contains(&fpr) {
+        Ok(())
+    } else {
+        Err(out_of_range(field, fpr, "a false-positive rate in [2^-32, 1)"))
+    }
+}
+
+fn check_flush_filter(f: &FilterConfig) -> Result<()> {
+    match *f {
+        FilterConfig::None => Ok(()),
+        FilterConfig::TwoBitBloom { bits_per_key }
+        | FilterConfig::BlockedBloom { bits_per_key }
+        | FilterConfig::StandardBloom { bits_per_key } => {
+            check_bits("filter_policy.flush.bits_per_key", bits_per_key)
+        }
+    }
+}
+
+fn check_allocation(a: &FilterAllocation) -> Result<()> {
+    match a {
+        FilterAllocation::PerLevel(list) => {
+            for (i, budget) in list.iter().enumerate() {
+                match *budget {
+                    LevelBudget::Fpr(p) => {
+                        check_fpr(&format!("filter_policy.allocation[{i}] (L{}) Fpr", i + 1), p)?
+                    }
+                    LevelBudget::BitsPerKey(b) => check_bits(
+                        &format!("filter_policy.allocation[{i}] (L{}) BitsPerKey", i + 1),
+                        b,
+                    )?,
+                }
+            }
+            Ok(())
+        }
+        FilterAllocation::Monkey { bits_per_key } => {
+            check_bits("filter_policy.allocation Monkey.bits_per_key", *bits_per_key)
+        }
+    }
+}
+
+fn check_compaction(c: &CompactionOptions) -> Result<()> {
+    let (t0, slow, stop) =
+        (c.l0_compaction_trigger, c.l0_slowdown_writes_trigger, c.l0_stop_writes_trigger);
+    if t0 == 0 {
+        return Err(out_of_range(
+            "compaction.l0_compaction_trigger",
+            t0,
+            &format!("1..=l0_slowdown_writes_trigger ({slow})"),
+        ));
+    }
+    if slow < t0 {
+        return Err(out_of_range(
+            "compaction.l0_slowdown_writes_trigger",
+            slow,
+            &format!("l0_compaction_trigger ({t0})..=l0_stop_writes_trigger ({stop})"),
+        ));
+    }
+    if stop < slow {
+        return Err(out_of_range(
+            "compaction.l0_stop_writes_trigger",
+            stop,
+            &format!("at least l0_slowdown_writes_trigger ({slow})"),
+        ));
+    }
+    if c.max_bytes_for_level_base < MIN_FILE_SIZE {
+        return Err(out_of_range(
+            "compaction.max_bytes_for_level_base",
+            c.max_bytes_for_level_base,
+            &format!("at least {MIN_FILE_SIZE} bytes"),
+        ));
+    }
+    let m = c.max_bytes_for_level_multiplier;
+    if !(m.is_finite() && m > 1.0 && m <= MULTIPLIER_MAX) {
+        return Err(out_of_range("compaction.max_bytes_for_level_multiplier", m, "(1, 1000]"));
+    }
+    if c.target_file_size < MIN_FILE_SIZE {
+        return Err(out_of_range(
+            "compaction.target_file_size",
+            c.target_file_size,
+            &format!("at least {MIN_FILE_SIZE} bytes"),
+        ));
+    }
+    Ok(())
+}
+
+impl Options {
+    /// Checks every field against its valid range. [`crate::Db::open`] calls it before it
+    /// touches the disk; an out-of-range field is [`Error::InvalidArgument`] naming the field,
+    /// the value and the valid range. Fields without a range (`create_if_missing`,
+    /// `error_if_exists`, `block_cache_bytes`, where 0 disables the cache, `mmap_reads`,
+    /// `storage`) are not checked.
+    pub fn validate(&self) -> Result<()> {
+        check_usize("memtable_size", self.memtable_size, MIN_MEMTABLE_SIZE..=MAX_MEMTABLE_SIZE)?;
+        check_usize("max_immutable_memtables", self.max_immutable_memtables, MAX_IMMUTABLE_RANGE)?;
+        check_usize("block_size", self.block_size, BLOCK_SIZE_RANGE)?;
+        check_usize("block_restart_interval", self.block_restart_interval, RESTART_INTERVAL_RANGE)?;
+        if let Compression::Zstd(level) = self.compression {
+            if !ZSTD_LEVEL_RANGE.contains(&level) {
+                return Err(out_of_range("compression Zstd level", level, "1..=22"));
+            }
+        }
+        check_flush_filter(&self.filter_policy.flush)?;
+        check_allocation(&self.filter_policy.allocation)?;
+        check_compaction(&self.compaction)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_defaults_are_valid() {
+        Options::default().validate().unwrap();
+    }
+
+    #[test]
+    fn the_error_names_field_value_and_range() {
+        let opts = Options { block_size: 0, ..Options::default() };
+        let msg = opts.validate().unwrap_err().to_string();
+        assert!(msg.contains("block_size = 0") && msg.contains("64..=268435456"), "{msg}");
+    }
+}
