@@ -81,6 +81,8 @@ pub(crate) struct DbInner {
     pub storage: Arc<dyn Storage>,
     pub opts: Options,
     pub cache: Option<Arc<BlockCache>>,
+    /// The open tables (at most `Options::max_open_files`); versions name files by metadata.
+    pub tables: Arc<crate::table_cache::TableCache>,
     pub sv: RwLock<Arc<SuperVersion>>,
     /// Highest sequence number whose write is complete and visible to new reads.
     pub visible_seq: AtomicU64,
