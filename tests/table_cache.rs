@@ -9,7 +9,7 @@ use siftdb::{CompactionOptions, Db, Error, Options};
 use std::collections::BTreeMap;
 
 /// The soft descriptor limit the test runs under.
-const FD_LIMIT: u64 = 256;
+const FD_LIMIT: libc::rlim_t = 256;
 /// The table cache size under test, well below the limit and the table count.
 const MAX_OPEN_FILES: i32 = 64;
 /// Keys written; with ~2 KiB files of about 60 entries this makes about 2,200 tables.
@@ -44,7 +44,7 @@ fn lower_descriptor_limit() {
     // SAFETY: getrlimit/setrlimit only read and write the struct passed by pointer.
     unsafe {
         assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim), 0);
-        lim.rlim_cur = FD_LIMIT.min(lim.rlim_max as u64) as libc::rlim_t;
+        lim.rlim_cur = FD_LIMIT.min(lim.rlim_max);
         assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &lim), 0);
     }
 }
@@ -90,7 +90,7 @@ fn thousands_of_tables_are_read_and_compacted_under_a_256_descriptor_limit() {
     }
     let tables = table_count(&db);
     assert!(tables >= 2_000, "{tables} tables");
-    assert!(tables as u64 > FD_LIMIT * 4);
+    assert!(tables as libc::rlim_t > FD_LIMIT * 4);
     drop(db);
 
     // An unlimited table cache would open every table: the descriptors run out.
