@@ -72,6 +72,15 @@ fn refuse_foreign_directory(storage: &dyn Storage, dir: &Path) -> Result<()> {
 pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let storage: Arc<dyn Storage> =
         opts.storage.clone().unwrap_or_else(|| Arc::new(FsStorage::with_mmap(opts.mmap_reads)));
+    // Built first: it rejects an out-of-range `max_open_files` before anything is written.
+    let cache =
+        (opts.block_cache_bytes > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_bytes)));
+    let tables = Arc::new(TableCache::new(
+        storage.clone(),
+        dir.to_path_buf(),
+        cache.clone(),
+        opts.max_open_files,
+    )?);
     if opts.create_if_missing {
         storage.create_dir_all(dir)?;
     }
@@ -98,14 +107,6 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         }
     };
 
-    let cache =
-        (opts.block_cache_bytes > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_bytes)));
-    let tables = Arc::new(TableCache::new(
-        storage.clone(),
-        dir.to_path_buf(),
-        cache.clone(),
-        opts.max_open_files,
-    )?);
     let names = storage.list(dir)?;
     let max_seen = names
         .iter()
