@@ -280,6 +280,16 @@ impl<V> Cache<V> {
         self.shard(&key).lock().insert(key, value, charge, evicted);
     }
 
+    /// Drops the entry `(file, offset)` if present (its value is dropped after the shard lock is
+    /// released; a reader holding it keeps it).
+    pub fn erase(&self, file: u64, offset: u64) {
+        let key = (file, offset);
+        let mut s = self.shard(&key).lock();
+        let dropped = s.map.get(&key).copied().and_then(|i| s.remove(i));
+        drop(s);
+        drop(dropped);
+    }
+
     /// Drops every entry of `file` (optional: after a file is deleted its entries also age out).
     pub fn erase_file(&self, file: u64) {
         for shard in self.shards.iter() {
@@ -378,5 +388,10 @@ mod tests {
         assert_eq!(c.len(), 100);
         assert_eq!(c.usage(), 100 * (10 + ENTRY_OVERHEAD));
         assert_eq!(*c.get(4, 5).unwrap(), 0);
+        c.erase(4, 7);
+        c.erase(4, 1000); // absent: no effect
+        assert_eq!(c.len(), 99);
+        assert_eq!(c.usage(), 99 * (10 + ENTRY_OVERHEAD));
+        assert!(c.get(4, 7).is_none());
     }
 }

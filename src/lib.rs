@@ -4,7 +4,8 @@
 //! * [`filter`]: the filter library (Bloom family, and later static and cuckoo filters), usable on
 //!   its own.
 //! * [`ikey`]: internal keys (user key, sequence number, kind) and their order.
-//! * [`sst`]: the SSTable format (builder, reader, iterator); [`cache`]: the shared block cache.
+//! * [`sst`]: the SSTable format (builder, reader, iterator); [`cache`]: the shared block cache;
+//!   [`table_cache`]: the open tables, bounded by `Options::max_open_files`.
 //! * [`storage`]: the file-system trait all engine I/O goes through, the real implementation and
 //!   an in-memory one that simulates crashes and injects faults.
 //! * [`wal`]: the write-ahead log (block-framed records, torn-tail-aware recovery).
@@ -32,6 +33,7 @@ pub mod query;
 pub mod rng;
 pub mod sst;
 pub mod storage;
+pub mod table_cache;
 #[doc(hidden)]
 pub mod testing;
 pub mod version;

@@ -204,6 +204,13 @@ impl CompactionOptions {
 /// Default of [`Options::mmap_reads`].
 const MMAP_READS_DEFAULT: bool = cfg!(all(unix, target_pointer_width = "64"));
 
+/// Default of [`Options::max_open_files`] (the reason is in its documentation).
+pub const MAX_OPEN_FILES_DEFAULT: i32 = 512;
+
+/// Smallest limited [`Options::max_open_files`]: a scan or compaction uses a few tables at once,
+/// and a cache smaller than that would reopen files on every step for no real saving.
+pub const MIN_MAX_OPEN_FILES: i32 = 16;
+
 /// Options of [`crate::Db::open`].
 #[derive(Clone)]
 pub struct Options {
@@ -245,6 +252,19 @@ pub struct Options {
     /// Default: `true` on 64-bit unix (readrandom with zstd: 8% less time per lookup), else
     /// `false`.
     pub mmap_reads: bool,
+    /// Tables kept open at once by the table cache (RocksDB's `max_open_files`; design.md,
+    /// "Table cache"). An open table holds a file descriptor (and a mapping with
+    /// `mmap_reads`) and keeps its index and filter blocks in memory; a lookup that finds its
+    /// table closed reopens it (footer, properties, index and filter read and verified again),
+    /// so a working set of files larger than this costs reopens. `-1` keeps every table open
+    /// once opened (fastest, but a database of thousands of files then needs as many
+    /// descriptors: it fails with "Too many open files" under the common `ulimit -n 1024`).
+    /// Valid values: `-1`, or 16 and above. Default 512: half the common 1024-descriptor soft
+    /// limit, leaving the rest for the WAL, manifest, LOCK and directory handles, tables a
+    /// running scan or compaction still holds after the cache evicted them, and the
+    /// application's own files and sockets (fjall keeps about 900 of 1024 for tables; siftdb
+    /// leaves more room because its iterators may hold evicted tables).
+    pub max_open_files: i32,
     /// The file system. Default `None` = the real one; tests pass an in-memory,
     /// fault-injecting storage.
     pub storage: Option<Arc<dyn Storage>>,
@@ -262,6 +282,7 @@ impl Default for Options {
             compression: Compression::None,
             block_cache_bytes: 32 << 20,
             mmap_reads: MMAP_READS_DEFAULT,
+            max_open_files: MAX_OPEN_FILES_DEFAULT,
             filter_policy: FilterPolicy::default(),
             compaction: CompactionOptions::default(),
             storage: None,
@@ -281,6 +302,7 @@ impl std::fmt::Debug for Options {
             .field("compression", &self.compression)
             .field("block_cache_bytes", &self.block_cache_bytes)
             .field("mmap_reads", &self.mmap_reads)
+            .field("max_open_files", &self.max_open_files)
             .field("filter_policy", &self.filter_policy)
             .field("compaction", &self.compaction)
             .field("storage", &self.storage.as_ref().map(|_| "custom"))

@@ -168,6 +168,13 @@ impl Options {
                 return Err(out_of_range("compression Zstd level", level, "1..=22"));
             }
         }
+        if self.max_open_files != -1 && self.max_open_files < crate::options::MIN_MAX_OPEN_FILES {
+            return Err(out_of_range(
+                "max_open_files",
+                self.max_open_files,
+                &format!("-1 (unlimited) or {}..={}", crate::options::MIN_MAX_OPEN_FILES, i32::MAX),
+            ));
+        }
         check_flush_filter(&self.filter_policy.flush)?;
         check_allocation(&self.filter_policy.allocation)?;
         check_compaction(&self.compaction)

@@ -2,27 +2,78 @@
 //!
 //! A version is never modified; a flush or compaction builds a new one and swaps it in under a
 //! short lock (`Arc<Version>`), so readers holding the old one keep a consistent view and the
-//! files it names stay open until the last reader drops it.
+//! files it names stay on disk until the last reader drops it (whether a file is open is the
+//! table cache's business: [`TableFile::table`] opens it on demand).
 //!
 //! Invariants: level 0 files are ordered newest first and may overlap; every deeper level is
 //! sorted by smallest key and its files' key ranges are disjoint.
 
+use crate::error::Result;
+use crate::filter::{Filter, FilterKind};
 use crate::manifest::FileMeta;
 use crate::sst::Table;
+use crate::table_cache::TableCache;
 use std::sync::Arc;
 
 /// Number of levels, L0..L6.
 pub const NUM_LEVELS: usize = 7;
 
-/// An open SST file and its manifest metadata.
+/// Facts about a table that statistics and compaction need without opening it, taken from the
+/// table when it was first opened (written, or verified at `Db::open`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TableInfo {
+    /// Tombstones among the entries.
+    pub deletions: u64,
+    /// Distinct user keys.
+    pub distinct_keys: u64,
+    /// Kind of the filter block (`None`: no filter, or a kind this build cannot read).
+    pub filter_kind: Option<FilterKind>,
+    /// Bytes of memory the filter occupies while the table is open.
+    pub filter_memory_bytes: u64,
+}
+
+impl TableInfo {
+    /// The facts of an open table.
+    pub fn of(table: &Table) -> TableInfo {
+        let p = table.properties();
+        TableInfo {
+            deletions: p.deletions,
+            distinct_keys: p.distinct_keys,
+            filter_kind: table.filter().map(|f| f.kind()),
+            filter_memory_bytes: table.filter_memory_bytes() as u64,
+        }
+    }
+}
+
+/// An SST file of a version: its manifest metadata, and the table cache that opens it.
 pub struct TableFile {
     /// What the manifest records about the file.
     pub meta: FileMeta,
-    /// The open table (index and filter resident).
-    pub table: Arc<Table>,
+    /// Table facts kept while the file is closed.
+    pub info: TableInfo,
+    tables: Arc<TableCache>,
+}
+
+impl std::fmt::Debug for TableFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableFile").field("meta", &self.meta).field("info", &self.info).finish()
+    }
 }
 
 impl TableFile {
+    /// The file described by `meta`, whose open table `table` gives its [`TableInfo`]; later
+    /// lookups go through `tables`.
+    pub fn new(meta: FileMeta, table: &Table, tables: Arc<TableCache>) -> TableFile {
+        TableFile { meta, info: TableInfo::of(table), tables }
+    }
+
+    /// The open table, from the table cache or reopened (an I/O or corruption error if the
+    /// file cannot be read). Holding this `TableFile` (through a version) keeps the file on
+    /// disk, so the reopen never races its deletion.
+    pub fn table(&self) -> Result<Arc<Table>> {
+        self.tables.get(self.meta.number)
+    }
+
     /// Whether `user_key` lies inside the file's key range.
     pub fn may_contain_key(&self, user_key: &[u8]) -> bool {
         self.meta.smallest_key.as_slice() <= user_key

@@ -163,3 +163,51 @@ fn compaction_flags_reach_the_engine() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("contradicts"));
 }
+
+#[test]
+fn open_files_bounds_the_table_cache_and_rejects_out_of_range_values() {
+    // ~170 compacted files of 4 KiB read through a table cache of 16: the reads find what an
+    // unlimited cache finds, the cache reports at most 16 open tables, and its misses (file
+    // opens, also the rocksdb.no.file.opens ticker) show tables were reopened.
+    let run = |open_files: &str| {
+        bench_stdout(&[
+            "--benchmarks=fillrandom,compact,readrandom,stats",
+            "--num=6000",
+            "--bloom_bits=10",
+            "--write_buffer_size=65536",
+            "--target_file_size_base=4096",
+            open_files,
+            "--seed=7",
+            "--statistics=1",
+        ])
+    };
+    let found = |out: &str| {
+        let l = out.lines().find(|l| l.starts_with("readrandom ")).expect("readrandom line");
+        parse_line(l).2.expect("found count")
+    };
+    let (small, unlimited) = (run("--open_files=16"), run("--open_files=-1"));
+    assert_eq!(found(&small), found(&unlimited));
+    let line = small.lines().find(|l| l.starts_with("table cache: ")).expect("table cache line");
+    let f: Vec<&str> = line.split_whitespace().collect();
+    let (open, misses): (u64, u64) = (f[2].parse().unwrap(), f[6].parse().unwrap());
+    assert!((1..=16).contains(&open), "{line}");
+    assert!(misses > 0, "{line}");
+    let files: u64 = small
+        .lines()
+        .skip_while(|l| !l.starts_with("Level  Files"))
+        .skip(1)
+        .take_while(|l| l.starts_with('L'))
+        .map(|l| l.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert!(files > 16, "the database has more files than the cache holds: {files}");
+    let opens = small.lines().find(|l| l.starts_with("rocksdb.no.file.opens COUNT : ")).unwrap();
+    assert_eq!(opens.rsplit(' ').next().unwrap().parse::<u64>().unwrap(), misses);
+    for bad in ["--open_files=0", "--open_files=15", "--open_files=-2"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_siftdb"))
+            .args(["bench", "--num=10", "--benchmarks=fillseq", bad])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{bad} accepted");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--open_files"), "{bad}");
+    }
+}

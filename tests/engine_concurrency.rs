@@ -177,3 +177,97 @@ fn concurrent_writers_and_flushes_lose_nothing() {
     drop(db);
     check(&Db::open(dir.path(), opts).unwrap());
 }
+
+#[test]
+fn readers_finish_on_their_tables_while_compactions_delete_them() {
+    // Two readers get and scan 4,000 keys while the main thread overwrites them in rounds and
+    // compacts after each round: every compaction rewrites the ~4 KiB files the readers are in
+    // and deletes the old ones, and a table cache of 16 keeps evicting what the readers use.
+    // A reader must always see every key with a value of some round (never an error from a
+    // deleted file, a missing key, or another key's value).
+    const N: u64 = 4_000;
+    const ROUNDS: u64 = 6;
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        memtable_size: 64 << 10,
+        block_size: 1024,
+        max_open_files: 16,
+        compaction: siftdb::CompactionOptions {
+            target_file_size: 4 << 10,
+            max_bytes_for_level_base: 64 << 10,
+            ..siftdb::CompactionOptions::default()
+        },
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), opts).unwrap();
+    let k = |i: u64| format!("key{i:06}");
+    let v = |i: u64, round: u64| format!("{round}:{}", k(i)).into_bytes();
+    let check = |i: u64, got: &[u8], reader: usize| {
+        let s = std::str::from_utf8(got).unwrap();
+        let (round, of) = s.split_once(':').unwrap();
+        assert_eq!(of, k(i), "reader {reader}: value of another key");
+        assert!(round.parse::<u64>().unwrap() <= ROUNDS, "reader {reader}: {s}");
+    };
+    for i in 0..N {
+        db.put(k(i), v(i, 0)).unwrap();
+    }
+    db.compact().unwrap();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let start = Barrier::new(3);
+    let reads = std::thread::scope(|s| {
+        let readers: Vec<_> = (0..2)
+            .map(|id| {
+                let (db, done, start) = (&db, &done, &start);
+                s.spawn(move || {
+                    start.wait();
+                    let mut rng = siftdb::rng::SplitMix64::new(id as u64 + 1);
+                    let mut reads = 0u64;
+                    while !done.load(std::sync::atomic::Ordering::Acquire) || reads == 0 {
+                        for _ in 0..200 {
+                            let i = rng.below(N);
+                            let got = db.get(k(i)).unwrap().expect("every key is always present");
+                            check(i, &got, id);
+                        }
+                        let mut n = 0;
+                        for kv in db.scan().unwrap() {
+                            let (key, got) = kv.unwrap();
+                            assert_eq!(key, k(n).as_bytes(), "reader {id}: scan skipped a key");
+                            check(n, &got, id);
+                            n += 1;
+                        }
+                        assert_eq!(n, N, "reader {id}: scan length");
+                        reads += 1;
+                    }
+                    reads
+                })
+            })
+            .collect();
+        start.wait();
+        for round in 1..=ROUNDS {
+            for i in (round % 3..N).step_by(3) {
+                db.put(k(i), v(i, round)).unwrap();
+            }
+            db.compact().unwrap();
+        }
+        done.store(true, std::sync::atomic::Ordering::Release);
+        readers.into_iter().map(|r| r.join().unwrap()).collect::<Vec<_>>()
+    });
+    assert!(reads.iter().all(|&r| r > 0));
+    let stats = db.stats();
+    assert!(stats.compactions >= ROUNDS, "{stats:?}");
+    assert!(stats.table_cache_misses > 0 && stats.table_cache_open_tables <= 16, "{stats:?}");
+    // Deleted inputs are gone from disk once no reader holds their version: at the latest when
+    // the database closes, only the tables of the last version remain.
+    let files: usize = stats.levels.iter().map(|l| l.files).sum();
+    assert!(files > 16, "more tables than the cache holds: {files}");
+    drop(db);
+    let on_disk = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".sst"))
+        .count();
+    assert_eq!(on_disk, files);
+    let db = Db::open(dir.path(), Options { max_open_files: 16, ..Options::default() }).unwrap();
+    for i in 0..N {
+        check(i, &db.get(k(i)).unwrap().unwrap(), 0);
+    }
+}

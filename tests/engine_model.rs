@@ -27,18 +27,25 @@ const MAX_SNAPSHOTS: usize = 4;
 
 /// Small memtables (several L0 files form). The file-system run uses uncompressed blocks and a
 /// small block cache; the `MemStorage` runs use zstd blocks and no block cache, so both read
-/// paths are checked against the model.
-fn options(storage: Option<&MemStorage>) -> Options {
-    Options {
+/// paths are checked against the model. `small_table_cache`: 4 KiB compaction outputs over
+/// small levels read through a table cache of 16 tables, so lookups, scans and compactions
+/// reopen evicted tables all the time.
+fn options(storage: Option<&MemStorage>, small_table_cache: bool) -> Options {
+    let mut o = Options {
         memtable_size: 64 << 10,
         block_cache_bytes: if storage.is_some() { 0 } else { 256 << 10 },
         compression: if storage.is_some() { Compression::Zstd(1) } else { Compression::None },
         storage: storage.map(|s| Arc::new(s.clone()) as _),
         ..Options::default()
+    };
+    if small_table_cache {
+        o.max_open_files = 16;
+        o.compaction.target_file_size = 4 << 10;
+        o.compaction.max_bytes_for_level_base = 64 << 10;
     }
+    o
 }
 
-/// Keys share prefixes by design (`k0`, `k01`, ...) so prefix scans select varied subsets.
 fn key(rng: &mut SplitMix64) -> Vec<u8> {
     format!("k{}", rng.below(KEYSPACE)).into_bytes()
 }
@@ -92,10 +99,10 @@ fn check_snapshot(rng: &mut SplitMix64, snap: &Snapshot, m: &Model, op: usize) {
 /// `power_loss`, every write is synced and every reopen follows a simulated power loss of
 /// `storage` that drops all unsynced data and directory entries: since everything acknowledged
 /// was synced, the recovered database must still equal the model exactly.
-fn run_model(dir: &Path, storage: Option<&MemStorage>, seed: u64, power_loss: bool) {
+fn run_model(dir: &Path, storage: Option<&MemStorage>, seed: u64, power_loss: bool, small: bool) {
     let wo = WriteOptions { sync: power_loss };
     let mut rng = SplitMix64::new(seed);
-    let mut db = Db::open(dir, options(storage)).expect("open");
+    let mut db = Db::open(dir, options(storage, small)).expect("open");
     let mut model = Model::new();
     let mut snaps: Vec<(Snapshot, Model)> = Vec::new();
     let (mut flushes, mut reopens, mut snapshot_checks) = (0, 0, 0);
@@ -218,7 +225,7 @@ fn run_model(dir: &Path, storage: Option<&MemStorage>, seed: u64, power_loss: bo
                     s.crash_drop_unsynced();
                 }
                 drop(db);
-                db = Db::open(dir, options(storage)).expect("reopen");
+                db = Db::open(dir, options(storage, small)).expect("reopen");
                 reopens += 1;
                 let all: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
                 assert_eq!(collect(db.scan().unwrap()), all, "op {op}: scan after reopen");
@@ -228,7 +235,7 @@ fn run_model(dir: &Path, storage: Option<&MemStorage>, seed: u64, power_loss: bo
     // The final state, entry by entry and as one scan, after one more reopen.
     snaps.clear();
     drop(db);
-    let db = Db::open(dir, options(storage)).expect("final reopen");
+    let db = Db::open(dir, options(storage, small)).expect("final reopen");
     for (k, v) in &model {
         assert_eq!(db.get(k).unwrap().as_ref(), Some(v), "final get {k:?}");
     }
@@ -239,22 +246,40 @@ fn run_model(dir: &Path, storage: Option<&MemStorage>, seed: u64, power_loss: bo
     // compaction decides on which levels), reopens and snapshot checks.
     assert!(stats.levels.iter().map(|l| l.files).sum::<usize>() >= 1, "{stats:?}");
     assert!(flushes >= 5 && reopens >= 2 && snapshot_checks >= 100);
+    if small {
+        let files: usize = stats.levels.iter().map(|l| l.files).sum();
+        assert!(files > 16, "more tables than the cache holds: {files}");
+        assert!(stats.table_cache_open_tables <= 16, "{stats:?}");
+        assert!(stats.table_cache_misses > 0, "{stats:?}");
+    }
 }
 
 #[test]
 fn random_operations_match_a_btreemap_on_the_file_system() {
     let dir = tempfile::tempdir().unwrap();
-    run_model(dir.path(), None, 0x5EED_0001, false);
+    run_model(dir.path(), None, 0x5EED_0001, false, false);
 }
 
 #[test]
 fn random_operations_match_a_btreemap_on_mem_storage() {
     let storage = MemStorage::new();
-    run_model(Path::new("/db"), Some(&storage), 0x5EED_0002, false);
+    run_model(Path::new("/db"), Some(&storage), 0x5EED_0002, false, false);
 }
 
 #[test]
 fn synced_random_operations_survive_power_losses_on_mem_storage() {
     let storage = MemStorage::new();
-    run_model(Path::new("/db"), Some(&storage), 0x5EED_0003, true);
+    run_model(Path::new("/db"), Some(&storage), 0x5EED_0003, true, false);
+}
+
+#[test]
+fn random_operations_match_a_btreemap_through_a_table_cache_of_16_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    run_model(dir.path(), None, 0x5EED_0004, false, true);
+}
+
+#[test]
+fn synced_random_operations_survive_power_losses_through_a_table_cache_of_16_tables() {
+    let storage = MemStorage::new();
+    run_model(Path::new("/db"), Some(&storage), 0x5EED_0005, true, true);
 }

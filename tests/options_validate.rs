@@ -203,3 +203,16 @@ fn target_file_size_zero_is_refused() {
         &["compaction.target_file_size = 0", &MIN_FILE_SIZE.to_string()],
     );
 }
+
+#[test]
+fn max_open_files_below_sixteen_other_than_minus_one_is_refused() {
+    for n in [0, 15, -2] {
+        let opts = Options { max_open_files: n, ..Options::default() };
+        refused(opts, &["max_open_files", &n.to_string(), "-1 (unlimited)"]);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for n in [-1, 16] {
+        let opts = Options { max_open_files: n, ..Options::default() };
+        drop(Db::open(dir.path().join(n.to_string()), opts).unwrap());
+    }
+}

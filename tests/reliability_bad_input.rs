@@ -129,3 +129,23 @@ fn opening_without_create_if_missing_creates_nothing() {
         contents(tmp.path()).into_iter().filter(|(n, _)| n != "LOCK").collect();
     assert_eq!(after, before);
 }
+
+#[test]
+fn an_out_of_range_max_open_files_is_refused_before_anything_is_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    real_db(tmp.path());
+    let before = contents(tmp.path());
+    for bad in [0, 15, -2] {
+        let opts = Options { max_open_files: bad, ..Options::default() };
+        let msg = Db::open(tmp.path(), opts).err().expect("open must fail").to_string();
+        assert!(msg.contains("max_open_files") && msg.contains(&bad.to_string()), "{msg}");
+        assert!(msg.contains("-1") && msg.contains("16"), "names the valid range: {msg}");
+        assert_eq!(contents(tmp.path()), before, "a refused open changed the directory");
+        let missing = tmp.path().join("new");
+        let opts = Options { max_open_files: bad, ..Options::default() };
+        assert!(Db::open(&missing, opts).is_err());
+        assert!(!missing.exists(), "a refused open created the directory");
+    }
+    let db = Db::open(tmp.path(), Options { max_open_files: 16, ..Options::default() }).unwrap();
+    assert_eq!(db.get("k0007").unwrap().as_deref(), Some(&b"v7"[..]));
+}

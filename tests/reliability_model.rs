@@ -59,13 +59,19 @@ fn value(n: usize, len: u8) -> Vec<u8> {
     v
 }
 
-fn options(s: &MemStorage) -> Options {
-    Options {
+/// `small_table_cache`: 1 KiB compaction outputs (the smallest `Options::validate` accepts) read through a table cache of 16 tables.
+fn options(s: &MemStorage, small_table_cache: bool) -> Options {
+    let mut o = Options {
         storage: Some(Arc::new(s.clone())),
         memtable_size: 2048,
         block_size: 256,
         ..Options::default()
+    };
+    if small_table_cache {
+        o.max_open_files = 16;
+        o.compaction.target_file_size = 1024;
     }
+    o
 }
 
 fn apply(state: &mut State, recs: &Records) {
@@ -81,10 +87,10 @@ fn scan(db: &Db) -> State {
     db.scan().unwrap().map(|r| r.unwrap()).collect()
 }
 
-fn run_case(actions: &[Action]) -> Result<(), TestCaseError> {
+fn run_case(actions: &[Action], small: bool) -> Result<(), TestCaseError> {
     let dir = Path::new("/m");
     let storage = MemStorage::new();
-    let mut db = Some(Db::open(dir, options(&storage)).unwrap());
+    let mut db = Some(Db::open(dir, options(&storage, small)).unwrap());
     // `base`: the state verified at the last crash; `pending`: writes since, in order;
     // `floor`: how many of them are promised durable; `model`: base + all pending.
     let mut base = State::new();
@@ -130,7 +136,7 @@ fn run_case(actions: &[Action]) -> Result<(), TestCaseError> {
             }
             Action::Reopen => {
                 drop(db.take()); // close before reopening (the directory lock)
-                db = Some(Db::open(dir, options(&storage)).unwrap());
+                db = Some(Db::open(dir, options(&storage, small)).unwrap());
                 prop_assert_eq!(scan(db.as_ref().unwrap()), model.clone(), "after reopen");
             }
             Action::Crash(fate, seed) => {
@@ -150,7 +156,7 @@ fn run_case(actions: &[Action]) -> Result<(), TestCaseError> {
                 if fate == 4 {
                     floor = pending.len();
                 }
-                db = Some(Db::open(dir, options(&storage)).unwrap());
+                db = Some(Db::open(dir, options(&storage, small)).unwrap());
                 let got = scan(db.as_ref().unwrap());
                 let mut candidate = base.clone();
                 let mut matched = None;
@@ -190,7 +196,16 @@ fn config(cases: u32) -> ProptestConfig {
 fn engine_matches_a_btreemap_through_reopens_and_crashes() {
     let mut runner = proptest::test_runner::TestRunner::new(config(256));
     let strategy = prop::collection::vec(action(), 200);
-    if let Err(e) = runner.run(&strategy, |actions| run_case(&actions)) {
+    if let Err(e) = runner.run(&strategy, |actions| run_case(&actions, false)) {
+        panic!("{e}");
+    }
+}
+
+#[test]
+fn engine_matches_a_btreemap_through_a_table_cache_of_16_tables() {
+    let mut runner = proptest::test_runner::TestRunner::new(config(64));
+    let strategy = prop::collection::vec(action(), 200);
+    if let Err(e) = runner.run(&strategy, |actions| run_case(&actions, true)) {
         panic!("{e}");
     }
 }

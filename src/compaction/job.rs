@@ -17,8 +17,9 @@ use crate::error::Result;
 use crate::filename;
 use crate::ikey::{self, ValueKind};
 use crate::manifest::FileMeta;
-use crate::sst::{FilterBlockSource, Table, TableBuilder, TableIter, TableOptions};
+use crate::sst::{FilterBlockSource, TableBuilder, TableIter, TableOptions};
 use crate::storage::Storage;
+use crate::table_cache::TableCache;
 use crate::version::TableFile;
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -33,8 +34,8 @@ pub struct JobEnv<'a> {
     pub dir: &'a Path,
     /// Hands out new file numbers.
     pub new_file_number: &'a dyn Fn() -> u64,
-    /// Block cache the opened outputs use.
-    pub cache: Option<Arc<crate::cache::BlockCache>>,
+    /// The table cache: opens the inputs as the merge reaches them, and the finished outputs.
+    pub tables: &'a Arc<TableCache>,
     /// Block layout of the outputs.
     pub table_options: TableOptions,
 }
@@ -42,8 +43,9 @@ pub struct JobEnv<'a> {
 /// What to merge.
 pub struct JobSpec {
     /// Sorted runs to merge, newest first: each L0 file alone, then each level's files in key
-    /// order (a level is one run).
-    pub runs: Vec<Vec<Arc<Table>>>,
+    /// order (a level is one run, whose files are opened one at a time as the merge reaches
+    /// them, so a compaction holds one open input per run).
+    pub runs: Vec<Vec<Arc<TableFile>>>,
     /// Live snapshot sequence numbers.
     pub snapshots: BTreeSet<u64>,
     /// Drop tombstones that hide nothing (no deeper level overlaps).
@@ -57,7 +59,7 @@ pub struct JobSpec {
 /// What a job produced.
 #[derive(Default)]
 pub struct JobResult {
-    /// Output files, opened, in key order.
+    /// Output files, in key order (opened once to verify them; the table cache keeps them).
     pub outputs: Vec<Arc<TableFile>>,
     /// Bytes of input files.
     pub bytes_read: u64,
@@ -73,7 +75,7 @@ pub struct JobResult {
 
 /// A run of disjoint tables read in order.
 struct RunIter {
-    tables: Vec<Arc<Table>>,
+    files: Vec<Arc<TableFile>>,
     next: usize,
     iter: Option<TableIter>,
 }
@@ -82,11 +84,13 @@ impl RunIter {
     /// Moves to the next table while the current one is exhausted.
     fn settle(&mut self) -> Result<()> {
         while !self.iter.as_ref().is_some_and(|i| i.valid()) {
-            let Some(t) = self.tables.get(self.next) else {
+            let Some(f) = self.files.get(self.next) else {
                 self.iter = None;
                 return Ok(());
             };
-            let mut it = t.iter(false);
+            // The previous table's iterator is dropped here, releasing its handle first.
+            self.iter = None;
+            let mut it = f.table()?.iter(false);
             it.seek_to_first()?;
             self.iter = Some(it);
             self.next += 1;
@@ -113,6 +117,7 @@ pub fn run(env: &JobEnv<'_>, spec: JobSpec) -> Result<JobResult> {
     let r = run_inner(env, spec, &mut made);
     if r.is_err() {
         for n in made {
+            env.tables.evict(n);
             let _ = env.storage.remove(&env.dir.join(filename::sst_name(n)));
         }
     }
@@ -121,12 +126,12 @@ pub fn run(env: &JobEnv<'_>, spec: JobSpec) -> Result<JobResult> {
 
 fn run_inner(env: &JobEnv<'_>, mut spec: JobSpec, made: &mut Vec<u64>) -> Result<JobResult> {
     let mut res = JobResult {
-        bytes_read: spec.runs.iter().flatten().map(|t| t.file_size()).sum(),
+        bytes_read: spec.runs.iter().flatten().map(|f| f.meta.size).sum(),
         ..JobResult::default()
     };
     let mut runs: Vec<RunIter> = std::mem::take(&mut spec.runs)
         .into_iter()
-        .map(|tables| RunIter { tables, next: 0, iter: None })
+        .map(|files| RunIter { files, next: 0, iter: None })
         .collect();
     for r in &mut runs {
         r.settle()?;
@@ -169,15 +174,9 @@ fn run_inner(env: &JobEnv<'_>, mut spec: JobSpec, made: &mut Vec<u64>) -> Result
         env.storage.sync_dir(env.dir)?;
     }
     for meta in metas {
-        let path = env.dir.join(filename::sst_name(meta.number));
-        let table = Arc::new(Table::open(
-            env.storage.open_immutable(&path)?,
-            meta.number,
-            env.cache.clone(),
-            &path,
-        )?);
+        let table = env.tables.open(meta.number)?;
         res.bytes_written += meta.size;
-        res.outputs.push(Arc::new(TableFile { meta, table }));
+        res.outputs.push(Arc::new(TableFile::new(meta, &table, env.tables.clone())));
     }
     Ok(res)
 }

@@ -13,7 +13,9 @@
 //!
 //! Obsolete files: inputs removed by an installed edit go to `DbInner::obsolete`. A file there
 //! is deleted once the list holds the only reference to it (`Arc::strong_count == 1`): no
-//! version a reader or iterator still holds names it, and the manifest no longer does. The list
+//! version a reader or iterator still holds names it, and the manifest no longer does; its
+//! table is then dropped from the table cache (a reader that took it earlier finishes on its
+//! handle, and nothing can ask the cache for it again: lookups go through a version). The list
 //! is checked after every flush and compaction and when the database closes; files still
 //! referenced at close are orphans to the next open, which deletes them.
 
@@ -101,14 +103,14 @@ pub(crate) fn run_pick(inner: &DbInner, p: &Pick) -> Result<()> {
         return Ok(());
     }
     // Runs newest first: L0 files one by one (already newest first), then the level runs.
-    let mut runs: Vec<Vec<Arc<crate::sst::Table>>> = Vec::new();
+    let mut runs: Vec<Vec<Arc<TableFile>>> = Vec::new();
     if p.level == 0 {
-        runs.extend(inputs.iter().map(|f| vec![f.table.clone()]));
+        runs.extend(inputs.iter().map(|f| vec![f.clone()]));
     } else {
-        runs.push(inputs.iter().map(|f| f.table.clone()).collect());
+        runs.push(inputs.clone());
     }
     if !next.is_empty() {
-        runs.push(next.iter().map(|f| f.table.clone()).collect());
+        runs.push(next.clone());
     }
     let weights = version_weights(&inner.opts, &v);
     let spec = JobSpec {
@@ -123,7 +125,7 @@ pub(crate) fn run_pick(inner: &DbInner, p: &Pick) -> Result<()> {
         storage: &*inner.storage,
         dir: &inner.dir,
         new_file_number: &new_number,
-        cache: inner.cache.clone(),
+        tables: &inner.tables,
         table_options: flush::table_options(&inner.opts),
     };
     let res = job::run(&env, spec)?;
@@ -186,13 +188,16 @@ fn install(
     Ok(())
 }
 
-/// Deletes obsolete files no version references any more (module documentation).
+/// Deletes obsolete files no version references any more (module documentation), dropping
+/// their tables from the table cache first. Nothing can reopen such a file afterwards: tables
+/// are looked up only through a version's `TableFile`, and the list holds the last one.
 pub(crate) fn purge_obsolete(inner: &DbInner) {
     let mut list = inner.obsolete.lock();
     list.retain(|f| {
         if Arc::strong_count(f) > 1 {
             return true;
         }
+        inner.tables.evict(f.meta.number);
         let _ = inner.storage.remove(&inner.dir.join(filename::sst_name(f.meta.number)));
         false
     });
@@ -251,10 +256,7 @@ fn compact_range_jobs(inner: &DbInner, start: Option<&[u8]>, end: Option<&[u8]>)
     let garbage: Vec<u64> = v.levels[bottom]
         .iter()
         .filter(|f| crate::compaction::picker::overlaps(&f.meta, &lo, &hi))
-        .filter(|f| {
-            let p = f.table.properties();
-            p.deletions > 0 || p.entries > p.distinct_keys
-        })
+        .filter(|f| f.info.deletions > 0 || f.meta.entries > f.info.distinct_keys)
         .map(|f| f.meta.number)
         .collect();
     for n in garbage {

@@ -22,7 +22,7 @@ use crate::ikey;
 use crate::manifest::{FileMeta, VersionEdit};
 use crate::memtable::Memtable;
 use crate::options::{Compression, FilterConfig, Options};
-use crate::sst::{self, FilterBlockSource, Table, TableBuilder, TableOptions};
+use crate::sst::{self, FilterBlockSource, TableBuilder, TableOptions};
 use crate::version::TableFile;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -110,12 +110,7 @@ pub(crate) fn write_l0_table(inner: &DbInner, mem: &Memtable) -> Result<Arc<Tabl
     if crate::testing::enabled("flush.sync_dir") {
         inner.storage.sync_dir(&inner.dir)?;
     }
-    let table = Arc::new(Table::open(
-        inner.storage.open_immutable(&path)?,
-        number,
-        inner.cache.clone(),
-        &path,
-    )?);
+    let table = inner.tables.open(number)?;
     let meta = FileMeta {
         number,
         size: summary.file_size,
@@ -125,7 +120,7 @@ pub(crate) fn write_l0_table(inner: &DbInner, mem: &Memtable) -> Result<Arc<Tabl
         largest_seq: summary.largest_seq,
         entries: summary.entries,
     };
-    Ok(Arc::new(TableFile { meta, table }))
+    Ok(Arc::new(TableFile::new(meta, &table, inner.tables.clone())))
 }
 
 /// Chooses the filter block of a flushed table (module documentation, "Flush filter rule").

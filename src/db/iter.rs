@@ -113,7 +113,7 @@ impl Source {
 
     /// A level source over `files` (non-empty, sorted, disjoint), positioned at `start`.
     fn level(files: Vec<Arc<TableFile>>, start: Option<&[u8]>) -> Result<Source> {
-        let mut iter = files[0].table.iter(true);
+        let mut iter = files[0].table()?.iter(true);
         match start {
             Some(k) => iter.seek(&ikey::lookup_key(k, ikey::MAX_SEQ))?,
             None => iter.seek_to_first()?,
@@ -130,7 +130,7 @@ impl Source {
         if let Source::Level { files, at, iter, current } = self {
             while current.is_none() && *at + 1 < files.len() {
                 *at += 1;
-                *iter = files[*at].table.iter(true);
+                *iter = files[*at].table()?.iter(true);
                 iter.seek_to_first()?;
                 *current = Self::read_table(iter)?;
             }
@@ -246,7 +246,7 @@ impl DbIterator {
             if n == 0 {
                 // L0 files may overlap each other: one source each.
                 for file in files {
-                    sources.push(Source::table(file.table.iter(true), start_ref)?);
+                    sources.push(Source::table(file.table()?.iter(true), start_ref)?);
                 }
             } else {
                 let files: Vec<Arc<TableFile>> = files.cloned().collect();

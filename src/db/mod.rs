@@ -88,6 +88,8 @@ pub(crate) struct DbInner {
     pub storage: Arc<dyn Storage>,
     pub opts: Options,
     pub cache: Option<Arc<BlockCache>>,
+    /// The open tables (at most `Options::max_open_files`); versions name files by metadata.
+    pub tables: Arc<crate::table_cache::TableCache>,
     /// The current super-version. Read with `load` (a point lookup) or `super_version()`;
     /// replaced only through `install_super_version`.
     pub sv: ArcSwap<SuperVersion>,

@@ -18,7 +18,7 @@ use crate::error::Result;
 use crate::filter::hash_key;
 use crate::memtable::MemLookup;
 use crate::sst::{FilterVerdict, GetResult, ReadCounters, Table};
-use crate::version::NUM_LEVELS;
+use crate::version::{TableFile, NUM_LEVELS};
 use std::sync::atomic::Ordering;
 
 /// One key's answer.
@@ -46,6 +46,27 @@ struct Batch<'a> {
 }
 
 impl Batch<'_> {
+    /// [`Batch::probe_table`] of `file`'s table; if the table cannot be opened, that error is
+    /// the answer of every key in `range` (each would have met it alone).
+    fn probe_file(
+        &mut self,
+        file: &TableFile,
+        counters: &ReadCounters,
+        range: std::ops::Range<usize>,
+        done: &mut [bool],
+        verdicts: &mut Vec<FilterVerdict>,
+    ) {
+        match file.table() {
+            Ok(table) => self.probe_table(&table, counters, range, done, verdicts),
+            Err(e) => {
+                for slot in range {
+                    self.answers[self.pending[slot]] = Some(Err(e.duplicate()));
+                    done[slot] = true;
+                }
+            }
+        }
+    }
+
     /// Looks the keys `pending[range]` (all within `table`'s level) up in `table`: filters
     /// first, then blocks for the survivors. Resolved keys are marked in `done`.
     fn probe_table(
@@ -133,7 +154,7 @@ fn lookup_all(
         let lo = b.pending.partition_point(|&i| keys[i] < file.meta.smallest_key.as_slice());
         let hi = b.pending.partition_point(|&i| keys[i] <= file.meta.largest_key.as_slice());
         if lo < hi {
-            b.probe_table(&file.table, &reads[0], lo..hi, &mut done, &mut verdicts);
+            b.probe_file(file, &reads[0], lo..hi, &mut done, &mut verdicts);
             b.retire(&mut done);
         }
     }
@@ -153,7 +174,7 @@ fn lookup_all(
             let end = slot
                 + b.pending[slot..]
                     .partition_point(|&i| keys[i] <= file.meta.largest_key.as_slice());
-            b.probe_table(&file.table, level_reads, slot..end, &mut done, &mut verdicts);
+            b.probe_file(file, level_reads, slot..end, &mut done, &mut verdicts);
             slot = end;
         }
         b.retire(&mut done);

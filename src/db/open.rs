@@ -4,7 +4,8 @@
 //! 1. Take the LOCK file (a second open of the directory fails with `Error::Locked`).
 //! 2. Replay the manifest named by CURRENT into the file set, log number, next file number and
 //!    last sequence. No CURRENT: create a database (if allowed).
-//! 3. Open every SST the manifest names (footer, index and filter are verified).
+//! 3. Open every SST the manifest names (footer, index and filter are verified), one at a time
+//!    through the table cache, which keeps at most `max_open_files` of them open.
 //! 4. Replay, in order, every WAL numbered at or above the log number into one memtable. A torn
 //!    final record of the newest WAL is dropped and the file truncated to its valid prefix; any
 //!    other damage is a corruption error naming the file and offset.
@@ -23,8 +24,8 @@ use crate::filter::hash_key;
 use crate::manifest::{self, Manifest, VersionEdit};
 use crate::memtable::Memtable;
 use crate::options::Options;
-use crate::sst::Table;
 use crate::storage::{FsStorage, Storage};
+use crate::table_cache::TableCache;
 use crate::version::{TableFile, Version, NUM_LEVELS};
 use crate::wal::{read_wal, WalWriter};
 use parking_lot::{Condvar, Mutex};
@@ -70,6 +71,15 @@ fn refuse_foreign_directory(storage: &dyn Storage, dir: &Path) -> Result<()> {
 pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let storage: Arc<dyn Storage> =
         opts.storage.clone().unwrap_or_else(|| Arc::new(FsStorage::with_mmap(opts.mmap_reads)));
+    // Built first: it rejects an out-of-range `max_open_files` before anything is written.
+    let cache =
+        (opts.block_cache_bytes > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_bytes)));
+    let tables = Arc::new(TableCache::new(
+        storage.clone(),
+        dir.to_path_buf(),
+        cache.clone(),
+        opts.max_open_files,
+    )?);
     if opts.create_if_missing {
         storage.create_dir_all(dir)?;
     }
@@ -96,8 +106,6 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         }
     };
 
-    let cache =
-        (opts.block_cache_bytes > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_bytes)));
     let names = storage.list(dir)?;
     let max_seen = names
         .iter()
@@ -107,18 +115,14 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         .unwrap_or(0);
     let mut next_file = state.next_file_number.max(max_seen + 1).max(1);
 
-    // Tables.
+    // Tables: each is opened (and verified) once to take its `TableInfo`; the table cache
+    // keeps the most recent `max_open_files` of them open.
     let mut version = Version::empty();
     for (level, files) in state.levels.iter().enumerate().take(NUM_LEVELS) {
         for meta in files.values() {
-            let path = dir.join(filename::sst_name(meta.number));
-            let table = Arc::new(Table::open(
-                storage.open_immutable(&path)?,
-                meta.number,
-                cache.clone(),
-                &path,
-            )?);
-            version.levels[level].push(Arc::new(TableFile { meta: meta.clone(), table }));
+            let table = tables.open(meta.number)?;
+            let file = TableFile::new(meta.clone(), &table, tables.clone());
+            version.levels[level].push(Arc::new(file));
         }
     }
     // L0 newest first (higher file number = written later); deeper levels by smallest key.
@@ -250,6 +254,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         dir: dir.to_path_buf(),
         storage,
         cache,
+        tables,
         sv: arc_swap::ArcSwap::from_pointee(SuperVersion { mem, imm, version: Arc::new(version) }),
         sv_install: Mutex::new(()),
         visible_seq: AtomicU64::new(last_seq),

@@ -10,7 +10,6 @@ use super::stats::{LevelStats, Stats};
 use super::{DbInner, SuperVersion};
 use crate::error::Result;
 use crate::filter::hash_key;
-use crate::filter::Filter;
 use crate::memtable::MemLookup;
 use crate::options::{FilterConfig, Options};
 use crate::sst::{FilterVerdict, GetResult, ReadCounters, Table};
@@ -68,7 +67,7 @@ fn lookup(
             }
         };
     for file in sv.version.levels[0].iter().filter(|f| f.may_contain_key(key)) {
-        match in_table(&file.table, &reads[0])? {
+        match in_table(&*file.table()?, &reads[0])? {
             GetResult::Found(v) => return Ok(Some(v)),
             GetResult::Deleted => return Ok(None),
             GetResult::NotFound => {}
@@ -76,7 +75,7 @@ fn lookup(
     }
     for (level, level_reads) in reads.iter().enumerate().skip(1) {
         if let Some(file) = sv.version.find_in_level(level, key) {
-            match in_table(&file.table, level_reads)? {
+            match in_table(&*file.table()?, level_reads)? {
                 GetResult::Found(v) => return Ok(Some(v)),
                 GetResult::Deleted => return Ok(None),
                 GetResult::NotFound => {}
@@ -96,8 +95,7 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
             let files = &sv.version.levels[level];
             let mut kinds: Vec<String> = Vec::new();
             for f in files {
-                let k =
-                    f.table.filter().map_or("none".to_string(), |v| v.kind().name().to_string());
+                let k = f.info.filter_kind.map_or("none", |k| k.name()).to_string();
                 if !kinds.contains(&k) {
                     kinds.push(k);
                 }
@@ -108,7 +106,7 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
                 bytes: files.iter().map(|f| f.meta.size).sum(),
                 entries: files.iter().map(|f| f.meta.entries).sum(),
                 filter_kinds: kinds,
-                filter_bytes: files.iter().map(|f| f.table.filter_memory_bytes() as u64).sum(),
+                filter_bytes: files.iter().map(|f| f.info.filter_memory_bytes).sum(),
                 configured_fpr: configured_fpr(&inner.opts, level, &weights),
                 reads: inner.reads.level(level),
             }
@@ -133,6 +131,9 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
         block_cache_hits: hits,
         block_cache_misses: misses,
         block_cache_bytes: usage,
+        table_cache_hits: inner.tables.hits(),
+        table_cache_misses: inner.tables.misses(),
+        table_cache_open_tables: inner.tables.open_tables(),
         write_stall_micros: c.write_stall_micros.load(Ordering::Relaxed),
         write_groups: c.write_groups.load(Ordering::Relaxed),
         write_batches: c.write_batches.load(Ordering::Relaxed),

@@ -17,7 +17,8 @@ pub struct LevelStats {
     pub entries: u64,
     /// Filter kinds present (snake-case names, e.g. `two_bit_bloom`), or "none".
     pub filter_kinds: Vec<String>,
-    /// Bytes of filter held in memory for the level.
+    /// Bytes of memory the level's filters take while their tables are open (taken from each
+    /// file's metadata, so every table counts whether the table cache holds it open or not).
     pub filter_bytes: u64,
     /// The FPR the filter policy configures for the level now: the flush filter's theoretical
     /// FPR on L0, the compaction policy's (fixed or Monkey) on deeper levels; `None` without a
@@ -63,6 +64,13 @@ pub struct Stats {
     pub block_cache_misses: u64,
     /// Bytes held by the block cache.
     pub block_cache_bytes: u64,
+    /// Table lookups that found their table open in the table cache.
+    pub table_cache_hits: u64,
+    /// Table lookups that had to open the file (each one an open of the file and a read of
+    /// its footer, properties, index and filter).
+    pub table_cache_misses: u64,
+    /// Tables the table cache holds open now (at most `Options::max_open_files`).
+    pub table_cache_open_tables: usize,
     /// Microseconds writers waited for a flush to free a memtable slot.
     pub write_stall_micros: u64,
     /// Writes groups committed, and batches in them (group commit efficiency).
@@ -131,6 +139,7 @@ impl Stats {
             ("rocksdb.bloom.filter.full.true.positive", t.filter_true_positive),
             ("rocksdb.block.cache.hit", self.block_cache_hits),
             ("rocksdb.block.cache.miss", self.block_cache_misses),
+            ("rocksdb.no.file.opens", self.table_cache_misses),
             ("rocksdb.number.keys.read", self.gets),
             ("rocksdb.stall.micros", self.write_stall_micros),
         ]

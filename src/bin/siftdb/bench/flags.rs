@@ -164,6 +164,11 @@ pub struct Flags {
     /// the same name defaults to false; absent here, siftdb's own default applies.
     #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub mmap_read: Option<bool>,
+    /// Tables kept open at once (`Options::max_open_files`): -1 = unlimited, else 16 or more.
+    /// db_bench's flag of the same name defaults to RocksDB's -1; absent here, siftdb's own
+    /// default (512) applies.
+    #[arg(long, allow_hyphen_values = true)]
+    pub open_files: Option<i32>,
 }
 
 impl Flags {
@@ -275,6 +280,13 @@ pub fn apply_db_bench_flags(flags: &Flags, opts: &mut Options) -> Result<(), Str
     opts.block_cache_bytes = flags.cache_size;
     if let Some(m) = flags.mmap_read {
         opts.mmap_reads = m;
+    }
+    if let Some(n) = flags.open_files {
+        let min = siftdb::options::MIN_MAX_OPEN_FILES;
+        if n != -1 && n < min {
+            return Err(format!("--open_files={n} is out of range: -1 (unlimited) or >= {min}"));
+        }
+        opts.max_open_files = n;
     }
     opts.compression = match flags.compression_type.to_ascii_lowercase().as_str() {
         "none" | "no" => Compression::None,

@@ -17,6 +17,8 @@ pub fn statistics(stats: &Stats, lookups: u64) -> String {
     let entries: u64 = stats.levels.iter().map(|l| l.entries).sum();
     s += &format!("siftdb.filter.bytes COUNT : {filter_bytes}\n");
     s += &format!("siftdb.sst.entries COUNT : {entries}\n");
+    s += &format!("siftdb.table.cache.hit COUNT : {}\n", stats.table_cache_hits);
+    s += &format!("siftdb.table.cache.open COUNT : {}\n", stats.table_cache_open_tables);
     s += "\nper-level reads (siftdb):\n";
     s += &stats.read_amp_table(lookups);
     s
@@ -41,6 +43,10 @@ pub fn level_summary(stats: &Stats) -> String {
             l.filter_bits_per_key()
         );
     }
+    s += &format!(
+        "table cache: {} open, {} hits, {} misses (file opens)\n",
+        stats.table_cache_open_tables, stats.table_cache_hits, stats.table_cache_misses
+    );
     s += &format!(
         "flushes {} (filter as is {}, rebuilt {}), memtable bytes {}, block cache {} B, write stall {} us\n",
         stats.flushes,
