@@ -1,50 +1,83 @@
-//! [`TableCache`]: the open SSTs of a database, at most `Options::max_open_files` of them, in
-//! least-recently-used order (design.md, "Table cache").
+//! [`TableCache`]: the open SSTs of a database, at most `Options::max_open_files` of them
+//! (design.md, "Table cache").
 //!
 //! A version names its files by metadata only ([`crate::version::TableFile`]: key range, size,
-//! entries and the few table facts statistics need); a get, scan or compaction asks this cache
-//! for the open [`Table`] when it reaches a file, and a miss reopens the file (footer,
-//! properties, index and filter read and verified, as at `Db::open`). Values are `Arc<Table>`:
-//! eviction only drops the cache's reference, so a reader that still holds a table keeps its
-//! descriptor, mapping, index and filter until it lets go.
+//! entries and the few table facts statistics need); a get, scan or compaction asks for the open
+//! [`Table`] when it reaches a file, and a miss reopens the file (footer, properties, index and
+//! filter read and verified, as at `Db::open`). Eviction only drops the cache's reference, so a
+//! reader that still holds a table keeps its descriptor, mapping, index and filter until it lets
+//! go.
+//!
+//! Layout: every live file has one [`Slot`] (shared by the cache and the file's `TableFile`)
+//! holding its open table, if any, in an `ArcSwapOption`, and a "referenced" bit. A hit is a
+//! `load` of the slot (arc-swap's thread-local debt: no shared reference count is written) plus a
+//! read of the bit, written only when it is clear: a point lookup on a hot table writes no cache
+//! line another core writes (design.md, "Read-path concurrency"). Replacement is CLOCK
+//! (second chance), an approximation of LRU that needs no bookkeeping on hits: the open slots form
+//! a ring; to make room, the hand clears set bits and evicts the first slot whose bit is clear.
+//! Opens (misses) take one mutex for the ring and the slot map, never across I/O.
 //!
 //! Deletion invariant: a file is looked up only through a `TableFile` of a version, and a file
 //! is deleted only once no version names it (`DbInner::obsolete`, src/db/compact.rs), so a
-//! lookup never races the unlink of its file; the deleter then erases the file's entry here
+//! lookup never races the unlink of its file; the deleter then drops the file's slot here
 //! ([`TableCache::evict`]), after which nothing can bring it back (no `TableFile` is left to
 //! ask). A reader that opened the table before the unlink finishes on its handle (an unlinked
 //! file stays readable through an open descriptor or a mapping).
-//!
-//! Thread safety: entries live in a sharded [`Cache`] (one `parking_lot::Mutex` per shard,
-//! held for the map lookup and LRU splice only, never across I/O), so concurrent lookups of
-//! different files rarely meet on a lock. Two threads missing on the same file may both open
-//! it; the second insert replaces the first, and both handles stay valid.
 
-use crate::cache::{BlockCache, Cache, ENTRY_OVERHEAD};
+use crate::cache::BlockCache;
+use crate::db::read_counters::StripedCounter;
 use crate::error::{Error, Result};
 use crate::filename;
 use crate::options::MIN_MAX_OPEN_FILES;
 use crate::sst::Table;
 use crate::storage::Storage;
+use arc_swap::ArcSwapOption;
+use parking_lot::Mutex;
+use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// Most shards of a table cache; a smaller cache gets fewer so that each shard holds at least
-/// [`MIN_MAX_OPEN_FILES`] tables (a shard evicts on its own, so tiny shards would evict while
-/// others have room).
-const MAX_SHARDS: usize = 16;
+/// One file's place in the cache: its open table (if any) and its CLOCK bit.
+#[derive(Debug, Default)]
+pub(crate) struct Slot {
+    table: ArcSwapOption<Table>,
+    /// Set by a hit, cleared by the passing CLOCK hand (second chance).
+    referenced: AtomicBool,
+}
+
+impl Slot {
+    /// Marks the slot recently used, writing the bit only when it is clear (a hot table's
+    /// line is then only read by lookups).
+    #[inline]
+    fn touch(&self) {
+        if !self.referenced.load(Ordering::Relaxed) {
+            self.referenced.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The ring of open slots and the slot of every live file, under one mutex.
+#[derive(Default)]
+struct State {
+    slots: HashMap<u64, Arc<Slot>>,
+    /// Slots holding an open table, in CLOCK order.
+    ring: Vec<Arc<Slot>>,
+    hand: usize,
+}
 
 /// The open tables of one database. See the module documentation.
 pub struct TableCache {
     storage: Arc<dyn Storage>,
     dir: PathBuf,
     block_cache: Option<Arc<BlockCache>>,
-    /// Keyed `(file number, 0)`; each table charged 1 (+ the cache's entry overhead), so the
-    /// byte capacity counts tables.
-    tables: Cache<Table>,
     /// Tables the cache may hold; `None` = unlimited (`max_open_files = -1`).
     limit: Option<usize>,
+    state: Mutex<State>,
+    /// Lookups that found their table open (striped: hits are the read path's hot case).
+    hits: StripedCounter,
+    /// Lookups that had to open their table.
+    misses: AtomicU64,
     /// Every `Table::open` made here (lookup misses and new tables).
     opens: AtomicU64,
 }
@@ -80,55 +113,122 @@ impl TableCache {
                 )))
             }
         };
-        let per_entry = 1 + ENTRY_OVERHEAD;
-        let tables = match limit {
-            None => Cache::with_shards(usize::MAX, MAX_SHARDS),
-            Some(n) => {
-                // Every shard holds exactly `n / shards` tables, so the total never exceeds n.
-                let shards = (n / MIN_MAX_OPEN_FILES as usize).clamp(1, MAX_SHARDS);
-                Cache::with_shards(shards * (n / shards) * per_entry, shards)
-            }
-        };
-        Ok(TableCache { storage, dir, block_cache, tables, limit, opens: AtomicU64::new(0) })
+        Ok(TableCache {
+            storage,
+            dir,
+            block_cache,
+            limit,
+            state: Mutex::new(State::default()),
+            hits: StripedCounter::new(),
+            misses: AtomicU64::new(0),
+            opens: AtomicU64::new(0),
+        })
     }
 
-    /// The open table of file `number`: from the cache (marked most recently used), or opened
-    /// and inserted on a miss, evicting the least recently used table of its shard if full.
-    /// The caller must hold a `TableFile` naming the file (module documentation).
-    pub fn get(&self, number: u64) -> Result<Arc<Table>> {
-        if let Some(t) = self.tables.get(number, 0) {
+    /// The slot of file `number` (created empty on first use). A `TableFile` keeps its own.
+    pub(crate) fn slot(&self, number: u64) -> Arc<Slot> {
+        self.state.lock().slots.entry(number).or_default().clone()
+    }
+
+    /// Calls `f` with file `number`'s open table (through its `slot`), opening the file on a
+    /// miss. The hit path takes no lock and writes no shared counter or reference count.
+    pub(crate) fn with_table<R>(
+        &self,
+        slot: &Arc<Slot>,
+        number: u64,
+        f: impl FnOnce(&Table) -> R,
+    ) -> Result<R> {
+        {
+            let guard = slot.table.load();
+            if let Some(t) = guard.as_deref() {
+                slot.touch();
+                self.hits.add(1);
+                return Ok(f(t));
+            }
+        }
+        self.misses.fetch_add(1, Ordering::Relaxed);
+        let t = self.open_into(slot, number)?;
+        Ok(f(&t))
+    }
+
+    /// File `number`'s open table as an owned handle (iterators and compaction, which keep it
+    /// across many steps), opening the file on a miss.
+    pub(crate) fn table(&self, slot: &Arc<Slot>, number: u64) -> Result<Arc<Table>> {
+        if let Some(t) = slot.table.load_full() {
+            slot.touch();
+            self.hits.add(1);
             return Ok(t);
         }
-        self.open(number)
+        self.misses.fetch_add(1, Ordering::Relaxed);
+        self.open_into(slot, number)
     }
 
-    /// Opens file `number` (a table just written, or one verified at `Db::open`) and inserts it
-    /// without counting a lookup.
+    /// The open table of file `number`: from the cache, or opened on a miss. The caller must
+    /// hold a `TableFile` naming the file (module documentation).
+    pub fn get(&self, number: u64) -> Result<Arc<Table>> {
+        let slot = self.slot(number);
+        self.table(&slot, number)
+    }
+
+    /// Opens file `number` (a table just written, or one verified at `Db::open`) and makes it
+    /// the open table of its slot, without counting a lookup.
     pub fn open(&self, number: u64) -> Result<Arc<Table>> {
+        let slot = self.slot(number);
+        self.open_into(&slot, number)
+    }
+
+    /// Opens the file (outside any lock) and installs it in `slot`, unless another thread
+    /// installed one meanwhile (then that one is returned and ours closed). Evicts by CLOCK if
+    /// the cache is over its limit.
+    fn open_into(&self, slot: &Arc<Slot>, number: u64) -> Result<Arc<Table>> {
         let path = self.dir.join(filename::sst_name(number));
         let file = self.storage.open_immutable(&path)?;
         let table = Arc::new(Table::open(file, number, self.block_cache.clone(), &path)?);
         self.opens.fetch_add(1, Ordering::Relaxed);
-        let mut evicted = Vec::new();
-        self.tables.insert_evicting(number, 0, Arc::clone(&table), 1, &mut evicted);
-        drop(evicted); // closes the evicted files, outside the shard lock
-        Ok(table)
+        let mut evicted: Vec<Arc<Table>> = Vec::new();
+        let result = {
+            let mut st = self.state.lock();
+            if let Some(existing) = slot.table.load_full() {
+                existing
+            } else {
+                // Installed with a clear bit, as CLOCK inserts: a table earns its second chance
+                // by a hit. (Set here, one eviction sweep could clear every bit, including a
+                // hot table's, and then evict that table before any reader could set it again.)
+                slot.table.store(Some(Arc::clone(&table)));
+                slot.referenced.store(false, Ordering::Relaxed);
+                st.ring.push(Arc::clone(slot));
+                if let Some(limit) = self.limit {
+                    evict_over(&mut st, limit, &mut evicted);
+                }
+                table
+            }
+        };
+        drop(evicted); // closes the evicted files, outside the lock
+        Ok(result)
     }
 
-    /// Drops file `number`'s table from the cache (its file is being deleted). Readers still
-    /// holding it keep it.
+    /// Forgets file `number` (its file is being deleted): its table leaves the cache and its
+    /// slot the map. Readers still holding the table keep it.
     pub fn evict(&self, number: u64) {
-        self.tables.erase(number, 0);
+        let dropped = {
+            let mut st = self.state.lock();
+            let Some(slot) = st.slots.remove(&number) else { return };
+            if let Some(i) = st.ring.iter().position(|s| Arc::ptr_eq(s, &slot)) {
+                st.ring.swap_remove(i);
+            }
+            slot.table.swap(None)
+        };
+        drop(dropped);
     }
 
     /// Lookups that found their table open.
     pub fn hits(&self) -> u64 {
-        self.tables.hits()
+        self.hits.sum()
     }
 
     /// Lookups that had to open their table.
     pub fn misses(&self) -> u64 {
-        self.tables.misses()
+        self.misses.load(Ordering::Relaxed)
     }
 
     /// Every table open made by the cache: misses, plus new tables and the ones `Db::open`
@@ -139,14 +239,30 @@ impl TableCache {
 
     /// Tables the cache holds open now (readers may hold a few evicted ones besides).
     pub fn open_tables(&self) -> usize {
-        self.tables.len()
+        self.state.lock().ring.len()
     }
 
-    /// The most tables the cache holds (`None` = unlimited). May be a little below
-    /// `max_open_files`: each shard holds an equal whole number of tables.
+    /// The most tables the cache holds (`None` = unlimited).
     pub fn limit(&self) -> Option<usize> {
-        let per_entry = 1 + ENTRY_OVERHEAD;
-        self.limit.map(|_| self.tables.capacity() / per_entry)
+        self.limit
+    }
+}
+
+/// CLOCK: while more than `limit` slots are open, advance the hand; a slot with its bit set
+/// gets a second chance (bit cleared), the first with a clear bit is evicted. Terminates: one
+/// sweep clears every bit, the next evicts.
+fn evict_over(st: &mut State, limit: usize, evicted: &mut Vec<Arc<Table>>) {
+    while st.ring.len() > limit {
+        if st.hand >= st.ring.len() {
+            st.hand = 0;
+        }
+        let slot = &st.ring[st.hand];
+        if slot.referenced.swap(false, Ordering::Relaxed) {
+            st.hand += 1;
+        } else {
+            evicted.extend(slot.table.swap(None));
+            st.ring.swap_remove(st.hand);
+        }
     }
 }
 
@@ -193,6 +309,27 @@ mod tests {
         let before = c.hits();
         c.get(100).unwrap();
         assert_eq!(c.hits(), before + 1);
+    }
+
+    #[test]
+    fn a_table_used_between_misses_is_never_evicted() {
+        // CLOCK's second chance: the hot table's bit is set again before the hand comes back.
+        let storage = MemStorage::new();
+        storage.create_dir_all(Path::new("/db")).unwrap();
+        write_tables(&storage, 200);
+        let c = cache(&storage, 16).unwrap();
+        c.get(1).unwrap();
+        let opens_of_hot = |c: &TableCache| c.misses();
+        let mut hot_misses = 0;
+        for n in 2..=200 {
+            c.get(n).unwrap();
+            let before = opens_of_hot(&c);
+            c.get(1).unwrap();
+            hot_misses += opens_of_hot(&c) - before;
+            assert!(c.open_tables() <= 16);
+        }
+        assert_eq!(hot_misses, 0, "the hot table was evicted");
+        assert_eq!(c.misses(), 200, "every cold table missed once, the hot one once");
     }
 
     #[test]

@@ -12,7 +12,7 @@ use crate::error::Result;
 use crate::filter::{Filter, FilterKind};
 use crate::manifest::FileMeta;
 use crate::sst::Table;
-use crate::table_cache::TableCache;
+use crate::table_cache::{Slot, TableCache};
 use std::sync::Arc;
 
 /// Number of levels, L0..L6.
@@ -52,6 +52,8 @@ pub struct TableFile {
     /// Table facts kept while the file is closed.
     pub info: TableInfo,
     tables: Arc<TableCache>,
+    /// This file's place in the table cache (its open table, if any).
+    slot: Arc<Slot>,
 }
 
 impl std::fmt::Debug for TableFile {
@@ -64,14 +66,21 @@ impl TableFile {
     /// The file described by `meta`, whose open table `table` gives its [`TableInfo`]; later
     /// lookups go through `tables`.
     pub fn new(meta: FileMeta, table: &Table, tables: Arc<TableCache>) -> TableFile {
-        TableFile { meta, info: TableInfo::of(table), tables }
+        let slot = tables.slot(meta.number);
+        TableFile { meta, info: TableInfo::of(table), tables, slot }
     }
 
     /// The open table, from the table cache or reopened (an I/O or corruption error if the
     /// file cannot be read). Holding this `TableFile` (through a version) keeps the file on
     /// disk, so the reopen never races its deletion.
     pub fn table(&self) -> Result<Arc<Table>> {
-        self.tables.get(self.meta.number)
+        self.tables.table(&self.slot, self.meta.number)
+    }
+
+    /// Calls `f` with the open table, borrowed: the point-lookup path, which then takes no
+    /// lock and writes no reference count when the table is open (src/table_cache.rs).
+    pub fn with_table<R>(&self, f: impl FnOnce(&Table) -> R) -> Result<R> {
+        self.tables.with_table(&self.slot, self.meta.number, f)
     }
 
     /// Whether `user_key` lies inside the file's key range.

@@ -23,7 +23,7 @@ mod iter;
 mod multi_get;
 mod open;
 mod read;
-mod read_counters;
+pub(crate) mod read_counters;
 pub mod stats;
 mod write;
 

@@ -56,8 +56,10 @@ impl Batch<'_> {
         done: &mut [bool],
         verdicts: &mut Vec<FilterVerdict>,
     ) {
-        match file.table() {
-            Ok(table) => self.probe_table(&table, counters, range, done, verdicts),
+        match file
+            .with_table(|table| self.probe_table(table, counters, range.clone(), done, verdicts))
+        {
+            Ok(()) => {}
             Err(e) => {
                 for slot in range {
                     self.answers[self.pending[slot]] = Some(Err(e.duplicate()));

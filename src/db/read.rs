@@ -67,7 +67,7 @@ fn lookup(
             }
         };
     for file in sv.version.levels[0].iter().filter(|f| f.may_contain_key(key)) {
-        match in_table(&*file.table()?, &reads[0])? {
+        match file.with_table(|t| in_table(t, &reads[0]))?? {
             GetResult::Found(v) => return Ok(Some(v)),
             GetResult::Deleted => return Ok(None),
             GetResult::NotFound => {}
@@ -75,7 +75,7 @@ fn lookup(
     }
     for (level, level_reads) in reads.iter().enumerate().skip(1) {
         if let Some(file) = sv.version.find_in_level(level, key) {
-            match in_table(&*file.table()?, level_reads)? {
+            match file.with_table(|t| in_table(t, level_reads))?? {
                 GetResult::Found(v) => return Ok(Some(v)),
                 GetResult::Deleted => return Ok(None),
                 GetResult::NotFound => {}

@@ -79,6 +79,33 @@ impl StripedReadCounters {
     }
 }
 
+/// One counter spread over [`STRIPES`] cache-line-padded copies, summed when read (for a
+/// count bumped on the read path outside the per-level counters, e.g. table-cache hits).
+pub(crate) struct StripedCounter {
+    stripes: Box<[PaddedCounter]>,
+}
+
+#[repr(align(128))]
+#[derive(Default)]
+struct PaddedCounter(AtomicU64);
+
+impl StripedCounter {
+    pub fn new() -> StripedCounter {
+        StripedCounter { stripes: (0..STRIPES).map(|_| PaddedCounter::default()).collect() }
+    }
+
+    /// Adds `n` to the calling thread's copy.
+    #[inline]
+    pub fn add(&self, n: u64) {
+        self.stripes[stripe_index()].0.fetch_add(n, Relaxed);
+    }
+
+    /// The total over all copies.
+    pub fn sum(&self) -> u64 {
+        self.stripes.iter().map(|s| s.0.load(Relaxed)).sum()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
