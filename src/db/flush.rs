@@ -95,12 +95,27 @@ pub(crate) fn write_l0_table(inner: &DbInner, mem: &Memtable) -> Result<Arc<Tabl
     let mut distinct = 0u64;
     let mut last: Vec<u8> = Vec::new();
     let mut ikey_buf: Vec<u8> = Vec::new();
+    // Versions no reader can see are not written (the rule of compaction/job.rs): for each user
+    // key the newest, and for each live snapshot s the newest with sequence <= s. Sound because
+    // a frozen memtable's writes were all published before it was frozen (rotation and publication
+    // both happen under the writer lock), so a snapshot taken after this list is read sees the
+    // newest version of every key here; and a read without a snapshot loads its super-version
+    // before its sequence, so it still reads the memtable it started with (design.md,
+    // "Read-path concurrency"). Tombstones stay: older levels may hold what they delete.
+    let snapshots: std::collections::BTreeSet<u64> =
+        inner.snapshots.lock().keys().copied().collect();
+    let mut newer = u64::MAX;
     mem.for_each(|key, seq, kind, value| {
-        if distinct == 0 || last.as_slice() != key {
+        let first_of_key = distinct == 0 || last.as_slice() != key;
+        if first_of_key {
             distinct += 1;
             last.clear();
             last.extend_from_slice(key);
+        } else if snapshots.range(seq..newer).next().is_none() {
+            newer = seq;
+            return Ok(());
         }
+        newer = seq;
         ikey_buf.clear();
         ikey::encode_into(&mut ikey_buf, key, seq, kind);
         builder.add(&ikey_buf, value)

@@ -11,10 +11,11 @@
 //! snapshots of the structure take a full `Arc`. Read counters are striped per thread
 //! (`read_counters.rs`). Writers are serialised by group commit: one
 //! leader writes the WAL record of a whole group and applies it to the memtable, then publishes
-//! the group's last sequence number with a Release store (`visible_seq`). Readers take their
-//! snapshot sequence with an Acquire load BEFORE cloning the super-version, so everything at or
-//! below their snapshot is reachable from it (data moves memtable -> immutable -> SST by whole
-//! super-version swaps).
+//! the group's last sequence number with a Release store (`visible_seq`). A point lookup loads the
+//! super-version FIRST and its sequence (Acquire) after it, as RocksDB's `GetImpl` does: the
+//! versions it may need are then all reachable from the super-version it holds, even when a
+//! flush or compaction meanwhile installs files without the versions no snapshot protects; a
+//! write it misses (published into a newer memtable after the load) overlapped the read.
 
 mod compact;
 mod destroy;
@@ -23,6 +24,7 @@ mod iter;
 mod multi_get;
 mod open;
 mod read;
+use read::ReadAt;
 pub(crate) mod read_counters;
 pub mod stats;
 mod write;
@@ -224,15 +226,13 @@ impl Db {
 
     /// The value of `key`, as of now.
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
-        let seq = self.inner.visible_seq.load(Ordering::Acquire);
-        read::get(&self.inner, key.as_ref(), seq)
+        read::get(&self.inner, key.as_ref(), ReadAt::Latest)
     }
 
     /// Whether `key` has a value now: a [`Db::get`] that copies no value. A key that no
     /// filter admits costs filter probes only.
     pub fn contains_key(&self, key: impl AsRef<[u8]>) -> Result<bool> {
-        let seq = self.inner.visible_seq.load(Ordering::Acquire);
-        read::contains_key(&self.inner, key.as_ref(), seq)
+        read::contains_key(&self.inner, key.as_ref(), ReadAt::Latest)
     }
 
     /// The values of many keys at one moment, in the order of `keys` (duplicates allowed):
@@ -251,9 +251,8 @@ impl Db {
     /// # Ok::<(), siftdb::Error>(())
     /// ```
     pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Result<Option<Vec<u8>>>> {
-        let seq = self.inner.visible_seq.load(Ordering::Acquire);
         let keys: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
-        multi_get::multi_get(&self.inner, &keys, seq)
+        multi_get::multi_get(&self.inner, &keys, ReadAt::Latest)
     }
 
     /// Entries with keys in `range`, in key order, as of now.
@@ -376,18 +375,18 @@ impl Snapshot {
 
     /// The value of `key` at the snapshot.
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
-        read::get(&self.inner, key.as_ref(), self.seq)
+        read::get(&self.inner, key.as_ref(), ReadAt::Snapshot(self.seq))
     }
 
     /// Whether `key` has a value at the snapshot (see [`Db::contains_key`]).
     pub fn contains_key(&self, key: impl AsRef<[u8]>) -> Result<bool> {
-        read::contains_key(&self.inner, key.as_ref(), self.seq)
+        read::contains_key(&self.inner, key.as_ref(), ReadAt::Snapshot(self.seq))
     }
 
     /// The values of `keys` at the snapshot, in their order (see [`Db::multi_get`]).
     pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Result<Option<Vec<u8>>>> {
         let keys: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
-        multi_get::multi_get(&self.inner, &keys, self.seq)
+        multi_get::multi_get(&self.inner, &keys, ReadAt::Snapshot(self.seq))
     }
 
     /// Entries in `range` at the snapshot.

@@ -13,6 +13,7 @@
 //! An error while reading one key's block (a corrupt block, an I/O error) is that key's result;
 //! the other keys are unaffected, as if each had been looked up alone.
 
+use super::read::ReadAt;
 use super::{DbInner, SuperVersion};
 use crate::error::Result;
 use crate::filter::hash_key;
@@ -24,11 +25,12 @@ use std::sync::atomic::Ordering;
 /// One key's answer.
 type Answer = Result<Option<Vec<u8>>>;
 
-/// The values of `keys` at `snapshot`, in the order of `keys`.
-pub(crate) fn multi_get(inner: &DbInner, keys: &[&[u8]], snapshot: u64) -> Vec<Answer> {
+/// The values of `keys` at `at`, in the order of `keys`.
+pub(crate) fn multi_get(inner: &DbInner, keys: &[&[u8]], at: ReadAt) -> Vec<Answer> {
     let counters = inner.reads.local();
     counters.gets.fetch_add(keys.len() as u64, Ordering::Relaxed);
     let sv = inner.sv.load();
+    let snapshot = at.sequence(inner); // after the super-version: see ReadAt
     let answers = lookup_all(&sv, &counters.levels, keys, snapshot);
     let found = answers.iter().filter(|a| matches!(a, Ok(Some(_)))).count();
     counters.gets_found.fetch_add(found as u64, Ordering::Relaxed);

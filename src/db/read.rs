@@ -16,20 +16,42 @@ use crate::sst::{FilterVerdict, GetResult, ReadCounters, Table};
 use crate::version::NUM_LEVELS;
 use std::sync::atomic::Ordering;
 
-/// The value of `key` visible at sequence `snapshot`.
-pub(crate) fn get(inner: &DbInner, key: &[u8], snapshot: u64) -> Result<Option<Vec<u8>>> {
-    point_lookup(inner, key, snapshot, true)
+/// Which sequence a read sees.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum ReadAt {
+    /// Everything published when the read starts (`Db::get` and friends).
+    Latest,
+    /// A registered snapshot's sequence.
+    Snapshot(u64),
 }
 
-/// Whether `key` has a value at `snapshot`: [`get`] without copying the value out.
-pub(crate) fn contains_key(inner: &DbInner, key: &[u8], snapshot: u64) -> Result<bool> {
-    Ok(point_lookup(inner, key, snapshot, false)?.is_some())
+impl ReadAt {
+    /// The sequence to read at. For `Latest`, call this only AFTER the super-version was
+    /// loaded (design.md, "Read-path concurrency", rule 2): then every version the read may
+    /// need is reachable from that super-version, even if a flush or compaction installs a
+    /// newer one without the versions no snapshot protects.
+    pub fn sequence(self, inner: &DbInner) -> u64 {
+        match self {
+            ReadAt::Latest => inner.visible_seq.load(Ordering::Acquire),
+            ReadAt::Snapshot(seq) => seq,
+        }
+    }
+}
+
+/// The value of `key` at `at`.
+pub(crate) fn get(inner: &DbInner, key: &[u8], at: ReadAt) -> Result<Option<Vec<u8>>> {
+    point_lookup(inner, key, at, true)
+}
+
+/// Whether `key` has a value at `at`: [`get`] without copying the value out.
+pub(crate) fn contains_key(inner: &DbInner, key: &[u8], at: ReadAt) -> Result<bool> {
+    Ok(point_lookup(inner, key, at, false)?.is_some())
 }
 
 fn point_lookup(
     inner: &DbInner,
     key: &[u8],
-    snapshot: u64,
+    at: ReadAt,
     copy_value: bool,
 ) -> Result<Option<Vec<u8>>> {
     // The thread's own counter stripe and a borrowed super-version: no cache line that another
@@ -37,6 +59,7 @@ fn point_lookup(
     let counters = inner.reads.local();
     counters.gets.fetch_add(1, Ordering::Relaxed);
     let sv = inner.sv.load();
+    let snapshot = at.sequence(inner);
     let result = lookup(&sv, &counters.levels, key, snapshot, copy_value)?;
     if result.is_some() {
         counters.gets_found.fetch_add(1, Ordering::Relaxed);
