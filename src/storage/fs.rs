@@ -230,6 +230,17 @@ impl Storage for FsStorage {
         f.sync_all().map_err(|e| io_err("syncing", path, e))
     }
 
+    fn link_or_copy(&self, from: &Path, to: &Path) -> Result<()> {
+        match std::fs::hard_link(from, to) {
+            Ok(()) => Ok(()),
+            // Another file system (EXDEV) or one without hard links: copy instead.
+            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+                super::copy_file(self, from, to)
+            }
+            Err(e) => Err(io_err("linking", to, e)),
+        }
+    }
+
     fn lock(&self, path: &Path) -> Result<Box<dyn DirLock>> {
         let file = OpenOptions::new()
             .read(true)

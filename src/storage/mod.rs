@@ -108,6 +108,21 @@ pub trait Storage: Send + Sync + 'static {
         let f = self.open(path)?;
         f.read_at(0, f.len() as usize)
     }
+
+    /// Makes `to` (which must not exist) hold the bytes of the immutable file `from`: a hard link
+    /// where the file system can (`FsStorage`), else a copy; `to` is synced either way (its
+    /// directory entry needs `sync_dir`). Checkpoints share finished SSTs this way.
+    fn link_or_copy(&self, from: &Path, to: &Path) -> Result<()> {
+        copy_file(self, from, to)
+    }
+}
+
+/// Copies `from` to `to` through `storage` and syncs the copy.
+pub fn copy_file<S: Storage + ?Sized>(storage: &S, from: &Path, to: &Path) -> Result<()> {
+    let bytes = storage.read_all(from)?;
+    let mut out = storage.create(to)?;
+    out.append(&bytes)?;
+    out.sync()
 }
 
 /// Joins a directory and a file name.
