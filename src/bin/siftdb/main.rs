@@ -5,6 +5,7 @@ mod bench;
 mod crashtest;
 mod demo;
 mod dirs;
+mod ldb;
 mod progress;
 mod readamp;
 mod sst_dump;
@@ -52,6 +53,8 @@ enum Command {
     /// filter policy at equal filter memory; writes a CSV and SVG plots into `--out` (default: a
     /// new directory it prints; `--out docs/readamp` regenerates the committed report).
     Readamp(readamp::ReadampArgs),
+    #[command(flatten)]
+    Ldb(ldb::LdbCommand),
 }
 
 #[derive(Subcommand)]
@@ -72,6 +75,7 @@ fn main() -> ExitCode {
         Some(Command::Bench(flags)) => bench::run(&flags),
         Some(Command::Ycsb(args)) => ycsb::run(&args),
         Some(Command::Readamp(args)) => readamp::run(&args),
+        Some(Command::Ldb(cmd)) => ldb::run(&cmd),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,212 @@
+//! `siftdb get|put|delete|scan|dump|checkpoint|compact DB ...`: RocksDB `ldb`-style commands on a
+//! database directory. Every command opens an existing database (`put --create` may create
+//! one); a missing, locked or corrupt database is one error line and a non-zero exit (main.rs).
+//! Keys and values are given as text, or as hex with `--hex`; they are printed with
+//! non-printable bytes escaped (`\xNN`), or as hex with `--hex`.
+
+use clap::{Args, Subcommand};
+use siftdb::{Db, Error, Options, Result};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The database-level commands.
+#[derive(Subcommand)]
+pub enum LdbCommand {
+    /// Print the value of KEY (exit status 1 and "not found" when absent).
+    Get(KeyArgs),
+    /// Set KEY to VALUE (synced before the command returns).
+    Put(PutArgs),
+    /// Delete KEY (synced).
+    Delete(KeyArgs),
+    /// Print entries in key order: all, from/to bounds, or a prefix.
+    Scan(ScanArgs),
+    /// Print every entry of the database (a scan without bounds).
+    Dump(DbArgs),
+    /// Write a consistent copy of the database into a new directory.
+    Checkpoint(CheckpointArgs),
+    /// Compact the whole database into one sorted run.
+    Compact(DbArgs),
+}
+
+/// A database directory and the encoding of keys and values.
+#[derive(Args)]
+pub struct DbArgs {
+    /// The database directory.
+    pub db: PathBuf,
+    /// Keys and values are given and printed as hex.
+    #[arg(long)]
+    pub hex: bool,
+}
+
+/// A database and one key.
+#[derive(Args)]
+pub struct KeyArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// The key.
+    pub key: String,
+}
+
+/// `put`'s arguments.
+#[derive(Args)]
+pub struct PutArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// The key.
+    pub key: String,
+    /// The value.
+    pub value: String,
+    /// Create the database if the directory holds none (an empty or absent directory).
+    #[arg(long)]
+    pub create: bool,
+}
+
+/// `scan`'s arguments.
+#[derive(Args)]
+pub struct ScanArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// First key (inclusive).
+    #[arg(long)]
+    pub from: Option<String>,
+    /// End key (exclusive).
+    #[arg(long)]
+    pub to: Option<String>,
+    /// Only keys starting with this prefix (not combined with --from/--to).
+    #[arg(long, conflicts_with_all = ["from", "to"])]
+    pub prefix: Option<String>,
+    /// Print at most this many entries.
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Print keys only.
+    #[arg(long)]
+    pub keys_only: bool,
+}
+
+/// `checkpoint`'s arguments.
+#[derive(Args)]
+pub struct CheckpointArgs {
+    /// The database directory.
+    pub db: PathBuf,
+    /// The new directory to write the checkpoint into (must not exist).
+    pub target: PathBuf,
+}
+
+pub fn run(cmd: &LdbCommand) -> Result<()> {
+    match cmd {
+        LdbCommand::Get(a) => {
+            let db = open(&a.db.db, false)?;
+            match db.get(decode(&a.key, a.db.hex)?)? {
+                Some(v) => println!("{}", encode(&v, a.db.hex)),
+                None => return Err(Error::invalid(format!("key {} not found", a.key))),
+            }
+        }
+        LdbCommand::Put(a) => {
+            let db = open(&a.db.db, a.create)?;
+            let mut b = siftdb::WriteBatch::new();
+            b.put(decode(&a.key, a.db.hex)?, decode(&a.value, a.db.hex)?);
+            db.write_opt(b, siftdb::WriteOptions { sync: true })?;
+            db.close()?;
+        }
+        LdbCommand::Delete(a) => {
+            let db = open(&a.db.db, false)?;
+            let mut b = siftdb::WriteBatch::new();
+            b.delete(decode(&a.key, a.db.hex)?);
+            db.write_opt(b, siftdb::WriteOptions { sync: true })?;
+            db.close()?;
+        }
+        LdbCommand::Scan(a) => {
+            let db = open(&a.db.db, false)?;
+            let hex = a.db.hex;
+            let iter = match (&a.prefix, &a.from, &a.to) {
+                (Some(p), _, _) => db.prefix(decode(p, hex)?)?,
+                (None, from, to) => {
+                    use std::ops::Bound;
+                    let lo = from.as_ref().map(|k| decode(k, hex)).transpose()?;
+                    let hi = to.as_ref().map(|k| decode(k, hex)).transpose()?;
+                    let lo = lo.map_or(Bound::Unbounded, Bound::Included);
+                    let hi = hi.map_or(Bound::Unbounded, Bound::Excluded);
+                    db.range::<Vec<u8>, _>((lo, hi))?
+                }
+            };
+            print_entries(iter, a.limit, a.keys_only, hex)?;
+        }
+        LdbCommand::Dump(a) => {
+            let db = open(&a.db, false)?;
+            print_entries(db.scan()?, None, false, a.hex)?;
+        }
+        LdbCommand::Checkpoint(a) => {
+            let db = open(&a.db, false)?;
+            db.checkpoint(&a.target)?;
+            println!("checkpoint written to {}", a.target.display());
+        }
+        LdbCommand::Compact(a) => {
+            let db = open(&a.db, false)?;
+            db.compact()?;
+            db.close()?;
+        }
+    }
+    Ok(())
+}
+
+fn open(dir: &Path, create: bool) -> Result<Db> {
+    if !create && !dir.join("CURRENT").exists() {
+        return Err(Error::invalid(format!(
+            "{} is not a siftdb database (no CURRENT file)",
+            dir.display()
+        )));
+    }
+    Db::open(dir, Options { create_if_missing: create, ..Options::default() })
+}
+
+fn print_entries(
+    iter: siftdb::DbIterator,
+    limit: Option<usize>,
+    keys_only: bool,
+    hex: bool,
+) -> Result<()> {
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let io = |e| Error::io("writing to stdout", e);
+    let mut n = 0usize;
+    for kv in iter.take(limit.unwrap_or(usize::MAX)) {
+        let (k, v) = kv?;
+        if keys_only {
+            writeln!(out, "{}", encode(&k, hex)).map_err(io)?;
+        } else {
+            writeln!(out, "{} => {}", encode(&k, hex), encode(&v, hex)).map_err(io)?;
+        }
+        n += 1;
+    }
+    out.flush().map_err(io)?;
+    eprintln!("{n} entries");
+    Ok(())
+}
+
+/// The bytes of a command-line key or value: as is, or parsed from hex.
+fn decode(s: &str, hex: bool) -> Result<Vec<u8>> {
+    if !hex {
+        return Ok(s.as_bytes().to_vec());
+    }
+    let s = s.strip_prefix("0x").unwrap_or(s);
+    if s.len() % 2 != 0 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(Error::invalid(format!("{s:?} is not an even number of hex digits")));
+    }
+    Ok((0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap_or(0)).collect())
+}
+
+/// Bytes for printing: hex, or text with non-printable bytes and backslashes escaped.
+fn encode(b: &[u8], hex: bool) -> String {
+    if hex {
+        return b.iter().map(|x| format!("{x:02x}")).collect();
+    }
+    let mut s = String::with_capacity(b.len());
+    for &x in b {
+        match x {
+            b'\\' => s.push_str("\\\\"),
+            0x20..=0x7e => s.push(x as char),
+            _ => s.push_str(&format!("\\x{x:02x}")),
+        }
+    }
+    s
+}

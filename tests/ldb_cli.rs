@@ -1,0 +1,85 @@
+//! `siftdb get|put|delete|scan|dump|checkpoint|compact DB` end to end through the binary.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn siftdb(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_siftdb")).args(args).output().expect("run siftdb")
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = siftdb(args);
+    assert!(out.status.success(), "{args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Fails with exactly one line on stderr that mentions `expect`.
+fn fails(args: &[&str], expect: &str) {
+    let out = siftdb(args);
+    assert!(!out.status.success(), "{args:?} succeeded");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    assert!(err.contains(expect), "{args:?}: {err:?} does not mention {expect:?}");
+}
+
+#[test]
+fn put_get_delete_scan_dump_compact_and_checkpoint_work_on_a_database() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let d = db.to_str().unwrap();
+    fails(&["put", d, "a", "1"], "not a siftdb database");
+    ok(&["put", d, "a", "1", "--create"]);
+    ok(&["put", d, "b", "two"]);
+    ok(&["put", d, "bb", "x\ty"]);
+    ok(&["put", "--hex", d, "00ff", "0a0b"]);
+    assert_eq!(ok(&["get", d, "b"]), "two\n");
+    assert_eq!(ok(&["get", "--hex", d, "00ff"]), "0a0b\n");
+    fails(&["get", d, "zzz"], "not found");
+    assert_eq!(ok(&["scan", d, "--prefix", "b"]), "b => two\nbb => x\\x09y\n");
+    assert_eq!(ok(&["scan", d, "--from", "a", "--to", "bb", "--keys-only"]), "a\nb\n");
+    assert_eq!(ok(&["scan", d, "--limit", "1"]), "\\x00\\xff => \\x0a\\x0b\n");
+    ok(&["delete", d, "a"]);
+    fails(&["get", d, "a"], "not found");
+    ok(&["compact", d]);
+    assert_eq!(ok(&["dump", d]).lines().count(), 3);
+    let cp = tmp.path().join("cp");
+    ok(&["checkpoint", d, cp.to_str().unwrap()]);
+    assert_eq!(ok(&["get", cp.to_str().unwrap(), "bb"]), "x\\x09y\n");
+    fails(&["checkpoint", d, cp.to_str().unwrap()], "already exists");
+}
+
+#[test]
+fn commands_on_a_missing_or_foreign_directory_print_one_line_and_change_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("missing");
+    fails(&["get", missing.to_str().unwrap(), "k"], "not a siftdb database");
+    assert!(!missing.exists());
+    let foreign = tmp.path().join("foreign");
+    std::fs::create_dir(&foreign).unwrap();
+    std::fs::write(foreign.join("notes.txt"), "mine").unwrap();
+    for cmd in ["scan", "dump", "compact"] {
+        fails(&[cmd, foreign.to_str().unwrap()], "not a siftdb database");
+    }
+    let names: Vec<_> =
+        std::fs::read_dir(&foreign).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names.len(), 1);
+    assert!(Path::new(&foreign.join("notes.txt")).exists());
+}
+
+#[test]
+fn a_locked_database_is_one_clear_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = siftdb::Db::open(tmp.path(), siftdb::Options::default()).unwrap();
+    db.put("k", "v").unwrap();
+    fails(&["get", tmp.path().to_str().unwrap(), "k"], "already open");
+    drop(db);
+    assert_eq!(ok(&["get", tmp.path().to_str().unwrap(), "k"]), "v\n");
+}
+
+#[test]
+fn bad_hex_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().join("db");
+    ok(&["put", d.to_str().unwrap(), "k", "v", "--create"]);
+    fails(&["get", "--hex", d.to_str().unwrap(), "abc"], "hex");
+}
