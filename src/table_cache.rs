@@ -242,6 +242,22 @@ impl TableCache {
         self.state.lock().ring.len()
     }
 
+    /// Bytes the open tables hold in memory outside the block cache: (filter blocks, index
+    /// blocks with their search summaries). Tables evicted but still held by a running scan or
+    /// compaction are not counted.
+    pub fn pinned_memory(&self) -> (u64, u64) {
+        let st = self.state.lock();
+        let mut filters = 0;
+        let mut indexes = 0;
+        for slot in &st.ring {
+            if let Some(t) = slot.table.load().as_deref() {
+                filters += t.filter_memory_bytes() as u64;
+                indexes += t.index_memory_bytes() as u64;
+            }
+        }
+        (filters, indexes)
+    }
+
     /// The most tables the cache holds (`None` = unlimited).
     pub fn limit(&self) -> Option<usize> {
         self.limit

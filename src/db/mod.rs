@@ -31,7 +31,7 @@ pub mod stats;
 mod write;
 
 pub use iter::DbIterator;
-pub use stats::{LevelStats, ReadStats, Stats};
+pub use stats::{LevelStats, MemoryUsage, ReadStats, Stats};
 
 use crate::batch::WriteBatch;
 use crate::cache::BlockCache;
@@ -327,6 +327,24 @@ impl Db {
     /// ```
     pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<()> {
         checkpoint::checkpoint(&self.inner, dir.as_ref())
+    }
+
+    /// Where memory goes now: memtables, block cache, and the filter and index blocks the open
+    /// tables hold outside the block cache (see [`MemoryUsage`]).
+    pub fn memory_usage(&self) -> MemoryUsage {
+        let sv = self.inner.super_version();
+        let (table_filters, table_indexes) = self.inner.tables.pinned_memory();
+        MemoryUsage {
+            memtables: std::iter::once(&sv.mem)
+                .chain(sv.imm.iter())
+                .map(|m| m.approximate_bytes() as u64)
+                .sum(),
+            block_cache: self.inner.cache.as_ref().map_or(0, |c| c.usage() as u64),
+            block_cache_capacity: self.inner.opts.block_cache_bytes as u64,
+            table_filters,
+            table_indexes,
+            open_tables: self.inner.tables.open_tables(),
+        }
     }
 
     /// A snapshot of the counters and per-level figures.

@@ -39,6 +39,56 @@ impl LevelStats {
     }
 }
 
+/// Where the database's memory goes, from [`crate::Db::memory_usage`]. Every figure is bytes held
+/// now; together they are what siftdb itself allocates for data (not the page cache, and not
+/// small per-object overheads).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MemoryUsage {
+    /// The active and frozen memtables (keys, values and per-entry overhead; bounded by
+    /// `memtable_size * (1 + max_immutable_memtables)`).
+    pub memtables: u64,
+    /// Data blocks in the block cache (bounded by `Options::block_cache_bytes`).
+    pub block_cache: u64,
+    /// The block cache's capacity (`Options::block_cache_bytes`).
+    pub block_cache_capacity: u64,
+    /// Filter blocks of the open tables, held outside the block cache while a table is open.
+    pub table_filters: u64,
+    /// Index blocks (and their search summaries) of the open tables, outside the block cache.
+    pub table_indexes: u64,
+    /// Tables open now (each also holds a file descriptor, and a mapping with `mmap_reads`).
+    pub open_tables: usize,
+}
+
+impl MemoryUsage {
+    /// The sum of the byte figures.
+    pub fn total(&self) -> u64 {
+        self.memtables + self.block_cache + self.table_filters + self.table_indexes
+    }
+}
+
+impl std::fmt::Display for MemoryUsage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
+        writeln!(f, "memory usage (MiB):")?;
+        writeln!(f, "  memtables            {:>10.1}", mib(self.memtables))?;
+        writeln!(
+            f,
+            "  block cache          {:>10.1}  (capacity {:.1})",
+            mib(self.block_cache),
+            mib(self.block_cache_capacity)
+        )?;
+        writeln!(
+            f,
+            "  table filters        {:>10.1}  ({} open tables, outside the block cache)",
+            mib(self.table_filters),
+            self.open_tables
+        )?;
+        writeln!(f, "  table indexes        {:>10.1}", mib(self.table_indexes))?;
+        write!(f, "  total                {:>10.1}", mib(self.total()))
+    }
+}
+
 /// A snapshot of the engine's counters.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Stats {

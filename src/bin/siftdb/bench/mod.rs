@@ -176,6 +176,7 @@ pub fn run(flags: &Flags) -> Result<()> {
             }
             "stats" => {
                 print!("{}", report::level_summary(&db.stats()));
+                println!("{}", db.memory_usage());
                 None
             }
             _ => unreachable!("checked against KNOWN"),
