@@ -83,3 +83,20 @@ fn bad_hex_is_refused() {
     ok(&["put", d.to_str().unwrap(), "k", "v", "--create"]);
     fails(&["get", "--hex", d.to_str().unwrap(), "abc"], "hex");
 }
+
+#[test]
+fn sst_dump_values_prints_each_entry_with_its_value() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().join("db");
+    ok(&["put", d.to_str().unwrap(), "apple", "red", "--create"]);
+    ok(&["put", d.to_str().unwrap(), "pear", "green"]);
+    ok(&["compact", d.to_str().unwrap()]);
+    let sst = std::fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "sst"))
+        .expect("compact wrote a table");
+    let out = ok(&["sst", "dump", sst.to_str().unwrap(), "--values"]);
+    assert!(out.contains("\"apple\" @1 Put => \"red\""), "{out}");
+    assert!(out.contains("\"pear\" @2 Put => \"green\""), "{out}");
+}

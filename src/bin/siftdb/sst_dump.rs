@@ -1,4 +1,4 @@
-//! `siftdb sst dump FILE [--keys]`: an SST's properties, filter and blocks, optionally every
+//! `siftdb sst dump FILE [--keys | --values]`: an SST's properties, filter and blocks, optionally every
 //! entry. Reads the file only.
 
 use siftdb::filter::Filter;
@@ -27,6 +27,9 @@ pub struct SstDumpArgs {
     /// Also print every entry (user key, sequence, kind, value length).
     #[arg(long)]
     keys: bool,
+    /// Print every entry with its value (implies --keys).
+    #[arg(long)]
+    values: bool,
 }
 
 /// Printable form of a key: UTF-8 text as is, anything else as hex.
@@ -73,13 +76,17 @@ pub fn run(args: &SstDumpArgs) -> Result<()> {
         p.filter_bytes,
         p.filter_bits_per_key
     );
-    if args.keys {
+    if args.keys || args.values {
         say!("entries:");
         let mut it = table.iter(false);
         it.seek_to_first()?;
         while it.valid() {
             let (k, seq, kind) = ikey::decode(it.key())?;
-            say!("  {} @{seq} {kind:?} ({} value bytes)", show_key(k), it.value().len());
+            if args.values {
+                say!("  {} @{seq} {kind:?} => {}", show_key(k), show_key(it.value()));
+            } else {
+                say!("  {} @{seq} {kind:?} ({} value bytes)", show_key(k), it.value().len());
+            }
             it.next()?;
         }
     }
