@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::filter::{codec, hash_key};
 use crate::ikey::{self, ValueKind};
 use crate::sst::block::BlockBuilder;
-use crate::sst::format::{frame_block, BlockHandle, Footer, FORMAT_VERSION, MAX_BLOCK_LEN};
+use crate::sst::format::{format_version_for, frame_block, BlockHandle, Footer, MAX_BLOCK_LEN};
 use crate::sst::properties::TableProperties;
 use crate::sst::{Compression, TableOptions};
 use crate::storage::WritableFile;
@@ -114,7 +114,7 @@ impl TableBuilder {
             pending: None,
             hashes: Vec::new(),
             props: TableProperties {
-                format_version: FORMAT_VERSION,
+                format_version: format_version_for(opts.compression),
                 compression: opts.compression.tag(),
                 block_size: opts.block_size as u64,
                 restart_interval: opts.restart_interval.max(1) as u64,
@@ -221,7 +221,7 @@ impl TableBuilder {
             filter: filter_handle,
             properties: props_handle,
             index: index_handle,
-            version: FORMAT_VERSION,
+            version: format_version_for(self.opts.compression),
         };
         self.append(&footer.encode())?;
         if crate::testing::enabled("sst.sync") {
