@@ -36,8 +36,8 @@ const ZSTD_MAX_RATIO: usize = 32_768;
 /// length byte (4 bytes) yield at most 19 + 254 bytes, also below 255 per input byte.
 const LZ4_MAX_RATIO: usize = 255;
 
-/// Appends the compressed form of `raw` (`raw_len:varint32 payload`) to the empty `out` and
-/// returns its type byte; `None` (nothing appended) for [`Compression::None`].
+/// Appends the compressed form of `raw` (`raw_len:varint32 payload`) to `out` and returns its
+/// type byte; `None` (nothing appended) for [`Compression::None`].
 pub(crate) fn compress(
     raw: &[u8],
     compression: Compression,

@@ -76,24 +76,32 @@ impl BlockHandle {
 /// form is kept only if it saves at least 1/8 of the bytes), then appends the trailer. Returns
 /// the on-disk bytes and the compression type used.
 pub fn frame_block(raw: &[u8], compression: Compression) -> Result<(Vec<u8>, u8)> {
-    if compression != Compression::None {
-        let mut out = Vec::with_capacity(raw.len() / 2 + 16);
-        if let Some(ctype) = codec::compress(raw, compression, &mut out)? {
-            if out.len() < raw.len() - raw.len() / 8 {
-                push_trailer(&mut out, ctype);
-                return Ok((out, ctype));
-            }
-        }
-    }
     let mut out = Vec::with_capacity(raw.len() + BLOCK_TRAILER_LEN);
-    out.extend_from_slice(raw);
-    push_trailer(&mut out, COMPRESSION_NONE);
-    Ok((out, COMPRESSION_NONE))
+    let ctype = frame_block_into(raw, compression, &mut out)?;
+    Ok((out, ctype))
 }
 
-fn push_trailer(out: &mut Vec<u8>, ctype: u8) {
+/// [`frame_block`] appending to `out` (which may already hold earlier blocks: the table
+/// builder frames every block straight into its write buffer). Returns the compression type
+/// used; the block's framed bytes are `out[old_len..]`.
+pub fn frame_block_into(raw: &[u8], compression: Compression, out: &mut Vec<u8>) -> Result<u8> {
+    let start = out.len();
+    if let Some(ctype) = codec::compress(raw, compression, out)? {
+        if out.len() - start < raw.len() - raw.len() / 8 {
+            push_trailer(out, start, ctype);
+            return Ok(ctype);
+        }
+        out.truncate(start);
+    }
+    out.extend_from_slice(raw);
+    push_trailer(out, start, COMPRESSION_NONE);
+    Ok(COMPRESSION_NONE)
+}
+
+/// Appends the type byte and the CRC of `out[start..]` (contents and type).
+fn push_trailer(out: &mut Vec<u8>, start: usize, ctype: u8) {
     out.push(ctype);
-    let crc = crc32fast::hash(out);
+    let crc = crc32fast::hash(&out[start..]);
     out.extend_from_slice(&crc.to_le_bytes());
 }
 

@@ -361,13 +361,17 @@ fn failed_write_poisons_the_builder() {
     let opts = TableOptions { block_size: 64, ..Default::default() };
     let mut b = TableBuilder::new(file, opts).unwrap();
     let mut failed = None;
-    for (i, (k, s, t, v)) in simple_entries(100).into_iter().enumerate() {
-        if let Err(e) = b.add(&ikey::encode(&k, s, t), &v) {
+    // 8 KiB values: the write buffer goes to the file every 32 or so entries.
+    let value = vec![7u8; 8 << 10];
+    for (i, (k, s, t, _)) in simple_entries(200).into_iter().enumerate() {
+        if let Err(e) = b.add(&ikey::encode(&k, s, t), &value) {
             failed = Some((i, e));
             break;
         }
     }
-    let (_, e) = failed.expect("second block write fails");
+    let (i, e) = failed.expect("second write of the buffer fails");
+    let per_write = crate::sst::builder::WRITE_BUFFER / value.len();
+    assert!((per_write..=3 * per_write).contains(&i), "failed at entry {i}");
     assert!(matches!(e, Error::Io { .. }), "{e}");
     assert!(b.add(&ikey::encode(b"zzz", 1, ValueKind::Put), b"").is_err());
     assert!(b.finish(FilterBlockSource::None).is_err());
