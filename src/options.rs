@@ -13,8 +13,9 @@ pub enum Compression {
     /// read that misses the block cache.
     Zstd(i32),
     /// LZ4 (block format). A block is stored compressed only if that saves at least 12.5%.
-    /// Compresses less than zstd but several times faster in both directions, so it suits
-    /// the upper levels, whose data is rewritten soon.
+    /// Compresses less than zstd but costs far less CPU (db_bench's half-compressible values,
+    /// 2M keys: 89 MB on disk against zstd's 75 MB and 156 MB uncompressed; a full compaction
+    /// about half as long as with zstd), so it suits the upper levels, rewritten soon.
     Lz4,
 }
 
