@@ -3,7 +3,7 @@
 //! tests/fixtures/format_vN, so tests/format_fixtures.rs proves every later build opens it:
 //!
 //! ```sh
-//! cargo run --release --example format_fixture -- tests/fixtures/format_v2
+//! cargo run --release --example format_fixture -- tests/fixtures/format_v3 3
 //! ```
 //!
 //! Refuses a path that already exists: it never writes into a directory it did not create.
@@ -13,12 +13,17 @@ use siftdb::Db;
 include!("../tests/fixtures/history.rs");
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let out = std::env::args().nth(1).ok_or("usage: format_fixture OUT_DIR (must not exist)")?;
+    let usage = "usage: format_fixture OUT_DIR [FORMAT_VERSION] (OUT_DIR must not exist)";
+    let out = std::env::args().nth(1).ok_or(usage)?;
+    let version: u32 = match std::env::args().nth(2) {
+        Some(v) => v.parse().map_err(|_| usage)?,
+        None => LATEST_FIXTURE,
+    };
     let out = std::path::Path::new(&out);
     if out.exists() {
         return Err(format!("{} exists; give a new path", out.display()).into());
     }
-    let db = Db::open(out, fixture_options())?;
+    let db = Db::open(out, fixture_options(version))?;
     write_fixture_history(&db)?;
     let stats = db.stats();
     drop(db);

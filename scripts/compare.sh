@@ -11,6 +11,10 @@
 #   --value_size=100 --bloom_bits=10 --compression_type=zstd --threads=1
 #   --write_buffer_size=8388608 --target_file_size_base=8388608
 #   --max_bytes_for_level_base=33554432 --statistics=1 --seed=1
+# Every db_bench flag goes to all three engines: --compression_type=lz4 compares like for like
+# (db_bench's default snappy: RocksDB runs snappy, siftdb and fjall LZ4; zstd: fjall runs LZ4).
+# siftdb's per-level compression is a siftdb flag: --siftdb-flags "--compression_per_level=none,lz4,zstd"
+# (db_bench's --min_level_to_compress=N reaches RocksDB and siftdb; fjall-bench ignores it).
 # Raw logs go to DIR (default /tmp/siftdb-compare-<time>); the table also goes to DIR/table.md.
 # --report-only --out DIR [same flags] prints the table again from DIR's logs without running.
 set -euo pipefail
@@ -33,7 +37,7 @@ while [[ $# -gt 0 ]]; do
     --siftdb-flags) SIFTDB_FLAGS="$2"; shift 2 ;;
     --siftdb-flags=*) SIFTDB_FLAGS="${1#*=}"; shift ;;
     --report-only) REPORT_ONLY=1; shift ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) FLAGS+=("$1"); shift ;;
   esac
 done

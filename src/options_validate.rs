@@ -168,6 +168,14 @@ impl Options {
                 return Err(out_of_range("compression Zstd level", level, "1..=22"));
             }
         }
+        for (i, c) in self.compression_per_level.iter().enumerate() {
+            if let Compression::Zstd(level) = *c {
+                if !ZSTD_LEVEL_RANGE.contains(&level) {
+                    let field = format!("compression_per_level[{i}] Zstd level");
+                    return Err(out_of_range(&field, level, "1..=22"));
+                }
+            }
+        }
         if self.max_open_files != -1 && self.max_open_files < crate::options::MIN_MAX_OPEN_FILES {
             return Err(out_of_range(
                 "max_open_files",

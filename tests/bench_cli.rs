@@ -104,6 +104,25 @@ fn unknown_benchmark_is_an_error() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("nosuch"));
 }
 
+#[test]
+fn snappy_runs_as_lz4_with_a_note_and_an_unknown_codec_is_an_error() {
+    let run = |codec: &str| {
+        Command::new(env!("CARGO_BIN_EXE_siftdb"))
+            .args(["bench", "--benchmarks=fillrandom", "--num=100", codec])
+            .output()
+            .expect("run")
+    };
+    let out = run("--compression_type=snappy");
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("snappy is not built in; using lz4"), "{stderr}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Compression: Lz4"));
+    let out = run("--compression_type=zlib");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("zlib") && stderr.contains("none, lz4, zstd"), "{stderr}");
+}
+
 /// Runs `siftdb bench` and returns its whole stdout (asserting success).
 fn bench_stdout(args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_siftdb")).arg("bench").args(args).output().unwrap();

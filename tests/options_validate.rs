@@ -216,3 +216,12 @@ fn max_open_files_below_sixteen_other_than_minus_one_is_refused() {
         drop(Db::open(dir.path().join(n.to_string()), opts).unwrap());
     }
 }
+
+#[test]
+fn a_zstd_level_out_of_range_in_compression_per_level_is_refused() {
+    let opts = Options {
+        compression_per_level: vec![Compression::None, Compression::Zstd(23)],
+        ..Options::default()
+    };
+    refused(opts, &["compression_per_level[1] Zstd level = 23", "1..=22"]);
+}

@@ -69,7 +69,8 @@ fn a_table_of_a_newer_format_version_is_refused_untouched() {
     let mut bytes = std::fs::read(&sst).unwrap();
     // Footer: 64 bytes at the end; the version is the u32 at footer offset 48.
     let at = bytes.len() - 64 + 48;
-    bytes[at..at + 4].copy_from_slice(&2u32.to_le_bytes());
+    let newer = siftdb::sst::format::FORMAT_VERSION + 1;
+    bytes[at..at + 4].copy_from_slice(&newer.to_le_bytes());
     std::fs::write(&sst, bytes).unwrap();
     refused(tmp.path(), "newer than this build supports");
 }

@@ -20,7 +20,9 @@ fn put(target: &str, name: &str, bytes: &[u8]) {
 }
 
 fn main() {
-    for (i, compression) in [Compression::None, Compression::Zstd(3)].into_iter().enumerate() {
+    for (i, compression) in
+        [Compression::None, Compression::Zstd(3), Compression::Lz4].into_iter().enumerate()
+    {
         let s = MemStorage::new();
         let dir = Path::new("/seed");
         let opts = Options {

@@ -90,7 +90,11 @@ pub(crate) fn run_pick(inner: &DbInner, p: &Pick) -> Result<()> {
     let next: Vec<Arc<TableFile>> =
         p.next_inputs.iter().map(|&n| get(p.output_level, n)).collect::<Result<_>>()?;
     let c = &inner.counters;
-    if p.trivial_move {
+    // A moved file keeps its blocks, so a move is only trivial between levels configured with
+    // the same compression: every file of a level then has that level's compression.
+    let same_compression = inner.opts.compression_for_level(p.level)
+        == inner.opts.compression_for_level(p.output_level);
+    if p.trivial_move && same_compression {
         let f = inputs[0].clone();
         let edit = VersionEdit {
             next_file_number: Some(inner.next_file.load(Ordering::SeqCst)),
@@ -126,7 +130,7 @@ pub(crate) fn run_pick(inner: &DbInner, p: &Pick) -> Result<()> {
         dir: &inner.dir,
         new_file_number: &new_number,
         tables: &inner.tables,
-        table_options: flush::table_options(&inner.opts),
+        table_options: flush::table_options(&inner.opts, p.output_level),
     };
     let res = job::run(&env, spec)?;
     let mut deleted: Vec<(usize, u64)> = inputs.iter().map(|f| (p.level, f.meta.number)).collect();

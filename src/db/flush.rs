@@ -74,14 +74,16 @@ pub(crate) fn flush_and_wait(inner: &DbInner) -> Result<()> {
     }
 }
 
-/// Table options derived from the engine options.
-pub(crate) fn table_options(opts: &Options) -> TableOptions {
+/// Table options of files written to `level` (0 for flushes, the output level for compactions),
+/// derived from the engine options.
+pub(crate) fn table_options(opts: &Options, level: usize) -> TableOptions {
     TableOptions {
         block_size: opts.block_size,
         restart_interval: opts.block_restart_interval,
-        compression: match opts.compression {
+        compression: match opts.compression_for_level(level) {
             Compression::None => sst::Compression::None,
             Compression::Zstd(level) => sst::Compression::Zstd { level },
+            Compression::Lz4 => sst::Compression::Lz4,
         },
     }
 }
@@ -91,7 +93,7 @@ pub(crate) fn write_l0_table(inner: &DbInner, mem: &Memtable) -> Result<Arc<Tabl
     let number = inner.new_file_number();
     let path = inner.dir.join(filename::sst_name(number));
     let file = inner.storage.create(&path)?;
-    let mut builder = TableBuilder::new(file, table_options(&inner.opts))?;
+    let mut builder = TableBuilder::new(file, table_options(&inner.opts, 0))?;
     let mut distinct = 0u64;
     let mut last: Vec<u8> = Vec::new();
     let mut ikey_buf: Vec<u8> = Vec::new();

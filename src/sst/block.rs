@@ -82,6 +82,15 @@ impl BlockBuilder {
         &self.last_key
     }
 
+    /// Gives a buffer returned by [`BlockBuilder::finish`] back, so the next block is built in
+    /// it instead of a vector grown from empty. Call it before adding to the next block.
+    pub fn recycle(&mut self, mut buf: Vec<u8>) {
+        if self.buf.is_empty() && buf.capacity() > self.buf.capacity() {
+            buf.clear();
+            self.buf = buf;
+        }
+    }
+
     /// Returns the finished block bytes and resets the builder for the next block.
     pub fn finish(&mut self) -> Vec<u8> {
         let mut out = std::mem::take(&mut self.buf);

@@ -3,8 +3,8 @@
 //! implements it and must agree with it.
 
 use crate::error::{Error, Result};
+use crate::sst::codec;
 use crate::sst::Compression;
-use std::cell::RefCell;
 
 /// Bytes after every block's contents: compression type u8, crc32 u32.
 pub const BLOCK_TRAILER_LEN: usize = 5;
@@ -12,6 +12,8 @@ pub const BLOCK_TRAILER_LEN: usize = 5;
 pub const COMPRESSION_NONE: u8 = 0;
 /// Compression type byte: zstd frame preceded by the uncompressed length (varint32).
 pub const COMPRESSION_ZSTD: u8 = 1;
+/// Compression type byte: LZ4 block (no frame) preceded by the uncompressed length (varint32).
+pub const COMPRESSION_LZ4: u8 = 2;
 /// Largest uncompressed block the reader accepts (and the builder writes): 1 GiB. Bounds the
 /// allocation made from a stored length.
 pub const MAX_BLOCK_LEN: usize = 1 << 30;
@@ -19,17 +21,20 @@ pub const MAX_BLOCK_LEN: usize = 1 << 30;
 pub const FOOTER_LEN: usize = 64;
 /// Last-but-one field of every footer: `"SIFTDBST"` read as a little-endian u64.
 pub const TABLE_MAGIC: u64 = u64::from_le_bytes(*b"SIFTDBST");
-/// The SST format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The newest SST format version this build reads (design.md, "Footer"): 1 = blocks of type
+/// none or zstd; 2 = blocks may also be LZ4 (type 2).
+pub const FORMAT_VERSION: u32 = 2;
 
-thread_local! {
-    /// One zstd compression and one decompression context per thread, created on first use:
-    /// a context costs far more to set up than one 4 KiB block costs to (de)compress.
-    static ZSTD: RefCell<ZstdContexts> = const { RefCell::new((None, None)) };
+/// The format version a table with data blocks compressed per `compression` is written with:
+/// the lowest that can hold them. Tables without LZ4 stay version 1, readable by builds that
+/// predate LZ4; an LZ4 table is version 2, so such a build reports "format version 2 is newer"
+/// instead of failing on an unknown compression type byte.
+pub fn format_version_for(compression: Compression) -> u32 {
+    match compression {
+        Compression::None | Compression::Zstd { .. } => 1,
+        Compression::Lz4 => 2,
+    }
 }
-
-type ZstdContexts =
-    (Option<zstd::bulk::Compressor<'static>>, Option<zstd::bulk::Decompressor<'static>>);
 
 pub use crate::coding::{get_varint32, get_varint64, put_varint32, put_varint64};
 
@@ -67,44 +72,38 @@ impl BlockHandle {
     }
 }
 
-/// Frames raw block contents for the file: optionally zstd-compresses them (kept only if that
-/// saves at least 1/8 of the bytes), then appends the trailer. Returns the on-disk bytes and the
-/// compression type used.
+/// Frames raw block contents for the file: compresses them per `compression` (the compressed
+/// form is kept only if it saves at least 1/8 of the bytes), then appends the trailer. Returns
+/// the on-disk bytes and the compression type used.
 pub fn frame_block(raw: &[u8], compression: Compression) -> Result<(Vec<u8>, u8)> {
-    if let Compression::Zstd { level } = compression {
-        let mut out = Vec::with_capacity(raw.len() / 2 + 16);
-        put_varint32(&mut out, raw.len() as u32);
-        let z = ZSTD
-            .with(|z| {
-                let mut z = z.borrow_mut();
-                let c = match &mut z.0 {
-                    Some(c) => c,
-                    none => none.insert(zstd::bulk::Compressor::new(level)?),
-                };
-                c.set_compression_level(level)?;
-                c.compress(raw)
-            })
-            .map_err(|e| Error::io("compressing an SST block with zstd", e))?;
-        out.extend_from_slice(&z);
-        if out.len() < raw.len() - raw.len() / 8 {
-            push_trailer(&mut out, COMPRESSION_ZSTD);
-            return Ok((out, COMPRESSION_ZSTD));
-        }
-    }
     let mut out = Vec::with_capacity(raw.len() + BLOCK_TRAILER_LEN);
-    out.extend_from_slice(raw);
-    push_trailer(&mut out, COMPRESSION_NONE);
-    Ok((out, COMPRESSION_NONE))
+    let ctype = frame_block_into(raw, compression, &mut out)?;
+    Ok((out, ctype))
 }
 
-fn push_trailer(out: &mut Vec<u8>, ctype: u8) {
+/// [`frame_block`] appending to `out` (which may already hold earlier blocks: the table
+/// builder frames every block straight into its write buffer). Returns the compression type
+/// used; the block's framed bytes are `out[old_len..]`.
+pub fn frame_block_into(raw: &[u8], compression: Compression, out: &mut Vec<u8>) -> Result<u8> {
+    let start = out.len();
+    if let Some(ctype) = codec::compress(raw, compression, out)? {
+        if out.len() - start < raw.len() - raw.len() / 8 {
+            push_trailer(out, start, ctype);
+            return Ok(ctype);
+        }
+        out.truncate(start);
+    }
+    out.extend_from_slice(raw);
+    push_trailer(out, start, COMPRESSION_NONE);
+    Ok(COMPRESSION_NONE)
+}
+
+/// Appends the type byte and the CRC of `out[start..]` (contents and type).
+fn push_trailer(out: &mut Vec<u8>, start: usize, ctype: u8) {
     out.push(ctype);
-    let crc = crc32fast::hash(out);
+    let crc = crc32fast::hash(&out[start..]);
     out.extend_from_slice(&crc.to_le_bytes());
 }
-
-/// Largest expansion of zstd-compressed bytes (see `unframe_block`).
-const ZSTD_MAX_RATIO: usize = 32_768;
 
 /// Verifies a framed block (`contents ++ type ++ crc`, as read from the file) and returns its
 /// uncompressed contents. Offsets in errors are relative to the start of `framed`. An
@@ -158,46 +157,7 @@ fn decode_contents(
             out.extend_from_slice(&framed[..n]);
             Ok(out)
         }
-        COMPRESSION_ZSTD => {
-            let mut pos = 0;
-            let raw_len = get_varint32(&framed[..n], &mut pos, "zstd block length")? as usize;
-            if raw_len > MAX_BLOCK_LEN {
-                return Err(Error::corruption(
-                    format!("zstd block claims {raw_len} bytes, above the 1 GiB limit"),
-                    Some(0),
-                ));
-            }
-            // The decompressor allocates `raw_len` up front, so bound it by what the compressed
-            // bytes can expand to: a zstd block of at most 128 KiB output costs at least 4
-            // input bytes (3-byte header + 1 RLE byte), a ratio below 32768.
-            if raw_len > (n - pos).saturating_mul(ZSTD_MAX_RATIO) {
-                return Err(Error::corruption(
-                    format!("zstd block of {} bytes cannot expand to {raw_len}", n - pos),
-                    Some(0),
-                ));
-            }
-            let mut raw = alloc(raw_len);
-            raw.clear();
-            raw.reserve_exact(raw_len);
-            ZSTD.with(|z| {
-                let mut z = z.borrow_mut();
-                let d = match &mut z.1 {
-                    Some(d) => d,
-                    none => none.insert(zstd::bulk::Decompressor::new()?),
-                };
-                d.decompress_to_buffer(&framed[pos..n], &mut raw)
-            })
-            .map_err(|e| {
-                Error::corruption(format!("zstd block does not decompress: {e}"), Some(pos as u64))
-            })?;
-            if raw.len() != raw_len {
-                return Err(Error::corruption(
-                    format!("zstd block decompressed to {} bytes, expected {raw_len}", raw.len()),
-                    Some(0),
-                ));
-            }
-            Ok(raw)
-        }
+        t @ (COMPRESSION_ZSTD | COMPRESSION_LZ4) => codec::decompress(t, &framed[..n], alloc),
         t => Err(Error::corruption(format!("unknown block compression type {t}"), Some(n as u64))),
     }
 }

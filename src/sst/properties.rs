@@ -45,7 +45,7 @@ pub struct TableProperties {
     pub filter_bytes: u64,
     /// `filter_bytes * 8 / distinct_keys` (0 without keys or filter).
     pub filter_bits_per_key: f64,
-    /// Data-block compression: 0 = none, 1 = zstd.
+    /// Data-block compression: 0 = none, 1 = zstd, 2 = LZ4.
     pub compression: u8,
     /// The builder's target block size.
     pub block_size: u64,

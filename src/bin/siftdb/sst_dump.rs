@@ -63,7 +63,12 @@ pub fn run(args: &SstDumpArgs) -> Result<()> {
         p.data_size,
         p.block_size,
         p.restart_interval,
-        if p.compression == 0 { "none" } else { "zstd" }
+        match p.compression {
+            0 => "none".to_string(),
+            1 => "zstd".to_string(),
+            2 => "lz4".to_string(),
+            t => format!("unknown (tag {t})"),
+        }
     );
     say!("index block       {} bytes", table.index_memory_bytes());
     let kind = match table.filter() {

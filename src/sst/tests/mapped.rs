@@ -36,12 +36,13 @@ fn open_slice(bytes: Vec<u8>, len: u64) -> Result<Table> {
 
 /// A zstd table of several blocks (compressible values, so blocks really are compressed).
 fn zstd_table() -> (Vec<Entry>, Vec<u8>) {
+    compressed_table(Compression::Zstd { level: 3 })
+}
+
+/// A table of several blocks compressed with `compression`.
+fn compressed_table(compression: Compression) -> (Vec<Entry>, Vec<u8>) {
     let entries = simple_entries(400);
-    let opts = TableOptions {
-        block_size: 512,
-        compression: Compression::Zstd { level: 3 },
-        ..Default::default()
-    };
+    let opts = TableOptions { block_size: 512, compression, ..Default::default() };
     (entries.clone(), build(&entries, opts, bloom_source()).0)
 }
 
@@ -66,7 +67,12 @@ fn contents(t: Table, entries: &[Entry]) -> Result<(Vec<GetResult>, usize)> {
 
 #[test]
 fn mapped_and_pread_tables_answer_alike() {
-    let (entries, bytes) = zstd_table();
+    mapped_and_pread_answer_alike(Compression::Zstd { level: 3 });
+    mapped_and_pread_answer_alike(Compression::Lz4);
+}
+
+fn mapped_and_pread_answer_alike(compression: Compression) {
+    let (entries, bytes) = compressed_table(compression);
     let want = contents(open(bytes.clone(), None).unwrap(), &entries).unwrap();
     assert_eq!(want.1, entries.len());
     assert!(want.0.iter().all(|g| matches!(g, GetResult::Found(_))));

@@ -209,27 +209,42 @@ fn table_without_filter_and_empty_table_answer_correctly() {
 }
 
 #[test]
-fn zstd_shrinks_blocks_and_reads_back_identically() {
+fn zstd_and_lz4_shrink_blocks_and_read_back_identically() {
     let entries = simple_entries(20_000);
-    let (plain, _) = build(&entries, TableOptions::default(), bloom_source());
-    let opts = TableOptions { compression: Compression::Zstd { level: 3 }, ..Default::default() };
-    let (packed, summary) = build(&entries, opts, bloom_source());
-    assert_eq!(summary.properties.compression, 1);
-    assert!(packed.len() * 2 < plain.len(), "zstd {} vs plain {}", packed.len(), plain.len());
-    let table = Arc::new(open(packed, None).unwrap());
-    let c = ReadCounters::new();
-    for (k, _, _, v) in entries.iter().step_by(7) {
-        assert_eq!(table.get(k, hash_key(k), u64::MAX, &c).unwrap(), GetResult::Found(v.clone()));
+    let (plain, plain_summary) = build(&entries, TableOptions::default(), bloom_source());
+    // Uncompressed tables keep format version 1, which builds before LZ4 read.
+    assert_eq!(plain_summary.properties.format_version, 1);
+    // (compression, its tag, the format version it needs: LZ4 tables are version 2)
+    for (compression, tag, version) in
+        [(Compression::Zstd { level: 3 }, 1, 1), (Compression::Lz4, 2, 2)]
+    {
+        let opts = TableOptions { compression, ..Default::default() };
+        let (packed, summary) = build(&entries, opts, bloom_source());
+        assert_eq!(summary.properties.compression, tag);
+        assert_eq!(summary.properties.format_version, version);
+        assert!(
+            packed.len() * 2 < plain.len(),
+            "{compression:?} {} vs {}",
+            packed.len(),
+            plain.len()
+        );
+        let table = Arc::new(open(packed, None).unwrap());
+        let c = ReadCounters::new();
+        for (k, _, _, v) in entries.iter().step_by(7) {
+            let got = table.get(k, hash_key(k), u64::MAX, &c).unwrap();
+            assert_eq!(got, GetResult::Found(v.clone()));
+        }
+        let mut it = table.iter(false);
+        it.seek_to_first().unwrap();
+        let mut n = 0;
+        while it.valid() {
+            assert_eq!(it.key(), ikey::encode(&entries[n].0, entries[n].1, entries[n].2));
+            assert_eq!(it.value(), entries[n].3.as_slice());
+            n += 1;
+            it.next().unwrap();
+        }
+        assert_eq!(n, entries.len());
     }
-    let mut it = table.iter(false);
-    it.seek_to_first().unwrap();
-    let mut n = 0;
-    while it.valid() {
-        assert_eq!(it.value(), entries[n].3.as_slice());
-        n += 1;
-        it.next().unwrap();
-    }
-    assert_eq!(n, entries.len());
 }
 
 #[test]
@@ -346,13 +361,17 @@ fn failed_write_poisons_the_builder() {
     let opts = TableOptions { block_size: 64, ..Default::default() };
     let mut b = TableBuilder::new(file, opts).unwrap();
     let mut failed = None;
-    for (i, (k, s, t, v)) in simple_entries(100).into_iter().enumerate() {
-        if let Err(e) = b.add(&ikey::encode(&k, s, t), &v) {
+    // 8 KiB values: the write buffer goes to the file every 32 or so entries.
+    let value = vec![7u8; 8 << 10];
+    for (i, (k, s, t, _)) in simple_entries(200).into_iter().enumerate() {
+        if let Err(e) = b.add(&ikey::encode(&k, s, t), &value) {
             failed = Some((i, e));
             break;
         }
     }
-    let (_, e) = failed.expect("second block write fails");
+    let (i, e) = failed.expect("second write of the buffer fails");
+    let per_write = crate::sst::builder::WRITE_BUFFER / value.len();
+    assert!((per_write..=3 * per_write).contains(&i), "failed at entry {i}");
     assert!(matches!(e, Error::Io { .. }), "{e}");
     assert!(b.add(&ikey::encode(b"zzz", 1, ValueKind::Put), b"").is_err());
     assert!(b.finish(FilterBlockSource::None).is_err());

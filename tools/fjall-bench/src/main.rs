@@ -4,7 +4,8 @@
 //!
 //! The db_bench flags fjall has an equivalent for are applied: `--bloom_bits` (fjall's Bloom
 //! filter at that many bits per key on every level; negative = none), `--compression_type`
-//! (`none`; fjall has no zstd or snappy, so those run with LZ4, its fastest codec, and say so),
+//! (`none`, `lz4`; fjall has no zstd or snappy, so those run with LZ4, its fastest codec, and
+//! say so; siftdb also runs snappy as LZ4, so `snappy` and `lz4` compare like for like),
 //! `--write_buffer_size` (max memtable size), `--target_file_size_base` and
 //! `--max_bytes_for_level_multiplier` (its leveled strategy; fjall derives L1's size as
 //! `target_file_size * l0_threshold`, 32 MiB for compare.sh's flags, as given to the others), and
@@ -202,6 +203,7 @@ fn keyspace_options(f: &Flags) -> KeyspaceCreateOptions {
     }));
     let codec = match f.compression.to_ascii_lowercase().as_str() {
         "none" | "no" => fjall::CompressionType::None,
+        "lz4" => fjall::CompressionType::Lz4,
         other => {
             eprintln!("fjall-bench: fjall has no {other} compression; using LZ4");
             fjall::CompressionType::Lz4

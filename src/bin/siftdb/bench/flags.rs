@@ -5,7 +5,7 @@
 //! `--sync=false`, so a db_bench command line can be pasted as is.
 
 use siftdb::filter::math;
-use siftdb::options::{Compression, FilterAllocation, FilterConfig, LevelBudget, StaticFilterKind};
+use siftdb::options::{FilterAllocation, FilterConfig, LevelBudget, StaticFilterKind};
 use siftdb::Options;
 use std::path::PathBuf;
 
@@ -91,9 +91,18 @@ pub struct Flags {
     /// Ask for a Ribbon filter at the same FPR (applied where siftdb builds static filters).
     #[arg(long, default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub use_ribbon_filter: bool,
-    /// Block compression: none or zstd.
+    /// Block compression: none, lz4, zstd, or snappy (db_bench's default; siftdb has no snappy
+    /// and runs lz4 instead, with a note).
     #[arg(long, default_value = "snappy")]
     pub compression_type: String,
+    /// db_bench: levels below this one are not compressed, the others use
+    /// `--compression_type`; negative = every level uses it.
+    #[arg(long, default_value_t = -1, allow_hyphen_values = true)]
+    pub min_level_to_compress: i64,
+    /// siftdb: compression per level, comma-separated (`none,none,lz4,zstd`): entry i applies to
+    /// level i, the last to all deeper levels (`Options::compression_per_level`).
+    #[arg(long)]
+    pub compression_per_level: Option<String>,
     /// Concurrent threads per benchmark, sharing one `Db`.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
@@ -288,16 +297,7 @@ pub fn apply_db_bench_flags(flags: &Flags, opts: &mut Options) -> Result<(), Str
         }
         opts.max_open_files = n;
     }
-    opts.compression = match flags.compression_type.to_ascii_lowercase().as_str() {
-        "none" | "no" => Compression::None,
-        "zstd" => Compression::Zstd(flags.zstd_level),
-        // db_bench's default is snappy, which siftdb does not have: run uncompressed and say so.
-        "snappy" => {
-            eprintln!("siftdb bench: compression_type=snappy unsupported, using none");
-            Compression::None
-        }
-        other => return Err(format!("unsupported --compression_type={other} (none|zstd)")),
-    };
+    super::compression::apply(flags, opts)?;
     opts.filter_policy.flush = flags.flush_filter();
     let (kind, allocation) = flags.compaction_filter()?;
     opts.filter_policy.compaction = kind;

@@ -2,6 +2,7 @@
 //! semantics and result lines as RocksDB 7.8's `db_bench`), so one command line runs the same
 //! work on both engines. `scripts/compare.sh` runs them side by side.
 
+mod compression;
 pub mod flags;
 pub mod keys;
 pub mod report;
@@ -123,7 +124,11 @@ pub fn run(flags: &Flags) -> Result<()> {
     println!("Keys:       {} bytes each", flags.key_size);
     println!("Values:     {} bytes each", flags.value_size);
     println!("Entries:    {}", flags.num);
-    println!("Compression: {:?}", opts.compression);
+    if opts.compression_per_level.is_empty() {
+        println!("Compression: {:?}", opts.compression);
+    } else {
+        println!("Compression: {:?} (per level; the last repeats)", opts.compression_per_level);
+    }
     println!("Filter:     {:?} (flush)", opts.filter_policy.flush);
     println!(
         "            {:?} {:?} (compaction)",

@@ -1,0 +1,257 @@
+//! The compressed forms of a data block's contents (design.md, "Framing, compression and block
+//! handles"). Both are `raw_len:varint32 payload`:
+//! * type 1, zstd: the payload is one zstd frame;
+//! * type 2, LZ4: the payload is one LZ4 *block* (no frame header, no checksum: the block
+//!   trailer's CRC-32 already covers the bytes), decoded by `lz4_flex`'s safe-Rust decoder.
+//!
+//! Decoding trusts nothing but the CRC-checked bytes: `raw_len` is bounded by
+//! [`MAX_BLOCK_LEN`] and by the most the payload can expand to before anything is allocated, so
+//! a corrupt length is a corruption error, never a huge allocation; the output must then be
+//! exactly `raw_len` bytes.
+
+use crate::error::{Error, Result};
+use crate::sst::format::MAX_BLOCK_LEN;
+use crate::sst::format::{get_varint32, put_varint32, COMPRESSION_LZ4, COMPRESSION_ZSTD};
+use crate::sst::Compression;
+use std::cell::RefCell;
+
+thread_local! {
+    /// One zstd compression and one decompression context per thread, created on first use:
+    /// a context costs far more to set up than one 4 KiB block costs to (de)compress.
+    static ZSTD: RefCell<ZstdContexts> = const { RefCell::new((None, None)) };
+    /// The LZ4 compressor's hash table (8 KiB), reused so a block does not pay its allocation.
+    static LZ4_TABLE: RefCell<Option<lz4_flex::block::CompressTable>> =
+        const { RefCell::new(None) };
+}
+
+type ZstdContexts =
+    (Option<zstd::bulk::Compressor<'static>>, Option<zstd::bulk::Decompressor<'static>>);
+
+/// Largest expansion of zstd-compressed bytes: a zstd block of at most 128 KiB output costs at
+/// least 4 input bytes (3-byte header + 1 RLE byte), a ratio below 32768.
+const ZSTD_MAX_RATIO: usize = 32_768;
+
+/// Largest expansion of an LZ4 block: the longest output per input byte is a match length
+/// continued by `0xFF` bytes, 255 output bytes each; a sequence's token, offset and final
+/// length byte (4 bytes) yield at most 19 + 254 bytes, also below 255 per input byte.
+const LZ4_MAX_RATIO: usize = 255;
+
+/// Appends the compressed form of `raw` (`raw_len:varint32 payload`) to `out` and returns its
+/// type byte; `None` (nothing appended) for [`Compression::None`].
+pub(crate) fn compress(
+    raw: &[u8],
+    compression: Compression,
+    out: &mut Vec<u8>,
+) -> Result<Option<u8>> {
+    match compression {
+        Compression::None => Ok(None),
+        Compression::Zstd { level } => {
+            put_varint32(out, raw.len() as u32);
+            let z = ZSTD
+                .with(|z| {
+                    let mut z = z.borrow_mut();
+                    let c = match &mut z.0 {
+                        Some(c) => c,
+                        none => none.insert(zstd::bulk::Compressor::new(level)?),
+                    };
+                    c.set_compression_level(level)?;
+                    c.compress(raw)
+                })
+                .map_err(|e| Error::io("compressing an SST block with zstd", e))?;
+            out.extend_from_slice(&z);
+            Ok(Some(COMPRESSION_ZSTD))
+        }
+        Compression::Lz4 => {
+            put_varint32(out, raw.len() as u32);
+            let start = out.len();
+            out.resize(start + lz4_flex::block::get_maximum_output_size(raw.len()), 0);
+            let written = LZ4_TABLE
+                .with(|t| {
+                    let mut t = t.borrow_mut();
+                    let table = t.get_or_insert_with(lz4_flex::block::CompressTable::default);
+                    lz4_flex::block::compress_into_with_table(raw, &mut out[start..], table)
+                })
+                .map_err(|e| {
+                    Error::io("compressing an SST block with LZ4", std::io::Error::other(e))
+                })?;
+            out.truncate(start + written);
+            Ok(Some(COMPRESSION_LZ4))
+        }
+    }
+}
+
+/// Decodes the compressed form `contents` of type `ctype` (zstd or LZ4) into the buffer
+/// `alloc(raw_len)` returns (an empty vector of capacity at least `raw_len`). Offsets in errors
+/// are relative to the start of `contents`.
+pub(crate) fn decompress(
+    ctype: u8,
+    contents: &[u8],
+    alloc: impl FnOnce(usize) -> Vec<u8>,
+) -> Result<Vec<u8>> {
+    let (name, max_ratio) = match ctype {
+        COMPRESSION_ZSTD => ("zstd", ZSTD_MAX_RATIO),
+        COMPRESSION_LZ4 => ("LZ4", LZ4_MAX_RATIO),
+        t => {
+            return Err(Error::corruption(
+                format!("unknown block compression type {t}"),
+                Some(contents.len() as u64),
+            ))
+        }
+    };
+    let mut pos = 0;
+    let raw_len = get_varint32(contents, &mut pos, "compressed block length")? as usize;
+    if raw_len > MAX_BLOCK_LEN {
+        return Err(Error::corruption(
+            format!("{name} block claims {raw_len} bytes, above the 1 GiB limit"),
+            Some(0),
+        ));
+    }
+    let payload = &contents[pos..];
+    // The output is allocated at `raw_len` up front, so bound it by what the payload can
+    // expand to first.
+    if raw_len > payload.len().saturating_mul(max_ratio) {
+        return Err(Error::corruption(
+            format!("{name} block of {} bytes cannot expand to {raw_len}", payload.len()),
+            Some(0),
+        ));
+    }
+    let mut raw = alloc(raw_len);
+    raw.clear();
+    raw.reserve_exact(raw_len);
+    let decoded = if ctype == COMPRESSION_ZSTD {
+        ZSTD.with(|z| {
+            let mut z = z.borrow_mut();
+            let d = match &mut z.1 {
+                Some(d) => d,
+                none => none.insert(zstd::bulk::Decompressor::new()?),
+            };
+            d.decompress_to_buffer(payload, &mut raw).map(drop)
+        })
+        .map_err(|e| e.to_string())
+    } else {
+        // The safe decoder writes into an initialized slice; it checks every literal and match
+        // against the slice's end and every offset against the bytes written so far.
+        raw.resize(raw_len, 0);
+        lz4_flex::block::decompress_into(payload, &mut raw)
+            .map(|n| raw.truncate(n))
+            .map_err(|e| e.to_string())
+    };
+    decoded.map_err(|e| {
+        Error::corruption(format!("{name} block does not decompress: {e}"), Some(pos as u64))
+    })?;
+    if raw.len() != raw_len {
+        return Err(Error::corruption(
+            format!("{name} block decompressed to {} bytes, expected {raw_len}", raw.len()),
+            Some(0),
+        ));
+    }
+    Ok(raw)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sst::format::{frame_block, unframe_block, unframe_block_from, COMPRESSION_NONE};
+
+    /// A compressible 4 KiB block: runs of repeated bytes.
+    fn compressible() -> Vec<u8> {
+        (0..4096u32).map(|i| (i / 5 % 7) as u8).collect()
+    }
+
+    /// Re-frames compressed `contents` of type `ctype` under a valid CRC.
+    fn reframe(contents: &[u8], ctype: u8) -> Vec<u8> {
+        let mut out = contents.to_vec();
+        out.push(ctype);
+        let crc = crc32fast::hash(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out
+    }
+
+    #[test]
+    fn lz4_blocks_round_trip_through_both_unframe_paths() {
+        let raw = compressible();
+        let (framed, t) = frame_block(&raw, Compression::Lz4).unwrap();
+        assert_eq!(t, COMPRESSION_LZ4);
+        assert!(framed.len() < raw.len() / 4, "{}", framed.len());
+        assert_eq!(unframe_block(framed.clone()).unwrap(), raw);
+        assert_eq!(unframe_block_from(&framed, Vec::with_capacity).unwrap(), raw);
+        // A recycled buffer holding stale bytes is cleared, not appended to.
+        let stale = |n: usize| {
+            let mut v = vec![0xAB; 100];
+            v.reserve(n);
+            v
+        };
+        assert_eq!(unframe_block_from(&framed, stale).unwrap(), raw);
+        // An empty block and noise (stored raw: LZ4 cannot shrink it by 1/8).
+        let (framed, _) = frame_block(&[], Compression::Lz4).unwrap();
+        assert_eq!(unframe_block(framed).unwrap(), Vec::<u8>::new());
+        let mut noise = vec![0u8; 1000];
+        crate::rng::SplitMix64::new(3).fill(&mut noise);
+        let (framed, t) = frame_block(&noise, Compression::Lz4).unwrap();
+        assert_eq!((t, framed.len()), (COMPRESSION_NONE, 1005));
+        assert_eq!(unframe_block(framed).unwrap(), noise);
+    }
+
+    #[test]
+    fn a_claimed_length_beyond_what_the_payload_can_expand_to_is_corruption() {
+        for compression in [Compression::Lz4, Compression::Zstd { level: 3 }] {
+            let raw = compressible();
+            let (framed, t) = frame_block(&raw, compression).unwrap();
+            let contents = &framed[..framed.len() - 5];
+            let mut pos = 0;
+            get_varint32(contents, &mut pos, "t").unwrap();
+            let payload = &contents[pos..];
+            // 1 GiB + 1, just above the cap, the largest varint32, and a length just too big
+            // for the payload's expansion bound: each is rejected before any allocation.
+            let too_big = payload.len() * if t == COMPRESSION_LZ4 { 255 } else { 32_768 } + 1;
+            for claimed in [(1u32 << 30) + 1, u32::MAX, too_big as u32] {
+                let mut bad = Vec::new();
+                put_varint32(&mut bad, claimed);
+                bad.extend_from_slice(payload);
+                let e = unframe_block(reframe(&bad, t)).unwrap_err();
+                assert!(e.is_corruption(), "{compression:?} {claimed}: {e}");
+            }
+            // A length the payload could reach but does not decode to.
+            for claimed in [raw.len() - 1, raw.len() + 1, 0] {
+                let mut bad = Vec::new();
+                put_varint32(&mut bad, claimed as u32);
+                bad.extend_from_slice(payload);
+                let e = unframe_block(reframe(&bad, t)).unwrap_err();
+                assert!(e.is_corruption(), "{compression:?} {claimed}: {e}");
+            }
+        }
+    }
+
+    #[test]
+    fn garbled_lz4_payloads_under_a_valid_checksum_never_panic() {
+        let raw = compressible();
+        let (framed, _) = frame_block(&raw, Compression::Lz4).unwrap();
+        let contents = &framed[..framed.len() - 5];
+        let mut rng = crate::rng::SplitMix64::new(17);
+        let mut errors = 0;
+        for round in 0..2000 {
+            let mut bad = contents.to_vec();
+            if round % 2 == 0 {
+                // A few wrong bytes after the length: offsets, tokens and lengths go astray.
+                for _ in 0..1 + rng.below(3) {
+                    let at = 1 + rng.below(bad.len() as u64 - 1) as usize;
+                    bad[at] = rng.next_u64() as u8;
+                }
+            } else {
+                // Noise after a plausible length.
+                let n = 1 + rng.below(200) as usize;
+                bad.truncate(2);
+                bad.resize(2 + n, 0);
+                rng.fill(&mut bad[2..]);
+            }
+            match unframe_block(reframe(&bad, COMPRESSION_LZ4)) {
+                Ok(out) => assert_eq!(out.len(), raw.len()),
+                Err(e) => {
+                    assert!(e.is_corruption(), "{e}");
+                    errors += 1;
+                }
+            }
+        }
+        assert!(errors > 1000, "only {errors} of 2000 garbled blocks failed to decode");
+    }
+}
