@@ -100,3 +100,31 @@ fn sst_dump_values_prints_each_entry_with_its_value() {
     assert!(out.contains("\"apple\" @1 Put => \"red\""), "{out}");
     assert!(out.contains("\"pear\" @2 Put => \"green\""), "{out}");
 }
+
+#[test]
+fn wal_and_manifest_dump_print_their_records() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().join("db");
+    let ds = d.to_str().unwrap();
+    ok(&["put", ds, "apple", "red", "--create"]);
+    ok(&["put", ds, "pear", "green"]);
+    ok(&["compact", ds]);
+    // Each command's open flushes the WAL it replays, so the WAL holds the last command only.
+    ok(&["put", ds, "fig", "purple"]);
+    let find = |prefix: &str, ext: &str| {
+        std::fs::read_dir(&d)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| {
+                let n = p.file_name().unwrap().to_str().unwrap();
+                n.starts_with(prefix) && n.ends_with(ext)
+            })
+            .unwrap()
+    };
+    let wal = ok(&["wal", "dump", "--values", find("", ".log").to_str().unwrap()]);
+    assert!(wal.contains("@3 Put \"fig\" => \"purple\""), "{wal}");
+    assert!(wal.contains("1 batches, 1 entries"), "{wal}");
+    let manifest = ok(&["manifest", "dump", find("MANIFEST-", "").to_str().unwrap()]);
+    assert!(manifest.contains("keys \"apple\"..\"pear\", seq 1..=2"), "{manifest}");
+    fails(&["wal", "dump", tmp.path().join("nope.log").to_str().unwrap()], "nope.log");
+}

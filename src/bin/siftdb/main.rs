@@ -6,6 +6,7 @@ mod crashtest;
 mod demo;
 mod dirs;
 mod ldb;
+mod log_dump;
 mod progress;
 mod readamp;
 mod sst_dump;
@@ -43,6 +44,16 @@ enum Command {
         #[command(subcommand)]
         command: SstCommand,
     },
+    /// Write-ahead log tools.
+    Wal {
+        #[command(subcommand)]
+        command: LogCommand,
+    },
+    /// Manifest tools.
+    Manifest {
+        #[command(subcommand)]
+        command: LogCommand,
+    },
     /// The level table of a database on disk (read only).
     Stats(stats::StatsArgs),
     /// db_bench-compatible benchmarks (same flags, keys and result lines as RocksDB's db_bench).
@@ -55,6 +66,12 @@ enum Command {
     Readamp(readamp::ReadampArgs),
     #[command(flatten)]
     Ldb(ldb::LdbCommand),
+}
+
+#[derive(Subcommand)]
+enum LogCommand {
+    /// Every record of the file (read only).
+    Dump(log_dump::LogDumpArgs),
 }
 
 #[derive(Subcommand)]
@@ -71,6 +88,8 @@ fn main() -> ExitCode {
         Some(Command::Crashtest(args)) => crashtest::run(&args),
         Some(Command::CrashtestChild(args)) => crashtest::child(&args),
         Some(Command::Sst { command: SstCommand::Dump(args) }) => sst_dump::run(&args),
+        Some(Command::Wal { command: LogCommand::Dump(args) }) => log_dump::wal(&args),
+        Some(Command::Manifest { command: LogCommand::Dump(args) }) => log_dump::manifest(&args),
         Some(Command::Stats(args)) => stats::run(&args),
         Some(Command::Bench(flags)) => bench::run(&flags),
         Some(Command::Ycsb(args)) => ycsb::run(&args),
