@@ -46,7 +46,7 @@ fn round_up(n: usize) -> usize {
 }
 
 /// A fixed-size heap buffer whose usable bytes start on an [`ALIGN`] boundary.
-pub(crate) struct AlignedBuf {
+pub struct AlignedBuf {
     raw: Vec<u8>,
     start: usize,
     len: usize,
@@ -54,7 +54,7 @@ pub(crate) struct AlignedBuf {
 
 impl AlignedBuf {
     /// A zeroed buffer of `len` usable bytes (`len` a multiple of `ALIGN`).
-    pub(crate) fn new(len: usize) -> Result<AlignedBuf> {
+    pub fn new(len: usize) -> Result<AlignedBuf> {
         let raw = vec![0u8; len + ALIGN];
         let start = raw.as_ptr().align_offset(ALIGN);
         if start >= ALIGN {
@@ -68,18 +68,23 @@ impl AlignedBuf {
     }
 
     /// The usable bytes.
-    pub(crate) fn bytes(&self) -> &[u8] {
+    pub fn bytes(&self) -> &[u8] {
         &self.raw[self.start..self.start + self.len]
     }
 
     /// The usable bytes, writable.
-    pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
         &mut self.raw[self.start..self.start + self.len]
     }
 
     /// Usable length.
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// True for a zero-length buffer.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 }
 
@@ -97,9 +102,10 @@ pub(crate) fn open_error(path: &Path, e: std::io::Error) -> Error {
     }
 }
 
-/// Opens `path` with `O_DIRECT`: read-only, or (`create`) created/truncated write-only.
+/// Opens `path` with `O_DIRECT`: read-only, or (`create`) created/truncated write-only. A file
+/// system that refuses `O_DIRECT` gives [`Error::InvalidArgument`] naming the path.
 #[cfg(target_os = "linux")]
-pub(crate) fn open(path: &Path, create: bool) -> Result<File> {
+pub fn open(path: &Path, create: bool) -> Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
     let mut o = std::fs::OpenOptions::new();
     if create {
@@ -112,7 +118,7 @@ pub(crate) fn open(path: &Path, create: bool) -> Result<File> {
 
 /// Direct I/O is implemented for Linux only.
 #[cfg(not(target_os = "linux"))]
-pub(crate) fn open(path: &Path, _create: bool) -> Result<File> {
+pub fn open(path: &Path, _create: bool) -> Result<File> {
     Err(Error::invalid(format!(
         "direct reads/writes (O_DIRECT) are supported on Linux only (file {})",
         path.display()

@@ -5,6 +5,7 @@ mod bench;
 mod crashtest;
 mod demo;
 mod dirs;
+mod iops;
 mod progress;
 mod readamp;
 mod sst_dump;
@@ -52,6 +53,9 @@ enum Command {
     /// filter policy at equal filter memory; writes a CSV and SVG plots into `--out` (default: a
     /// new directory it prints; `--out docs/readamp` regenerates the committed report).
     Readamp(readamp::ReadampArgs),
+    /// The disk's random-read limit: 4 KiB O_DIRECT reads of an existing FILE (never written)
+    /// at queue depth 1 and 32, reads/s and MB/s per depth.
+    Iops(iops::IopsArgs),
 }
 
 #[derive(Subcommand)]
@@ -72,6 +76,7 @@ fn main() -> ExitCode {
         Some(Command::Bench(flags)) => bench::run(&flags),
         Some(Command::Ycsb(args)) => ycsb::run(&args),
         Some(Command::Readamp(args)) => readamp::run(&args),
+        Some(Command::Iops(args)) => iops::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
