@@ -345,7 +345,7 @@ mod tests {
             let n = ((rng.next_u64() % 70_000) as usize).min(data.len() - at);
             w.append(&data[at..at + n]).unwrap();
             at += n;
-            if rng.next_u64() % 8 == 0 {
+            if rng.below(8) == 0 {
                 // A sync in the middle pads and truncates; later appends rewrite that block.
                 w.sync().unwrap();
                 assert_eq!(std::fs::metadata(&path).unwrap().len(), at as u64);
