@@ -73,6 +73,13 @@ fn fill(db: &Db, seed: u64) -> BTreeMap<Vec<u8>, Vec<u8>> {
         }
     }
     db.wait_for_compactions().unwrap();
+    // One more table on L0 above the compacted levels, so lookups cross two levels.
+    for i in (0..20_000).step_by(97) {
+        let v = format!("last-{i}");
+        db.put(key(i), &v).unwrap();
+        model.insert(key(i), v.into_bytes());
+    }
+    db.flush().unwrap();
     model
 }
 
