@@ -268,6 +268,20 @@ pub struct Options {
     /// Default: `true` on 64-bit unix (readrandom with zstd: 8% less time per lookup), else
     /// `false`.
     pub mmap_reads: bool,
+    /// Read SSTs with `O_DIRECT` (RocksDB's `use_direct_reads`; Linux only): a block-cache miss
+    /// then reads the block's 4096-byte-aligned span from the device, bypassing the page
+    /// cache, so the block cache is the only cache and read amplification costs device reads.
+    /// Overrides `mmap_reads` for SSTs. Applies when the real file system is used (`storage:
+    /// None`); a custom storage does its own I/O. A file system that refuses `O_DIRECT` makes
+    /// [`crate::Db::open`] fail with [`crate::Error::InvalidArgument`] (never a silent
+    /// fallback). WAL and manifest reads stay buffered. Default `false`.
+    pub direct_reads: bool,
+    /// Write the SSTs of flushes and compactions with `O_DIRECT` (RocksDB's
+    /// `use_direct_io_for_flush_and_compaction`; Linux only), so building a table does not
+    /// fill the page cache with it. Appends go through a 1 MiB aligned buffer; the file is
+    /// still synced before the manifest names it. Same scope and error as `direct_reads`.
+    /// Default `false`.
+    pub direct_io_for_flush_and_compaction: bool,
     /// Tables kept open at once by the table cache (RocksDB's `max_open_files`; design.md,
     /// "Table cache"). An open table holds a file descriptor (and a mapping with
     /// `mmap_reads`) and keeps its index and filter blocks in memory; a lookup that finds its
@@ -311,6 +325,8 @@ impl Default for Options {
             compression_per_level: Vec::new(),
             block_cache_bytes: 32 << 20,
             mmap_reads: MMAP_READS_DEFAULT,
+            direct_reads: false,
+            direct_io_for_flush_and_compaction: false,
             max_open_files: MAX_OPEN_FILES_DEFAULT,
             filter_policy: FilterPolicy::default(),
             compaction: CompactionOptions::default(),
@@ -332,6 +348,8 @@ impl std::fmt::Debug for Options {
             .field("compression_per_level", &self.compression_per_level)
             .field("block_cache_bytes", &self.block_cache_bytes)
             .field("mmap_reads", &self.mmap_reads)
+            .field("direct_reads", &self.direct_reads)
+            .field("direct_io_for_flush_and_compaction", &self.direct_io_for_flush_and_compaction)
             .field("max_open_files", &self.max_open_files)
             .field("filter_policy", &self.filter_policy)
             .field("compaction", &self.compaction)

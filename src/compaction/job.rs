@@ -263,7 +263,7 @@ fn emit(
     if out.builder.is_none() {
         let number = (env.new_file_number)();
         made.push(number);
-        let file = env.storage.create(&env.dir.join(filename::sst_name(number)))?;
+        let file = env.storage.create_immutable(&env.dir.join(filename::sst_name(number)))?;
         out.builder = Some((TableBuilder::new(file, env.table_options)?, number));
     }
     let (b, _) = out.builder.as_mut().expect("just made");

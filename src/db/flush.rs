@@ -92,7 +92,7 @@ pub(crate) fn table_options(opts: &Options, level: usize) -> TableOptions {
 pub(crate) fn write_l0_table(inner: &DbInner, mem: &Memtable) -> Result<Arc<TableFile>> {
     let number = inner.new_file_number();
     let path = inner.dir.join(filename::sst_name(number));
-    let file = inner.storage.create(&path)?;
+    let file = inner.storage.create_immutable(&path)?;
     let mut builder = TableBuilder::new(file, table_options(&inner.opts, 0))?;
     let mut distinct = 0u64;
     let mut last: Vec<u8> = Vec::new();

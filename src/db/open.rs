@@ -69,8 +69,12 @@ fn refuse_foreign_directory(storage: &dyn Storage, dir: &Path) -> Result<()> {
 }
 
 pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
-    let storage: Arc<dyn Storage> =
-        opts.storage.clone().unwrap_or_else(|| Arc::new(FsStorage::with_mmap(opts.mmap_reads)));
+    let storage: Arc<dyn Storage> = opts.storage.clone().unwrap_or_else(|| {
+        Arc::new(
+            FsStorage::with_mmap(opts.mmap_reads)
+                .with_direct_io(opts.direct_reads, opts.direct_io_for_flush_and_compaction),
+        )
+    });
     // Built first: it rejects an out-of-range `max_open_files` before anything is written.
     let cache =
         (opts.block_cache_bytes > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_bytes)));
@@ -88,6 +92,8 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     }
     refuse_foreign_directory(&*storage, dir)?;
     let lock = storage.lock(&dir.join(filename::LOCK))?;
+    // Direct I/O refused by the file system fails here, never silently falls back.
+    storage.check_io_modes(&dir.join(filename::LOCK))?;
 
     let mut existed = false;
     let state = match manifest::recover(&*storage, dir)? {

@@ -180,15 +180,36 @@ impl Stats {
         d
     }
 
+    /// The deepest level that holds files (RocksDB's "last level" of its
+    /// `rocksdb.last.level.read.*` tickers); `None` for an empty tree.
+    pub fn last_level(&self) -> Option<usize> {
+        self.levels.iter().filter(|l| l.files > 0).map(|l| l.level).max()
+    }
+
     /// The counters under RocksDB's ticker names (summed over levels), for side-by-side reports.
+    /// File reads are data blocks only (index and filter blocks are pinned in memory), split
+    /// into the last level ([`Stats::last_level`]) and the others as RocksDB does.
     pub fn tickers(&self) -> Vec<(&'static str, u64)> {
         let t = self.total_reads();
+        let last = self.last_level();
+        let last_reads = self
+            .levels
+            .iter()
+            .filter(|l| Some(l.level) == last)
+            .fold(ReadStats::default(), |a, l| a.plus(&l.reads));
+        let upper = t.minus(&last_reads);
         vec![
             ("rocksdb.bloom.filter.useful", t.filter_useful),
             ("rocksdb.bloom.filter.full.positive", t.filter_positive),
             ("rocksdb.bloom.filter.full.true.positive", t.filter_true_positive),
             ("rocksdb.block.cache.hit", self.block_cache_hits),
             ("rocksdb.block.cache.miss", self.block_cache_misses),
+            ("rocksdb.block.cache.data.hit", t.block_cache_hits),
+            ("rocksdb.block.cache.data.miss", t.block_cache_misses),
+            ("rocksdb.last.level.read.count", last_reads.file_reads),
+            ("rocksdb.last.level.read.bytes", last_reads.file_read_bytes),
+            ("rocksdb.non.last.level.read.count", upper.file_reads),
+            ("rocksdb.non.last.level.read.bytes", upper.file_read_bytes),
             ("rocksdb.no.file.opens", self.table_cache_misses),
             ("rocksdb.number.keys.read", self.gets),
             ("rocksdb.stall.micros", self.write_stall_micros),
@@ -196,12 +217,15 @@ impl Stats {
     }
 
     /// The per-level read-amplification table; `lookups` normalises block reads per lookup.
+    /// `blocks/op` counts index and data blocks consulted (cached or not); `file_rd/op` the
+    /// data blocks read from the file (device reads with `Options::direct_reads`), and
+    /// `KiB/op` their bytes.
     pub fn read_amp_table(&self, lookups: u64) -> String {
         let mut s = String::new();
         let per = |n: u64| if lookups == 0 { 0.0 } else { n as f64 / lookups as f64 };
         let _ = writeln!(
             s,
-            "{:<6} {:>5} {:>9} {:<14} {:>9} {:>9} {:>9} {:>10} {:>10} {:>8} {:>9} {:>11}",
+            "{:<6} {:>5} {:>9} {:<14} {:>9} {:>9} {:>9} {:>10} {:>10} {:>8} {:>9} {:>11} {:>10} {:>8}",
             "level",
             "files",
             "entries",
@@ -213,7 +237,9 @@ impl Stats {
             "useful",
             "false_pos",
             "obs_fpr",
-            "blocks/op"
+            "blocks/op",
+            "file_rd/op",
+            "KiB/op"
         );
         for l in self.levels.iter().filter(|l| l.files > 0 || l.reads.filter_checks > 0) {
             let fpr = l.reads.observed_fpr().map_or("-".into(), |f| format!("{:.3}%", f * 100.0));
@@ -222,7 +248,7 @@ impl Stats {
             let cfg = l.configured_fpr.map_or("-".into(), |f| format!("{:.3}%", f * 100.0));
             let _ = writeln!(
                 s,
-                "{:<6} {:>5} {:>9} {:<14} {:>9.1} {:>9.2} {:>9} {:>10} {:>10} {:>8} {:>9} {:>11.4}",
+                "{:<6} {:>5} {:>9} {:<14} {:>9.1} {:>9.2} {:>9} {:>10} {:>10} {:>8} {:>9} {:>11.4} {:>10.4} {:>8.3}",
                 format!("L{}", l.level),
                 l.files,
                 l.entries,
@@ -235,6 +261,8 @@ impl Stats {
                 l.reads.false_positives(),
                 fpr,
                 per(l.reads.data_blocks_read + l.reads.index_blocks_read),
+                per(l.reads.file_reads),
+                per(l.reads.file_read_bytes) / 1024.0,
             );
         }
         s
@@ -256,5 +284,32 @@ mod tests {
         assert_eq!(r.false_positives(), 10);
         assert!((r.observed_fpr().unwrap() - 0.01).abs() < 1e-12);
         assert_eq!(ReadStats::default().observed_fpr(), None);
+    }
+
+    #[test]
+    fn file_reads_split_into_last_level_and_the_others() {
+        let level = |level, files, file_reads| LevelStats {
+            level,
+            files,
+            reads: ReadStats {
+                file_reads,
+                file_read_bytes: file_reads * 4101,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let s = Stats {
+            levels: vec![level(0, 1, 3), level(1, 2, 5), level(2, 4, 7), level(3, 0, 0)],
+            ..Default::default()
+        };
+        assert_eq!(s.last_level(), Some(2));
+        let t: std::collections::HashMap<_, _> = s.tickers().into_iter().collect();
+        assert_eq!(t["rocksdb.last.level.read.count"], 7);
+        assert_eq!(t["rocksdb.last.level.read.bytes"], 7 * 4101);
+        assert_eq!(t["rocksdb.non.last.level.read.count"], 8);
+        assert_eq!(t["rocksdb.non.last.level.read.bytes"], 8 * 4101);
+        let table = s.read_amp_table(10);
+        assert!(table.lines().next().unwrap().contains("file_rd/op"), "{table}");
+        assert!(table.contains("0.7000"), "{table}");
     }
 }

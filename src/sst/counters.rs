@@ -27,6 +27,13 @@ pub struct ReadCounters {
     pub block_cache_hits: AtomicU64,
     /// Data blocks looked up in an enabled cache and read from the file.
     pub block_cache_misses: AtomicU64,
+    /// Data blocks read from the file, with or without a cache (`data_blocks_read -
+    /// block_cache_hits`): a device read with `Options::direct_reads`, a page-cache copy or a
+    /// map access otherwise (RocksDB `rocksdb.{non.,}last.level.read.count`).
+    pub file_reads: AtomicU64,
+    /// Bytes of those reads: each block's stored size plus its 5-byte trailer (a direct read
+    /// transfers that span rounded out to 4096-byte boundaries).
+    pub file_read_bytes: AtomicU64,
 }
 
 /// A plain copy of [`ReadCounters`] at one moment (same field meanings).
@@ -50,6 +57,10 @@ pub struct ReadStats {
     pub block_cache_hits: u64,
     /// See [`ReadCounters::block_cache_misses`].
     pub block_cache_misses: u64,
+    /// See [`ReadCounters::file_reads`].
+    pub file_reads: u64,
+    /// See [`ReadCounters::file_read_bytes`].
+    pub file_read_bytes: u64,
 }
 
 impl ReadStats {
@@ -86,6 +97,8 @@ impl ReadStats {
             data_blocks_read: f(self.data_blocks_read, o.data_blocks_read),
             block_cache_hits: f(self.block_cache_hits, o.block_cache_hits),
             block_cache_misses: f(self.block_cache_misses, o.block_cache_misses),
+            file_reads: f(self.file_reads, o.file_reads),
+            file_read_bytes: f(self.file_read_bytes, o.file_read_bytes),
         }
     }
 }
@@ -108,6 +121,8 @@ impl ReadCounters {
             data_blocks_read: self.data_blocks_read.load(Relaxed),
             block_cache_hits: self.block_cache_hits.load(Relaxed),
             block_cache_misses: self.block_cache_misses.load(Relaxed),
+            file_reads: self.file_reads.load(Relaxed),
+            file_read_bytes: self.file_read_bytes.load(Relaxed),
         }
     }
 }

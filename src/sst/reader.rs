@@ -27,6 +27,7 @@ use crate::sst::properties::TableProperties;
 use crate::sst::table_iter::TableIter;
 use crate::storage::RandomAccessFile;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 /// The outcome of [`Table::get`].
@@ -215,7 +216,8 @@ impl Table {
         Ok(())
     }
 
-    /// A data block via the cache. `counters` (lookups only) records cache hits and misses;
+    /// A data block via the cache. `counters` (lookups only) records cache hits and misses,
+    /// and the reads that went to the file (`file_reads`, `file_read_bytes`);
     /// `fill_cache = false` (compaction scans) reads around the cache without inserting.
     pub(crate) fn data_block(
         &self,
@@ -234,6 +236,10 @@ impl Table {
             counters.inspect(|c| bump(&c.block_cache_misses));
         }
         let raw = self.read_data(h)?;
+        if let Some(c) = counters {
+            bump(&c.file_reads);
+            c.file_read_bytes.fetch_add(h.size + BLOCK_TRAILER_LEN as u64, Relaxed);
+        }
         let block = Arc::new(Block::new(raw).map_err(|e| self.err_at(e, h))?);
         if fill_cache {
             if let Some(cache) = &self.cache {

@@ -16,8 +16,13 @@
 //!   borrows block bytes from the map ([`RandomAccessFile::as_bytes`]) instead of `pread`ing
 //!   a copy. See the SAFETY paragraph in `open_immutable` for the one hazard.
 //!
+//! * With [`FsStorage::with_direct_io`], [`Storage::open_immutable`] reads with `O_DIRECT`
+//!   (no map, no page cache) and [`Storage::create_immutable`] writes with `O_DIRECT`; see
+//!   `storage::direct`. WALs, the manifest and CURRENT always use buffered I/O.
+//!
 //! Every `std::io::Error` becomes [`Error::Io`] whose context names the operation and the path.
 
+use super::direct::{DirectReadFile, DirectWritableFile};
 use super::{DirLock, RandomAccessFile, Storage, WritableFile};
 use crate::error::{Error, Result};
 use std::fs::{File, OpenOptions};
@@ -26,24 +31,34 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// The real file system. Holds no state beyond its one setting (whether finished SSTs are
-/// memory-mapped): every method works on the paths it is given.
+/// The real file system. Holds no state beyond its settings (whether finished SSTs are
+/// memory-mapped, read or written with direct I/O): every method works on the paths it is
+/// given.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FsStorage {
     mmap: bool,
+    direct_reads: bool,
+    direct_writes: bool,
 }
 
 impl FsStorage {
     /// A handle on the real file system that reads every file with `pread`.
     pub fn new() -> FsStorage {
-        FsStorage { mmap: false }
+        FsStorage::default()
+    }
+
+    /// This handle with direct I/O for finished SSTs: `reads` opens them with `O_DIRECT` in
+    /// [`Storage::open_immutable`] (and then no file is mapped), `writes` creates them with
+    /// `O_DIRECT` in [`Storage::create_immutable`]. See [`crate::Options::direct_reads`].
+    pub fn with_direct_io(self, reads: bool, writes: bool) -> FsStorage {
+        FsStorage { direct_reads: reads, direct_writes: writes, ..self }
     }
 
     /// A handle that memory-maps the files opened with [`Storage::open_immutable`] when `mmap`
     /// is true and the target is 64-bit unix (elsewhere it is the same as [`FsStorage::new`]).
     /// See [`crate::Options::mmap_reads`] for the trade-off and the hazard.
     pub fn with_mmap(mmap: bool) -> FsStorage {
-        FsStorage { mmap: mmap && MMAP_SUPPORTED }
+        FsStorage { mmap: mmap && MMAP_SUPPORTED, ..FsStorage::default() }
     }
 
     /// Whether this handle maps immutable files.
@@ -156,6 +171,9 @@ impl Storage for FsStorage {
     }
 
     fn open_immutable(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        if self.direct_reads {
+            return Ok(Arc::new(DirectReadFile::open(path)?));
+        }
         let file = File::open(path).map_err(|e| io_err("opening", path, e))?;
         let len = file.metadata().map_err(|e| io_err("reading metadata of", path, e))?.len();
         // An empty file has nothing to map (and mmap(2) rejects a zero length).
@@ -176,6 +194,20 @@ impl Storage for FsStorage {
             None
         };
         Ok(Arc::new(FsRandomAccessFile { file, path: path.to_path_buf(), len, map }))
+    }
+
+    fn create_immutable(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        if self.direct_writes {
+            return Ok(Box::new(DirectWritableFile::create(path)?));
+        }
+        self.create(path)
+    }
+
+    fn check_io_modes(&self, path: &Path) -> Result<()> {
+        if self.direct_reads || self.direct_writes {
+            super::direct::probe(path)?;
+        }
+        Ok(())
     }
 
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {

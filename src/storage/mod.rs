@@ -14,6 +14,7 @@ use crate::error::Result;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub mod direct;
 pub mod fs;
 pub mod mem;
 
@@ -77,6 +78,20 @@ pub trait Storage: Send + Sync + 'static {
     /// [`FsStorage::with_mmap`]. Default: [`Storage::open`].
     fn open_immutable(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         self.open(path)
+    }
+    /// Creates (or truncates) a file that will be written once, synced, and from then on only
+    /// read (an SST written by a flush or a compaction). An implementation may write it with
+    /// direct I/O: see [`FsStorage::with_direct_io`]. Default: [`Storage::create`].
+    fn create_immutable(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.create(path)
+    }
+    /// Checks that the file system holding `path` (an existing file siftdb created, the LOCK
+    /// file) supports the I/O modes this storage was configured with, so that `Db::open` fails
+    /// at once, with a clear error, instead of at the first SST read. Default: `Ok` (no special
+    /// modes).
+    fn check_io_modes(&self, path: &Path) -> Result<()> {
+        let _ = path;
+        Ok(())
     }
     /// Atomically replaces `to` with `from` (durable after `sync_dir`).
     fn rename(&self, from: &Path, to: &Path) -> Result<()>;

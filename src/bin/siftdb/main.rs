@@ -5,6 +5,7 @@ mod bench;
 mod crashtest;
 mod demo;
 mod dirs;
+mod iops;
 mod ldb;
 mod log_dump;
 mod progress;
@@ -64,6 +65,9 @@ enum Command {
     /// filter policy at equal filter memory; writes a CSV and SVG plots into `--out` (default: a
     /// new directory it prints; `--out docs/readamp` regenerates the committed report).
     Readamp(readamp::ReadampArgs),
+    /// The disk's random-read limit: 4 KiB O_DIRECT reads of an existing FILE (never written)
+    /// at queue depth 1 and 32, reads/s and MB/s per depth.
+    Iops(iops::IopsArgs),
     #[command(flatten)]
     Ldb(ldb::LdbCommand),
 }
@@ -94,6 +98,7 @@ fn main() -> ExitCode {
         Some(Command::Bench(flags)) => bench::run(&flags),
         Some(Command::Ycsb(args)) => ycsb::run(&args),
         Some(Command::Readamp(args)) => readamp::run(&args),
+        Some(Command::Iops(args)) => iops::run(&args),
         Some(Command::Ldb(cmd)) => ldb::run(&cmd),
     };
     match result {

@@ -178,6 +178,14 @@ pub struct Flags {
     /// default (512) applies.
     #[arg(long, allow_hyphen_values = true)]
     pub open_files: Option<i32>,
+    /// Read SSTs with O_DIRECT (`Options::direct_reads`; Linux only): block-cache misses are
+    /// device reads. Overrides `--mmap_read`. db_bench's flag of the same name.
+    #[arg(long, default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub use_direct_reads: bool,
+    /// Write the SSTs of flushes and compactions with O_DIRECT
+    /// (`Options::direct_io_for_flush_and_compaction`). db_bench's flag of the same name.
+    #[arg(long, default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub use_direct_io_for_flush_and_compaction: bool,
 }
 
 impl Flags {
@@ -290,6 +298,8 @@ pub fn apply_db_bench_flags(flags: &Flags, opts: &mut Options) -> Result<(), Str
     if let Some(m) = flags.mmap_read {
         opts.mmap_reads = m;
     }
+    opts.direct_reads = flags.use_direct_reads;
+    opts.direct_io_for_flush_and_compaction = flags.use_direct_io_for_flush_and_compaction;
     if let Some(n) = flags.open_files {
         let min = siftdb::options::MIN_MAX_OPEN_FILES;
         if n != -1 && n < min {

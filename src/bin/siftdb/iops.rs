@@ -1,0 +1,147 @@
+//! `siftdb iops FILE`: the disk's own random-read limit, to state direct-read figures as a
+//! fraction of it. 4 KiB reads at uniformly random 4 KiB-aligned offsets of an existing file,
+//! with `O_DIRECT` (no page cache), at each queue depth of `--depths` (one thread per
+//! outstanding read, each doing blocking `pread`s), for `--seconds` each.
+//!
+//! Read only: the file is opened `O_RDONLY | O_DIRECT` and never created, written or truncated.
+//! Pass a large existing file whose blocks were written (an SST, or `dd if=/dev/urandom of=big
+//! bs=1M count=4096`): reads spread over the whole file, and a file smaller than the device's
+//! cache measures the cache. A file made only with `fallocate` has unwritten extents, which
+//! ext4 and XFS answer with zeros without any device read; `run` warns when QD1 reads are too
+//! fast to be device reads.
+
+use clap::Args;
+use siftdb::rng::SplitMix64;
+use siftdb::storage::direct::{self, AlignedBuf, ALIGN};
+use siftdb::{Error, Result};
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// Arguments of `siftdb iops`.
+#[derive(Args, Debug)]
+pub struct IopsArgs {
+    /// An existing file to read (never written); at least 4096 bytes.
+    pub file: PathBuf,
+    /// Seconds of reading per queue depth.
+    #[arg(long, default_value_t = 5.0)]
+    pub seconds: f64,
+    /// Queue depths to measure, comma-separated (threads with one read in flight each).
+    #[arg(long, value_delimiter = ',', default_value = "1,32")]
+    pub depths: Vec<usize>,
+    /// Seed of the random offsets.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+/// A QD1 read faster than this (microseconds) did not reach a device (NVMe reads take 10 us
+/// or more); `run` then warns that the file is probably unwritten.
+const FAST_READ_US: f64 = 5.0;
+
+/// One queue depth's result.
+struct DepthResult {
+    reads: u64,
+    elapsed: Duration,
+}
+
+pub fn run(args: &IopsArgs) -> Result<()> {
+    if !(args.seconds > 0.0 && args.seconds <= 3600.0) {
+        return Err(Error::invalid(format!(
+            "--seconds={} is out of range: more than 0, at most 3600",
+            args.seconds
+        )));
+    }
+    if let Some(&d) = args.depths.iter().find(|&&d| d == 0 || d > 1024) {
+        return Err(Error::invalid(format!("--depths value {d} is out of range: 1..=1024")));
+    }
+    let meta = std::fs::metadata(&args.file)
+        .map_err(|e| Error::io(format!("inspecting {}", args.file.display()), e))?;
+    if !meta.is_file() {
+        return Err(Error::invalid(format!(
+            "{} is not a regular file (siftdb iops reads an existing file)",
+            args.file.display()
+        )));
+    }
+    let blocks = meta.len() / ALIGN as u64;
+    if blocks == 0 {
+        return Err(Error::invalid(format!(
+            "{} has {} bytes; siftdb iops needs at least {ALIGN} (make one with `fallocate -l 4G FILE`)",
+            args.file.display(),
+            meta.len()
+        )));
+    }
+    let file = direct::open(&args.file, false)?;
+    println!(
+        "siftdb iops: {} ({:.1} MiB, {blocks} blocks of 4 KiB), O_DIRECT random 4 KiB reads, {} s per depth",
+        args.file.display(),
+        meta.len() as f64 / (1 << 20) as f64,
+        args.seconds
+    );
+    println!("{:>4} {:>12} {:>10} {:>12}", "QD", "reads/s", "MB/s", "us/read");
+    for &depth in &args.depths {
+        let r = measure(&file, blocks, depth, Duration::from_secs_f64(args.seconds), args.seed)?;
+        let secs = r.elapsed.as_secs_f64();
+        let per_sec = r.reads as f64 / secs;
+        let latency = if r.reads == 0 { 0.0 } else { secs * 1e6 * depth as f64 / r.reads as f64 };
+        println!(
+            "{depth:>4} {per_sec:>12.0} {:>10.1} {latency:>12.1}",
+            per_sec * ALIGN as f64 / 1e6
+        );
+        if depth == 1 && r.reads > 0 && latency < FAST_READ_US {
+            println!(
+                "     note: {latency:.1} us per read is faster than a device read: blocks never \
+                 written (a file made with `fallocate`) read as zeros without I/O; write the \
+                 file first (e.g. `dd if=/dev/urandom of=FILE bs=1M count=4096`)"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `depth` threads reading random blocks until `duration` has passed.
+fn measure(
+    file: &std::fs::File,
+    blocks: u64,
+    depth: usize,
+    duration: Duration,
+    seed: u64,
+) -> Result<DepthResult> {
+    let stop = AtomicBool::new(false);
+    let start = Instant::now();
+    let deadline = start + duration;
+    let counts: Vec<Result<u64>> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..depth)
+            .map(|t| {
+                let stop = &stop;
+                s.spawn(move || -> Result<u64> {
+                    let mut rng = SplitMix64::new(seed ^ (t as u64 + 1).wrapping_mul(0x9E37));
+                    let mut buf = AlignedBuf::new(ALIGN)?;
+                    let mut reads = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        let at = rng.below(blocks) * ALIGN as u64;
+                        let read = file.read_at(buf.bytes_mut(), at);
+                        let n = read.map_err(|e| Error::io(format!("reading at {at}"), e))?;
+                        if n != ALIGN {
+                            return Err(Error::invalid(format!(
+                                "short read of {n} bytes at {at}: the file shrank"
+                            )));
+                        }
+                        reads += 1;
+                        if Instant::now() >= deadline {
+                            stop.store(true, Ordering::Relaxed);
+                        }
+                    }
+                    Ok(reads)
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().expect("iops worker panicked")).collect()
+    });
+    let elapsed = start.elapsed();
+    let mut reads = 0;
+    for c in counts {
+        reads += c?;
+    }
+    Ok(DepthResult { reads, elapsed })
+}

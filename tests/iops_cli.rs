@@ -1,0 +1,62 @@
+//! `siftdb iops FILE`: reports reads/s and MB/s per queue depth, never writes or creates the
+//! file, and rejects bad input with a message.
+
+use siftdb::rng::SplitMix64;
+use std::process::{Command, Output};
+
+fn iops(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_siftdb")).arg("iops").args(args).output().expect("run")
+}
+
+#[test]
+fn iops_on_a_small_file_reports_both_queue_depths_and_leaves_the_file_unchanged() {
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let path = tmp.path().join("data");
+    let mut bytes = vec![0u8; 1 << 20];
+    SplitMix64::new(9).fill(&mut bytes);
+    std::fs::write(&path, &bytes).unwrap();
+    let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
+    let out = iops(&[path.to_str().unwrap(), "--seconds", "1"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    for depth in ["1", "32"] {
+        let row = stdout
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(depth))
+            .unwrap_or_else(|| panic!("a QD{depth} row in {stdout}"));
+        let reads_per_sec: f64 = row.split_whitespace().nth(1).unwrap().parse().unwrap();
+        assert!(reads_per_sec > 0.0, "{row}");
+    }
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
+    assert_eq!(std::fs::metadata(&path).unwrap().modified().unwrap(), modified);
+}
+
+#[test]
+fn iops_refuses_a_missing_file_without_creating_it() {
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let path = tmp.path().join("absent");
+    let out = iops(&[path.to_str().unwrap(), "--seconds", "1"]);
+    assert!(!out.status.success());
+    assert!(!path.exists(), "iops created {}", path.display());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("absent"), "{stderr}");
+}
+
+#[test]
+fn iops_rejects_a_file_shorter_than_one_block_and_out_of_range_flags() {
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let path = tmp.path().join("tiny");
+    std::fs::write(&path, b"tiny").unwrap();
+    let p = path.to_str().unwrap();
+    let out = iops(&[p, "--seconds", "1"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("at least 4096"));
+    let big = tmp.path().join("big");
+    std::fs::write(&big, vec![1u8; 8192]).unwrap();
+    let b = big.to_str().unwrap();
+    let out = iops(&[b, "--seconds", "0"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--seconds=0 is out of range"));
+    let out = iops(&[b, "--seconds", "1", "--depths", "0"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--depths value 0 is out of range"));
+    assert_eq!(std::fs::read(&path).unwrap(), b"tiny");
+}
