@@ -22,9 +22,15 @@
 # Flags are scripts/compare.sh's: 16-byte keys, 100-byte values, --bloom_bits=10, 8 MiB write
 # buffer and target file size, 32 MiB L1. Reads: --duration S where the engine honours it, and
 # always a --reads per thread sized from the engine's measured rate so a run lasts about S
-# seconds (a short probe of each benchmark gives the first rate). DIR defaults to a new directory under
-# /tmp; a non-empty DIR must hold only this script's own outputs, which a run replaces. The
-# databases live in DIR/db-<engine>, which the script creates and removes.
+# seconds (a short probe of each benchmark gives the first rate). Per engine x size: peak RSS
+# (of all its runs), bytes on disk per user byte (du -sB1 and du -sb / num x 116), write
+# amplification from the tickers (rocksdb.flush.write.bytes + rocksdb.compact.write.bytes) and
+# from the file system (the fill+compact process's "File system outputs" x 512, WAL included),
+# stall seconds (rocksdb.stall.micros), and open seconds (wall time of a --benchmarks=stats
+# --use_existing_db=1 process). A figure an engine does not print is left blank.
+# DIR defaults to a new directory under /tmp; a non-empty DIR must hold only this script's own
+# outputs, which a run replaces. The databases live in DIR/db-<engine>, which the script creates
+# and removes.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -43,7 +49,7 @@ while [[ $# -gt 0 ]]; do
       [[ $# -ge 2 ]] || die "$1 needs a value"
       v="$2"; k="${1#--}"; shift 2 ;;
     --*=*) k="${1%%=*}"; k="${k#--}"; v="${1#*=}"; shift ;;
-    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
   esac
   case "$k" in
@@ -442,8 +448,9 @@ mem = next((int(l.split()[1]) // (1 << 20) for l in open('/proc/meminfo') if l.s
 md = [f'Command: `{command}`', '',
       f'Machine: {os.cpu_count()} cores ({cpu}), {mem} GiB RAM, {platform.system()} {platform.release()}; '
       f'the ladder took {int(elapsed) // 60} min {int(elapsed) % 60} s.', '',
-      f'Flags: 16-byte keys, 100-byte values, --bloom_bits=10, --compression_type={compression} (fjall runs '
-      f'LZ4 for zstd), 8 MiB write buffer and target file size, 32 MiB L1; fill single-threaded; reads '
+      f'Flags: 16-byte keys, 100-byte values, --bloom_bits=10, --compression_type={compression}'
+      + (' (fjall runs LZ4: it has no zstd)' if compression == 'zstd' else '')
+      + ', 8 MiB write buffer and target file size, 32 MiB L1; fill single-threaded; reads '
       f'~{duration} s each; median of {reps} repetition(s). compact is in keys compacted/s.', '',
       '| keys | engine | benchmark | ' + ' | '.join(f't{t} ops/s' for t in sorted({k[2] for k in table})) +
       ' |']
