@@ -10,7 +10,9 @@
 //! `--max_bytes_for_level_multiplier` (its leveled strategy; fjall derives L1's size as
 //! `target_file_size * l0_threshold`, 32 MiB for compare.sh's flags, as given to the others), and
 //! `--level0_file_num_compaction_trigger`. Other flags are ignored, and said so on stderr.
-//! `compact` calls fjall's `major_compact`.
+//! `compact` calls fjall's `major_compact`. `--use_existing_db=1` opens the database an earlier
+//! run left at `--db` (scripts/scale.sh) and skips the fill benchmarks; `readwhilewriting` runs
+//! `--threads` readers and one writer, as in siftdb bench.
 
 // The key/value generators and the result line are siftdb's own files, compiled here as is, so
 // both tools do the same work and print the same line (scripts/compare.sh relies on it).
@@ -41,6 +43,8 @@ struct Flags {
     target_file_size: Option<u64>,
     level_multiplier: Option<f32>,
     l0_trigger: Option<u8>,
+    /// Open the database at `--db` as it is: fill benchmarks are skipped (db_bench's flag).
+    use_existing_db: bool,
 }
 
 fn parse() -> Result<Flags, String> {
@@ -94,6 +98,11 @@ fn parse() -> Result<Flags, String> {
             .map(|_| num_of(&m, "level0_file_num_compaction_trigger", 4))
             .transpose()?
             .map(|v| v.clamp(1, 255) as u8),
+        use_existing_db: match m.get("use_existing_db").map(String::as_str) {
+            None | Some("0" | "false") => false,
+            Some("1" | "true") => true,
+            Some(v) => return Err(format!("--use_existing_db={v}: expected 0, 1, true or false")),
+        },
     };
     let known = [
         "benchmarks",
@@ -261,7 +270,14 @@ fn main() -> R<()> {
         "3.1", f.key_size, f.value_size, f.num
     );
     println!("DB path: [{}]", path.display());
-    let (mut db, mut ks) = open(&path, &f, true)?;
+    if f.use_existing_db && !path.join(MARKER).is_file() {
+        return Err(format!(
+            "--use_existing_db: {} holds no database fjall-bench created (no {MARKER} file)",
+            path.display()
+        )
+        .into());
+    }
+    let (mut db, mut ks) = open(&path, &f, !f.use_existing_db)?;
     let mut seed = f.seed;
     for name in f.benchmarks.clone() {
         let base = seed;
@@ -269,8 +285,15 @@ fn main() -> R<()> {
         if name != "compact" && name != "stats" {
             seed += f.threads as u64;
         }
+        if name == "readwhilewriting" {
+            seed += 1; // its writer's seed
+        }
         let (num, kz, vz) = (f.num, f.key_size, f.value_size);
         let st = match name.as_str() {
+            "fillseq" | "fillrandom" if f.use_existing_db => {
+                println!("{name:<12} : skipped (--use_existing_db is true)");
+                continue;
+            }
             "fillseq" | "fillrandom" | "overwrite" => {
                 if name != "overwrite" {
                     drop(ks);
@@ -308,6 +331,7 @@ fn main() -> R<()> {
                 st.report_found = true;
                 Ok(())
             })?,
+            "readwhilewriting" => read_while_writing(&ks, &f, base)?,
             "readseq" => parallel(&f, base, &|_, _, st| {
                 for g in ks.iter().take(f.reads as usize) {
                     let (k, v) = g.into_inner()?;
@@ -350,6 +374,29 @@ fn main() -> R<()> {
         println!("{}", st.line(&name));
     }
     Ok(())
+}
+
+/// readwhilewriting: `--threads` readers as readrandom plus one writer inserting random keys
+/// until the readers finish; only the readers are reported, as in db_bench and siftdb bench.
+/// The writer is seeded `base + threads`, after the readers' seeds.
+fn read_while_writing(ks: &Keyspace, f: &Flags, base: u64) -> R<St> {
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let writer = s.spawn(|| -> R<()> {
+            let seed = base + f.threads as u64;
+            let (mut rng, mut values) = (SplitMix64::new(seed), ValueGen::new(seed, f.value_size));
+            let mut key = Vec::with_capacity(f.key_size);
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                make_key(rng.below(f.num), f.key_size, &mut key);
+                ks.insert(key.as_slice(), values.next(f.value_size))?;
+            }
+            Ok(())
+        });
+        let readers = parallel(f, base, &|rng, _, st| read_loop(ks, f, f.key_size, rng, st));
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        writer.join().expect("writer thread panicked")?;
+        readers
+    })
 }
 
 /// A new directory under the system temp dir, removed at exit. `create_dir` fails if the name
