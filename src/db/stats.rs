@@ -213,6 +213,12 @@ impl Stats {
             ("rocksdb.no.file.opens", self.table_cache_misses),
             ("rocksdb.number.keys.read", self.gets),
             ("rocksdb.stall.micros", self.write_stall_micros),
+            // Bytes of tables written by flushes and by compactions (write amplification =
+            // their sum / the user bytes written, `rocksdb.bytes.written`).
+            ("rocksdb.flush.write.bytes", self.flush_bytes_written),
+            ("rocksdb.compact.write.bytes", self.compaction_bytes_written),
+            ("rocksdb.compact.read.bytes", self.compaction_bytes_read),
+            ("rocksdb.bytes.written", self.user_bytes),
         ]
     }
 
