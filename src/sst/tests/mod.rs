@@ -1,5 +1,6 @@
 //! Builder -> reader tests over an in-memory file pair.
 
+mod block_reverse;
 mod corruption;
 mod mapped;
 mod roundtrip;
