@@ -4,6 +4,7 @@ mod block_reverse;
 mod corruption;
 mod mapped;
 mod roundtrip;
+mod table_reverse;
 
 use crate::cache::BlockCache;
 use crate::error::{Error, Result};
