@@ -17,6 +17,7 @@
 //! super-version swaps).
 
 mod compact;
+mod cursor;
 mod destroy;
 mod flush;
 mod iter;
@@ -27,6 +28,7 @@ pub(crate) mod read_counters;
 pub mod stats;
 mod write;
 
+pub use cursor::DbCursor;
 pub use iter::DbIterator;
 pub use stats::{LevelStats, ReadStats, Stats};
 
@@ -42,7 +44,7 @@ use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
 use read_counters::StripedReadCounters;
 use std::collections::BTreeMap;
-use std::ops::RangeBounds;
+use std::ops::{Bound, RangeBounds};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -273,6 +275,13 @@ impl Db {
         iter::DbIterator::with_prefix(self.inner.clone(), prefix.as_ref(), seq)
     }
 
+    /// A seekable cursor over the entries visible now, moving both ways (RocksDB's iterator:
+    /// `seek`, `seek_for_prev`, `next`, `prev`). It starts on no entry.
+    pub fn cursor(&self) -> DbCursor {
+        let seq = self.inner.visible_seq.load(Ordering::Acquire);
+        DbCursor::new(self.inner.super_version(), seq, Bound::Unbounded, Bound::Unbounded)
+    }
+
     /// A snapshot of the current state.
     pub fn snapshot(&self) -> Snapshot {
         let mut snaps = self.inner.snapshots.lock();
@@ -295,7 +304,6 @@ impl Db {
     /// Flushes the memtable, then compacts the files overlapping `range` level by level down
     /// to the deepest non-empty level (files partly outside the range are rewritten whole).
     pub fn compact_range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<()> {
-        use std::ops::Bound;
         let b = |x: Bound<&K>| match x {
             Bound::Included(k) | Bound::Excluded(k) => Some(k.as_ref().to_vec()),
             Bound::Unbounded => None,
@@ -403,6 +411,11 @@ impl Snapshot {
     /// Entries whose key starts with `prefix`, at the snapshot.
     pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Result<DbIterator> {
         iter::DbIterator::with_prefix(self.inner.clone(), prefix.as_ref(), self.seq)
+    }
+
+    /// A seekable cursor over the entries at the snapshot (see [`Db::cursor`]).
+    pub fn cursor(&self) -> DbCursor {
+        DbCursor::new(self.inner.super_version(), self.seq, Bound::Unbounded, Bound::Unbounded)
     }
 }
 
