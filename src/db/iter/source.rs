@@ -92,7 +92,8 @@ pub(crate) enum Source {
         files: Vec<Arc<TableFile>>,
         /// Index in `files` of the file `iter` reads.
         at: usize,
-        iter: Option<TableIter>,
+        /// Boxed: a table cursor is large next to the memtable variant.
+        iter: Option<Box<TableIter>>,
         current: Option<Entry>,
     },
 }
@@ -271,7 +272,7 @@ impl Source {
                 *iter = None;
                 return Ok(());
             };
-            let mut it = file.table()?.iter(true);
+            let mut it = Box::new(file.table()?.iter(true));
             position(&mut it)?;
             *current = read(&mut it)?;
             *iter = Some(it);
