@@ -42,7 +42,7 @@ pub mod wal;
 mod db;
 
 pub use batch::WriteBatch;
-pub use db::{Db, DbIterator, LevelStats, MemoryUsage, ReadStats, Snapshot, Stats};
+pub use db::{Db, DbCursor, DbIterator, LevelStats, MemoryUsage, ReadStats, Snapshot, Stats};
 pub use error::{Error, Result};
 pub use options::{
     CompactionOptions, Compression, FilterAllocation, FilterConfig, FilterPolicy, LevelBudget,

@@ -232,11 +232,25 @@ impl Memtable {
         Ok(())
     }
 
-    /// Every version strictly after `last` in internal-key order (used to resume a scan).
-    pub fn iter_after(&self, last: &MemKey) -> impl Iterator<Item = (MemKey, Box<[u8]>)> + '_ {
-        let after = Slot::new(&last.user_key, &[], last.seq, last.kind);
+    /// Every version at or after (`Included`) or strictly after (`Excluded`) `from` in
+    /// internal-key order, ascending (`Unbounded`: from the first). The scan cursor's forward
+    /// refill.
+    pub fn range_asc(
+        &self,
+        from: Bound<&MemKey>,
+    ) -> impl Iterator<Item = (MemKey, Box<[u8]>)> + '_ {
         self.map
-            .range((Bound::Excluded(after), Bound::Unbounded))
+            .range((slot_bound(from), Bound::Unbounded))
+            .map(|e| (e.key().mem_key(), e.key().value().into()))
+    }
+
+    /// Every version at or before (`Included`) or strictly before (`Excluded`) `to` in
+    /// internal-key order, descending (`Unbounded`: from the last). The skip list's range runs
+    /// backwards by searching for its upper bound, one O(log n) search per step.
+    pub fn range_desc(&self, to: Bound<&MemKey>) -> impl Iterator<Item = (MemKey, Box<[u8]>)> + '_ {
+        self.map
+            .range((Bound::Unbounded, slot_bound(to)))
+            .rev()
             .map(|e| (e.key().mem_key(), e.key().value().into()))
     }
 
@@ -264,6 +278,16 @@ impl Memtable {
     /// Memory of the filter in bytes.
     pub fn filter_bytes(&self) -> usize {
         self.filter.memory_bytes()
+    }
+}
+
+/// A bound on memtable keys as a bound on skip-list slots.
+fn slot_bound(b: Bound<&MemKey>) -> Bound<Slot> {
+    let slot = |k: &MemKey| Slot::new(&k.user_key, &[], k.seq, k.kind);
+    match b {
+        Bound::Included(k) => Bound::Included(slot(k)),
+        Bound::Excluded(k) => Bound::Excluded(slot(k)),
+        Bound::Unbounded => Bound::Unbounded,
     }
 }
 
@@ -305,6 +329,29 @@ mod tests {
             m.iter_from(None).map(|(k, _)| (k.user_key.to_vec(), k.seq)).collect();
         assert_eq!(order, vec![(b"a".to_vec(), 3), (b"a".to_vec(), 1), (b"b".to_vec(), 2)]);
         assert_eq!(m.iter_from(Some(b"b")).count(), 1);
+    }
+
+    #[test]
+    fn ranges_run_both_ways_from_a_version() {
+        let m = Memtable::new(1, 1 << 12);
+        put(&m, 2, b"b", b"");
+        put(&m, 1, b"a", b"");
+        put(&m, 3, b"a", b"");
+        put(&m, 4, b"c", b"");
+        let at = |seq| MemKey { user_key: b"a"[..].into(), seq, kind: ValueKind::Put };
+        let keys = |it: &mut dyn Iterator<Item = (MemKey, Box<[u8]>)>| -> Vec<(Vec<u8>, u64)> {
+            it.map(|(k, _)| (k.user_key.to_vec(), k.seq)).collect()
+        };
+        let a1 = (b"a".to_vec(), 1);
+        let (a3, b2, c4) = ((b"a".to_vec(), 3), (b"b".to_vec(), 2), (b"c".to_vec(), 4));
+        let all = vec![a3.clone(), a1.clone(), b2.clone(), c4.clone()];
+        assert_eq!(keys(&mut m.range_asc(Bound::Unbounded)), all);
+        assert_eq!(keys(&mut m.range_asc(Bound::Included(&at(1)))), all[1..]);
+        assert_eq!(keys(&mut m.range_asc(Bound::Excluded(&at(1)))), all[2..]);
+        let rev: Vec<_> = all.iter().rev().cloned().collect();
+        assert_eq!(keys(&mut m.range_desc(Bound::Unbounded)), rev);
+        assert_eq!(keys(&mut m.range_desc(Bound::Included(&at(1)))), vec![a1, a3.clone()]);
+        assert_eq!(keys(&mut m.range_desc(Bound::Excluded(&at(1)))), vec![a3]);
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Model test: a seeded random sequence of puts, deletes, batches, gets, range and prefix scans
-//! and snapshots runs against `Db` and against a `BTreeMap` model side by side; every read must
+//! (forward and `.rev()`), cursor walks with direction changes, and snapshots runs against `Db` and against a `BTreeMap` model side by side; every read must
 //! agree with the model. Flushes and close + reopen happen at random points, and the memtable is
 //! small (64 KiB), so reads cross the active memtable, immutable memtables, several L0 files and
 //! the WAL replay of a reopen. Snapshots keep a clone of the model taken with them and are checked
@@ -10,7 +10,7 @@
 
 use siftdb::rng::SplitMix64;
 use siftdb::storage::MemStorage;
-use siftdb::{Compression, Db, Options, Snapshot, WriteBatch, WriteOptions};
+use siftdb::{Compression, Db, DbCursor, Options, Snapshot, WriteBatch, WriteOptions};
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::path::Path;
@@ -62,6 +62,10 @@ fn collect(it: siftdb::DbIterator) -> Vec<(Vec<u8>, Vec<u8>)> {
     it.map(|r| r.expect("scan entry")).collect()
 }
 
+fn collect_rev(it: siftdb::DbIterator) -> Vec<(Vec<u8>, Vec<u8>)> {
+    it.rev().map(|r| r.expect("reverse scan entry")).collect()
+}
+
 fn model_range(m: &Model, lo: &[u8], hi: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
     m.range::<[u8], _>((Bound::Included(lo), Bound::Excluded(hi)))
         .map(|(k, v)| (k.clone(), v.clone()))
@@ -73,6 +77,58 @@ fn model_prefix(m: &Model, p: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
         .take_while(|(k, _)| k.starts_with(p))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect()
+}
+
+fn reversed(mut v: Vec<(Vec<u8>, Vec<u8>)>) -> Vec<(Vec<u8>, Vec<u8>)> {
+    v.reverse();
+    v
+}
+
+/// Random seeks (`seek`, `seek_for_prev`, to first, to last) each followed by a random walk of
+/// `next` and `prev`, checked against the model at every step. Targets are keys of the key
+/// space, half of them with a suffix so they fall between keys.
+fn check_cursor_walk(rng: &mut SplitMix64, c: &mut DbCursor, m: &Model, what: &str) {
+    let keys: Vec<&Vec<u8>> = m.keys().collect();
+    for _ in 0..3 {
+        let mut target = key(rng);
+        if rng.below(2) == 0 {
+            target.push(b'~');
+        }
+        let mut at = match rng.below(4) {
+            0 => {
+                c.seek(&target).unwrap();
+                Some(keys.partition_point(|k| **k < target)).filter(|&i| i < keys.len())
+            }
+            1 => {
+                c.seek_for_prev(&target).unwrap();
+                keys.partition_point(|k| **k <= target).checked_sub(1)
+            }
+            2 => {
+                c.seek_to_first().unwrap();
+                Some(0).filter(|_| !keys.is_empty())
+            }
+            _ => {
+                c.seek_to_last().unwrap();
+                keys.len().checked_sub(1)
+            }
+        };
+        for step in 0..rng.below(40) {
+            let Some(i) = at else {
+                assert!(!c.valid(), "{what}: cursor past an end at step {step}");
+                break;
+            };
+            assert!(c.valid(), "{what}: cursor on {:?} at step {step}", keys[i]);
+            assert_eq!(c.key(), keys[i].as_slice(), "{what}: key at step {step}");
+            assert_eq!(c.value(), m[keys[i]].as_slice(), "{what}: value at step {step}");
+            if rng.below(2) == 0 {
+                c.next().unwrap();
+                at = Some(i + 1).filter(|&j| j < keys.len());
+            } else {
+                c.prev().unwrap();
+                at = i.checked_sub(1);
+            }
+        }
+    }
 }
 
 /// Checks every kind of read through a snapshot against the model clone taken with it.
@@ -89,9 +145,15 @@ fn check_snapshot(rng: &mut SplitMix64, snap: &Snapshot, m: &Model, op: usize) {
     assert_eq!(snap.contains_key(&k).unwrap(), m.contains_key(&k), "op {op}: snap contains {k:?}");
     let p = format!("k{}", rng.below(100)).into_bytes();
     assert_eq!(collect(snap.prefix(&p).unwrap()), model_prefix(m, &p), "op {op}: snap prefix");
+    let p = format!("k{}", rng.below(100)).into_bytes();
+    let rev = collect_rev(snap.prefix(&p).unwrap());
+    assert_eq!(rev, reversed(model_prefix(m, &p)), "op {op}: snap prefix rev");
+    check_cursor_walk(rng, &mut snap.cursor(), m, &format!("op {op}: snapshot cursor"));
     if rng.below(8) == 0 {
         let all: Vec<_> = m.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         assert_eq!(collect(snap.scan().unwrap()), all, "op {op}: snapshot full scan");
+        let rev = collect_rev(snap.scan().unwrap());
+        assert_eq!(rev, reversed(all), "op {op}: snapshot full reverse scan");
     }
 }
 
@@ -162,7 +224,18 @@ fn run_model(dir: &Path, storage: Option<&MemStorage>, seed: u64, power_loss: bo
                 if rng.below(4) == 0 {
                     db.flush().unwrap();
                 }
-                got.extend(it.map(|r| r.unwrap()));
+                // The rest from both ends at random: the ends meet without a repeat or a gap.
+                let mut back = Vec::new();
+                loop {
+                    if rng.below(2) == 0 {
+                        let Some(kv) = it.next() else { break };
+                        got.push(kv.unwrap());
+                    } else {
+                        let Some(kv) = it.next_back() else { break };
+                        back.push(kv.unwrap());
+                    }
+                }
+                got.extend(back.into_iter().rev());
                 assert_eq!(got, expect, "op {op}: iterator interleaved with writes");
             }
             550..=799 | 990..=994 => {
@@ -186,12 +259,36 @@ fn run_model(dir: &Path, storage: Option<&MemStorage>, seed: u64, power_loss: bo
                 let a = key(&mut rng);
                 let b = key(&mut rng);
                 let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
-                let got = collect(db.range(lo.as_slice()..hi.as_slice()).unwrap());
-                assert_eq!(got, model_range(&model, &lo, &hi), "op {op}: range {lo:?}..{hi:?}");
+                let want = model_range(&model, &lo, &hi);
+                match rng.below(3) {
+                    0 => {
+                        let got = collect(db.range(lo.as_slice()..hi.as_slice()).unwrap());
+                        assert_eq!(got, want, "op {op}: range {lo:?}..{hi:?}");
+                    }
+                    1 => {
+                        let got = collect_rev(db.range(lo.as_slice()..hi.as_slice()).unwrap());
+                        assert_eq!(got, reversed(want), "op {op}: rev range {lo:?}..{hi:?}");
+                    }
+                    _ => check_cursor_walk(
+                        &mut rng,
+                        &mut db.cursor(),
+                        &model,
+                        &format!("op {op}: cursor"),
+                    ),
+                }
             }
             870..=919 => {
                 let p = format!("k{}", rng.below(200)).into_bytes();
-                assert_eq!(collect(db.prefix(&p).unwrap()), model_prefix(&model, &p), "op {op}");
+                if rng.below(2) == 0 {
+                    assert_eq!(
+                        collect(db.prefix(&p).unwrap()),
+                        model_prefix(&model, &p),
+                        "op {op}"
+                    );
+                } else {
+                    let got = collect_rev(db.prefix(&p).unwrap());
+                    assert_eq!(got, reversed(model_prefix(&model, &p)), "op {op}: rev prefix");
+                }
             }
             920..=939 => {
                 if snaps.len() == MAX_SNAPSHOTS {
@@ -229,6 +326,8 @@ fn run_model(dir: &Path, storage: Option<&MemStorage>, seed: u64, power_loss: bo
                 reopens += 1;
                 let all: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
                 assert_eq!(collect(db.scan().unwrap()), all, "op {op}: scan after reopen");
+                let rev = collect_rev(db.scan().unwrap());
+                assert_eq!(rev, reversed(all), "op {op}: reverse scan after reopen");
             }
         }
     }

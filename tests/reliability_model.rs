@@ -1,5 +1,6 @@
 //! Property-based model test (issue 7): 256 random sequences of 200 operations (single writes
-//! and batches, synced or buffered; gets; scans; flushes; reopens; simulated power losses, one
+//! and batches, synced or buffered; gets; scans forward and reversed; cursor walks with
+//! direction changes; flushes; reopens; simulated power losses, one
 //! always in the middle) run against the engine on a `MemStorage` and against a `BTreeMap`.
 //!
 //! Between crashes every get and scan must equal the model exactly. After a crash the recovered
@@ -27,6 +28,11 @@ enum Action {
     },
     Get(u8),
     Scan,
+    /// `range(key(a)..=key(b)).rev()`.
+    RevRange(u8, u8),
+    /// Cursor moves as (move, target): 0 seek, 1 seek_for_prev, 2 next, 3 prev, 4 to first,
+    /// 5 to last; a target is a key number times two, plus one for a point between two keys.
+    Walk(Vec<(u8, u8)>),
     Flush,
     Reopen,
     /// Power loss: 0 drops unsynced data and entries, 1 keeps random prefixes, 2 keeps data but
@@ -42,6 +48,8 @@ fn action() -> impl Strategy<Value = Action> {
             .prop_map(|(recs, sync)| Action::Write { recs, sync }),
         15 => (0u8..32).prop_map(Action::Get),
         2 => Just(Action::Scan),
+        2 => (0u8..34, 0u8..34).prop_map(|(a, b)| Action::RevRange(a, b)),
+        3 => prop::collection::vec((0u8..6, 0u8..68), 1..30).prop_map(Action::Walk),
         3 => Just(Action::Flush),
         2 => Just(Action::Reopen),
         3 => (0u8..5, any::<u64>()).prop_map(|(f, s)| Action::Crash(f, s)),
@@ -87,6 +95,59 @@ fn scan(db: &Db) -> State {
     db.scan().unwrap().map(|r| r.unwrap()).collect()
 }
 
+/// A walk target: key `t / 2`, or for odd `t` a point just after it (before the next key).
+fn walk_target(t: u8) -> Vec<u8> {
+    let mut k = key(t / 2);
+    if t % 2 == 1 {
+        k.push(b'5');
+    }
+    k
+}
+
+/// Runs the moves of a walk on a cursor and on the model (a position is the current key)
+/// and compares them after every move.
+fn check_walk(db: &Db, moves: &[(u8, u8)], model: &State) -> Result<(), TestCaseError> {
+    let mut c = db.cursor();
+    let mut at: Option<Vec<u8>> = None;
+    for (n, &(m, t)) in moves.iter().enumerate() {
+        let target = walk_target(t);
+        let after = |k: &Vec<u8>| model.range(k.clone()..).find(|(x, _)| *x > k);
+        at = match m {
+            0 => {
+                c.seek(&target).unwrap();
+                model.range(target..).next().map(|(k, _)| k.clone())
+            }
+            1 => {
+                c.seek_for_prev(&target).unwrap();
+                model.range(..=target).next_back().map(|(k, _)| k.clone())
+            }
+            2 if at.is_some() => {
+                c.next().unwrap();
+                after(at.as_ref().unwrap()).map(|(k, _)| k.clone())
+            }
+            3 if at.is_some() => {
+                c.prev().unwrap();
+                model.range(..at.clone().unwrap()).next_back().map(|(k, _)| k.clone())
+            }
+            4 => {
+                c.seek_to_first().unwrap();
+                model.keys().next().cloned()
+            }
+            5 => {
+                c.seek_to_last().unwrap();
+                model.keys().next_back().cloned()
+            }
+            _ => at, // next or prev with the cursor off the ends: a no-op
+        };
+        prop_assert_eq!(c.valid(), at.is_some(), "move {} ({}, {})", n, m, t);
+        if let Some(k) = &at {
+            prop_assert_eq!(c.key(), k.as_slice(), "key after move {}", n);
+            prop_assert_eq!(c.value(), model[k].as_slice(), "value after move {}", n);
+        }
+    }
+    Ok(())
+}
+
 fn run_case(actions: &[Action], small: bool) -> Result<(), TestCaseError> {
     let dir = Path::new("/m");
     let storage = MemStorage::new();
@@ -129,7 +190,22 @@ fn run_case(actions: &[Action], small: bool) -> Result<(), TestCaseError> {
                 let expect: Vec<_> = keys.iter().map(|k| model.get(k).cloned()).collect();
                 prop_assert_eq!(got, expect, "multi_get around {}", k);
             }
-            Action::Scan => prop_assert_eq!(scan(d), model.clone()),
+            Action::Scan => {
+                prop_assert_eq!(scan(d), model.clone());
+                let rev: Vec<_> = d.scan().unwrap().rev().map(|r| r.unwrap()).collect();
+                let want: Vec<_> =
+                    model.iter().rev().map(|(k, v)| (k.clone(), v.clone())).collect();
+                prop_assert_eq!(rev, want, "reverse scan");
+            }
+            Action::RevRange(a, b) => {
+                let (lo, hi) = (key(a.min(b)), key(a.max(b)));
+                let got: Vec<_> =
+                    d.range(lo.clone()..=hi.clone()).unwrap().rev().map(|r| r.unwrap()).collect();
+                let want: Vec<_> =
+                    model.range(lo..=hi).rev().map(|(k, v)| (k.clone(), v.clone())).collect();
+                prop_assert_eq!(got, want, "reverse range {}..={}", a, b);
+            }
+            Action::Walk(moves) => check_walk(d, &moves, &model)?,
             Action::Flush => {
                 d.flush().unwrap();
                 floor = pending.len();

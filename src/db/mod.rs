@@ -19,6 +19,7 @@
 
 mod checkpoint;
 mod compact;
+mod cursor;
 mod destroy;
 mod flush;
 mod iter;
@@ -30,6 +31,7 @@ pub(crate) mod read_counters;
 pub mod stats;
 mod write;
 
+pub use cursor::DbCursor;
 pub use iter::DbIterator;
 pub use stats::{LevelStats, MemoryUsage, ReadStats, Stats};
 
@@ -45,7 +47,7 @@ use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
 use read_counters::StripedReadCounters;
 use std::collections::BTreeMap;
-use std::ops::RangeBounds;
+use std::ops::{Bound, RangeBounds};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -258,8 +260,7 @@ impl Db {
 
     /// Entries with keys in `range`, in key order, as of now.
     pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<DbIterator> {
-        let seq = self.inner.visible_seq.load(Ordering::Acquire);
-        iter::DbIterator::new(self.inner.clone(), &range, seq)
+        iter::DbIterator::new(self.inner.clone(), &range, ReadAt::Latest)
     }
 
     /// Every entry in key order.
@@ -269,8 +270,16 @@ impl Db {
 
     /// Entries whose key starts with `prefix`.
     pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Result<DbIterator> {
-        let seq = self.inner.visible_seq.load(Ordering::Acquire);
-        iter::DbIterator::with_prefix(self.inner.clone(), prefix.as_ref(), seq)
+        iter::DbIterator::with_prefix(self.inner.clone(), prefix.as_ref(), ReadAt::Latest)
+    }
+
+    /// A seekable cursor over the entries visible now, moving both ways (RocksDB's iterator:
+    /// `seek`, `seek_for_prev`, `next`, `prev`). It starts on no entry.
+    pub fn cursor(&self) -> DbCursor {
+        // The super-version before the sequence (design.md, "Read-path concurrency", rule 2).
+        let sv = self.inner.super_version();
+        let seq = ReadAt::Latest.sequence(&self.inner);
+        DbCursor::new(sv, seq, Bound::Unbounded, Bound::Unbounded)
     }
 
     /// A snapshot of the current state.
@@ -295,7 +304,6 @@ impl Db {
     /// Flushes the memtable, then compacts the files overlapping `range` level by level down
     /// to the deepest non-empty level (files partly outside the range are rewritten whole).
     pub fn compact_range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<()> {
-        use std::ops::Bound;
         let b = |x: Bound<&K>| match x {
             Bound::Included(k) | Bound::Excluded(k) => Some(k.as_ref().to_vec()),
             Bound::Unbounded => None,
@@ -430,7 +438,7 @@ impl Snapshot {
 
     /// Entries in `range` at the snapshot.
     pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<DbIterator> {
-        iter::DbIterator::new(self.inner.clone(), &range, self.seq)
+        iter::DbIterator::new(self.inner.clone(), &range, ReadAt::Snapshot(self.seq))
     }
 
     /// Every entry at the snapshot.
@@ -440,7 +448,16 @@ impl Snapshot {
 
     /// Entries whose key starts with `prefix`, at the snapshot.
     pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Result<DbIterator> {
-        iter::DbIterator::with_prefix(self.inner.clone(), prefix.as_ref(), self.seq)
+        iter::DbIterator::with_prefix(
+            self.inner.clone(),
+            prefix.as_ref(),
+            ReadAt::Snapshot(self.seq),
+        )
+    }
+
+    /// A seekable cursor over the entries at the snapshot (see [`Db::cursor`]).
+    pub fn cursor(&self) -> DbCursor {
+        DbCursor::new(self.inner.super_version(), self.seq, Bound::Unbounded, Bound::Unbounded)
     }
 }
 

@@ -1,4 +1,9 @@
-//! [`BlockIter`]: forward iteration and seeks over one [`Block`].
+//! [`BlockIter`]: iteration both ways and seeks over one [`Block`].
+//!
+//! Backward steps (LevelDB's `block.cc`): keys are prefix-compressed, so an entry's key can only
+//! be rebuilt by decoding forward from the restart point before it. `prev` binary-searches the
+//! restart array for the last restart point before the current entry, then decodes forward until
+//! the entry that ends where the current one starts: at most `restart_interval` entries per step.
 //!
 //! Safety against malformed blocks (which pass the CRC only through a writer bug or a CRC
 //! collision): every varint and every length is checked against the entry area before use, a
@@ -20,6 +25,8 @@ pub struct BlockIter {
     block: Arc<Block>,
     /// Offset of the next entry to decode (meaningful while valid).
     next: usize,
+    /// Offset of the current entry (meaningful while valid; where `prev` stops).
+    cur: usize,
     key: Vec<u8>,
     value: (usize, usize),
     valid: bool,
@@ -27,7 +34,7 @@ pub struct BlockIter {
 
 impl BlockIter {
     pub(crate) fn new(block: Arc<Block>) -> BlockIter {
-        BlockIter { block, next: 0, key: Vec::new(), value: (0, 0), valid: false }
+        BlockIter { block, next: 0, cur: 0, key: Vec::new(), value: (0, 0), valid: false }
     }
 
     /// Whether the cursor is on an entry.
@@ -77,6 +84,7 @@ impl BlockIter {
             return Err(Error::corruption("block key shorter than 8 bytes", Some(off as u64)));
         }
         self.value = e.value;
+        self.cur = off;
         self.next = e.end;
         self.valid = true;
         Ok(())
@@ -147,6 +155,88 @@ impl BlockIter {
         }
         let r = self.load(self.next);
         self.fail_on_err(r)
+    }
+
+    /// Positions on the last entry (invalid if the block is empty).
+    pub fn seek_to_last(&mut self) -> Result<()> {
+        let r = self.seek_to_last_inner();
+        self.fail_on_err(r)
+    }
+
+    fn seek_to_last_inner(&mut self) -> Result<()> {
+        self.valid = false;
+        if self.block.restarts_offset() == 0 {
+            return Ok(()); // empty block
+        }
+        let end = self.block.restarts_offset();
+        self.key.clear();
+        self.load(self.block.restart_point(self.block.num_restarts() - 1)?)?;
+        // Each load strictly advances `next`, so this ends within the last interval.
+        while self.valid && self.next < end {
+            self.load(self.next)?;
+        }
+        Ok(())
+    }
+
+    /// Positions on the last entry whose key is `<=` `target` in internal-key order (invalid if
+    /// none): a `seek`, then one step back unless it landed on `target` itself.
+    pub fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
+        let r = self.seek_for_prev_inner(target);
+        self.fail_on_err(r)
+    }
+
+    fn seek_for_prev_inner(&mut self, target: &[u8]) -> Result<()> {
+        self.seek_inner(target)?;
+        if !self.valid {
+            return self.seek_to_last_inner();
+        }
+        if ikey::compare(&self.key, target) == Ordering::Greater {
+            self.prev_inner()?;
+        }
+        Ok(())
+    }
+
+    /// Moves to the previous entry (invalid before the first; no-op when not valid).
+    pub fn prev(&mut self) -> Result<()> {
+        if !self.valid {
+            return Ok(());
+        }
+        let r = self.prev_inner();
+        self.fail_on_err(r)
+    }
+
+    fn prev_inner(&mut self) -> Result<()> {
+        let target = self.cur;
+        self.valid = false;
+        // The last restart point strictly before the current entry. In a well-formed block the
+        // restart offsets ascend, so this binary search is exact; in a corrupt one the forward
+        // scan below fails to meet `target` and reports it.
+        let (mut lo, mut hi) = (0, self.block.num_restarts());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.block.restart_point(mid)? < target {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        if lo == 0 {
+            return Ok(()); // the current entry was the first
+        }
+        self.key.clear();
+        self.load(self.block.restart_point(lo - 1)?)?;
+        // Offsets strictly increase, so this stops at `target` or past it.
+        while self.valid && self.next < target {
+            self.load(self.next)?;
+        }
+        if !self.valid || self.next != target {
+            self.valid = false;
+            return Err(Error::corruption(
+                "block entries do not chain to the entry before this one",
+                Some(target as u64),
+            ));
+        }
+        Ok(())
     }
 
     fn fail_on_err(&mut self, r: Result<()>) -> Result<()> {

@@ -1,5 +1,7 @@
 //! [`TableIter`]: all entries of one table in internal-key order (a two-level iterator: the
-//! index block yields data-block handles, each data block yields entries).
+//! index block yields data-block handles, each data block yields entries). Moves go both ways:
+//! a backward step that leaves a data block steps the index cursor back and enters the previous
+//! block at its last entry.
 
 use crate::error::Result;
 use crate::sst::block::BlockIter;
@@ -7,7 +9,7 @@ use crate::sst::format::BlockHandle;
 use crate::sst::reader::Table;
 use std::sync::Arc;
 
-/// A forward cursor over a table. Holds the table and the current block by `Arc`, so it stays
+/// A cursor over a table, movable both ways. Holds the table and the current block by `Arc`, so it stays
 /// valid while the table is dropped elsewhere or the cache evicts the block. After an error
 /// the iterator is invalid.
 #[derive(Debug)]
@@ -85,6 +87,65 @@ impl TableIter {
         }
         d.next().map_err(|e| self.data_err(e))?;
         self.skip_exhausted_blocks()
+    }
+
+    /// Positions on the last entry.
+    pub fn seek_to_last(&mut self) -> Result<()> {
+        let r = self.seek_to_last_inner();
+        self.fail_on_err(r)
+    }
+
+    fn seek_to_last_inner(&mut self) -> Result<()> {
+        self.data = None;
+        self.index.seek_to_last().map_err(|e| self.index_err(e))?;
+        if self.load_block()? {
+            self.data.as_mut().expect("loaded").seek_to_last().map_err(|e| self.data_err(e))?;
+        }
+        self.skip_exhausted_blocks_back()
+    }
+
+    /// Positions on the last entry `<=` `target` (an internal key).
+    pub fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
+        let r = self.seek_for_prev_inner(target);
+        self.fail_on_err(r)
+    }
+
+    fn seek_for_prev_inner(&mut self, target: &[u8]) -> Result<()> {
+        self.seek_inner(target)?;
+        if !self.valid() {
+            return self.seek_to_last_inner();
+        }
+        if crate::ikey::compare(self.key(), target) == std::cmp::Ordering::Greater {
+            self.prev_inner()?;
+        }
+        Ok(())
+    }
+
+    /// Moves to the previous entry (no-op when not valid; invalid before the first entry).
+    pub fn prev(&mut self) -> Result<()> {
+        let r = self.prev_inner();
+        self.fail_on_err(r)
+    }
+
+    fn prev_inner(&mut self) -> Result<()> {
+        let Some(d) = self.data.as_mut() else { return Ok(()) };
+        if !d.valid() {
+            return Ok(());
+        }
+        d.prev().map_err(|e| self.data_err(e))?;
+        self.skip_exhausted_blocks_back()
+    }
+
+    /// While the current data block is exhausted, moves to the last entry of the block before.
+    fn skip_exhausted_blocks_back(&mut self) -> Result<()> {
+        while self.data.as_ref().is_some_and(|d| !d.valid()) {
+            self.index.prev().map_err(|e| self.index_err(e))?;
+            if !self.load_block()? {
+                return Ok(());
+            }
+            self.data.as_mut().expect("loaded").seek_to_last().map_err(|e| self.data_err(e))?;
+        }
+        Ok(())
     }
 
     /// While the current data block is exhausted, moves to the next one (blocks are never empty

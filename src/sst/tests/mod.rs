@@ -1,8 +1,10 @@
 //! Builder -> reader tests over an in-memory file pair.
 
+mod block_reverse;
 mod corruption;
 mod mapped;
 mod roundtrip;
+mod table_reverse;
 
 use crate::cache::BlockCache;
 use crate::error::{Error, Result};

@@ -1,0 +1,158 @@
+//! Range scans: [`DbIterator`], an iterator both ways over the entries of a range at a
+//! snapshot. Each end is a [`DbCursor`] (src/db/cursor.rs) over the same super-version and
+//! bounds; the back cursor is built on the first `next_back`, so a forward-only scan pays for
+//! one. The ends meet in the middle: an end stops when its next key is not strictly beyond the
+//! last key the other end yielded.
+//!
+//! The iterator holds the super-version it started from, so the memtables and files it reads
+//! stay alive however the database changes meanwhile.
+
+pub(crate) mod merge;
+pub(crate) mod source;
+
+use super::cursor::DbCursor;
+use super::read::ReadAt;
+use super::DbInner;
+use crate::error::Result;
+use std::ops::{Bound, RangeBounds};
+use std::sync::Arc;
+
+/// Iterator over `(key, value)` pairs of a range at a snapshot, in ascending key order from
+/// the front and descending from the back (`.rev()`); the two ends never yield an entry twice.
+/// Yields an error (and then ends) if a block read fails or is corrupt.
+pub struct DbIterator {
+    front: DbCursor,
+    back: Option<DbCursor>,
+    /// Whether the front cursor's current entry was yielded (it starts on an entry not yet
+    /// yielded). Likewise for the back cursor.
+    front_yielded: bool,
+    back_yielded: bool,
+    done: bool,
+}
+
+impl DbIterator {
+    pub(crate) fn new<K: AsRef<[u8]>, R: RangeBounds<K>>(
+        inner: Arc<DbInner>,
+        range: &R,
+        at: ReadAt,
+    ) -> Result<DbIterator> {
+        let own = |b: Bound<&K>| match b {
+            Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
+            Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        Self::build(&inner, own(range.start_bound()), own(range.end_bound()), at)
+    }
+
+    pub(crate) fn with_prefix(
+        inner: Arc<DbInner>,
+        prefix: &[u8],
+        at: ReadAt,
+    ) -> Result<DbIterator> {
+        let end = match prefix_successor(prefix) {
+            Some(s) => Bound::Excluded(s),
+            None => Bound::Unbounded,
+        };
+        Self::build(&inner, Bound::Included(prefix.to_vec()), end, at)
+    }
+
+    /// Builds the front cursor and positions it on the first entry, so that an unreadable
+    /// first block fails the call that made the iterator.
+    fn build(
+        inner: &DbInner,
+        lower: Bound<Vec<u8>>,
+        upper: Bound<Vec<u8>>,
+        at: ReadAt,
+    ) -> Result<DbIterator> {
+        // The super-version before the sequence (design.md, "Read-path concurrency", rule 2).
+        let sv = inner.super_version();
+        let snapshot = at.sequence(inner);
+        let mut front = DbCursor::new(sv, snapshot, lower, upper);
+        front.seek_to_first()?;
+        Ok(DbIterator { front, back: None, front_yielded: false, back_yielded: false, done: false })
+    }
+
+    /// Moves the front end and checks it against the back end.
+    fn advance_front(&mut self) -> Result<bool> {
+        if self.front_yielded {
+            self.front.next()?;
+        }
+        self.front_yielded = true;
+        let back = self.back.as_ref().filter(|_| self.back_yielded);
+        Ok(self.front.valid() && back.is_none_or(|b| self.front.key() < b.key()))
+    }
+
+    /// Moves the back end and checks it against the front end.
+    fn advance_back(&mut self) -> Result<bool> {
+        match &mut self.back {
+            Some(b) if self.back_yielded => b.prev()?,
+            Some(_) => {}
+            None => {
+                let mut b = self.front.twin();
+                b.seek_to_last()?;
+                self.back = Some(b);
+            }
+        }
+        self.back_yielded = true;
+        let b = self.back.as_ref().expect("back cursor built");
+        let front = Some(&self.front).filter(|_| self.front_yielded);
+        Ok(b.valid() && front.is_none_or(|f| b.key() > f.key()))
+    }
+
+    /// Turns the outcome of a move into the iterator's item, ending the iteration on the end
+    /// of either side or an error.
+    fn item(&mut self, moved: Result<bool>, back: bool) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
+        match moved {
+            Ok(true) => {
+                let c = if back { self.back.as_ref().expect("back cursor") } else { &self.front };
+                Some(Ok((c.key().to_vec(), c.value().to_vec())))
+            }
+            Ok(false) => {
+                self.done = true;
+                None
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+impl Iterator for DbIterator {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let moved = self.advance_front();
+        self.item(moved, false)
+    }
+}
+
+impl DoubleEndedIterator for DbIterator {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let moved = self.advance_back();
+        self.item(moved, true)
+    }
+}
+
+/// The smallest key greater than every key starting with `prefix`, or `None` if there is none
+/// (the prefix is empty or all 0xFF).
+fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut s = prefix.to_vec();
+    while let Some(last) = s.pop() {
+        if last != 0xFF {
+            s.push(last + 1);
+            return Some(s);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests;

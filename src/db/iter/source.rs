@@ -1,0 +1,317 @@
+//! The sources a scan merges, each a cursor over internal keys that moves both ways: one per
+//! memtable (entries copied out in chunks), and one per run of sorted, disjoint files (an L0
+//! file alone, or the overlapping files of a deeper level, opened only when the cursor reaches
+//! them: a seek reads one block per level, not one per file).
+
+use crate::batch::ValueKind;
+use crate::error::Result;
+use crate::ikey;
+use crate::memtable::{MemKey, Memtable};
+use crate::sst::TableIter;
+use crate::version::TableFile;
+use std::cmp::{Ordering, Reverse};
+use std::collections::VecDeque;
+use std::ops::Bound;
+use std::sync::Arc;
+
+/// Most entries taken from a memtable per refill. The skip list cannot be borrowed across
+/// calls of an owning iterator, so the memtable source re-seeks after its last key once per
+/// chunk (one O(log n) seek). The first chunk after a seek or a change of direction is
+/// `MEM_FIRST_CHUNK` entries and each refill doubles it up to `MEM_CHUNK`: a short scan (a seek
+/// and a few steps) copies a few entries, a long one amortises its seeks.
+const MEM_CHUNK: usize = 256;
+/// Entries in a memtable source's first chunk.
+const MEM_FIRST_CHUNK: usize = 8;
+
+/// A position in internal-key order: user key ascending, then sequence number descending, then
+/// kind descending (design.md "Internal keys").
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct IKey<'a> {
+    pub user_key: &'a [u8],
+    pub seq: u64,
+    pub kind: ValueKind,
+}
+
+impl IKey<'_> {
+    /// The first internal key of `user_key` (its newest possible version).
+    pub fn first_of(user_key: &[u8]) -> IKey<'_> {
+        IKey { user_key, seq: ikey::MAX_SEQ, kind: ValueKind::Put }
+    }
+
+    /// The last internal key of `user_key` (its oldest possible version).
+    pub fn last_of(user_key: &[u8]) -> IKey<'_> {
+        IKey { user_key, seq: 0, kind: ValueKind::Delete }
+    }
+
+    fn order(&self) -> (&[u8], Reverse<u64>, Reverse<ValueKind>) {
+        (self.user_key, Reverse(self.seq), Reverse(self.kind))
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        ikey::encode(self.user_key, self.seq, self.kind)
+    }
+
+    fn mem_key(&self) -> MemKey {
+        MemKey { user_key: self.user_key.into(), seq: self.seq, kind: self.kind }
+    }
+}
+
+/// One decoded entry.
+#[derive(Debug)]
+pub(crate) struct Entry {
+    pub user_key: Vec<u8>,
+    pub seq: u64,
+    pub kind: ValueKind,
+    pub value: Vec<u8>,
+}
+
+impl Entry {
+    pub fn ikey(&self) -> IKey<'_> {
+        IKey { user_key: &self.user_key, seq: self.seq, kind: self.kind }
+    }
+
+    /// Internal-key order between this entry and `other`.
+    pub fn cmp_to(&self, other: IKey<'_>) -> Ordering {
+        self.ikey().order().cmp(&other.order())
+    }
+}
+
+/// A source cursor. `peek` is the entry it is on; `None` means it ran off either end.
+pub(crate) enum Source {
+    Mem {
+        mem: Arc<Memtable>,
+        /// Entries from the current one onwards in the direction of travel (front = current).
+        buf: VecDeque<Entry>,
+        forward: bool,
+        /// True when the skip list has nothing beyond `buf`'s last entry in that direction.
+        exhausted: bool,
+        chunk: usize,
+    },
+    /// Sorted, disjoint files (one for an L0 file).
+    Files {
+        files: Vec<Arc<TableFile>>,
+        /// Index in `files` of the file `iter` reads.
+        at: usize,
+        /// Boxed: a table cursor is large next to the memtable variant.
+        iter: Option<Box<TableIter>>,
+        current: Option<Entry>,
+    },
+}
+
+impl Source {
+    /// A memtable source, positioned nowhere.
+    pub fn mem(mem: Arc<Memtable>) -> Source {
+        Source::Mem { mem, buf: VecDeque::new(), forward: true, exhausted: true, chunk: 0 }
+    }
+
+    /// A source over `files` (non-empty, sorted by key, disjoint), positioned nowhere; no file
+    /// is opened until a seek reaches it.
+    pub fn files(files: Vec<Arc<TableFile>>) -> Source {
+        Source::Files { files, at: 0, iter: None, current: None }
+    }
+
+    pub fn peek(&self) -> Option<&Entry> {
+        match self {
+            Source::Mem { buf, .. } => buf.front(),
+            Source::Files { current, .. } => current.as_ref(),
+        }
+    }
+
+    /// Positions on the first entry `>= target`.
+    pub fn seek(&mut self, target: IKey<'_>) -> Result<()> {
+        match self {
+            Source::Mem { .. } => {
+                self.mem_restart(true, Bound::Included(&target.mem_key()));
+                Ok(())
+            }
+            Source::Files { files, .. } => {
+                let i = files.partition_point(|f| f.meta.largest_key.as_slice() < target.user_key);
+                self.open_file(i, |it| it.seek(&target.encode()))?;
+                self.skip_empty_files(true)
+            }
+        }
+    }
+
+    /// Positions on the last entry `<= target`.
+    pub fn seek_for_prev(&mut self, target: IKey<'_>) -> Result<()> {
+        match self {
+            Source::Mem { .. } => {
+                self.mem_restart(false, Bound::Included(&target.mem_key()));
+                Ok(())
+            }
+            Source::Files { files, .. } => {
+                let i =
+                    files.partition_point(|f| f.meta.smallest_key.as_slice() <= target.user_key);
+                if i == 0 {
+                    self.open_file(files_len(self), |_| Ok(()))?; // nothing at or before
+                    return Ok(());
+                }
+                self.open_file(i - 1, |it| it.seek_for_prev(&target.encode()))?;
+                self.skip_empty_files(false)
+            }
+        }
+    }
+
+    /// Positions on the first entry.
+    pub fn seek_to_first(&mut self) -> Result<()> {
+        match self {
+            Source::Mem { .. } => {
+                self.mem_restart(true, Bound::Unbounded);
+                Ok(())
+            }
+            Source::Files { .. } => {
+                self.open_file(0, TableIter::seek_to_first)?;
+                self.skip_empty_files(true)
+            }
+        }
+    }
+
+    /// Positions on the last entry.
+    pub fn seek_to_last(&mut self) -> Result<()> {
+        match self {
+            Source::Mem { .. } => {
+                self.mem_restart(false, Bound::Unbounded);
+                Ok(())
+            }
+            Source::Files { files, .. } => {
+                let last = files.len() - 1;
+                self.open_file(last, TableIter::seek_to_last)?;
+                self.skip_empty_files(false)
+            }
+        }
+    }
+
+    /// Moves to the next entry (no-op when off either end).
+    pub fn next(&mut self) -> Result<()> {
+        self.step(true)
+    }
+
+    /// Moves to the previous entry (no-op when off either end).
+    pub fn prev(&mut self) -> Result<()> {
+        self.step(false)
+    }
+
+    fn step(&mut self, fwd: bool) -> Result<()> {
+        match self {
+            Source::Mem { buf, forward, .. } => {
+                let Some(cur) = buf.front() else { return Ok(()) };
+                if *forward != fwd {
+                    // Turn round: re-read from the current entry in the new direction.
+                    let from = cur.ikey().mem_key();
+                    self.mem_restart(fwd, Bound::Excluded(&from));
+                    return Ok(());
+                }
+                let popped = buf.pop_front().expect("current entry");
+                if buf.is_empty() {
+                    self.mem_refill(&popped.ikey().mem_key());
+                }
+                Ok(())
+            }
+            Source::Files { iter, current, .. } => {
+                let Some(it) = iter.as_mut().filter(|_| current.is_some()) else { return Ok(()) };
+                if fwd {
+                    it.next()?;
+                } else {
+                    it.prev()?;
+                }
+                *current = read(it)?;
+                self.skip_empty_files(fwd)
+            }
+        }
+    }
+
+    /// Empties a memtable source's buffer and fills it with the first chunk from `from` in the
+    /// given direction.
+    fn mem_restart(&mut self, fwd: bool, from: Bound<&MemKey>) {
+        if let Source::Mem { buf, forward, exhausted, chunk, .. } = self {
+            buf.clear();
+            *forward = fwd;
+            *exhausted = false;
+            *chunk = MEM_FIRST_CHUNK;
+        }
+        self.mem_fill(from);
+    }
+
+    /// Refills an empty buffer with the chunk after `last` (the entry just left).
+    fn mem_refill(&mut self, last: &MemKey) {
+        if matches!(self, Source::Mem { exhausted: false, .. }) {
+            self.mem_fill(Bound::Excluded(last));
+        }
+    }
+
+    fn mem_fill(&mut self, from: Bound<&MemKey>) {
+        if let Source::Mem { mem, buf, forward, exhausted, chunk } = self {
+            let n = *chunk;
+            *chunk = (n * 2).min(MEM_CHUNK);
+            let items: Vec<(MemKey, Box<[u8]>)> = if *forward {
+                mem.range_asc(from).take(n).collect()
+            } else {
+                mem.range_desc(from).take(n).collect()
+            };
+            *exhausted = items.len() < n;
+            buf.extend(items.into_iter().map(|(k, v)| Entry {
+                user_key: k.user_key.into_vec(),
+                seq: k.seq,
+                kind: k.kind,
+                value: v.into_vec(),
+            }));
+        }
+    }
+
+    /// Opens file `i` of a files source and positions it with `position`; `i` past the last
+    /// file leaves the source off the end.
+    fn open_file(
+        &mut self,
+        i: usize,
+        position: impl FnOnce(&mut TableIter) -> Result<()>,
+    ) -> Result<()> {
+        if let Source::Files { files, at, iter, current } = self {
+            *current = None;
+            *at = i;
+            let Some(file) = files.get(i) else {
+                *iter = None;
+                return Ok(());
+            };
+            let mut it = Box::new(file.table()?.iter(true));
+            position(&mut it)?;
+            *current = read(&mut it)?;
+            *iter = Some(it);
+        }
+        Ok(())
+    }
+
+    /// For a files source whose file is exhausted in the direction of travel: moves into the
+    /// neighbouring file (and on past empty ones) until an entry is found or the files run out.
+    fn skip_empty_files(&mut self, fwd: bool) -> Result<()> {
+        loop {
+            let Source::Files { files, at, current, .. } = self else { return Ok(()) };
+            if current.is_some() {
+                return Ok(());
+            }
+            if fwd && *at + 1 < files.len() {
+                let next = *at + 1;
+                self.open_file(next, TableIter::seek_to_first)?;
+            } else if !fwd && *at > 0 && *at <= files.len() {
+                let before = *at - 1;
+                self.open_file(before, TableIter::seek_to_last)?;
+            } else {
+                return Ok(());
+            }
+        }
+    }
+}
+
+fn files_len(s: &Source) -> usize {
+    match s {
+        Source::Files { files, .. } => files.len(),
+        Source::Mem { .. } => 0,
+    }
+}
+
+fn read(iter: &mut TableIter) -> Result<Option<Entry>> {
+    if !iter.valid() {
+        return Ok(None);
+    }
+    let (user_key, seq, kind) = ikey::decode(iter.key())?;
+    Ok(Some(Entry { user_key: user_key.to_vec(), seq, kind, value: iter.value().to_vec() }))
+}
