@@ -37,6 +37,7 @@ fn put_get_delete_scan_dump_compact_and_checkpoint_work_on_a_database() {
     fails(&["get", d, "zzz"], "not found");
     assert_eq!(ok(&["scan", d, "--prefix", "b"]), "b => two\nbb => x\\x09y\n");
     assert_eq!(ok(&["scan", d, "--from", "a", "--to", "bb", "--keys-only"]), "a\nb\n");
+    assert_eq!(ok(&["scan", d, "--prefix", "b", "--reverse", "--keys-only"]), "bb\nb\n");
     assert_eq!(ok(&["scan", d, "--limit", "1"]), "\\x00\\xff => \\x0a\\x0b\n");
     ok(&["delete", d, "a"]);
     fails(&["get", d, "a"], "not found");

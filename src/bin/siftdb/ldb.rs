@@ -18,7 +18,7 @@ pub enum LdbCommand {
     Put(PutArgs),
     /// Delete KEY (synced).
     Delete(KeyArgs),
-    /// Print entries in key order: all, from/to bounds, or a prefix.
+    /// Print entries in key order (or reversed): all, from/to bounds, or a prefix.
     Scan(ScanArgs),
     /// Print every entry of the database (a scan without bounds).
     Dump(DbArgs),
@@ -81,6 +81,9 @@ pub struct ScanArgs {
     /// Print keys only.
     #[arg(long)]
     pub keys_only: bool,
+    /// Print in descending key order.
+    #[arg(long)]
+    pub reverse: bool,
 }
 
 /// `checkpoint`'s arguments.
@@ -129,7 +132,11 @@ pub fn run(cmd: &LdbCommand) -> Result<()> {
                     db.range::<Vec<u8>, _>((lo, hi))?
                 }
             };
-            print_entries(iter, a.limit, a.keys_only, hex)?;
+            if a.reverse {
+                print_entries(iter.rev(), a.limit, a.keys_only, hex)?;
+            } else {
+                print_entries(iter, a.limit, a.keys_only, hex)?;
+            }
         }
         LdbCommand::Dump(a) => {
             let db = open(&a.db, false)?;
@@ -160,7 +167,7 @@ fn open(dir: &Path, create: bool) -> Result<Db> {
 }
 
 fn print_entries(
-    iter: siftdb::DbIterator,
+    iter: impl Iterator<Item = Result<(Vec<u8>, Vec<u8>)>>,
     limit: Option<usize>,
     keys_only: bool,
     hex: bool,
