@@ -1,0 +1,158 @@
+//! RocksDB's options for the db_bench flags, and opening the database directory.
+//!
+//! Flags map one to one onto the RocksDB options of the same name in db_bench
+//! (`tools/db_bench_tool.cc`): `--bloom_bits` is `NewBloomFilterPolicy(bits)`, the full filter
+//! of block-based format_version 5+ (cache-local Bloom; the library's default format_version
+//! applies), or `NewRibbonFilterPolicy(bits)` with `--use_ribbon_filter`; `--cache_size` an LRU
+//! block cache; the level and L0 flags the column family's options. A flag left out keeps
+//! RocksDB's default.
+
+use crate::flags::Flags;
+use rocksdb::{BlockBasedOptions, Cache, DBCompressionType, Options, DB};
+use std::path::{Path, PathBuf};
+
+/// The file that marks a `--db` directory rocksdb-bench created. The database lives in its
+/// `rocksdb` subdirectory, so the directory holds nothing rocksdb-bench did not put there.
+const MARKER: &str = "ROCKSDB-BENCH";
+
+type R<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+/// RocksDB's options for `f`. With `--statistics` they carry a `Statistics` object that every
+/// DB opened with them shares (db_bench keeps one for the whole run, across fresh fills).
+pub fn options(f: &Flags) -> Options {
+    let mut o = Options::default();
+    o.create_if_missing(true);
+    let mut t = BlockBasedOptions::default();
+    if f.cache_size > 0 {
+        t.set_block_cache(&Cache::new_lru_cache(f.cache_size as usize));
+    } else {
+        t.disable_cache();
+    }
+    if f.use_ribbon_filter {
+        // db_bench: Ribbon at the Bloom-equivalent bits (10 when --bloom_bits is unset).
+        t.set_ribbon_filter(if f.bloom_bits >= 0 { f.bloom_bits as f64 } else { 10.0 });
+    } else if f.bloom_bits >= 0 {
+        t.set_bloom_filter(f.bloom_bits as f64, false);
+    }
+    o.set_block_based_table_factory(&t);
+    o.set_compression_type(match f.compression.as_str() {
+        "none" => DBCompressionType::None,
+        "snappy" => DBCompressionType::Snappy,
+        "lz4" => DBCompressionType::Lz4,
+        "zstd" => DBCompressionType::Zstd,
+        other => unreachable!("flags::parse accepts only none|snappy|lz4|zstd, got {other}"),
+    });
+    if let Some(v) = f.write_buffer_size {
+        o.set_write_buffer_size(v as usize);
+    }
+    if let Some(v) = f.target_file_size_base {
+        o.set_target_file_size_base(v);
+    }
+    if let Some(v) = f.max_bytes_for_level_base {
+        o.set_max_bytes_for_level_base(v);
+    }
+    if let Some(v) = f.max_bytes_for_level_multiplier {
+        o.set_max_bytes_for_level_multiplier(v);
+    }
+    if let Some(v) = f.l0_compaction_trigger {
+        o.set_level_zero_file_num_compaction_trigger(v);
+    }
+    if let Some(v) = f.l0_slowdown_trigger {
+        o.set_level_zero_slowdown_writes_trigger(v);
+    }
+    if let Some(v) = f.l0_stop_trigger {
+        o.set_level_zero_stop_writes_trigger(v);
+    }
+    if let Some(v) = f.open_files {
+        o.set_max_open_files(v);
+    }
+    o.set_use_direct_reads(f.use_direct_reads);
+    o.set_use_direct_io_for_flush_and_compaction(f.use_direct_io_for_flush_and_compaction);
+    o.set_allow_mmap_reads(f.mmap_read);
+    o.set_disable_auto_compactions(f.disable_auto_compactions);
+    if f.statistics {
+        o.enable_statistics();
+    }
+    o
+}
+
+/// Where the database of `--db` lives.
+pub fn db_path(dir: &Path) -> PathBuf {
+    dir.join("rocksdb")
+}
+
+/// Checks that `dir` may be used fresh: absent, empty, or created by an earlier run (it holds
+/// [`MARKER`]). Anything else is refused, never deleted (siftdb's tools delete only what they
+/// created). Returns whether an earlier run's directory is there to delete.
+pub fn check_fresh(dir: &Path) -> R<bool> {
+    match std::fs::read_dir(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(format!("--db {}: {e}", dir.display()).into()),
+        Ok(mut entries) if entries.next().is_none() => Ok(false),
+        Ok(_) if dir.join(MARKER).is_file() => Ok(true),
+        Ok(_) => Err(format!(
+            "refusing to use --db {}: it is not empty and rocksdb-bench did not create it (no \
+             {MARKER} file); give a new or empty directory",
+            dir.display()
+        )
+        .into()),
+    }
+}
+
+/// Opens the database in `dir/rocksdb`; when `fresh`, first empties `dir` (see [`check_fresh`])
+/// and marks it as rocksdb-bench's.
+pub fn open(dir: &Path, opts: &Options, fresh: bool) -> R<DB> {
+    if fresh {
+        if check_fresh(dir)? {
+            std::fs::remove_dir_all(dir)?;
+        }
+        std::fs::create_dir_all(dir)?;
+        std::fs::write(dir.join(MARKER), "a database directory created by rocksdb-bench\n")?;
+    } else if !db_path(dir).is_dir() {
+        return Err(format!(
+            "--use_existing_db: no rocksdb-bench database in {} (expected {})",
+            dir.display(),
+            db_path(dir).display()
+        )
+        .into());
+    }
+    let mut opts = opts.clone();
+    opts.create_if_missing(fresh);
+    Ok(DB::open(&opts, db_path(dir))?)
+}
+
+/// The RocksDB version that wrote the database: the `rocksdb_version` line of its newest OPTIONS
+/// file (the library has no version call), or "unknown".
+pub fn version(dir: &Path) -> String {
+    let Ok(entries) = std::fs::read_dir(db_path(dir)) else { return "unknown".into() };
+    let mut options: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("OPTIONS-")))
+        .collect();
+    options.sort();
+    options
+        .last()
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.trim().strip_prefix("rocksdb_version=").map(str::to_string))
+        })
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// `--statistics`' report: RocksDB's `Statistics::ToString()` after db_bench's `STATISTICS:`
+/// heading (tickers as `name COUNT : n`, which scripts/compare.sh reads), then the live tables'
+/// aggregated properties one per line as `sst_dump --show_properties` prints them
+/// (`  filter block size: n`, `  # entries for filter: n`), for compare.sh's bits/key column.
+pub fn statistics(db: &DB, opts: &Options) -> R<String> {
+    let mut s = String::from("STATISTICS:\n");
+    s += &opts.get_statistics().unwrap_or_default();
+    let props = db.property_value(rocksdb::properties::AGGREGATED_TABLE_PROPERTIES)?;
+    s += "\nAggregated table properties (live tables):\n";
+    for kv in props.unwrap_or_default().split("; ") {
+        if let Some((k, v)) = kv.split_once('=') {
+            s += &format!("  {}: {}\n", k.trim(), v.trim());
+        }
+    }
+    Ok(s)
+}
