@@ -8,14 +8,13 @@
 //! RocksDB's default.
 
 use crate::flags::Flags;
+use crate::R;
 use rocksdb::{BlockBasedOptions, Cache, DBCompressionType, Options, DB};
 use std::path::{Path, PathBuf};
 
 /// The file that marks a `--db` directory rocksdb-bench created. The database lives in its
 /// `rocksdb` subdirectory, so the directory holds nothing rocksdb-bench did not put there.
 const MARKER: &str = "ROCKSDB-BENCH";
-
-type R<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
 /// RocksDB's options for `f`. With `--statistics` they carry a `Statistics` object that every
 /// DB opened with them shares (db_bench keeps one for the whole run, across fresh fills).
@@ -134,8 +133,7 @@ pub fn version(dir: &Path) -> String {
         .last()
         .and_then(|p| std::fs::read_to_string(p).ok())
         .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.trim().strip_prefix("rocksdb_version=").map(str::to_string))
+            s.lines().find_map(|l| l.trim().strip_prefix("rocksdb_version=").map(str::to_string))
         })
         .unwrap_or_else(|| "unknown".into())
 }
@@ -155,4 +153,81 @@ pub fn statistics(db: &DB, opts: &Options) -> R<String> {
         }
     }
     Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A directory of this test process, removed when dropped (created with `create_dir`, so
+    /// never one that existed before).
+    struct Scratch(PathBuf);
+
+    impl Scratch {
+        fn new(name: &str) -> Scratch {
+            let p = std::env::temp_dir()
+                .join(format!("rocksdb-bench-test-{}-{name}", std::process::id()));
+            std::fs::create_dir(&p).unwrap();
+            Scratch(p)
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn flags(extra: &str) -> Flags {
+        crate::flags::parse(extra.split_whitespace().map(String::from)).unwrap()
+    }
+
+    #[test]
+    fn a_directory_rocksdb_bench_did_not_create_is_refused_and_kept() {
+        let s = Scratch::new("foreign");
+        std::fs::write(s.0.join("precious"), b"keep me").unwrap();
+        let e = check_fresh(&s.0).unwrap_err().to_string();
+        assert!(e.contains("refusing") && e.contains(MARKER), "{e}");
+        assert!(open(&s.0, &options(&flags("")), true).is_err());
+        assert_eq!(std::fs::read(s.0.join("precious")).unwrap(), b"keep me");
+    }
+
+    #[test]
+    fn a_fresh_open_empties_its_own_directory_and_use_existing_keeps_it() {
+        let s = Scratch::new("own");
+        let dir = s.0.join("db");
+        let opts = options(&flags("--bloom_bits=10 --compression_type=zstd --statistics"));
+        let db = open(&dir, &opts, true).unwrap();
+        db.put(b"k", b"v").unwrap();
+        drop(db);
+        let db = open(&dir, &opts, false).unwrap();
+        assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+        drop(db);
+        assert!(check_fresh(&dir).unwrap(), "an earlier run's directory may be emptied");
+        let db = open(&dir, &opts, true).unwrap();
+        assert_eq!(db.get(b"k").unwrap(), None);
+        assert!(version(&dir).chars().next().is_some_and(|c| c.is_ascii_digit()));
+    }
+
+    #[test]
+    fn statistics_print_the_tickers_and_filter_properties_compare_sh_reads() {
+        let s = Scratch::new("stats");
+        let opts = options(&flags("--bloom_bits=10 --statistics"));
+        let db = open(&s.0.join("db"), &opts, true).unwrap();
+        for i in 0..1000u32 {
+            db.put(i.to_be_bytes(), b"value").unwrap();
+        }
+        db.flush().unwrap();
+        for i in 0..2000u32 {
+            db.get(i.to_be_bytes()).unwrap();
+        }
+        let text = statistics(&db, &opts).unwrap();
+        assert!(text.contains("rocksdb.bloom.filter.useful COUNT : "), "{text}");
+        assert!(text.contains("rocksdb.bloom.filter.full.positive COUNT : "), "{text}");
+        assert!(text.contains("  # entries for filter: 1000\n"), "{text}");
+        let filter_line = text.lines().find(|l| l.starts_with("  filter block size: ")).unwrap();
+        let bytes: u64 = filter_line.rsplit(' ').next().unwrap().parse().unwrap();
+        // 10 bits per key over 1000 keys, give or take the filter's rounding and trailer.
+        assert!((1000..2000).contains(&bytes), "{filter_line}");
+    }
 }

@@ -175,24 +175,27 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Flags, String> {
         return Err(format!("unknown benchmark {bad:?} (known: {})", BENCHMARKS.join(",")));
     }
     let num = g.num("num", POSITIVE)?.unwrap_or(1_000_000);
-    let reads = g.num::<i64>("reads", (|x| x >= -1, "-1 (= --num) or a count"))?.unwrap_or(-1);
+    let reads = g.num::<i64>("reads", (|x: i64| x >= -1, "-1 (= --num) or a count"))?.unwrap_or(-1);
     let compression = g.value("compression_type")?.unwrap_or_else(|| "snappy".into());
     let compression = compression.to_ascii_lowercase();
     if !["none", "snappy", "lz4", "zstd"].contains(&compression.as_str()) {
         return Err(format!("--compression_type={compression}: expected none|snappy|lz4|zstd"));
     }
-    let key_size = g.num("key_size", (|x| x >= MIN_KEY_SIZE, "at least 8 (the key number)"))?;
+    let key_size =
+        g.num("key_size", (|x: usize| x >= MIN_KEY_SIZE, "at least 8 (the key number)"))?;
     let f = Flags {
         benchmarks,
         num,
         reads: if reads < 0 { num } else { reads as u64 },
         duration: g.num("duration", ANY)?.unwrap_or(0),
-        batch_size: g.num("batch_size", (|x| x >= 1, "must be at least 1"))?.unwrap_or(1),
+        batch_size: g.num("batch_size", (|x: usize| x >= 1, "must be at least 1"))?.unwrap_or(1),
         async_io: g.boolean("async_io")?,
         key_size: key_size.unwrap_or(16),
-        value_size: g.num("value_size", (|_| true, ""))?.unwrap_or(100),
-        threads: g.num("threads", (|x| x >= 1, "must be at least 1"))?.unwrap_or(1),
-        bloom_bits: g.num("bloom_bits", (|x: i64| x <= 100, "negative (none) or 0..=100"))?.unwrap_or(-1),
+        value_size: g.num("value_size", (|_: usize| true, ""))?.unwrap_or(100),
+        threads: g.num("threads", (|x: usize| x >= 1, "must be at least 1"))?.unwrap_or(1),
+        bloom_bits: g
+            .num("bloom_bits", (|x: i64| x <= 100, "negative (none) or 0..=100"))?
+            .unwrap_or(-1),
         use_ribbon_filter: g.boolean("use_ribbon_filter")?,
         compression,
         cache_size: g.num("cache_size", ANY)?.unwrap_or(8 << 20),
@@ -204,7 +207,8 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Flags, String> {
         l0_compaction_trigger: g.num("level0_file_num_compaction_trigger", TRIGGER)?,
         l0_slowdown_trigger: g.num("level0_slowdown_writes_trigger", TRIGGER)?,
         l0_stop_trigger: g.num("level0_stop_writes_trigger", TRIGGER)?,
-        open_files: g.num("open_files", (|x| x == -1 || x >= 1, "-1 (unlimited) or at least 1"))?,
+        open_files: g
+            .num("open_files", (|x: i32| x == -1 || x >= 1, "-1 (unlimited) or at least 1"))?,
         use_direct_reads: g.boolean("use_direct_reads")?,
         use_direct_io_for_flush_and_compaction: g
             .boolean("use_direct_io_for_flush_and_compaction")?,
@@ -217,8 +221,9 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Flags, String> {
         use_existing_db: g.boolean("use_existing_db")?,
     };
     if f.mmap_read && f.use_direct_reads {
-        return Err("--mmap_read and --use_direct_reads exclude each other (RocksDB refuses both)"
-            .into());
+        return Err(
+            "--mmap_read and --use_direct_reads exclude each other (RocksDB refuses both)".into()
+        );
     }
     if f.use_existing_db && f.db.is_none() {
         return Err("--use_existing_db needs --db=DIR (the database to reuse)".into());

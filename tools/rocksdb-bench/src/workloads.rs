@@ -107,7 +107,7 @@ impl Ctx<'_> {
                 for key in &mut keys[..n] {
                     make_key(rng.below(num), ks, key);
                 }
-                let got = db.batched_multi_get_cf_opt(&cf, &keys[..n], false, &ro);
+                let got = db.batched_multi_get_cf_opt(cf, &keys[..n], false, &ro);
                 for (key, got) in keys.iter().zip(got) {
                     if let Some(v) = got? {
                         st.found += 1;
@@ -198,9 +198,8 @@ impl Ctx<'_> {
                 }
                 Ok(())
             });
-            let readers = self.parallel(&|rng, _, st| {
-                read_loop(db, rng, st, num, Budget::new(reads, 0), ks)
-            });
+            let readers =
+                self.parallel(&|rng, _, st| read_loop(db, rng, st, num, Budget::new(reads, 0), ks));
             stop.store(true, Ordering::Relaxed);
             writer.join().expect("writer thread panicked")?;
             readers
