@@ -105,22 +105,28 @@ if has fjall; then
 fi
 
 run_engine() { # engine rep
-  local e="$1" r="$2" dir="$OUT/db-$1" log="$OUT/$1-$2.log"
+  local e="$1" r="$2" dir="$OUT/db-$1" log="$OUT/$1-$2.log" rc=0
   rm -rf "$dir"
   case "$e" in
     rocksdb)
       # Prints its live tables' filter bytes and entries itself (with --statistics).
-      "$ROCKSDB" "${FLAGS[@]}" --db="$dir" >"$log" 2>&1 ;;
+      "$ROCKSDB" "${FLAGS[@]}" --db="$dir" >"$log" 2>&1 || rc=$? ;;
     rocksdb-debian)
-      db_bench "${FLAGS[@]}" --db="$dir" >"$log" 2>&1
+      db_bench "${FLAGS[@]}" --db="$dir" >"$log" 2>&1 || rc=$?
       sst_dump --file="$dir" --show_properties >"$OUT/$e-$r.sst" 2>&1 || true ;;
     siftdb)
       # shellcheck disable=SC2086
-      "$SIFTDB" bench "${FLAGS[@]}" $SIFTDB_FLAGS --db="$dir" >"$log" 2>&1 ;;
+      "$SIFTDB" bench "${FLAGS[@]}" $SIFTDB_FLAGS --db="$dir" >"$log" 2>&1 || rc=$? ;;
     fjall)
-      "$FJALL" "${FLAGS[@]}" --db="$dir" >"$log" 2>&1 ;;
+      "$FJALL" "${FLAGS[@]}" --db="$dir" >"$log" 2>&1 || rc=$? ;;
   esac
   rm -rf "$dir"
+  # A failed engine (e.g. a flag it does not take) stops the run with its own message.
+  if (( rc != 0 )); then
+    echo "compare.sh: $e exited with status $rc; the end of $log:" >&2
+    tail -n 5 "$log" >&2
+    exit 1
+  fi
 }
 
 IFS=',' read -r -a ENG <<<"$ENGINES"
