@@ -120,21 +120,22 @@ pub fn open(dir: &Path, opts: &Options, fresh: bool) -> R<DB> {
     Ok(DB::open(&opts, db_path(dir))?)
 }
 
-/// The RocksDB version that wrote the database: the `rocksdb_version` line of its newest OPTIONS
-/// file (the library has no version call), or "unknown".
-pub fn version(dir: &Path) -> String {
+/// The value of `key` in the database's newest OPTIONS file (`rocksdb_version`,
+/// `format_version`, ...: RocksDB records what it actually used there, and the library has no
+/// version call), or "unknown".
+pub fn options_file_value(dir: &Path, key: &str) -> String {
     let Ok(entries) = std::fs::read_dir(db_path(dir)) else { return "unknown".into() };
-    let mut options: Vec<PathBuf> = entries
+    let mut files: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("OPTIONS-")))
         .collect();
-    options.sort();
-    options
+    // OPTIONS-<file number>, zero-padded: the last name is the newest.
+    files.sort();
+    let prefix = format!("{key}=");
+    files
         .last()
         .and_then(|p| std::fs::read_to_string(p).ok())
-        .and_then(|s| {
-            s.lines().find_map(|l| l.trim().strip_prefix("rocksdb_version=").map(str::to_string))
-        })
+        .and_then(|s| s.lines().find_map(|l| l.trim().strip_prefix(&prefix).map(str::to_string)))
         .unwrap_or_else(|| "unknown".into())
 }
 
@@ -206,7 +207,11 @@ mod tests {
         assert!(check_fresh(&dir).unwrap(), "an earlier run's directory may be emptied");
         let db = open(&dir, &opts, true).unwrap();
         assert_eq!(db.get(b"k").unwrap(), None);
-        assert!(version(&dir).chars().next().is_some_and(|c| c.is_ascii_digit()));
+        assert!(
+            options_file_value(&dir, "rocksdb_version").starts_with(|c: char| c.is_ascii_digit())
+        );
+        let format: u32 = options_file_value(&dir, "format_version").parse().unwrap();
+        assert!(format >= 5, "the full filter needs format_version 5+, got {format}");
     }
 
     #[test]

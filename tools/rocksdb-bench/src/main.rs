@@ -50,14 +50,18 @@ fn run() -> R<()> {
     }
     let opts = engine::options(&f);
     let mut db = engine::open(&dir, &opts, !f.use_existing_db)?;
-    println!("RocksDB:    version {} (rocksdb crate, release build)", engine::version(&dir));
+    let version = engine::options_file_value(&dir, "rocksdb_version");
+    println!("RocksDB:    version {version} (rocksdb crate, release build, NDEBUG)");
     println!("Keys:       {} bytes each", f.key_size);
     println!("Values:     {} bytes each", f.value_size);
     println!("Entries:    {}", f.num);
     println!("Compression: {}", f.compression);
     let filter = match (f.use_ribbon_filter, f.bloom_bits) {
         (true, b) => format!("ribbon at {} Bloom-equivalent bits/key", if b >= 0 { b } else { 10 }),
-        (false, b) if b >= 0 => format!("bloom (full, cache-local) at {b} bits/key"),
+        (false, b) if b >= 0 => format!(
+            "bloom (full, cache-local) at {b} bits/key, format_version {}",
+            engine::options_file_value(&dir, "format_version")
+        ),
         _ => "none".into(),
     };
     println!("Filter:     {filter}");
