@@ -16,6 +16,9 @@ use std::path::{Path, PathBuf};
 /// `rocksdb` subdirectory, so the directory holds nothing rocksdb-bench did not put there.
 const MARKER: &str = "ROCKSDB-BENCH";
 
+/// The column family every benchmark uses.
+pub const DEFAULT_CF: &str = rocksdb::DEFAULT_COLUMN_FAMILY_NAME;
+
 /// RocksDB's options for `f`. With `--statistics` they carry a `Statistics` object that every
 /// DB opened with them shares (db_bench keeps one for the whole run, across fresh fills).
 pub fn options(f: &Flags) -> Options {
@@ -84,12 +87,15 @@ pub fn db_path(dir: &Path) -> PathBuf {
 /// [`MARKER`]). Anything else is refused, never deleted (siftdb's tools delete only what they
 /// created). Returns whether an earlier run's directory is there to delete.
 pub fn check_fresh(dir: &Path) -> R<bool> {
-    match std::fs::read_dir(dir) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(format!("--db {}: {e}", dir.display()).into()),
-        Ok(mut entries) if entries.next().is_none() => Ok(false),
-        Ok(_) if dir.join(MARKER).is_file() => Ok(true),
-        Ok(_) => Err(format!(
+    let empty = match std::fs::read_dir(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(format!("--db {}: {e}", dir.display()).into()),
+        Ok(mut entries) => entries.next().is_none(),
+    };
+    match empty {
+        true => Ok(false),
+        false if dir.join(MARKER).is_file() => Ok(true),
+        false => Err(format!(
             "refusing to use --db {}: it is not empty and rocksdb-bench did not create it (no \
              {MARKER} file); give a new or empty directory",
             dir.display()
@@ -117,7 +123,10 @@ pub fn open(dir: &Path, opts: &Options, fresh: bool) -> R<DB> {
     }
     let mut opts = opts.clone();
     opts.create_if_missing(fresh);
-    Ok(DB::open(&opts, db_path(dir))?)
+    // Opened through a descriptor of the default column family (with the same options), so the
+    // DB has a handle for it: batched MultiGet takes a column family.
+    let default = rocksdb::ColumnFamilyDescriptor::new(DEFAULT_CF, opts.clone());
+    Ok(DB::open_cf_descriptors(&opts, db_path(dir), [default])?)
 }
 
 /// The value of `key` in the database's newest OPTIONS file (`rocksdb_version`,
