@@ -95,7 +95,8 @@ impl Ctx<'_> {
         self.parallel(&|rng, _, st| {
             let mut ro = ReadOptions::default();
             ro.set_async_io(async_io);
-            let cf = db.cf_handle(crate::engine::DEFAULT_CF).ok_or("no handle of the default CF")?;
+            let cf =
+                db.cf_handle(crate::engine::DEFAULT_CF).ok_or("no handle of the default CF")?;
             let mut budget = Budget::new(reads, secs);
             let mut keys: Vec<Vec<u8>> = (0..batch).map(|_| Vec::with_capacity(ks)).collect();
             let mut i = 0;
