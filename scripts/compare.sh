@@ -42,7 +42,7 @@ while [[ $# -gt 0 ]]; do
     --siftdb-flags) SIFTDB_FLAGS="$2"; shift 2 ;;
     --siftdb-flags=*) SIFTDB_FLAGS="${1#*=}"; shift ;;
     --report-only) REPORT_ONLY=1; shift ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) FLAGS+=("$1"); shift ;;
   esac
 done
