@@ -1,10 +1,18 @@
 #!/usr/bin/env bash
-# Side-by-side benchmark: RocksDB's db_bench, `siftdb bench` and fjall (tools/fjall-bench) run
-# the same db_bench workload with identical flags, alternating engines, N repetitions; prints the
-# median ops/s per workload, the ratios siftdb/RocksDB and siftdb/fjall, filter bits per key and
-# observed FPR (RocksDB: sst_dump --show_properties + its bloom tickers; siftdb: its stats).
+# Side-by-side benchmark: RocksDB, `siftdb bench` and fjall (tools/fjall-bench) run the same
+# db_bench workload with identical flags, alternating engines, N repetitions; prints the median
+# ops/s per workload, the ratios siftdb/<each other engine>, filter bits per key and observed FPR
+# (RocksDB: its table properties + bloom tickers; siftdb: its stats).
 #
-# Usage: scripts/compare.sh [--reps N] [--engines rocksdb,siftdb,fjall] [--out DIR]
+# Engines: rocksdb        = tools/rocksdb-bench, RocksDB built from source in release mode (NDEBUG,
+#                           -march=native) through the `rocksdb` crate; the first build compiles
+#                           RocksDB's C++ (many minutes) and needs libclang-dev (apt-get).
+#          rocksdb-debian = Debian's db_bench 7.8.3 (package rocksdb-tools), an assertion-enabled
+#                           build kept for flag compatibility (older ratios were against it).
+#          siftdb, fjall  = `siftdb bench`, tools/fjall-bench.
+# Default engines: rocksdb,siftdb,fjall (rocksdb dropped, with a warning, if it fails to build).
+#
+# Usage: scripts/compare.sh [--reps N] [--engines rocksdb,siftdb,fjall,rocksdb-debian] [--out DIR]
 #                           [--siftdb-flags "--flush_filter=blocked ..."] [db_bench flags...]
 # Without db_bench flags it runs the issue's parameters:
 #   --benchmarks=fillrandom,compact,readrandom,readmissing,stats --num=1000000 --key_size=16
@@ -22,6 +30,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 REPS=3
 ENGINES="rocksdb,siftdb,fjall"
+ENGINES_GIVEN=0
 OUT="/tmp/siftdb-compare-$(date +%Y%m%d-%H%M%S)"
 SIFTDB_FLAGS=""
 REPORT_ONLY=0
@@ -30,14 +39,14 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --reps) REPS="$2"; shift 2 ;;
     --reps=*) REPS="${1#*=}"; shift ;;
-    --engines) ENGINES="$2"; shift 2 ;;
-    --engines=*) ENGINES="${1#*=}"; shift ;;
+    --engines) ENGINES="$2"; ENGINES_GIVEN=1; shift 2 ;;
+    --engines=*) ENGINES="${1#*=}"; ENGINES_GIVEN=1; shift ;;
     --out) OUT="$2"; shift 2 ;;
     --out=*) OUT="${1#*=}"; shift ;;
     --siftdb-flags) SIFTDB_FLAGS="$2"; shift 2 ;;
     --siftdb-flags=*) SIFTDB_FLAGS="${1#*=}"; shift ;;
     --report-only) REPORT_ONLY=1; shift ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) FLAGS+=("$1"); shift ;;
   esac
 done
@@ -59,11 +68,34 @@ mkdir -p "$OUT"
 if (( REPORT_ONLY == 0 )); then
 
 has() { [[ ",$ENGINES," == *",$1,"* ]]; }
+for e in ${ENGINES//,/ }; do
+  case "$e" in
+    rocksdb|rocksdb-debian|siftdb|fjall) ;;
+    *) echo "compare.sh: unknown engine $e (rocksdb, rocksdb-debian, siftdb, fjall)" >&2; exit 2 ;;
+  esac
+done
+SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
 
-if has rocksdb && ! command -v db_bench >/dev/null; then
+if has rocksdb-debian && ! command -v db_bench >/dev/null; then
   echo "compare.sh: db_bench not found; installing the Debian package rocksdb-tools (apt-get)" >&2
-  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
   $SUDO apt-get update -qq && $SUDO apt-get install -y -qq rocksdb-tools >&2
+fi
+ROCKSDB="$ROOT/tools/rocksdb-bench/target/release/rocksdb-bench"
+if has rocksdb; then
+  # librocksdb-sys runs bindgen, which needs libclang (and clang's headers).
+  if ! dpkg -s libclang-dev >/dev/null 2>&1; then
+    echo "compare.sh: installing libclang-dev and clang for the rocksdb crate's bindgen (apt-get)" >&2
+    $SUDO apt-get update -qq && $SUDO apt-get install -y -qq libclang-dev clang >&2
+  fi
+  echo "compare.sh: building tools/rocksdb-bench (release; the first build compiles RocksDB's C++)" >&2
+  # From its own directory, so its .cargo/config.toml (-C target-cpu=native) applies.
+  if ! (cd "$ROOT/tools/rocksdb-bench" && nice -n 19 cargo build --release --quiet); then
+    if (( ENGINES_GIVEN )); then
+      echo "compare.sh: tools/rocksdb-bench failed to build" >&2; exit 1
+    fi
+    echo "compare.sh: WARNING: tools/rocksdb-bench failed to build; running without rocksdb" >&2
+    ENGINES=$(echo ",$ENGINES," | sed 's/,rocksdb,/,/; s/^,//; s/,$//')
+  fi
 fi
 SIFTDB="$ROOT/target/release/siftdb"
 if has siftdb; then
@@ -77,19 +109,28 @@ if has fjall; then
 fi
 
 run_engine() { # engine rep
-  local e="$1" r="$2" dir="$OUT/db-$1" log="$OUT/$1-$2.log"
+  local e="$1" r="$2" dir="$OUT/db-$1" log="$OUT/$1-$2.log" rc=0
   rm -rf "$dir"
   case "$e" in
     rocksdb)
-      db_bench "${FLAGS[@]}" --db="$dir" >"$log" 2>&1
+      # Prints its live tables' filter bytes and entries itself (with --statistics).
+      "$ROCKSDB" "${FLAGS[@]}" --db="$dir" >"$log" 2>&1 || rc=$? ;;
+    rocksdb-debian)
+      db_bench "${FLAGS[@]}" --db="$dir" >"$log" 2>&1 || rc=$?
       sst_dump --file="$dir" --show_properties >"$OUT/$e-$r.sst" 2>&1 || true ;;
     siftdb)
       # shellcheck disable=SC2086
-      "$SIFTDB" bench "${FLAGS[@]}" $SIFTDB_FLAGS --db="$dir" >"$log" 2>&1 ;;
+      "$SIFTDB" bench "${FLAGS[@]}" $SIFTDB_FLAGS --db="$dir" >"$log" 2>&1 || rc=$? ;;
     fjall)
-      "$FJALL" "${FLAGS[@]}" --db="$dir" >"$log" 2>&1 ;;
+      "$FJALL" "${FLAGS[@]}" --db="$dir" >"$log" 2>&1 || rc=$? ;;
   esac
   rm -rf "$dir"
+  # A failed engine (e.g. a flag it does not take) stops the run with its own message.
+  if (( rc != 0 )); then
+    echo "compare.sh: $e exited with status $rc; the end of $log:" >&2
+    tail -n 5 "$log" >&2
+    exit 1
+  fi
 }
 
 IFS=',' read -r -a ENG <<<"$ENGINES"
@@ -137,10 +178,14 @@ for e in engines:
             fpr.setdefault(e, []).append((pos - tp) / (pos - tp + useful))
         if 'siftdb.filter.bytes' in t and t.get('siftdb.sst.entries'):
             bits.setdefault(e, []).append(8 * t['siftdb.filter.bytes'] / t['siftdb.sst.entries'])
+        # Table properties as sst_dump --show_properties prints them: per file in the .sst dump
+        # of rocksdb-debian, aggregated over the live tables in rocksdb-bench's log.
         sp = f"{out}/{e}-{r}.sst"
-        if os.path.exists(sp):
+        for src in (sp, p):
+            if not os.path.exists(src):
+                continue
             fb = ent = 0
-            for l in open(sp, errors='replace'):
+            for l in open(src, errors='replace'):
                 m = re.match(r'\s*filter block size: (\d+)', l)
                 if m: fb += int(m[1])
                 m = re.match(r'\s*# entries for filter: (\d+)', l)
@@ -156,7 +201,7 @@ print(f"Command flags: {flags}" + (f"  (siftdb also: {sflags})" if sflags else "
 print(f"Machine: {os.cpu_count()}-core {os.uname().machine}, {os.uname().sysname} {os.uname().release}; "
       f"{reps} repetitions, alternating order; median ops/s\n")
 hdr = "| workload | " + " | ".join(engines)
-ratios = [x for x in ("rocksdb", "fjall") if x in engines and "siftdb" in engines]
+ratios = [x for x in engines if x != "siftdb" and "siftdb" in engines]
 hdr += "".join(f" | siftdb/{x}" for x in ratios) + " | found (" + "/".join(engines) + ") |"
 print(hdr)
 print("|" + "---|" * (2 + len(engines) + len(ratios)))
@@ -174,7 +219,7 @@ for n in names:
 print()
 for e in engines:
     b, f = med(bits.get(e, [])), med(fpr.get(e, []))
-    print(f"{e:8} filter bits/key: {'-' if b is None else f'{b:.2f}'}   observed FPR (FP/(FP+useful), "
+    print(f"{e:14} filter bits/key: {'-' if b is None else f'{b:.2f}'}   observed FPR (FP/(FP+useful), "
           f"readrandom+readmissing): {'-' if f is None else f'{100 * f:.3f}%'}")
 print(f"\nraw logs: {out}")
 PY

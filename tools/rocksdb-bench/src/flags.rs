@@ -1,0 +1,309 @@
+//! rocksdb-bench's flags: db_bench's names, meanings and defaults (RocksDB 7.8
+//! `tools/db_bench_tool.cc`, the same subset `siftdb bench` takes), parsed gflags-style:
+//! `--name=value`, and for booleans also a bare `--name` (`--sync`, `--sync=1`, `--sync=false`).
+//!
+//! A tuning flag left out leaves RocksDB's own default in place (as db_bench does); only the
+//! flags where db_bench's default differs from RocksDB's (`--cache_size` 8 MiB,
+//! `--compression_type=snappy`, no filter) carry a default here. An unknown flag, a value that
+//! does not parse or is out of range is an error naming the flag, never ignored: a comparison
+//! must not silently run a different configuration than its command line says.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+/// The benchmarks rocksdb-bench runs (siftdb bench's list).
+pub const BENCHMARKS: &[&str] = &[
+    "fillseq",
+    "fillrandom",
+    "overwrite",
+    "readrandom",
+    "readmissing",
+    "multireadrandom",
+    "readseq",
+    "seekrandom",
+    "readwhilewriting",
+    "deleterandom",
+    "compact",
+    "stats",
+];
+
+/// Bytes of the key number the generator writes (`keys::make_key`); shorter keys would make key
+/// numbers collide and `readmissing` keys land outside the key ranges (as in siftdb bench).
+const MIN_KEY_SIZE: usize = 8;
+
+/// The parsed command line.
+#[derive(Debug, Clone)]
+pub struct Flags {
+    /// Benchmarks, run in order.
+    pub benchmarks: Vec<String>,
+    /// Keys are drawn from `[0, num)`; fills write `num` keys per thread.
+    pub num: u64,
+    /// Reads per thread of the read benchmarks (`--reads`, -1 = `num`).
+    pub reads: u64,
+    /// Seconds each of readrandom, readmissing and multireadrandom runs; 0 = `reads` operations.
+    pub duration: u64,
+    /// Keys per MultiGet call of multireadrandom.
+    pub batch_size: usize,
+    /// `ReadOptions::async_io` for multireadrandom.
+    pub async_io: bool,
+    /// Key bytes.
+    pub key_size: usize,
+    /// Value bytes.
+    pub value_size: usize,
+    /// Threads per benchmark, sharing one DB.
+    pub threads: usize,
+    /// Filter bits per key; negative = no filter.
+    pub bloom_bits: i64,
+    /// Ribbon instead of Bloom, at the FPR of `bloom_bits` (10 if unset).
+    pub use_ribbon_filter: bool,
+    /// Block compression, lower case: none, snappy, lz4 or zstd.
+    pub compression: String,
+    /// LRU block cache bytes (0 = no block cache).
+    pub cache_size: u64,
+    /// Memtable bytes (RocksDB's default when unset).
+    pub write_buffer_size: Option<u64>,
+    /// Target SST size of compaction output.
+    pub target_file_size_base: Option<u64>,
+    /// L1's target bytes.
+    pub max_bytes_for_level_base: Option<u64>,
+    /// Growth factor between levels.
+    pub max_bytes_for_level_multiplier: Option<f64>,
+    /// L0 files that start an L0 -> L1 compaction.
+    pub l0_compaction_trigger: Option<i32>,
+    /// L0 files at which writes slow down.
+    pub l0_slowdown_trigger: Option<i32>,
+    /// L0 files at which writes stop.
+    pub l0_stop_trigger: Option<i32>,
+    /// Table files kept open (-1 = all).
+    pub open_files: Option<i32>,
+    /// O_DIRECT for reads.
+    pub use_direct_reads: bool,
+    /// O_DIRECT for flush and compaction I/O.
+    pub use_direct_io_for_flush_and_compaction: bool,
+    /// mmap table files for reads.
+    pub mmap_read: bool,
+    /// No background compaction.
+    pub disable_auto_compactions: bool,
+    /// fsync every write.
+    pub sync: bool,
+    /// Print RocksDB's statistics (tickers, histograms) and table properties at the end.
+    pub statistics: bool,
+    /// Seed base of the per-thread generators (thread i of a benchmark uses base + i).
+    pub seed: u64,
+    /// Database directory (default: a temporary directory removed at exit).
+    pub db: Option<PathBuf>,
+    /// Reuse the database at `--db`; fill benchmarks are then skipped.
+    pub use_existing_db: bool,
+}
+
+/// gflags-style boolean.
+fn parse_bool(k: &str, v: &str) -> Result<bool, String> {
+    match v.to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "t" | "y" => Ok(true),
+        "0" | "false" | "no" | "f" | "n" => Ok(false),
+        _ => Err(format!("--{k}={v}: expected a boolean (1/0/true/false)")),
+    }
+}
+
+/// The flags given on the command line, consumed one by one so leftovers are the unknown ones.
+struct Given(HashMap<String, Option<String>>);
+
+impl Given {
+    /// The value of `--k`, which must not be given bare.
+    fn value(&mut self, k: &str) -> Result<Option<String>, String> {
+        match self.0.remove(k) {
+            None => Ok(None),
+            Some(None) => Err(format!("--{k} needs a value (--{k}=...)")),
+            Some(Some(v)) => Ok(Some(v)),
+        }
+    }
+
+    /// `--k` parsed as `T`, checked by `ok` (whose text names the valid range).
+    fn num<T: std::str::FromStr + Copy>(
+        &mut self,
+        k: &str,
+        ok: (fn(T) -> bool, &str),
+    ) -> Result<Option<T>, String>
+    where
+        T::Err: std::fmt::Display,
+    {
+        let Some(v) = self.value(k)? else { return Ok(None) };
+        let x: T = v.parse().map_err(|e| format!("--{k}={v}: {e}"))?;
+        if !ok.0(x) {
+            return Err(format!("--{k}={v} is out of range: {}", ok.1));
+        }
+        Ok(Some(x))
+    }
+
+    fn boolean(&mut self, k: &str) -> Result<bool, String> {
+        match self.0.remove(k) {
+            None => Ok(false),
+            Some(None) => Ok(true),
+            Some(Some(v)) => parse_bool(k, &v),
+        }
+    }
+}
+
+const ANY: (fn(u64) -> bool, &str) = (|_| true, "");
+const POSITIVE: (fn(u64) -> bool, &str) = (|x| x > 0, "must be at least 1");
+const TRIGGER: (fn(i32) -> bool, &str) = (|x| x >= 1, "must be at least 1");
+
+/// Parses `args` (without the program name).
+pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Flags, String> {
+    let mut map = HashMap::new();
+    for a in args {
+        let Some(body) = a.strip_prefix("--").or_else(|| a.strip_prefix('-')) else {
+            return Err(format!("unexpected argument {a:?}: flags are --name=value"));
+        };
+        let (k, v) = match body.split_once('=') {
+            Some((k, v)) => (k, Some(v.to_string())),
+            None => (body, None),
+        };
+        if map.insert(k.to_string(), v).is_some() {
+            return Err(format!("--{k} is given twice"));
+        }
+    }
+    let mut g = Given(map);
+    let benchmarks: Vec<String> = g
+        .value("benchmarks")?
+        .unwrap_or_else(|| "fillseq,fillrandom,overwrite,readrandom,readmissing,readseq".into())
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect();
+    if let Some(bad) = benchmarks.iter().find(|b| !BENCHMARKS.contains(&b.as_str())) {
+        return Err(format!("unknown benchmark {bad:?} (known: {})", BENCHMARKS.join(",")));
+    }
+    let num = g.num("num", POSITIVE)?.unwrap_or(1_000_000);
+    let reads = g.num::<i64>("reads", (|x: i64| x >= -1, "-1 (= --num) or a count"))?.unwrap_or(-1);
+    let compression = g.value("compression_type")?.unwrap_or_else(|| "snappy".into());
+    let compression = compression.to_ascii_lowercase();
+    if !["none", "snappy", "lz4", "zstd"].contains(&compression.as_str()) {
+        return Err(format!("--compression_type={compression}: expected none|snappy|lz4|zstd"));
+    }
+    let key_size =
+        g.num("key_size", (|x: usize| x >= MIN_KEY_SIZE, "at least 8 (the key number)"))?;
+    let f = Flags {
+        benchmarks,
+        num,
+        reads: if reads < 0 { num } else { reads as u64 },
+        duration: g.num("duration", ANY)?.unwrap_or(0),
+        batch_size: g.num("batch_size", (|x: usize| x >= 1, "must be at least 1"))?.unwrap_or(1),
+        async_io: g.boolean("async_io")?,
+        key_size: key_size.unwrap_or(16),
+        value_size: g.num("value_size", (|_: usize| true, ""))?.unwrap_or(100),
+        threads: g.num("threads", (|x: usize| x >= 1, "must be at least 1"))?.unwrap_or(1),
+        bloom_bits: g
+            .num("bloom_bits", (|x: i64| x <= 100, "negative (none) or 0..=100"))?
+            .unwrap_or(-1),
+        use_ribbon_filter: g.boolean("use_ribbon_filter")?,
+        compression,
+        cache_size: g.num("cache_size", ANY)?.unwrap_or(8 << 20),
+        write_buffer_size: g.num("write_buffer_size", POSITIVE)?,
+        target_file_size_base: g.num("target_file_size_base", POSITIVE)?,
+        max_bytes_for_level_base: g.num("max_bytes_for_level_base", POSITIVE)?,
+        max_bytes_for_level_multiplier: g
+            .num("max_bytes_for_level_multiplier", (|x: f64| x > 0.0, "must be > 0"))?,
+        l0_compaction_trigger: g.num("level0_file_num_compaction_trigger", TRIGGER)?,
+        l0_slowdown_trigger: g.num("level0_slowdown_writes_trigger", TRIGGER)?,
+        l0_stop_trigger: g.num("level0_stop_writes_trigger", TRIGGER)?,
+        open_files: g
+            .num("open_files", (|x: i32| x == -1 || x >= 1, "-1 (unlimited) or at least 1"))?,
+        use_direct_reads: g.boolean("use_direct_reads")?,
+        use_direct_io_for_flush_and_compaction: g
+            .boolean("use_direct_io_for_flush_and_compaction")?,
+        mmap_read: g.boolean("mmap_read")?,
+        disable_auto_compactions: g.boolean("disable_auto_compactions")?,
+        sync: g.boolean("sync")?,
+        statistics: g.boolean("statistics")?,
+        seed: g.num("seed", ANY)?.unwrap_or(0),
+        db: g.value("db")?.map(PathBuf::from),
+        use_existing_db: g.boolean("use_existing_db")?,
+    };
+    if f.mmap_read && f.use_direct_reads {
+        return Err(
+            "--mmap_read and --use_direct_reads exclude each other (RocksDB refuses both)".into()
+        );
+    }
+    if f.use_existing_db && f.db.is_none() {
+        return Err("--use_existing_db needs --db=DIR (the database to reuse)".into());
+    }
+    let mut unknown: Vec<_> = g.0.into_keys().collect();
+    if !unknown.is_empty() {
+        unknown.sort();
+        return Err(format!(
+            "unknown flag(s) --{}: rocksdb-bench takes siftdb bench's db_bench subset (see \
+             tools/rocksdb-bench/src/flags.rs)",
+            unknown.join(", --")
+        ));
+    }
+    Ok(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn compare_sh_default_flags_parse_with_db_bench_meanings() {
+        let f = parse(args(
+            "--benchmarks=fillrandom,compact,readrandom,readmissing,stats --num=1000000 \
+             --key_size=16 --value_size=100 --bloom_bits=10 --compression_type=zstd --threads=1 \
+             --write_buffer_size=8388608 --target_file_size_base=8388608 \
+             --max_bytes_for_level_base=33554432 --statistics=1 --seed=1 --db=/tmp/x",
+        ))
+        .unwrap();
+        assert_eq!(f.benchmarks, ["fillrandom", "compact", "readrandom", "readmissing", "stats"]);
+        assert_eq!((f.num, f.reads, f.bloom_bits, f.seed), (1_000_000, 1_000_000, 10, 1));
+        assert_eq!(f.compression, "zstd");
+        assert_eq!(f.write_buffer_size, Some(8 << 20));
+        assert_eq!(f.max_bytes_for_level_base, Some(32 << 20));
+        assert!(f.statistics && !f.use_existing_db);
+        assert_eq!(f.l0_compaction_trigger, None, "unset flags keep RocksDB's default");
+    }
+
+    #[test]
+    fn booleans_take_gflags_spellings() {
+        assert!(parse(args("--sync")).unwrap().sync);
+        assert!(parse(args("--sync=true")).unwrap().sync);
+        assert!(!parse(args("--sync=0")).unwrap().sync);
+        assert!(parse(args("--sync=maybe")).unwrap_err().contains("--sync=maybe"));
+    }
+
+    #[test]
+    fn unknown_flags_and_benchmarks_are_errors_naming_them() {
+        let e = parse(args("--num=10 --block_size=4096")).unwrap_err();
+        assert!(e.contains("--block_size"), "{e}");
+        let e = parse(args("--benchmarks=fillrandom,levelstats")).unwrap_err();
+        assert!(e.contains("\"levelstats\""), "{e}");
+    }
+
+    #[test]
+    fn out_of_range_values_are_errors_naming_flag_and_range() {
+        for (a, want) in [
+            ("--key_size=4", "at least 8"),
+            ("--threads=0", "--threads=0"),
+            ("--open_files=0", "-1 (unlimited)"),
+            ("--compression_type=bzip2", "none|snappy|lz4|zstd"),
+            ("--num=abc", "--num=abc"),
+            ("--num", "needs a value"),
+            ("--max_bytes_for_level_multiplier=0", "must be > 0"),
+            ("--mmap_read --use_direct_reads", "exclude each other"),
+            ("--use_existing_db", "needs --db"),
+        ] {
+            let e = parse(args(a)).unwrap_err();
+            assert!(e.contains(want), "{a}: {e}");
+        }
+    }
+
+    #[test]
+    fn reads_default_to_num() {
+        let f = parse(args("--num=500")).unwrap();
+        assert_eq!(f.reads, 500);
+        assert_eq!(parse(args("--num=500 --reads=7")).unwrap().reads, 7);
+    }
+}

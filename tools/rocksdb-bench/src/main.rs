@@ -1,0 +1,136 @@
+//! `rocksdb-bench`: siftdb's db_bench workloads run against RocksDB built from source in release
+//! mode (the `rocksdb` crate's librocksdb-sys: -O3, NDEBUG, -march=native via
+//! `.cargo/config.toml`), for the side-by-side comparison in `scripts/compare.sh`. Debian's
+//! db_bench 7.8.3 is an assertion-enabled build ("WARNING: Assertions are enabled; benchmarks
+//! unnecessarily slow"), so ratios against it flatter siftdb; this tool is RocksDB at its best.
+//!
+//! Same flag names, key generation, value generation, seeds and result lines as `siftdb bench`
+//! (src/bin/siftdb/bench/), so one command line means the same work; flags in `flags.rs`, their
+//! RocksDB options in `engine.rs`, the benchmarks in `workloads.rs`. `--statistics` prints
+//! RocksDB's own statistics in db_bench's format plus the live tables' filter size and entries.
+
+// The key/value generators and the result line are siftdb's own files, compiled here as is, so
+// both tools do the same work and print the same line (scripts/compare.sh relies on it).
+#[path = "../../../src/bin/siftdb/bench/keys.rs"]
+mod keys;
+#[path = "../../../src/bin/siftdb/bench/result_line.rs"]
+mod result_line;
+
+mod engine;
+mod flags;
+mod workloads;
+
+use result_line::ThreadStats as St;
+use std::path::PathBuf;
+use workloads::Ctx;
+
+/// Errors of the tool: RocksDB's, I/O, and flag or directory checks (as text naming the flag).
+pub type R<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("rocksdb-bench: {e}");
+        std::process::exit(2);
+    }
+}
+
+fn run() -> R<()> {
+    let f = flags::parse(std::env::args().skip(1))?;
+    let _tmp;
+    let dir: PathBuf = match &f.db {
+        Some(p) => p.clone(),
+        None => {
+            _tmp = TempDir::new()?;
+            _tmp.0.join("db")
+        }
+    };
+    if !f.use_existing_db {
+        // Refuse a foreign directory before printing anything.
+        engine::check_fresh(&dir)?;
+    }
+    let opts = engine::options(&f);
+    let mut db = engine::open(&dir, &opts, !f.use_existing_db)?;
+    let version = engine::options_file_value(&dir, "rocksdb_version");
+    println!("RocksDB:    version {version} (rocksdb crate, release build, NDEBUG)");
+    println!("Keys:       {} bytes each", f.key_size);
+    println!("Values:     {} bytes each", f.value_size);
+    println!("Entries:    {}", f.num);
+    println!("Compression: {}", f.compression);
+    let filter = match (f.use_ribbon_filter, f.bloom_bits) {
+        (true, b) => format!("ribbon at {} Bloom-equivalent bits/key", if b >= 0 { b } else { 10 }),
+        (false, b) if b >= 0 => format!(
+            "bloom (full, cache-local) at {b} bits/key, format_version {}",
+            engine::options_file_value(&dir, "format_version")
+        ),
+        _ => "none".into(),
+    };
+    println!("Filter:     {filter}");
+    println!("Threads:    {}", f.threads);
+    println!("------------------------------------------------");
+    println!("DB path: [{}]", engine::db_path(&dir).display());
+
+    let mut next_seed = f.seed;
+    for name in &f.benchmarks {
+        if matches!(name.as_str(), "fillseq" | "fillrandom") {
+            if f.use_existing_db {
+                println!("{name:<12} : skipped (--use_existing_db is true)");
+                continue;
+            }
+            drop(db);
+            db = engine::open(&dir, &opts, true)?;
+        }
+        let mut ctx = Ctx { f: &f, db: &db, next_seed };
+        let st: Option<St> = match name.as_str() {
+            "fillseq" => Some(ctx.fill(true)?),
+            "fillrandom" | "overwrite" => Some(ctx.fill(false)?),
+            "readrandom" => Some(ctx.read_random(f.key_size)?),
+            "readmissing" => Some(ctx.read_random(f.key_size + 1)?),
+            "multireadrandom" => Some(ctx.multi_read_random()?),
+            "readseq" => Some(ctx.read_seq()?),
+            "seekrandom" => Some(ctx.seek_random()?),
+            "readwhilewriting" => Some(ctx.read_while_writing()?),
+            "deleterandom" => Some(ctx.delete_random()?),
+            "compact" => {
+                // db_bench's compact: CompactRange over everything (it flushes the memtable
+                // first); one operation, timed.
+                let mut st = St::start();
+                db.compact_range(None::<&[u8]>, None::<&[u8]>);
+                st.stop();
+                st.done = 1;
+                Some(st)
+            }
+            "stats" => {
+                let stats = db.property_value(rocksdb::properties::STATS)?;
+                println!("\n{}", stats.unwrap_or_default());
+                None
+            }
+            other => unreachable!("flags::parse accepts only known benchmarks, got {other}"),
+        };
+        next_seed = ctx.next_seed;
+        if let Some(st) = st {
+            println!("{}", st.line(name));
+        }
+    }
+    if f.statistics {
+        println!("\n{}", engine::statistics(&db, &opts)?);
+    }
+    Ok(())
+}
+
+/// A new directory under the system temp dir, removed at exit. `create_dir` fails if the name
+/// exists, so the removal never reaches a directory this process did not create.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> R<TempDir> {
+        let p = std::env::temp_dir().join(format!("rocksdb-bench-{}", std::process::id()));
+        std::fs::create_dir(&p)?;
+        Ok(TempDir(p))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
