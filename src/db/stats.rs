@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 /// One level of the LSM tree.
 #[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
 pub struct LevelStats {
     /// Level number.
     pub level: usize,
@@ -91,6 +92,7 @@ impl std::fmt::Display for MemoryUsage {
 
 /// A snapshot of the engine's counters.
 #[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
 pub struct Stats {
     /// Point lookups served.
     pub gets: u64,

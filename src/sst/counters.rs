@@ -38,6 +38,7 @@ pub struct ReadCounters {
 
 /// A plain copy of [`ReadCounters`] at one moment (same field meanings).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ReadStats {
     /// See [`ReadCounters::filter_checks`].
     pub filter_checks: u64,
