@@ -8,7 +8,7 @@
 //! reader that still holds a table keeps its descriptor, mapping, index and filter until it lets
 //! go.
 //!
-//! Layout: every live file has one [`Slot`] (shared by the cache and the file's `TableFile`)
+//! Layout: every live file has one `Slot` (shared by the cache and the file's `TableFile`)
 //! holding its open table, if any, in an `ArcSwapOption`, and a "referenced" bit. A hit is a
 //! `load` of the slot (arc-swap's thread-local debt: no shared reference count is written) plus a
 //! read of the bit, written only when it is clear: a point lookup on a hot table writes no cache

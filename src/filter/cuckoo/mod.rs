@@ -68,7 +68,7 @@ pub struct Cuckoo {
 
 impl Cuckoo {
     /// An empty filter of `2^bucket_log2` buckets of four `fingerprint_bits`-bit slots.
-    /// `fingerprint_bits` must be 8, 12 or 16 and `bucket_log2` at most [`MAX_BUCKET_LOG2`].
+    /// `fingerprint_bits` must be 8, 12 or 16 and `bucket_log2` at most 32 (`MAX_BUCKET_LOG2`).
     pub fn with_buckets(bucket_log2: u32, fingerprint_bits: u32) -> Result<Cuckoo> {
         let geometry = Geometry::new(fingerprint_bits, bucket_log2).map_err(Error::invalid)?;
         Ok(Cuckoo {
@@ -77,7 +77,7 @@ impl Cuckoo {
         })
     }
 
-    /// An empty filter with room for `n` keys at load [`SIZING_LOAD`] or less: the bucket count
+    /// An empty filter with room for `n` keys at load `SIZING_LOAD` (0.95) or less: the bucket count
     /// is the next power of two of `n / (4 * 0.95)` (at least one bucket).
     pub fn with_capacity(n: u64, fingerprint_bits: u32) -> Result<Cuckoo> {
         Cuckoo::with_buckets(bucket_log2_for(n)?, fingerprint_bits)
