@@ -3,28 +3,11 @@
 
 use siftdb::storage::MemStorage;
 use siftdb::{Db, Error, Options};
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
-/// Every file under `dir` (recursively) with its bytes, and every directory, so a test can
-/// assert a tree is byte-identical before and after.
-fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Option<Vec<u8>>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                out.insert(p.clone(), None);
-                stack.push(p);
-            } else {
-                out.insert(p.clone(), Some(std::fs::read(&p).unwrap()));
-            }
-        }
-    }
-    out
-}
+mod tree_snapshot;
+use tree_snapshot::snapshot;
 
 /// A database with tables, a WAL holding unflushed writes and a manifest.
 fn make_db(dir: &Path) {

@@ -3,7 +3,6 @@
 //! else with one line and a non-zero exit, and leave it byte-identical. Also the bench flag
 //! checks that reach `Options::validate` and the key generator's limits.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -16,23 +15,8 @@ fn siftdb(args: &[&str], dir_args: &[(&str, &Path)]) -> Output {
     cmd.output().expect("run siftdb")
 }
 
-/// Every file (with its bytes) and directory under `dir`.
-fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Option<Vec<u8>>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                out.insert(p.clone(), None);
-                stack.push(p);
-            } else {
-                out.insert(p.clone(), Some(std::fs::read(&p).unwrap()));
-            }
-        }
-    }
-    out
-}
+mod tree_snapshot;
+use tree_snapshot::snapshot;
 
 /// A directory holding a precious file and a subdirectory.
 fn precious_dir(root: &Path) -> PathBuf {
