@@ -196,7 +196,7 @@ fn decode(s: &str, hex: bool) -> Result<Vec<u8>> {
         return Ok(s.as_bytes().to_vec());
     }
     let s = s.strip_prefix("0x").unwrap_or(s);
-    if s.len() % 2 != 0 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+    if !s.len().is_multiple_of(2) || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(Error::invalid(format!("{s:?} is not an even number of hex digits")));
     }
     Ok((0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap_or(0)).collect())
