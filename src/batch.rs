@@ -25,7 +25,30 @@ const HEADER: usize = 12;
 
 pub use crate::ikey::ValueKind;
 
-/// An ordered group of puts and deletes, applied all or nothing by `Db::write`.
+/// An ordered group of puts and deletes, applied all or nothing by `Db::write`: after a crash
+/// the whole batch is there or none of it. Building a batch never fails; a key or value over the
+/// limits ([`MAX_KEY_SIZE`], [`MAX_VALUE_SIZE`]) makes the write fail as a whole.
+///
+/// ```
+/// use siftdb::{Db, Options, WriteBatch, WriteOptions};
+///
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = Db::open(dir.path().join("db"), Options::default())?;
+/// db.put("alice", "10")?;
+///
+/// // Move 3 from alice to bob: both writes or neither.
+/// let mut batch = WriteBatch::new();
+/// batch.put("alice", "7").put("bob", "3");
+/// assert_eq!(batch.len(), 2);
+/// db.write_opt(batch, WriteOptions { sync: true })?; // fsync'd before it returns
+/// assert_eq!(db.get("bob")?, Some(b"3".to_vec()));
+///
+/// let mut too_big = WriteBatch::new();
+/// too_big.put("carol", "1").put(vec![0u8; siftdb::batch::MAX_KEY_SIZE + 1], "x");
+/// assert!(db.write(too_big).is_err());
+/// assert_eq!(db.get("carol")?, None); // nothing of the failed batch was written
+/// # Ok::<(), siftdb::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WriteBatch {
     /// Encoded as design.md says; the header's seq field is filled in when the batch is written.

@@ -216,7 +216,33 @@ pub const MAX_OPEN_FILES_DEFAULT: i32 = 512;
 /// and a cache smaller than that would reopen files on every step for no real saving.
 pub const MIN_MAX_OPEN_FILES: i32 = 16;
 
-/// Options of [`crate::Db::open`].
+/// Options of [`crate::Db::open`]. Start from `Options::default()` and change what you need;
+/// `Db::open` checks every field ([`Options::validate`]) and refuses an out-of-range one with an
+/// `InvalidArgument` naming it.
+///
+/// ```
+/// use siftdb::{Compression, Db, FilterAllocation, FilterPolicy, Options};
+///
+/// # let dir = tempfile::tempdir().unwrap();
+/// let opts = Options {
+///     memtable_size: 8 << 20,                    // flush every 8 MiB of writes
+///     compression: Compression::Lz4,             // every level
+///     block_cache_bytes: 64 << 20,               // data blocks cached across lookups
+///     filter_policy: FilterPolicy {              // two-bit at flush, ribbon after compaction,
+///         allocation: FilterAllocation::Monkey { bits_per_key: 8.0 }, // sized per level
+///         ..FilterPolicy::default()
+///     },
+///     ..Options::default()
+/// };
+/// let db = Db::open(dir.path().join("db"), opts)?;
+/// db.put("k", "v")?;
+///
+/// // A bad value is refused before anything touches the disk.
+/// let bad = Options { block_size: 0, ..Options::default() };
+/// let err = Db::open(dir.path().join("other"), bad).err().unwrap();
+/// assert!(err.to_string().contains("block_size"));
+/// # Ok::<(), siftdb::Error>(())
+/// ```
 #[derive(Clone)]
 pub struct Options {
     /// Create the database if the directory holds none. Default `true`.

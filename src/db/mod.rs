@@ -182,6 +182,23 @@ pub struct Db {
 
 /// A consistent read view at one sequence number. Reads through it see exactly the writes
 /// acknowledged before it was taken. Dropping it lets compaction discard the versions it pinned.
+///
+/// ```
+/// use siftdb::{Db, Options};
+///
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = Db::open(dir.path().join("db"), Options::default())?;
+/// db.put("a", "1")?;
+/// let snap = db.snapshot();
+/// db.put("a", "2")?;
+/// db.put("b", "2")?;
+/// db.flush()?; // flushes and compactions keep what a live snapshot can see
+///
+/// assert_eq!(snap.get("a")?, Some(b"1".to_vec()));
+/// assert_eq!(snap.scan()?.count(), 1); // "b" came after the snapshot
+/// assert_eq!(db.get("a")?, Some(b"2".to_vec()));
+/// # Ok::<(), siftdb::Error>(())
+/// ```
 pub struct Snapshot {
     inner: Arc<DbInner>,
     seq: u64,

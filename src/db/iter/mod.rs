@@ -20,6 +20,28 @@ use std::sync::Arc;
 /// Iterator over `(key, value)` pairs of a range at a snapshot, in ascending key order from
 /// the front and descending from the back (`.rev()`); the two ends never yield an entry twice.
 /// Yields an error (and then ends) if a block read fails or is corrupt.
+///
+/// ```
+/// use siftdb::{Db, Options};
+///
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = Db::open(dir.path().join("db"), Options::default())?;
+/// for (k, v) in [("user/1", "ann"), ("user/2", "bo"), ("user/3", "cy"), ("zone/1", "eu")] {
+///     db.put(k, v)?;
+/// }
+/// // A prefix, newest-key first; `?` on each item surfaces I/O or corruption errors.
+/// let mut names = Vec::new();
+/// for item in db.prefix("user/")?.rev() {
+///     let (_key, value) = item?;
+///     names.push(String::from_utf8(value).unwrap());
+/// }
+/// assert_eq!(names, ["cy", "bo", "ann"]);
+/// // Any `RangeBounds` of keys; both ends at once never yield an entry twice.
+/// let mut it = db.range::<&str, _>("user/2"..)?;
+/// assert_eq!(it.next().unwrap()?.0, b"user/2");
+/// assert_eq!(it.next_back().unwrap()?.0, b"zone/1");
+/// # Ok::<(), siftdb::Error>(())
+/// ```
 pub struct DbIterator {
     front: DbCursor,
     back: Option<DbCursor>,
