@@ -44,7 +44,7 @@ pub use crate::ikey::ValueKind;
 /// assert_eq!(db.get("bob")?, Some(b"3".to_vec()));
 ///
 /// let mut too_big = WriteBatch::new();
-/// too_big.put("carol", "1").put(vec![0u8; siftdb::batch::MAX_KEY_SIZE + 1], "x");
+/// too_big.put("carol", "1").put(vec![0u8; siftdb::MAX_KEY_SIZE + 1], "x");
 /// assert!(db.write(too_big).is_err());
 /// assert_eq!(db.get("carol")?, None); // nothing of the failed batch was written
 /// # Ok::<(), siftdb::Error>(())

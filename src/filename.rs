@@ -23,9 +23,9 @@ pub enum FileKind {
     Manifest,
     /// [`CURRENT`] (number 0).
     Current,
-    /// [`CURRENT_TMP`], a leftover of an interrupted manifest switch (number 0).
+    /// `CURRENT.tmp`, a leftover of an interrupted manifest switch (number 0).
     CurrentTmp,
-    /// [`LOCK`] (number 0).
+    /// `LOCK` (number 0).
     Lock,
 }
 

@@ -41,46 +41,52 @@
 //!
 //! # Modules
 //!
-//! * [`filter`]: the filter library (Bloom family, static and cuckoo filters), usable on its own.
-//! * [`ikey`]: internal keys (user key, sequence number, kind) and their order.
-//! * [`sst`]: the SSTable format (builder, reader, iterator); [`cache`]: the shared block cache;
-//!   [`table_cache`]: the open tables, bounded by `Options::max_open_files`.
-//! * [`storage`]: the file-system trait all engine I/O goes through, the real implementation and
-//!   an in-memory one that simulates crashes and injects faults.
-//! * [`wal`]: the write-ahead log (block-framed records, torn-tail-aware recovery).
-//! * [`manifest`]: the log of version edits that records the live files; [`filename`] names them.
+//! The crate root holds the engine's API: [`Db`], [`Options`] and its enums (also in
+//! [`options`], with the valid ranges `Db::open` checks), [`WriteBatch`], [`Snapshot`], the
+//! iterators ([`DbIterator`], [`DbCursor`]), the statistics types and [`Error`]. Beside it:
+//!
+//! * [`filter`]: the filter library (Bloom family, static and cuckoo filters), usable on its own,
+//!   with a decision guide.
 //! * [`query`]: a column-store query layer on the engine: chunked typed tables, chunk skipping,
 //!   hash joins with probe filters.
+//! * [`storage`]: the file-system trait all engine I/O goes through, the real implementation and
+//!   an in-memory one that simulates crashes and injects faults (pass one in
+//!   [`Options::storage`]).
+//! * [`inspect`]: read-only access to a database's files (SSTs, WALs, the manifest), for tools.
+//! * [`rng`]: the seeded generator behind the benchmarks' reproducible key streams.
 //!
+//! Everything else (memtable, WAL writer, compaction, caches) is internal and may change.
 //! Formats are specified once, in `design.md` at the repository root.
 
 #![warn(missing_docs)]
 
-pub mod batch;
-pub mod cache;
-pub mod coding;
-pub mod compaction;
-pub mod error;
-pub mod filename;
 pub mod filter;
-pub mod ikey;
-pub mod manifest;
-pub mod memtable;
-pub mod options;
-pub mod options_validate;
+pub mod inspect;
 pub mod query;
-pub mod rng;
-pub mod sst;
 pub mod storage;
-pub mod table_cache;
 #[doc(hidden)]
 pub mod testing;
-pub mod version;
-pub mod wal;
+
+pub(crate) mod batch;
+pub(crate) mod cache;
+pub(crate) mod coding;
+pub(crate) mod compaction;
+pub(crate) mod error;
+pub(crate) mod filename;
+pub(crate) mod ikey;
+pub(crate) mod manifest;
+pub(crate) mod memtable;
+pub mod options;
+pub(crate) mod options_validate;
+pub mod rng;
+pub(crate) mod sst;
+pub(crate) mod table_cache;
+pub(crate) mod version;
+pub(crate) mod wal;
 
 mod db;
 
-pub use batch::WriteBatch;
+pub use batch::{WriteBatch, MAX_BATCH_SIZE, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 pub use db::{Db, DbCursor, DbIterator, LevelStats, MemoryUsage, ReadStats, Snapshot, Stats};
 pub use error::{Error, Result};
 pub use options::{

@@ -1,5 +1,9 @@
 //! Engine options. Every field states its default and its trade-off.
 
+pub use crate::options_validate::{
+    BITS_PER_KEY_MAX, BLOCK_SIZE_RANGE, MAX_IMMUTABLE_RANGE, MAX_MEMTABLE_SIZE, MIN_FILE_SIZE,
+    MIN_FPR, MIN_MEMTABLE_SIZE, MULTIPLIER_MAX, RESTART_INTERVAL_RANGE, ZSTD_LEVEL_RANGE,
+};
 use crate::storage::Storage;
 use std::sync::Arc;
 

@@ -16,6 +16,9 @@
 //! the closure with "sst.sync" disabled on this thread while "compaction.sst_sync" is, so each
 //! caller's reliance on the shared sync is switched (and tested) separately.
 
+/// Writes logs record by record, for tests that craft damaged or unusual logs.
+pub use crate::wal::WalWriter;
+
 /// Every durability point the engine consults, with the file that holds it.
 pub const SYNC_POINTS: &[&str] = &[
     // src/db/write.rs: fsync of the WAL after a group with a synced write.

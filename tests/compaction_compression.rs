@@ -3,10 +3,11 @@
 //! tables themselves (the `compression` property, the format version, and the bytes the data
 //! blocks take); the contents match a model, also after reopening with other settings.
 
+use siftdb::inspect::sst::Table;
+use siftdb::inspect::{filename, manifest};
 use siftdb::rng::SplitMix64;
-use siftdb::sst::Table;
 use siftdb::storage::{MemStorage, Storage};
-use siftdb::{filename, manifest, CompactionOptions, Compression, Db, Options};
+use siftdb::{CompactionOptions, Compression, Db, Options};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;

@@ -3,11 +3,11 @@
 //! one of the states the manifest passes through (before, between or after the compaction's
 //! edits), never a mix.
 
-use siftdb::filename;
-use siftdb::manifest::{self, RecoveredState, VersionEdit};
+use siftdb::inspect::filename;
+use siftdb::inspect::manifest::{self, RecoveredState, VersionEdit};
+use siftdb::inspect::wal::WalReader;
 use siftdb::rng::SplitMix64;
 use siftdb::storage::{MemStorage, Storage};
-use siftdb::wal::WalReader;
 use siftdb::{CompactionOptions, Db, Options, WriteBatch};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

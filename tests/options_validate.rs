@@ -2,7 +2,7 @@
 //! `Error::InvalidArgument` naming the field, the value and the valid range, before anything
 //! touches the disk (the database directory is not even created). One test per field.
 
-use siftdb::options_validate::{MAX_MEMTABLE_SIZE, MIN_FILE_SIZE, MIN_MEMTABLE_SIZE};
+use siftdb::options::{MAX_MEMTABLE_SIZE, MIN_FILE_SIZE, MIN_MEMTABLE_SIZE};
 use siftdb::{
     CompactionOptions, Compression, Db, Error, FilterAllocation, FilterConfig, FilterPolicy,
     LevelBudget, Options,

@@ -4,7 +4,7 @@
 //! directory is created; the leftovers of an interrupted creation are taken over.
 
 use siftdb::storage::{MemStorage, Storage};
-use siftdb::wal::WalWriter;
+use siftdb::testing::WalWriter;
 use siftdb::{Db, Options};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -69,7 +69,7 @@ fn a_table_of_a_newer_format_version_is_refused_untouched() {
     let mut bytes = std::fs::read(&sst).unwrap();
     // Footer: 64 bytes at the end; the version is the u32 at footer offset 48.
     let at = bytes.len() - 64 + 48;
-    let newer = siftdb::sst::format::FORMAT_VERSION + 1;
+    let newer = siftdb::inspect::sst::format::FORMAT_VERSION + 1;
     bytes[at..at + 4].copy_from_slice(&newer.to_le_bytes());
     std::fs::write(&sst, bytes).unwrap();
     refused(tmp.path(), "newer than this build supports");

@@ -1,7 +1,7 @@
 //! Data and index blocks (one format): parse, walk, seek. Never a panic or an endless walk.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use siftdb::sst::Block;
+use siftdb::inspect::sst::Block;
 use std::sync::Arc;
 
 fuzz_target!(|data: &[u8]| {

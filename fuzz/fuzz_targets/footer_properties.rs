@@ -1,8 +1,8 @@
 //! The fixed-size footer, block handles, block framing (CRC, zstd) and the properties block.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use siftdb::sst::format::{unframe_block, BlockHandle, Footer, FOOTER_LEN};
-use siftdb::sst::TableProperties;
+use siftdb::inspect::sst::format::{unframe_block, BlockHandle, Footer, FOOTER_LEN};
+use siftdb::inspect::sst::TableProperties;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(b) = <&[u8; FOOTER_LEN]>::try_from(data.get(..FOOTER_LEN).unwrap_or(&[])) {

@@ -1,7 +1,7 @@
 //! The manifest: version-edit decoding, and recovery from a CURRENT + MANIFEST pair.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use siftdb::manifest::{recover, VersionEdit};
+use siftdb::inspect::manifest::{recover, VersionEdit};
 use siftdb::storage::{MemStorage, Storage};
 use std::path::Path;
 

@@ -2,7 +2,7 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use siftdb::filter::hash_key;
-use siftdb::sst::{ReadCounters, Table};
+use siftdb::inspect::sst::{ReadCounters, Table};
 use siftdb::storage::{MemStorage, Storage};
 use std::path::Path;
 use std::sync::Arc;
@@ -31,7 +31,7 @@ fuzz_target!(|data: &[u8]| {
     }
     let counters = ReadCounters::new();
     for k in keys {
-        let uk = siftdb::ikey::user_key(&k).to_vec();
+        let uk = siftdb::inspect::ikey::user_key(&k).to_vec();
         let _ = t.get(&uk, hash_key(&uk), u64::MAX >> 8, &counters);
     }
     let _ = t.get(b"absent", hash_key(b"absent"), u64::MAX >> 8, &counters);

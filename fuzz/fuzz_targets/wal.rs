@@ -1,9 +1,9 @@
 //! The WAL reader (fragments, torn tail vs corruption) and the write-batch decoder.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use siftdb::batch::decode_batch;
+use siftdb::inspect::wal::decode_batch;
 use siftdb::storage::{MemStorage, Storage};
-use siftdb::wal::read_wal;
+use siftdb::inspect::wal::read_wal;
 use std::path::Path;
 
 fuzz_target!(|data: &[u8]| {

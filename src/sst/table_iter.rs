@@ -57,7 +57,7 @@ impl TableIter {
     }
 
     /// Positions on the first entry `>=` `target` (an internal key; use
-    /// [`crate::ikey::lookup_key`] to start at a user key as seen by a snapshot).
+    /// the lookup key (design.md, "Internal keys") to start at a user key as seen by a snapshot).
     pub fn seek(&mut self, target: &[u8]) -> Result<()> {
         let r = self.seek_inner(target);
         self.fail_on_err(r)

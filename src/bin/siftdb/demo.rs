@@ -11,8 +11,9 @@
 
 use crate::dirs::{self, DirState};
 use crate::progress;
+use siftdb::inspect::filename;
 use siftdb::rng::SplitMix64;
-use siftdb::{filename, CompactionOptions, Db, Error, Options, Result, WriteBatch};
+use siftdb::{CompactionOptions, Db, Error, Options, Result, WriteBatch};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 

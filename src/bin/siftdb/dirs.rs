@@ -2,7 +2,8 @@
 //! writes only into a new or empty directory or one holding its own output, and deletes only a
 //! siftdb database, through `Db::destroy` (which itself deletes only siftdb's file names).
 
-use siftdb::{filename, Error, Result};
+use siftdb::inspect::filename;
+use siftdb::{Error, Result};
 use std::path::Path;
 
 /// What a directory holds, as far as the tools are concerned.

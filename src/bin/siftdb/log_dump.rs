@@ -5,11 +5,11 @@
 
 use crate::sst_dump::show_key;
 use clap::Args;
-use siftdb::batch::decode_batch;
-use siftdb::ikey::ValueKind;
-use siftdb::manifest::VersionEdit;
+use siftdb::inspect::ikey::ValueKind;
+use siftdb::inspect::manifest::VersionEdit;
+use siftdb::inspect::wal::decode_batch;
+use siftdb::inspect::wal::read_wal;
 use siftdb::storage::{FsStorage, Storage};
-use siftdb::wal::read_wal;
 use siftdb::Result;
 use std::path::PathBuf;
 

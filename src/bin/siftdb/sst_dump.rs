@@ -2,8 +2,8 @@
 //! entry. Reads the file only.
 
 use siftdb::filter::Filter;
-use siftdb::ikey;
-use siftdb::sst::Table;
+use siftdb::inspect::ikey;
+use siftdb::inspect::sst::Table;
 use siftdb::storage::{FsStorage, Storage};
 use siftdb::Result;
 use std::path::PathBuf;

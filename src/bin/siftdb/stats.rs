@@ -4,15 +4,16 @@
 //! process). The `WAL` row counts the entries of the WALs numbered at or above the manifest's log
 //! number: writes not flushed to a table yet, which recovery would replay.
 
-use siftdb::batch::decode_batch;
-use siftdb::filename::FileKind;
 use siftdb::filter::Filter;
-use siftdb::ikey::ValueKind;
-use siftdb::manifest;
-use siftdb::sst::Table;
+use siftdb::inspect::filename;
+use siftdb::inspect::filename::FileKind;
+use siftdb::inspect::ikey::ValueKind;
+use siftdb::inspect::manifest;
+use siftdb::inspect::sst::Table;
+use siftdb::inspect::wal::decode_batch;
+use siftdb::inspect::wal::read_wal;
 use siftdb::storage::{FsStorage, Storage};
-use siftdb::wal::read_wal;
-use siftdb::{filename, Error, Result};
+use siftdb::{Error, Result};
 use std::path::{Path, PathBuf};
 
 /// The unflushed WALs of a database, summed.

@@ -1,0 +1,63 @@
+//! Read-only access to a database's files, for tools and fuzzers: the `siftdb` CLI's `sst dump`,
+//! `wal dump`, `manifest dump` and `stats` are built on this module and nothing else inside the
+//! engine. The byte layouts these types decode are specified in design.md; an embedder does not
+//! need any of it to use [`crate::Db`].
+//!
+//! ```
+//! use siftdb::inspect::{filename, manifest, sst::Table};
+//! use siftdb::storage::{FsStorage, Storage};
+//! use siftdb::{Db, Options};
+//!
+//! # let dir = tempfile::tempdir().unwrap();
+//! let path = dir.path().join("db");
+//! let db = Db::open(&path, Options::default())?;
+//! db.put("k", "v")?;
+//! db.flush()?;
+//! db.close()?;
+//!
+//! // The manifest names the live tables; each opens on its own.
+//! let storage = FsStorage::new();
+//! let state = manifest::recover(&storage, &path)?.expect("a database");
+//! for (level, files) in state.levels.iter().enumerate() {
+//!     for meta in files.values() {
+//!         let file = path.join(filename::sst_name(meta.number));
+//!         let table = Table::open(storage.open(&file)?, meta.number, None, &file)?;
+//!         assert_eq!((level, table.properties().entries), (0, 1));
+//!     }
+//! }
+//! # Ok::<(), siftdb::Error>(())
+//! ```
+
+/// SSTables: the reader, its properties, blocks and the fixed-size footer (design.md, "SSTable").
+pub mod sst {
+    pub use crate::sst::{Block, BlockIter, ReadCounters, Table, TableIter, TableProperties};
+    /// The framing, block handles and footer of an SST, and the newest format version this build
+    /// reads.
+    pub mod format {
+        pub use crate::sst::format::{
+            unframe_block, BlockHandle, Footer, FOOTER_LEN, FORMAT_VERSION,
+        };
+    }
+}
+
+/// Write-ahead logs: torn-tail-aware recovery of their records (design.md, "Write-ahead log"),
+/// and the write batches those records hold (design.md, "Write batch").
+pub mod wal {
+    pub use crate::batch::{decode_batch, BatchRecord, DecodedBatch};
+    pub use crate::wal::{read_wal, WalReader, WalRecovery};
+}
+
+/// The manifest: the version edits that record the live files (design.md, "Manifest").
+pub mod manifest {
+    pub use crate::manifest::{recover, FileMeta, RecoveredState, VersionEdit};
+}
+
+/// Internal keys: user key, sequence number and kind (design.md, "Internal keys").
+pub mod ikey {
+    pub use crate::ikey::{decode, user_key, ValueKind};
+}
+
+/// The names of a database's files (`000012.sst`, `MANIFEST-000005`, `CURRENT`, ...).
+pub mod filename {
+    pub use crate::filename::{parse_file_name, sst_name, wal_name, FileKind, CURRENT};
+}
