@@ -371,12 +371,20 @@ fn reopening_with_a_differently_named_operator_refuses_to_merge_old_operands() {
     assert!(msg.contains("test.concat") && msg.contains("siftdb.u64add"), "{msg}");
     assert!(db.multi_get(&["k"])[0].is_err());
     assert!(scan_fails(&db, false) && scan_fails(&db, true));
-    assert!(db.compact().unwrap_err().to_string().contains("test.concat"));
+    // A compaction copies the other operator's operands unchanged, under their own name.
+    db.compact().unwrap();
+    assert!(db.get("k").unwrap_err().to_string().contains("test.concat"));
     // Keys without operands still read.
     assert_eq!(db.get("plain").unwrap().as_deref(), Some(&b"v"[..]));
+    // Operands of both operators in one compaction cannot be recorded together: refused.
+    db.merge("n", le(1)).unwrap();
+    db.flush().unwrap();
+    let e = db.compact().unwrap_err().to_string();
+    assert!(e.contains("test.concat") && e.contains("siftdb.u64add"), "{e}");
     drop(db);
     let db = Db::open(dir.path(), opts(concat())).unwrap();
     assert_eq!(db.get("k").unwrap().as_deref(), Some(&b"a,b"[..]));
+    assert!(db.get("n").unwrap_err().to_string().contains("siftdb.u64add"));
 }
 
 #[test]

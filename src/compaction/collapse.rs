@@ -27,30 +27,31 @@ use crate::merge::{MergeOperator, SharedMergeOperator};
 use std::collections::BTreeSet;
 
 /// The operator a compaction merges with and the name its outputs record, from the names the
-/// inputs holding operands recorded (`""`: unknown, flushed without an operator). With an
-/// operator configured, every known recorded name must be its name; without one, operands are
-/// copied as they are, so the inputs must agree on one name for the outputs to record. Either
-/// violation is [`Error::InvalidArgument`] naming the names: merging or relabelling operands
-/// of another operator would silently change what they mean.
+/// inputs holding operands recorded (`""`: unknown, flushed without an operator).
+/// - Every known name is the configured operator's: merge with it, record its name.
+/// - The inputs agree on one other name (the operator was renamed or replaced, or none is
+///   configured): copy the operands unchanged and record that name, so they stay readable by
+///   their own operator and are refused by any other.
+/// - Two different known names: [`Error::InvalidArgument`] naming them; the outputs could not
+///   record both, and merging or relabelling either would silently change what it means.
 pub fn compaction_operator(
     configured: Option<&SharedMergeOperator>,
     recorded: &[&str],
 ) -> Result<(Option<SharedMergeOperator>, String)> {
     let known: BTreeSet<&str> = recorded.iter().copied().filter(|n| !n.is_empty()).collect();
-    match configured {
-        Some(op) => match known.iter().find(|&&n| n != op.name()) {
-            Some(other) => Err(Error::invalid(format!(
-                "compaction input tables hold merge operands of operator {other:?}, but the \
-                 configured merge operator is {:?}",
-                op.name()
-            ))),
-            None => Ok((Some(op.clone()), op.name().to_string())),
-        },
-        None if known.len() > 1 => Err(Error::invalid(format!(
-            "compaction input tables hold merge operands of several operators ({known:?}) \
-             and no merge operator is configured"
+    let mut names = known.iter();
+    match (configured, names.next(), names.next()) {
+        (Some(op), None, _) => Ok((Some(op.clone()), op.name().to_string())),
+        (Some(op), Some(&only), None) if only == op.name() => {
+            Ok((Some(op.clone()), op.name().to_string()))
+        }
+        (_, Some(&only), None) => Ok((None, only.to_string())),
+        (None, None, _) => Ok((None, String::new())),
+        (_, Some(_), Some(_)) => Err(Error::invalid(format!(
+            "compaction input tables hold merge operands of several operators ({known:?}; \
+             configured: {:?}): they cannot be merged or recorded together",
+            configured.map(|op| op.name())
         ))),
-        None => Ok((None, known.first().map_or(String::new(), |n| n.to_string()))),
     }
 }
 
@@ -229,14 +230,22 @@ mod tests {
     }
 
     #[test]
-    fn compaction_refuses_inputs_recorded_under_another_operator_name() {
+    fn compaction_never_merges_or_relabels_operands_of_another_operator() {
         let op: SharedMergeOperator = std::sync::Arc::new(U64AddOperator);
         let (got, name) = compaction_operator(Some(&op), &["", "siftdb.u64add"]).unwrap();
         assert_eq!((got.is_some(), name.as_str()), (true, "siftdb.u64add"));
-        let e = compaction_operator(Some(&op), &["app.max"]).err().unwrap().to_string();
-        assert!(e.contains("app.max") && e.contains("siftdb.u64add"), "{e}");
-        let (got, name) = compaction_operator(None, &["app.max", ""]).unwrap();
+        let (got, name) = compaction_operator(Some(&op), &[]).unwrap();
+        assert_eq!((got.is_some(), name.as_str()), (true, "siftdb.u64add"));
+        // Another operator's operands alone: copied unchanged under their own name.
+        let (got, name) = compaction_operator(Some(&op), &["app.max", ""]).unwrap();
         assert_eq!((got.is_none(), name.as_str()), (true, "app.max"));
+        let (got, name) = compaction_operator(None, &["app.max"]).unwrap();
+        assert_eq!((got.is_none(), name.as_str()), (true, "app.max"));
+        let (got, name) = compaction_operator(None, &[""]).unwrap();
+        assert_eq!((got.is_none(), name.as_str()), (true, ""));
+        // Two operators' operands: refused, naming both.
+        let e = compaction_operator(Some(&op), &["app.max", "siftdb.u64add"]).err().unwrap();
+        assert!(e.to_string().contains("app.max") && e.to_string().contains("siftdb.u64add"));
         assert!(compaction_operator(None, &["a", "b"]).is_err());
     }
 

@@ -264,8 +264,9 @@ impl Table {
     /// for all tables). Order of work: the key range from the properties (no counters), then
     /// the filter (if it says "absent": `NotFound` with no block read), then the index and one
     /// data block. Merge operands met before the newest Put or Delete are appended to
-    /// `operands`, newest first (see [`Table::get_past_filter`]): with operands, `NotFound`
-    /// means "no base value in this table", and the caller merges.
+    /// `operands`, newest first, and the walk goes on to the key's older versions (across data
+    /// blocks): with operands, `NotFound` means "no base value in this table", and the caller
+    /// merges.
     pub fn get(
         &self,
         user_key: &[u8],
