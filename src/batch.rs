@@ -1,9 +1,10 @@
-//! [`WriteBatch`]: a group of puts and deletes applied atomically, and its encoding, which is the
-//! payload of one WAL record (design.md, "Write batch").
+//! [`WriteBatch`]: a group of puts, deletes and merges applied atomically, and its encoding,
+//! which is the payload of one WAL record (design.md, "Write batch").
 //!
 //! ```text
 //! batch  := first_seq:u64 count:u32 record{count}
-//! record := kind:u8 key:lenprefixed [value:lenprefixed]     kind 1 = put (has value), 0 = delete
+//! record := kind:u8 key:lenprefixed [value:lenprefixed]
+//!           kind 0 = delete (no value), 1 = put (value), 2 = merge (value = operand)
 //! lenprefixed := len:varint bytes
 //! ```
 //! Record `i` gets sequence number `first_seq + i`. A batch is one WAL record, so after a crash it
@@ -25,7 +26,7 @@ const HEADER: usize = 12;
 
 pub use crate::ikey::ValueKind;
 
-/// An ordered group of puts and deletes, applied all or nothing by `Db::write`: after a crash
+/// An ordered group of puts, deletes and merges, applied all or nothing by `Db::write`: after a crash
 /// the whole batch is there or none of it. Building a batch never fails; a key or value over the
 /// limits ([`MAX_KEY_SIZE`], [`MAX_VALUE_SIZE`]) makes the write fail as a whole.
 ///
@@ -57,6 +58,8 @@ pub struct WriteBatch {
     /// First size violation seen by `put`/`delete`, reported by `validate` (so building a batch
     /// stays infallible, like RocksDB's, and the write fails as a whole).
     invalid: Option<String>,
+    /// Merge records among the records (a batch with merges needs a merge operator).
+    merges: u32,
 }
 
 impl Default for WriteBatch {
@@ -68,25 +71,25 @@ impl Default for WriteBatch {
 /// One decoded record of a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchRecord<'a> {
-    /// Put or delete.
+    /// Put, delete or merge.
     pub kind: ValueKind,
     /// The user key.
     pub key: &'a [u8],
-    /// The value (empty for a delete).
+    /// The value (the operand for a merge; empty for a delete).
     pub value: &'a [u8],
 }
 
 impl WriteBatch {
     /// An empty batch.
     pub fn new() -> WriteBatch {
-        WriteBatch { rep: vec![0; HEADER], count: 0, invalid: None }
+        WriteBatch { rep: vec![0; HEADER], count: 0, invalid: None, merges: 0 }
     }
 
     /// An empty batch with room for `bytes` bytes of records without reallocating.
     pub fn with_capacity(bytes: usize) -> WriteBatch {
         let mut rep = Vec::with_capacity(HEADER + bytes);
         rep.resize(HEADER, 0);
-        WriteBatch { rep, count: 0, invalid: None }
+        WriteBatch { rep, count: 0, invalid: None, merges: 0 }
     }
 
     /// Encoded size of a batch holding one put of `key` -> `value` (to size
@@ -106,6 +109,25 @@ impl WriteBatch {
         put_length_prefixed(&mut self.rep, value);
         self.count += 1;
         self
+    }
+
+    /// Adds a merge of `operand` into `key` (applied by `Options::merge_operator` when the key
+    /// is read; `Db::write` refuses a batch holding a merge when no operator is configured).
+    pub fn merge(&mut self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> &mut Self {
+        let (key, operand) = (key.as_ref(), operand.as_ref());
+        self.check(key, Some(operand));
+        self.rep.reserve(Self::put_size(key, operand));
+        self.rep.push(ValueKind::Merge as u8);
+        put_length_prefixed(&mut self.rep, key);
+        put_length_prefixed(&mut self.rep, operand);
+        self.count += 1;
+        self.merges = self.merges.saturating_add(1);
+        self
+    }
+
+    /// Whether the batch holds a merge record.
+    pub fn has_merges(&self) -> bool {
+        self.merges > 0
     }
 
     /// Adds a delete of `key`.
@@ -188,6 +210,7 @@ impl WriteBatch {
         }
         self.rep.extend_from_slice(&other.rep[HEADER..]);
         self.count = self.count.saturating_add(other.count);
+        self.merges = self.merges.saturating_add(other.merges);
     }
 
     /// The records in order.
@@ -204,7 +227,7 @@ fn decode_record<'a>(c: &mut Cursor<'a>) -> Result<BatchRecord<'a>> {
     })?;
     let key = c.length_prefixed("batch record key")?;
     let value = match kind {
-        ValueKind::Put => c.length_prefixed("batch record value")?,
+        ValueKind::Put | ValueKind::Merge => c.length_prefixed("batch record value")?,
         ValueKind::Delete => &[],
     };
     Ok(BatchRecord { kind, key, value })
@@ -252,12 +275,16 @@ mod tests {
     #[test]
     fn batch_round_trips_through_its_encoding() {
         let mut b = WriteBatch::new();
-        b.put(b"a", b"1").delete(b"b").put(b"", b"");
+        b.put(b"a", b"1").delete(b"b").put(b"", b"").merge(b"c", b"+1");
         let bytes = b.encode(42);
         let d = decode_batch(&bytes).unwrap();
         assert_eq!(d.first_seq, 42);
         assert_eq!(d.records, b.iter().collect::<Vec<_>>());
         assert_eq!(d.records[1], BatchRecord { kind: ValueKind::Delete, key: b"b", value: b"" });
+        assert_eq!(d.records[3], BatchRecord { kind: ValueKind::Merge, key: b"c", value: b"+1" });
+        assert!(b.has_merges());
+        // Record kind 2 is one byte, then the key and the operand, length-prefixed.
+        assert_eq!(&bytes[bytes.len() - 6..], &[2, 1, b'c', 2, b'+', b'1']);
     }
 
     #[test]

@@ -3,15 +3,16 @@
 //! ```text
 //! internal_key := user_key trailer
 //! trailer      := u64 little-endian, (seq << 8) | kind      (8 bytes)
-//! kind         := 1 = Put, 0 = Delete
+//! kind         := 0 = Delete, 1 = Put, 2 = Merge
 //! ```
 //!
 //! The encoding is not order-preserving under `memcmp` (the trailer is little-endian); every
 //! ordered structure (memtable, SST block, index) compares with [`compare`]:
 //! user key ascending (bytewise), then sequence number **descending**, then kind descending.
-//! So for one user key the newest version comes first, and at equal sequence numbers a Put
-//! sorts before a Delete. A point lookup at snapshot `s` therefore seeks to
-//! [`lookup_key`]`(k, s)` = `(k, s, Put)`, the smallest internal key of `k` with `seq <= s`, and
+//! So for one user key the newest version comes first, and at equal sequence numbers a Merge
+//! sorts before a Put before a Delete. A point lookup at snapshot `s` therefore seeks to
+//! [`lookup_key`]`(k, s)` = `(k, s, Merge)` (the largest kind tag a point entry can have), the
+//! smallest internal key of `k` with `seq <= s`, and
 //! the first entry at or after it is the newest version of `k` visible at `s` (if its user key is
 //! `k`). The layout is specified in design.md ("Internal keys").
 
@@ -30,6 +31,11 @@ pub enum ValueKind {
     Delete = 0,
     /// A value was written at this sequence number. Tag 1.
     Put = 1,
+    /// A merge operand was written at this sequence number (`Db::merge`): the value is the
+    /// configured merge operator applied to the older versions and this operand. Tag 2.
+    // Declared after Put: the derived order (Delete < Put < Merge) must follow the tags, since
+    // internal keys order kinds descending by tag.
+    Merge = 2,
 }
 
 impl ValueKind {
@@ -43,6 +49,7 @@ impl ValueKind {
         match tag {
             0 => Some(ValueKind::Delete),
             1 => Some(ValueKind::Put),
+            2 => Some(ValueKind::Merge),
             _ => None,
         }
     }
@@ -63,10 +70,14 @@ pub fn encode(user_key: &[u8], seq: u64, kind: ValueKind) -> Vec<u8> {
     out
 }
 
+/// The largest kind tag a point entry can carry: at one sequence number it sorts first, so
+/// `(k, s, LOOKUP_KIND)` is at or before every entry of `k` with `seq <= s`.
+pub const LOOKUP_KIND: ValueKind = ValueKind::Merge;
+
 /// The key a point lookup of `user_key` at snapshot `snapshot_seq` seeks to: the smallest
 /// internal key of `user_key` whose sequence number is at most `snapshot_seq`.
 pub fn lookup_key(user_key: &[u8], snapshot_seq: u64) -> Vec<u8> {
-    encode(user_key, snapshot_seq.min(MAX_SEQ), ValueKind::Put)
+    encode(user_key, snapshot_seq.min(MAX_SEQ), LOOKUP_KIND)
 }
 
 /// Splits an internal key into `(user_key, seq, kind)`. A key shorter than the trailer or with an
@@ -207,7 +218,9 @@ mod tests {
     fn lookup_key_lands_on_newest_visible_version() {
         let v5 = encode(b"k", 5, ValueKind::Put);
         let v3 = encode(b"k", 3, ValueKind::Delete);
-        assert_eq!(compare(&lookup_key(b"k", 5), &v5), Ordering::Equal);
+        let m5 = encode(b"k", 5, ValueKind::Merge);
+        assert_eq!(compare(&lookup_key(b"k", 5), &m5), Ordering::Equal);
+        assert_eq!(compare(&lookup_key(b"k", 5), &v5), Ordering::Less);
         assert_eq!(compare(&lookup_key(b"k", 4), &v5), Ordering::Greater);
         assert_eq!(compare(&lookup_key(b"k", 4), &v3), Ordering::Less);
     }
@@ -217,6 +230,10 @@ mod tests {
         assert!(decode(b"short").unwrap_err().is_corruption());
         let mut k = encode(b"x", 1, ValueKind::Put);
         k[1] = 7; // kind tag 7
+        assert!(decode(&k).unwrap_err().is_corruption());
+        k[1] = 2; // Merge
+        assert_eq!(decode(&k).unwrap().2, ValueKind::Merge);
+        k[1] = 0x7f; // not a kind of this build
         assert!(decode(&k).unwrap_err().is_corruption());
         assert_eq!(compare(b"ab", b"abc"), Ordering::Less);
         assert!(InternalKey::from_encoded(b"abc".to_vec()).is_err());

@@ -42,6 +42,8 @@
 //! # Modules
 //!
 //! * [`filter`]: the filter library (Bloom family, static and cuckoo filters), usable on its own.
+//! * [`merge`]: merge operators (`Db::merge`, read-modify-write without a read) and the
+//!   built-in [`U64AddOperator`].
 //! * [`ikey`]: internal keys (user key, sequence number, kind) and their order.
 //! * [`sst`]: the SSTable format (builder, reader, iterator); [`cache`]: the shared block cache;
 //!   [`table_cache`]: the open tables, bounded by `Options::max_open_files`.
@@ -66,6 +68,7 @@ pub mod filter;
 pub mod ikey;
 pub mod manifest;
 pub mod memtable;
+pub mod merge;
 pub mod options;
 pub mod options_validate;
 pub mod query;
@@ -83,6 +86,7 @@ mod db;
 pub use batch::WriteBatch;
 pub use db::{Db, DbCursor, DbIterator, LevelStats, MemoryUsage, ReadStats, Snapshot, Stats};
 pub use error::{Error, Result};
+pub use merge::{MergeOperator, U64AddOperator};
 pub use options::{
     CompactionOptions, Compression, FilterAllocation, FilterConfig, FilterPolicy, LevelBudget,
     Options, StaticFilterKind, WriteOptions,

@@ -31,7 +31,7 @@ pub struct MemKey {
     pub user_key: Box<[u8]>,
     /// Sequence number of the write.
     pub seq: u64,
-    /// Put or delete.
+    /// Put, delete or merge.
     pub kind: ValueKind,
 }
 
@@ -179,29 +179,51 @@ impl Memtable {
     }
 
     /// The newest version of `key` with sequence number `<= snapshot`. The filter is consulted
-    /// first; a "no" answers `Absent` without touching the skip list.
-    pub fn get(&self, key: &[u8], key_hash: u64, snapshot: u64) -> MemLookup {
-        self.lookup(key, key_hash, snapshot, true)
+    /// first; a "no" answers `Absent` without touching the skip list. Merge operands met before
+    /// the newest Put or Delete are appended to `operands` (newest first) and the walk goes on;
+    /// `Absent` then means "no base in this memtable", and the caller looks further.
+    pub fn get(
+        &self,
+        key: &[u8],
+        key_hash: u64,
+        snapshot: u64,
+        operands: &mut Vec<Vec<u8>>,
+    ) -> MemLookup {
+        self.lookup(key, key_hash, snapshot, true, operands)
     }
 
     /// [`Memtable::get`]; `copy_value = false` answers `Found` with an empty vector
-    /// (`Db::contains_key`: no value copy).
-    pub fn lookup(&self, key: &[u8], key_hash: u64, snapshot: u64, copy_value: bool) -> MemLookup {
+    /// (`Db::contains_key`: no value copy) unless `operands` is non-empty (the value is then the
+    /// base a merge needs).
+    pub fn lookup(
+        &self,
+        key: &[u8],
+        key_hash: u64,
+        snapshot: u64,
+        copy_value: bool,
+        operands: &mut Vec<Vec<u8>>,
+    ) -> MemLookup {
         // An empty memtable (the usual state after a flush or a reopen) answers without a
         // filter probe, which would be a cache miss. Sound by invariant 2: a visible write's
         // `entries` increment precedes its publication.
         if self.entries.load(Ordering::Relaxed) == 0 || !self.filter.contains_hash(key_hash) {
             return MemLookup::Absent;
         }
-        let probe = Slot::new(key, &[], snapshot, ValueKind::Put);
-        match self.map.lower_bound(Bound::Included(&probe)) {
-            Some(e) if e.key().key() == key => match e.key().kind {
-                ValueKind::Put if copy_value => MemLookup::Found(e.key().value().to_vec()),
-                ValueKind::Put => MemLookup::Found(Vec::new()),
-                ValueKind::Delete => MemLookup::Deleted,
-            },
-            _ => MemLookup::Absent,
+        let probe = Slot::new(key, &[], snapshot, crate::ikey::LOOKUP_KIND);
+        let mut entry = self.map.lower_bound(Bound::Included(&probe));
+        while let Some(e) = entry.filter(|e| e.key().key() == key) {
+            let slot = e.key();
+            match slot.kind {
+                ValueKind::Put if copy_value || !operands.is_empty() => {
+                    return MemLookup::Found(slot.value().to_vec())
+                }
+                ValueKind::Put => return MemLookup::Found(Vec::new()),
+                ValueKind::Delete => return MemLookup::Deleted,
+                ValueKind::Merge => operands.push(slot.value().to_vec()),
+            }
+            entry = e.next();
         }
+        MemLookup::Absent
     }
 
     /// Every version in internal-key order (user key ascending, newest first), starting at the
@@ -311,12 +333,31 @@ mod tests {
         put(&m, 3, b"k", b"v3");
         m.add(5, ValueKind::Delete, b"k", hash_key(b"k"), b"");
         let h = hash_key(b"k");
-        assert_eq!(m.get(b"k", h, 0), MemLookup::Absent);
-        assert_eq!(m.get(b"k", h, 2), MemLookup::Found(b"v1".to_vec()));
-        assert_eq!(m.get(b"k", h, 4), MemLookup::Found(b"v3".to_vec()));
-        assert_eq!(m.get(b"k", h, 9), MemLookup::Deleted);
-        assert_eq!(m.get(b"j", hash_key(b"j"), 9), MemLookup::Absent);
-        assert_eq!(m.get(b"k\0", hash_key(b"k\0"), 9), MemLookup::Absent);
+        let get = |k: &[u8], snap| m.get(k, hash_key(k), snap, &mut Vec::new());
+        assert_eq!(get(b"k", 0), MemLookup::Absent);
+        assert_eq!(get(b"k", 2), MemLookup::Found(b"v1".to_vec()));
+        assert_eq!(get(b"k", 4), MemLookup::Found(b"v3".to_vec()));
+        assert_eq!(get(b"k", 9), MemLookup::Deleted);
+        assert_eq!(get(b"j", 9), MemLookup::Absent);
+        assert_eq!(get(b"k\0", 9), MemLookup::Absent);
+        // Operands above the tombstone are collected newest first; the tombstone ends the walk.
+        m.add(6, ValueKind::Merge, b"k", h, b"m6");
+        m.add(7, ValueKind::Merge, b"k", h, b"m7");
+        let mut ops = Vec::new();
+        assert_eq!(m.get(b"k", h, 9, &mut ops), MemLookup::Deleted);
+        assert_eq!(ops, vec![b"m7".to_vec(), b"m6".to_vec()]);
+        // At snapshot 6 only the older operand is visible; below the delete, v3 is the base,
+        // and a lookup with operands copies it even when asked for no value.
+        let mut ops = vec![b"newer".to_vec()];
+        assert_eq!(m.lookup(b"k", h, 4, false, &mut ops), MemLookup::Found(b"v3".to_vec()));
+        let mut ops = Vec::new();
+        assert_eq!(m.get(b"k", h, 6, &mut ops), MemLookup::Deleted);
+        assert_eq!(ops, vec![b"m6".to_vec()]);
+        // Operands with nothing below them in this memtable: Absent, operands kept.
+        m.add(8, ValueKind::Merge, b"only", hash_key(b"only"), b"x");
+        let mut ops = Vec::new();
+        assert_eq!(m.get(b"only", hash_key(b"only"), 9, &mut ops), MemLookup::Absent);
+        assert_eq!(ops, vec![b"x".to_vec()]);
     }
 
     #[test]
@@ -395,7 +436,8 @@ mod tests {
                     let upto = visible.load(Ordering::Acquire);
                     for i in (upto.saturating_sub(50)..=upto).filter(|&i| i > 0) {
                         let k = i.to_be_bytes();
-                        assert!(matches!(m.get(&k, hash_key(&k), upto), MemLookup::Found(_)));
+                        let got = m.get(&k, hash_key(&k), upto, &mut Vec::new());
+                        assert!(matches!(got, MemLookup::Found(_)));
                     }
                     if upto == 20_000 {
                         break;

@@ -20,7 +20,7 @@ pub const NUM_LEVELS: usize = 7;
 
 /// Facts about a table that statistics and compaction need without opening it, taken from the
 /// table when it was first opened (written, or verified at `Db::open`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TableInfo {
     /// Tombstones among the entries.
     pub deletions: u64,
@@ -30,6 +30,11 @@ pub struct TableInfo {
     pub filter_kind: Option<FilterKind>,
     /// Bytes of memory the filter occupies while the table is open.
     pub filter_memory_bytes: u64,
+    /// Merge operands among the entries.
+    pub merges: u64,
+    /// The recorded merge operator name of the table's operands (see
+    /// [`crate::sst::TableProperties::merge_operator`]); `None` without operands.
+    pub merge_operator: Option<String>,
 }
 
 impl TableInfo {
@@ -41,6 +46,8 @@ impl TableInfo {
             distinct_keys: p.distinct_keys,
             filter_kind: table.filter().map(|f| f.kind()),
             filter_memory_bytes: table.filter_memory_bytes() as u64,
+            merges: p.merges,
+            merge_operator: p.merge_operator.clone(),
         }
     }
 }

@@ -1,4 +1,4 @@
-//! Model test: a seeded random sequence of puts, deletes, batches, gets, range and prefix scans
+//! Model test: a seeded random sequence of puts, deletes, merges (u64 add), batches, gets, range and prefix scans
 //! (forward and `.rev()`), cursor walks with direction changes, and snapshots runs against `Db` and against a `BTreeMap` model side by side; every read must
 //! agree with the model. Flushes and close + reopen happen at random points, and the memtable is
 //! small (64 KiB), so reads cross the active memtable, immutable memtables, several L0 files and
@@ -10,7 +10,9 @@
 
 use siftdb::rng::SplitMix64;
 use siftdb::storage::MemStorage;
-use siftdb::{Compression, Db, DbCursor, Options, Snapshot, WriteBatch, WriteOptions};
+use siftdb::{
+    Compression, Db, DbCursor, Options, Snapshot, U64AddOperator, WriteBatch, WriteOptions,
+};
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::path::Path;
@@ -36,6 +38,7 @@ fn options(storage: Option<&MemStorage>, small_table_cache: bool) -> Options {
         block_cache_bytes: if storage.is_some() { 0 } else { 256 << 10 },
         compression: if storage.is_some() { Compression::Zstd(1) } else { Compression::None },
         storage: storage.map(|s| Arc::new(s.clone()) as _),
+        merge_operator: Some(Arc::new(U64AddOperator)),
         ..Options::default()
     };
     if small_table_cache {
@@ -170,7 +173,24 @@ fn run_model(dir: &Path, storage: Option<&MemStorage>, seed: u64, power_loss: bo
     let (mut flushes, mut reopens, mut snapshot_checks) = (0, 0, 0);
     for op in 0..OPS {
         match rng.below(1000) {
-            0..=349 => {
+            320..=349 => {
+                // A merge into one of 50 hot keys (operand chains form across levels). A value
+                // that is not 8 bytes is deleted in the same batch first: the sum starts at 0.
+                let (k, n) = (format!("k{}", rng.below(50)).into_bytes(), rng.below(1 << 20));
+                let mut b = WriteBatch::new();
+                let old = match model.get(&k) {
+                    Some(v) if v.len() == 8 => u64::from_le_bytes(v[..].try_into().unwrap()),
+                    Some(_) => {
+                        b.delete(&k);
+                        0
+                    }
+                    None => 0,
+                };
+                b.merge(&k, n.to_le_bytes());
+                db.write_opt(b, wo).unwrap();
+                model.insert(k, old.wrapping_add(n).to_le_bytes().to_vec());
+            }
+            0..=319 => {
                 let (k, v) = (key(&mut rng), value(&mut rng, op));
                 let mut b = WriteBatch::new();
                 b.put(&k, &v);

@@ -129,3 +129,38 @@ fn wal_and_manifest_dump_print_their_records() {
     assert!(manifest.contains("keys \"apple\"..\"pear\", seq 1..=2"), "{manifest}");
     fails(&["wal", "dump", tmp.path().join("nope.log").to_str().unwrap()], "nope.log");
 }
+
+#[test]
+fn merge_with_u64_adds_to_a_counter_and_the_dumps_show_merge_records() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().join("db");
+    let ds = d.to_str().unwrap();
+    ok(&["put", ds, "a", "1", "--create"]);
+    ok(&["merge", ds, "ctr", "5", "--u64"]);
+    ok(&["merge", ds, "ctr", "7", "--u64"]);
+    fails(&["merge", ds, "ctr", "7"], "needs --u64");
+    fails(&["merge", ds, "ctr", "seven", "--u64"], "not a decimal u64");
+    assert_eq!(ok(&["get", ds, "ctr", "--u64"]), "12\n");
+    fails(&["get", ds, "ctr"], "no merge operator is configured");
+    let sst = std::fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "sst"))
+        .map(|p| ok(&["sst", "dump", p.to_str().unwrap(), "--values"]))
+        .find(|out| out.contains("\"ctr\" @2 Merge"))
+        .expect("a flushed table holds the first operand");
+    assert!(sst.contains("format version    3"), "{sst}");
+    assert!(sst.contains("merge operands    1 (operator siftdb.u64add)"), "{sst}");
+    assert!(sst.contains("\"ctr\" @2 Merge => 0x0500000000000000"), "{sst}");
+    // The last command's operand is in the WAL.
+    ok(&["merge", ds, "ctr", "1", "--u64"]);
+    let log = std::fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "log"))
+        .unwrap();
+    let wal = ok(&["wal", "dump", "--values", log.to_str().unwrap()]);
+    assert!(wal.contains("@4 Merge \"ctr\" <= 0x0100000000000000"), "{wal}");
+    ok(&["compact", ds, "--u64"]);
+    assert_eq!(ok(&["dump", ds, "--u64"]), "a => 1\nctr => 13\n");
+}

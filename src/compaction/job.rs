@@ -7,15 +7,18 @@
 //! other version is invisible to every reader now and later (a new snapshot sees the newest).
 //! At the bottom (no deeper level overlaps the compaction), a tombstone that is the oldest
 //! surviving version hides nothing and is dropped; so is the tombstone left oldest after that.
+//! Merge operands are kept down to their base or collapsed with the operator
+//! (`collapse.rs`, which implements all of this rule).
 //!
 //! Outputs are cut only between user keys, so the files of a level never share a user key and
 //! their ranges stay disjoint. The files are synced, then the directory; nothing is installed
 //! here: the caller makes one manifest edit for the whole compaction.
 
+use super::collapse::{collapse, Version};
 use super::filter::{build_filter, LevelFilter};
 use crate::error::Result;
 use crate::filename;
-use crate::ikey::{self, ValueKind};
+use crate::ikey;
 use crate::manifest::FileMeta;
 use crate::sst::{FilterBlockSource, TableBuilder, TableIter, TableOptions};
 use crate::storage::Storage;
@@ -54,6 +57,12 @@ pub struct JobSpec {
     pub target_file_size: u64,
     /// Filter of the output level.
     pub filter: LevelFilter,
+    /// The operator that collapses merge operands (`None`: operands are copied as they are),
+    /// and the name the outputs record for their operands; see
+    /// [`super::collapse::compaction_operator`].
+    pub merge_operator: Option<crate::merge::SharedMergeOperator>,
+    /// Recorded in outputs holding merge operands (`merge_operator` property).
+    pub merge_operator_name: String,
 }
 
 /// What a job produced.
@@ -101,13 +110,6 @@ impl RunIter {
     fn key(&self) -> Option<&[u8]> {
         self.iter.as_ref().filter(|i| i.valid()).map(|i| i.key())
     }
-}
-
-/// One version of a user key.
-struct Version {
-    seq: u64,
-    kind: ValueKind,
-    value: Vec<u8>,
 }
 
 /// Runs the compaction. On error, outputs already written are removed (best effort; any left
@@ -238,22 +240,13 @@ fn emit(
     made: &mut Vec<u64>,
     res: &mut JobResult,
 ) -> Result<()> {
-    let mut keep: Vec<Version> = Vec::with_capacity(1);
-    let mut newer = u64::MAX;
-    for (i, v) in group.drain(..).enumerate() {
-        // Visible to the current state (the first) or to a snapshot in [v.seq, newer).
-        if i == 0 || spec.snapshots.range(v.seq..newer).next().is_some() {
-            newer = v.seq;
-            keep.push(v);
-        } else {
-            newer = v.seq;
-        }
-    }
-    if spec.bottommost {
-        while keep.last().is_some_and(|v| v.kind == ValueKind::Delete) {
-            keep.pop();
-        }
-    }
+    let keep = collapse(
+        user_key,
+        std::mem::take(group),
+        &spec.snapshots,
+        spec.bottommost,
+        spec.merge_operator.as_deref(),
+    );
     if keep.is_empty() {
         return Ok(());
     }
@@ -264,7 +257,9 @@ fn emit(
         let number = (env.new_file_number)();
         made.push(number);
         let file = env.storage.create_immutable(&env.dir.join(filename::sst_name(number)))?;
-        out.builder = Some((TableBuilder::new(file, env.table_options)?, number));
+        let mut builder = TableBuilder::new(file, env.table_options)?;
+        builder.set_merge_operator(&spec.merge_operator_name);
+        out.builder = Some((builder, number));
     }
     let (b, _) = out.builder.as_mut().expect("just made");
     let mut k = Vec::with_capacity(user_key.len() + ikey::TRAILER_LEN);

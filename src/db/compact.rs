@@ -20,6 +20,7 @@
 //! referenced at close are orphans to the next open, which deletes them.
 
 use super::{flush, DbInner, SuperVersion};
+use crate::compaction::collapse::compaction_operator;
 use crate::compaction::job::{self, JobEnv, JobSpec};
 use crate::compaction::{level_filter, pick, pick_level, Pick};
 use crate::error::{Error, Result};
@@ -117,12 +118,18 @@ pub(crate) fn run_pick(inner: &DbInner, p: &Pick) -> Result<()> {
         runs.push(next.clone());
     }
     let weights = version_weights(&inner.opts, &v);
+    let recorded: Vec<&str> =
+        runs.iter().flatten().filter_map(|f| f.info.merge_operator.as_deref()).collect();
+    let (merge_operator, merge_operator_name) =
+        compaction_operator(inner.opts.merge_operator.as_ref(), &recorded)?;
     let spec = JobSpec {
         runs,
         snapshots: inner.snapshots.lock().keys().copied().collect(),
         bottommost: p.bottommost,
         target_file_size: inner.opts.compaction.target_file_size,
         filter: level_filter(&inner.opts.filter_policy, p.output_level.max(1), &weights),
+        merge_operator,
+        merge_operator_name,
     };
     let new_number = || inner.new_file_number();
     let env = JobEnv {
@@ -260,7 +267,11 @@ fn compact_range_jobs(inner: &DbInner, start: Option<&[u8]>, end: Option<&[u8]>)
     let garbage: Vec<u64> = v.levels[bottom]
         .iter()
         .filter(|f| crate::compaction::picker::overlaps(&f.meta, &lo, &hi))
-        .filter(|f| f.info.deletions > 0 || f.meta.entries > f.info.distinct_keys)
+        .filter(|f| {
+            // Operands at the bottom fold into Puts when an operator is configured.
+            let operands = f.info.merges > 0 && inner.opts.merge_operator.is_some();
+            f.info.deletions > 0 || f.meta.entries > f.info.distinct_keys || operands
+        })
         .map(|f| f.meta.number)
         .collect();
     for n in garbage {

@@ -12,12 +12,19 @@
 //!   the merge then sits on the last entry of the previous key, and the entry shown is a copy.
 //!   A newest visible version that is a tombstone hides the key.
 //! - A change of direction re-seeks the merge to the other side of the current key.
+//! - Merge operands: forward, a newest visible version that is an operand makes the cursor
+//!   read on through the key's older versions, collecting operands until a Put (base), a
+//!   Delete or the next key (no base), and show their merge (a copy, like a backward entry).
+//!   Backward, the key's versions arrive oldest first: a Put or Delete resets the collected
+//!   operands, an operand is added, and the newest state decides. Each operand's source table
+//!   must record the configured operator's name (`crate::merge`).
 
 use super::iter::merge::Merge;
 use super::iter::source::{IKey, Source};
 use super::SuperVersion;
 use crate::batch::ValueKind;
 use crate::error::Result;
+use crate::merge::{Operands, SharedMergeOperator};
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -52,9 +59,14 @@ pub struct DbCursor {
     upper: Bound<Vec<u8>>,
     valid: bool,
     forward: bool,
-    /// Forward: the key being skipped. Backward: the key shown (with `saved_value`).
+    /// Forward: the key being skipped, or the key shown when `merged`. Backward: the key
+    /// shown (with `saved_value`).
     saved_key: Vec<u8>,
     saved_value: Vec<u8>,
+    /// Forward: the entry shown is a merge result held in `saved_key`/`saved_value` (the
+    /// merge sits past the key's operands).
+    merged: bool,
+    merge_op: Option<SharedMergeOperator>,
 }
 
 impl DbCursor {
@@ -64,6 +76,7 @@ impl DbCursor {
         snapshot: u64,
         lower: Bound<Vec<u8>>,
         upper: Bound<Vec<u8>>,
+        merge_op: Option<SharedMergeOperator>,
     ) -> DbCursor {
         let start = match &lower {
             Bound::Included(k) | Bound::Excluded(k) => Some(k.as_slice()),
@@ -96,12 +109,20 @@ impl DbCursor {
             forward: true,
             saved_key: Vec::new(),
             saved_value: Vec::new(),
+            merged: false,
+            merge_op,
         }
     }
 
     /// Another cursor over the same data, snapshot and bounds, positioned nowhere.
     pub(crate) fn twin(&self) -> DbCursor {
-        DbCursor::new(self.sv.clone(), self.snapshot, self.lower.clone(), self.upper.clone())
+        DbCursor::new(
+            self.sv.clone(),
+            self.snapshot,
+            self.lower.clone(),
+            self.upper.clone(),
+            self.merge_op.clone(),
+        )
     }
 
     /// Whether the cursor is on an entry.
@@ -111,7 +132,7 @@ impl DbCursor {
 
     /// The current key (empty when not valid).
     pub fn key(&self) -> &[u8] {
-        match (self.valid, self.forward) {
+        match (self.valid, self.forward && !self.merged) {
             (false, _) => &[],
             (true, true) => &self.merge.entry().expect("valid forward cursor").user_key,
             (true, false) => &self.saved_key,
@@ -120,7 +141,7 @@ impl DbCursor {
 
     /// The current value (empty when not valid).
     pub fn value(&self) -> &[u8] {
-        match (self.valid, self.forward) {
+        match (self.valid, self.forward && !self.merged) {
             (false, _) => &[],
             (true, true) => &self.merge.entry().expect("valid forward cursor").value,
             (true, false) => &self.saved_value,
@@ -190,7 +211,7 @@ impl DbCursor {
             _ => key.to_vec(),
         };
         let seq = self.snapshot.min(crate::ikey::MAX_SEQ);
-        self.merge.seek(IKey { user_key: &key, seq, kind: ValueKind::Put })?;
+        self.merge.seek(IKey { user_key: &key, seq, kind: crate::ikey::LOOKUP_KIND })?;
         self.find_next(false)
     }
 
@@ -206,10 +227,14 @@ impl DbCursor {
 
     fn next_inner(&mut self) -> Result<()> {
         if self.forward {
-            let key = &self.merge.entry().expect("valid forward cursor").user_key;
-            self.saved_key.clear();
-            self.saved_key.extend_from_slice(key);
-            self.merge.next()?;
+            // A merged entry's key is in `saved_key` already, and the merge is past its
+            // operands; the skip below passes over its remaining versions.
+            if !self.merged {
+                let key = &self.merge.entry().expect("valid forward cursor").user_key;
+                self.saved_key.clear();
+                self.saved_key.extend_from_slice(key);
+                self.merge.next()?;
+            }
         } else {
             // The merge sits before the shown key's versions: re-seek to its first version,
             // then skip them (`saved_key` already holds the key).
@@ -222,7 +247,10 @@ impl DbCursor {
     fn prev_inner(&mut self) -> Result<()> {
         if self.forward {
             // Re-seek to the last entry before the shown key's first version.
-            let key = self.merge.entry().expect("valid forward cursor").user_key.clone();
+            let key = match self.merged {
+                true => self.saved_key.clone(),
+                false => self.merge.entry().expect("valid forward cursor").user_key.clone(),
+            };
             self.forward = false;
             self.merge.seek_for_prev(IKey::first_of(&key))?;
             while self.merge.entry().is_some_and(|e| e.user_key >= key) {
@@ -236,23 +264,25 @@ impl DbCursor {
     /// is live, inside the bounds, and (when `skipping`) after `saved_key`.
     fn find_next(&mut self, mut skipping: bool) -> Result<()> {
         self.valid = false;
+        self.merged = false;
         while let Some(e) = self.merge.entry() {
             if past_upper(&self.upper, &e.user_key) {
                 return Ok(()); // entries come in key order: nothing further is in range
             }
             if !below_lower(&self.lower, &e.user_key) && e.seq <= self.snapshot {
+                let skipped = skipping && e.user_key <= self.saved_key;
                 match e.kind {
                     ValueKind::Delete => {
                         self.saved_key.clear();
                         self.saved_key.extend_from_slice(&e.user_key);
                         skipping = true;
                     }
-                    ValueKind::Put => {
-                        if !(skipping && e.user_key <= self.saved_key) {
-                            self.valid = true;
-                            return Ok(());
-                        }
+                    ValueKind::Put if !skipped => {
+                        self.valid = true;
+                        return Ok(());
                     }
+                    ValueKind::Merge if !skipped => return self.merge_forward(),
+                    ValueKind::Put | ValueKind::Merge => {}
                 }
             }
             self.merge.next()?;
@@ -260,31 +290,107 @@ impl DbCursor {
         Ok(())
     }
 
+    /// The merge sits on the newest visible version of a key, an operand: collects it and the
+    /// older operands up to a Put (the base), a Delete or the next key (no base), and shows
+    /// their merge from `saved_key`/`saved_value`. The merge is left past the operands.
+    fn merge_forward(&mut self) -> Result<()> {
+        let op = self.merge_op.clone();
+        let mut ops = Operands::new(op.as_ref());
+        let e = self.merge.entry().expect("on an operand");
+        self.saved_key.clear();
+        self.saved_key.extend_from_slice(&e.user_key);
+        ops.check_source(self.merge.merge_operator(), &self.saved_key)?;
+        ops.list.push(e.value.clone());
+        self.merge.next()?;
+        // Versions after the first visible one are older, hence visible too.
+        let base = loop {
+            let Some(e) = self.merge.entry().filter(|e| e.user_key == self.saved_key) else {
+                break None;
+            };
+            match e.kind {
+                ValueKind::Put => break Some(e.value.clone()),
+                ValueKind::Delete => break None,
+                ValueKind::Merge => {
+                    ops.check_source(self.merge.merge_operator(), &self.saved_key)?;
+                    let e = self.merge.entry().expect("on an operand");
+                    ops.list.push(e.value.clone());
+                }
+            }
+            self.merge.next()?;
+        };
+        self.saved_value = ops.finish(&self.saved_key, base)?.unwrap_or_default();
+        self.valid = true;
+        self.merged = true;
+        Ok(())
+    }
+
     /// Backward from the merge's position: the newest visible version of the last live key
-    /// inside the bounds, copied into `saved_key`/`saved_value`; the merge ends on the last
-    /// entry of the key before it (or off the start).
+    /// inside the bounds (merged with the operands below it, if it is one), copied into
+    /// `saved_key`/`saved_value`; the merge ends on the last entry of the key before it (or
+    /// off the start).
     fn find_prev(&mut self) -> Result<()> {
         self.valid = false;
-        let mut pending = ValueKind::Delete; // Put once saved_key holds a live candidate
+        self.merged = false;
+        // The key in `saved_key` once `have`; its versions arrive oldest first.
+        let mut have = false;
+        // Its newest version seen so far is a Put or an operand.
+        let mut live = false;
+        // The value below the collected operands (None: none, or deleted).
+        let mut base: Option<Vec<u8>> = None;
+        // Operands above `base`, oldest first, with their sources' recorded operator names.
+        let mut ops: Vec<(Vec<u8>, Option<String>)> = Vec::new();
         while let Some(e) = self.merge.entry() {
             if below_lower(&self.lower, &e.user_key) {
                 break; // entries come in key order: nothing earlier is in range
             }
             if !past_upper(&self.upper, &e.user_key) && e.seq <= self.snapshot {
-                if pending == ValueKind::Put && e.user_key < self.saved_key {
-                    break; // the candidate's newest visible version was the last one seen
+                if have && e.user_key != self.saved_key {
+                    if live {
+                        break; // the candidate's newest visible version was the last one seen
+                    }
+                    have = false;
                 }
-                pending = e.kind;
-                self.saved_key.clear();
-                self.saved_value.clear();
-                if e.kind == ValueKind::Put {
+                if !have {
+                    have = true;
+                    self.saved_key.clear();
                     self.saved_key.extend_from_slice(&e.user_key);
-                    self.saved_value.extend_from_slice(&e.value);
+                    base = None;
+                    ops.clear();
+                }
+                match e.kind {
+                    ValueKind::Put => {
+                        base = Some(e.value.clone());
+                        ops.clear();
+                        live = true;
+                    }
+                    ValueKind::Delete => {
+                        base = None;
+                        ops.clear();
+                        live = false;
+                    }
+                    ValueKind::Merge => {
+                        let value = e.value.clone();
+                        ops.push((value, self.merge.merge_operator().map(str::to_string)));
+                        live = true;
+                    }
                 }
             }
             self.merge.prev()?;
         }
-        self.valid = pending == ValueKind::Put;
+        if !live {
+            return Ok(());
+        }
+        self.saved_value = if ops.is_empty() {
+            base.unwrap_or_default()
+        } else {
+            let mut merging = Operands::new(self.merge_op.as_ref());
+            for (value, recorded) in ops.into_iter().rev() {
+                merging.check_source(recorded.as_deref(), &self.saved_key)?;
+                merging.list.push(value); // newest first
+            }
+            merging.finish(&self.saved_key, base)?.unwrap_or_default()
+        };
+        self.valid = true;
         Ok(())
     }
 

@@ -14,11 +14,12 @@
 //! `Stats::flush_filter_as_is` / `flush_filter_rebuilt` count the two cases.
 
 use super::{DbInner, SuperVersion};
+use crate::compaction::collapse::{collapse, Version};
 use crate::error::Result;
 use crate::filename;
 use crate::filter::prelude::*;
 use crate::filter::{BlockedBloom, StandardBloom, TwoBitBloom};
-use crate::ikey;
+use crate::ikey::{self, ValueKind};
 use crate::manifest::{FileMeta, VersionEdit};
 use crate::memtable::Memtable;
 use crate::options::{Compression, FilterConfig, Options};
@@ -94,6 +95,8 @@ pub(crate) fn write_l0_table(inner: &DbInner, mem: &Memtable) -> Result<Arc<Tabl
     let path = inner.dir.join(filename::sst_name(number));
     let file = inner.storage.create_immutable(&path)?;
     let mut builder = TableBuilder::new(file, table_options(&inner.opts, 0))?;
+    // Recorded only if the table gets operands; "" when none is configured (a WAL replayed
+    // without an operator: the operands' operator is unknown).
     let mut distinct = 0u64;
     let mut last: Vec<u8> = Vec::new();
     let mut ikey_buf: Vec<u8> = Vec::new();
@@ -104,24 +107,43 @@ pub(crate) fn write_l0_table(inner: &DbInner, mem: &Memtable) -> Result<Arc<Tabl
     // newest version of every key here; and a read without a snapshot loads its super-version
     // before its sequence, so it still reads the memtable it started with (design.md,
     // "Read-path concurrency"). Tombstones stay: older levels may hold what they delete.
+    // Merge operands: a stripe (compaction/collapse.rs) whose newest version is an operand is
+    // buffered to the end of its key and collapsed with the operator, as compaction does, but
+    // never as the bottommost level (older tables may hold the key).
     let snapshots: std::collections::BTreeSet<u64> =
         inner.snapshots.lock().keys().copied().collect();
+    let op = inner.opts.merge_operator.as_deref();
+    builder.set_merge_operator(op.map_or("", |op| op.name()));
     let mut newer = u64::MAX;
+    let mut operands: Option<Vec<Version>> = None;
     mem.for_each(|key, seq, kind, value| {
         let first_of_key = distinct == 0 || last.as_slice() != key;
         if first_of_key {
+            if let Some(versions) = operands.take() {
+                add_collapsed(&mut builder, &last, versions, &snapshots, op)?;
+            }
             distinct += 1;
             last.clear();
             last.extend_from_slice(key);
+        } else if let Some(versions) = &mut operands {
+            versions.push(Version { seq, kind, value: value.to_vec() });
+            return Ok(());
         } else if snapshots.range(seq..newer).next().is_none() {
             newer = seq;
             return Ok(());
         }
         newer = seq;
+        if kind == ValueKind::Merge {
+            operands = Some(vec![Version { seq, kind, value: value.to_vec() }]);
+            return Ok(());
+        }
         ikey_buf.clear();
         ikey::encode_into(&mut ikey_buf, key, seq, kind);
         builder.add(&ikey_buf, value)
     })?;
+    if let Some(versions) = operands.take() {
+        add_collapsed(&mut builder, &last, versions, &snapshots, op)?;
+    }
     let source = flush_filter(inner, mem, distinct);
     let summary = builder.finish(source)?;
     if crate::testing::enabled("flush.sync_dir") {
@@ -138,6 +160,24 @@ pub(crate) fn write_l0_table(inner: &DbInner, mem: &Memtable) -> Result<Arc<Tabl
         entries: summary.entries,
     };
     Ok(Arc::new(TableFile::new(meta, &table, inner.tables.clone())))
+}
+
+/// Adds the versions of `key` that survive [`collapse`] (`versions`: from a stripe whose newest
+/// version is an operand to the key's last, newest first).
+fn add_collapsed(
+    builder: &mut TableBuilder,
+    key: &[u8],
+    versions: Vec<Version>,
+    snapshots: &std::collections::BTreeSet<u64>,
+    op: Option<&dyn crate::merge::MergeOperator>,
+) -> Result<()> {
+    let mut k = Vec::with_capacity(key.len() + ikey::TRAILER_LEN);
+    for v in collapse(key, versions, snapshots, false, op) {
+        k.clear();
+        ikey::encode_into(&mut k, key, v.seq, v.kind);
+        builder.add(&k, &v.value)?;
+    }
+    Ok(())
 }
 
 /// Chooses the filter block of a flushed table (module documentation, "Flush filter rule").

@@ -225,6 +225,18 @@ impl Db {
         self.write_opt(b, WriteOptions::default())
     }
 
+    /// Merges `operand` into `key` (RocksDB's `Merge`): records the operand without reading
+    /// the key; a read applies [`Options::merge_operator`] to the key's base value and the
+    /// operands written since, so concurrent read-modify-writes (counters, appends) lose
+    /// nothing. Without a merge operator configured it is [`Error::InvalidArgument`] and
+    /// nothing is written.
+    pub fn merge(&self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> Result<()> {
+        let (key, operand) = (key.as_ref(), operand.as_ref());
+        let mut b = WriteBatch::with_capacity(WriteBatch::put_size(key, operand));
+        b.merge(key, operand);
+        self.write_opt(b, WriteOptions::default())
+    }
+
     /// Deletes `key` (writes a tombstone).
     pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
         let mut b = WriteBatch::new();
@@ -296,7 +308,13 @@ impl Db {
         // The super-version before the sequence (design.md, "Read-path concurrency", rule 2).
         let sv = self.inner.super_version();
         let seq = ReadAt::Latest.sequence(&self.inner);
-        DbCursor::new(sv, seq, Bound::Unbounded, Bound::Unbounded)
+        DbCursor::new(
+            sv,
+            seq,
+            Bound::Unbounded,
+            Bound::Unbounded,
+            self.inner.opts.merge_operator.clone(),
+        )
     }
 
     /// A snapshot of the current state.
@@ -474,7 +492,13 @@ impl Snapshot {
 
     /// A seekable cursor over the entries at the snapshot (see [`Db::cursor`]).
     pub fn cursor(&self) -> DbCursor {
-        DbCursor::new(self.inner.super_version(), self.seq, Bound::Unbounded, Bound::Unbounded)
+        DbCursor::new(
+            self.inner.super_version(),
+            self.seq,
+            Bound::Unbounded,
+            Bound::Unbounded,
+            self.inner.opts.merge_operator.clone(),
+        )
     }
 }
 

@@ -7,8 +7,9 @@
 //!    pending key's filter is probed before any block is read, so the probes of a file run back
 //!    to back on its filter's cache lines, and the surviving keys then read their index entry
 //!    and data block in key order (neighbours hit the block a predecessor just cached);
-//! 4. a key leaves the pending set at the first level that holds a version of it (a value or a
-//!    tombstone), exactly where a single `get` would stop.
+//! 4. a key leaves the pending set at the first level that holds a value or a tombstone of it,
+//!    exactly where a single `get` would stop; merge operands met before it are collected per
+//!    key (the key stays pending) and merged when it leaves, or after the last level.
 //!
 //! An error while reading one key's block (a corrupt block, an I/O error) is that key's result;
 //! the other keys are unaffected, as if each had been looked up alone.
@@ -18,6 +19,7 @@ use super::{DbInner, SuperVersion};
 use crate::error::Result;
 use crate::filter::hash_key;
 use crate::memtable::MemLookup;
+use crate::merge::{Operands, SharedMergeOperator};
 use crate::sst::{FilterVerdict, GetResult, ReadCounters, Table};
 use crate::version::{TableFile, NUM_LEVELS};
 use std::sync::atomic::Ordering;
@@ -31,7 +33,8 @@ pub(crate) fn multi_get(inner: &DbInner, keys: &[&[u8]], at: ReadAt) -> Vec<Answ
     counters.gets.fetch_add(keys.len() as u64, Ordering::Relaxed);
     let sv = inner.sv.load();
     let snapshot = at.sequence(inner); // after the super-version: see ReadAt
-    let answers = lookup_all(&sv, &counters.levels, keys, snapshot);
+    let answers =
+        lookup_all(&sv, &counters.levels, keys, snapshot, inner.opts.merge_operator.as_ref());
     let found = answers.iter().filter(|a| matches!(a, Ok(Some(_)))).count();
     counters.gets_found.fetch_add(found as u64, Ordering::Relaxed);
     answers
@@ -45,6 +48,8 @@ struct Batch<'a> {
     /// Positions of unresolved keys, in key order.
     pending: Vec<usize>,
     answers: Vec<Option<Answer>>,
+    /// Merge operands collected per key (newest first), with the configured operator.
+    operands: Vec<Operands<'a>>,
 }
 
 impl Batch<'_> {
@@ -90,16 +95,21 @@ impl Batch<'_> {
         for (slot, verdict) in range.zip(verdicts.iter()) {
             let FilterVerdict::Maybe { positive } = *verdict else { continue };
             let i = self.pending[slot];
-            let answer = match table.get_past_filter(
-                self.keys[i],
-                self.snapshot,
-                counters,
-                positive,
-                true,
-            ) {
+            let key = self.keys[i];
+            let ops = &mut self.operands[i];
+            let before = ops.list.len();
+            let got =
+                table.get_past_filter(key, self.snapshot, counters, positive, true, &mut ops.list);
+            let got = match got {
+                Ok(r) if ops.list.len() > before => {
+                    ops.check_source(Some(table.merge_operator_name()), key).map(|()| r)
+                }
+                other => other,
+            };
+            let answer = match got {
                 Ok(GetResult::NotFound) => continue,
-                Ok(GetResult::Found(v)) => Ok(Some(v)),
-                Ok(GetResult::Deleted) => Ok(None),
+                Ok(GetResult::Found(v)) => ops.finish(key, Some(v)),
+                Ok(GetResult::Deleted) => ops.finish(key, None),
                 Err(e) => Err(e),
             };
             self.answers[i] = Some(answer);
@@ -124,6 +134,7 @@ fn lookup_all(
     reads: &[ReadCounters; NUM_LEVELS],
     keys: &[&[u8]],
     snapshot: u64,
+    merge_operator: Option<&SharedMergeOperator>,
 ) -> Vec<Answer> {
     let mut pending: Vec<usize> = (0..keys.len()).collect();
     pending.sort_by(|&a, &b| keys[a].cmp(keys[b]).then(a.cmp(&b)));
@@ -133,14 +144,16 @@ fn lookup_all(
         snapshot,
         pending,
         answers: (0..keys.len()).map(|_| None).collect(),
+        operands: (0..keys.len()).map(|_| Operands::new(merge_operator)).collect(),
     };
 
     let mut done = vec![false; b.pending.len()];
     for (slot, &i) in b.pending.iter().enumerate() {
         for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
-            match mem.get(keys[i], b.hashes[i], snapshot) {
-                MemLookup::Found(v) => b.answers[i] = Some(Ok(Some(v))),
-                MemLookup::Deleted => b.answers[i] = Some(Ok(None)),
+            let ops = &mut b.operands[i];
+            match mem.get(keys[i], b.hashes[i], snapshot, &mut ops.list) {
+                MemLookup::Found(v) => b.answers[i] = Some(ops.finish(keys[i], Some(v))),
+                MemLookup::Deleted => b.answers[i] = Some(ops.finish(keys[i], None)),
                 MemLookup::Absent => continue,
             }
             done[slot] = true;
@@ -183,5 +196,12 @@ fn lookup_all(
         }
         b.retire(&mut done);
     }
-    b.answers.into_iter().map(|a| a.unwrap_or(Ok(None))).collect()
+    // Keys no level resolved: their operands (if any) merge onto no base.
+    let Batch { answers, operands, .. } = b;
+    answers
+        .into_iter()
+        .zip(operands)
+        .zip(keys)
+        .map(|((a, ops), key)| a.unwrap_or_else(|| ops.finish(key, None)))
+        .collect()
 }

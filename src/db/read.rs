@@ -4,13 +4,15 @@
 //! first, the L0 files newest first (those whose key range holds the key), then the one file of
 //! each deeper level whose range holds it. In every SST the filter is probed with that hash
 //! before any index or data block is read. The first version found (value or tombstone) at or
-//! below the snapshot decides.
+//! below the snapshot decides; merge operands found before it are collected on the way (the
+//! walk goes on past them, through memtables and levels alike) and merged onto it.
 
 use super::stats::{LevelStats, Stats};
 use super::{DbInner, SuperVersion};
 use crate::error::Result;
 use crate::filter::hash_key;
 use crate::memtable::MemLookup;
+use crate::merge::Operands;
 use crate::options::{FilterConfig, Options};
 use crate::sst::{FilterVerdict, GetResult, ReadCounters, Table};
 use crate::version::NUM_LEVELS;
@@ -60,11 +62,22 @@ fn point_lookup(
     counters.gets.fetch_add(1, Ordering::Relaxed);
     let sv = inner.sv.load();
     let snapshot = at.sequence(inner);
-    let result = lookup(&sv, &counters.levels, key, snapshot, copy_value)?;
+    let mut operands = Operands::new(inner.opts.merge_operator.as_ref());
+    let result = lookup(&sv, &counters.levels, key, snapshot, copy_value, &mut operands)?;
     if result.is_some() {
         counters.gets_found.fetch_add(1, Ordering::Relaxed);
     }
     Ok(result)
+}
+
+/// What one source said about a key, merge operands aside.
+enum Step {
+    /// A Put: the base value.
+    Base(Vec<u8>),
+    /// A Delete: no base, and nothing older counts.
+    Deleted,
+    /// No Put or Delete here: look in older sources.
+    Continue,
 }
 
 fn lookup(
@@ -73,39 +86,61 @@ fn lookup(
     key: &[u8],
     snapshot: u64,
     copy_value: bool,
+    ops: &mut Operands<'_>,
 ) -> Result<Option<Vec<u8>>> {
+    // Walk newest to oldest. Merge operands are collected on the way (newest first) until a
+    // Put (the base), a Delete (no base) or the end (no base); then they are merged.
     let hash = hash_key(key);
+    let finish = |ops: &Operands<'_>, base| ops.finish(key, base);
     for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
-        match mem.lookup(key, hash, snapshot, copy_value) {
-            MemLookup::Found(v) => return Ok(Some(v)),
-            MemLookup::Deleted => return Ok(None),
+        match mem.lookup(key, hash, snapshot, copy_value, &mut ops.list) {
+            MemLookup::Found(v) => return finish(ops, Some(v)),
+            MemLookup::Deleted => return finish(ops, None),
             MemLookup::Absent => {}
         }
     }
-    let in_table =
-        |table: &Table, counters: &ReadCounters| match table.probe_filter(key, hash, counters) {
-            FilterVerdict::Absent => Ok(GetResult::NotFound),
+    let mut in_table = |table: &Table, counters: &ReadCounters| -> Result<Step> {
+        let r = match table.probe_filter(key, hash, counters) {
+            FilterVerdict::Absent => return Ok(Step::Continue),
             FilterVerdict::Maybe { positive } => {
-                table.get_past_filter(key, snapshot, counters, positive, copy_value)
+                let before = ops.list.len();
+                let r = table.get_past_filter(
+                    key,
+                    snapshot,
+                    counters,
+                    positive,
+                    copy_value,
+                    &mut ops.list,
+                )?;
+                if ops.list.len() > before {
+                    ops.check_source(Some(table.merge_operator_name()), key)?;
+                }
+                r
             }
         };
+        Ok(match r {
+            GetResult::Found(v) => Step::Base(v),
+            GetResult::Deleted => Step::Deleted,
+            GetResult::NotFound => Step::Continue,
+        })
+    };
     for file in sv.version.levels[0].iter().filter(|f| f.may_contain_key(key)) {
         match file.with_table(|t| in_table(t, &reads[0]))?? {
-            GetResult::Found(v) => return Ok(Some(v)),
-            GetResult::Deleted => return Ok(None),
-            GetResult::NotFound => {}
+            Step::Base(v) => return finish(ops, Some(v)),
+            Step::Deleted => return finish(ops, None),
+            Step::Continue => {}
         }
     }
     for (level, level_reads) in reads.iter().enumerate().skip(1) {
         if let Some(file) = sv.version.find_in_level(level, key) {
             match file.with_table(|t| in_table(t, level_reads))?? {
-                GetResult::Found(v) => return Ok(Some(v)),
-                GetResult::Deleted => return Ok(None),
-                GetResult::NotFound => {}
+                Step::Base(v) => return finish(ops, Some(v)),
+                Step::Deleted => return finish(ops, None),
+                Step::Continue => {}
             }
         }
     }
-    Ok(None)
+    finish(ops, None)
 }
 
 /// Builds the [`Stats`] snapshot.

@@ -65,6 +65,11 @@ pub(crate) struct WriteQueue {
 /// Writes `batch` atomically, durably if `sync`.
 pub(crate) fn write(inner: &DbInner, batch: WriteBatch, sync: bool) -> Result<()> {
     batch.validate()?;
+    if batch.has_merges() && inner.opts.merge_operator.is_none() {
+        return Err(Error::invalid(
+            "a merge needs a merge operator, and Options::merge_operator is None",
+        ));
+    }
     inner.check_writable()?;
     if batch.is_empty() {
         // Nothing to log, but a synced write promises that every earlier write is durable.
@@ -316,6 +321,11 @@ impl Error {
                 Error::NotADatabase { dir: dir.clone(), why: why.clone() }
             }
             Error::ReadOnly(s) => Error::ReadOnly(s.clone()),
+            Error::MergeFailed { operator, key, what } => Error::MergeFailed {
+                operator: operator.clone(),
+                key: key.clone(),
+                what: what.clone(),
+            },
             Error::Io { context, source } => Error::Io {
                 context: context.clone(),
                 source: std::io::Error::new(source.kind(), source.to_string()),

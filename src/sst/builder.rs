@@ -18,7 +18,8 @@ use crate::filter::{codec, hash_key};
 use crate::ikey::{self, ValueKind};
 use crate::sst::block::BlockBuilder;
 use crate::sst::format::{
-    format_version_for, frame_block_into, BlockHandle, Footer, BLOCK_TRAILER_LEN, MAX_BLOCK_LEN,
+    format_version_for, frame_block_into, BlockHandle, Footer, TableFeatures, BLOCK_TRAILER_LEN,
+    MAX_BLOCK_LEN,
 };
 use crate::sst::properties::TableProperties;
 use crate::sst::{Compression, TableOptions};
@@ -127,7 +128,10 @@ impl TableBuilder {
             pending: None,
             hashes: Vec::new(),
             props: TableProperties {
-                format_version: format_version_for(opts.compression),
+                format_version: format_version_for(TableFeatures {
+                    compression: opts.compression,
+                    merges: false,
+                }),
                 compression: opts.compression.tag(),
                 block_size: opts.block_size as u64,
                 restart_interval: opts.restart_interval.max(1) as u64,
@@ -165,6 +169,7 @@ impl TableBuilder {
         }
         p.entries += 1;
         p.deletions += (kind == ValueKind::Delete) as u64;
+        p.merges += (kind == ValueKind::Merge) as u64;
         p.raw_key_bytes += internal_key.len() as u64;
         p.raw_value_bytes += value.len() as u64;
         p.smallest_seq = p.smallest_seq.min(seq);
@@ -176,6 +181,13 @@ impl TableBuilder {
             self.flush_data()?;
         }
         Ok(())
+    }
+
+    /// Records `name` as the merge operator of the table's operands (the `merge_operator`
+    /// property, written only if the table holds operands). The engine calls this before
+    /// adding operands: the configured operator's name, or `""` when none is configured.
+    pub fn set_merge_operator(&mut self, name: &str) {
+        self.props.merge_operator = Some(name.to_string());
     }
 
     /// Entries added so far.
@@ -227,6 +239,16 @@ impl TableBuilder {
         }
         self.props.largest_key = self.last_key.clone();
         self.props.distinct_keys = self.hashes.len() as u64;
+        let version = format_version_for(TableFeatures {
+            compression: self.opts.compression,
+            merges: self.props.merges > 0,
+        });
+        self.props.format_version = version;
+        if self.props.merges == 0 {
+            self.props.merge_operator = None;
+        } else if self.props.merge_operator.is_none() {
+            self.props.merge_operator = Some(String::new());
+        }
         let props_handle = self.write_block(&self.props.encode(), Compression::None)?;
         let index = self.index.finish();
         let index_handle = self.write_block(&index, Compression::None)?;
@@ -234,7 +256,7 @@ impl TableBuilder {
             filter: filter_handle,
             properties: props_handle,
             index: index_handle,
-            version: format_version_for(self.opts.compression),
+            version,
         };
         self.buf.extend_from_slice(&footer.encode());
         self.offset += crate::sst::format::FOOTER_LEN as u64;

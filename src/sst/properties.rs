@@ -51,6 +51,13 @@ pub struct TableProperties {
     pub block_size: u64,
     /// The builder's data-block restart interval.
     pub restart_interval: u64,
+    /// Merge operands among the entries. Written (with `merge_operator`) only by tables that
+    /// hold some, which are format version 3; absent means 0.
+    pub merges: u64,
+    /// Name of the merge operator the table's operands are for (`MergeOperator::name`); empty
+    /// when they were flushed by an open without an operator (the name was unknown). `None`
+    /// when the table holds no operands.
+    pub merge_operator: Option<String>,
 }
 
 impl TableProperties {
@@ -79,7 +86,8 @@ impl TableProperties {
     pub fn encode(&self) -> Vec<u8> {
         let nums = self.numbers();
         let mut out = Vec::new();
-        put_varint32(&mut out, nums.len() as u32 + 2);
+        let merge_props = self.merges > 0;
+        put_varint32(&mut out, nums.len() as u32 + 2 + 2 * merge_props as u32);
         let mut put = |name: &str, value: &[u8]| {
             put_varint32(&mut out, name.len() as u32);
             out.extend_from_slice(name.as_bytes());
@@ -91,6 +99,12 @@ impl TableProperties {
         }
         put("smallest_key", &self.smallest_key);
         put("largest_key", &self.largest_key);
+        // Only tables holding merge operands (format version 3) carry these two, so every
+        // other table's properties stay byte for byte what older builds write.
+        if merge_props {
+            put("merges", &self.merges.to_le_bytes());
+            put("merge_operator", self.merge_operator.as_deref().unwrap_or("").as_bytes());
+        }
         out
     }
 
@@ -146,6 +160,13 @@ impl TableProperties {
             compression: small("compression", u8::MAX as u64)? as u8,
             block_size: num("block_size")?,
             restart_interval: num("restart_interval")?,
+            merges: if map.contains_key(&b"merges"[..]) { num("merges")? } else { 0 },
+            merge_operator: match map.get(&b"merge_operator"[..]) {
+                Some(v) => Some(String::from_utf8(v.to_vec()).map_err(|_| {
+                    Error::corruption("property merge_operator is not UTF-8", None)
+                })?),
+                None => None,
+            },
         })
     }
 }
@@ -189,5 +210,21 @@ mod tests {
         assert_eq!(TableProperties::decode(&b).unwrap(), p);
         assert!(TableProperties::decode(&b[..b.len() - 1]).unwrap_err().is_corruption());
         assert!(TableProperties::decode(&[0]).unwrap_err().is_corruption()); // all missing
+    }
+
+    #[test]
+    fn merge_properties_are_written_only_by_tables_holding_operands() {
+        let plain = TableProperties { format_version: 1, ..Default::default() };
+        let with = TableProperties {
+            format_version: 3,
+            merges: 4,
+            merge_operator: Some("siftdb.u64add".into()),
+            ..Default::default()
+        };
+        let (a, b) = (plain.encode(), with.encode());
+        assert!(!a.windows(6).any(|w| w == b"merges"));
+        assert!(b.windows(14).any(|w| w == b"merge_operator"));
+        assert_eq!(TableProperties::decode(&a).unwrap(), plain);
+        assert_eq!(TableProperties::decode(&b).unwrap(), with);
     }
 }

@@ -263,18 +263,22 @@ impl Table {
     /// `key_hash` must be [`crate::filter::hash_key`]`(user_key)` (hashed once by the caller
     /// for all tables). Order of work: the key range from the properties (no counters), then
     /// the filter (if it says "absent": `NotFound` with no block read), then the index and one
-    /// data block.
+    /// data block. Merge operands met before the newest Put or Delete are appended to
+    /// `operands`, newest first, and the walk goes on to the key's older versions (across data
+    /// blocks): with operands, `NotFound` means "no base value in this table", and the caller
+    /// merges.
     pub fn get(
         &self,
         user_key: &[u8],
         key_hash: u64,
         snapshot_seq: u64,
         counters: &ReadCounters,
+        operands: &mut Vec<Vec<u8>>,
     ) -> Result<GetResult> {
         match self.probe_filter(user_key, key_hash, counters) {
             FilterVerdict::Absent => Ok(GetResult::NotFound),
             FilterVerdict::Maybe { positive } => {
-                self.get_past_filter(user_key, snapshot_seq, counters, positive, true)
+                self.get_past_filter(user_key, snapshot_seq, counters, positive, true, operands)
             }
         }
     }
@@ -313,7 +317,12 @@ impl Table {
 
     /// The second half of [`Table::get`], for a key the filter did not exclude: the index and
     /// one data block. `positive`: the filter said "maybe" (a hit is then a true positive).
-    /// `copy_value = false` answers `Found` with an empty vector (`Db::contains_key`).
+    /// `copy_value = false` answers `Found` with an empty vector (`Db::contains_key`) unless
+    /// `operands` is non-empty (the value is then a merge's base).
+    ///
+    /// Merge operands met before the key's first Put or Delete are appended to `operands`
+    /// (newest first) and the walk goes on, into the following blocks if the key's versions
+    /// continue there; `NotFound` then means "no base in this table".
     pub(crate) fn get_past_filter(
         &self,
         user_key: &[u8],
@@ -321,32 +330,62 @@ impl Table {
         counters: &ReadCounters,
         positive: bool,
         copy_value: bool,
+        operands: &mut Vec<Vec<u8>>,
     ) -> Result<GetResult> {
         bump(&counters.index_blocks_read);
         let lookup = ikey::lookup_key(user_key, snapshot_seq);
-        let Some(h) = self.index_lookup(&lookup)? else {
+        let Some(mut h) = self.index_lookup(&lookup)? else {
             return Ok(GetResult::NotFound);
         };
-        let block = self.data_block(h, Some(counters), true)?;
-        let mut it = block.iter();
-        it.seek(&lookup).map_err(|e| self.err_at(e, h))?;
-        if !it.valid() {
-            // The separator after this block sorts before the next block's user keys, so the
-            // key cannot be in the next block either.
-            return Ok(GetResult::NotFound);
+        let mut index: Option<BlockIter> = None;
+        let mut seen = false;
+        loop {
+            let block = self.data_block(h, Some(counters), true)?;
+            let mut it = block.iter();
+            if seen {
+                it.seek_to_first().map_err(|e| self.err_at(e, h))?;
+            } else {
+                // If the seek runs off the block, the separator after it sorts before the next
+                // block's user keys, so the key cannot be in the next block either.
+                it.seek(&lookup).map_err(|e| self.err_at(e, h))?;
+            }
+            while it.valid() {
+                let (found_key, _, kind) = ikey::decode(it.key()).map_err(|e| self.err_at(e, h))?;
+                if found_key != user_key {
+                    return Ok(GetResult::NotFound);
+                }
+                if !seen && positive {
+                    bump(&counters.filter_true_positive);
+                }
+                seen = true;
+                match kind {
+                    ValueKind::Put if copy_value || !operands.is_empty() => {
+                        return Ok(GetResult::Found(it.value().to_vec()))
+                    }
+                    ValueKind::Put => return Ok(GetResult::Found(Vec::new())),
+                    ValueKind::Delete => return Ok(GetResult::Deleted),
+                    ValueKind::Merge => operands.push(it.value().to_vec()),
+                }
+                it.next().map_err(|e| self.err_at(e, h))?;
+            }
+            if !seen {
+                return Ok(GetResult::NotFound);
+            }
+            // The key's versions (all merge operands so far) may continue in the next block.
+            let idx = match &mut index {
+                Some(idx) => idx,
+                None => {
+                    let mut idx = self.index.iter();
+                    self.seek_index_iter(&mut idx, &lookup)?;
+                    index.insert(idx)
+                }
+            };
+            idx.next().map_err(|e| self.index_err(e))?;
+            if !idx.valid() {
+                return Ok(GetResult::NotFound);
+            }
+            h = BlockHandle::decode(idx.value()).map_err(|e| self.index_err(e))?;
         }
-        let (found_key, _, kind) = ikey::decode(it.key()).map_err(|e| self.err_at(e, h))?;
-        if found_key != user_key {
-            return Ok(GetResult::NotFound);
-        }
-        if positive {
-            bump(&counters.filter_true_positive);
-        }
-        Ok(match kind {
-            ValueKind::Put if copy_value => GetResult::Found(it.value().to_vec()),
-            ValueKind::Put => GetResult::Found(Vec::new()),
-            ValueKind::Delete => GetResult::Deleted,
-        })
     }
 
     /// The handle of the first data block whose separator is `>= target` (an internal key);
@@ -420,6 +459,12 @@ impl Table {
     /// The properties block.
     pub fn properties(&self) -> &TableProperties {
         &self.props
+    }
+
+    /// The merge operator name recorded for the table's operands (`""` when the table holds
+    /// none, or when they were flushed without an operator configured).
+    pub fn merge_operator_name(&self) -> &str {
+        self.props.merge_operator.as_deref().unwrap_or("")
     }
 
     /// The file number given at open.

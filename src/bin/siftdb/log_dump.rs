@@ -39,6 +39,12 @@ pub fn wal(args: &LogDumpArgs) -> Result<()> {
                 (ValueKind::Put, false) => {
                     println!("  @{seq} Put {} ({} value bytes)", show_key(r.key), r.value.len())
                 }
+                (ValueKind::Merge, true) => {
+                    println!("  @{seq} Merge {} <= {}", show_key(r.key), show_key(r.value))
+                }
+                (ValueKind::Merge, false) => {
+                    println!("  @{seq} Merge {} ({} operand bytes)", show_key(r.key), r.value.len())
+                }
                 (ValueKind::Delete, _) => println!("  @{seq} Delete {}", show_key(r.key)),
             }
         }

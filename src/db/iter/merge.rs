@@ -33,6 +33,12 @@ impl Merge {
         self.current.and_then(|i| self.sources[i].peek())
     }
 
+    /// The recorded merge operator name of the current entry's source (see
+    /// [`Source::merge_operator`]).
+    pub fn merge_operator(&self) -> Option<&str> {
+        self.current.and_then(|i| self.sources[i].merge_operator())
+    }
+
     /// Positions on the first entry `>= target`.
     pub fn seek(&mut self, target: IKey<'_>) -> Result<()> {
         self.all(true, |s| s.seek(target))

@@ -89,7 +89,8 @@ impl DbIterator {
         // The super-version before the sequence (design.md, "Read-path concurrency", rule 2).
         let sv = inner.super_version();
         let snapshot = at.sequence(inner);
-        let mut front = DbCursor::new(sv, snapshot, lower, upper);
+        let mut front =
+            DbCursor::new(sv, snapshot, lower, upper, inner.opts.merge_operator.clone());
         front.seek_to_first()?;
         Ok(DbIterator { front, back: None, front_yielded: false, back_yielded: false, done: false })
     }

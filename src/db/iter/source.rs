@@ -35,7 +35,7 @@ pub(crate) struct IKey<'a> {
 impl IKey<'_> {
     /// The first internal key of `user_key` (its newest possible version).
     pub fn first_of(user_key: &[u8]) -> IKey<'_> {
-        IKey { user_key, seq: ikey::MAX_SEQ, kind: ValueKind::Put }
+        IKey { user_key, seq: ikey::MAX_SEQ, kind: ikey::LOOKUP_KIND }
     }
 
     /// The last internal key of `user_key` (its oldest possible version).
@@ -108,6 +108,17 @@ impl Source {
     /// is opened until a seek reaches it.
     pub fn files(files: Vec<Arc<TableFile>>) -> Source {
         Source::Files { files, at: 0, iter: None, current: None }
+    }
+
+    /// The merge operator name recorded by the table the current entry comes from (`""` if
+    /// unknown); `None` for a memtable, whose operands the configured operator wrote.
+    pub fn merge_operator(&self) -> Option<&str> {
+        match self {
+            Source::Mem { .. } => None,
+            Source::Files { files, at, .. } => {
+                Some(files.get(*at).and_then(|f| f.info.merge_operator.as_deref()).unwrap_or(""))
+            }
+        }
     }
 
     pub fn peek(&self) -> Option<&Entry> {
