@@ -12,6 +12,10 @@
 //!   the merge then sits on the last entry of the previous key, and the entry shown is a copy.
 //!   A newest visible version that is a tombstone hides the key.
 //! - A change of direction re-seeks the merge to the other side of the current key.
+//!
+//! A cursor reads one keyspace. The keyspaces occupy consecutive internal-key ranges, so the
+//! merge meets the cursor's keyspace as one run: an entry of a larger keyspace ends a forward
+//! walk, one of a smaller keyspace a backward walk, exactly as the bounds do.
 
 use super::iter::merge::Merge;
 use super::iter::source::{IKey, Source};
@@ -47,6 +51,7 @@ use std::sync::Arc;
 pub struct DbCursor {
     sv: Arc<SuperVersion>,
     merge: Merge,
+    keyspace: u32,
     snapshot: u64,
     lower: Bound<Vec<u8>>,
     upper: Bound<Vec<u8>>,
@@ -58,9 +63,11 @@ pub struct DbCursor {
 }
 
 impl DbCursor {
-    /// A cursor over `sv` at `snapshot`, restricted to user keys within `lower..upper`.
+    /// A cursor over `sv` at `snapshot`, restricted to user keys of `keyspace` within
+    /// `lower..upper`.
     pub(crate) fn new(
         sv: Arc<SuperVersion>,
+        keyspace: u32,
         snapshot: u64,
         lower: Bound<Vec<u8>>,
         upper: Bound<Vec<u8>>,
@@ -78,7 +85,8 @@ impl DbCursor {
             sources.push(Source::mem(mem.clone()));
         }
         for (n, level) in sv.version.levels.iter().enumerate() {
-            let files: Vec<_> = level.iter().filter(|f| f.overlaps(start, end_excl)).collect();
+            let files: Vec<_> =
+                level.iter().filter(|f| f.overlaps(keyspace, start, end_excl)).collect();
             if n == 0 {
                 // L0 files may overlap each other: one source each.
                 sources.extend(files.into_iter().map(|f| Source::files(vec![f.clone()])));
@@ -89,6 +97,7 @@ impl DbCursor {
         DbCursor {
             merge: Merge::new(sources),
             sv,
+            keyspace,
             snapshot,
             lower,
             upper,
@@ -101,7 +110,13 @@ impl DbCursor {
 
     /// Another cursor over the same data, snapshot and bounds, positioned nowhere.
     pub(crate) fn twin(&self) -> DbCursor {
-        DbCursor::new(self.sv.clone(), self.snapshot, self.lower.clone(), self.upper.clone())
+        DbCursor::new(
+            self.sv.clone(),
+            self.keyspace,
+            self.snapshot,
+            self.lower.clone(),
+            self.upper.clone(),
+        )
     }
 
     /// Whether the cursor is on an entry.
@@ -143,10 +158,8 @@ impl DbCursor {
     pub fn seek_to_first(&mut self) -> Result<()> {
         let r = match self.lower.clone() {
             Bound::Included(k) | Bound::Excluded(k) => self.seek_inner(&k),
-            Bound::Unbounded => {
-                self.forward = true;
-                self.merge.seek_to_first().and_then(|()| self.find_next(false))
-            }
+            // The smallest user key: the first entry of the keyspace.
+            Bound::Unbounded => self.seek_inner(b""),
         };
         self.check(r)
     }
@@ -157,7 +170,13 @@ impl DbCursor {
             Bound::Included(k) | Bound::Excluded(k) => self.seek_for_prev_inner(&k),
             Bound::Unbounded => {
                 self.forward = false;
-                self.merge.seek_to_last().and_then(|()| self.find_prev())
+                // The last entry before the next keyspace's first possible key (no entry has
+                // sequence MAX_SEQ, so none equals it).
+                let r = match self.keyspace.checked_add(1) {
+                    Some(next) => self.merge.seek_for_prev(IKey::first_of(next, b"")),
+                    None => self.merge.seek_to_last(),
+                };
+                r.and_then(|()| self.find_prev())
             }
         };
         self.check(r)
@@ -190,7 +209,12 @@ impl DbCursor {
             _ => key.to_vec(),
         };
         let seq = self.snapshot.min(crate::ikey::MAX_SEQ);
-        self.merge.seek(IKey { user_key: &key, seq, kind: ValueKind::Put })?;
+        self.merge.seek(IKey {
+            keyspace: self.keyspace,
+            user_key: &key,
+            seq,
+            kind: ValueKind::Put,
+        })?;
         self.find_next(false)
     }
 
@@ -200,7 +224,7 @@ impl DbCursor {
             Bound::Included(u) | Bound::Excluded(u) if key > u.as_slice() => u.clone(),
             _ => key.to_vec(),
         };
-        self.merge.seek_for_prev(IKey::last_of(&key))?;
+        self.merge.seek_for_prev(IKey::last_of(self.keyspace, &key))?;
         self.find_prev()
     }
 
@@ -214,7 +238,7 @@ impl DbCursor {
             // The merge sits before the shown key's versions: re-seek to its first version,
             // then skip them (`saved_key` already holds the key).
             self.forward = true;
-            self.merge.seek(IKey::first_of(&self.saved_key))?;
+            self.merge.seek(IKey::first_of(self.keyspace, &self.saved_key))?;
         }
         self.find_next(true)
     }
@@ -224,8 +248,9 @@ impl DbCursor {
             // Re-seek to the last entry before the shown key's first version.
             let key = self.merge.entry().expect("valid forward cursor").user_key.clone();
             self.forward = false;
-            self.merge.seek_for_prev(IKey::first_of(&key))?;
-            while self.merge.entry().is_some_and(|e| e.user_key >= key) {
+            let ks = self.keyspace;
+            self.merge.seek_for_prev(IKey::first_of(ks, &key))?;
+            while self.merge.entry().is_some_and(|e| (e.keyspace, &e.user_key) >= (ks, &key)) {
                 self.merge.prev()?; // only a version at MAX_SEQ, which no write gets
             }
         }
@@ -237,10 +262,12 @@ impl DbCursor {
     fn find_next(&mut self, mut skipping: bool) -> Result<()> {
         self.valid = false;
         while let Some(e) = self.merge.entry() {
-            if past_upper(&self.upper, &e.user_key) {
+            let ks = self.keyspace;
+            if e.keyspace > ks || (e.keyspace == ks && past_upper(&self.upper, &e.user_key)) {
                 return Ok(()); // entries come in key order: nothing further is in range
             }
-            if !below_lower(&self.lower, &e.user_key) && e.seq <= self.snapshot {
+            let inside = e.keyspace == self.keyspace && !below_lower(&self.lower, &e.user_key);
+            if inside && e.seq <= self.snapshot {
                 match e.kind {
                     ValueKind::Delete => {
                         self.saved_key.clear();
@@ -267,10 +294,12 @@ impl DbCursor {
         self.valid = false;
         let mut pending = ValueKind::Delete; // Put once saved_key holds a live candidate
         while let Some(e) = self.merge.entry() {
-            if below_lower(&self.lower, &e.user_key) {
+            let ks = self.keyspace;
+            if e.keyspace < ks || (e.keyspace == ks && below_lower(&self.lower, &e.user_key)) {
                 break; // entries come in key order: nothing earlier is in range
             }
-            if !past_upper(&self.upper, &e.user_key) && e.seq <= self.snapshot {
+            let inside = e.keyspace == self.keyspace && !past_upper(&self.upper, &e.user_key);
+            if inside && e.seq <= self.snapshot {
                 if pending == ValueKind::Put && e.user_key < self.saved_key {
                     break; // the candidate's newest visible version was the last one seen
                 }

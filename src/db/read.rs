@@ -6,7 +6,7 @@
 //! before any index or data block is read. The first version found (value or tombstone) at or
 //! below the snapshot decides.
 
-use super::stats::{LevelStats, Stats};
+use super::stats::{KeyspaceStats, LevelStats, Stats};
 use super::{DbInner, SuperVersion};
 use crate::error::Result;
 use crate::filter::hash_key;
@@ -38,18 +38,24 @@ impl ReadAt {
     }
 }
 
-/// The value of `key` at `at`.
-pub(crate) fn get(inner: &DbInner, key: &[u8], at: ReadAt) -> Result<Option<Vec<u8>>> {
-    point_lookup(inner, key, at, true)
+/// The value of `key` of `keyspace` at `at`.
+pub(crate) fn get(
+    inner: &DbInner,
+    keyspace: u32,
+    key: &[u8],
+    at: ReadAt,
+) -> Result<Option<Vec<u8>>> {
+    point_lookup(inner, keyspace, key, at, true)
 }
 
-/// Whether `key` has a value at `at`: [`get`] without copying the value out.
-pub(crate) fn contains_key(inner: &DbInner, key: &[u8], at: ReadAt) -> Result<bool> {
-    Ok(point_lookup(inner, key, at, false)?.is_some())
+/// Whether `key` of `keyspace` has a value at `at`: [`get`] without copying the value out.
+pub(crate) fn contains_key(inner: &DbInner, keyspace: u32, key: &[u8], at: ReadAt) -> Result<bool> {
+    Ok(point_lookup(inner, keyspace, key, at, false)?.is_some())
 }
 
 fn point_lookup(
     inner: &DbInner,
+    keyspace: u32,
     key: &[u8],
     at: ReadAt,
     copy_value: bool,
@@ -60,7 +66,7 @@ fn point_lookup(
     counters.gets.fetch_add(1, Ordering::Relaxed);
     let sv = inner.sv.load();
     let snapshot = at.sequence(inner);
-    let result = lookup(&sv, &counters.levels, key, snapshot, copy_value)?;
+    let result = lookup(&sv, &counters.levels, keyspace, key, snapshot, copy_value)?;
     if result.is_some() {
         counters.gets_found.fetch_add(1, Ordering::Relaxed);
     }
@@ -70,26 +76,28 @@ fn point_lookup(
 fn lookup(
     sv: &SuperVersion,
     reads: &[ReadCounters; NUM_LEVELS],
+    keyspace: u32,
     key: &[u8],
     snapshot: u64,
     copy_value: bool,
 ) -> Result<Option<Vec<u8>>> {
     let hash = hash_key(key);
     for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
-        match mem.lookup(key, hash, snapshot, copy_value) {
+        match mem.lookup(keyspace, key, hash, snapshot, copy_value) {
             MemLookup::Found(v) => return Ok(Some(v)),
             MemLookup::Deleted => return Ok(None),
             MemLookup::Absent => {}
         }
     }
-    let in_table =
-        |table: &Table, counters: &ReadCounters| match table.probe_filter(key, hash, counters) {
-            FilterVerdict::Absent => Ok(GetResult::NotFound),
-            FilterVerdict::Maybe { positive } => {
-                table.get_past_filter(key, snapshot, counters, positive, copy_value)
-            }
-        };
-    for file in sv.version.levels[0].iter().filter(|f| f.may_contain_key(key)) {
+    let in_table = |table: &Table, counters: &ReadCounters| match table
+        .probe_filter(keyspace, key, hash, counters)
+    {
+        FilterVerdict::Absent => Ok(GetResult::NotFound),
+        FilterVerdict::Maybe { positive } => {
+            table.get_past_filter(keyspace, key, snapshot, counters, positive, copy_value)
+        }
+    };
+    for file in sv.version.levels[0].iter().filter(|f| f.may_contain_key(keyspace, key)) {
         match file.with_table(|t| in_table(t, &reads[0]))?? {
             GetResult::Found(v) => return Ok(Some(v)),
             GetResult::Deleted => return Ok(None),
@@ -97,7 +105,7 @@ fn lookup(
         }
     }
     for (level, level_reads) in reads.iter().enumerate().skip(1) {
-        if let Some(file) = sv.version.find_in_level(level, key) {
+        if let Some(file) = sv.version.find_in_level(level, keyspace, key) {
             match file.with_table(|t| in_table(t, level_reads))?? {
                 GetResult::Found(v) => return Ok(Some(v)),
                 GetResult::Deleted => return Ok(None),
@@ -148,6 +156,7 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
             .sum(),
         immutable_memtables: sv.imm.len(),
         levels,
+        keyspaces: keyspace_stats(inner, &sv),
         flushes: c.flushes.load(Ordering::Relaxed),
         flush_filter_as_is: c.flush_filter_as_is.load(Ordering::Relaxed),
         flush_filter_rebuilt: c.flush_filter_rebuilt.load(Ordering::Relaxed),
@@ -172,6 +181,27 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
         l0_stops: c.l0_stops.load(Ordering::Relaxed),
         l0_stall_micros: c.l0_stall_micros.load(Ordering::Relaxed),
     }
+}
+
+/// File figures per live keyspace.
+fn keyspace_stats(inner: &DbInner, sv: &SuperVersion) -> Vec<KeyspaceStats> {
+    let set = inner.keyspaces.load();
+    let ids = std::iter::once((0, crate::keyspace_options::DEFAULT_KEYSPACE_NAME.to_string()))
+        .chain(set.live.iter().map(|(&id, k)| (id, k.name.to_string())));
+    ids.map(|(id, name)| {
+        let mut s = KeyspaceStats { name, ..KeyspaceStats::default() };
+        for f in sv.version.levels.iter().flatten().filter(|f| f.meta.keyspace == id) {
+            s.files += 1;
+            s.bytes += f.meta.size;
+            s.entries += f.meta.entries;
+            let k = f.info.filter_kind.map_or("none", |k| k.name()).to_string();
+            if !s.filter_kinds.contains(&k) {
+                s.filter_kinds.push(k);
+            }
+        }
+        s
+    })
+    .collect()
 }
 
 /// The FPR the options configure for `level` (see `LevelStats::configured_fpr`).

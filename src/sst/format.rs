@@ -22,15 +22,27 @@ pub const FOOTER_LEN: usize = 64;
 /// Last-but-one field of every footer: `"SIFTDBST"` read as a little-endian u64.
 pub const TABLE_MAGIC: u64 = u64::from_le_bytes(*b"SIFTDBST");
 /// The newest SST format version this build reads (design.md, "Footer"): 1 = blocks of type
-/// none or zstd; 2 = blocks may also be LZ4 (type 2).
-pub const FORMAT_VERSION: u32 = 2;
+/// none or zstd; 2 = blocks may also be LZ4 (type 2); 3 = keys may carry a keyspace id.
+pub const FORMAT_VERSION: u32 = 3;
 
-/// The format version a table with data blocks compressed per `compression` is written with:
-/// the lowest that can hold them. Tables without LZ4 stay version 1, readable by builds that
-/// predate LZ4; an LZ4 table is version 2, so such a build reports "format version 2 is newer"
-/// instead of failing on an unknown compression type byte.
-pub fn format_version_for(compression: Compression) -> u32 {
-    match compression {
+/// What a table holds that decides its format version ([`format_version_for`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FormatFeatures {
+    /// Compression of the data blocks.
+    pub compression: Compression,
+    /// Some key carries a keyspace id (a keyspace other than the default).
+    pub keyspaces: bool,
+}
+
+/// The format version of a table with `features`: the lowest that can hold them. Tables
+/// without LZ4 or keyspaces stay version 1, readable by builds that predate both; an LZ4 table
+/// is version 2, so such a build reports "format version 2 is newer" instead of failing on an
+/// unknown compression type byte; a table of a non-default keyspace is version 3.
+pub fn format_version_for(features: FormatFeatures) -> u32 {
+    if features.keyspaces {
+        return 3;
+    }
+    match features.compression {
         Compression::None | Compression::Zstd { .. } => 1,
         Compression::Lz4 => 2,
     }
