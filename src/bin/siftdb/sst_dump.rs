@@ -53,6 +53,7 @@ pub fn run(args: &SstDumpArgs) -> Result<()> {
         p.deletions,
         p.distinct_keys
     );
+    say!("keyspace id       {}", ikey::keyspace(&p.smallest_key));
     say!("sequence range    {}..={}", p.smallest_seq, p.largest_seq);
     let (lo, hi) = (ikey::user_key(&p.smallest_key), ikey::user_key(&p.largest_key));
     say!("user key range    {} ..= {}", show_key(lo), show_key(hi));
