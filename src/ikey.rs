@@ -344,7 +344,7 @@ mod tests {
         assert_eq!(decode_in(&k).unwrap(), (3, &b"zz"[..], 5, ValueKind::Put));
         assert_eq!(decode(&k).unwrap(), (&b"zz"[..], 5, ValueKind::Put));
         assert_eq!((keyspace(&k), user_key(&k)), (3, &b"zz"[..]));
-        let mut keys = vec![
+        let mut keys = [
             encode_in(2, b"a", 1, ValueKind::Put),
             encode_in(0, b"zzzz", 1, ValueKind::Put),
             encode_in(1, b"b", 9, ValueKind::Delete),
