@@ -66,6 +66,7 @@ pub mod error;
 pub mod filename;
 pub mod filter;
 pub mod ikey;
+pub mod keyspace_options;
 pub mod manifest;
 pub mod memtable;
 pub mod merge;
@@ -84,8 +85,12 @@ pub mod wal;
 mod db;
 
 pub use batch::WriteBatch;
-pub use db::{Db, DbCursor, DbIterator, LevelStats, MemoryUsage, ReadStats, Snapshot, Stats};
+pub use db::{
+    Db, DbCursor, DbIterator, Keyspace, KeyspaceStats, LevelStats, MemoryUsage, ReadStats,
+    Snapshot, Stats,
+};
 pub use error::{Error, Result};
+pub use keyspace_options::KeyspaceOptions;
 pub use merge::{MergeOperator, U64AddOperator};
 pub use options::{
     CompactionOptions, Compression, FilterAllocation, FilterConfig, FilterPolicy, LevelBudget,

@@ -8,8 +8,11 @@
 //!    publishes `s` as visible with a Release store; a reader takes its snapshot with an Acquire
 //!    load, so every entry and filter bit of a visible write is visible to it. This is why the
 //!    filter can use Relaxed atomics, and why a filter "no" never hides a visible write.
-//! 3. Entries order by user key ascending, then sequence number descending: the first entry at
-//!    or after `(key, snapshot)` is the newest version visible at `snapshot`.
+//! 3. Entries order by keyspace ascending, user key ascending, then sequence number
+//!    descending (the internal-key order): the first entry at or after `(ks, key, snapshot)` is
+//!    the newest version visible at `snapshot`, and a lookup or scan never leaves its keyspace's
+//!    range. The filter hashes the user key only, so a key of one keyspace may make the filter
+//!    answer "maybe" for the same key of another: a false positive, never a false negative.
 
 use crate::batch::ValueKind;
 use crate::filter::prelude::*;
@@ -17,16 +20,18 @@ use crate::filter::{hash_key, TwoBitBloom};
 use crossbeam_skiplist::SkipMap;
 use std::cmp::Ordering as CmpOrdering;
 use std::ops::Bound;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// Bytes charged per entry on top of key and value: the skip list node, its tower and the
 /// internal key trailer. An estimate; it decides when a memtable is full.
 const ENTRY_OVERHEAD: usize = 64;
 
-/// A memtable key: user key ascending, then sequence number descending (then kind descending,
-/// which never decides since sequence numbers are unique).
+/// A memtable key: keyspace ascending, user key ascending, then sequence number descending
+/// (then kind descending, which never decides since sequence numbers are unique).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MemKey {
+    /// The keyspace id (0: the default keyspace).
+    pub keyspace: u32,
     /// The user key.
     pub user_key: Box<[u8]>,
     /// Sequence number of the write.
@@ -37,8 +42,9 @@ pub struct MemKey {
 
 impl Ord for MemKey {
     fn cmp(&self, other: &Self) -> CmpOrdering {
-        self.user_key
-            .cmp(&other.user_key)
+        self.keyspace
+            .cmp(&other.keyspace)
+            .then_with(|| self.user_key.cmp(&other.user_key))
             .then_with(|| other.seq.cmp(&self.seq))
             .then_with(|| other.kind.cmp(&self.kind))
     }
@@ -56,6 +62,8 @@ impl PartialOrd for MemKey {
 /// and a `memcmp` call saved per step), and storing the value in the same allocation saves one
 /// allocation per write and one per entry on flush.
 struct Slot {
+    /// The keyspace id: compared first.
+    keyspace: u32,
     /// `key_prefix(user key)`: if two slots' prefixes differ, their keys order as the prefixes.
     prefix: u64,
     /// User key bytes, then value bytes.
@@ -66,11 +74,12 @@ struct Slot {
 }
 
 impl Slot {
-    fn new(key: &[u8], value: &[u8], seq: u64, kind: ValueKind) -> Slot {
+    fn new(keyspace: u32, key: &[u8], value: &[u8], seq: u64, kind: ValueKind) -> Slot {
         let mut data = Vec::with_capacity(key.len() + value.len());
         data.extend_from_slice(key);
         data.extend_from_slice(value);
         Slot {
+            keyspace,
             prefix: key_prefix(key),
             data: data.into_boxed_slice(),
             key_len: key.len() as u32,
@@ -88,7 +97,12 @@ impl Slot {
     }
 
     fn mem_key(&self) -> MemKey {
-        MemKey { user_key: self.key().into(), seq: self.seq, kind: self.kind }
+        MemKey {
+            keyspace: self.keyspace,
+            user_key: self.key().into(),
+            seq: self.seq,
+            kind: self.kind,
+        }
     }
 }
 
@@ -107,8 +121,9 @@ fn key_prefix(key: &[u8]) -> u64 {
 
 impl Ord for Slot {
     fn cmp(&self, other: &Self) -> CmpOrdering {
-        self.prefix
-            .cmp(&other.prefix)
+        self.keyspace
+            .cmp(&other.keyspace)
+            .then_with(|| self.prefix.cmp(&other.prefix))
             .then_with(|| self.key().cmp(other.key()))
             .then_with(|| other.seq.cmp(&self.seq))
             .then_with(|| other.kind.cmp(&self.kind))
@@ -148,7 +163,14 @@ pub struct Memtable {
     entries: AtomicU64,
     /// Number of the WAL that holds this memtable's writes.
     wal_number: u64,
+    /// The keyspace of the first write, and whether a write of another keyspace followed (the
+    /// flush may write the two-bit filter as is only for a single-keyspace memtable).
+    first_keyspace: AtomicU64,
+    mixed_keyspaces: AtomicBool,
 }
+
+/// `first_keyspace` before any write.
+const NO_KEYSPACE: u64 = u64::MAX;
 
 impl Memtable {
     /// An empty memtable whose writes live in WAL `wal_number`, with a two-bit filter of
@@ -161,6 +183,8 @@ impl Memtable {
             bytes: AtomicUsize::new(0),
             entries: AtomicU64::new(0),
             wal_number,
+            first_keyspace: AtomicU64::new(NO_KEYSPACE),
+            mixed_keyspaces: AtomicBool::new(false),
         }
     }
 
@@ -169,19 +193,40 @@ impl Memtable {
         self.wal_number
     }
 
-    /// Inserts one version. `key_hash` must be `hash_key(key)`. Only the single writer calls
-    /// this (invariant 2 of the module documentation).
+    /// Inserts one version of a default-keyspace key (see [`Memtable::add_in`]).
     pub fn add(&self, seq: u64, kind: ValueKind, key: &[u8], key_hash: u64, value: &[u8]) {
+        self.add_in(seq, kind, 0, key, key_hash, value)
+    }
+
+    /// Inserts one version of `key` in `keyspace`. `key_hash` must be `hash_key(key)`. Only the
+    /// single writer calls this (invariant 2 of the module documentation).
+    pub fn add_in(
+        &self,
+        seq: u64,
+        kind: ValueKind,
+        keyspace: u32,
+        key: &[u8],
+        key_hash: u64,
+        value: &[u8],
+    ) {
+        match self.first_keyspace.load(Ordering::Relaxed) {
+            NO_KEYSPACE => self.first_keyspace.store(keyspace as u64, Ordering::Relaxed),
+            first if first != keyspace as u64 => {
+                self.mixed_keyspaces.store(true, Ordering::Relaxed)
+            }
+            _ => {}
+        }
         self.filter.insert_hash_atomic(key_hash);
-        self.map.insert(Slot::new(key, value, seq, kind), ());
+        self.map.insert(Slot::new(keyspace, key, value, seq, kind), ());
         self.bytes.fetch_add(key.len() + value.len() + ENTRY_OVERHEAD, Ordering::Relaxed);
         self.entries.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// The newest version of `key` with sequence number `<= snapshot`. The filter is consulted
-    /// first; a "no" answers `Absent` without touching the skip list. Merge operands met before
-    /// the newest Put or Delete are appended to `operands` (newest first) and the walk goes on;
-    /// `Absent` then means "no base in this memtable", and the caller looks further.
+    /// The newest version of default-keyspace `key` with sequence number `<= snapshot`. The
+    /// filter is consulted first; a "no" answers `Absent` without touching the skip list. Merge
+    /// operands met before the newest Put or Delete are appended to `operands` (newest first)
+    /// and the walk goes on; `Absent` then means "no base in this memtable", and the caller
+    /// looks further.
     pub fn get(
         &self,
         key: &[u8],
@@ -189,14 +234,15 @@ impl Memtable {
         snapshot: u64,
         operands: &mut Vec<Vec<u8>>,
     ) -> MemLookup {
-        self.lookup(key, key_hash, snapshot, true, operands)
+        self.lookup(0, key, key_hash, snapshot, true, operands)
     }
 
-    /// [`Memtable::get`]; `copy_value = false` answers `Found` with an empty vector
-    /// (`Db::contains_key`: no value copy) unless `operands` is non-empty (the value is then the
-    /// base a merge needs).
+    /// [`Memtable::get`] in `keyspace`; `copy_value = false` answers `Found` with an empty
+    /// vector (`Db::contains_key`: no value copy) unless `operands` is non-empty (the value is
+    /// then the base a merge needs).
     pub fn lookup(
         &self,
+        keyspace: u32,
         key: &[u8],
         key_hash: u64,
         snapshot: u64,
@@ -209,9 +255,9 @@ impl Memtable {
         if self.entries.load(Ordering::Relaxed) == 0 || !self.filter.contains_hash(key_hash) {
             return MemLookup::Absent;
         }
-        let probe = Slot::new(key, &[], snapshot, crate::ikey::LOOKUP_KIND);
+        let probe = Slot::new(keyspace, key, &[], snapshot, crate::ikey::LOOKUP_KIND);
         let mut entry = self.map.lower_bound(Bound::Included(&probe));
-        while let Some(e) = entry.filter(|e| e.key().key() == key) {
+        while let Some(e) = entry.filter(|e| e.key().keyspace == keyspace && e.key().key() == key) {
             let slot = e.key();
             match slot.kind {
                 ValueKind::Put if copy_value || !operands.is_empty() => {
@@ -226,14 +272,15 @@ impl Memtable {
         MemLookup::Absent
     }
 
-    /// Every version in internal-key order (user key ascending, newest first), starting at the
-    /// first entry whose user key is `>= start` (or the beginning).
+    /// Every version in internal-key order (keyspace, user key ascending, newest first),
+    /// starting at the first entry of the default keyspace whose user key is `>= start` (or the
+    /// beginning).
     pub fn iter_from(
         &self,
         start: Option<&[u8]>,
     ) -> impl Iterator<Item = (MemKey, Box<[u8]>)> + '_ {
         let lower = match start {
-            Some(k) => Bound::Included(Slot::new(k, &[], u64::MAX, ValueKind::Put)),
+            Some(k) => Bound::Included(Slot::new(0, k, &[], u64::MAX, ValueKind::Put)),
             None => Bound::Unbounded,
         };
         self.map
@@ -241,15 +288,15 @@ impl Memtable {
             .map(|e| (e.key().mem_key(), e.key().value().into()))
     }
 
-    /// Calls `f(user_key, seq, kind, value)` for every version in internal-key order, without
-    /// copying (the flush path).
+    /// Calls `f(keyspace, user_key, seq, kind, value)` for every version in internal-key
+    /// order, without copying (the flush path).
     pub fn for_each(
         &self,
-        mut f: impl FnMut(&[u8], u64, ValueKind, &[u8]) -> crate::Result<()>,
+        mut f: impl FnMut(u32, &[u8], u64, ValueKind, &[u8]) -> crate::Result<()>,
     ) -> crate::Result<()> {
         for e in self.map.iter() {
             let s = e.key();
-            f(s.key(), s.seq, s.kind, s.value())?;
+            f(s.keyspace, s.key(), s.seq, s.kind, s.value())?;
         }
         Ok(())
     }
@@ -297,6 +344,12 @@ impl Memtable {
         &self.filter
     }
 
+    /// Whether writes of more than one keyspace were added (the flush then rebuilds each
+    /// output file's filter from its own keys).
+    pub fn holds_several_keyspaces(&self) -> bool {
+        self.mixed_keyspaces.load(Ordering::Relaxed)
+    }
+
     /// Memory of the filter in bytes.
     pub fn filter_bytes(&self) -> usize {
         self.filter.memory_bytes()
@@ -305,7 +358,7 @@ impl Memtable {
 
 /// A bound on memtable keys as a bound on skip-list slots.
 fn slot_bound(b: Bound<&MemKey>) -> Bound<Slot> {
-    let slot = |k: &MemKey| Slot::new(&k.user_key, &[], k.seq, k.kind);
+    let slot = |k: &MemKey| Slot::new(k.keyspace, &k.user_key, &[], k.seq, k.kind);
     match b {
         Bound::Included(k) => Bound::Included(slot(k)),
         Bound::Excluded(k) => Bound::Excluded(slot(k)),
@@ -349,7 +402,7 @@ mod tests {
         // At snapshot 6 only the older operand is visible; below the delete, v3 is the base,
         // and a lookup with operands copies it even when asked for no value.
         let mut ops = vec![b"newer".to_vec()];
-        assert_eq!(m.lookup(b"k", h, 4, false, &mut ops), MemLookup::Found(b"v3".to_vec()));
+        assert_eq!(m.lookup(0, b"k", h, 4, false, &mut ops), MemLookup::Found(b"v3".to_vec()));
         let mut ops = Vec::new();
         assert_eq!(m.get(b"k", h, 6, &mut ops), MemLookup::Deleted);
         assert_eq!(ops, vec![b"m6".to_vec()]);
@@ -379,7 +432,7 @@ mod tests {
         put(&m, 1, b"a", b"");
         put(&m, 3, b"a", b"");
         put(&m, 4, b"c", b"");
-        let at = |seq| MemKey { user_key: b"a"[..].into(), seq, kind: ValueKind::Put };
+        let at = |seq| MemKey { keyspace: 0, user_key: b"a"[..].into(), seq, kind: ValueKind::Put };
         let keys = |it: &mut dyn Iterator<Item = (MemKey, Box<[u8]>)>| -> Vec<(Vec<u8>, u64)> {
             it.map(|(k, _)| (k.user_key.to_vec(), k.seq)).collect()
         };
@@ -409,13 +462,56 @@ mod tests {
             .collect();
         for (a, sa) in &keys {
             for (b, sb) in keys.iter().step_by(7) {
-                let x = Slot::new(a, b"v", *sa, ValueKind::Put);
-                let y = Slot::new(b, b"", *sb, ValueKind::Put);
-                let mx = MemKey { user_key: a.as_slice().into(), seq: *sa, kind: ValueKind::Put };
-                let my = MemKey { user_key: b.as_slice().into(), seq: *sb, kind: ValueKind::Put };
+                let (ka, kb) = ((*sa % 2) as u32, (*sb % 3) as u32);
+                let x = Slot::new(ka, a, b"v", *sa, ValueKind::Put);
+                let y = Slot::new(kb, b, b"", *sb, ValueKind::Put);
+                let mx = MemKey {
+                    keyspace: ka,
+                    user_key: a.as_slice().into(),
+                    seq: *sa,
+                    kind: ValueKind::Put,
+                };
+                let my = MemKey {
+                    keyspace: kb,
+                    user_key: b.as_slice().into(),
+                    seq: *sb,
+                    kind: ValueKind::Put,
+                };
                 assert_eq!(x.cmp(&y), mx.cmp(&my), "{a:?}@{sa} vs {b:?}@{sb}");
             }
         }
+    }
+
+    #[test]
+    fn the_same_user_key_in_two_keyspaces_is_two_keys() {
+        let m = Memtable::new(1, 1 << 12);
+        let h = hash_key(b"k");
+        m.add_in(1, ValueKind::Put, 0, b"k", h, b"default");
+        assert!(!m.holds_several_keyspaces());
+        m.add_in(2, ValueKind::Put, 7, b"k", h, b"seven");
+        m.add_in(3, ValueKind::Delete, 0, b"k", h, b"");
+        assert!(m.holds_several_keyspaces());
+        assert_eq!(
+            m.lookup(7, b"k", h, 9, true, &mut Vec::new()),
+            MemLookup::Found(b"seven".to_vec())
+        );
+        assert_eq!(m.lookup(0, b"k", h, 9, true, &mut Vec::new()), MemLookup::Deleted);
+        assert_eq!(
+            m.lookup(0, b"k", h, 2, true, &mut Vec::new()),
+            MemLookup::Found(b"default".to_vec())
+        );
+        assert_eq!(m.lookup(3, b"k", h, 9, true, &mut Vec::new()), MemLookup::Absent);
+        assert_eq!(m.lookup(8, b"k", h, 9, true, &mut Vec::new()), MemLookup::Absent);
+        let mut order = Vec::new();
+        m.for_each(|ks, k, seq, _, _| {
+            order.push((ks, k.to_vec(), seq));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(
+            order,
+            vec![(0, b"k".to_vec(), 3), (0, b"k".to_vec(), 1), (7, b"k".to_vec(), 2)]
+        );
     }
 
     #[test]

@@ -7,12 +7,13 @@
 //!
 //! The same kind of sequence runs over the real file system (a temp dir), over `MemStorage`, and
 //! over `MemStorage` with synced writes where every reopen follows a simulated power loss.
+//! A second keyspace ("ks2", its own model) takes a quarter of the batch records, so batches
+//! span keyspaces; its gets, and its full scans at every reopen, are checked too.
 
 use siftdb::rng::SplitMix64;
 use siftdb::storage::MemStorage;
-use siftdb::{
-    Compression, Db, DbCursor, Options, Snapshot, U64AddOperator, WriteBatch, WriteOptions,
-};
+use siftdb::{Compression, Db, DbCursor, KeyspaceOptions, Options, Snapshot, WriteBatch};
+use siftdb::{Keyspace, U64AddOperator, WriteOptions};
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::path::Path;
@@ -169,6 +170,8 @@ fn run_model(dir: &Path, storage: Option<&MemStorage>, seed: u64, power_loss: bo
     let mut rng = SplitMix64::new(seed);
     let mut db = Db::open(dir, options(storage, small)).expect("open");
     let mut model = Model::new();
+    let ks2_open = |db: &Db| db.keyspace("ks2", KeyspaceOptions::default()).expect("keyspace");
+    let (mut ks2, mut model2): (Keyspace, Model) = (ks2_open(&db), Model::new());
     let mut snaps: Vec<(Snapshot, Model)> = Vec::new();
     let (mut flushes, mut reopens, mut snapshot_checks) = (0, 0, 0);
     for op in 0..OPS {
@@ -210,6 +213,10 @@ fn run_model(dir: &Path, storage: Option<&MemStorage>, seed: u64, power_loss: bo
                 for _ in 0..2 + rng.below(8) {
                     let k = key(&mut rng);
                     if rng.below(4) == 0 {
+                        let v = value(&mut rng, op);
+                        b.put_in(&ks2, &k, &v);
+                        model2.insert(k.clone(), v);
+                    } else if rng.below(4) == 0 {
                         b.delete(&k);
                         model.remove(&k);
                     } else {
@@ -262,6 +269,7 @@ fn run_model(dir: &Path, storage: Option<&MemStorage>, seed: u64, power_loss: bo
                 let k = key(&mut rng);
                 assert_eq!(db.get(&k).unwrap(), model.get(&k).cloned(), "op {op}: get {k:?}");
                 assert_eq!(db.contains_key(&k).unwrap(), model.contains_key(&k), "op {op}");
+                assert_eq!(ks2.get(&k).unwrap(), model2.get(&k).cloned(), "op {op}: ks2 {k:?}");
                 if rng.below(4) == 0 {
                     // A batch with duplicates and keys in no particular order.
                     let mut keys: Vec<Vec<u8>> =
@@ -341,9 +349,12 @@ fn run_model(dir: &Path, storage: Option<&MemStorage>, seed: u64, power_loss: bo
                     // drop below cannot make anything durable.
                     s.crash_drop_unsynced();
                 }
-                drop(db);
+                drop((ks2, db)); // a keyspace handle keeps the engine state alive too
                 db = Db::open(dir, options(storage, small)).expect("reopen");
+                ks2 = ks2_open(&db);
                 reopens += 1;
+                let all2: Vec<_> = model2.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+                assert_eq!(collect(ks2.scan().unwrap()), all2, "op {op}: ks2 scan after reopen");
                 let all: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
                 assert_eq!(collect(db.scan().unwrap()), all, "op {op}: scan after reopen");
                 let rev = collect_rev(db.scan().unwrap());
@@ -353,8 +364,10 @@ fn run_model(dir: &Path, storage: Option<&MemStorage>, seed: u64, power_loss: bo
     }
     // The final state, entry by entry and as one scan, after one more reopen.
     snaps.clear();
-    drop(db);
+    drop((ks2, db));
     let db = Db::open(dir, options(storage, small)).expect("final reopen");
+    let all2: Vec<_> = model2.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    assert_eq!(collect_rev(ks2_open(&db).scan().unwrap()), reversed(all2), "final ks2 scan");
     for (k, v) in &model {
         assert_eq!(db.get(k).unwrap().as_ref(), Some(v), "final get {k:?}");
     }

@@ -164,3 +164,51 @@ fn merge_with_u64_adds_to_a_counter_and_the_dumps_show_merge_records() {
     ok(&["compact", ds, "--u64"]);
     assert_eq!(ok(&["dump", ds, "--u64"]), "a => 1\nctr => 13\n");
 }
+
+#[test]
+fn keyspace_flag_reads_and_writes_one_keyspace_and_reads_never_create_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let d = db.to_str().unwrap();
+    ok(&["put", d, "k", "default", "--create"]);
+    ok(&["put", d, "k", "in-events", "--keyspace", "events"]);
+    ok(&["put", d, "j", "also", "--keyspace", "events"]);
+    assert_eq!(ok(&["get", d, "k"]), "default\n");
+    assert_eq!(ok(&["get", d, "k", "--keyspace", "events"]), "in-events\n");
+    assert_eq!(ok(&["scan", d, "--keyspace", "events", "--keys-only"]), "j\nk\n");
+    assert_eq!(ok(&["dump", d]), "k => default\n");
+    ok(&["delete", d, "j", "--keyspace", "events"]);
+    assert_eq!(ok(&["dump", d, "--keyspace", "events"]), "k => in-events\n");
+    fails(&["get", d, "k", "--keyspace", "nope"], "no keyspace named \"nope\"");
+    fails(&["scan", d, "--keyspace", "nope"], "no keyspace named");
+    fails(&["delete", d, "k", "--keyspace", "nope"], "no keyspace named");
+    assert_eq!(ok(&["keyspaces", d]), "default\nevents\n", "reads created nothing");
+    fails(&["put", d, "k", "v", "--keyspace", "__query/x"], "reserves");
+    // The tools show the keyspace of a file and of a manifest edit.
+    ok(&["compact", d]);
+    let mut ssts: Vec<_> = std::fs::read_dir(&db)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "sst"))
+        .collect();
+    ssts.sort();
+    let ids: Vec<String> = ssts
+        .iter()
+        .map(|p| {
+            let out = ok(&["sst", "dump", p.to_str().unwrap()]);
+            out.lines().find(|l| l.starts_with("keyspace id")).unwrap().to_string()
+        })
+        .collect();
+    assert!(
+        ids.iter().any(|l| l.ends_with(" 0")) && ids.iter().any(|l| l.ends_with(" 1")),
+        "{ids:?}"
+    );
+    let manifest = std::fs::read_dir(&db)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_str().unwrap().starts_with("MANIFEST"))
+        .unwrap();
+    let out = ok(&["manifest", "dump", manifest.to_str().unwrap()]);
+    assert!(out.contains("keyspace 1 \"events\""), "{out}");
+    assert!(out.contains("keyspace 1,"), "{out}");
+}

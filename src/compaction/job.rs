@@ -11,7 +11,8 @@
 //! (`collapse.rs`, which implements all of this rule).
 //!
 //! Outputs are cut only between user keys, so the files of a level never share a user key and
-//! their ranges stay disjoint. The files are synced, then the directory; nothing is installed
+//! their ranges stay disjoint; they are always cut where the keyspace changes, so a file holds
+//! one keyspace, and each is written with its keyspace's block layout and filter. The files are synced, then the directory; nothing is installed
 //! here: the caller makes one manifest edit for the whole compaction.
 
 use super::collapse::{collapse, Version};
@@ -24,7 +25,7 @@ use crate::sst::{FilterBlockSource, TableBuilder, TableIter, TableOptions};
 use crate::storage::Storage;
 use crate::table_cache::TableCache;
 use crate::version::TableFile;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -39,8 +40,15 @@ pub struct JobEnv<'a> {
     pub new_file_number: &'a dyn Fn() -> u64,
     /// The table cache: opens the inputs as the merge reaches them, and the finished outputs.
     pub tables: &'a Arc<TableCache>,
-    /// Block layout of the outputs.
-    pub table_options: TableOptions,
+}
+
+/// How the outputs of one keyspace are written.
+#[derive(Debug, Clone, Copy)]
+pub struct OutputLayout {
+    /// Block layout.
+    pub table: TableOptions,
+    /// Filter.
+    pub filter: LevelFilter,
 }
 
 /// What to merge.
@@ -55,14 +63,22 @@ pub struct JobSpec {
     pub bottommost: bool,
     /// Cut outputs at the first user-key boundary past this size.
     pub target_file_size: u64,
-    /// Filter of the output level.
-    pub filter: LevelFilter,
     /// The operator that collapses merge operands (`None`: operands are copied as they are),
     /// and the name the outputs record for their operands; see
     /// [`super::collapse::compaction_operator`].
     pub merge_operator: Option<crate::merge::SharedMergeOperator>,
     /// Recorded in outputs holding merge operands (`merge_operator` property).
     pub merge_operator_name: String,
+    /// Layout of the outputs of each keyspace the inputs hold.
+    pub layouts: BTreeMap<u32, OutputLayout>,
+    /// Layout of the outputs of any other keyspace.
+    pub default_layout: OutputLayout,
+}
+
+impl JobSpec {
+    fn layout(&self, keyspace: u32) -> OutputLayout {
+        self.layouts.get(&keyspace).copied().unwrap_or(self.default_layout)
+    }
 }
 
 /// What a job produced.
@@ -142,6 +158,7 @@ fn run_inner(env: &JobEnv<'_>, mut spec: JobSpec, made: &mut Vec<u64>) -> Result
     let mut metas: Vec<FileMeta> = Vec::new();
     let mut group: Vec<Version> = Vec::new();
     let mut group_key: Vec<u8> = Vec::new();
+    let mut group_ks: u32 = 0;
     loop {
         // The smallest current key among the runs (internal-key order; few runs, linear scan).
         let mut best: Option<usize> = None;
@@ -154,21 +171,24 @@ fn run_inner(env: &JobEnv<'_>, mut spec: JobSpec, made: &mut Vec<u64>) -> Result
         }
         let Some(b) = best else { break };
         let it = runs[b].iter.as_mut().expect("valid");
-        let (user_key, seq, kind) = ikey::decode(it.key())?;
+        let (keyspace, user_key, seq, kind) = ikey::decode_in(it.key())?;
         res.entries_in += 1;
-        if user_key != group_key.as_slice() && !group.is_empty() {
-            emit(env, &spec, &group_key, &mut group, &mut out, &mut metas, made, &mut res)?;
+        if (keyspace, user_key) != (group_ks, group_key.as_slice()) && !group.is_empty() {
+            let key = (group_ks, group_key.as_slice());
+            emit(env, &spec, key, &mut group, &mut out, &mut metas, made, &mut res)?;
         }
         if group.is_empty() {
             group_key.clear();
             group_key.extend_from_slice(user_key);
+            group_ks = keyspace;
         }
         group.push(Version { seq, kind, value: it.value().to_vec() });
         it.next()?;
         runs[b].settle()?;
     }
     if !group.is_empty() {
-        emit(env, &spec, &group_key, &mut group, &mut out, &mut metas, made, &mut res)?;
+        let key = (group_ks, group_key.as_slice());
+        emit(env, &spec, key, &mut group, &mut out, &mut metas, made, &mut res)?;
     }
     out.finish(env, &spec, &mut metas, &mut res)?;
     // The outputs' entries are durable before the manifest edit names them.
@@ -185,7 +205,8 @@ fn run_inner(env: &JobEnv<'_>, mut spec: JobSpec, made: &mut Vec<u64>) -> Result
 
 /// The output file being written.
 struct Output {
-    builder: Option<(TableBuilder, u64)>,
+    /// The builder, its file number and its keyspace.
+    builder: Option<(TableBuilder, u64, u32)>,
     fallback: Arc<AtomicBool>,
 }
 
@@ -197,8 +218,8 @@ impl Output {
         metas: &mut Vec<FileMeta>,
         res: &mut JobResult,
     ) -> Result<()> {
-        let Some((builder, number)) = self.builder.take() else { return Ok(()) };
-        let lf = spec.filter;
+        let Some((builder, number, keyspace)) = self.builder.take() else { return Ok(()) };
+        let lf = spec.layout(keyspace).filter;
         let fallback = self.fallback.clone();
         fallback.store(false, Ordering::Relaxed);
         let source = if lf.kind == crate::options::StaticFilterKind::None {
@@ -223,6 +244,7 @@ impl Output {
             smallest_seq: s.smallest_seq,
             largest_seq: s.largest_seq,
             entries: s.entries,
+            keyspace,
         });
         Ok(())
     }
@@ -233,7 +255,7 @@ impl Output {
 fn emit(
     env: &JobEnv<'_>,
     spec: &JobSpec,
-    user_key: &[u8],
+    (keyspace, user_key): (u32, &[u8]),
     group: &mut Vec<Version>,
     out: &mut Output,
     metas: &mut Vec<FileMeta>,
@@ -250,22 +272,24 @@ fn emit(
     if keep.is_empty() {
         return Ok(());
     }
-    if out.builder.as_ref().is_some_and(|(b, _)| b.estimated_size() >= spec.target_file_size) {
+    let full = |b: &TableBuilder| b.estimated_size() >= spec.target_file_size;
+    if out.builder.as_ref().is_some_and(|(b, _, ks)| full(b) || *ks != keyspace) {
         out.finish(env, spec, metas, res)?;
     }
     if out.builder.is_none() {
         let number = (env.new_file_number)();
         made.push(number);
         let file = env.storage.create_immutable(&env.dir.join(filename::sst_name(number)))?;
-        let mut builder = TableBuilder::new(file, env.table_options)?;
+        let table = spec.layout(keyspace).table;
+        let mut builder = TableBuilder::new(file, table)?;
         builder.set_merge_operator(&spec.merge_operator_name);
-        out.builder = Some((builder, number));
+        out.builder = Some((builder, number, keyspace));
     }
-    let (b, _) = out.builder.as_mut().expect("just made");
-    let mut k = Vec::with_capacity(user_key.len() + ikey::TRAILER_LEN);
+    let (b, _, _) = out.builder.as_mut().expect("just made");
+    let mut k = Vec::with_capacity(user_key.len() + ikey::KEYSPACE_LEN + ikey::TRAILER_LEN);
     for v in keep {
         k.clear();
-        ikey::encode_into(&mut k, user_key, v.seq, v.kind);
+        ikey::encode_in_into(&mut k, keyspace, user_key, v.seq, v.kind);
         b.add(&k, &v.value)?;
         res.entries_out += 1;
     }

@@ -33,6 +33,7 @@ impl Sim {
             smallest_seq: 0,
             largest_seq: 0,
             entries: keys.len() as u64,
+            keyspace: 0,
         };
         self.keys.insert(number, keys);
         m

@@ -18,6 +18,10 @@
 //!   Backward, the key's versions arrive oldest first: a Put or Delete resets the collected
 //!   operands, an operand is added, and the newest state decides. Each operand's source table
 //!   must record the configured operator's name (`crate::merge`).
+//!
+//! A cursor reads one keyspace. The keyspaces occupy consecutive internal-key ranges, so the
+//! merge meets the cursor's keyspace as one run: an entry of a larger keyspace ends a forward
+//! walk, one of a smaller keyspace a backward walk, exactly as the bounds do.
 
 use super::iter::merge::Merge;
 use super::iter::source::{IKey, Source};
@@ -54,6 +58,7 @@ use std::sync::Arc;
 pub struct DbCursor {
     sv: Arc<SuperVersion>,
     merge: Merge,
+    keyspace: u32,
     snapshot: u64,
     lower: Bound<Vec<u8>>,
     upper: Bound<Vec<u8>>,
@@ -70,9 +75,11 @@ pub struct DbCursor {
 }
 
 impl DbCursor {
-    /// A cursor over `sv` at `snapshot`, restricted to user keys within `lower..upper`.
+    /// A cursor over `sv` at `snapshot`, restricted to user keys of `keyspace` within
+    /// `lower..upper`.
     pub(crate) fn new(
         sv: Arc<SuperVersion>,
+        keyspace: u32,
         snapshot: u64,
         lower: Bound<Vec<u8>>,
         upper: Bound<Vec<u8>>,
@@ -91,7 +98,8 @@ impl DbCursor {
             sources.push(Source::mem(mem.clone()));
         }
         for (n, level) in sv.version.levels.iter().enumerate() {
-            let files: Vec<_> = level.iter().filter(|f| f.overlaps(start, end_excl)).collect();
+            let files: Vec<_> =
+                level.iter().filter(|f| f.overlaps(keyspace, start, end_excl)).collect();
             if n == 0 {
                 // L0 files may overlap each other: one source each.
                 sources.extend(files.into_iter().map(|f| Source::files(vec![f.clone()])));
@@ -102,6 +110,7 @@ impl DbCursor {
         DbCursor {
             merge: Merge::new(sources),
             sv,
+            keyspace,
             snapshot,
             lower,
             upper,
@@ -118,6 +127,7 @@ impl DbCursor {
     pub(crate) fn twin(&self) -> DbCursor {
         DbCursor::new(
             self.sv.clone(),
+            self.keyspace,
             self.snapshot,
             self.lower.clone(),
             self.upper.clone(),
@@ -164,10 +174,8 @@ impl DbCursor {
     pub fn seek_to_first(&mut self) -> Result<()> {
         let r = match self.lower.clone() {
             Bound::Included(k) | Bound::Excluded(k) => self.seek_inner(&k),
-            Bound::Unbounded => {
-                self.forward = true;
-                self.merge.seek_to_first().and_then(|()| self.find_next(false))
-            }
+            // The smallest user key: the first entry of the keyspace.
+            Bound::Unbounded => self.seek_inner(b""),
         };
         self.check(r)
     }
@@ -178,7 +186,13 @@ impl DbCursor {
             Bound::Included(k) | Bound::Excluded(k) => self.seek_for_prev_inner(&k),
             Bound::Unbounded => {
                 self.forward = false;
-                self.merge.seek_to_last().and_then(|()| self.find_prev())
+                // The last entry before the next keyspace's first possible key (no entry has
+                // sequence MAX_SEQ, so none equals it).
+                let r = match self.keyspace.checked_add(1) {
+                    Some(next) => self.merge.seek_for_prev(IKey::first_of(next, b"")),
+                    None => self.merge.seek_to_last(),
+                };
+                r.and_then(|()| self.find_prev())
             }
         };
         self.check(r)
@@ -211,7 +225,12 @@ impl DbCursor {
             _ => key.to_vec(),
         };
         let seq = self.snapshot.min(crate::ikey::MAX_SEQ);
-        self.merge.seek(IKey { user_key: &key, seq, kind: crate::ikey::LOOKUP_KIND })?;
+        self.merge.seek(IKey {
+            keyspace: self.keyspace,
+            user_key: &key,
+            seq,
+            kind: crate::ikey::LOOKUP_KIND,
+        })?;
         self.find_next(false)
     }
 
@@ -221,7 +240,7 @@ impl DbCursor {
             Bound::Included(u) | Bound::Excluded(u) if key > u.as_slice() => u.clone(),
             _ => key.to_vec(),
         };
-        self.merge.seek_for_prev(IKey::last_of(&key))?;
+        self.merge.seek_for_prev(IKey::last_of(self.keyspace, &key))?;
         self.find_prev()
     }
 
@@ -239,7 +258,7 @@ impl DbCursor {
             // The merge sits before the shown key's versions: re-seek to its first version,
             // then skip them (`saved_key` already holds the key).
             self.forward = true;
-            self.merge.seek(IKey::first_of(&self.saved_key))?;
+            self.merge.seek(IKey::first_of(self.keyspace, &self.saved_key))?;
         }
         self.find_next(true)
     }
@@ -252,8 +271,9 @@ impl DbCursor {
                 false => self.merge.entry().expect("valid forward cursor").user_key.clone(),
             };
             self.forward = false;
-            self.merge.seek_for_prev(IKey::first_of(&key))?;
-            while self.merge.entry().is_some_and(|e| e.user_key >= key) {
+            let ks = self.keyspace;
+            self.merge.seek_for_prev(IKey::first_of(ks, &key))?;
+            while self.merge.entry().is_some_and(|e| (e.keyspace, &e.user_key) >= (ks, &key)) {
                 self.merge.prev()?; // only a version at MAX_SEQ, which no write gets
             }
         }
@@ -266,10 +286,12 @@ impl DbCursor {
         self.valid = false;
         self.merged = false;
         while let Some(e) = self.merge.entry() {
-            if past_upper(&self.upper, &e.user_key) {
+            let ks = self.keyspace;
+            if e.keyspace > ks || (e.keyspace == ks && past_upper(&self.upper, &e.user_key)) {
                 return Ok(()); // entries come in key order: nothing further is in range
             }
-            if !below_lower(&self.lower, &e.user_key) && e.seq <= self.snapshot {
+            let inside = e.keyspace == self.keyspace && !below_lower(&self.lower, &e.user_key);
+            if inside && e.seq <= self.snapshot {
                 let skipped = skipping && e.user_key <= self.saved_key;
                 match e.kind {
                     ValueKind::Delete => {
@@ -304,7 +326,10 @@ impl DbCursor {
         self.merge.next()?;
         // Versions after the first visible one are older, hence visible too.
         let base = loop {
-            let Some(e) = self.merge.entry().filter(|e| e.user_key == self.saved_key) else {
+            let ks = self.keyspace;
+            let same_key =
+                self.merge.entry().filter(|e| e.keyspace == ks && e.user_key == self.saved_key);
+            let Some(e) = same_key else {
                 break None;
             };
             match e.kind {
@@ -340,10 +365,12 @@ impl DbCursor {
         // Operands above `base`, oldest first, with their sources' recorded operator names.
         let mut ops: Vec<(Vec<u8>, Option<String>)> = Vec::new();
         while let Some(e) = self.merge.entry() {
-            if below_lower(&self.lower, &e.user_key) {
+            let ks = self.keyspace;
+            if e.keyspace < ks || (e.keyspace == ks && below_lower(&self.lower, &e.user_key)) {
                 break; // entries come in key order: nothing earlier is in range
             }
-            if !past_upper(&self.upper, &e.user_key) && e.seq <= self.snapshot {
+            let inside = e.keyspace == self.keyspace && !past_upper(&self.upper, &e.user_key);
+            if inside && e.seq <= self.snapshot {
                 if have && e.user_key != self.saved_key {
                     if live {
                         break; // the candidate's newest visible version was the last one seen

@@ -27,14 +27,14 @@ use std::sync::atomic::Ordering;
 /// One key's answer.
 type Answer = Result<Option<Vec<u8>>>;
 
-/// The values of `keys` at `at`, in the order of `keys`.
-pub(crate) fn multi_get(inner: &DbInner, keys: &[&[u8]], at: ReadAt) -> Vec<Answer> {
+/// The values of `keys` of `keyspace` at `at`, in the order of `keys`.
+pub(crate) fn multi_get(inner: &DbInner, keyspace: u32, keys: &[&[u8]], at: ReadAt) -> Vec<Answer> {
     let counters = inner.reads.local();
     counters.gets.fetch_add(keys.len() as u64, Ordering::Relaxed);
     let sv = inner.sv.load();
     let snapshot = at.sequence(inner); // after the super-version: see ReadAt
-    let answers =
-        lookup_all(&sv, &counters.levels, keys, snapshot, inner.opts.merge_operator.as_ref());
+    let merge_op = inner.opts.merge_operator.as_ref();
+    let answers = lookup_all(&sv, &counters.levels, keyspace, keys, snapshot, merge_op);
     let found = answers.iter().filter(|a| matches!(a, Ok(Some(_)))).count();
     counters.gets_found.fetch_add(found as u64, Ordering::Relaxed);
     answers
@@ -42,6 +42,7 @@ pub(crate) fn multi_get(inner: &DbInner, keys: &[&[u8]], at: ReadAt) -> Vec<Answ
 
 /// Keys still looking for their version, and the answers of the others.
 struct Batch<'a> {
+    keyspace: u32,
     keys: &'a [&'a [u8]],
     hashes: Vec<u64>,
     snapshot: u64,
@@ -88,9 +89,9 @@ impl Batch<'_> {
     ) {
         verdicts.clear();
         verdicts.extend(
-            self.pending[range.clone()]
-                .iter()
-                .map(|&i| table.probe_filter(self.keys[i], self.hashes[i], counters)),
+            self.pending[range.clone()].iter().map(|&i| {
+                table.probe_filter(self.keyspace, self.keys[i], self.hashes[i], counters)
+            }),
         );
         for (slot, verdict) in range.zip(verdicts.iter()) {
             let FilterVerdict::Maybe { positive } = *verdict else { continue };
@@ -98,8 +99,15 @@ impl Batch<'_> {
             let key = self.keys[i];
             let ops = &mut self.operands[i];
             let before = ops.list.len();
-            let got =
-                table.get_past_filter(key, self.snapshot, counters, positive, true, &mut ops.list);
+            let got = table.get_past_filter(
+                self.keyspace,
+                key,
+                self.snapshot,
+                counters,
+                positive,
+                true,
+                &mut ops.list,
+            );
             let got = match got {
                 Ok(r) if ops.list.len() > before => {
                     ops.check_source(Some(table.merge_operator_name()), key).map(|()| r)
@@ -132,6 +140,7 @@ impl Batch<'_> {
 fn lookup_all(
     sv: &SuperVersion,
     reads: &[ReadCounters; NUM_LEVELS],
+    keyspace: u32,
     keys: &[&[u8]],
     snapshot: u64,
     merge_operator: Option<&SharedMergeOperator>,
@@ -139,6 +148,7 @@ fn lookup_all(
     let mut pending: Vec<usize> = (0..keys.len()).collect();
     pending.sort_by(|&a, &b| keys[a].cmp(keys[b]).then(a.cmp(&b)));
     let mut b = Batch {
+        keyspace,
         keys,
         hashes: keys.iter().map(|k| hash_key(k)).collect(),
         snapshot,
@@ -151,7 +161,7 @@ fn lookup_all(
     for (slot, &i) in b.pending.iter().enumerate() {
         for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
             let ops = &mut b.operands[i];
-            match mem.get(keys[i], b.hashes[i], snapshot, &mut ops.list) {
+            match mem.lookup(keyspace, keys[i], b.hashes[i], snapshot, true, &mut ops.list) {
                 MemLookup::Found(v) => b.answers[i] = Some(ops.finish(keys[i], Some(v))),
                 MemLookup::Deleted => b.answers[i] = Some(ops.finish(keys[i], None)),
                 MemLookup::Absent => continue,
@@ -168,8 +178,8 @@ fn lookup_all(
         if b.pending.is_empty() {
             break;
         }
-        let lo = b.pending.partition_point(|&i| keys[i] < file.meta.smallest_key.as_slice());
-        let hi = b.pending.partition_point(|&i| keys[i] <= file.meta.largest_key.as_slice());
+        let lo = b.pending.partition_point(|&i| (keyspace, keys[i]) < file.meta.smallest());
+        let hi = b.pending.partition_point(|&i| (keyspace, keys[i]) <= file.meta.largest());
         if lo < hi {
             b.probe_file(file, &reads[0], lo..hi, &mut done, &mut verdicts);
             b.retire(&mut done);
@@ -184,13 +194,13 @@ fn lookup_all(
         let mut slot = 0;
         while slot < b.pending.len() {
             let key = keys[b.pending[slot]];
-            let Some(file) = sv.version.find_in_level(level, key) else {
+            let Some(file) = sv.version.find_in_level(level, keyspace, key) else {
                 slot += 1;
                 continue;
             };
             let end = slot
                 + b.pending[slot..]
-                    .partition_point(|&i| keys[i] <= file.meta.largest_key.as_slice());
+                    .partition_point(|&i| (keyspace, keys[i]) <= file.meta.largest());
             b.probe_file(file, level_reads, slot..end, &mut done, &mut verdicts);
             slot = end;
         }

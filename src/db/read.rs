@@ -7,7 +7,7 @@
 //! below the snapshot decides; merge operands found before it are collected on the way (the
 //! walk goes on past them, through memtables and levels alike) and merged onto it.
 
-use super::stats::{LevelStats, Stats};
+use super::stats::{KeyspaceStats, LevelStats, Stats};
 use super::{DbInner, SuperVersion};
 use crate::error::Result;
 use crate::filter::hash_key;
@@ -40,18 +40,24 @@ impl ReadAt {
     }
 }
 
-/// The value of `key` at `at`.
-pub(crate) fn get(inner: &DbInner, key: &[u8], at: ReadAt) -> Result<Option<Vec<u8>>> {
-    point_lookup(inner, key, at, true)
+/// The value of `key` of `keyspace` at `at`.
+pub(crate) fn get(
+    inner: &DbInner,
+    keyspace: u32,
+    key: &[u8],
+    at: ReadAt,
+) -> Result<Option<Vec<u8>>> {
+    point_lookup(inner, keyspace, key, at, true)
 }
 
-/// Whether `key` has a value at `at`: [`get`] without copying the value out.
-pub(crate) fn contains_key(inner: &DbInner, key: &[u8], at: ReadAt) -> Result<bool> {
-    Ok(point_lookup(inner, key, at, false)?.is_some())
+/// Whether `key` of `keyspace` has a value at `at`: [`get`] without copying the value out.
+pub(crate) fn contains_key(inner: &DbInner, keyspace: u32, key: &[u8], at: ReadAt) -> Result<bool> {
+    Ok(point_lookup(inner, keyspace, key, at, false)?.is_some())
 }
 
 fn point_lookup(
     inner: &DbInner,
+    keyspace: u32,
     key: &[u8],
     at: ReadAt,
     copy_value: bool,
@@ -63,7 +69,7 @@ fn point_lookup(
     let sv = inner.sv.load();
     let snapshot = at.sequence(inner);
     let mut operands = Operands::new(inner.opts.merge_operator.as_ref());
-    let result = lookup(&sv, &counters.levels, key, snapshot, copy_value, &mut operands)?;
+    let result = lookup(&sv, &counters.levels, keyspace, key, snapshot, copy_value, &mut operands)?;
     if result.is_some() {
         counters.gets_found.fetch_add(1, Ordering::Relaxed);
     }
@@ -83,6 +89,7 @@ enum Step {
 fn lookup(
     sv: &SuperVersion,
     reads: &[ReadCounters; NUM_LEVELS],
+    keyspace: u32,
     key: &[u8],
     snapshot: u64,
     copy_value: bool,
@@ -93,18 +100,19 @@ fn lookup(
     let hash = hash_key(key);
     let finish = |ops: &Operands<'_>, base| ops.finish(key, base);
     for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
-        match mem.lookup(key, hash, snapshot, copy_value, &mut ops.list) {
+        match mem.lookup(keyspace, key, hash, snapshot, copy_value, &mut ops.list) {
             MemLookup::Found(v) => return finish(ops, Some(v)),
             MemLookup::Deleted => return finish(ops, None),
             MemLookup::Absent => {}
         }
     }
     let mut in_table = |table: &Table, counters: &ReadCounters| -> Result<Step> {
-        let r = match table.probe_filter(key, hash, counters) {
+        let r = match table.probe_filter(keyspace, key, hash, counters) {
             FilterVerdict::Absent => return Ok(Step::Continue),
             FilterVerdict::Maybe { positive } => {
                 let before = ops.list.len();
                 let r = table.get_past_filter(
+                    keyspace,
                     key,
                     snapshot,
                     counters,
@@ -124,7 +132,7 @@ fn lookup(
             GetResult::NotFound => Step::Continue,
         })
     };
-    for file in sv.version.levels[0].iter().filter(|f| f.may_contain_key(key)) {
+    for file in sv.version.levels[0].iter().filter(|f| f.may_contain_key(keyspace, key)) {
         match file.with_table(|t| in_table(t, &reads[0]))?? {
             Step::Base(v) => return finish(ops, Some(v)),
             Step::Deleted => return finish(ops, None),
@@ -132,7 +140,7 @@ fn lookup(
         }
     }
     for (level, level_reads) in reads.iter().enumerate().skip(1) {
-        if let Some(file) = sv.version.find_in_level(level, key) {
+        if let Some(file) = sv.version.find_in_level(level, keyspace, key) {
             match file.with_table(|t| in_table(t, level_reads))?? {
                 Step::Base(v) => return finish(ops, Some(v)),
                 Step::Deleted => return finish(ops, None),
@@ -183,6 +191,7 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
             .sum(),
         immutable_memtables: sv.imm.len(),
         levels,
+        keyspaces: keyspace_stats(inner, &sv),
         flushes: c.flushes.load(Ordering::Relaxed),
         flush_filter_as_is: c.flush_filter_as_is.load(Ordering::Relaxed),
         flush_filter_rebuilt: c.flush_filter_rebuilt.load(Ordering::Relaxed),
@@ -207,6 +216,27 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
         l0_stops: c.l0_stops.load(Ordering::Relaxed),
         l0_stall_micros: c.l0_stall_micros.load(Ordering::Relaxed),
     }
+}
+
+/// File figures per live keyspace.
+fn keyspace_stats(inner: &DbInner, sv: &SuperVersion) -> Vec<KeyspaceStats> {
+    let set = inner.keyspaces.load();
+    let ids = std::iter::once((0, crate::keyspace_options::DEFAULT_KEYSPACE_NAME.to_string()))
+        .chain(set.live.iter().map(|(&id, k)| (id, k.name.to_string())));
+    ids.map(|(id, name)| {
+        let mut s = KeyspaceStats { name, ..KeyspaceStats::default() };
+        for f in sv.version.levels.iter().flatten().filter(|f| f.meta.keyspace == id) {
+            s.files += 1;
+            s.bytes += f.meta.size;
+            s.entries += f.meta.entries;
+            let k = f.info.filter_kind.map_or("none", |k| k.name()).to_string();
+            if !s.filter_kinds.contains(&k) {
+                s.filter_kinds.push(k);
+            }
+        }
+        s
+    })
+    .collect()
 }
 
 /// The FPR the options configure for `level` (see `LevelStats::configured_fpr`).

@@ -71,6 +71,7 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, sync: bool) -> Result<()
         ));
     }
     inner.check_writable()?;
+    super::keyspace::check_batch(inner, &batch)?;
     if batch.is_empty() {
         // Nothing to log, but a synced write promises that every earlier write is durable.
         return if sync { sync_wal(inner) } else { Ok(()) };
@@ -199,7 +200,7 @@ fn commit_group(inner: &DbInner, batch: &mut WriteBatch, sync: bool) -> Result<(
         }
     }
     for (i, r) in batch.iter().enumerate() {
-        sv.mem.add(first + i as u64, r.kind, r.key, hash_key(r.key), r.value);
+        sv.mem.add_in(first + i as u64, r.kind, r.keyspace, r.key, hash_key(r.key), r.value);
     }
     w.last_seq = first + batch.len() as u64 - 1;
     // Release: the memtable entries and filter bits above happen-before any reader that

@@ -72,6 +72,8 @@ pub struct TableSummary {
     pub file_size: u64,
     /// Entries (puts and tombstones).
     pub entries: u64,
+    /// The keyspace of every key (0 for an empty table).
+    pub keyspace: u32,
     /// Smallest user key (empty for an empty table).
     pub smallest_key: Vec<u8>,
     /// Largest user key.
@@ -130,6 +132,7 @@ impl TableBuilder {
             props: TableProperties {
                 format_version: format_version_for(TableFeatures {
                     compression: opts.compression,
+                    keyspaces: false,
                     merges: false,
                 }),
                 compression: opts.compression.tag(),
@@ -143,15 +146,22 @@ impl TableBuilder {
         })
     }
 
-    /// Adds an entry. `internal_key` must decode ([`crate::ikey::decode`]) and sort strictly
-    /// after the previous key; otherwise [`Error::InvalidArgument`] and nothing is added.
+    /// Adds an entry. `internal_key` must decode ([`crate::ikey::decode_in`]), sort strictly
+    /// after the previous key and be of the first key's keyspace (a table holds one keyspace);
+    /// otherwise [`Error::InvalidArgument`] and nothing is added.
     pub fn add(&mut self, internal_key: &[u8], value: &[u8]) -> Result<()> {
         self.check_usable()?;
-        let (user_key, seq, kind) = ikey::decode(internal_key)
+        let (keyspace, user_key, seq, kind) = ikey::decode_in(internal_key)
             .map_err(|e| Error::invalid(format!("table builder given a bad internal key: {e}")))?;
         let first = self.props.entries == 0;
         if !first && ikey::compare(&self.last_key, internal_key) != Ordering::Less {
             return Err(Error::invalid("table builder keys must be strictly increasing"));
+        }
+        if !first && keyspace != ikey::keyspace(&self.last_key) {
+            return Err(Error::invalid(format!(
+                "table builder given keyspace {keyspace} after keyspace {}: a table holds one",
+                ikey::keyspace(&self.last_key)
+            )));
         }
         if internal_key.len() + value.len() > MAX_ENTRY_LEN {
             return Err(Error::invalid("entry larger than 512 MiB"));
@@ -239,8 +249,10 @@ impl TableBuilder {
         }
         self.props.largest_key = self.last_key.clone();
         self.props.distinct_keys = self.hashes.len() as u64;
+        let keyspace = ikey::keyspace(&self.props.smallest_key);
         let version = format_version_for(TableFeatures {
             compression: self.opts.compression,
+            keyspaces: keyspace != ikey::DEFAULT_KEYSPACE,
             merges: self.props.merges > 0,
         });
         self.props.format_version = version;
@@ -268,6 +280,7 @@ impl TableBuilder {
         Ok(TableSummary {
             file_size: self.offset,
             entries: p.entries,
+            keyspace,
             smallest_key: ikey::user_key(&p.smallest_key).to_vec(),
             largest_key: ikey::user_key(&p.largest_key).to_vec(),
             smallest_seq: p.smallest_seq,
@@ -332,14 +345,18 @@ impl TableBuilder {
 
 /// An index key `s` with `a <= s < b` in internal-key order, shorter than `a` when their user
 /// keys allow it: the common prefix plus one incremented byte, tagged with the largest sequence
-/// number (the smallest internal key of that user key). Falls back to `a`.
+/// number (the smallest internal key of that user key) and `a`'s keyspace. Falls back to `a`,
+/// also when the keyspaces differ.
 fn separator(a: &[u8], b: &[u8]) -> Vec<u8> {
-    let (ua, ub) = (ikey::user_key(a), ikey::user_key(b));
+    let ((ka, ua), (kb, ub)) = (ikey::split(a), ikey::split(b));
+    if ka != kb {
+        return a.to_vec();
+    }
     let n = ua.iter().zip(ub).take_while(|(x, y)| x == y).count();
     if n < ua.len() && n < ub.len() && ua[n] < 0xff && ua[n] + 1 < ub[n] {
         let mut s = ua[..=n].to_vec();
         s[n] += 1;
-        return ikey::encode(&s, ikey::MAX_SEQ, ValueKind::Put);
+        return ikey::encode_in(ka, &s, ikey::MAX_SEQ, ValueKind::Put);
     }
     a.to_vec()
 }
@@ -362,5 +379,14 @@ mod tests {
         assert_eq!(ikey::user_key(&separator(&k(b"abcd", 1), &k(b"abzz", 1))), b"abd");
         // Same user key in both (versions split across blocks): falls back to `a`.
         assert_eq!(separator(&k(b"q", 9), &k(b"q", 3)), k(b"q", 9));
+    }
+
+    #[test]
+    fn separator_keeps_the_keyspace_of_its_inputs() {
+        let k = |ks, u: &[u8]| ikey::encode_in(ks, u, 4, ValueKind::Put);
+        let s = separator(&k(5, b"abcd"), &k(5, b"abzz"));
+        assert_eq!(ikey::split(&s), (5, &b"abd"[..]));
+        assert_eq!(ikey::compare(&s, &k(5, b"abzz")), Ordering::Less);
+        assert_eq!(separator(&k(5, b"a"), &k(6, b"z")), k(5, b"a"));
     }
 }

@@ -275,25 +275,34 @@ impl Table {
         counters: &ReadCounters,
         operands: &mut Vec<Vec<u8>>,
     ) -> Result<GetResult> {
-        match self.probe_filter(user_key, key_hash, counters) {
+        match self.probe_filter(ikey::DEFAULT_KEYSPACE, user_key, key_hash, counters) {
             FilterVerdict::Absent => Ok(GetResult::NotFound),
-            FilterVerdict::Maybe { positive } => {
-                self.get_past_filter(user_key, snapshot_seq, counters, positive, true, operands)
-            }
+            FilterVerdict::Maybe { positive } => self.get_past_filter(
+                ikey::DEFAULT_KEYSPACE,
+                user_key,
+                snapshot_seq,
+                counters,
+                positive,
+                true,
+                operands,
+            ),
         }
     }
 
-    /// The first half of [`Table::get`]: the key-range check and the filter probe, counted.
-    /// Batched lookups (`Db::multi_get`) probe every key's filter before reading any block.
+    /// The first half of [`Table::get`] for `user_key` of `keyspace`: the key-range check (in
+    /// `(keyspace, user key)` order) and the filter probe, counted. Batched lookups
+    /// (`Db::multi_get`) probe every key's filter before reading any block.
     pub(crate) fn probe_filter(
         &self,
+        keyspace: u32,
         user_key: &[u8],
         key_hash: u64,
         counters: &ReadCounters,
     ) -> FilterVerdict {
+        let key = (keyspace, user_key);
         if self.props.entries == 0
-            || user_key < ikey::user_key(&self.props.smallest_key)
-            || user_key > ikey::user_key(&self.props.largest_key)
+            || key < ikey::split(&self.props.smallest_key)
+            || key > ikey::split(&self.props.largest_key)
         {
             return FilterVerdict::Absent;
         }
@@ -325,6 +334,7 @@ impl Table {
     /// continue there; `NotFound` then means "no base in this table".
     pub(crate) fn get_past_filter(
         &self,
+        keyspace: u32,
         user_key: &[u8],
         snapshot_seq: u64,
         counters: &ReadCounters,
@@ -333,7 +343,7 @@ impl Table {
         operands: &mut Vec<Vec<u8>>,
     ) -> Result<GetResult> {
         bump(&counters.index_blocks_read);
-        let lookup = ikey::lookup_key(user_key, snapshot_seq);
+        let lookup = ikey::lookup_key_in(keyspace, user_key, snapshot_seq);
         let Some(mut h) = self.index_lookup(&lookup)? else {
             return Ok(GetResult::NotFound);
         };
@@ -350,8 +360,9 @@ impl Table {
                 it.seek(&lookup).map_err(|e| self.err_at(e, h))?;
             }
             while it.valid() {
-                let (found_key, _, kind) = ikey::decode(it.key()).map_err(|e| self.err_at(e, h))?;
-                if found_key != user_key {
+                let (found_ks, found_key, _, kind) =
+                    ikey::decode_in(it.key()).map_err(|e| self.err_at(e, h))?;
+                if found_ks != keyspace || found_key != user_key {
                     return Ok(GetResult::NotFound);
                 }
                 if !seen && positive {

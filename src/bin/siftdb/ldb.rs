@@ -1,5 +1,8 @@
-//! `siftdb get|put|merge|delete|scan|dump|checkpoint|compact DB ...`: RocksDB `ldb`-style commands on a
-//! database directory. Every command opens an existing database (`put --create` may create
+//! `siftdb get|put|merge|delete|scan|dump|checkpoint|compact|keyspaces DB ...`: RocksDB
+//! `ldb`-style commands on a database directory. `--keyspace NAME` makes get/put/merge/delete/
+//! scan/dump work in that keyspace (the default keyspace otherwise); only `put` and `merge`
+//! create a missing keyspace, every other command fails on it. Every command opens an existing
+//! database (`put --create` may create
 //! one); a missing, locked or corrupt database is one error line and a non-zero exit (main.rs).
 //! Keys and values are given as text, or as hex with `--hex`; they are printed with
 //! non-printable bytes escaped (`\xNN`), or as hex with `--hex`. `--u64` opens the database
@@ -31,6 +34,8 @@ pub enum LdbCommand {
     Checkpoint(CheckpointArgs),
     /// Compact the whole database into one sorted run.
     Compact(DbArgs),
+    /// List the keyspaces ("default" first, then in creation order).
+    Keyspaces(DbArgs),
 }
 
 /// A database directory and the encoding of keys and values.
@@ -45,6 +50,9 @@ pub struct DbArgs {
     /// printed as decimal numbers): needed to read or merge counters.
     #[arg(long)]
     pub u64: bool,
+    /// Work in this keyspace (default: the default keyspace).
+    #[arg(long, value_name = "NAME")]
+    pub keyspace: Option<String>,
 }
 
 /// `merge`'s arguments.
@@ -119,16 +127,19 @@ pub fn run(cmd: &LdbCommand) -> Result<()> {
     match cmd {
         LdbCommand::Get(a) => {
             let db = open(&a.db, false)?;
-            match db.get(decode(&a.key, a.db.hex)?)? {
+            let ks = keyspace(&db, &a.db, false)?;
+            match ks.get(decode(&a.key, a.db.hex)?)? {
                 Some(v) => println!("{}", show_value(&v, &a.db)),
                 None => return Err(Error::invalid(format!("key {} not found", a.key))),
             }
         }
         LdbCommand::Put(a) => {
             let db = open(&a.db, a.create)?;
+            let ks = keyspace(&db, &a.db, true)?;
             let mut b = siftdb::WriteBatch::new();
-            b.put(decode(&a.key, a.db.hex)?, decode(&a.value, a.db.hex)?);
+            b.put_in(&ks, decode(&a.key, a.db.hex)?, decode(&a.value, a.db.hex)?);
             db.write_opt(b, siftdb::WriteOptions { sync: true })?;
+            drop(ks);
             db.close()?;
         }
         LdbCommand::Merge(a) => {
@@ -141,30 +152,35 @@ pub fn run(cmd: &LdbCommand) -> Result<()> {
                 Error::invalid(format!("merge operand {:?} is not a decimal u64", a.operand))
             })?;
             let db = open(&a.db, false)?;
+            let ks = keyspace(&db, &a.db, true)?;
             let mut b = siftdb::WriteBatch::new();
-            b.merge(decode(&a.key, a.db.hex)?, n.to_le_bytes());
+            b.merge_in(&ks, decode(&a.key, a.db.hex)?, n.to_le_bytes());
             db.write_opt(b, siftdb::WriteOptions { sync: true })?;
+            drop(ks);
             db.close()?;
         }
         LdbCommand::Delete(a) => {
             let db = open(&a.db, false)?;
+            let ks = keyspace(&db, &a.db, false)?;
             let mut b = siftdb::WriteBatch::new();
-            b.delete(decode(&a.key, a.db.hex)?);
+            b.delete_in(&ks, decode(&a.key, a.db.hex)?);
             db.write_opt(b, siftdb::WriteOptions { sync: true })?;
+            drop(ks);
             db.close()?;
         }
         LdbCommand::Scan(a) => {
             let db = open(&a.db, false)?;
+            let ks = keyspace(&db, &a.db, false)?;
             let hex = a.db.hex;
             let iter = match (&a.prefix, &a.from, &a.to) {
-                (Some(p), _, _) => db.prefix(decode(p, hex)?)?,
+                (Some(p), _, _) => ks.prefix(decode(p, hex)?)?,
                 (None, from, to) => {
                     use std::ops::Bound;
                     let lo = from.as_ref().map(|k| decode(k, hex)).transpose()?;
                     let hi = to.as_ref().map(|k| decode(k, hex)).transpose()?;
                     let lo = lo.map_or(Bound::Unbounded, Bound::Included);
                     let hi = hi.map_or(Bound::Unbounded, Bound::Excluded);
-                    db.range::<Vec<u8>, _>((lo, hi))?
+                    ks.range::<Vec<u8>, _>((lo, hi))?
                 }
             };
             if a.reverse {
@@ -175,10 +191,11 @@ pub fn run(cmd: &LdbCommand) -> Result<()> {
         }
         LdbCommand::Dump(a) => {
             let db = open(a, false)?;
-            print_entries(db.scan()?, None, false, a)?;
+            print_entries(keyspace(&db, a, false)?.scan()?, None, false, a)?;
         }
         LdbCommand::Checkpoint(a) => {
-            let db = open(&DbArgs { db: a.db.clone(), hex: false, u64: false }, false)?;
+            let db =
+                open(&DbArgs { db: a.db.clone(), hex: false, u64: false, keyspace: None }, false)?;
             db.checkpoint(&a.target)?;
             println!("checkpoint written to {}", a.target.display());
         }
@@ -187,8 +204,26 @@ pub fn run(cmd: &LdbCommand) -> Result<()> {
             db.compact()?;
             db.close()?;
         }
+        LdbCommand::Keyspaces(a) => {
+            let db = open(a, false)?;
+            for name in db.keyspace_names() {
+                println!("{name}");
+            }
+        }
     }
     Ok(())
+}
+
+/// The keyspace `--keyspace` names (the default one without it). A missing keyspace is an
+/// error unless `create` (`put`, `merge`), which creates it with default options; an existing
+/// one keeps its recorded options.
+fn keyspace(db: &Db, a: &DbArgs, create: bool) -> Result<siftdb::Keyspace> {
+    let name = a.keyspace.as_deref().unwrap_or("default");
+    match db.existing_keyspace(name) {
+        Some(ks) => Ok(ks),
+        None if create => db.keyspace(name, siftdb::KeyspaceOptions::default()),
+        None => Err(Error::invalid(format!("no keyspace named {name:?}"))),
+    }
 }
 
 fn open(args: &DbArgs, create: bool) -> Result<Db> {

@@ -57,6 +57,7 @@ pub fn run(args: &SstDumpArgs) -> Result<()> {
         let op = if op.is_empty() { "(unknown: flushed without an operator)" } else { op };
         say!("merge operands    {} (operator {op})", p.merges);
     }
+    say!("keyspace id       {}", ikey::keyspace(&p.smallest_key));
     say!("sequence range    {}..={}", p.smallest_seq, p.largest_seq);
     let (lo, hi) = (ikey::user_key(&p.smallest_key), ikey::user_key(&p.largest_key));
     say!("user key range    {} ..= {}", show_key(lo), show_key(hi));

@@ -49,11 +49,6 @@ impl Merge {
         self.all(false, |s| s.seek_for_prev(target))
     }
 
-    /// Positions on the first entry.
-    pub fn seek_to_first(&mut self) -> Result<()> {
-        self.all(true, Source::seek_to_first)
-    }
-
     /// Positions on the last entry.
     pub fn seek_to_last(&mut self) -> Result<()> {
         self.all(false, Source::seek_to_last)
