@@ -3,7 +3,7 @@
 //! ```text
 //! internal_key := user_key trailer
 //! trailer      := u64 little-endian, (seq << 8) | kind      (8 bytes)
-//! kind         := 1 = Put, 0 = Delete
+//! kind         := 1 = Put, 0 = Delete, 3 = RangeDelete
 //! ```
 //!
 //! The encoding is not order-preserving under `memcmp` (the trailer is little-endian); every
@@ -30,6 +30,10 @@ pub enum ValueKind {
     Delete = 0,
     /// A value was written at this sequence number. Tag 1.
     Put = 1,
+    /// A range tombstone (`delete_range`): the key is the range's start, the value its end
+    /// (exclusive). Tag 3. Never stored among point entries: memtables keep range tombstones in
+    /// a list of their own and SSTs in their range-deletion block (src/range_del.rs).
+    RangeDelete = 3,
 }
 
 impl ValueKind {
@@ -43,6 +47,7 @@ impl ValueKind {
         match tag {
             0 => Some(ValueKind::Delete),
             1 => Some(ValueKind::Put),
+            3 => Some(ValueKind::RangeDelete),
             _ => None,
         }
     }
@@ -64,7 +69,8 @@ pub fn encode(user_key: &[u8], seq: u64, kind: ValueKind) -> Vec<u8> {
 }
 
 /// The key a point lookup of `user_key` at snapshot `snapshot_seq` seeks to: the smallest
-/// internal key of `user_key` whose sequence number is at most `snapshot_seq`.
+/// internal key of `user_key` whose sequence number is at most `snapshot_seq`. It carries the
+/// largest kind among point entries (Put); RangeDelete keys never share a structure with them.
 pub fn lookup_key(user_key: &[u8], snapshot_seq: u64) -> Vec<u8> {
     encode(user_key, snapshot_seq.min(MAX_SEQ), ValueKind::Put)
 }

@@ -69,6 +69,7 @@ pub mod memtable;
 pub mod options;
 pub mod options_validate;
 pub mod query;
+pub mod range_del;
 pub mod rng;
 pub mod sst;
 pub mod storage;

@@ -10,10 +10,17 @@
 //!    filter can use Relaxed atomics, and why a filter "no" never hides a visible write.
 //! 3. Entries order by user key ascending, then sequence number descending: the first entry at
 //!    or after `(key, snapshot)` is the newest version visible at `snapshot`.
+//! 4. Range tombstones (`delete_range`) are not in the skip list: the writer replaces the
+//!    memtable's [`Fragments`] (an `ArcSwap`, so readers take no lock) before publishing the
+//!    tombstone's sequence number, as in invariant 2. Point lookups ask
+//!    [`Memtable::max_covering_tombstone`] before the filter (a filter "no" for the key says
+//!    nothing about the tombstones covering it).
 
 use crate::batch::ValueKind;
 use crate::filter::prelude::*;
 use crate::filter::{hash_key, TwoBitBloom};
+use crate::range_del::{Fragments, RangeTombstone};
+use arc_swap::ArcSwap;
 use crossbeam_skiplist::SkipMap;
 use std::cmp::Ordering as CmpOrdering;
 use std::ops::Bound;
@@ -148,6 +155,18 @@ pub struct Memtable {
     entries: AtomicU64,
     /// Number of the WAL that holds this memtable's writes.
     wal_number: u64,
+    /// Range tombstones, as written and fragmented (invariant 4). Rare: each `delete_range`
+    /// rebuilds the set.
+    range_dels: ArcSwap<RangeDels>,
+    /// Range tombstones held (0: point lookups skip the tombstone check).
+    range_del_count: AtomicU64,
+}
+
+/// A memtable's range tombstones.
+#[derive(Default)]
+struct RangeDels {
+    list: Vec<RangeTombstone>,
+    frags: Fragments,
 }
 
 impl Memtable {
@@ -161,6 +180,8 @@ impl Memtable {
             bytes: AtomicUsize::new(0),
             entries: AtomicU64::new(0),
             wal_number,
+            range_dels: ArcSwap::from_pointee(RangeDels::default()),
+            range_del_count: AtomicU64::new(0),
         }
     }
 
@@ -170,12 +191,51 @@ impl Memtable {
     }
 
     /// Inserts one version. `key_hash` must be `hash_key(key)`. Only the single writer calls
-    /// this (invariant 2 of the module documentation).
+    /// this (invariant 2 of the module documentation). A [`ValueKind::RangeDelete`] is a range
+    /// tombstone deleting `[key, value)` (invariant 4).
     pub fn add(&self, seq: u64, kind: ValueKind, key: &[u8], key_hash: u64, value: &[u8]) {
+        if kind == ValueKind::RangeDelete {
+            self.add_range_tombstone(seq, key, value);
+            return;
+        }
         self.filter.insert_hash_atomic(key_hash);
         self.map.insert(Slot::new(key, value, seq, kind), ());
         self.bytes.fetch_add(key.len() + value.len() + ENTRY_OVERHEAD, Ordering::Relaxed);
         self.entries.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Records the range tombstone `[start, end)` at `seq`. Only the single writer calls this.
+    fn add_range_tombstone(&self, seq: u64, start: &[u8], end: &[u8]) {
+        let cur = self.range_dels.load();
+        let mut list = cur.list.clone();
+        list.push(RangeTombstone { start: start.to_vec(), end: end.to_vec(), seq });
+        let frags = Fragments::new(&list);
+        self.range_dels.store(std::sync::Arc::new(RangeDels { list, frags }));
+        self.range_del_count.fetch_add(1, Ordering::Relaxed);
+        self.bytes.fetch_add(start.len() + end.len() + ENTRY_OVERHEAD, Ordering::Relaxed);
+        self.entries.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The largest sequence number `<= snapshot` of a range tombstone covering `key` (0 if
+    /// none): a version of `key` older than it, here or in any older source, is deleted.
+    pub fn max_covering_tombstone(&self, key: &[u8], snapshot: u64) -> u64 {
+        if self.range_del_count.load(Ordering::Relaxed) == 0 {
+            return 0;
+        }
+        self.range_dels.load().frags.max_covering_seq(key, snapshot)
+    }
+
+    /// The range tombstones, fragmented (empty without any).
+    pub fn range_tombstones(&self) -> Fragments {
+        if self.range_del_count.load(Ordering::Relaxed) == 0 {
+            return Fragments::default();
+        }
+        self.range_dels.load().frags.clone()
+    }
+
+    /// Range tombstones held.
+    pub fn range_tombstone_count(&self) -> u64 {
+        self.range_del_count.load(Ordering::Relaxed)
     }
 
     /// The newest version of `key` with sequence number `<= snapshot`. The filter is consulted
@@ -187,20 +247,37 @@ impl Memtable {
     /// [`Memtable::get`]; `copy_value = false` answers `Found` with an empty vector
     /// (`Db::contains_key`: no value copy).
     pub fn lookup(&self, key: &[u8], key_hash: u64, snapshot: u64, copy_value: bool) -> MemLookup {
+        self.lookup_versioned(key, key_hash, snapshot, copy_value).0
+    }
+
+    /// [`Memtable::lookup`] with the sequence number of the version found (0 when `Absent`),
+    /// which the caller compares with the covering range tombstones.
+    pub fn lookup_versioned(
+        &self,
+        key: &[u8],
+        key_hash: u64,
+        snapshot: u64,
+        copy_value: bool,
+    ) -> (MemLookup, u64) {
         // An empty memtable (the usual state after a flush or a reopen) answers without a
         // filter probe, which would be a cache miss. Sound by invariant 2: a visible write's
         // `entries` increment precedes its publication.
         if self.entries.load(Ordering::Relaxed) == 0 || !self.filter.contains_hash(key_hash) {
-            return MemLookup::Absent;
+            return (MemLookup::Absent, 0);
         }
         let probe = Slot::new(key, &[], snapshot, ValueKind::Put);
         match self.map.lower_bound(Bound::Included(&probe)) {
-            Some(e) if e.key().key() == key => match e.key().kind {
-                ValueKind::Put if copy_value => MemLookup::Found(e.key().value().to_vec()),
-                ValueKind::Put => MemLookup::Found(Vec::new()),
-                ValueKind::Delete => MemLookup::Deleted,
-            },
-            _ => MemLookup::Absent,
+            Some(e) if e.key().key() == key => {
+                let found = match e.key().kind {
+                    ValueKind::Put if copy_value => MemLookup::Found(e.key().value().to_vec()),
+                    ValueKind::Put => MemLookup::Found(Vec::new()),
+                    ValueKind::Delete => MemLookup::Deleted,
+                    // `add` keeps range tombstones out of the skip list.
+                    ValueKind::RangeDelete => MemLookup::Absent,
+                };
+                (found, e.key().seq)
+            }
+            _ => (MemLookup::Absent, 0),
         }
     }
 
@@ -219,8 +296,9 @@ impl Memtable {
             .map(|e| (e.key().mem_key(), e.key().value().into()))
     }
 
-    /// Calls `f(user_key, seq, kind, value)` for every version in internal-key order, without
-    /// copying (the flush path).
+    /// Calls `f(user_key, seq, kind, value)` for every point version in internal-key order,
+    /// without copying (the flush path; range tombstones come from
+    /// [`Memtable::range_tombstones`]).
     pub fn for_each(
         &self,
         mut f: impl FnMut(&[u8], u64, ValueKind, &[u8]) -> crate::Result<()>,
@@ -254,12 +332,12 @@ impl Memtable {
             .map(|e| (e.key().mem_key(), e.key().value().into()))
     }
 
-    /// Approximate bytes held (keys, values and per-entry overhead).
+    /// Approximate bytes held (keys, values, range tombstones and per-entry overhead).
     pub fn approximate_bytes(&self) -> usize {
         self.bytes.load(Ordering::Relaxed)
     }
 
-    /// Entries (versions) held.
+    /// Entries (versions and range tombstones) held.
     pub fn len(&self) -> u64 {
         self.entries.load(Ordering::Relaxed)
     }
@@ -317,6 +395,23 @@ mod tests {
         assert_eq!(m.get(b"k", h, 9), MemLookup::Deleted);
         assert_eq!(m.get(b"j", hash_key(b"j"), 9), MemLookup::Absent);
         assert_eq!(m.get(b"k\0", hash_key(b"k\0"), 9), MemLookup::Absent);
+    }
+
+    #[test]
+    fn range_tombstones_are_kept_apart_and_answer_per_snapshot() {
+        let m = Memtable::new(1, 1 << 12);
+        put(&m, 1, b"k", b"v1");
+        m.add(2, ValueKind::RangeDelete, b"a", hash_key(b"a"), b"m");
+        put(&m, 3, b"k", b"v3");
+        assert_eq!(m.len(), 3);
+        assert_eq!(m.range_tombstone_count(), 1);
+        assert_eq!(m.max_covering_tombstone(b"k", 9), 2);
+        assert_eq!(m.max_covering_tombstone(b"k", 1), 0, "not visible below its sequence");
+        assert_eq!(m.max_covering_tombstone(b"m", 9), 0, "the end is exclusive");
+        // The skip list holds point versions only; the lookup reports the version's sequence.
+        assert_eq!(m.lookup_versioned(b"k", hash_key(b"k"), 2, true), (MemLookup::Found(b"v1".to_vec()), 1));
+        assert_eq!(m.iter_from(None).count(), 2);
+        assert_eq!(m.range_tombstones().len(), 1);
     }
 
     #[test]

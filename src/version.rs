@@ -30,6 +30,9 @@ pub struct TableInfo {
     pub filter_kind: Option<FilterKind>,
     /// Bytes of memory the filter occupies while the table is open.
     pub filter_memory_bytes: u64,
+    /// Range tombstones in the range-deletion block (scans open only tables that have some to
+    /// collect them).
+    pub range_deletions: u64,
 }
 
 impl TableInfo {
@@ -41,6 +44,7 @@ impl TableInfo {
             distinct_keys: p.distinct_keys,
             filter_kind: table.filter().map(|f| f.kind()),
             filter_memory_bytes: table.filter_memory_bytes() as u64,
+            range_deletions: p.range_deletions,
         }
     }
 }

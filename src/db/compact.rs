@@ -260,7 +260,11 @@ fn compact_range_jobs(inner: &DbInner, start: Option<&[u8]>, end: Option<&[u8]>)
     let garbage: Vec<u64> = v.levels[bottom]
         .iter()
         .filter(|f| crate::compaction::picker::overlaps(&f.meta, &lo, &hi))
-        .filter(|f| f.info.deletions > 0 || f.meta.entries > f.info.distinct_keys)
+        .filter(|f| {
+            f.info.deletions > 0
+                || f.info.range_deletions > 0
+                || f.meta.entries > f.info.distinct_keys
+        })
         .map(|f| f.meta.number)
         .collect();
     for n in garbage {

@@ -242,7 +242,8 @@ impl DbCursor {
             }
             if !below_lower(&self.lower, &e.user_key) && e.seq <= self.snapshot {
                 match e.kind {
-                    ValueKind::Delete => {
+                    // Sources never yield range tombstones (iter/source.rs rejects them).
+                    ValueKind::Delete | ValueKind::RangeDelete => {
                         self.saved_key.clear();
                         self.saved_key.extend_from_slice(&e.user_key);
                         skipping = true;

@@ -122,6 +122,11 @@ pub(crate) fn write_l0_table(inner: &DbInner, mem: &Memtable) -> Result<Arc<Tabl
         ikey::encode_into(&mut ikey_buf, key, seq, kind);
         builder.add(&ikey_buf, value)
     })?;
+    // Range tombstones all go to the table (design.md, "Range tombstones"): older levels may
+    // hold what they delete.
+    for t in mem.range_tombstones().tombstones() {
+        builder.add_range_tombstone(t)?;
+    }
     let source = flush_filter(inner, mem, distinct);
     let summary = builder.finish(source)?;
     if crate::testing::enabled("flush.sync_dir") {

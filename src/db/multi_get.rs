@@ -8,7 +8,10 @@
 //!    to back on its filter's cache lines, and the surviving keys then read their index entry
 //!    and data block in key order (neighbours hit the block a predecessor just cached);
 //! 4. a key leaves the pending set at the first level that holds a version of it (a value or a
-//!    tombstone), exactly where a single `get` would stop.
+//!    tombstone), exactly where a single `get` would stop;
+//! 5. range tombstones apply as in a single `get` (src/db/read.rs): each file's covering
+//!    tombstones are read for every pending key in its range before its filter is probed, and
+//!    a version older than the newest covering tombstone seen so far is deleted.
 //!
 //! An error while reading one key's block (a corrupt block, an I/O error) is that key's result;
 //! the other keys are unaffected, as if each had been looked up alone.
@@ -44,6 +47,8 @@ struct Batch<'a> {
     snapshot: u64,
     /// Positions of unresolved keys, in key order.
     pending: Vec<usize>,
+    /// Per key: the newest range tombstone covering it among the sources read so far.
+    covered: Vec<u64>,
     answers: Vec<Option<Answer>>,
 }
 
@@ -81,6 +86,11 @@ impl Batch<'_> {
         done: &mut [bool],
         verdicts: &mut Vec<FilterVerdict>,
     ) {
+        for &i in &self.pending[range.clone()] {
+            // Before the filter, and whatever it says.
+            let t = table.max_covering_tombstone(self.keys[i], self.snapshot);
+            self.covered[i] = self.covered[i].max(t);
+        }
         verdicts.clear();
         verdicts.extend(
             self.pending[range.clone()]
@@ -90,18 +100,13 @@ impl Batch<'_> {
         for (slot, verdict) in range.zip(verdicts.iter()) {
             let FilterVerdict::Maybe { positive } = *verdict else { continue };
             let i = self.pending[slot];
-            let answer = match table.get_past_filter(
-                self.keys[i],
-                self.snapshot,
-                counters,
-                positive,
-                true,
-            ) {
-                Ok(GetResult::NotFound) => continue,
-                Ok(GetResult::Found(v)) => Ok(Some(v)),
-                Ok(GetResult::Deleted) => Ok(None),
-                Err(e) => Err(e),
-            };
+            let answer =
+                match table.get_versioned(self.keys[i], self.snapshot, counters, positive, true) {
+                    Ok((GetResult::NotFound, _)) => continue,
+                    Ok((GetResult::Found(v), seq)) if seq > self.covered[i] => Ok(Some(v)),
+                    Ok((GetResult::Found(_) | GetResult::Deleted, _)) => Ok(None),
+                    Err(e) => Err(e),
+                };
             self.answers[i] = Some(answer);
             done[slot] = true;
         }
@@ -132,16 +137,18 @@ fn lookup_all(
         hashes: keys.iter().map(|k| hash_key(k)).collect(),
         snapshot,
         pending,
+        covered: vec![0; keys.len()],
         answers: (0..keys.len()).map(|_| None).collect(),
     };
 
     let mut done = vec![false; b.pending.len()];
     for (slot, &i) in b.pending.iter().enumerate() {
         for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
-            match mem.get(keys[i], b.hashes[i], snapshot) {
-                MemLookup::Found(v) => b.answers[i] = Some(Ok(Some(v))),
-                MemLookup::Deleted => b.answers[i] = Some(Ok(None)),
-                MemLookup::Absent => continue,
+            b.covered[i] = b.covered[i].max(mem.max_covering_tombstone(keys[i], snapshot));
+            match mem.lookup_versioned(keys[i], b.hashes[i], snapshot, true) {
+                (MemLookup::Found(v), seq) if seq > b.covered[i] => b.answers[i] = Some(Ok(Some(v))),
+                (MemLookup::Found(_) | MemLookup::Deleted, _) => b.answers[i] = Some(Ok(None)),
+                (MemLookup::Absent, _) => continue,
             }
             done[slot] = true;
             break;

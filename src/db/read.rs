@@ -4,7 +4,10 @@
 //! first, the L0 files newest first (those whose key range holds the key), then the one file of
 //! each deeper level whose range holds it. In every SST the filter is probed with that hash
 //! before any index or data block is read. The first version found (value or tombstone) at or
-//! below the snapshot decides.
+//! below the snapshot decides, unless a range tombstone covers it (design.md, "Range
+//! tombstones: the lookup rule"): every source's covering tombstones are consulted BEFORE its
+//! filter (a filter knows point keys only), and a version older than the newest covering
+//! tombstone seen so far (in its own or a newer source) is deleted.
 
 use super::stats::{LevelStats, Stats};
 use super::{DbInner, SuperVersion};
@@ -75,20 +78,30 @@ fn lookup(
     copy_value: bool,
 ) -> Result<Option<Vec<u8>>> {
     let hash = hash_key(key);
+    // The newest range tombstone covering `key` at the snapshot among the sources read so far.
+    let mut covered_below = 0u64;
     for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
-        match mem.lookup(key, hash, snapshot, copy_value) {
-            MemLookup::Found(v) => return Ok(Some(v)),
-            MemLookup::Deleted => return Ok(None),
-            MemLookup::Absent => {}
+        covered_below = covered_below.max(mem.max_covering_tombstone(key, snapshot));
+        match mem.lookup_versioned(key, hash, snapshot, copy_value) {
+            (MemLookup::Found(v), seq) if seq > covered_below => return Ok(Some(v)),
+            (MemLookup::Found(_) | MemLookup::Deleted, _) => return Ok(None),
+            (MemLookup::Absent, _) => {}
         }
     }
-    let in_table =
-        |table: &Table, counters: &ReadCounters| match table.probe_filter(key, hash, counters) {
-            FilterVerdict::Absent => Ok(GetResult::NotFound),
+    let mut in_table = |table: &Table, counters: &ReadCounters| -> Result<GetResult> {
+        // Before the filter, and whatever it says.
+        covered_below = covered_below.max(table.max_covering_tombstone(key, snapshot));
+        let (found, seq) = match table.probe_filter(key, hash, counters) {
+            FilterVerdict::Absent => return Ok(GetResult::NotFound),
             FilterVerdict::Maybe { positive } => {
-                table.get_past_filter(key, snapshot, counters, positive, copy_value)
+                table.get_versioned(key, snapshot, counters, positive, copy_value)?
             }
         };
+        Ok(match found {
+            GetResult::Found(_) if seq < covered_below => GetResult::Deleted,
+            other => other,
+        })
+    };
     for file in sv.version.levels[0].iter().filter(|f| f.may_contain_key(key)) {
         match file.with_table(|t| in_table(t, &reads[0]))?? {
             GetResult::Found(v) => return Ok(Some(v)),

@@ -17,8 +17,10 @@ use crate::error::{Error, Result};
 use crate::filter::{codec, hash_key};
 use crate::ikey::{self, ValueKind};
 use crate::sst::block::BlockBuilder;
+use crate::range_del::{Fragments, RangeTombstone};
 use crate::sst::format::{
-    format_version_for, frame_block_into, BlockHandle, Footer, BLOCK_TRAILER_LEN, MAX_BLOCK_LEN,
+    format_version_for, frame_block_into, BlockHandle, Footer, TableFeatures, BLOCK_TRAILER_LEN,
+    MAX_BLOCK_LEN,
 };
 use crate::sst::properties::TableProperties;
 use crate::sst::{Compression, TableOptions};
@@ -69,15 +71,16 @@ impl std::fmt::Debug for FilterBlockSource {
 pub struct TableSummary {
     /// File size in bytes.
     pub file_size: u64,
-    /// Entries (puts and tombstones).
+    /// Entries (puts and tombstones) plus range tombstones.
     pub entries: u64,
-    /// Smallest user key (empty for an empty table).
+    /// Smallest user key (empty for an empty table), range tombstone starts included.
     pub smallest_key: Vec<u8>,
-    /// Largest user key.
+    /// Largest user key, covering the range tombstones' extents (design.md, "File
+    /// boundaries": an exclusive end counts as an inclusive bound unless it ends in a 0 byte).
     pub largest_key: Vec<u8>,
-    /// Smallest sequence number of any entry.
+    /// Smallest sequence number of any entry or range tombstone.
     pub smallest_seq: u64,
-    /// Largest sequence number of any entry.
+    /// Largest sequence number of any entry or range tombstone.
     pub largest_seq: u64,
     /// Filter kind tag (0 = no filter).
     pub filter_kind: u8,
@@ -102,6 +105,8 @@ pub struct TableBuilder {
     pending: Option<BlockHandle>,
     hashes: Vec<u64>,
     props: TableProperties,
+    /// Range tombstones added, fragmented into the range-deletion block at `finish`.
+    range_dels: Vec<RangeTombstone>,
     /// Set after a failed write: the file's contents are unknown, so nothing more is written.
     failed: bool,
 }
@@ -127,7 +132,10 @@ impl TableBuilder {
             pending: None,
             hashes: Vec::new(),
             props: TableProperties {
-                format_version: format_version_for(opts.compression),
+                format_version: format_version_for(TableFeatures {
+                    compression: opts.compression,
+                    range_deletions: false,
+                }),
                 compression: opts.compression.tag(),
                 block_size: opts.block_size as u64,
                 restart_interval: opts.restart_interval.max(1) as u64,
@@ -135,8 +143,28 @@ impl TableBuilder {
                 ..Default::default()
             },
             opts,
+            range_dels: Vec::new(),
             failed: false,
         })
+    }
+
+    /// Adds a range tombstone (any order; overlaps are fragmented at `finish`). An empty or
+    /// inverted range is [`Error::InvalidArgument`].
+    pub fn add_range_tombstone(&mut self, t: RangeTombstone) -> Result<()> {
+        self.check_usable()?;
+        if t.start >= t.end {
+            return Err(Error::invalid("table builder given a range tombstone with start >= end"));
+        }
+        if t.start.len() + t.end.len() > MAX_ENTRY_LEN {
+            return Err(Error::invalid("range tombstone larger than 512 MiB"));
+        }
+        self.range_dels.push(t);
+        Ok(())
+    }
+
+    /// Range tombstones added so far.
+    pub fn range_tombstones(&self) -> usize {
+        self.range_dels.len()
     }
 
     /// Adds an entry. `internal_key` must decode ([`crate::ikey::decode`]) and sort strictly
@@ -145,6 +173,9 @@ impl TableBuilder {
         self.check_usable()?;
         let (user_key, seq, kind) = ikey::decode(internal_key)
             .map_err(|e| Error::invalid(format!("table builder given a bad internal key: {e}")))?;
+        if kind == ValueKind::RangeDelete {
+            return Err(Error::invalid("range tombstones go through add_range_tombstone"));
+        }
         let first = self.props.entries == 0;
         if !first && ikey::compare(&self.last_key, internal_key) != Ordering::Less {
             return Err(Error::invalid("table builder keys must be strictly increasing"));
@@ -222,6 +253,17 @@ impl TableBuilder {
             }
             filter_handle = self.write_block(&bytes, Compression::None)?;
         }
+        let frags = Fragments::new(&std::mem::take(&mut self.range_dels));
+        if !frags.is_empty() {
+            let (raw, n) = crate::sst::range_del_block::encode(&frags);
+            self.props.range_del_block = self.write_block(&raw, Compression::None)?;
+            self.props.range_deletions = n;
+        }
+        let version = format_version_for(TableFeatures {
+            compression: self.opts.compression,
+            range_deletions: !frags.is_empty(),
+        });
+        self.props.format_version = version;
         if self.props.entries == 0 {
             self.props.smallest_seq = 0;
         }
@@ -234,7 +276,7 @@ impl TableBuilder {
             filter: filter_handle,
             properties: props_handle,
             index: index_handle,
-            version: format_version_for(self.opts.compression),
+            version,
         };
         self.buf.extend_from_slice(&footer.encode());
         self.offset += crate::sst::format::FOOTER_LEN as u64;
@@ -243,13 +285,30 @@ impl TableBuilder {
             self.file.sync()?;
         }
         let p = self.props;
+        let (mut smallest_key, mut largest_key) =
+            (ikey::user_key(&p.smallest_key).to_vec(), ikey::user_key(&p.largest_key).to_vec());
+        let (mut smallest_seq, mut largest_seq) = (p.smallest_seq, p.largest_seq);
+        if let (Some(lo), Some(hi)) = (frags.smallest_key(), frags.largest_key()) {
+            let seqs = frags.fragments().iter().flat_map(|f| f.seqs.iter().copied());
+            let (min_seq, max_seq) =
+                seqs.fold((u64::MAX, 0), |(a, b), s| (a.min(s), b.max(s)));
+            if p.entries == 0 {
+                (smallest_key, largest_key, smallest_seq, largest_seq) =
+                    (lo.to_vec(), hi.clone(), min_seq, max_seq);
+            } else {
+                smallest_key = smallest_key.min(lo.to_vec());
+                largest_key = largest_key.max(hi);
+                smallest_seq = smallest_seq.min(min_seq);
+                largest_seq = largest_seq.max(max_seq);
+            }
+        }
         Ok(TableSummary {
             file_size: self.offset,
-            entries: p.entries,
-            smallest_key: ikey::user_key(&p.smallest_key).to_vec(),
-            largest_key: ikey::user_key(&p.largest_key).to_vec(),
-            smallest_seq: p.smallest_seq,
-            largest_seq: p.largest_seq,
+            entries: p.entries + p.range_deletions,
+            smallest_key,
+            largest_key,
+            smallest_seq,
+            largest_seq,
             filter_kind: p.filter_kind,
             filter_bytes: p.filter_bytes,
             properties: p,

@@ -14,6 +14,7 @@ use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::filter::{Filter, FilterView};
 use crate::ikey::{self, ValueKind};
+use crate::range_del::Fragments;
 use crate::sst::block::{Block, BlockIter};
 use crate::sst::buffers;
 use crate::sst::counters::bump;
@@ -67,6 +68,8 @@ pub struct Table {
     /// Prefix search over `index` (None when the index block is not one restart per entry).
     index_search: Option<IndexSearch>,
     filter: TableFilter,
+    /// The range-deletion block's tombstones, loaded at open (empty without one).
+    range_dels: Fragments,
     size: u64,
 }
 
@@ -116,6 +119,7 @@ impl Table {
             index: Arc::new(Block::new(vec![0, 0, 0, 0, 1, 0, 0, 0])?),
             index_search: None,
             filter: TableFilter::Absent,
+            range_dels: Fragments::default(),
             size,
         };
         let raw = t.read_raw(footer.properties)?;
@@ -123,6 +127,27 @@ impl Table {
         if t.props.format_version != footer.version {
             let e = Error::corruption("properties and footer disagree on the format version", None);
             return Err(t.err_at(e, footer.properties));
+        }
+        if t.props.range_deletions > 0 {
+            let h = t.props.range_del_block;
+            if t.props.format_version < 3 {
+                let e = Error::corruption("range-deletion block in a table below version 3", None);
+                return Err(t.err_at(e, footer.properties));
+            }
+            let raw = t.read_raw(h)?;
+            let (frags, n) =
+                crate::sst::range_del_block::decode(raw).map_err(|e| t.err_at(e, h))?;
+            if n != t.props.range_deletions {
+                let e = Error::corruption(
+                    format!(
+                        "range-deletion block holds {n} tombstones, properties say {}",
+                        t.props.range_deletions
+                    ),
+                    None,
+                );
+                return Err(t.err_at(e, h));
+            }
+            t.range_dels = frags;
         }
         let raw = t.read_raw(footer.index)?;
         t.index = Arc::new(Block::new(raw).map_err(|e| t.err_at(e, footer.index))?);
@@ -311,9 +336,24 @@ impl Table {
         }
     }
 
+    /// The largest sequence number `<= snapshot_seq` of this table's range tombstones covering
+    /// `user_key` (0 if none). Independent of the filter, which knows point keys only.
+    pub fn max_covering_tombstone(&self, user_key: &[u8], snapshot_seq: u64) -> u64 {
+        if self.range_dels.is_empty() {
+            return 0;
+        }
+        self.range_dels.max_covering_seq(user_key, snapshot_seq)
+    }
+
+    /// The table's range tombstones (empty without a range-deletion block).
+    pub fn range_tombstones(&self) -> &Fragments {
+        &self.range_dels
+    }
+
     /// The second half of [`Table::get`], for a key the filter did not exclude: the index and
     /// one data block. `positive`: the filter said "maybe" (a hit is then a true positive).
-    /// `copy_value = false` answers `Found` with an empty vector (`Db::contains_key`).
+    /// `copy_value = false` answers `Found` with an empty vector (`Db::contains_key`). Range
+    /// tombstones are not applied (the caller compares [`Table::get_versioned`]'s sequence).
     pub(crate) fn get_past_filter(
         &self,
         user_key: &[u8],
@@ -322,10 +362,23 @@ impl Table {
         positive: bool,
         copy_value: bool,
     ) -> Result<GetResult> {
+        Ok(self.get_versioned(user_key, snapshot_seq, counters, positive, copy_value)?.0)
+    }
+
+    /// [`Table::get_past_filter`] with the sequence number of the version found (0 for
+    /// `NotFound`).
+    pub(crate) fn get_versioned(
+        &self,
+        user_key: &[u8],
+        snapshot_seq: u64,
+        counters: &ReadCounters,
+        positive: bool,
+        copy_value: bool,
+    ) -> Result<(GetResult, u64)> {
         bump(&counters.index_blocks_read);
         let lookup = ikey::lookup_key(user_key, snapshot_seq);
         let Some(h) = self.index_lookup(&lookup)? else {
-            return Ok(GetResult::NotFound);
+            return Ok((GetResult::NotFound, 0));
         };
         let block = self.data_block(h, Some(counters), true)?;
         let mut it = block.iter();
@@ -333,20 +386,25 @@ impl Table {
         if !it.valid() {
             // The separator after this block sorts before the next block's user keys, so the
             // key cannot be in the next block either.
-            return Ok(GetResult::NotFound);
+            return Ok((GetResult::NotFound, 0));
         }
-        let (found_key, _, kind) = ikey::decode(it.key()).map_err(|e| self.err_at(e, h))?;
+        let (found_key, seq, kind) = ikey::decode(it.key()).map_err(|e| self.err_at(e, h))?;
         if found_key != user_key {
-            return Ok(GetResult::NotFound);
+            return Ok((GetResult::NotFound, 0));
         }
         if positive {
             bump(&counters.filter_true_positive);
         }
-        Ok(match kind {
+        let found = match kind {
             ValueKind::Put if copy_value => GetResult::Found(it.value().to_vec()),
             ValueKind::Put => GetResult::Found(Vec::new()),
             ValueKind::Delete => GetResult::Deleted,
-        })
+            ValueKind::RangeDelete => {
+                let e = Error::corruption("range tombstone among a data block's entries", None);
+                return Err(self.err_at(e, h));
+            }
+        };
+        Ok((found, seq))
     }
 
     /// The handle of the first data block whose separator is `>= target` (an internal key);
@@ -412,9 +470,12 @@ impl Table {
         self.filter.memory_bytes()
     }
 
-    /// Bytes of memory held by the index block and its search summary.
+    /// Bytes of memory held by the index block, its search summary and the loaded range
+    /// tombstones (all pinned while the table is open).
     pub fn index_memory_bytes(&self) -> usize {
-        self.index.size() + self.index_search.as_ref().map_or(0, |s| s.memory_bytes())
+        self.index.size()
+            + self.index_search.as_ref().map_or(0, |s| s.memory_bytes())
+            + if self.range_dels.is_empty() { 0 } else { self.range_dels.memory_bytes() }
     }
 
     /// The properties block.

@@ -313,5 +313,8 @@ fn read(iter: &mut TableIter) -> Result<Option<Entry>> {
         return Ok(None);
     }
     let (user_key, seq, kind) = ikey::decode(iter.key())?;
+    if kind == ValueKind::RangeDelete {
+        return Err(crate::Error::corruption("range tombstone among a data block's entries", None));
+    }
     Ok(Some(Entry { user_key: user_key.to_vec(), seq, kind, value: iter.value().to_vec() }))
 }
