@@ -409,7 +409,10 @@ mod tests {
         assert_eq!(m.max_covering_tombstone(b"k", 1), 0, "not visible below its sequence");
         assert_eq!(m.max_covering_tombstone(b"m", 9), 0, "the end is exclusive");
         // The skip list holds point versions only; the lookup reports the version's sequence.
-        assert_eq!(m.lookup_versioned(b"k", hash_key(b"k"), 2, true), (MemLookup::Found(b"v1".to_vec()), 1));
+        assert_eq!(
+            m.lookup_versioned(b"k", hash_key(b"k"), 2, true),
+            (MemLookup::Found(b"v1".to_vec()), 1)
+        );
         assert_eq!(m.iter_from(None).count(), 2);
         assert_eq!(m.range_tombstones().len(), 1);
     }

@@ -123,6 +123,14 @@ impl Fragments {
         }
     }
 
+    /// The sequence numbers of the tombstones covering `key`, newest first (empty if none).
+    pub fn covering_seqs(&self, key: &[u8]) -> &[u64] {
+        match self.find(key) {
+            Some(i) => &self.frags[i].seqs,
+            None => &[],
+        }
+    }
+
     /// Whether a version of `key` with sequence number `seq` is deleted by a tombstone visible
     /// at `snapshot`.
     pub fn covers(&self, key: &[u8], seq: u64, snapshot: u64) -> bool {
@@ -143,7 +151,12 @@ impl Fragments {
 
     /// The tombstones (as fragments) that intersect `[lo, hi)` (`None` = unbounded), clipped to
     /// it, keeping only sequence numbers `<= snapshot`.
-    pub fn clipped(&self, lo: Option<&[u8]>, hi: Option<&[u8]>, snapshot: u64) -> Vec<RangeTombstone> {
+    pub fn clipped(
+        &self,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+        snapshot: u64,
+    ) -> Vec<RangeTombstone> {
         let mut out = Vec::new();
         for f in &self.frags {
             let start = match lo {

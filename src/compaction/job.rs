@@ -8,8 +8,18 @@
 //! At the bottom (no deeper level overlaps the compaction), a tombstone that is the oldest
 //! surviving version hides nothing and is dropped; so is the tombstone left oldest after that.
 //!
+//! Range tombstones (design.md, "Range tombstones: compaction rule"): the inputs' tombstones
+//! are fragmented together; a version covered by a tombstone with a higher sequence number is
+//! dropped when no live snapshot lies between them (every reader that would see the version
+//! also sees the tombstone). A tombstone sequence number survives when it is the newest one of
+//! its fragment for the current state or for some snapshot, and at the bottom only when some
+//! snapshot is older than it (otherwise every version it covers was dropped).
+//!
 //! Outputs are cut only between user keys, so the files of a level never share a user key and
-//! their ranges stay disjoint. The files are synced, then the directory; nothing is installed
+//! their ranges stay disjoint. An output cut after user key `k` takes the surviving tombstones
+//! clipped to `[previous cut, k ++ [0])` and the next one those from `k ++ [0]` on: `k ++ [0]`
+//! is the smallest key above `k`, so the first file's range ends at `k` and the next starts
+//! above it. The files are synced, then the directory; nothing is installed
 //! here: the caller makes one manifest edit for the whole compaction.
 
 use super::filter::{build_filter, LevelFilter};
@@ -17,6 +27,7 @@ use crate::error::Result;
 use crate::filename;
 use crate::ikey::{self, ValueKind};
 use crate::manifest::FileMeta;
+use crate::range_del::{Fragments, RangeTombstone};
 use crate::sst::{FilterBlockSource, TableBuilder, TableIter, TableOptions};
 use crate::storage::Storage;
 use crate::table_cache::TableCache;
@@ -54,6 +65,8 @@ pub struct JobSpec {
     pub target_file_size: u64,
     /// Filter of the output level.
     pub filter: LevelFilter,
+    /// Range tombstones of all inputs (filled by [`run`]; leave it empty).
+    pub all_tombstones: Fragments,
 }
 
 /// What a job produced.
@@ -136,7 +149,15 @@ fn run_inner(env: &JobEnv<'_>, mut spec: JobSpec, made: &mut Vec<u64>) -> Result
     for r in &mut runs {
         r.settle()?;
     }
-    let mut out = Output { builder: None, fallback: Arc::new(AtomicBool::new(false)) };
+    let all_tombstones = collect_tombstones(&runs)?;
+    let mut out = Output {
+        builder: None,
+        fallback: Arc::new(AtomicBool::new(false)),
+        tombstones: surviving_tombstones(&all_tombstones, &spec),
+        lower: None,
+        last_key: Vec::new(),
+    };
+    spec.all_tombstones = all_tombstones;
     let mut metas: Vec<FileMeta> = Vec::new();
     let mut group: Vec<Version> = Vec::new();
     let mut group_key: Vec<u8> = Vec::new();
@@ -168,7 +189,12 @@ fn run_inner(env: &JobEnv<'_>, mut spec: JobSpec, made: &mut Vec<u64>) -> Result
     if !group.is_empty() {
         emit(env, &spec, &group_key, &mut group, &mut out, &mut metas, made, &mut res)?;
     }
-    out.finish(env, &spec, &mut metas, &mut res)?;
+    if out.builder.is_none()
+        && !out.tombstones.clipped(out.lower.as_deref(), None, u64::MAX).is_empty()
+    {
+        out.start(env, made)?; // tombstones with no version left beside them
+    }
+    out.finish(env, &spec, &mut metas, &mut res, true)?;
     // The outputs' entries are durable before the manifest edit names them.
     if crate::testing::enabled("compaction.sync_dir") {
         env.storage.sync_dir(env.dir)?;
@@ -181,21 +207,79 @@ fn run_inner(env: &JobEnv<'_>, mut spec: JobSpec, made: &mut Vec<u64>) -> Result
     Ok(res)
 }
 
+/// The range tombstones of every input file, fragmented together.
+fn collect_tombstones(runs: &[RunIter]) -> Result<Fragments> {
+    let mut list: Vec<RangeTombstone> = Vec::new();
+    for f in runs.iter().flat_map(|r| r.files.iter()) {
+        if f.info.range_deletions > 0 {
+            list.extend(f.table()?.range_tombstones().tombstones());
+        }
+    }
+    Ok(Fragments::new(&list))
+}
+
+/// The tombstone sequence numbers some reader still needs (module documentation).
+fn surviving_tombstones(all: &Fragments, spec: &JobSpec) -> Fragments {
+    let mut keep: Vec<RangeTombstone> = Vec::new();
+    for f in all.fragments() {
+        let mut newer = u64::MAX;
+        for (i, &seq) in f.seqs.iter().enumerate() {
+            // The newest of its fragment for the current state, or for a snapshot in [seq, newer).
+            let needed = i == 0 || spec.snapshots.range(seq..newer).next().is_some();
+            newer = seq;
+            // At the bottom nothing older than the tombstone survives unless a snapshot below
+            // it keeps it (then that snapshot's reader must not see the tombstone either, but
+            // the readers above it must).
+            if needed && !(spec.bottommost && spec.snapshots.range(..seq).next().is_none()) {
+                keep.push(RangeTombstone { start: f.start.clone(), end: f.end.clone(), seq });
+            }
+        }
+    }
+    Fragments::new(&keep)
+}
+
 /// The output file being written.
 struct Output {
     builder: Option<(TableBuilder, u64)>,
     fallback: Arc<AtomicBool>,
+    /// The surviving range tombstones, handed out to the outputs clipped at their cuts.
+    tombstones: Fragments,
+    /// Where the current output's share of the tombstones starts (`None`: the beginning).
+    lower: Option<Vec<u8>>,
+    /// Last user key added to the current output.
+    last_key: Vec<u8>,
 }
 
 impl Output {
+    /// Creates the next output file.
+    fn start(&mut self, env: &JobEnv<'_>, made: &mut Vec<u64>) -> Result<()> {
+        let number = (env.new_file_number)();
+        made.push(number);
+        let file = env.storage.create_immutable(&env.dir.join(filename::sst_name(number)))?;
+        self.builder = Some((TableBuilder::new(file, env.table_options)?, number));
+        Ok(())
+    }
+
+    /// Finishes the current output; `last` when no output follows (it takes the tombstones up
+    /// to the end), otherwise its tombstones end at the cut after its last user key.
     fn finish(
         &mut self,
         _env: &JobEnv<'_>,
         spec: &JobSpec,
         metas: &mut Vec<FileMeta>,
         res: &mut JobResult,
+        last: bool,
     ) -> Result<()> {
-        let Some((builder, number)) = self.builder.take() else { return Ok(()) };
+        let Some((mut builder, number)) = self.builder.take() else { return Ok(()) };
+        let upper = (!last).then(|| {
+            let mut cut = self.last_key.clone();
+            cut.push(0);
+            cut
+        });
+        for t in self.tombstones.clipped(self.lower.as_deref(), upper.as_deref(), u64::MAX) {
+            builder.add_range_tombstone(t)?;
+        }
+        self.lower = upper;
         let lf = spec.filter;
         let fallback = self.fallback.clone();
         fallback.store(false, Ordering::Relaxed);
@@ -239,14 +323,18 @@ fn emit(
     res: &mut JobResult,
 ) -> Result<()> {
     let mut keep: Vec<Version> = Vec::with_capacity(1);
+    // Sequence numbers of the tombstones covering this key, newest first.
+    let covering: &[u64] = spec.all_tombstones.covering_seqs(user_key);
+    let covered_at = |seq: u64, reader: u64| covering.iter().any(|&t| t > seq && t <= reader);
     let mut newer = u64::MAX;
     for (i, v) in group.drain(..).enumerate() {
-        // Visible to the current state (the first) or to a snapshot in [v.seq, newer).
-        if i == 0 || spec.snapshots.range(v.seq..newer).next().is_some() {
-            newer = v.seq;
+        // Visible to the current state (the first) or to a snapshot in [v.seq, newer), unless
+        // a tombstone that reader also sees covers it.
+        let visible = (i == 0 && !covered_at(v.seq, u64::MAX))
+            || spec.snapshots.range(v.seq..newer).any(|&s| !covered_at(v.seq, s));
+        newer = v.seq;
+        if visible {
             keep.push(v);
-        } else {
-            newer = v.seq;
         }
     }
     if spec.bottommost {
@@ -258,14 +346,13 @@ fn emit(
         return Ok(());
     }
     if out.builder.as_ref().is_some_and(|(b, _)| b.estimated_size() >= spec.target_file_size) {
-        out.finish(env, spec, metas, res)?;
+        out.finish(env, spec, metas, res, false)?;
     }
     if out.builder.is_none() {
-        let number = (env.new_file_number)();
-        made.push(number);
-        let file = env.storage.create_immutable(&env.dir.join(filename::sst_name(number)))?;
-        out.builder = Some((TableBuilder::new(file, env.table_options)?, number));
+        out.start(env, made)?;
     }
+    out.last_key.clear();
+    out.last_key.extend_from_slice(user_key);
     let (b, _) = out.builder.as_mut().expect("just made");
     let mut k = Vec::with_capacity(user_key.len() + ikey::TRAILER_LEN);
     for v in keep {

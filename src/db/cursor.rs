@@ -12,12 +12,17 @@
 //!   the merge then sits on the last entry of the previous key, and the entry shown is a copy.
 //!   A newest visible version that is a tombstone hides the key.
 //! - A change of direction re-seeks the merge to the other side of the current key.
+//! - Range tombstones: at its first positioning the cursor collects the tombstones visible at
+//!   its snapshot from every memtable and from every file in its range that has any, and
+//!   fragments them; a version older than the newest tombstone covering its key counts as a
+//!   tombstone in both directions.
 
 use super::iter::merge::Merge;
 use super::iter::source::{IKey, Source};
 use super::SuperVersion;
 use crate::batch::ValueKind;
 use crate::error::Result;
+use crate::range_del::{Fragments, RangeTombstone};
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -55,6 +60,8 @@ pub struct DbCursor {
     /// Forward: the key being skipped. Backward: the key shown (with `saved_value`).
     saved_key: Vec<u8>,
     saved_value: Vec<u8>,
+    /// The range tombstones visible at `snapshot`, collected at the first positioning.
+    tombstones: Option<Arc<Fragments>>,
 }
 
 impl DbCursor {
@@ -96,12 +103,56 @@ impl DbCursor {
             forward: true,
             saved_key: Vec::new(),
             saved_value: Vec::new(),
+            tombstones: None,
         }
     }
 
     /// Another cursor over the same data, snapshot and bounds, positioned nowhere.
     pub(crate) fn twin(&self) -> DbCursor {
-        DbCursor::new(self.sv.clone(), self.snapshot, self.lower.clone(), self.upper.clone())
+        let mut t =
+            DbCursor::new(self.sv.clone(), self.snapshot, self.lower.clone(), self.upper.clone());
+        t.tombstones = self.tombstones.clone();
+        t
+    }
+
+    /// Collects the range tombstones (once): memtables, then the files overlapping the bounds
+    /// whose tables hold any (no other file is opened).
+    fn load_tombstones(&mut self) -> Result<()> {
+        if self.tombstones.is_some() {
+            return Ok(());
+        }
+        let start = match &self.lower {
+            Bound::Included(k) | Bound::Excluded(k) => Some(k.as_slice()),
+            Bound::Unbounded => None,
+        };
+        let end_excl = match &self.upper {
+            Bound::Excluded(k) => Some(k.as_slice()),
+            _ => None,
+        };
+        let mut list: Vec<RangeTombstone> = Vec::new();
+        for mem in std::iter::once(&self.sv.mem).chain(self.sv.imm.iter()) {
+            list.extend(mem.range_tombstones().clipped(None, None, self.snapshot));
+        }
+        for f in self.sv.version.levels.iter().flatten() {
+            if f.info.range_deletions > 0 && f.overlaps(start, end_excl) {
+                list.extend(f.table()?.range_tombstones().clipped(None, None, self.snapshot));
+            }
+        }
+        self.tombstones = Some(Arc::new(Fragments::new(&list)));
+        Ok(())
+    }
+
+    /// The entry's kind as the cursor treats it: a version covered by a visible range
+    /// tombstone counts as a tombstone.
+    fn effective_kind(
+        tombstones: &Option<Arc<Fragments>>,
+        e: &super::iter::source::Entry,
+        snapshot: u64,
+    ) -> ValueKind {
+        match tombstones {
+            Some(t) if !t.is_empty() && t.covers(&e.user_key, e.seq, snapshot) => ValueKind::Delete,
+            _ => e.kind,
+        }
     }
 
     /// Whether the cursor is on an entry.
@@ -129,18 +180,21 @@ impl DbCursor {
 
     /// Positions on the first entry whose key is `>= key`.
     pub fn seek(&mut self, key: &[u8]) -> Result<()> {
-        let r = self.seek_inner(key);
+        let r = self.load_tombstones().and_then(|()| self.seek_inner(key));
         self.check(r)
     }
 
     /// Positions on the last entry whose key is `<= key`.
     pub fn seek_for_prev(&mut self, key: &[u8]) -> Result<()> {
-        let r = self.seek_for_prev_inner(key);
+        let r = self.load_tombstones().and_then(|()| self.seek_for_prev_inner(key));
         self.check(r)
     }
 
     /// Positions on the first entry.
     pub fn seek_to_first(&mut self) -> Result<()> {
+        if let Err(e) = self.load_tombstones() {
+            return self.check(Err(e));
+        }
         let r = match self.lower.clone() {
             Bound::Included(k) | Bound::Excluded(k) => self.seek_inner(&k),
             Bound::Unbounded => {
@@ -153,6 +207,9 @@ impl DbCursor {
 
     /// Positions on the last entry.
     pub fn seek_to_last(&mut self) -> Result<()> {
+        if let Err(e) = self.load_tombstones() {
+            return self.check(Err(e));
+        }
         let r = match self.upper.clone() {
             Bound::Included(k) | Bound::Excluded(k) => self.seek_for_prev_inner(&k),
             Bound::Unbounded => {
@@ -241,7 +298,7 @@ impl DbCursor {
                 return Ok(()); // entries come in key order: nothing further is in range
             }
             if !below_lower(&self.lower, &e.user_key) && e.seq <= self.snapshot {
-                match e.kind {
+                match Self::effective_kind(&self.tombstones, e, self.snapshot) {
                     // Sources never yield range tombstones (iter/source.rs rejects them).
                     ValueKind::Delete | ValueKind::RangeDelete => {
                         self.saved_key.clear();
@@ -275,10 +332,10 @@ impl DbCursor {
                 if pending == ValueKind::Put && e.user_key < self.saved_key {
                     break; // the candidate's newest visible version was the last one seen
                 }
-                pending = e.kind;
+                pending = Self::effective_kind(&self.tombstones, e, self.snapshot);
                 self.saved_key.clear();
                 self.saved_value.clear();
-                if e.kind == ValueKind::Put {
+                if pending == ValueKind::Put {
                     self.saved_key.extend_from_slice(&e.user_key);
                     self.saved_value.extend_from_slice(&e.value);
                 }

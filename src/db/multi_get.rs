@@ -146,7 +146,9 @@ fn lookup_all(
         for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
             b.covered[i] = b.covered[i].max(mem.max_covering_tombstone(keys[i], snapshot));
             match mem.lookup_versioned(keys[i], b.hashes[i], snapshot, true) {
-                (MemLookup::Found(v), seq) if seq > b.covered[i] => b.answers[i] = Some(Ok(Some(v))),
+                (MemLookup::Found(v), seq) if seq > b.covered[i] => {
+                    b.answers[i] = Some(Ok(Some(v)))
+                }
                 (MemLookup::Found(_) | MemLookup::Deleted, _) => b.answers[i] = Some(Ok(None)),
                 (MemLookup::Absent, _) => continue,
             }

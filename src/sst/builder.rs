@@ -16,8 +16,8 @@
 use crate::error::{Error, Result};
 use crate::filter::{codec, hash_key};
 use crate::ikey::{self, ValueKind};
-use crate::sst::block::BlockBuilder;
 use crate::range_del::{Fragments, RangeTombstone};
+use crate::sst::block::BlockBuilder;
 use crate::sst::format::{
     format_version_for, frame_block_into, BlockHandle, Footer, TableFeatures, BLOCK_TRAILER_LEN,
     MAX_BLOCK_LEN,
@@ -290,8 +290,7 @@ impl TableBuilder {
         let (mut smallest_seq, mut largest_seq) = (p.smallest_seq, p.largest_seq);
         if let (Some(lo), Some(hi)) = (frags.smallest_key(), frags.largest_key()) {
             let seqs = frags.fragments().iter().flat_map(|f| f.seqs.iter().copied());
-            let (min_seq, max_seq) =
-                seqs.fold((u64::MAX, 0), |(a, b), s| (a.min(s), b.max(s)));
+            let (min_seq, max_seq) = seqs.fold((u64::MAX, 0), |(a, b), s| (a.min(s), b.max(s)));
             if p.entries == 0 {
                 (smallest_key, largest_key, smallest_seq, largest_seq) =
                     (lo.to_vec(), hi.clone(), min_seq, max_seq);

@@ -40,11 +40,9 @@ pub fn wal(args: &LogDumpArgs) -> Result<()> {
                     println!("  @{seq} Put {} ({} value bytes)", show_key(r.key), r.value.len())
                 }
                 (ValueKind::Delete, _) => println!("  @{seq} Delete {}", show_key(r.key)),
-                (ValueKind::RangeDelete, _) => println!(
-                    "  @{seq} DeleteRange [{}, {})",
-                    show_key(r.key),
-                    show_key(r.value)
-                ),
+                (ValueKind::RangeDelete, _) => {
+                    println!("  @{seq} DeleteRange [{}, {})", show_key(r.key), show_key(r.value))
+                }
             }
         }
         entries += batch.records.len();
