@@ -248,7 +248,11 @@ mod tests {
             let ts: Vec<RangeTombstone> = (0..n)
                 .map(|i| {
                     let (a, b) = (key(&mut rng), key(&mut rng));
-                    RangeTombstone { start: a.min(b.clone()), end: b.max(a), seq: i as u64 + 1 }
+                    RangeTombstone {
+                        start: a.clone().min(b.clone()),
+                        end: b.max(a),
+                        seq: i as u64 + 1,
+                    }
                 })
                 .collect();
             let f = Fragments::new(&ts);

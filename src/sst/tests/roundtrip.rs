@@ -27,7 +27,7 @@ fn versioned_entries(keys: u32, seed: u64) -> Vec<Entry> {
 fn model_get(versions: &[Entry], snap: u64) -> GetResult {
     match versions.iter().find(|e| e.1 <= snap) {
         None => GetResult::NotFound,
-        Some((_, _, ValueKind::Delete, _)) => GetResult::Deleted,
+        Some((_, _, ValueKind::Delete | ValueKind::RangeDelete, _)) => GetResult::Deleted,
         Some((_, _, ValueKind::Put, v)) => GetResult::Found(v.clone()),
     }
 }
