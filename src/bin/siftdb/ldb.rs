@@ -1,4 +1,4 @@
-//! `siftdb get|put|delete|scan|dump|checkpoint|compact DB ...`: RocksDB `ldb`-style commands on a
+//! `siftdb get|put|delete|delete-range|scan|dump|checkpoint|compact DB ...`: RocksDB `ldb`-style commands on a
 //! database directory. Every command opens an existing database (`put --create` may create
 //! one); a missing, locked or corrupt database is one error line and a non-zero exit (main.rs).
 //! Keys and values are given as text, or as hex with `--hex`; they are printed with
@@ -18,6 +18,9 @@ pub enum LdbCommand {
     Put(PutArgs),
     /// Delete KEY (synced).
     Delete(KeyArgs),
+    /// Delete every key in [START, END) with one range tombstone (synced). START after END is
+    /// an error; START equal to END deletes nothing.
+    DeleteRange(DeleteRangeArgs),
     /// Print entries in key order (or reversed): all, from/to bounds, or a prefix.
     Scan(ScanArgs),
     /// Print every entry of the database (a scan without bounds).
@@ -59,6 +62,17 @@ pub struct PutArgs {
     /// Create the database if the directory holds none (an empty or absent directory).
     #[arg(long)]
     pub create: bool,
+}
+
+/// `delete-range`'s arguments.
+#[derive(Args)]
+pub struct DeleteRangeArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// First key deleted (inclusive).
+    pub start: String,
+    /// First key kept (exclusive).
+    pub end: String,
 }
 
 /// `scan`'s arguments.
@@ -115,6 +129,14 @@ pub fn run(cmd: &LdbCommand) -> Result<()> {
             let db = open(&a.db.db, false)?;
             let mut b = siftdb::WriteBatch::new();
             b.delete(decode(&a.key, a.db.hex)?);
+            db.write_opt(b, siftdb::WriteOptions { sync: true })?;
+            db.close()?;
+        }
+        LdbCommand::DeleteRange(a) => {
+            let db = open(&a.db.db, false)?;
+            let (start, end) = (decode(&a.start, a.db.hex)?, decode(&a.end, a.db.hex)?);
+            let mut b = siftdb::WriteBatch::new();
+            b.delete_range(start, end);
             db.write_opt(b, siftdb::WriteOptions { sync: true })?;
             db.close()?;
         }
