@@ -65,8 +65,6 @@ pub struct JobSpec {
     pub target_file_size: u64,
     /// Filter of the output level.
     pub filter: LevelFilter,
-    /// Range tombstones of all inputs (filled by [`run`]; leave it empty).
-    pub all_tombstones: Fragments,
 }
 
 /// What a job produced.
@@ -154,10 +152,10 @@ fn run_inner(env: &JobEnv<'_>, mut spec: JobSpec, made: &mut Vec<u64>) -> Result
         builder: None,
         fallback: Arc::new(AtomicBool::new(false)),
         tombstones: surviving_tombstones(&all_tombstones, &spec),
+        all_tombstones,
         lower: None,
         last_key: Vec::new(),
     };
-    spec.all_tombstones = all_tombstones;
     let mut metas: Vec<FileMeta> = Vec::new();
     let mut group: Vec<Version> = Vec::new();
     let mut group_key: Vec<u8> = Vec::new();
@@ -244,6 +242,8 @@ struct Output {
     fallback: Arc<AtomicBool>,
     /// The surviving range tombstones, handed out to the outputs clipped at their cuts.
     tombstones: Fragments,
+    /// Every input tombstone (which versions they cover decides which versions survive).
+    all_tombstones: Fragments,
     /// Where the current output's share of the tombstones starts (`None`: the beginning).
     lower: Option<Vec<u8>>,
     /// Last user key added to the current output.
@@ -324,7 +324,7 @@ fn emit(
 ) -> Result<()> {
     let mut keep: Vec<Version> = Vec::with_capacity(1);
     // Sequence numbers of the tombstones covering this key, newest first.
-    let covering: &[u64] = spec.all_tombstones.covering_seqs(user_key);
+    let covering: &[u64] = out.all_tombstones.covering_seqs(user_key);
     let covered_at = |seq: u64, reader: u64| covering.iter().any(|&t| t > seq && t <= reader);
     let mut newer = u64::MAX;
     for (i, v) in group.drain(..).enumerate() {

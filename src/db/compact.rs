@@ -123,7 +123,6 @@ pub(crate) fn run_pick(inner: &DbInner, p: &Pick) -> Result<()> {
         bottommost: p.bottommost,
         target_file_size: inner.opts.compaction.target_file_size,
         filter: level_filter(&inner.opts.filter_policy, p.output_level.max(1), &weights),
-        all_tombstones: Default::default(),
     };
     let new_number = || inner.new_file_number();
     let env = JobEnv {
