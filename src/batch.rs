@@ -1,10 +1,11 @@
-//! [`WriteBatch`]: a group of puts, deletes and merges applied atomically, and its encoding,
-//! which is the payload of one WAL record (design.md, "Write batch").
+//! [`WriteBatch`]: a group of puts, deletes, merges and range deletes applied atomically, and
+//! its encoding, which is the payload of one WAL record (design.md, "Write batch").
 //!
 //! ```text
 //! batch  := first_seq:u64 count:u32 record{count}
 //! record := tag:u8 [keyspace:varint32 -- iff tag & 0x80] key:lenprefixed [value:lenprefixed]
-//! kind    = tag & 0x7F: 0 = delete (no value), 1 = put (value), 2 = merge (value = operand)
+//! kind    = tag & 0x7F: 0 = delete (no value), 1 = put (value), 2 = merge (value = operand),
+//!           3 = delete_range (key = start inclusive, value = end exclusive; start < end)
 //! lenprefixed := len:varint bytes
 //! ```
 //! A record of the default keyspace (0) never has the 0x80 flag, so a batch without keyspaces
@@ -78,13 +79,13 @@ impl Default for WriteBatch {
 /// One decoded record of a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchRecord<'a> {
-    /// Put, delete or merge.
+    /// Put, delete, merge or range delete.
     pub kind: ValueKind,
     /// The keyspace id (0: the default keyspace).
     pub keyspace: u32,
-    /// The user key.
+    /// The user key (a range delete's start).
     pub key: &'a [u8],
-    /// The value (the operand for a merge; empty for a delete).
+    /// The value (the operand for a merge; empty for a delete; a range delete's exclusive end).
     pub value: &'a [u8],
 }
 
@@ -155,6 +156,52 @@ impl WriteBatch {
         put_length_prefixed(&mut self.rep, operand);
         self.count += 1;
         self.merges = self.merges.saturating_add(1);
+        self
+    }
+
+    /// Adds a deletion of every key in `[start, end)`: one range tombstone, one sequence
+    /// number. `start == end` deletes nothing and adds no record; `start > end` makes the write
+    /// fail with [`Error::InvalidArgument`] naming both bounds.
+    pub fn delete_range(&mut self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> &mut Self {
+        self.push_delete_range(None, start.as_ref(), end.as_ref())
+    }
+
+    /// [`WriteBatch::delete_range`] in keyspace `ks`.
+    pub fn delete_range_in(
+        &mut self,
+        ks: &crate::Keyspace,
+        start: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
+    ) -> &mut Self {
+        self.push_delete_range(Some((ks.id(), ks.name_arc())), start.as_ref(), end.as_ref())
+    }
+
+    fn push_delete_range(
+        &mut self,
+        keyspace: Option<(u32, &Arc<str>)>,
+        start: &[u8],
+        end: &[u8],
+    ) -> &mut Self {
+        if start == end {
+            return self;
+        }
+        if start > end && self.invalid.is_none() {
+            self.invalid = Some(format!(
+                "delete_range start \"{}\" is after its end \"{}\"",
+                start.escape_ascii(),
+                end.escape_ascii()
+            ));
+        }
+        self.check(start, None);
+        self.check(end, None);
+        self.rep.reserve(Self::put_size(start, end) + 5);
+        match keyspace {
+            Some((id, name)) => self.push_tag(ValueKind::RangeDelete, id, name),
+            None => self.rep.push(ValueKind::RangeDelete.tag()),
+        }
+        put_length_prefixed(&mut self.rep, start);
+        put_length_prefixed(&mut self.rep, end);
+        self.count += 1;
         self
     }
 
@@ -335,6 +382,16 @@ fn decode_record<'a>(c: &mut Cursor<'a>) -> Result<BatchRecord<'a>> {
     let value = match kind {
         ValueKind::Put | ValueKind::Merge => c.length_prefixed("batch record value")?,
         ValueKind::Delete => &[],
+        ValueKind::RangeDelete => {
+            let end = c.length_prefixed("batch record range end")?;
+            if key >= end {
+                return Err(Error::corruption(
+                    "batch delete_range record's start is not below its end",
+                    Some(c.position() as u64),
+                ));
+            }
+            end
+        }
     };
     Ok(BatchRecord { kind, keyspace, key, value })
 }
@@ -443,6 +500,30 @@ mod tests {
         let mut bytes = WriteBatch::new().encode(1);
         bytes[8..12].copy_from_slice(&1u32.to_le_bytes());
         bytes.extend_from_slice(&[ValueKind::Delete.tag() | KEYSPACE_FLAG, 0, 1, b'k']);
+        assert!(decode_batch(&bytes).unwrap_err().is_corruption());
+    }
+
+    #[test]
+    fn delete_range_records_round_trip_and_bad_bounds_are_rejected() {
+        let mut b = WriteBatch::new();
+        b.delete_range(b"a", b"m").delete_range(b"q", b"q").put(b"x", b"1");
+        assert_eq!(b.len(), 2, "an empty range adds no record");
+        let bytes = b.encode(3);
+        let d = decode_batch(&bytes).unwrap();
+        let want =
+            BatchRecord { kind: ValueKind::RangeDelete, keyspace: 0, key: b"a", value: b"m" };
+        assert_eq!(d.records[0], want);
+        assert!(b.validate().is_ok());
+        let mut bad = WriteBatch::new();
+        bad.delete_range(b"z", b"b");
+        let msg = bad.validate().unwrap_err().to_string();
+        assert!(msg.contains('z') && msg.contains('b'), "{msg}");
+        // A stored record whose start is not below its end is corrupt.
+        let mut flipped = WriteBatch::new();
+        flipped.delete_range(b"a", b"b");
+        let mut bytes = flipped.encode(1);
+        let n = bytes.len();
+        bytes.swap(n - 1, n - 3);
         assert!(decode_batch(&bytes).unwrap_err().is_corruption());
     }
 

@@ -5,7 +5,7 @@
 //! internal_key := user_key [keyspace:u32 LE  -- present iff kind_byte & 0x80] trailer
 //! trailer      := u64 little-endian, (seq << 8) | kind_byte      (8 bytes)
 //! kind_byte    := 0x80 flag "keyspace present" | kind (low 7 bits)
-//! kind         := 0 = Delete, 1 = Put, 2 = Merge
+//! kind         := 0 = Delete, 1 = Put, 2 = Merge, 3 = RangeDelete
 //! ```
 //!
 //! Writers set the 0x80 flag iff the keyspace is not 0, so every key of keyspace 0 (the default
@@ -48,6 +48,10 @@ pub enum ValueKind {
     // Declared after Put: the derived order (Delete < Put < Merge) must follow the tags, since
     // internal keys order kinds descending by tag.
     Merge = 2,
+    /// A range tombstone (`delete_range`): the key is the range's start, the value its end
+    /// (exclusive). Tag 3. Never stored among point entries: memtables keep range tombstones in
+    /// a list of their own and SSTs in their range-deletion block (src/range_del.rs).
+    RangeDelete = 3,
 }
 
 impl ValueKind {
@@ -62,6 +66,7 @@ impl ValueKind {
             0 => Some(ValueKind::Delete),
             1 => Some(ValueKind::Put),
             2 => Some(ValueKind::Merge),
+            3 => Some(ValueKind::RangeDelete),
             _ => None,
         }
     }
@@ -105,7 +110,8 @@ pub fn encode_in(keyspace: u32, user_key: &[u8], seq: u64, kind: ValueKind) -> V
 }
 
 /// The largest kind tag a point entry can carry: at one sequence number it sorts first, so
-/// `(k, s, LOOKUP_KIND)` is at or before every entry of `k` with `seq <= s`.
+/// `(k, s, LOOKUP_KIND)` is at or before every entry of `k` with `seq <= s`. (RangeDelete keys,
+/// tag 3, never share a structure with point entries.)
 pub const LOOKUP_KIND: ValueKind = ValueKind::Merge;
 
 /// The key a point lookup of `user_key` (keyspace 0) at snapshot `snapshot_seq` seeks to: the
@@ -398,7 +404,9 @@ mod tests {
     #[test]
     fn lookup_key_stays_inside_its_keyspace() {
         let v = encode_in(5, b"k", 3, ValueKind::Put);
-        assert_eq!(compare(&lookup_key_in(5, b"k", 3), &v), Ordering::Equal);
+        // The lookup kind (Merge) sorts before a Put at the same sequence number.
+        assert_eq!(compare(&lookup_key_in(5, b"k", 3), &v), Ordering::Less);
+        assert_eq!(compare(&lookup_key_in(5, b"k", 2), &v), Ordering::Greater);
         assert_eq!(compare(&lookup_key_in(4, b"k", 3), &v), Ordering::Less);
         assert_eq!(compare(&lookup_key_in(6, b"", 0), &v), Ordering::Greater);
     }

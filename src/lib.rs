@@ -73,6 +73,7 @@ pub mod merge;
 pub mod options;
 pub mod options_validate;
 pub mod query;
+pub mod range_del;
 pub mod rng;
 pub mod sst;
 pub mod storage;

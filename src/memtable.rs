@@ -13,10 +13,17 @@
 //!    the newest version visible at `snapshot`, and a lookup or scan never leaves its keyspace's
 //!    range. The filter hashes the user key only, so a key of one keyspace may make the filter
 //!    answer "maybe" for the same key of another: a false positive, never a false negative.
+//! 4. Range tombstones (`delete_range`) are not in the skip list: the writer replaces the
+//!    memtable's per-keyspace [`Fragments`] (an `ArcSwap`, so readers take no lock) before
+//!    publishing the tombstone's sequence number, as in invariant 2. Point lookups ask
+//!    [`Memtable::max_covering_tombstone`] before the filter (a filter "no" for the key says
+//!    nothing about the tombstones covering it).
 
 use crate::batch::ValueKind;
 use crate::filter::prelude::*;
 use crate::filter::{hash_key, TwoBitBloom};
+use crate::range_del::{Fragments, RangeTombstone};
+use arc_swap::ArcSwap;
 use crossbeam_skiplist::SkipMap;
 use std::cmp::Ordering as CmpOrdering;
 use std::ops::Bound;
@@ -167,6 +174,17 @@ pub struct Memtable {
     /// flush may write the two-bit filter as is only for a single-keyspace memtable).
     first_keyspace: AtomicU64,
     mixed_keyspaces: AtomicBool,
+    /// Range tombstones per keyspace, as written and fragmented (invariant 4). Rare: each
+    /// `delete_range` rebuilds its keyspace's set.
+    range_dels: ArcSwap<RangeDels>,
+    /// Range tombstones held (0: point lookups skip the tombstone check).
+    range_del_count: AtomicU64,
+}
+
+/// A memtable's range tombstones: per keyspace, the list as written and its fragments.
+#[derive(Default)]
+struct RangeDels {
+    by_keyspace: std::collections::BTreeMap<u32, (Vec<RangeTombstone>, Fragments)>,
 }
 
 /// `first_keyspace` before any write.
@@ -185,6 +203,8 @@ impl Memtable {
             wal_number,
             first_keyspace: AtomicU64::new(NO_KEYSPACE),
             mixed_keyspaces: AtomicBool::new(false),
+            range_dels: ArcSwap::from_pointee(RangeDels::default()),
+            range_del_count: AtomicU64::new(0),
         }
     }
 
@@ -199,7 +219,8 @@ impl Memtable {
     }
 
     /// Inserts one version of `key` in `keyspace`. `key_hash` must be `hash_key(key)`. Only the
-    /// single writer calls this (invariant 2 of the module documentation).
+    /// single writer calls this (invariant 2 of the module documentation). A
+    /// [`ValueKind::RangeDelete`] is a range tombstone deleting `[key, value)` (invariant 4).
     pub fn add_in(
         &self,
         seq: u64,
@@ -216,17 +237,72 @@ impl Memtable {
             }
             _ => {}
         }
+        if kind == ValueKind::RangeDelete {
+            self.add_range_tombstone(seq, keyspace, key, value);
+            return;
+        }
         self.filter.insert_hash_atomic(key_hash);
         self.map.insert(Slot::new(keyspace, key, value, seq, kind), ());
         self.bytes.fetch_add(key.len() + value.len() + ENTRY_OVERHEAD, Ordering::Relaxed);
         self.entries.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Records the range tombstone `[start, end)` of `keyspace` at `seq`. Only the single
+    /// writer calls this.
+    fn add_range_tombstone(&self, seq: u64, keyspace: u32, start: &[u8], end: &[u8]) {
+        let cur = self.range_dels.load();
+        let mut by_keyspace = cur.by_keyspace.clone();
+        let (list, frags) = by_keyspace.entry(keyspace).or_default();
+        list.push(RangeTombstone { start: start.to_vec(), end: end.to_vec(), seq });
+        *frags = Fragments::new(list);
+        self.range_dels.store(std::sync::Arc::new(RangeDels { by_keyspace }));
+        self.range_del_count.fetch_add(1, Ordering::Relaxed);
+        self.bytes.fetch_add(start.len() + end.len() + ENTRY_OVERHEAD, Ordering::Relaxed);
+        self.entries.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The largest sequence number `<= snapshot` of a range tombstone covering `key` of
+    /// `keyspace` (0 if none): a version of `key` older than it, here or in any older source,
+    /// is deleted.
+    pub fn max_covering_tombstone(&self, keyspace: u32, key: &[u8], snapshot: u64) -> u64 {
+        if self.range_del_count.load(Ordering::Relaxed) == 0 {
+            return 0;
+        }
+        match self.range_dels.load().by_keyspace.get(&keyspace) {
+            Some((_, frags)) => frags.max_covering_seq(key, snapshot),
+            None => 0,
+        }
+    }
+
+    /// The range tombstones of `keyspace`, fragmented (empty without any).
+    pub fn range_tombstones(&self, keyspace: u32) -> Fragments {
+        if self.range_del_count.load(Ordering::Relaxed) == 0 {
+            return Fragments::default();
+        }
+        match self.range_dels.load().by_keyspace.get(&keyspace) {
+            Some((_, frags)) => frags.clone(),
+            None => Fragments::default(),
+        }
+    }
+
+    /// The keyspaces holding range tombstones, ascending.
+    pub fn range_tombstone_keyspaces(&self) -> Vec<u32> {
+        if self.range_del_count.load(Ordering::Relaxed) == 0 {
+            return Vec::new();
+        }
+        self.range_dels.load().by_keyspace.keys().copied().collect()
+    }
+
+    /// Range tombstones held.
+    pub fn range_tombstone_count(&self) -> u64 {
+        self.range_del_count.load(Ordering::Relaxed)
+    }
+
     /// The newest version of default-keyspace `key` with sequence number `<= snapshot`. The
     /// filter is consulted first; a "no" answers `Absent` without touching the skip list. Merge
     /// operands met before the newest Put or Delete are appended to `operands` (newest first)
     /// and the walk goes on; `Absent` then means "no base in this memtable", and the caller
-    /// looks further.
+    /// looks further. Range tombstones are applied (this memtable's).
     pub fn get(
         &self,
         key: &[u8],
@@ -234,12 +310,16 @@ impl Memtable {
         snapshot: u64,
         operands: &mut Vec<Vec<u8>>,
     ) -> MemLookup {
-        self.lookup(0, key, key_hash, snapshot, true, operands)
+        let covered_below = self.max_covering_tombstone(0, key, snapshot);
+        self.lookup(0, key, key_hash, snapshot, true, operands, covered_below)
     }
 
     /// [`Memtable::get`] in `keyspace`; `copy_value = false` answers `Found` with an empty
     /// vector (`Db::contains_key`: no value copy) unless `operands` is non-empty (the value is
-    /// then the base a merge needs).
+    /// then the base a merge needs). `covered_below`: the newest range tombstone covering the
+    /// key among the sources read so far, this memtable's included (0: none); the walk answers
+    /// `Deleted` on reaching a version older than it.
+    #[allow(clippy::too_many_arguments)]
     pub fn lookup(
         &self,
         keyspace: u32,
@@ -248,6 +328,7 @@ impl Memtable {
         snapshot: u64,
         copy_value: bool,
         operands: &mut Vec<Vec<u8>>,
+        covered_below: u64,
     ) -> MemLookup {
         // An empty memtable (the usual state after a flush or a reopen) answers without a
         // filter probe, which would be a cache miss. Sound by invariant 2: a visible write's
@@ -259,6 +340,9 @@ impl Memtable {
         let mut entry = self.map.lower_bound(Bound::Included(&probe));
         while let Some(e) = entry.filter(|e| e.key().keyspace == keyspace && e.key().key() == key) {
             let slot = e.key();
+            if slot.seq < covered_below {
+                return MemLookup::Deleted; // under a newer range tombstone
+            }
             match slot.kind {
                 ValueKind::Put if copy_value || !operands.is_empty() => {
                     return MemLookup::Found(slot.value().to_vec())
@@ -266,6 +350,8 @@ impl Memtable {
                 ValueKind::Put => return MemLookup::Found(Vec::new()),
                 ValueKind::Delete => return MemLookup::Deleted,
                 ValueKind::Merge => operands.push(slot.value().to_vec()),
+                // `add_in` keeps range tombstones out of the skip list.
+                ValueKind::RangeDelete => {}
             }
             entry = e.next();
         }
@@ -288,8 +374,9 @@ impl Memtable {
             .map(|e| (e.key().mem_key(), e.key().value().into()))
     }
 
-    /// Calls `f(keyspace, user_key, seq, kind, value)` for every version in internal-key
-    /// order, without copying (the flush path).
+    /// Calls `f(keyspace, user_key, seq, kind, value)` for every point version in internal-key
+    /// order, without copying (the flush path; range tombstones come from
+    /// [`Memtable::range_tombstones`]).
     pub fn for_each(
         &self,
         mut f: impl FnMut(u32, &[u8], u64, ValueKind, &[u8]) -> crate::Result<()>,
@@ -323,12 +410,12 @@ impl Memtable {
             .map(|e| (e.key().mem_key(), e.key().value().into()))
     }
 
-    /// Approximate bytes held (keys, values and per-entry overhead).
+    /// Approximate bytes held (keys, values, range tombstones and per-entry overhead).
     pub fn approximate_bytes(&self) -> usize {
         self.bytes.load(Ordering::Relaxed)
     }
 
-    /// Entries (versions) held.
+    /// Entries (versions and range tombstones) held.
     pub fn len(&self) -> u64 {
         self.entries.load(Ordering::Relaxed)
     }
@@ -402,7 +489,7 @@ mod tests {
         // At snapshot 6 only the older operand is visible; below the delete, v3 is the base,
         // and a lookup with operands copies it even when asked for no value.
         let mut ops = vec![b"newer".to_vec()];
-        assert_eq!(m.lookup(0, b"k", h, 4, false, &mut ops), MemLookup::Found(b"v3".to_vec()));
+        assert_eq!(m.lookup(0, b"k", h, 4, false, &mut ops, 0), MemLookup::Found(b"v3".to_vec()));
         let mut ops = Vec::new();
         assert_eq!(m.get(b"k", h, 6, &mut ops), MemLookup::Deleted);
         assert_eq!(ops, vec![b"m6".to_vec()]);
@@ -411,6 +498,31 @@ mod tests {
         let mut ops = Vec::new();
         assert_eq!(m.get(b"only", hash_key(b"only"), 9, &mut ops), MemLookup::Absent);
         assert_eq!(ops, vec![b"x".to_vec()]);
+    }
+
+    #[test]
+    fn range_tombstones_are_kept_apart_and_answer_per_snapshot() {
+        let m = Memtable::new(1, 1 << 12);
+        put(&m, 1, b"k", b"v1");
+        m.add(2, ValueKind::RangeDelete, b"a", hash_key(b"a"), b"m");
+        put(&m, 3, b"k", b"v3");
+        assert_eq!(m.len(), 3);
+        assert_eq!(m.range_tombstone_count(), 1);
+        assert_eq!(m.max_covering_tombstone(0, b"k", 9), 2);
+        assert_eq!(m.max_covering_tombstone(0, b"k", 1), 0, "not visible below its sequence");
+        assert_eq!(m.max_covering_tombstone(0, b"m", 9), 0, "the end is exclusive");
+        // The skip list holds point versions only; a version under a newer tombstone reads
+        // as deleted when the caller passes the covering sequence.
+        let h = hash_key(b"k");
+        assert_eq!(
+            m.lookup(0, b"k", h, 2, true, &mut Vec::new(), 0),
+            MemLookup::Found(b"v1".to_vec())
+        );
+        assert_eq!(m.lookup(0, b"k", h, 2, true, &mut Vec::new(), 2), MemLookup::Deleted);
+        assert_eq!(m.max_covering_tombstone(1, b"k", 9), 0, "another keyspace is not covered");
+        assert_eq!(m.iter_from(None).count(), 2);
+        assert_eq!(m.range_tombstones(0).len(), 1);
+        assert_eq!(m.range_tombstone_keyspaces(), vec![0]);
     }
 
     #[test]
@@ -492,16 +604,16 @@ mod tests {
         m.add_in(3, ValueKind::Delete, 0, b"k", h, b"");
         assert!(m.holds_several_keyspaces());
         assert_eq!(
-            m.lookup(7, b"k", h, 9, true, &mut Vec::new()),
+            m.lookup(7, b"k", h, 9, true, &mut Vec::new(), 0),
             MemLookup::Found(b"seven".to_vec())
         );
-        assert_eq!(m.lookup(0, b"k", h, 9, true, &mut Vec::new()), MemLookup::Deleted);
+        assert_eq!(m.lookup(0, b"k", h, 9, true, &mut Vec::new(), 0), MemLookup::Deleted);
         assert_eq!(
-            m.lookup(0, b"k", h, 2, true, &mut Vec::new()),
+            m.lookup(0, b"k", h, 2, true, &mut Vec::new(), 0),
             MemLookup::Found(b"default".to_vec())
         );
-        assert_eq!(m.lookup(3, b"k", h, 9, true, &mut Vec::new()), MemLookup::Absent);
-        assert_eq!(m.lookup(8, b"k", h, 9, true, &mut Vec::new()), MemLookup::Absent);
+        assert_eq!(m.lookup(3, b"k", h, 9, true, &mut Vec::new(), 0), MemLookup::Absent);
+        assert_eq!(m.lookup(8, b"k", h, 9, true, &mut Vec::new(), 0), MemLookup::Absent);
         let mut order = Vec::new();
         m.for_each(|ks, k, seq, _, _| {
             order.push((ks, k.to_vec(), seq));

@@ -36,6 +36,9 @@ pub struct TableInfo {
     /// The recorded merge operator name of the table's operands (see
     /// [`crate::sst::TableProperties::merge_operator`]); `None` without operands.
     pub merge_operator: Option<String>,
+    /// Range tombstones in the range-deletion block (scans open only tables that have some to
+    /// collect them).
+    pub range_deletions: u64,
 }
 
 impl TableInfo {
@@ -49,6 +52,7 @@ impl TableInfo {
             filter_memory_bytes: table.filter_memory_bytes() as u64,
             merges: p.merges,
             merge_operator: p.merge_operator.clone(),
+            range_deletions: p.range_deletions,
         }
     }
 }

@@ -1,4 +1,4 @@
-//! Model test: a seeded random sequence of puts, deletes, merges (u64 add), batches, gets, range and prefix scans
+//! Model test: a seeded random sequence of puts, deletes, range deletes, merges (u64 add), batches, gets, range and prefix scans
 //! (forward and `.rev()`), cursor walks with direction changes, and snapshots runs against `Db` and against a `BTreeMap` model side by side; every read must
 //! agree with the model. Flushes and close + reopen happen at random points, and the memtable is
 //! small (64 KiB), so reads cross the active memtable, immutable memtables, several L0 files and
@@ -200,7 +200,16 @@ fn run_model(dir: &Path, storage: Option<&MemStorage>, seed: u64, power_loss: bo
                 db.write_opt(b, wo).unwrap();
                 model.insert(k, v);
             }
-            350..=449 => {
+            440..=449 => {
+                // delete_range [k, k ++ "5"): k and some of its extensions (k0.., k1.., ...).
+                let lo = key(&mut rng);
+                let hi = [lo.as_slice(), b"5"].concat();
+                let mut b = WriteBatch::new();
+                b.delete_range(&lo, &hi);
+                db.write_opt(b, wo).unwrap();
+                model.retain(|k, _| !(lo <= *k && *k < hi));
+            }
+            350..=439 => {
                 let k = key(&mut rng);
                 let mut b = WriteBatch::new();
                 b.delete(&k);

@@ -1,4 +1,5 @@
-//! `siftdb get|put|delete|scan|dump|checkpoint|compact DB` end to end through the binary.
+//! `siftdb get|put|delete|delete-range|scan|dump|checkpoint|compact DB` end to end through the
+//! binary.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -211,4 +212,40 @@ fn keyspace_flag_reads_and_writes_one_keyspace_and_reads_never_create_one() {
     let out = ok(&["manifest", "dump", manifest.to_str().unwrap()]);
     assert!(out.contains("keyspace 1 \"events\""), "{out}");
     assert!(out.contains("keyspace 1,"), "{out}");
+}
+
+#[test]
+fn delete_range_removes_a_span_and_the_dumps_show_its_tombstone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().join("db");
+    let ds = d.to_str().unwrap();
+    ok(&["put", ds, "apple", "1", "--create"]);
+    for k in ["banana", "cherry", "pear"] {
+        ok(&["put", ds, k, "1"]);
+    }
+    fails(&["delete-range", ds, "z", "a"], "after its end");
+    ok(&["delete-range", ds, "b", "d"]);
+    ok(&["delete-range", ds, "x", "x"]); // empty: nothing written
+    let files = |ext: &str| -> Vec<std::path::PathBuf> {
+        let mut v: Vec<_> = std::fs::read_dir(&d)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == ext))
+            .collect();
+        v.sort();
+        v
+    };
+    // Each open flushes the WAL it replays: the tombstone written by the first delete-range
+    // is in a table now (the empty range wrote no record).
+    let dumps: Vec<String> =
+        files("sst").iter().map(|p| ok(&["sst", "dump", p.to_str().unwrap()])).collect();
+    let with = dumps.iter().filter(|o| o.contains("range tombstones  1")).count();
+    assert_eq!(with, 1, "{dumps:?}");
+    assert!(dumps.iter().any(|o| o.contains("[\"b\", \"d\") @5 RangeDelete")), "{dumps:?}");
+    assert_eq!(ok(&["scan", ds, "--keys-only"]), "apple\npear\n");
+    fails(&["get", ds, "cherry"], "not found");
+    ok(&["delete-range", "--hex", ds, "6170", "6171"]); // ["ap", "aq")
+    let wal = ok(&["wal", "dump", files("log").last().unwrap().to_str().unwrap()]);
+    assert!(wal.contains("DeleteRange [\"ap\", \"aq\")"), "{wal}");
+    assert_eq!(ok(&["scan", ds, "--keys-only"]), "pear\n");
 }

@@ -163,13 +163,21 @@ pub fn pick_level<F: HasMeta>(
         && chosen.len() == 1
         && next.is_empty()
         && level_filter(policy, level, &entries) == level_filter(policy, out, &entries);
+    // Judged over every input: a next-level input may reach past the chosen files' range, and a
+    // tombstone there hides what a deeper level holds.
+    let all_inputs = chosen
+        .iter()
+        .map(|f| f.meta())
+        .chain(levels[out].iter().filter(|g| next.contains(&g.meta().number)).map(|g| g.meta()));
+    let (blo, bhi) = key_range(all_inputs);
+    let bottommost = is_bottommost(levels, out, key_at(&blo), key_at(&bhi));
     Some(Pick {
         level,
         output_level: out,
         inputs: chosen.iter().map(|f| f.meta().number).collect(),
         next_inputs: next,
         trivial_move,
-        bottommost: is_bottommost(levels, out, key_at(&lo), key_at(&hi)),
+        bottommost,
         score: 0.0,
     })
 }

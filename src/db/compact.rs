@@ -282,7 +282,10 @@ fn compact_range_jobs(inner: &DbInner, start: Option<&[u8]>, end: Option<&[u8]>)
         .filter(|f| {
             // Operands at the bottom fold into Puts when an operator is configured.
             let operands = f.info.merges > 0 && inner.opts.merge_operator.is_some();
-            f.info.deletions > 0 || f.meta.entries > f.info.distinct_keys || operands
+            f.info.deletions > 0
+                || f.info.range_deletions > 0
+                || f.meta.entries > f.info.distinct_keys
+                || operands
         })
         .map(|f| f.meta.number)
         .collect();

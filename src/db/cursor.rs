@@ -22,6 +22,10 @@
 //! A cursor reads one keyspace. The keyspaces occupy consecutive internal-key ranges, so the
 //! merge meets the cursor's keyspace as one run: an entry of a larger keyspace ends a forward
 //! walk, one of a smaller keyspace a backward walk, exactly as the bounds do.
+//! - Range tombstones: at its first positioning the cursor collects the tombstones visible at
+//!   its snapshot from every memtable and from every file in its range that has any, and
+//!   fragments them; a version older than the newest tombstone covering its key counts as a
+//!   tombstone in both directions.
 
 use super::iter::merge::Merge;
 use super::iter::source::{IKey, Source};
@@ -29,6 +33,7 @@ use super::SuperVersion;
 use crate::batch::ValueKind;
 use crate::error::Result;
 use crate::merge::{Operands, SharedMergeOperator};
+use crate::range_del::{Fragments, RangeTombstone};
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -72,6 +77,8 @@ pub struct DbCursor {
     /// merge sits past the key's operands).
     merged: bool,
     merge_op: Option<SharedMergeOperator>,
+    /// The range tombstones visible at `snapshot`, collected at the first positioning.
+    tombstones: Option<Arc<Fragments>>,
 }
 
 impl DbCursor {
@@ -120,19 +127,63 @@ impl DbCursor {
             saved_value: Vec::new(),
             merged: false,
             merge_op,
+            tombstones: None,
         }
     }
 
     /// Another cursor over the same data, snapshot and bounds, positioned nowhere.
     pub(crate) fn twin(&self) -> DbCursor {
-        DbCursor::new(
+        let mut t = DbCursor::new(
             self.sv.clone(),
             self.keyspace,
             self.snapshot,
             self.lower.clone(),
             self.upper.clone(),
             self.merge_op.clone(),
-        )
+        );
+        t.tombstones = self.tombstones.clone();
+        t
+    }
+
+    /// Collects the range tombstones of the cursor's keyspace (once): memtables, then the
+    /// keyspace's files overlapping the bounds whose tables hold any (no other file is opened).
+    fn load_tombstones(&mut self) -> Result<()> {
+        if self.tombstones.is_some() {
+            return Ok(());
+        }
+        let start = match &self.lower {
+            Bound::Included(k) | Bound::Excluded(k) => Some(k.as_slice()),
+            Bound::Unbounded => None,
+        };
+        let end_excl = match &self.upper {
+            Bound::Excluded(k) => Some(k.as_slice()),
+            _ => None,
+        };
+        let ks = self.keyspace;
+        let mut list: Vec<RangeTombstone> = Vec::new();
+        for mem in std::iter::once(&self.sv.mem).chain(self.sv.imm.iter()) {
+            list.extend(mem.range_tombstones(ks).clipped(None, None, self.snapshot));
+        }
+        for f in self.sv.version.levels.iter().flatten() {
+            if f.info.range_deletions > 0 && f.overlaps(ks, start, end_excl) {
+                list.extend(f.table()?.range_tombstones().clipped(None, None, self.snapshot));
+            }
+        }
+        self.tombstones = Some(Arc::new(Fragments::new(&list)));
+        Ok(())
+    }
+
+    /// The entry's kind as the cursor treats it: a version covered by a visible range
+    /// tombstone counts as a tombstone.
+    fn effective_kind(
+        tombstones: &Option<Arc<Fragments>>,
+        e: &super::iter::source::Entry,
+        snapshot: u64,
+    ) -> ValueKind {
+        match tombstones {
+            Some(t) if !t.is_empty() && t.covers(&e.user_key, e.seq, snapshot) => ValueKind::Delete,
+            _ => e.kind,
+        }
     }
 
     /// Whether the cursor is on an entry.
@@ -160,18 +211,21 @@ impl DbCursor {
 
     /// Positions on the first entry whose key is `>= key`.
     pub fn seek(&mut self, key: &[u8]) -> Result<()> {
-        let r = self.seek_inner(key);
+        let r = self.load_tombstones().and_then(|()| self.seek_inner(key));
         self.check(r)
     }
 
     /// Positions on the last entry whose key is `<= key`.
     pub fn seek_for_prev(&mut self, key: &[u8]) -> Result<()> {
-        let r = self.seek_for_prev_inner(key);
+        let r = self.load_tombstones().and_then(|()| self.seek_for_prev_inner(key));
         self.check(r)
     }
 
     /// Positions on the first entry.
     pub fn seek_to_first(&mut self) -> Result<()> {
+        if let Err(e) = self.load_tombstones() {
+            return self.check(Err(e));
+        }
         let r = match self.lower.clone() {
             Bound::Included(k) | Bound::Excluded(k) => self.seek_inner(&k),
             // The smallest user key: the first entry of the keyspace.
@@ -182,6 +236,9 @@ impl DbCursor {
 
     /// Positions on the last entry.
     pub fn seek_to_last(&mut self) -> Result<()> {
+        if let Err(e) = self.load_tombstones() {
+            return self.check(Err(e));
+        }
         let r = match self.upper.clone() {
             Bound::Included(k) | Bound::Excluded(k) => self.seek_for_prev_inner(&k),
             Bound::Unbounded => {
@@ -293,8 +350,9 @@ impl DbCursor {
             let inside = e.keyspace == self.keyspace && !below_lower(&self.lower, &e.user_key);
             if inside && e.seq <= self.snapshot {
                 let skipped = skipping && e.user_key <= self.saved_key;
-                match e.kind {
-                    ValueKind::Delete => {
+                match Self::effective_kind(&self.tombstones, e, self.snapshot) {
+                    // Sources never yield range tombstones (iter/source.rs rejects them).
+                    ValueKind::Delete | ValueKind::RangeDelete => {
                         self.saved_key.clear();
                         self.saved_key.extend_from_slice(&e.user_key);
                         skipping = true;
@@ -332,9 +390,9 @@ impl DbCursor {
             let Some(e) = same_key else {
                 break None;
             };
-            match e.kind {
+            match Self::effective_kind(&self.tombstones, e, self.snapshot) {
                 ValueKind::Put => break Some(e.value.clone()),
-                ValueKind::Delete => break None,
+                ValueKind::Delete | ValueKind::RangeDelete => break None,
                 ValueKind::Merge => {
                     ops.check_source(self.merge.merge_operator(), &self.saved_key)?;
                     let e = self.merge.entry().expect("on an operand");
@@ -384,13 +442,13 @@ impl DbCursor {
                     base = None;
                     ops.clear();
                 }
-                match e.kind {
+                match Self::effective_kind(&self.tombstones, e, self.snapshot) {
                     ValueKind::Put => {
                         base = Some(e.value.clone());
                         ops.clear();
                         live = true;
                     }
-                    ValueKind::Delete => {
+                    ValueKind::Delete | ValueKind::RangeDelete => {
                         base = None;
                         ops.clear();
                         live = false;

@@ -197,6 +197,20 @@ fn write_l0_tables_inner(
         }
         summaries.push(finish_l0(inner, mem, o)?);
     }
+    // A keyspace with range tombstones but no point entry here still gets a table: older
+    // levels may hold what its tombstones delete.
+    for keyspace in mem.range_tombstone_keyspaces() {
+        if !set.is_live(keyspace) || summaries.iter().any(|(ks, _, _)| *ks == keyspace) {
+            continue;
+        }
+        let number = inner.new_file_number();
+        made.push(number);
+        let path = inner.dir.join(filename::sst_name(number));
+        let file = inner.storage.create_immutable(&path)?;
+        let layout = Layout::of(&inner.opts, &set, keyspace, 0);
+        let builder = TableBuilder::new(file, layout.table)?;
+        summaries.push(finish_l0(inner, mem, L0Output { keyspace, number, builder, distinct: 0 })?);
+    }
     if crate::testing::enabled("flush.sync_dir") && !summaries.is_empty() {
         inner.storage.sync_dir(&inner.dir)?;
     }
@@ -226,8 +240,15 @@ fn finish_l0(
 ) -> Result<(u32, u64, crate::sst::TableSummary)> {
     let set = inner.keyspaces.load();
     let config = Layout::of(&inner.opts, &set, o.keyspace, 0).flush_filter;
+    let mut builder = o.builder;
+    builder.set_keyspace(o.keyspace);
+    // The keyspace's range tombstones all go to its table (design.md, "Range tombstones"):
+    // older levels may hold what they delete.
+    for t in mem.range_tombstones(o.keyspace).tombstones() {
+        builder.add_range_tombstone(t)?;
+    }
     let source = flush_filter(inner, config, mem, o.distinct);
-    Ok((o.keyspace, o.number, o.builder.finish(source)?))
+    Ok((o.keyspace, o.number, builder.finish(source)?))
 }
 
 /// Adds the versions of `key` that survive [`collapse`] (`versions`: from a stripe whose newest

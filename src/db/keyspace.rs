@@ -320,6 +320,26 @@ impl Keyspace {
         write::write(&self.inner, b, false)
     }
 
+    /// Merges `operand` into `key` with the database's merge operator (see
+    /// [`crate::Db::merge`]).
+    pub fn merge(&self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> Result<()> {
+        let (key, operand) = (key.as_ref(), operand.as_ref());
+        let mut b = WriteBatch::with_capacity(WriteBatch::put_size(key, operand) + 5);
+        b.merge_in(self, key, operand);
+        write::write(&self.inner, b, false)
+    }
+
+    /// Deletes every key of the keyspace in `[start, end)` with one range tombstone (see
+    /// [`crate::Db::delete_range`]).
+    pub fn delete_range(&self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete_range_in(self, start, end);
+        if b.is_empty() {
+            return self.check_live();
+        }
+        write::write(&self.inner, b, false)
+    }
+
     /// Entries with keys in `range`, in key order, as of now (double-ended).
     pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<DbIterator> {
         self.check_live()?;

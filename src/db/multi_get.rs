@@ -9,7 +9,10 @@
 //!    and data block in key order (neighbours hit the block a predecessor just cached);
 //! 4. a key leaves the pending set at the first level that holds a value or a tombstone of it,
 //!    exactly where a single `get` would stop; merge operands met before it are collected per
-//!    key (the key stays pending) and merged when it leaves, or after the last level.
+//!    key (the key stays pending) and merged when it leaves, or after the last level;
+//! 5. range tombstones apply as in a single `get` (src/db/read.rs): each file's covering
+//!    tombstones are read for every pending key in its range before its filter is probed, and
+//!    a version older than the newest covering tombstone seen so far is deleted.
 //!
 //! An error while reading one key's block (a corrupt block, an I/O error) is that key's result;
 //! the other keys are unaffected, as if each had been looked up alone.
@@ -48,6 +51,8 @@ struct Batch<'a> {
     snapshot: u64,
     /// Positions of unresolved keys, in key order.
     pending: Vec<usize>,
+    /// Per key: the newest range tombstone covering it among the sources read so far.
+    covered: Vec<u64>,
     answers: Vec<Option<Answer>>,
     /// Merge operands collected per key (newest first), with the configured operator.
     operands: Vec<Operands<'a>>,
@@ -87,6 +92,11 @@ impl Batch<'_> {
         done: &mut [bool],
         verdicts: &mut Vec<FilterVerdict>,
     ) {
+        for &i in &self.pending[range.clone()] {
+            // Before the filter, and whatever it says.
+            let t = table.max_covering_tombstone(self.keys[i], self.snapshot);
+            self.covered[i] = self.covered[i].max(t);
+        }
         verdicts.clear();
         verdicts.extend(
             self.pending[range.clone()].iter().map(|&i| {
@@ -107,6 +117,7 @@ impl Batch<'_> {
                 positive,
                 true,
                 &mut ops.list,
+                self.covered[i],
             );
             let got = match got {
                 Ok(r) if ops.list.len() > before => {
@@ -153,6 +164,7 @@ fn lookup_all(
         hashes: keys.iter().map(|k| hash_key(k)).collect(),
         snapshot,
         pending,
+        covered: vec![0; keys.len()],
         answers: (0..keys.len()).map(|_| None).collect(),
         operands: (0..keys.len()).map(|_| Operands::new(merge_operator)).collect(),
     };
@@ -160,8 +172,11 @@ fn lookup_all(
     let mut done = vec![false; b.pending.len()];
     for (slot, &i) in b.pending.iter().enumerate() {
         for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
+            let covering = mem.max_covering_tombstone(keyspace, keys[i], snapshot);
+            b.covered[i] = b.covered[i].max(covering);
             let ops = &mut b.operands[i];
-            match mem.lookup(keyspace, keys[i], b.hashes[i], snapshot, true, &mut ops.list) {
+            let (key, hash, covered) = (keys[i], b.hashes[i], b.covered[i]);
+            match mem.lookup(keyspace, key, hash, snapshot, true, &mut ops.list, covered) {
                 MemLookup::Found(v) => b.answers[i] = Some(ops.finish(keys[i], Some(v))),
                 MemLookup::Deleted => b.answers[i] = Some(ops.finish(keys[i], None)),
                 MemLookup::Absent => continue,

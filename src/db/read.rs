@@ -5,7 +5,11 @@
 //! each deeper level whose range holds it. In every SST the filter is probed with that hash
 //! before any index or data block is read. The first version found (value or tombstone) at or
 //! below the snapshot decides; merge operands found before it are collected on the way (the
-//! walk goes on past them, through memtables and levels alike) and merged onto it.
+//! walk goes on past them, through memtables and levels alike) and merged onto it. A range
+//! tombstone hides what it covers (design.md, "Range tombstones: the lookup rule"): every
+//! source's covering tombstones are consulted BEFORE its filter (a filter knows point keys
+//! only), and a version older than the newest covering tombstone seen so far (in its own or a
+//! newer source) is deleted, which ends the walk like a Delete.
 
 use super::stats::{KeyspaceStats, LevelStats, Stats};
 use super::{DbInner, SuperVersion};
@@ -99,14 +103,20 @@ fn lookup(
     // Put (the base), a Delete (no base) or the end (no base); then they are merged.
     let hash = hash_key(key);
     let finish = |ops: &Operands<'_>, base| ops.finish(key, base);
+    // The newest range tombstone covering `key` at the snapshot among the sources read so far.
+    let mut covered_below = 0u64;
     for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
-        match mem.lookup(keyspace, key, hash, snapshot, copy_value, &mut ops.list) {
+        covered_below = covered_below.max(mem.max_covering_tombstone(keyspace, key, snapshot));
+        let ops_list = &mut ops.list;
+        match mem.lookup(keyspace, key, hash, snapshot, copy_value, ops_list, covered_below) {
             MemLookup::Found(v) => return finish(ops, Some(v)),
             MemLookup::Deleted => return finish(ops, None),
             MemLookup::Absent => {}
         }
     }
     let mut in_table = |table: &Table, counters: &ReadCounters| -> Result<Step> {
+        // Before the filter, and whatever it says.
+        covered_below = covered_below.max(table.max_covering_tombstone(key, snapshot));
         let r = match table.probe_filter(keyspace, key, hash, counters) {
             FilterVerdict::Absent => return Ok(Step::Continue),
             FilterVerdict::Maybe { positive } => {
@@ -119,6 +129,7 @@ fn lookup(
                     positive,
                     copy_value,
                     &mut ops.list,
+                    covered_below,
                 )?;
                 if ops.list.len() > before {
                     ops.check_source(Some(table.merge_operator_name()), key)?;

@@ -37,7 +37,7 @@ pub struct FileMeta {
     pub smallest_seq: u64,
     /// Largest sequence number in the file.
     pub largest_seq: u64,
-    /// Number of entries (puts and deletes) in the file.
+    /// Number of entries (puts, deletes and range-deletion block entries) in the file.
     pub entries: u64,
     /// The keyspace of every key in the file (a file holds one keyspace; 0 = default).
     pub keyspace: u32,

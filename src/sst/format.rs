@@ -23,7 +23,8 @@ pub const FOOTER_LEN: usize = 64;
 pub const TABLE_MAGIC: u64 = u64::from_le_bytes(*b"SIFTDBST");
 /// The newest SST format version this build reads (design.md, "SST format versions"): 1 =
 /// blocks of type none or zstd; 2 = blocks may also be LZ4 (type 2); 3 = keys may carry a
-/// keyspace id, entries may be merge operands (internal-key kind 2).
+/// keyspace id, entries may be merge operands (internal-key kind 2), and the table may hold a
+/// range-deletion block (its handle in the properties block).
 pub const FORMAT_VERSION: u32 = 3;
 
 /// What a table holds that decides its format version ([`format_version_for`]).
@@ -35,15 +36,18 @@ pub struct TableFeatures {
     pub keyspaces: bool,
     /// The table holds merge operands (entries of kind Merge).
     pub merges: bool,
+    /// The table has a range-deletion block.
+    pub range_deletions: bool,
 }
 
 /// The format version a table with `features` is written with: the lowest that can hold them.
 /// Tables without LZ4 stay version 1, readable by builds that predate LZ4; an LZ4 table is
 /// version 2, so such a build reports "format version 2 is newer" instead of failing on an
-/// unknown compression type byte; a table of a non-default keyspace or holding merge operands
-/// is version 3, so an older build refuses it instead of failing on an unknown key flag or kind.
+/// unknown compression type byte; a table of a non-default keyspace, holding merge operands or
+/// with a range-deletion block is version 3, so an older build refuses it instead of failing on
+/// an unknown key flag or kind, or ignoring the block (and resurrecting deleted keys).
 pub fn format_version_for(features: TableFeatures) -> u32 {
-    if features.keyspaces || features.merges {
+    if features.keyspaces || features.merges || features.range_deletions {
         return 3;
     }
     match features.compression {

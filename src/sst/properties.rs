@@ -7,9 +7,11 @@
 //! Numbers are 8-byte little-endian u64 values (f64 as its IEEE bits); keys are raw bytes.
 //! Readers ignore names they do not know (a newer writer may add some) and report a missing
 //! required property as corruption. Names are listed in design.md ("Properties block").
+//! `range_deletions` and `range_del_block` (format version 3) are written only by a table with
+//! range tombstones, so every other table's block stays byte for byte what older builds wrote.
 
 use crate::error::{Error, Result};
-use crate::sst::format::{get_varint32, put_varint32};
+use crate::sst::format::{get_varint32, put_varint32, BlockHandle};
 use std::collections::HashMap;
 
 /// What the properties block records about a table.
@@ -58,6 +60,11 @@ pub struct TableProperties {
     /// when they were flushed by an open without an operator (the name was unknown). `None`
     /// when the table holds no operands.
     pub merge_operator: Option<String>,
+    /// Range tombstones (fragment, sequence number pairs) in the range-deletion block; 0
+    /// without one. Not counted in `entries`.
+    pub range_deletions: u64,
+    /// Handle of the range-deletion block (meaningful when `range_deletions > 0`).
+    pub range_del_block: BlockHandle,
 }
 
 impl TableProperties {
@@ -87,7 +94,9 @@ impl TableProperties {
         let nums = self.numbers();
         let mut out = Vec::new();
         let merge_props = self.merges > 0;
-        put_varint32(&mut out, nums.len() as u32 + 2 + 2 * merge_props as u32);
+        let has_range_dels = self.range_deletions > 0;
+        let optional = 2 * merge_props as u32 + 2 * has_range_dels as u32;
+        put_varint32(&mut out, nums.len() as u32 + 2 + optional);
         let mut put = |name: &str, value: &[u8]| {
             put_varint32(&mut out, name.len() as u32);
             out.extend_from_slice(name.as_bytes());
@@ -104,6 +113,12 @@ impl TableProperties {
         if merge_props {
             put("merges", &self.merges.to_le_bytes());
             put("merge_operator", self.merge_operator.as_deref().unwrap_or("").as_bytes());
+        }
+        if has_range_dels {
+            put("range_deletions", &self.range_deletions.to_le_bytes());
+            let mut h = Vec::with_capacity(20);
+            self.range_del_block.encode_to(&mut h);
+            put("range_del_block", &h);
         }
         out
     }
@@ -141,6 +156,16 @@ impl TableProperties {
         let bytes = |name: &str| -> Result<Vec<u8>> {
             map.get(name.as_bytes()).map(|v| v.to_vec()).ok_or_else(|| missing(name))
         };
+        // Optional (format version 3): present together or not at all.
+        let (range_deletions, range_del_block) = match map.get(&b"range_del_block"[..]) {
+            None => (0, BlockHandle::default()),
+            Some(h) => {
+                let h = BlockHandle::decode(h).map_err(|e| {
+                    Error::corruption(format!("property range_del_block: {e}"), None)
+                })?;
+                (num("range_deletions")?, h)
+            }
+        };
         Ok(TableProperties {
             format_version: small("format_version", u32::MAX as u64)? as u32,
             entries: num("entries")?,
@@ -167,6 +192,8 @@ impl TableProperties {
                 })?),
                 None => None,
             },
+            range_deletions,
+            range_del_block,
         })
     }
 }
@@ -226,5 +253,21 @@ mod tests {
         assert!(b.windows(14).any(|w| w == b"merge_operator"));
         assert_eq!(TableProperties::decode(&a).unwrap(), plain);
         assert_eq!(TableProperties::decode(&b).unwrap(), with);
+    }
+
+    #[test]
+    fn range_deletion_properties_appear_only_with_range_tombstones() {
+        let plain = TableProperties { format_version: 1, entries: 3, ..Default::default() };
+        let with = TableProperties {
+            format_version: 3,
+            range_deletions: 2,
+            range_del_block: BlockHandle { offset: 100, size: 40 },
+            ..plain.clone()
+        };
+        assert_eq!(TableProperties::decode(&with.encode()).unwrap(), with);
+        assert!(with.encode().len() > plain.encode().len());
+        let b = plain.encode();
+        assert!(!b.windows(9).any(|w| w == b"range_del"), "old tables are unchanged");
+        assert_eq!(TableProperties::decode(&b).unwrap(), plain);
     }
 }

@@ -14,6 +14,7 @@ use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::filter::{Filter, FilterView};
 use crate::ikey::{self, ValueKind};
+use crate::range_del::Fragments;
 use crate::sst::block::{Block, BlockIter};
 use crate::sst::buffers;
 use crate::sst::counters::bump;
@@ -67,6 +68,8 @@ pub struct Table {
     /// Prefix search over `index` (None when the index block is not one restart per entry).
     index_search: Option<IndexSearch>,
     filter: TableFilter,
+    /// The range-deletion block's tombstones, loaded at open (empty without one).
+    range_dels: Fragments,
     size: u64,
 }
 
@@ -116,6 +119,7 @@ impl Table {
             index: Arc::new(Block::new(vec![0, 0, 0, 0, 1, 0, 0, 0])?),
             index_search: None,
             filter: TableFilter::Absent,
+            range_dels: Fragments::default(),
             size,
         };
         let raw = t.read_raw(footer.properties)?;
@@ -123,6 +127,27 @@ impl Table {
         if t.props.format_version != footer.version {
             let e = Error::corruption("properties and footer disagree on the format version", None);
             return Err(t.err_at(e, footer.properties));
+        }
+        if t.props.range_deletions > 0 {
+            let h = t.props.range_del_block;
+            if t.props.format_version < 3 {
+                let e = Error::corruption("range-deletion block in a table below version 3", None);
+                return Err(t.err_at(e, footer.properties));
+            }
+            let raw = t.read_raw(h)?;
+            let (frags, n) =
+                crate::sst::range_del_block::decode(raw).map_err(|e| t.err_at(e, h))?;
+            if n != t.props.range_deletions {
+                let e = Error::corruption(
+                    format!(
+                        "range-deletion block holds {n} tombstones, properties say {}",
+                        t.props.range_deletions
+                    ),
+                    None,
+                );
+                return Err(t.err_at(e, h));
+            }
+            t.range_dels = frags;
         }
         let raw = t.read_raw(footer.index)?;
         t.index = Arc::new(Block::new(raw).map_err(|e| t.err_at(e, footer.index))?);
@@ -285,6 +310,7 @@ impl Table {
                 positive,
                 true,
                 operands,
+                self.max_covering_tombstone(user_key, snapshot_seq),
             ),
         }
     }
@@ -324,6 +350,20 @@ impl Table {
         }
     }
 
+    /// The largest sequence number `<= snapshot_seq` of this table's range tombstones covering
+    /// `user_key` (0 if none). Independent of the filter, which knows point keys only.
+    pub fn max_covering_tombstone(&self, user_key: &[u8], snapshot_seq: u64) -> u64 {
+        if self.range_dels.is_empty() {
+            return 0;
+        }
+        self.range_dels.max_covering_seq(user_key, snapshot_seq)
+    }
+
+    /// The table's range tombstones (empty without a range-deletion block).
+    pub fn range_tombstones(&self) -> &Fragments {
+        &self.range_dels
+    }
+
     /// The second half of [`Table::get`], for a key the filter did not exclude: the index and
     /// one data block. `positive`: the filter said "maybe" (a hit is then a true positive).
     /// `copy_value = false` answers `Found` with an empty vector (`Db::contains_key`) unless
@@ -332,6 +372,11 @@ impl Table {
     /// Merge operands met before the key's first Put or Delete are appended to `operands`
     /// (newest first) and the walk goes on, into the following blocks if the key's versions
     /// continue there; `NotFound` then means "no base in this table".
+    ///
+    /// `covered_below`: the newest range tombstone covering the key at the snapshot among the
+    /// sources read so far, this table's own included (0: none). A version older than it is
+    /// deleted, so the walk answers `Deleted` on reaching one.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn get_past_filter(
         &self,
         keyspace: u32,
@@ -341,6 +386,7 @@ impl Table {
         positive: bool,
         copy_value: bool,
         operands: &mut Vec<Vec<u8>>,
+        covered_below: u64,
     ) -> Result<GetResult> {
         bump(&counters.index_blocks_read);
         let lookup = ikey::lookup_key_in(keyspace, user_key, snapshot_seq);
@@ -360,7 +406,7 @@ impl Table {
                 it.seek(&lookup).map_err(|e| self.err_at(e, h))?;
             }
             while it.valid() {
-                let (found_ks, found_key, _, kind) =
+                let (found_ks, found_key, seq, kind) =
                     ikey::decode_in(it.key()).map_err(|e| self.err_at(e, h))?;
                 if found_ks != keyspace || found_key != user_key {
                     return Ok(GetResult::NotFound);
@@ -369,6 +415,9 @@ impl Table {
                     bump(&counters.filter_true_positive);
                 }
                 seen = true;
+                if seq < covered_below {
+                    return Ok(GetResult::Deleted); // under a newer range tombstone
+                }
                 match kind {
                     ValueKind::Put if copy_value || !operands.is_empty() => {
                         return Ok(GetResult::Found(it.value().to_vec()))
@@ -376,6 +425,11 @@ impl Table {
                     ValueKind::Put => return Ok(GetResult::Found(Vec::new())),
                     ValueKind::Delete => return Ok(GetResult::Deleted),
                     ValueKind::Merge => operands.push(it.value().to_vec()),
+                    ValueKind::RangeDelete => {
+                        let e =
+                            Error::corruption("range tombstone among a data block's entries", None);
+                        return Err(self.err_at(e, h));
+                    }
                 }
                 it.next().map_err(|e| self.err_at(e, h))?;
             }
@@ -462,9 +516,12 @@ impl Table {
         self.filter.memory_bytes()
     }
 
-    /// Bytes of memory held by the index block and its search summary.
+    /// Bytes of memory held by the index block, its search summary and the loaded range
+    /// tombstones (all pinned while the table is open).
     pub fn index_memory_bytes(&self) -> usize {
-        self.index.size() + self.index_search.as_ref().map_or(0, |s| s.memory_bytes())
+        self.index.size()
+            + self.index_search.as_ref().map_or(0, |s| s.memory_bytes())
+            + if self.range_dels.is_empty() { 0 } else { self.range_dels.memory_bytes() }
     }
 
     /// The properties block.

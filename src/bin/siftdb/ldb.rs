@@ -1,8 +1,8 @@
-//! `siftdb get|put|merge|delete|scan|dump|checkpoint|compact|keyspaces DB ...`: RocksDB
-//! `ldb`-style commands on a database directory. `--keyspace NAME` makes get/put/merge/delete/
-//! scan/dump work in that keyspace (the default keyspace otherwise); only `put` and `merge`
-//! create a missing keyspace, every other command fails on it. Every command opens an existing
-//! database (`put --create` may create
+//! `siftdb get|put|merge|delete|delete-range|scan|dump|checkpoint|compact|keyspaces DB ...`:
+//! RocksDB `ldb`-style commands on a database directory. `--keyspace NAME` makes get/put/merge/
+//! delete/delete-range/scan/dump work in that keyspace (the default keyspace otherwise); only
+//! `put` and `merge` create a missing keyspace, every other command fails on it. Every command
+//! opens an existing database (`put --create` may create
 //! one); a missing, locked or corrupt database is one error line and a non-zero exit (main.rs).
 //! Keys and values are given as text, or as hex with `--hex`; they are printed with
 //! non-printable bytes escaped (`\xNN`), or as hex with `--hex`. `--u64` opens the database
@@ -26,6 +26,9 @@ pub enum LdbCommand {
     Merge(MergeArgs),
     /// Delete KEY (synced).
     Delete(KeyArgs),
+    /// Delete every key in [START, END) with one range tombstone (synced). START after END is
+    /// an error; START equal to END deletes nothing.
+    DeleteRange(DeleteRangeArgs),
     /// Print entries in key order (or reversed): all, from/to bounds, or a prefix.
     Scan(ScanArgs),
     /// Print every entry of the database (a scan without bounds).
@@ -87,6 +90,17 @@ pub struct PutArgs {
     /// Create the database if the directory holds none (an empty or absent directory).
     #[arg(long)]
     pub create: bool,
+}
+
+/// `delete-range`'s arguments.
+#[derive(Args)]
+pub struct DeleteRangeArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// First key deleted (inclusive).
+    pub start: String,
+    /// First key kept (exclusive).
+    pub end: String,
 }
 
 /// `scan`'s arguments.
@@ -164,6 +178,16 @@ pub fn run(cmd: &LdbCommand) -> Result<()> {
             let ks = keyspace(&db, &a.db, false)?;
             let mut b = siftdb::WriteBatch::new();
             b.delete_in(&ks, decode(&a.key, a.db.hex)?);
+            db.write_opt(b, siftdb::WriteOptions { sync: true })?;
+            drop(ks);
+            db.close()?;
+        }
+        LdbCommand::DeleteRange(a) => {
+            let db = open(&a.db, false)?;
+            let ks = keyspace(&db, &a.db, false)?;
+            let (start, end) = (decode(&a.start, a.db.hex)?, decode(&a.end, a.db.hex)?);
+            let mut b = siftdb::WriteBatch::new();
+            b.delete_range_in(&ks, start, end);
             db.write_opt(b, siftdb::WriteOptions { sync: true })?;
             drop(ks);
             db.close()?;

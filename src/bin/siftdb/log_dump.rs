@@ -60,6 +60,10 @@ pub fn wal(args: &LogDumpArgs) -> Result<()> {
                     let (k, n) = (show_key(r.key), r.value.len());
                     println!("  @{seq}{} Merge {k} ({n} operand bytes)", ks(r.keyspace))
                 }
+                (ValueKind::RangeDelete, _) => {
+                    let (a, b) = (show_key(r.key), show_key(r.value));
+                    println!("  @{seq}{} DeleteRange [{a}, {b})", ks(r.keyspace))
+                }
             }
         }
         entries += batch.records.len();

@@ -86,6 +86,11 @@ pub fn run(args: &SstDumpArgs) -> Result<()> {
         p.filter_bytes,
         p.filter_bits_per_key
     );
+    // Range tombstones are few: always listed, as the table stores them (fragmented).
+    say!("range tombstones  {}", p.range_deletions);
+    for t in table.range_tombstones().tombstones() {
+        say!("  [{}, {}) @{} RangeDelete", show_key(&t.start), show_key(&t.end), t.seq);
+    }
     if args.keys || args.values {
         say!("entries:");
         let mut it = table.iter(false);

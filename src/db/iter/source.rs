@@ -322,6 +322,9 @@ fn read(iter: &mut TableIter) -> Result<Option<Entry>> {
         return Ok(None);
     }
     let (keyspace, user_key, seq, kind) = ikey::decode_in(iter.key())?;
+    if kind == ValueKind::RangeDelete {
+        return Err(crate::Error::corruption("range tombstone among a data block's entries", None));
+    }
     Ok(Some(Entry {
         keyspace,
         user_key: user_key.to_vec(),

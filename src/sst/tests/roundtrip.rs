@@ -35,7 +35,7 @@ fn model_get(versions: &[Entry], snap: u64) -> (GetResult, Vec<Vec<u8>>) {
     let mut operands = Vec::new();
     for (_, _, kind, v) in versions.iter().filter(|e| e.1 <= snap) {
         match kind {
-            ValueKind::Delete => return (GetResult::Deleted, operands),
+            ValueKind::Delete | ValueKind::RangeDelete => return (GetResult::Deleted, operands),
             ValueKind::Put => return (GetResult::Found(v.clone()), operands),
             ValueKind::Merge => operands.push(v.clone()),
         }
