@@ -1,16 +1,22 @@
-//! [`WriteBatch`]: a group of puts and deletes applied atomically, and its encoding, which is the
-//! payload of one WAL record (design.md, "Write batch").
+//! [`WriteBatch`]: a group of puts, deletes, merges and range deletes applied atomically, and
+//! its encoding, which is the payload of one WAL record (design.md, "Write batch").
 //!
 //! ```text
 //! batch  := first_seq:u64 count:u32 record{count}
-//! record := kind:u8 key:lenprefixed [value:lenprefixed]     kind 1 = put (has value), 0 = delete
+//! record := tag:u8 [keyspace:varint32 -- iff tag & 0x80] key:lenprefixed [value:lenprefixed]
+//! kind    = tag & 0x7F: 0 = delete (no value), 1 = put (value), 2 = merge (value = operand),
+//!           3 = delete_range (key = start inclusive, value = end exclusive; start < end)
 //! lenprefixed := len:varint bytes
 //! ```
+//! A record of the default keyspace (0) never has the 0x80 flag, so a batch without keyspaces
+//! is byte-identical to the format before them.
 //! Record `i` gets sequence number `first_seq + i`. A batch is one WAL record, so after a crash it
 //! is either entirely replayed or (torn tail) entirely absent.
 
-use crate::coding::{put_length_prefixed, Cursor};
+use crate::coding::{put_length_prefixed, put_varint32, Cursor};
 use crate::error::{Error, Result};
+use crate::ikey::{DEFAULT_KEYSPACE, KEYSPACE_FLAG};
+use std::sync::Arc;
 
 /// Largest key accepted, in bytes (64 KiB). Keys are copied into index blocks and filters hash
 /// them whole; larger keys are an invalid argument.
@@ -25,7 +31,7 @@ const HEADER: usize = 12;
 
 pub use crate::ikey::ValueKind;
 
-/// An ordered group of puts and deletes, applied all or nothing by `Db::write`: after a crash
+/// An ordered group of puts, deletes and merges, applied all or nothing by `Db::write`: after a crash
 /// the whole batch is there or none of it. Building a batch never fails; a key or value over the
 /// limits ([`MAX_KEY_SIZE`], [`MAX_VALUE_SIZE`]) makes the write fail as a whole.
 ///
@@ -57,6 +63,11 @@ pub struct WriteBatch {
     /// First size violation seen by `put`/`delete`, reported by `validate` (so building a batch
     /// stays infallible, like RocksDB's, and the write fails as a whole).
     invalid: Option<String>,
+    /// Merge records among the records (a batch with merges needs a merge operator).
+    merges: u32,
+    /// The keyspaces other than the default that records name, with their names: the write
+    /// checks each is still live (a dropped keyspace fails the whole batch).
+    keyspaces: Vec<(u32, Arc<str>)>,
 }
 
 impl Default for WriteBatch {
@@ -68,25 +79,33 @@ impl Default for WriteBatch {
 /// One decoded record of a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchRecord<'a> {
-    /// Put or delete.
+    /// Put, delete, merge or range delete.
     pub kind: ValueKind,
-    /// The user key.
+    /// The keyspace id (0: the default keyspace).
+    pub keyspace: u32,
+    /// The user key (a range delete's start).
     pub key: &'a [u8],
-    /// The value (empty for a delete).
+    /// The value (the operand for a merge; empty for a delete; a range delete's exclusive end).
     pub value: &'a [u8],
 }
 
 impl WriteBatch {
     /// An empty batch.
     pub fn new() -> WriteBatch {
-        WriteBatch { rep: vec![0; HEADER], count: 0, invalid: None }
+        WriteBatch {
+            rep: vec![0; HEADER],
+            count: 0,
+            invalid: None,
+            merges: 0,
+            keyspaces: Vec::new(),
+        }
     }
 
     /// An empty batch with room for `bytes` bytes of records without reallocating.
     pub fn with_capacity(bytes: usize) -> WriteBatch {
         let mut rep = Vec::with_capacity(HEADER + bytes);
         rep.resize(HEADER, 0);
-        WriteBatch { rep, count: 0, invalid: None }
+        WriteBatch { rep, count: 0, invalid: None, merges: 0, keyspaces: Vec::new() }
     }
 
     /// Encoded size of a batch holding one put of `key` -> `value` (to size
@@ -95,7 +114,7 @@ impl WriteBatch {
         1 + 10 + key.len() + 10 + value.len()
     }
 
-    /// Adds a put of `key` -> `value`.
+    /// Adds a put of `key` -> `value` (in the default keyspace).
     pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> &mut Self {
         let (key, value) = (key.as_ref(), value.as_ref());
         self.check(key, Some(value));
@@ -108,7 +127,90 @@ impl WriteBatch {
         self
     }
 
-    /// Adds a delete of `key`.
+    /// Adds a merge of `operand` into `key` (applied by `Options::merge_operator` when the key
+    /// is read; `Db::write` refuses a batch holding a merge when no operator is configured).
+    pub fn merge(&mut self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> &mut Self {
+        let (key, operand) = (key.as_ref(), operand.as_ref());
+        self.check(key, Some(operand));
+        self.rep.reserve(Self::put_size(key, operand));
+        self.rep.push(ValueKind::Merge as u8);
+        put_length_prefixed(&mut self.rep, key);
+        put_length_prefixed(&mut self.rep, operand);
+        self.count += 1;
+        self.merges = self.merges.saturating_add(1);
+        self
+    }
+
+    /// [`WriteBatch::merge`] into `key` of keyspace `ks`.
+    pub fn merge_in(
+        &mut self,
+        ks: &crate::Keyspace,
+        key: impl AsRef<[u8]>,
+        operand: impl AsRef<[u8]>,
+    ) -> &mut Self {
+        let (key, operand) = (key.as_ref(), operand.as_ref());
+        self.check(key, Some(operand));
+        self.rep.reserve(Self::put_size(key, operand) + 5);
+        self.push_tag(ValueKind::Merge, ks.id(), ks.name_arc());
+        put_length_prefixed(&mut self.rep, key);
+        put_length_prefixed(&mut self.rep, operand);
+        self.count += 1;
+        self.merges = self.merges.saturating_add(1);
+        self
+    }
+
+    /// Adds a deletion of every key in `[start, end)`: one range tombstone, one sequence
+    /// number. `start == end` deletes nothing and adds no record; `start > end` makes the write
+    /// fail with [`Error::InvalidArgument`] naming both bounds.
+    pub fn delete_range(&mut self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> &mut Self {
+        self.push_delete_range(None, start.as_ref(), end.as_ref())
+    }
+
+    /// [`WriteBatch::delete_range`] in keyspace `ks`.
+    pub fn delete_range_in(
+        &mut self,
+        ks: &crate::Keyspace,
+        start: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
+    ) -> &mut Self {
+        self.push_delete_range(Some((ks.id(), ks.name_arc())), start.as_ref(), end.as_ref())
+    }
+
+    fn push_delete_range(
+        &mut self,
+        keyspace: Option<(u32, &Arc<str>)>,
+        start: &[u8],
+        end: &[u8],
+    ) -> &mut Self {
+        if start == end {
+            return self;
+        }
+        if start > end && self.invalid.is_none() {
+            self.invalid = Some(format!(
+                "delete_range start \"{}\" is after its end \"{}\"",
+                start.escape_ascii(),
+                end.escape_ascii()
+            ));
+        }
+        self.check(start, None);
+        self.check(end, None);
+        self.rep.reserve(Self::put_size(start, end) + 5);
+        match keyspace {
+            Some((id, name)) => self.push_tag(ValueKind::RangeDelete, id, name),
+            None => self.rep.push(ValueKind::RangeDelete.tag()),
+        }
+        put_length_prefixed(&mut self.rep, start);
+        put_length_prefixed(&mut self.rep, end);
+        self.count += 1;
+        self
+    }
+
+    /// Whether the batch holds a merge record.
+    pub fn has_merges(&self) -> bool {
+        self.merges > 0
+    }
+
+    /// Adds a delete of `key` (in the default keyspace).
     pub fn delete(&mut self, key: impl AsRef<[u8]>) -> &mut Self {
         let key = key.as_ref();
         self.check(key, None);
@@ -116,6 +218,63 @@ impl WriteBatch {
         put_length_prefixed(&mut self.rep, key);
         self.count += 1;
         self
+    }
+
+    /// Adds a put of `key` -> `value` in keyspace `ks`. A batch may mix keyspaces; it is still
+    /// one WAL record, applied all or nothing. Writing it fails as a whole if `ks` was dropped
+    /// meanwhile.
+    pub fn put_in(
+        &mut self,
+        ks: &crate::Keyspace,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+    ) -> &mut Self {
+        self.put_in_id(ks.id(), ks.name_arc(), key.as_ref(), value.as_ref())
+    }
+
+    /// [`WriteBatch::put_in`] by keyspace id and name.
+    pub(crate) fn put_in_id(
+        &mut self,
+        keyspace: u32,
+        name: &Arc<str>,
+        key: &[u8],
+        value: &[u8],
+    ) -> &mut Self {
+        self.check(key, Some(value));
+        self.rep.reserve(Self::put_size(key, value) + 5);
+        self.push_tag(ValueKind::Put, keyspace, name);
+        put_length_prefixed(&mut self.rep, key);
+        put_length_prefixed(&mut self.rep, value);
+        self.count += 1;
+        self
+    }
+
+    /// Adds a delete of `key` in keyspace `ks` (see [`WriteBatch::put_in`]).
+    pub fn delete_in(&mut self, ks: &crate::Keyspace, key: impl AsRef<[u8]>) -> &mut Self {
+        let key = key.as_ref();
+        self.check(key, None);
+        self.push_tag(ValueKind::Delete, ks.id(), ks.name_arc());
+        put_length_prefixed(&mut self.rep, key);
+        self.count += 1;
+        self
+    }
+
+    /// Writes a record's tag, and its keyspace when not the default one.
+    fn push_tag(&mut self, kind: ValueKind, keyspace: u32, name: &Arc<str>) {
+        if keyspace == DEFAULT_KEYSPACE {
+            self.rep.push(kind.tag());
+            return;
+        }
+        self.rep.push(kind.tag() | KEYSPACE_FLAG);
+        put_varint32(&mut self.rep, keyspace);
+        if !self.keyspaces.iter().any(|(id, _)| *id == keyspace) {
+            self.keyspaces.push((keyspace, name.clone()));
+        }
+    }
+
+    /// The keyspaces other than the default that the records name, with their names.
+    pub(crate) fn keyspaces(&self) -> &[(u32, Arc<str>)] {
+        &self.keyspaces
     }
 
     fn check(&mut self, key: &[u8], value: Option<&[u8]>) {
@@ -188,6 +347,12 @@ impl WriteBatch {
         }
         self.rep.extend_from_slice(&other.rep[HEADER..]);
         self.count = self.count.saturating_add(other.count);
+        self.merges = self.merges.saturating_add(other.merges);
+        for (id, name) in &other.keyspaces {
+            if !self.keyspaces.iter().any(|(k, _)| k == id) {
+                self.keyspaces.push((*id, name.clone()));
+            }
+        }
     }
 
     /// The records in order.
@@ -198,16 +363,37 @@ impl WriteBatch {
 }
 
 fn decode_record<'a>(c: &mut Cursor<'a>) -> Result<BatchRecord<'a>> {
-    let tag = c.u8("batch record kind")?;
+    let byte = c.u8("batch record kind")?;
+    let tag = byte & !KEYSPACE_FLAG;
     let kind = ValueKind::from_tag(tag).ok_or_else(|| {
         Error::corruption(format!("batch record kind {tag} is unknown"), Some(c.position() as u64))
     })?;
+    let keyspace = if byte & KEYSPACE_FLAG != 0 {
+        let at = c.position() as u64;
+        let ks = c.varint32("batch record keyspace")?;
+        if ks == DEFAULT_KEYSPACE {
+            return Err(Error::corruption("batch record flags keyspace 0 as present", Some(at)));
+        }
+        ks
+    } else {
+        DEFAULT_KEYSPACE
+    };
     let key = c.length_prefixed("batch record key")?;
     let value = match kind {
-        ValueKind::Put => c.length_prefixed("batch record value")?,
+        ValueKind::Put | ValueKind::Merge => c.length_prefixed("batch record value")?,
         ValueKind::Delete => &[],
+        ValueKind::RangeDelete => {
+            let end = c.length_prefixed("batch record range end")?;
+            if key >= end {
+                return Err(Error::corruption(
+                    "batch delete_range record's start is not below its end",
+                    Some(c.position() as u64),
+                ));
+            }
+            end
+        }
     };
-    Ok(BatchRecord { kind, key, value })
+    Ok(BatchRecord { kind, keyspace, key, value })
 }
 
 /// A batch decoded from a WAL record.
@@ -252,12 +438,22 @@ mod tests {
     #[test]
     fn batch_round_trips_through_its_encoding() {
         let mut b = WriteBatch::new();
-        b.put(b"a", b"1").delete(b"b").put(b"", b"");
+        b.put(b"a", b"1").delete(b"b").put(b"", b"").merge(b"c", b"+1");
         let bytes = b.encode(42);
         let d = decode_batch(&bytes).unwrap();
         assert_eq!(d.first_seq, 42);
         assert_eq!(d.records, b.iter().collect::<Vec<_>>());
-        assert_eq!(d.records[1], BatchRecord { kind: ValueKind::Delete, key: b"b", value: b"" });
+        assert_eq!(
+            d.records[1],
+            BatchRecord { kind: ValueKind::Delete, keyspace: 0, key: b"b", value: b"" }
+        );
+        assert_eq!(
+            d.records[3],
+            BatchRecord { kind: ValueKind::Merge, keyspace: 0, key: b"c", value: b"+1" }
+        );
+        assert!(b.has_merges());
+        // Record kind 2 is one byte, then the key and the operand, length-prefixed.
+        assert_eq!(&bytes[bytes.len() - 6..], &[2, 1, b'c', 2, b'+', b'1']);
     }
 
     #[test]
@@ -278,6 +474,57 @@ mod tests {
         let mut lie = bytes.clone();
         lie[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
         assert!(decode_batch(&lie).unwrap_err().is_corruption());
+    }
+
+    #[test]
+    fn keyspace_records_round_trip_and_default_ones_stay_unflagged() {
+        let name: Arc<str> = Arc::from("events");
+        let mut b = WriteBatch::new();
+        b.put(b"k", b"0").put_in_id(300, &name, b"k", b"1");
+        let bytes = b.encode(9);
+        assert_eq!(bytes[HEADER], ValueKind::Put.tag(), "a default record carries no flag");
+        let d = decode_batch(&bytes).unwrap();
+        assert_eq!(d.records[0].keyspace, 0);
+        assert_eq!(
+            d.records[1],
+            BatchRecord { kind: ValueKind::Put, keyspace: 300, key: b"k", value: b"1" }
+        );
+        assert_eq!(b.keyspaces(), &[(300, name)]);
+        for len in HEADER..bytes.len() {
+            assert!(decode_batch(&bytes[..len]).unwrap_err().is_corruption(), "len {len}");
+        }
+    }
+
+    #[test]
+    fn a_flagged_record_of_keyspace_zero_is_corruption() {
+        let mut bytes = WriteBatch::new().encode(1);
+        bytes[8..12].copy_from_slice(&1u32.to_le_bytes());
+        bytes.extend_from_slice(&[ValueKind::Delete.tag() | KEYSPACE_FLAG, 0, 1, b'k']);
+        assert!(decode_batch(&bytes).unwrap_err().is_corruption());
+    }
+
+    #[test]
+    fn delete_range_records_round_trip_and_bad_bounds_are_rejected() {
+        let mut b = WriteBatch::new();
+        b.delete_range(b"a", b"m").delete_range(b"q", b"q").put(b"x", b"1");
+        assert_eq!(b.len(), 2, "an empty range adds no record");
+        let bytes = b.encode(3);
+        let d = decode_batch(&bytes).unwrap();
+        let want =
+            BatchRecord { kind: ValueKind::RangeDelete, keyspace: 0, key: b"a", value: b"m" };
+        assert_eq!(d.records[0], want);
+        assert!(b.validate().is_ok());
+        let mut bad = WriteBatch::new();
+        bad.delete_range(b"z", b"b");
+        let msg = bad.validate().unwrap_err().to_string();
+        assert!(msg.contains('z') && msg.contains('b'), "{msg}");
+        // A stored record whose start is not below its end is corrupt.
+        let mut flipped = WriteBatch::new();
+        flipped.delete_range(b"a", b"b");
+        let mut bytes = flipped.encode(1);
+        let n = bytes.len();
+        bytes.swap(n - 1, n - 3);
+        assert!(decode_batch(&bytes).unwrap_err().is_corruption());
     }
 
     #[test]

@@ -45,6 +45,16 @@ pub enum Error {
     /// A write was refused because an earlier fsync failed; the database is read-only until it is
     /// reopened. Carries the description of the original failure.
     ReadOnly(String),
+    /// A merge operator could not merge a key's operands (an operand or base value it cannot
+    /// read, such as a value that is not 8 bytes for `siftdb.u64add`).
+    MergeFailed {
+        /// The operator's name.
+        operator: String,
+        /// The user key whose operands were being merged.
+        key: Vec<u8>,
+        /// What was wrong.
+        what: String,
+    },
     /// An operating-system I/O error.
     Io {
         /// What siftdb was doing ("append to WAL 000007.log").
@@ -112,6 +122,9 @@ impl fmt::Display for Error {
                 write!(f, "{} is not a siftdb database: {why}", dir.display())
             }
             Error::ReadOnly(why) => write!(f, "database is read-only after a failed sync: {why}"),
+            Error::MergeFailed { operator, key, what } => {
+                write!(f, "merge operator {operator} failed on key {}: {what}", key.escape_ascii())
+            }
             Error::Io { context, source } => write!(f, "I/O error while {context}: {source}"),
         }
     }

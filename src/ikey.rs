@@ -1,27 +1,40 @@
-//! Internal keys: how the engine tags every user key with a sequence number and a kind.
+//! Internal keys: how the engine tags every user key with its keyspace, a sequence number and a
+//! kind.
 //!
 //! ```text
-//! internal_key := user_key trailer
-//! trailer      := u64 little-endian, (seq << 8) | kind      (8 bytes)
-//! kind         := 1 = Put, 0 = Delete
+//! internal_key := user_key [keyspace:u32 LE  -- present iff kind_byte & 0x80] trailer
+//! trailer      := u64 little-endian, (seq << 8) | kind_byte      (8 bytes)
+//! kind_byte    := 0x80 flag "keyspace present" | kind (low 7 bits)
+//! kind         := 0 = Delete, 1 = Put, 2 = Merge, 3 = RangeDelete
 //! ```
 //!
+//! Writers set the 0x80 flag iff the keyspace is not 0, so every key of keyspace 0 (the default
+//! keyspace) is byte-identical to the format before keyspaces; a key with the flag and keyspace
+//! 0 is malformed ([`decode`] rejects it).
+//!
 //! The encoding is not order-preserving under `memcmp` (the trailer is little-endian); every
-//! ordered structure (memtable, SST block, index) compares with [`compare`]:
-//! user key ascending (bytewise), then sequence number **descending**, then kind descending.
-//! So for one user key the newest version comes first, and at equal sequence numbers a Put
-//! sorts before a Delete. A point lookup at snapshot `s` therefore seeks to
-//! [`lookup_key`]`(k, s)` = `(k, s, Put)`, the smallest internal key of `k` with `seq <= s`, and
-//! the first entry at or after it is the newest version of `k` visible at `s` (if its user key is
-//! `k`). The layout is specified in design.md ("Internal keys").
+//! ordered structure (memtable, SST block, index) compares with [`compare`]: keyspace ascending
+//! (absent = 0), then user key ascending (bytewise), then sequence number **descending**, then
+//! kind descending. So the keyspaces occupy disjoint, consecutive internal-key ranges; for one
+//! user key the newest version comes first, and at equal sequence numbers a Merge sorts before a
+//! Put before a Delete. A point lookup at snapshot `s` therefore seeks to
+//! [`lookup_key_in`]`(ks, k, s)` = `(ks, k, s, Merge)` (the largest kind tag a point entry can
+//! have), the smallest internal key of `k` with `seq <= s`, and the first entry at or after it is
+//! the newest version of `k` visible at `s` (if its keyspace and user key match).
 
 use crate::error::{Error, Result};
 use std::cmp::Ordering;
 
 /// Bytes of the trailer appended to every user key.
 pub const TRAILER_LEN: usize = 8;
+/// Bytes of the keyspace id stored between the user key and the trailer (when not 0).
+pub const KEYSPACE_LEN: usize = 4;
 /// Largest sequence number (56 bits are stored).
 pub const MAX_SEQ: u64 = (1 << 56) - 1;
+/// The kind byte's flag: a keyspace id precedes the trailer.
+pub const KEYSPACE_FLAG: u8 = 0x80;
+/// The default keyspace (`Db`'s own methods); its keys carry no keyspace bytes.
+pub const DEFAULT_KEYSPACE: u32 = 0;
 
 /// What an entry records about its user key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -30,6 +43,15 @@ pub enum ValueKind {
     Delete = 0,
     /// A value was written at this sequence number. Tag 1.
     Put = 1,
+    /// A merge operand was written at this sequence number (`Db::merge`): the value is the
+    /// configured merge operator applied to the older versions and this operand. Tag 2.
+    // Declared after Put: the derived order (Delete < Put < Merge) must follow the tags, since
+    // internal keys order kinds descending by tag.
+    Merge = 2,
+    /// A range tombstone (`delete_range`): the key is the range's start, the value its end
+    /// (exclusive). Tag 3. Never stored among point entries: memtables keep range tombstones in
+    /// a list of their own and SSTs in their range-deletion block (src/range_del.rs).
+    RangeDelete = 3,
 }
 
 impl ValueKind {
@@ -38,66 +60,136 @@ impl ValueKind {
         self as u8
     }
 
-    /// The kind with this tag, if any.
+    /// The kind with this tag (the low 7 bits of a kind byte), if any.
     pub fn from_tag(tag: u8) -> Option<ValueKind> {
         match tag {
             0 => Some(ValueKind::Delete),
             1 => Some(ValueKind::Put),
+            2 => Some(ValueKind::Merge),
+            3 => Some(ValueKind::RangeDelete),
             _ => None,
         }
     }
 }
 
-/// Appends the internal key `(user_key, seq, kind)` to `out`. `seq` above [`MAX_SEQ`] is masked
-/// to 56 bits (callers allocate sequence numbers below it).
-pub fn encode_into(out: &mut Vec<u8>, user_key: &[u8], seq: u64, kind: ValueKind) {
-    out.reserve(user_key.len() + TRAILER_LEN);
+/// Appends the internal key `(keyspace, user_key, seq, kind)` to `out` (the keyspace bytes and
+/// flag only when `keyspace != 0`).
+pub fn encode_in_into(
+    out: &mut Vec<u8>,
+    keyspace: u32,
+    user_key: &[u8],
+    seq: u64,
+    kind: ValueKind,
+) {
+    out.reserve(user_key.len() + KEYSPACE_LEN + TRAILER_LEN);
     out.extend_from_slice(user_key);
-    out.extend_from_slice(&pack(seq, kind).to_le_bytes());
+    let mut packed = pack(seq, kind);
+    if keyspace != DEFAULT_KEYSPACE {
+        out.extend_from_slice(&keyspace.to_le_bytes());
+        packed |= KEYSPACE_FLAG as u64;
+    }
+    out.extend_from_slice(&packed.to_le_bytes());
 }
 
-/// The internal key `(user_key, seq, kind)`.
+#[cfg(test)]
+/// The internal key `(keyspace 0, user_key, seq, kind)`.
 pub fn encode(user_key: &[u8], seq: u64, kind: ValueKind) -> Vec<u8> {
-    let mut out = Vec::with_capacity(user_key.len() + TRAILER_LEN);
-    encode_into(&mut out, user_key, seq, kind);
+    encode_in(DEFAULT_KEYSPACE, user_key, seq, kind)
+}
+
+/// The internal key `(keyspace, user_key, seq, kind)`.
+pub fn encode_in(keyspace: u32, user_key: &[u8], seq: u64, kind: ValueKind) -> Vec<u8> {
+    let mut out = Vec::with_capacity(user_key.len() + KEYSPACE_LEN + TRAILER_LEN);
+    encode_in_into(&mut out, keyspace, user_key, seq, kind);
     out
 }
 
-/// The key a point lookup of `user_key` at snapshot `snapshot_seq` seeks to: the smallest
-/// internal key of `user_key` whose sequence number is at most `snapshot_seq`.
+/// The largest kind tag a point entry can carry: at one sequence number it sorts first, so
+/// `(k, s, LOOKUP_KIND)` is at or before every entry of `k` with `seq <= s`. (RangeDelete keys,
+/// tag 3, never share a structure with point entries.)
+pub const LOOKUP_KIND: ValueKind = ValueKind::Merge;
+
+#[cfg(test)]
+/// The key a point lookup of `user_key` (keyspace 0) at snapshot `snapshot_seq` seeks to: the
+/// smallest internal key of `user_key` whose sequence number is at most `snapshot_seq`.
 pub fn lookup_key(user_key: &[u8], snapshot_seq: u64) -> Vec<u8> {
-    encode(user_key, snapshot_seq.min(MAX_SEQ), ValueKind::Put)
+    lookup_key_in(DEFAULT_KEYSPACE, user_key, snapshot_seq)
 }
 
-/// Splits an internal key into `(user_key, seq, kind)`. A key shorter than the trailer or with an
-/// unknown kind tag is [`Error::Corruption`].
+/// [`lookup_key`] in `keyspace`.
+pub fn lookup_key_in(keyspace: u32, user_key: &[u8], snapshot_seq: u64) -> Vec<u8> {
+    encode_in(keyspace, user_key, snapshot_seq.min(MAX_SEQ), LOOKUP_KIND)
+}
+
+/// Splits an internal key into `(user_key, seq, kind)`, dropping the keyspace (see
+/// [`decode_in`]). A malformed key is [`Error::Corruption`].
 pub fn decode(key: &[u8]) -> Result<(&[u8], u64, ValueKind)> {
+    let (_, user_key, seq, kind) = decode_in(key)?;
+    Ok((user_key, seq, kind))
+}
+
+/// Splits an internal key into `(keyspace, user_key, seq, kind)`. A key shorter than its
+/// trailer (and keyspace bytes), with an unknown kind tag, or with the keyspace flag but
+/// keyspace 0 is [`Error::Corruption`].
+pub fn decode_in(key: &[u8]) -> Result<(u32, &[u8], u64, ValueKind)> {
     if key.len() < TRAILER_LEN {
         return Err(Error::corruption(
             format!("internal key of {} bytes is shorter than its 8-byte trailer", key.len()),
             None,
         ));
     }
-    let (user_key, trailer) = key.split_at(key.len() - TRAILER_LEN);
-    let packed = u64::from_le_bytes(trailer.try_into().expect("8 bytes"));
-    let tag = (packed & 0xff) as u8;
+    let packed = trailer(key);
+    let kind_byte = (packed & 0xff) as u8;
+    let tag = kind_byte & !KEYSPACE_FLAG;
     let kind = ValueKind::from_tag(tag).ok_or_else(|| {
         Error::corruption(format!("internal key kind tag {tag} is unknown"), None)
     })?;
-    Ok((user_key, packed >> 8, kind))
+    let mut end = key.len() - TRAILER_LEN;
+    let mut keyspace = DEFAULT_KEYSPACE;
+    if kind_byte & KEYSPACE_FLAG != 0 {
+        if end < KEYSPACE_LEN {
+            return Err(Error::corruption(
+                format!("internal key of {} bytes has no room for its keyspace", key.len()),
+                None,
+            ));
+        }
+        end -= KEYSPACE_LEN;
+        keyspace = u32::from_le_bytes(key[end..end + KEYSPACE_LEN].try_into().expect("4 bytes"));
+        if keyspace == DEFAULT_KEYSPACE {
+            return Err(Error::corruption("internal key flags keyspace 0 as present", None));
+        }
+    }
+    Ok((keyspace, &key[..end], packed >> 8, kind))
 }
 
-/// The user-key part of an internal key (the whole input if it is shorter than a trailer, so
-/// this never panics; [`decode`] validates).
+/// The user-key part of an internal key, without the keyspace (the whole input if it is
+/// shorter than a trailer, so this never panics; [`decode_in`] validates).
 #[inline]
 pub fn user_key(key: &[u8]) -> &[u8] {
-    match key.len().checked_sub(TRAILER_LEN) {
-        Some(n) => &key[..n],
-        None => key,
-    }
+    split(key).1
 }
 
-/// The packed trailer `(seq << 8) | kind`, or 0 for a key shorter than a trailer.
+/// The keyspace of an internal key (0 when the flag is clear or the key is malformed).
+#[inline]
+pub fn keyspace(key: &[u8]) -> u32 {
+    split(key).0
+}
+
+/// `(keyspace, user key)` of an internal key; panic-free on malformed input (a key too short
+/// for its flagged keyspace reads as keyspace 0 with the bytes before the trailer).
+#[inline]
+pub fn split(key: &[u8]) -> (u32, &[u8]) {
+    let Some(end) = key.len().checked_sub(TRAILER_LEN) else { return (DEFAULT_KEYSPACE, key) };
+    if key[end] & KEYSPACE_FLAG != 0 {
+        if let Some(ks_at) = end.checked_sub(KEYSPACE_LEN) {
+            let ks = u32::from_le_bytes(key[ks_at..end].try_into().expect("4 bytes"));
+            return (ks, &key[..ks_at]);
+        }
+    }
+    (DEFAULT_KEYSPACE, &key[..end])
+}
+
+/// The packed trailer `(seq << 8) | kind_byte`, or 0 for a key shorter than a trailer.
 #[inline]
 fn trailer(key: &[u8]) -> u64 {
     match key.len().checked_sub(TRAILER_LEN) {
@@ -111,23 +203,29 @@ fn pack(seq: u64, kind: ValueKind) -> u64 {
     ((seq & MAX_SEQ) << 8) | kind.tag() as u64
 }
 
-/// The internal-key order: user key ascending, then `(seq, kind)` descending.
+/// The internal-key order: keyspace ascending, user key ascending, then `(seq, kind)`
+/// descending (the keyspace flag does not take part).
 ///
 /// Total and panic-free on any input: a (malformed) key shorter than 8 bytes is treated as a user
 /// key with trailer 0. Decoders reject such keys before they reach an ordered structure.
 #[inline]
 pub fn compare(a: &[u8], b: &[u8]) -> Ordering {
-    match user_key(a).cmp(user_key(b)) {
+    match split(a).cmp(&split(b)) {
         // A larger trailer means a newer version, which sorts first.
-        Ordering::Equal => trailer(b).cmp(&trailer(a)),
+        Ordering::Equal => {
+            let mask = !(KEYSPACE_FLAG as u64);
+            (trailer(b) & mask).cmp(&(trailer(a) & mask))
+        }
         other => other,
     }
 }
 
+#[cfg(test)]
 /// An owned internal key ordered by [`compare`] (for ordered maps such as the memtable's).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct InternalKey(Vec<u8>);
 
+#[cfg(test)]
 impl InternalKey {
     /// The internal key `(user_key, seq, kind)`.
     pub fn new(user_key: &[u8], seq: u64, kind: ValueKind) -> InternalKey {
@@ -138,16 +236,6 @@ impl InternalKey {
     pub fn from_encoded(bytes: Vec<u8>) -> Result<InternalKey> {
         decode(&bytes)?;
         Ok(InternalKey(bytes))
-    }
-
-    /// The encoded bytes.
-    pub fn as_bytes(&self) -> &[u8] {
-        &self.0
-    }
-
-    /// The encoded bytes, by value.
-    pub fn into_bytes(self) -> Vec<u8> {
-        self.0
     }
 
     /// The user key.
@@ -162,16 +250,18 @@ impl InternalKey {
 
     /// The kind (a validated key always has a known kind; Put is returned otherwise).
     pub fn kind(&self) -> ValueKind {
-        ValueKind::from_tag((trailer(&self.0) & 0xff) as u8).unwrap_or(ValueKind::Put)
+        ValueKind::from_tag((trailer(&self.0) & 0x7f) as u8).unwrap_or(ValueKind::Put)
     }
 }
 
+#[cfg(test)]
 impl Ord for InternalKey {
     fn cmp(&self, other: &Self) -> Ordering {
         compare(&self.0, &other.0)
     }
 }
 
+#[cfg(test)]
 impl PartialOrd for InternalKey {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
@@ -207,7 +297,9 @@ mod tests {
     fn lookup_key_lands_on_newest_visible_version() {
         let v5 = encode(b"k", 5, ValueKind::Put);
         let v3 = encode(b"k", 3, ValueKind::Delete);
-        assert_eq!(compare(&lookup_key(b"k", 5), &v5), Ordering::Equal);
+        let m5 = encode(b"k", 5, ValueKind::Merge);
+        assert_eq!(compare(&lookup_key(b"k", 5), &m5), Ordering::Equal);
+        assert_eq!(compare(&lookup_key(b"k", 5), &v5), Ordering::Less);
         assert_eq!(compare(&lookup_key(b"k", 4), &v5), Ordering::Greater);
         assert_eq!(compare(&lookup_key(b"k", 4), &v3), Ordering::Less);
     }
@@ -217,6 +309,10 @@ mod tests {
         assert!(decode(b"short").unwrap_err().is_corruption());
         let mut k = encode(b"x", 1, ValueKind::Put);
         k[1] = 7; // kind tag 7
+        assert!(decode(&k).unwrap_err().is_corruption());
+        k[1] = 2; // Merge
+        assert_eq!(decode(&k).unwrap().2, ValueKind::Merge);
+        k[1] = 0x7f; // not a kind of this build
         assert!(decode(&k).unwrap_err().is_corruption());
         assert_eq!(compare(b"ab", b"abc"), Ordering::Less);
         assert!(InternalKey::from_encoded(b"abc".to_vec()).is_err());
@@ -230,5 +326,86 @@ mod tests {
         assert_eq!(b.seq(), 1);
         assert_eq!(b.kind(), ValueKind::Put);
         assert_eq!(b.user_key(), b"a");
+    }
+
+    #[test]
+    fn keyspace_zero_keys_are_byte_identical_to_the_keyspaceless_format() {
+        for (k, seq, kind) in [(&b"apple"[..], 7u64, ValueKind::Put), (b"", 0, ValueKind::Delete)] {
+            let mut old = k.to_vec();
+            old.extend_from_slice(&(((seq & MAX_SEQ) << 8) | kind.tag() as u64).to_le_bytes());
+            assert_eq!(encode_in(0, k, seq, kind), old);
+            assert_eq!(encode(k, seq, kind), old);
+            assert_eq!(decode_in(&old).unwrap(), (0, k, seq, kind));
+        }
+    }
+
+    #[test]
+    fn keyspace_sorts_before_user_key_and_round_trips() {
+        let k = encode_in(3, b"zz", 5, ValueKind::Put);
+        assert_eq!(k.len(), 2 + 4 + 8);
+        assert_eq!(k[6] & KEYSPACE_FLAG, KEYSPACE_FLAG);
+        assert_eq!(decode_in(&k).unwrap(), (3, &b"zz"[..], 5, ValueKind::Put));
+        assert_eq!(decode(&k).unwrap(), (&b"zz"[..], 5, ValueKind::Put));
+        assert_eq!((keyspace(&k), user_key(&k)), (3, &b"zz"[..]));
+        let mut keys = [
+            encode_in(2, b"a", 1, ValueKind::Put),
+            encode_in(0, b"zzzz", 1, ValueKind::Put),
+            encode_in(1, b"b", 9, ValueKind::Delete),
+            encode_in(1, b"b", 9, ValueKind::Put),
+            encode_in(1, b"", 1, ValueKind::Put),
+            encode_in(1, b"b", 10, ValueKind::Put),
+        ];
+        keys.sort_by(|x, y| compare(x, y));
+        let order: Vec<(u32, Vec<u8>, u64, ValueKind)> = keys
+            .iter()
+            .map(|k| {
+                let (ks, u, s, t) = decode_in(k).unwrap();
+                (ks, u.to_vec(), s, t)
+            })
+            .collect();
+        let want = vec![
+            (0, b"zzzz".to_vec(), 1, ValueKind::Put),
+            (1, b"".to_vec(), 1, ValueKind::Put),
+            (1, b"b".to_vec(), 10, ValueKind::Put),
+            (1, b"b".to_vec(), 9, ValueKind::Put),
+            (1, b"b".to_vec(), 9, ValueKind::Delete),
+            (2, b"a".to_vec(), 1, ValueKind::Put),
+        ];
+        assert_eq!(order, want);
+    }
+
+    #[test]
+    fn a_user_key_ending_like_a_keyspace_id_stays_in_keyspace_zero() {
+        // User key "ab\x01\0\0\0" in keyspace 0 and "ab" in keyspace 1 share the bytes before
+        // the trailer; only the flag tells them apart.
+        let plain = encode_in(0, b"ab\x01\0\0\0", 4, ValueKind::Put);
+        let flagged = encode_in(1, b"ab", 4, ValueKind::Put);
+        assert_eq!(plain[..6], flagged[..6]);
+        assert_eq!(split(&plain), (0, &b"ab\x01\0\0\0"[..]));
+        assert_eq!(split(&flagged), (1, &b"ab"[..]));
+        assert_eq!(compare(&plain, &flagged), Ordering::Less);
+    }
+
+    #[test]
+    fn lookup_key_stays_inside_its_keyspace() {
+        let v = encode_in(5, b"k", 3, ValueKind::Put);
+        // The lookup kind (Merge) sorts before a Put at the same sequence number.
+        assert_eq!(compare(&lookup_key_in(5, b"k", 3), &v), Ordering::Less);
+        assert_eq!(compare(&lookup_key_in(5, b"k", 2), &v), Ordering::Greater);
+        assert_eq!(compare(&lookup_key_in(4, b"k", 3), &v), Ordering::Less);
+        assert_eq!(compare(&lookup_key_in(6, b"", 0), &v), Ordering::Greater);
+    }
+
+    #[test]
+    fn malformed_keyspace_keys_are_errors_not_panics() {
+        // Flag set but only 2 bytes before the trailer.
+        let mut k = encode(b"ab", 1, ValueKind::Put);
+        k[2] |= KEYSPACE_FLAG;
+        assert!(decode_in(&k).unwrap_err().is_corruption());
+        assert_eq!(split(&k), (0, &b"ab"[..]));
+        // Flag set with keyspace 0.
+        let mut k = encode(b"\0\0\0\0", 1, ValueKind::Put);
+        k[4] |= KEYSPACE_FLAG;
+        assert!(decode_in(&k).unwrap_err().is_corruption());
     }
 }

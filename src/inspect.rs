@@ -30,7 +30,12 @@
 
 /// SSTables: the reader, its properties, blocks and the fixed-size footer (design.md, "SSTable").
 pub mod sst {
+    pub use crate::range_del::{Fragment, Fragments, RangeTombstone};
     pub use crate::sst::{Block, BlockIter, ReadCounters, Table, TableIter, TableProperties};
+    /// The range-deletion block (format version 3): a table's range tombstones, fragmented.
+    pub mod range_del_block {
+        pub use crate::sst::range_del_block::{decode, encode};
+    }
     /// The framing, block handles and footer of an SST, and the newest format version this build
     /// reads.
     pub mod format {
@@ -54,7 +59,7 @@ pub mod manifest {
 
 /// Internal keys: user key, sequence number and kind (design.md, "Internal keys").
 pub mod ikey {
-    pub use crate::ikey::{decode, user_key, ValueKind};
+    pub use crate::ikey::{decode, decode_in, keyspace, user_key, ValueKind};
 }
 
 /// The names of a database's files (`000012.sst`, `MANIFEST-000005`, `CURRENT`, ...).

@@ -43,10 +43,13 @@
 //!
 //! The crate root holds the engine's API: [`Db`], [`Options`] and its enums (also in
 //! [`options`], with the valid ranges `Db::open` checks), [`WriteBatch`], [`Snapshot`], the
-//! iterators ([`DbIterator`], [`DbCursor`]), the statistics types and [`Error`]. Beside it:
+//! iterators ([`DbIterator`], [`DbCursor`]), keyspaces ([`Keyspace`], [`KeyspaceOptions`]), the
+//! statistics types and [`Error`]. Beside it:
 //!
 //! * [`filter`]: the filter library (Bloom family, static and cuckoo filters), usable on its own,
 //!   with a decision guide.
+//! * [`merge`]: merge operators (`Db::merge`, read-modify-write without a read) and the
+//!   built-in [`U64AddOperator`].
 //! * [`query`]: a column-store query layer on the engine: chunked typed tables, chunk skipping,
 //!   hash joins with probe filters.
 //! * [`storage`]: the file-system trait all engine I/O goes through, the real implementation and
@@ -62,7 +65,10 @@
 
 pub mod filter;
 pub mod inspect;
+pub mod merge;
+pub mod options;
 pub mod query;
+pub mod rng;
 pub mod storage;
 #[doc(hidden)]
 pub mod testing;
@@ -74,11 +80,11 @@ pub(crate) mod compaction;
 pub(crate) mod error;
 pub(crate) mod filename;
 pub(crate) mod ikey;
+pub(crate) mod keyspace_options;
 pub(crate) mod manifest;
 pub(crate) mod memtable;
-pub mod options;
 pub(crate) mod options_validate;
-pub mod rng;
+pub(crate) mod range_del;
 pub(crate) mod sst;
 pub(crate) mod table_cache;
 pub(crate) mod version;
@@ -87,8 +93,13 @@ pub(crate) mod wal;
 mod db;
 
 pub use batch::{WriteBatch, MAX_BATCH_SIZE, MAX_KEY_SIZE, MAX_VALUE_SIZE};
-pub use db::{Db, DbCursor, DbIterator, LevelStats, MemoryUsage, ReadStats, Snapshot, Stats};
+pub use db::{
+    Db, DbCursor, DbIterator, Keyspace, KeyspaceStats, LevelStats, MemoryUsage, ReadStats,
+    Snapshot, Stats,
+};
 pub use error::{Error, Result};
+pub use keyspace_options::KeyspaceOptions;
+pub use merge::{MergeOperator, U64AddOperator};
 pub use options::{
     CompactionOptions, Compression, FilterAllocation, FilterConfig, FilterPolicy, LevelBudget,
     Options, StaticFilterKind, WriteOptions,

@@ -8,37 +8,52 @@
 //!    publishes `s` as visible with a Release store; a reader takes its snapshot with an Acquire
 //!    load, so every entry and filter bit of a visible write is visible to it. This is why the
 //!    filter can use Relaxed atomics, and why a filter "no" never hides a visible write.
-//! 3. Entries order by user key ascending, then sequence number descending: the first entry at
-//!    or after `(key, snapshot)` is the newest version visible at `snapshot`.
+//! 3. Entries order by keyspace ascending, user key ascending, then sequence number
+//!    descending (the internal-key order): the first entry at or after `(ks, key, snapshot)` is
+//!    the newest version visible at `snapshot`, and a lookup or scan never leaves its keyspace's
+//!    range. The filter hashes the user key only, so a key of one keyspace may make the filter
+//!    answer "maybe" for the same key of another: a false positive, never a false negative.
+//! 4. Range tombstones (`delete_range`) are not in the skip list: the writer replaces the
+//!    memtable's per-keyspace [`Fragments`] (an `ArcSwap`, so readers take no lock) before
+//!    publishing the tombstone's sequence number, as in invariant 2. Point lookups ask
+//!    [`Memtable::max_covering_tombstone`] before the filter (a filter "no" for the key says
+//!    nothing about the tombstones covering it).
 
 use crate::batch::ValueKind;
+#[cfg(test)]
+use crate::filter::hash_key;
 use crate::filter::prelude::*;
-use crate::filter::{hash_key, TwoBitBloom};
+use crate::filter::TwoBitBloom;
+use crate::range_del::{Fragments, RangeTombstone};
+use arc_swap::ArcSwap;
 use crossbeam_skiplist::SkipMap;
 use std::cmp::Ordering as CmpOrdering;
 use std::ops::Bound;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// Bytes charged per entry on top of key and value: the skip list node, its tower and the
 /// internal key trailer. An estimate; it decides when a memtable is full.
 const ENTRY_OVERHEAD: usize = 64;
 
-/// A memtable key: user key ascending, then sequence number descending (then kind descending,
-/// which never decides since sequence numbers are unique).
+/// A memtable key: keyspace ascending, user key ascending, then sequence number descending
+/// (then kind descending, which never decides since sequence numbers are unique).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MemKey {
+    /// The keyspace id (0: the default keyspace).
+    pub keyspace: u32,
     /// The user key.
     pub user_key: Box<[u8]>,
     /// Sequence number of the write.
     pub seq: u64,
-    /// Put or delete.
+    /// Put, delete or merge.
     pub kind: ValueKind,
 }
 
 impl Ord for MemKey {
     fn cmp(&self, other: &Self) -> CmpOrdering {
-        self.user_key
-            .cmp(&other.user_key)
+        self.keyspace
+            .cmp(&other.keyspace)
+            .then_with(|| self.user_key.cmp(&other.user_key))
             .then_with(|| other.seq.cmp(&self.seq))
             .then_with(|| other.kind.cmp(&self.kind))
     }
@@ -56,6 +71,8 @@ impl PartialOrd for MemKey {
 /// and a `memcmp` call saved per step), and storing the value in the same allocation saves one
 /// allocation per write and one per entry on flush.
 struct Slot {
+    /// The keyspace id: compared first.
+    keyspace: u32,
     /// `key_prefix(user key)`: if two slots' prefixes differ, their keys order as the prefixes.
     prefix: u64,
     /// User key bytes, then value bytes.
@@ -66,11 +83,12 @@ struct Slot {
 }
 
 impl Slot {
-    fn new(key: &[u8], value: &[u8], seq: u64, kind: ValueKind) -> Slot {
+    fn new(keyspace: u32, key: &[u8], value: &[u8], seq: u64, kind: ValueKind) -> Slot {
         let mut data = Vec::with_capacity(key.len() + value.len());
         data.extend_from_slice(key);
         data.extend_from_slice(value);
         Slot {
+            keyspace,
             prefix: key_prefix(key),
             data: data.into_boxed_slice(),
             key_len: key.len() as u32,
@@ -88,7 +106,12 @@ impl Slot {
     }
 
     fn mem_key(&self) -> MemKey {
-        MemKey { user_key: self.key().into(), seq: self.seq, kind: self.kind }
+        MemKey {
+            keyspace: self.keyspace,
+            user_key: self.key().into(),
+            seq: self.seq,
+            kind: self.kind,
+        }
     }
 }
 
@@ -107,8 +130,9 @@ fn key_prefix(key: &[u8]) -> u64 {
 
 impl Ord for Slot {
     fn cmp(&self, other: &Self) -> CmpOrdering {
-        self.prefix
-            .cmp(&other.prefix)
+        self.keyspace
+            .cmp(&other.keyspace)
+            .then_with(|| self.prefix.cmp(&other.prefix))
             .then_with(|| self.key().cmp(other.key()))
             .then_with(|| other.seq.cmp(&self.seq))
             .then_with(|| other.kind.cmp(&self.kind))
@@ -148,7 +172,25 @@ pub struct Memtable {
     entries: AtomicU64,
     /// Number of the WAL that holds this memtable's writes.
     wal_number: u64,
+    /// The keyspace of the first write, and whether a write of another keyspace followed (the
+    /// flush may write the two-bit filter as is only for a single-keyspace memtable).
+    first_keyspace: AtomicU64,
+    mixed_keyspaces: AtomicBool,
+    /// Range tombstones per keyspace, as written and fragmented (invariant 4). Rare: each
+    /// `delete_range` rebuilds its keyspace's set.
+    range_dels: ArcSwap<RangeDels>,
+    /// Range tombstones held (0: point lookups skip the tombstone check).
+    range_del_count: AtomicU64,
 }
+
+/// A memtable's range tombstones: per keyspace, the list as written and its fragments.
+#[derive(Default)]
+struct RangeDels {
+    by_keyspace: std::collections::BTreeMap<u32, (Vec<RangeTombstone>, Fragments)>,
+}
+
+/// `first_keyspace` before any write.
+const NO_KEYSPACE: u64 = u64::MAX;
 
 impl Memtable {
     /// An empty memtable whose writes live in WAL `wal_number`, with a two-bit filter of
@@ -161,6 +203,10 @@ impl Memtable {
             bytes: AtomicUsize::new(0),
             entries: AtomicU64::new(0),
             wal_number,
+            first_keyspace: AtomicU64::new(NO_KEYSPACE),
+            mixed_keyspaces: AtomicBool::new(false),
+            range_dels: ArcSwap::from_pointee(RangeDels::default()),
+            range_del_count: AtomicU64::new(0),
         }
     }
 
@@ -169,49 +215,164 @@ impl Memtable {
         self.wal_number
     }
 
-    /// Inserts one version. `key_hash` must be `hash_key(key)`. Only the single writer calls
-    /// this (invariant 2 of the module documentation).
+    #[cfg(test)]
+    /// Inserts one version of a default-keyspace key (see [`Memtable::add_in`]).
     pub fn add(&self, seq: u64, kind: ValueKind, key: &[u8], key_hash: u64, value: &[u8]) {
+        self.add_in(seq, kind, 0, key, key_hash, value)
+    }
+
+    /// Inserts one version of `key` in `keyspace`. `key_hash` must be `hash_key(key)`. Only the
+    /// single writer calls this (invariant 2 of the module documentation). A
+    /// [`ValueKind::RangeDelete`] is a range tombstone deleting `[key, value)` (invariant 4).
+    pub fn add_in(
+        &self,
+        seq: u64,
+        kind: ValueKind,
+        keyspace: u32,
+        key: &[u8],
+        key_hash: u64,
+        value: &[u8],
+    ) {
+        match self.first_keyspace.load(Ordering::Relaxed) {
+            NO_KEYSPACE => self.first_keyspace.store(keyspace as u64, Ordering::Relaxed),
+            first if first != keyspace as u64 => {
+                self.mixed_keyspaces.store(true, Ordering::Relaxed)
+            }
+            _ => {}
+        }
+        if kind == ValueKind::RangeDelete {
+            self.add_range_tombstone(seq, keyspace, key, value);
+            return;
+        }
         self.filter.insert_hash_atomic(key_hash);
-        self.map.insert(Slot::new(key, value, seq, kind), ());
+        self.map.insert(Slot::new(keyspace, key, value, seq, kind), ());
         self.bytes.fetch_add(key.len() + value.len() + ENTRY_OVERHEAD, Ordering::Relaxed);
         self.entries.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// The newest version of `key` with sequence number `<= snapshot`. The filter is consulted
-    /// first; a "no" answers `Absent` without touching the skip list.
-    pub fn get(&self, key: &[u8], key_hash: u64, snapshot: u64) -> MemLookup {
-        self.lookup(key, key_hash, snapshot, true)
+    /// Records the range tombstone `[start, end)` of `keyspace` at `seq`. Only the single
+    /// writer calls this.
+    fn add_range_tombstone(&self, seq: u64, keyspace: u32, start: &[u8], end: &[u8]) {
+        let cur = self.range_dels.load();
+        let mut by_keyspace = cur.by_keyspace.clone();
+        let (list, frags) = by_keyspace.entry(keyspace).or_default();
+        list.push(RangeTombstone { start: start.to_vec(), end: end.to_vec(), seq });
+        *frags = Fragments::new(list);
+        self.range_dels.store(std::sync::Arc::new(RangeDels { by_keyspace }));
+        self.range_del_count.fetch_add(1, Ordering::Relaxed);
+        self.bytes.fetch_add(start.len() + end.len() + ENTRY_OVERHEAD, Ordering::Relaxed);
+        self.entries.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// [`Memtable::get`]; `copy_value = false` answers `Found` with an empty vector
-    /// (`Db::contains_key`: no value copy).
-    pub fn lookup(&self, key: &[u8], key_hash: u64, snapshot: u64, copy_value: bool) -> MemLookup {
+    /// The largest sequence number `<= snapshot` of a range tombstone covering `key` of
+    /// `keyspace` (0 if none): a version of `key` older than it, here or in any older source,
+    /// is deleted.
+    pub fn max_covering_tombstone(&self, keyspace: u32, key: &[u8], snapshot: u64) -> u64 {
+        if self.range_del_count.load(Ordering::Relaxed) == 0 {
+            return 0;
+        }
+        match self.range_dels.load().by_keyspace.get(&keyspace) {
+            Some((_, frags)) => frags.max_covering_seq(key, snapshot),
+            None => 0,
+        }
+    }
+
+    /// The range tombstones of `keyspace`, fragmented (empty without any).
+    pub fn range_tombstones(&self, keyspace: u32) -> Fragments {
+        if self.range_del_count.load(Ordering::Relaxed) == 0 {
+            return Fragments::default();
+        }
+        match self.range_dels.load().by_keyspace.get(&keyspace) {
+            Some((_, frags)) => frags.clone(),
+            None => Fragments::default(),
+        }
+    }
+
+    /// The keyspaces holding range tombstones, ascending.
+    pub fn range_tombstone_keyspaces(&self) -> Vec<u32> {
+        if self.range_del_count.load(Ordering::Relaxed) == 0 {
+            return Vec::new();
+        }
+        self.range_dels.load().by_keyspace.keys().copied().collect()
+    }
+
+    #[cfg(test)]
+    /// Range tombstones held.
+    pub fn range_tombstone_count(&self) -> u64 {
+        self.range_del_count.load(Ordering::Relaxed)
+    }
+
+    #[cfg(test)]
+    /// The newest version of default-keyspace `key` with sequence number `<= snapshot`. The
+    /// filter is consulted first; a "no" answers `Absent` without touching the skip list. Merge
+    /// operands met before the newest Put or Delete are appended to `operands` (newest first)
+    /// and the walk goes on; `Absent` then means "no base in this memtable", and the caller
+    /// looks further. Range tombstones are applied (this memtable's).
+    pub fn get(
+        &self,
+        key: &[u8],
+        key_hash: u64,
+        snapshot: u64,
+        operands: &mut Vec<Vec<u8>>,
+    ) -> MemLookup {
+        let covered_below = self.max_covering_tombstone(0, key, snapshot);
+        self.lookup(0, key, key_hash, snapshot, true, operands, covered_below)
+    }
+
+    /// [`Memtable::get`] in `keyspace`; `copy_value = false` answers `Found` with an empty
+    /// vector (`Db::contains_key`: no value copy) unless `operands` is non-empty (the value is
+    /// then the base a merge needs). `covered_below`: the newest range tombstone covering the
+    /// key among the sources read so far, this memtable's included (0: none); the walk answers
+    /// `Deleted` on reaching a version older than it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn lookup(
+        &self,
+        keyspace: u32,
+        key: &[u8],
+        key_hash: u64,
+        snapshot: u64,
+        copy_value: bool,
+        operands: &mut Vec<Vec<u8>>,
+        covered_below: u64,
+    ) -> MemLookup {
         // An empty memtable (the usual state after a flush or a reopen) answers without a
         // filter probe, which would be a cache miss. Sound by invariant 2: a visible write's
         // `entries` increment precedes its publication.
         if self.entries.load(Ordering::Relaxed) == 0 || !self.filter.contains_hash(key_hash) {
             return MemLookup::Absent;
         }
-        let probe = Slot::new(key, &[], snapshot, ValueKind::Put);
-        match self.map.lower_bound(Bound::Included(&probe)) {
-            Some(e) if e.key().key() == key => match e.key().kind {
-                ValueKind::Put if copy_value => MemLookup::Found(e.key().value().to_vec()),
-                ValueKind::Put => MemLookup::Found(Vec::new()),
-                ValueKind::Delete => MemLookup::Deleted,
-            },
-            _ => MemLookup::Absent,
+        let probe = Slot::new(keyspace, key, &[], snapshot, crate::ikey::LOOKUP_KIND);
+        let mut entry = self.map.lower_bound(Bound::Included(&probe));
+        while let Some(e) = entry.filter(|e| e.key().keyspace == keyspace && e.key().key() == key) {
+            let slot = e.key();
+            if slot.seq < covered_below {
+                return MemLookup::Deleted; // under a newer range tombstone
+            }
+            match slot.kind {
+                ValueKind::Put if copy_value || !operands.is_empty() => {
+                    return MemLookup::Found(slot.value().to_vec())
+                }
+                ValueKind::Put => return MemLookup::Found(Vec::new()),
+                ValueKind::Delete => return MemLookup::Deleted,
+                ValueKind::Merge => operands.push(slot.value().to_vec()),
+                // `add_in` keeps range tombstones out of the skip list.
+                ValueKind::RangeDelete => {}
+            }
+            entry = e.next();
         }
+        MemLookup::Absent
     }
 
-    /// Every version in internal-key order (user key ascending, newest first), starting at the
-    /// first entry whose user key is `>= start` (or the beginning).
+    #[cfg(test)]
+    /// Every version in internal-key order (keyspace, user key ascending, newest first),
+    /// starting at the first entry of the default keyspace whose user key is `>= start` (or the
+    /// beginning).
     pub fn iter_from(
         &self,
         start: Option<&[u8]>,
     ) -> impl Iterator<Item = (MemKey, Box<[u8]>)> + '_ {
         let lower = match start {
-            Some(k) => Bound::Included(Slot::new(k, &[], u64::MAX, ValueKind::Put)),
+            Some(k) => Bound::Included(Slot::new(0, k, &[], u64::MAX, ValueKind::Put)),
             None => Bound::Unbounded,
         };
         self.map
@@ -219,15 +380,16 @@ impl Memtable {
             .map(|e| (e.key().mem_key(), e.key().value().into()))
     }
 
-    /// Calls `f(user_key, seq, kind, value)` for every version in internal-key order, without
-    /// copying (the flush path).
+    /// Calls `f(keyspace, user_key, seq, kind, value)` for every point version in internal-key
+    /// order, without copying (the flush path; range tombstones come from
+    /// [`Memtable::range_tombstones`]).
     pub fn for_each(
         &self,
-        mut f: impl FnMut(&[u8], u64, ValueKind, &[u8]) -> crate::Result<()>,
+        mut f: impl FnMut(u32, &[u8], u64, ValueKind, &[u8]) -> crate::Result<()>,
     ) -> crate::Result<()> {
         for e in self.map.iter() {
             let s = e.key();
-            f(s.key(), s.seq, s.kind, s.value())?;
+            f(s.keyspace, s.key(), s.seq, s.kind, s.value())?;
         }
         Ok(())
     }
@@ -254,12 +416,12 @@ impl Memtable {
             .map(|e| (e.key().mem_key(), e.key().value().into()))
     }
 
-    /// Approximate bytes held (keys, values and per-entry overhead).
+    /// Approximate bytes held (keys, values, range tombstones and per-entry overhead).
     pub fn approximate_bytes(&self) -> usize {
         self.bytes.load(Ordering::Relaxed)
     }
 
-    /// Entries (versions) held.
+    /// Entries (versions and range tombstones) held.
     pub fn len(&self) -> u64 {
         self.entries.load(Ordering::Relaxed)
     }
@@ -275,25 +437,21 @@ impl Memtable {
         &self.filter
     }
 
-    /// Memory of the filter in bytes.
-    pub fn filter_bytes(&self) -> usize {
-        self.filter.memory_bytes()
+    /// Whether writes of more than one keyspace were added (the flush then rebuilds each
+    /// output file's filter from its own keys).
+    pub fn holds_several_keyspaces(&self) -> bool {
+        self.mixed_keyspaces.load(Ordering::Relaxed)
     }
 }
 
 /// A bound on memtable keys as a bound on skip-list slots.
 fn slot_bound(b: Bound<&MemKey>) -> Bound<Slot> {
-    let slot = |k: &MemKey| Slot::new(&k.user_key, &[], k.seq, k.kind);
+    let slot = |k: &MemKey| Slot::new(k.keyspace, &k.user_key, &[], k.seq, k.kind);
     match b {
         Bound::Included(k) => Bound::Included(slot(k)),
         Bound::Excluded(k) => Bound::Excluded(slot(k)),
         Bound::Unbounded => Bound::Unbounded,
     }
-}
-
-/// Hash of a user key, as the memtable and every SST filter expect it.
-pub fn key_hash(key: &[u8]) -> u64 {
-    hash_key(key)
 }
 
 #[cfg(test)]
@@ -311,12 +469,56 @@ mod tests {
         put(&m, 3, b"k", b"v3");
         m.add(5, ValueKind::Delete, b"k", hash_key(b"k"), b"");
         let h = hash_key(b"k");
-        assert_eq!(m.get(b"k", h, 0), MemLookup::Absent);
-        assert_eq!(m.get(b"k", h, 2), MemLookup::Found(b"v1".to_vec()));
-        assert_eq!(m.get(b"k", h, 4), MemLookup::Found(b"v3".to_vec()));
-        assert_eq!(m.get(b"k", h, 9), MemLookup::Deleted);
-        assert_eq!(m.get(b"j", hash_key(b"j"), 9), MemLookup::Absent);
-        assert_eq!(m.get(b"k\0", hash_key(b"k\0"), 9), MemLookup::Absent);
+        let get = |k: &[u8], snap| m.get(k, hash_key(k), snap, &mut Vec::new());
+        assert_eq!(get(b"k", 0), MemLookup::Absent);
+        assert_eq!(get(b"k", 2), MemLookup::Found(b"v1".to_vec()));
+        assert_eq!(get(b"k", 4), MemLookup::Found(b"v3".to_vec()));
+        assert_eq!(get(b"k", 9), MemLookup::Deleted);
+        assert_eq!(get(b"j", 9), MemLookup::Absent);
+        assert_eq!(get(b"k\0", 9), MemLookup::Absent);
+        // Operands above the tombstone are collected newest first; the tombstone ends the walk.
+        m.add(6, ValueKind::Merge, b"k", h, b"m6");
+        m.add(7, ValueKind::Merge, b"k", h, b"m7");
+        let mut ops = Vec::new();
+        assert_eq!(m.get(b"k", h, 9, &mut ops), MemLookup::Deleted);
+        assert_eq!(ops, vec![b"m7".to_vec(), b"m6".to_vec()]);
+        // At snapshot 6 only the older operand is visible; below the delete, v3 is the base,
+        // and a lookup with operands copies it even when asked for no value.
+        let mut ops = vec![b"newer".to_vec()];
+        assert_eq!(m.lookup(0, b"k", h, 4, false, &mut ops, 0), MemLookup::Found(b"v3".to_vec()));
+        let mut ops = Vec::new();
+        assert_eq!(m.get(b"k", h, 6, &mut ops), MemLookup::Deleted);
+        assert_eq!(ops, vec![b"m6".to_vec()]);
+        // Operands with nothing below them in this memtable: Absent, operands kept.
+        m.add(8, ValueKind::Merge, b"only", hash_key(b"only"), b"x");
+        let mut ops = Vec::new();
+        assert_eq!(m.get(b"only", hash_key(b"only"), 9, &mut ops), MemLookup::Absent);
+        assert_eq!(ops, vec![b"x".to_vec()]);
+    }
+
+    #[test]
+    fn range_tombstones_are_kept_apart_and_answer_per_snapshot() {
+        let m = Memtable::new(1, 1 << 12);
+        put(&m, 1, b"k", b"v1");
+        m.add(2, ValueKind::RangeDelete, b"a", hash_key(b"a"), b"m");
+        put(&m, 3, b"k", b"v3");
+        assert_eq!(m.len(), 3);
+        assert_eq!(m.range_tombstone_count(), 1);
+        assert_eq!(m.max_covering_tombstone(0, b"k", 9), 2);
+        assert_eq!(m.max_covering_tombstone(0, b"k", 1), 0, "not visible below its sequence");
+        assert_eq!(m.max_covering_tombstone(0, b"m", 9), 0, "the end is exclusive");
+        // The skip list holds point versions only; a version under a newer tombstone reads
+        // as deleted when the caller passes the covering sequence.
+        let h = hash_key(b"k");
+        assert_eq!(
+            m.lookup(0, b"k", h, 2, true, &mut Vec::new(), 0),
+            MemLookup::Found(b"v1".to_vec())
+        );
+        assert_eq!(m.lookup(0, b"k", h, 2, true, &mut Vec::new(), 2), MemLookup::Deleted);
+        assert_eq!(m.max_covering_tombstone(1, b"k", 9), 0, "another keyspace is not covered");
+        assert_eq!(m.iter_from(None).count(), 2);
+        assert_eq!(m.range_tombstones(0).len(), 1);
+        assert_eq!(m.range_tombstone_keyspaces(), vec![0]);
     }
 
     #[test]
@@ -338,7 +540,7 @@ mod tests {
         put(&m, 1, b"a", b"");
         put(&m, 3, b"a", b"");
         put(&m, 4, b"c", b"");
-        let at = |seq| MemKey { user_key: b"a"[..].into(), seq, kind: ValueKind::Put };
+        let at = |seq| MemKey { keyspace: 0, user_key: b"a"[..].into(), seq, kind: ValueKind::Put };
         let keys = |it: &mut dyn Iterator<Item = (MemKey, Box<[u8]>)>| -> Vec<(Vec<u8>, u64)> {
             it.map(|(k, _)| (k.user_key.to_vec(), k.seq)).collect()
         };
@@ -368,13 +570,56 @@ mod tests {
             .collect();
         for (a, sa) in &keys {
             for (b, sb) in keys.iter().step_by(7) {
-                let x = Slot::new(a, b"v", *sa, ValueKind::Put);
-                let y = Slot::new(b, b"", *sb, ValueKind::Put);
-                let mx = MemKey { user_key: a.as_slice().into(), seq: *sa, kind: ValueKind::Put };
-                let my = MemKey { user_key: b.as_slice().into(), seq: *sb, kind: ValueKind::Put };
+                let (ka, kb) = ((*sa % 2) as u32, (*sb % 3) as u32);
+                let x = Slot::new(ka, a, b"v", *sa, ValueKind::Put);
+                let y = Slot::new(kb, b, b"", *sb, ValueKind::Put);
+                let mx = MemKey {
+                    keyspace: ka,
+                    user_key: a.as_slice().into(),
+                    seq: *sa,
+                    kind: ValueKind::Put,
+                };
+                let my = MemKey {
+                    keyspace: kb,
+                    user_key: b.as_slice().into(),
+                    seq: *sb,
+                    kind: ValueKind::Put,
+                };
                 assert_eq!(x.cmp(&y), mx.cmp(&my), "{a:?}@{sa} vs {b:?}@{sb}");
             }
         }
+    }
+
+    #[test]
+    fn the_same_user_key_in_two_keyspaces_is_two_keys() {
+        let m = Memtable::new(1, 1 << 12);
+        let h = hash_key(b"k");
+        m.add_in(1, ValueKind::Put, 0, b"k", h, b"default");
+        assert!(!m.holds_several_keyspaces());
+        m.add_in(2, ValueKind::Put, 7, b"k", h, b"seven");
+        m.add_in(3, ValueKind::Delete, 0, b"k", h, b"");
+        assert!(m.holds_several_keyspaces());
+        assert_eq!(
+            m.lookup(7, b"k", h, 9, true, &mut Vec::new(), 0),
+            MemLookup::Found(b"seven".to_vec())
+        );
+        assert_eq!(m.lookup(0, b"k", h, 9, true, &mut Vec::new(), 0), MemLookup::Deleted);
+        assert_eq!(
+            m.lookup(0, b"k", h, 2, true, &mut Vec::new(), 0),
+            MemLookup::Found(b"default".to_vec())
+        );
+        assert_eq!(m.lookup(3, b"k", h, 9, true, &mut Vec::new(), 0), MemLookup::Absent);
+        assert_eq!(m.lookup(8, b"k", h, 9, true, &mut Vec::new(), 0), MemLookup::Absent);
+        let mut order = Vec::new();
+        m.for_each(|ks, k, seq, _, _| {
+            order.push((ks, k.to_vec(), seq));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(
+            order,
+            vec![(0, b"k".to_vec(), 3), (0, b"k".to_vec(), 1), (7, b"k".to_vec(), 2)]
+        );
     }
 
     #[test]
@@ -395,7 +640,8 @@ mod tests {
                     let upto = visible.load(Ordering::Acquire);
                     for i in (upto.saturating_sub(50)..=upto).filter(|&i| i > 0) {
                         let k = i.to_be_bytes();
-                        assert!(matches!(m.get(&k, hash_key(&k), upto), MemLookup::Found(_)));
+                        let got = m.get(&k, hash_key(&k), upto, &mut Vec::new());
+                        assert!(matches!(got, MemLookup::Found(_)));
                     }
                     if upto == 20_000 {
                         break;

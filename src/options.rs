@@ -328,6 +328,12 @@ pub struct Options {
     /// The file system. Default `None` = the real one; tests pass an in-memory,
     /// fault-injecting storage.
     pub storage: Option<Arc<dyn Storage>>,
+    /// The operator that merges the operands written by [`crate::Db::merge`] (RocksDB's
+    /// `merge_operator`; see [`crate::merge`]). Default `None`: `Db::merge` is refused, and a
+    /// read that meets operands written earlier fails with [`crate::Error::InvalidArgument`].
+    /// Its name is recorded in every table holding operands; reopening with an operator of
+    /// another name makes reads (and compactions) of those operands fail rather than mis-merge.
+    pub merge_operator: Option<Arc<dyn crate::merge::MergeOperator>>,
 }
 
 impl Options {
@@ -361,6 +367,7 @@ impl Default for Options {
             filter_policy: FilterPolicy::default(),
             compaction: CompactionOptions::default(),
             storage: None,
+            merge_operator: None,
         }
     }
 }
@@ -384,6 +391,7 @@ impl std::fmt::Debug for Options {
             .field("filter_policy", &self.filter_policy)
             .field("compaction", &self.compaction)
             .field("storage", &self.storage.as_ref().map(|_| "custom"))
+            .field("merge_operator", &self.merge_operator.as_ref().map(|m| m.name().to_string()))
             .finish()
     }
 }

@@ -163,6 +163,7 @@ impl TableCache {
         self.open_into(slot, number)
     }
 
+    #[cfg(test)]
     /// The open table of file `number`: from the cache, or opened on a miss. The caller must
     /// hold a `TableFile` naming the file (module documentation).
     pub fn get(&self, number: u64) -> Result<Arc<Table>> {
@@ -231,6 +232,7 @@ impl TableCache {
         self.misses.load(Ordering::Relaxed)
     }
 
+    #[cfg(test)]
     /// Every table open made by the cache: misses, plus new tables and the ones `Db::open`
     /// verifies.
     pub fn opens(&self) -> u64 {
@@ -258,6 +260,7 @@ impl TableCache {
         (filters, indexes)
     }
 
+    #[cfg(test)]
     /// The most tables the cache holds (`None` = unlimited).
     pub fn limit(&self) -> Option<usize> {
         self.limit

@@ -6,7 +6,8 @@
 //! table cache's business: [`TableFile::table`] opens it on demand).
 //!
 //! Invariants: level 0 files are ordered newest first and may overlap; every deeper level is
-//! sorted by smallest key and its files' key ranges are disjoint.
+//! sorted by smallest `(keyspace, user key)` and its files' key ranges are disjoint. A file
+//! holds one keyspace.
 
 use crate::error::Result;
 use crate::filter::{Filter, FilterKind};
@@ -20,7 +21,7 @@ pub const NUM_LEVELS: usize = 7;
 
 /// Facts about a table that statistics and compaction need without opening it, taken from the
 /// table when it was first opened (written, or verified at `Db::open`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TableInfo {
     /// Tombstones among the entries.
     pub deletions: u64,
@@ -30,6 +31,14 @@ pub struct TableInfo {
     pub filter_kind: Option<FilterKind>,
     /// Bytes of memory the filter occupies while the table is open.
     pub filter_memory_bytes: u64,
+    /// Merge operands among the entries.
+    pub merges: u64,
+    /// The recorded merge operator name of the table's operands (see
+    /// [`crate::sst::TableProperties::merge_operator`]); `None` without operands.
+    pub merge_operator: Option<String>,
+    /// Range tombstones in the range-deletion block (scans open only tables that have some to
+    /// collect them).
+    pub range_deletions: u64,
 }
 
 impl TableInfo {
@@ -41,6 +50,9 @@ impl TableInfo {
             distinct_keys: p.distinct_keys,
             filter_kind: table.filter().map(|f| f.kind()),
             filter_memory_bytes: table.filter_memory_bytes() as u64,
+            merges: p.merges,
+            merge_operator: p.merge_operator.clone(),
+            range_deletions: p.range_deletions,
         }
     }
 }
@@ -83,16 +95,23 @@ impl TableFile {
         self.tables.with_table(&self.slot, self.meta.number, f)
     }
 
-    /// Whether `user_key` lies inside the file's key range.
-    pub fn may_contain_key(&self, user_key: &[u8]) -> bool {
-        self.meta.smallest_key.as_slice() <= user_key
-            && user_key <= self.meta.largest_key.as_slice()
+    /// Whether `user_key` of `keyspace` lies inside the file's key range.
+    pub fn may_contain_key(&self, keyspace: u32, user_key: &[u8]) -> bool {
+        let key = (keyspace, user_key);
+        self.meta.smallest() <= key && key <= self.meta.largest()
     }
 
-    /// Whether the file's key range intersects `[start, end)` (`None` = unbounded).
-    pub fn overlaps(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> bool {
-        let after_start = start.is_none_or(|s| self.meta.largest_key.as_slice() >= s);
-        let before_end = end.is_none_or(|e| self.meta.smallest_key.as_slice() < e);
+    /// Whether the file's key range intersects the user keys `[start, end)` of `keyspace`
+    /// (`None` = unbounded within the keyspace).
+    pub fn overlaps(&self, keyspace: u32, start: Option<&[u8]>, end: Option<&[u8]>) -> bool {
+        let after_start = match start {
+            Some(s) => self.meta.largest() >= (keyspace, s),
+            None => self.meta.keyspace >= keyspace,
+        };
+        let before_end = match end {
+            Some(e) => self.meta.smallest() < (keyspace, e),
+            None => self.meta.keyspace <= keyspace,
+        };
         after_start && before_end
     }
 }
@@ -110,16 +129,18 @@ impl Version {
         Version { levels: vec![Vec::new(); NUM_LEVELS] }
     }
 
-    /// The file of sorted level `level >= 1` whose range may hold `user_key`, by binary search.
-    pub fn find_in_level(&self, level: usize, user_key: &[u8]) -> Option<&Arc<TableFile>> {
+    /// The file of sorted level `level >= 1` whose range may hold `user_key` of `keyspace`, by
+    /// binary search (levels are sorted by `(keyspace, user key)`).
+    pub fn find_in_level(
+        &self,
+        level: usize,
+        keyspace: u32,
+        user_key: &[u8],
+    ) -> Option<&Arc<TableFile>> {
+        let key = (keyspace, user_key);
         let files = &self.levels[level];
-        let i = files.partition_point(|f| f.meta.largest_key.as_slice() < user_key);
-        files.get(i).filter(|f| f.meta.smallest_key.as_slice() <= user_key)
-    }
-
-    /// Total files.
-    pub fn file_count(&self) -> usize {
-        self.levels.iter().map(Vec::len).sum()
+        let i = files.partition_point(|f| f.meta.largest() < key);
+        files.get(i).filter(|f| f.meta.smallest() <= key)
     }
 
     /// A new version with `file` added to `level` at its place in the level's order.
@@ -129,7 +150,7 @@ impl Version {
             v.levels[0].insert(0, file);
         } else {
             let files = &mut v.levels[level];
-            let i = files.partition_point(|f| f.meta.smallest_key < file.meta.smallest_key);
+            let i = files.partition_point(|f| f.meta.smallest() < file.meta.smallest());
             files.insert(i, file);
         }
         v

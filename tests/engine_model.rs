@@ -1,4 +1,4 @@
-//! Model test: a seeded random sequence of puts, deletes, batches, gets, range and prefix scans
+//! Model test: a seeded random sequence of puts, deletes, range deletes, merges (u64 add), batches, gets, range and prefix scans
 //! (forward and `.rev()`), cursor walks with direction changes, and snapshots runs against `Db` and against a `BTreeMap` model side by side; every read must
 //! agree with the model. Flushes and close + reopen happen at random points, and the memtable is
 //! small (64 KiB), so reads cross the active memtable, immutable memtables, several L0 files and
@@ -7,10 +7,13 @@
 //!
 //! The same kind of sequence runs over the real file system (a temp dir), over `MemStorage`, and
 //! over `MemStorage` with synced writes where every reopen follows a simulated power loss.
+//! A second keyspace ("ks2", its own model) takes a quarter of the batch records, so batches
+//! span keyspaces; its gets, and its full scans at every reopen, are checked too.
 
 use siftdb::rng::SplitMix64;
 use siftdb::storage::MemStorage;
-use siftdb::{Compression, Db, DbCursor, Options, Snapshot, WriteBatch, WriteOptions};
+use siftdb::{Compression, Db, DbCursor, KeyspaceOptions, Options, Snapshot, WriteBatch};
+use siftdb::{Keyspace, U64AddOperator, WriteOptions};
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::path::Path;
@@ -36,6 +39,7 @@ fn options(storage: Option<&MemStorage>, small_table_cache: bool) -> Options {
         block_cache_bytes: if storage.is_some() { 0 } else { 256 << 10 },
         compression: if storage.is_some() { Compression::Zstd(1) } else { Compression::None },
         storage: storage.map(|s| Arc::new(s.clone()) as _),
+        merge_operator: Some(Arc::new(U64AddOperator)),
         ..Options::default()
     };
     if small_table_cache {
@@ -166,18 +170,46 @@ fn run_model(dir: &Path, storage: Option<&MemStorage>, seed: u64, power_loss: bo
     let mut rng = SplitMix64::new(seed);
     let mut db = Db::open(dir, options(storage, small)).expect("open");
     let mut model = Model::new();
+    let ks2_open = |db: &Db| db.keyspace("ks2", KeyspaceOptions::default()).expect("keyspace");
+    let (mut ks2, mut model2): (Keyspace, Model) = (ks2_open(&db), Model::new());
     let mut snaps: Vec<(Snapshot, Model)> = Vec::new();
     let (mut flushes, mut reopens, mut snapshot_checks) = (0, 0, 0);
     for op in 0..OPS {
         match rng.below(1000) {
-            0..=349 => {
+            320..=349 => {
+                // A merge into one of 50 hot keys (operand chains form across levels). A value
+                // that is not 8 bytes is deleted in the same batch first: the sum starts at 0.
+                let (k, n) = (format!("k{}", rng.below(50)).into_bytes(), rng.below(1 << 20));
+                let mut b = WriteBatch::new();
+                let old = match model.get(&k) {
+                    Some(v) if v.len() == 8 => u64::from_le_bytes(v[..].try_into().unwrap()),
+                    Some(_) => {
+                        b.delete(&k);
+                        0
+                    }
+                    None => 0,
+                };
+                b.merge(&k, n.to_le_bytes());
+                db.write_opt(b, wo).unwrap();
+                model.insert(k, old.wrapping_add(n).to_le_bytes().to_vec());
+            }
+            0..=319 => {
                 let (k, v) = (key(&mut rng), value(&mut rng, op));
                 let mut b = WriteBatch::new();
                 b.put(&k, &v);
                 db.write_opt(b, wo).unwrap();
                 model.insert(k, v);
             }
-            350..=449 => {
+            440..=449 => {
+                // delete_range [k, k ++ "5"): k and some of its extensions (k0.., k1.., ...).
+                let lo = key(&mut rng);
+                let hi = [lo.as_slice(), b"5"].concat();
+                let mut b = WriteBatch::new();
+                b.delete_range(&lo, &hi);
+                db.write_opt(b, wo).unwrap();
+                model.retain(|k, _| !(lo <= *k && *k < hi));
+            }
+            350..=439 => {
                 let k = key(&mut rng);
                 let mut b = WriteBatch::new();
                 b.delete(&k);
@@ -190,6 +222,10 @@ fn run_model(dir: &Path, storage: Option<&MemStorage>, seed: u64, power_loss: bo
                 for _ in 0..2 + rng.below(8) {
                     let k = key(&mut rng);
                     if rng.below(4) == 0 {
+                        let v = value(&mut rng, op);
+                        b.put_in(&ks2, &k, &v);
+                        model2.insert(k.clone(), v);
+                    } else if rng.below(4) == 0 {
                         b.delete(&k);
                         model.remove(&k);
                     } else {
@@ -242,6 +278,7 @@ fn run_model(dir: &Path, storage: Option<&MemStorage>, seed: u64, power_loss: bo
                 let k = key(&mut rng);
                 assert_eq!(db.get(&k).unwrap(), model.get(&k).cloned(), "op {op}: get {k:?}");
                 assert_eq!(db.contains_key(&k).unwrap(), model.contains_key(&k), "op {op}");
+                assert_eq!(ks2.get(&k).unwrap(), model2.get(&k).cloned(), "op {op}: ks2 {k:?}");
                 if rng.below(4) == 0 {
                     // A batch with duplicates and keys in no particular order.
                     let mut keys: Vec<Vec<u8>> =
@@ -321,9 +358,12 @@ fn run_model(dir: &Path, storage: Option<&MemStorage>, seed: u64, power_loss: bo
                     // drop below cannot make anything durable.
                     s.crash_drop_unsynced();
                 }
-                drop(db);
+                drop((ks2, db)); // a keyspace handle keeps the engine state alive too
                 db = Db::open(dir, options(storage, small)).expect("reopen");
+                ks2 = ks2_open(&db);
                 reopens += 1;
+                let all2: Vec<_> = model2.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+                assert_eq!(collect(ks2.scan().unwrap()), all2, "op {op}: ks2 scan after reopen");
                 let all: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
                 assert_eq!(collect(db.scan().unwrap()), all, "op {op}: scan after reopen");
                 let rev = collect_rev(db.scan().unwrap());
@@ -333,8 +373,10 @@ fn run_model(dir: &Path, storage: Option<&MemStorage>, seed: u64, power_loss: bo
     }
     // The final state, entry by entry and as one scan, after one more reopen.
     snaps.clear();
-    drop(db);
+    drop((ks2, db));
     let db = Db::open(dir, options(storage, small)).expect("final reopen");
+    let all2: Vec<_> = model2.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    assert_eq!(collect_rev(ks2_open(&db).scan().unwrap()), reversed(all2), "final ks2 scan");
     for (k, v) in &model {
         assert_eq!(db.get(k).unwrap().as_ref(), Some(v), "final get {k:?}");
     }

@@ -37,6 +37,7 @@ fn opens_with_its_contents(version: &str) {
         let db = Db::open(dir.path(), Options { create_if_missing: false, ..Options::default() })
             .unwrap();
         assert_holds_the_model(&db);
+        assert_eq!(db.keyspace_names(), vec!["default"]);
         db.compact().unwrap();
         assert_holds_the_model(&db);
     }

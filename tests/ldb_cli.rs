@@ -1,4 +1,5 @@
-//! `siftdb get|put|delete|scan|dump|checkpoint|compact DB` end to end through the binary.
+//! `siftdb get|put|delete|delete-range|scan|dump|checkpoint|compact DB` end to end through the
+//! binary.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -128,4 +129,123 @@ fn wal_and_manifest_dump_print_their_records() {
     let manifest = ok(&["manifest", "dump", find("MANIFEST-", "").to_str().unwrap()]);
     assert!(manifest.contains("keys \"apple\"..\"pear\", seq 1..=2"), "{manifest}");
     fails(&["wal", "dump", tmp.path().join("nope.log").to_str().unwrap()], "nope.log");
+}
+
+#[test]
+fn merge_with_u64_adds_to_a_counter_and_the_dumps_show_merge_records() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().join("db");
+    let ds = d.to_str().unwrap();
+    ok(&["put", ds, "a", "1", "--create"]);
+    ok(&["merge", ds, "ctr", "5", "--u64"]);
+    ok(&["merge", ds, "ctr", "7", "--u64"]);
+    fails(&["merge", ds, "ctr", "7"], "needs --u64");
+    fails(&["merge", ds, "ctr", "seven", "--u64"], "not a decimal u64");
+    assert_eq!(ok(&["get", ds, "ctr", "--u64"]), "12\n");
+    fails(&["get", ds, "ctr"], "no merge operator is configured");
+    let sst = std::fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "sst"))
+        .map(|p| ok(&["sst", "dump", p.to_str().unwrap(), "--values"]))
+        .find(|out| out.contains("\"ctr\" @2 Merge"))
+        .expect("a flushed table holds the first operand");
+    assert!(sst.contains("format version    3"), "{sst}");
+    assert!(sst.contains("merge operands    1 (operator siftdb.u64add)"), "{sst}");
+    assert!(sst.contains("\"ctr\" @2 Merge => 0x0500000000000000"), "{sst}");
+    // The last command's operand is in the WAL.
+    ok(&["merge", ds, "ctr", "1", "--u64"]);
+    let log = std::fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "log"))
+        .unwrap();
+    let wal = ok(&["wal", "dump", "--values", log.to_str().unwrap()]);
+    assert!(wal.contains("@4 Merge \"ctr\" <= 0x0100000000000000"), "{wal}");
+    ok(&["compact", ds, "--u64"]);
+    assert_eq!(ok(&["dump", ds, "--u64"]), "a => 1\nctr => 13\n");
+}
+
+#[test]
+fn keyspace_flag_reads_and_writes_one_keyspace_and_reads_never_create_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let d = db.to_str().unwrap();
+    ok(&["put", d, "k", "default", "--create"]);
+    ok(&["put", d, "k", "in-events", "--keyspace", "events"]);
+    ok(&["put", d, "j", "also", "--keyspace", "events"]);
+    assert_eq!(ok(&["get", d, "k"]), "default\n");
+    assert_eq!(ok(&["get", d, "k", "--keyspace", "events"]), "in-events\n");
+    assert_eq!(ok(&["scan", d, "--keyspace", "events", "--keys-only"]), "j\nk\n");
+    assert_eq!(ok(&["dump", d]), "k => default\n");
+    ok(&["delete", d, "j", "--keyspace", "events"]);
+    assert_eq!(ok(&["dump", d, "--keyspace", "events"]), "k => in-events\n");
+    fails(&["get", d, "k", "--keyspace", "nope"], "no keyspace named \"nope\"");
+    fails(&["scan", d, "--keyspace", "nope"], "no keyspace named");
+    fails(&["delete", d, "k", "--keyspace", "nope"], "no keyspace named");
+    assert_eq!(ok(&["keyspaces", d]), "default\nevents\n", "reads created nothing");
+    fails(&["put", d, "k", "v", "--keyspace", "__query/x"], "reserves");
+    // The tools show the keyspace of a file and of a manifest edit.
+    ok(&["compact", d]);
+    let mut ssts: Vec<_> = std::fs::read_dir(&db)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "sst"))
+        .collect();
+    ssts.sort();
+    let ids: Vec<String> = ssts
+        .iter()
+        .map(|p| {
+            let out = ok(&["sst", "dump", p.to_str().unwrap()]);
+            out.lines().find(|l| l.starts_with("keyspace id")).unwrap().to_string()
+        })
+        .collect();
+    assert!(
+        ids.iter().any(|l| l.ends_with(" 0")) && ids.iter().any(|l| l.ends_with(" 1")),
+        "{ids:?}"
+    );
+    let manifest = std::fs::read_dir(&db)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_str().unwrap().starts_with("MANIFEST"))
+        .unwrap();
+    let out = ok(&["manifest", "dump", manifest.to_str().unwrap()]);
+    assert!(out.contains("keyspace 1 \"events\""), "{out}");
+    assert!(out.contains("keyspace 1,"), "{out}");
+}
+
+#[test]
+fn delete_range_removes_a_span_and_the_dumps_show_its_tombstone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().join("db");
+    let ds = d.to_str().unwrap();
+    ok(&["put", ds, "apple", "1", "--create"]);
+    for k in ["banana", "cherry", "pear"] {
+        ok(&["put", ds, k, "1"]);
+    }
+    fails(&["delete-range", ds, "z", "a"], "after its end");
+    ok(&["delete-range", ds, "b", "d"]);
+    ok(&["delete-range", ds, "x", "x"]); // empty: nothing written
+    let files = |ext: &str| -> Vec<std::path::PathBuf> {
+        let mut v: Vec<_> = std::fs::read_dir(&d)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == ext))
+            .collect();
+        v.sort();
+        v
+    };
+    // Each open flushes the WAL it replays: the tombstone written by the first delete-range
+    // is in a table now (the empty range wrote no record).
+    let dumps: Vec<String> =
+        files("sst").iter().map(|p| ok(&["sst", "dump", p.to_str().unwrap()])).collect();
+    let with = dumps.iter().filter(|o| o.contains("range tombstones  1")).count();
+    assert_eq!(with, 1, "{dumps:?}");
+    assert!(dumps.iter().any(|o| o.contains("[\"b\", \"d\") @5 RangeDelete")), "{dumps:?}");
+    assert_eq!(ok(&["scan", ds, "--keys-only"]), "apple\npear\n");
+    fails(&["get", ds, "cherry"], "not found");
+    ok(&["delete-range", "--hex", ds, "6170", "6171"]); // ["ap", "aq")
+    let wal = ok(&["wal", "dump", files("log").last().unwrap().to_str().unwrap()]);
+    assert!(wal.contains("DeleteRange [\"ap\", \"aq\")"), "{wal}");
+    assert_eq!(ok(&["scan", ds, "--keys-only"]), "pear\n");
 }

@@ -130,12 +130,13 @@ fn corrupt_column_chunk_bytes_are_typed_corruption_errors() {
             bad[at] ^= 1 << rng.below(8);
             cases.push(bad);
         }
+        let ks = t.keyspace().clone();
         for bad in cases {
-            db.put(&key, &bad).unwrap();
+            ks.put(&key, &bad).unwrap();
             let err = all(&t).expect_err("damaged chunk must fail the scan");
             assert!(err.is_corruption(), "{err}");
         }
-        db.put(&key, &good).unwrap();
+        ks.put(&key, &good).unwrap();
         assert!(all(&t).is_ok());
     }
 }
@@ -146,17 +147,42 @@ fn corrupt_chunk_metadata_fails_the_open() {
     let db = Db::open(dir.path(), Options::default()).unwrap();
     let mut t = Table::create(&db, "t", schema(), TableOptions { chunk_rows: 64 }).unwrap();
     t.append(&columns(100)).unwrap();
-    let mut key = b"q/t/m/".to_vec();
+    let ks = t.keyspace().clone();
+    let mut key = b"m/".to_vec();
     key.extend_from_slice(&1u32.to_be_bytes());
-    let good = db.get(&key).unwrap().unwrap();
+    let good = ks.get(&key).unwrap().unwrap();
     for cut in [0, 1, good.len() / 2, good.len() - 1] {
-        db.put(&key, &good[..cut]).unwrap();
+        ks.put(&key, &good[..cut]).unwrap();
         assert!(Table::open(&db, "t", &schema()).unwrap_err().is_corruption());
     }
     let mut flipped = good.clone();
     flipped[5] ^= 0x10;
-    db.put(&key, &flipped).unwrap();
+    ks.put(&key, &flipped).unwrap();
     assert!(Table::open(&db, "t", &schema()).unwrap_err().is_corruption());
-    db.put(b"q/t/s", b"SQS1garbage").unwrap();
+    ks.put(b"s", b"SQS1garbage").unwrap();
     assert!(Table::open_any(&db, "t").unwrap_err().is_corruption());
+}
+
+#[test]
+fn query_tables_live_outside_the_users_keyspace() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    db.put("user", "key").unwrap();
+    let mut t = Table::create(&db, "events", schema(), TableOptions { chunk_rows: 64 }).unwrap();
+    t.append(&columns(200)).unwrap();
+    // The user's scan sees only the user's keys, and a user key shaped like the old layout's
+    // chunk metadata key cannot break the table.
+    let mut legacy_meta = b"q/events/m/".to_vec();
+    legacy_meta.extend_from_slice(&7u32.to_be_bytes());
+    db.put(&legacy_meta, "not a chunk").unwrap();
+    db.flush().unwrap();
+    let user: Vec<Vec<u8>> =
+        db.scan().unwrap().map(|kv| kv.map(|(k, _)| k)).collect::<Result<_, _>>().unwrap();
+    assert_eq!(user, vec![legacy_meta.clone(), b"user".to_vec()]);
+    let reopened = Table::open(&db, "events", &schema()).unwrap();
+    assert_eq!(reopened.num_rows(), 200);
+    assert_eq!(all(&reopened).unwrap().columns, all(&t).unwrap().columns);
+    // Its keyspace is reserved: users cannot open it.
+    assert!(db.keyspace("__query/events", siftdb::KeyspaceOptions::default()).is_err());
+    assert!(db.keyspace_names().contains(&"__query/events".to_string()));
 }

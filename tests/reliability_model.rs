@@ -1,5 +1,5 @@
 //! Property-based model test (issue 7): 256 random sequences of 200 operations (single writes
-//! and batches, synced or buffered; gets; scans forward and reversed; cursor walks with
+//! and batches, synced or buffered; range deletes; gets; scans forward and reversed; cursor walks with
 //! direction changes; flushes; reopens; simulated power losses, one
 //! always in the middle) run against the engine on a `MemStorage` and against a `BTreeMap`.
 //!
@@ -17,7 +17,15 @@ use std::path::Path;
 use std::sync::Arc;
 
 type State = BTreeMap<Vec<u8>, Vec<u8>>;
-type Records = Vec<(Vec<u8>, Option<Vec<u8>>)>;
+type Records = Vec<(Vec<u8>, Rec)>;
+
+/// One record of a write: a put of a value, a delete, or a delete of `[key, end)`.
+#[derive(Debug, Clone)]
+enum Rec {
+    Put(Vec<u8>),
+    Delete,
+    DeleteRange(Vec<u8>),
+}
 
 #[derive(Debug, Clone)]
 enum Action {
@@ -26,6 +34,8 @@ enum Action {
         recs: Vec<(u8, Option<u8>)>,
         sync: bool,
     },
+    /// `delete_range(key(a), key(b))` (nothing when `a >= b`).
+    DeleteRange(u8, u8, bool),
     Get(u8),
     Scan,
     /// `range(key(a)..=key(b)).rev()`.
@@ -46,6 +56,8 @@ fn action() -> impl Strategy<Value = Action> {
     prop_oneof![
         40 => (prop::collection::vec(rec, 1..5), prop::bool::weighted(0.3))
             .prop_map(|(recs, sync)| Action::Write { recs, sync }),
+        4 => (0u8..33, 0u8..33, prop::bool::weighted(0.3))
+            .prop_map(|(a, b, sync)| Action::DeleteRange(a, b, sync)),
         15 => (0u8..32).prop_map(Action::Get),
         2 => Just(Action::Scan),
         2 => (0u8..34, 0u8..34).prop_map(|(a, b)| Action::RevRange(a, b)),
@@ -85,8 +97,9 @@ fn options(s: &MemStorage, small_table_cache: bool) -> Options {
 fn apply(state: &mut State, recs: &Records) {
     for (k, v) in recs {
         match v {
-            Some(v) => state.insert(k.clone(), v.clone()),
-            None => state.remove(k),
+            Rec::Put(v) => drop(state.insert(k.clone(), v.clone())),
+            Rec::Delete => drop(state.remove(k)),
+            Rec::DeleteRange(end) => state.retain(|x, _| !(k <= x && x < end)),
         };
     }
 }
@@ -166,13 +179,16 @@ fn run_case(actions: &[Action], small: bool) -> Result<(), TestCaseError> {
         match a {
             Action::Write { recs, sync } => {
                 writes += 1;
-                let recs: Records =
-                    recs.iter().map(|&(k, v)| (key(k), v.map(|l| value(writes, l)))).collect();
+                let recs: Records = recs
+                    .iter()
+                    .map(|&(k, v)| (key(k), v.map_or(Rec::Delete, |l| Rec::Put(value(writes, l)))))
+                    .collect();
                 let mut b = WriteBatch::new();
                 for (k, v) in &recs {
                     match v {
-                        Some(v) => b.put(k, v),
-                        None => b.delete(k),
+                        Rec::Put(v) => b.put(k, v),
+                        Rec::Delete => b.delete(k),
+                        Rec::DeleteRange(end) => b.delete_range(k, end),
                     };
                 }
                 d.write_opt(b, WriteOptions { sync }).unwrap();
@@ -180,6 +196,19 @@ fn run_case(actions: &[Action], small: bool) -> Result<(), TestCaseError> {
                 pending.push(recs);
                 if sync {
                     floor = pending.len();
+                }
+            }
+            Action::DeleteRange(a, b, sync) => {
+                if a < b {
+                    let recs: Records = vec![(key(a), Rec::DeleteRange(key(b)))];
+                    let mut batch = WriteBatch::new();
+                    batch.delete_range(key(a), key(b));
+                    d.write_opt(batch, WriteOptions { sync }).unwrap();
+                    apply(&mut model, &recs);
+                    pending.push(recs);
+                    if sync {
+                        floor = pending.len();
+                    }
                 }
             }
             Action::Get(k) => {

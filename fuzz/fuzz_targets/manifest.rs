@@ -1,4 +1,5 @@
-//! The manifest: version-edit decoding, and recovery from a CURRENT + MANIFEST pair.
+//! The manifest: version-edit decoding (files, and the keyspace tags 6 and 7 with their options
+//! encoding), and recovery from a CURRENT + MANIFEST pair.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use siftdb::inspect::manifest::{recover, VersionEdit};

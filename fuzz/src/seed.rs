@@ -1,5 +1,6 @@
-//! Writes a seed corpus (real SSTs, WALs, a manifest, blocks of every filter kind) into
-//! `corpus/<target>/`, so the fuzzers start from valid inputs and mutate past the checksums.
+//! Writes a seed corpus (real SSTs, WALs, a manifest, blocks of every filter kind, range-deletion
+//! blocks) into `corpus/<target>/`, so the fuzzers start from valid inputs and mutate past the
+//! checksums.
 //! Run by `run_all.sh` before fuzzing: `cargo run --release --bin seed`.
 
 use siftdb::filter::prelude::*;
@@ -100,6 +101,20 @@ fn main() {
     ];
     for (name, bytes) in filters {
         put("filter_view", name, &bytes);
+    }
+    // Range-deletion blocks: overlapping tombstones, fragmented as a table stores them.
+    let t = |a: &str, b: &str, seq| siftdb::range_del::RangeTombstone {
+        start: a.into(),
+        end: b.into(),
+        seq,
+    };
+    for (name, ts) in [
+        ("one", vec![t("a", "m", 3)]),
+        ("overlapping", vec![t("a", "k", 3), t("c", "z", 8), t("c", "d", 5), t("q", "q\0", 9)]),
+    ] {
+        let (raw, _) =
+            siftdb::sst::range_del_block::encode(&siftdb::range_del::Fragments::new(&ts));
+        put("range_del_block", name, &raw);
     }
     println!("seed corpus written to corpus/");
 }

@@ -7,21 +7,37 @@
 //! other version is invisible to every reader now and later (a new snapshot sees the newest).
 //! At the bottom (no deeper level overlaps the compaction), a tombstone that is the oldest
 //! surviving version hides nothing and is dropped; so is the tombstone left oldest after that.
+//! Merge operands are kept down to their base or collapsed with the operator
+//! (`collapse.rs`, which implements all of this rule).
+//!
+//! Range tombstones (design.md, "Range tombstones: compaction rule"): the inputs' tombstones
+//! are fragmented together; a version covered by a tombstone with a higher sequence number is
+//! dropped when no live snapshot lies between them (every reader that would see the version
+//! also sees the tombstone). A tombstone sequence number survives when it is the newest one of
+//! its fragment for the current state or for some snapshot, and at the bottom only when some
+//! snapshot is older than it (otherwise every version it covers was dropped).
 //!
 //! Outputs are cut only between user keys, so the files of a level never share a user key and
-//! their ranges stay disjoint. The files are synced, then the directory; nothing is installed
+//! their ranges stay disjoint; they are always cut where the keyspace changes, so a file holds
+//! one keyspace, and each is written with its keyspace's block layout and filter (the job runs
+//! keyspace by keyspace). An output cut after user key `k` takes the surviving tombstones
+//! clipped to `[previous cut, k ++ [0])` and the next one those from `k ++ [0]` on: `k ++ [0]`
+//! is the smallest key above `k`, so the first file's range ends at `k` and the next starts
+//! above it. The files are synced, then the directory; nothing is installed
 //! here: the caller makes one manifest edit for the whole compaction.
 
+use super::collapse::{collapse, Version};
 use super::filter::{build_filter, LevelFilter};
 use crate::error::Result;
 use crate::filename;
-use crate::ikey::{self, ValueKind};
+use crate::ikey;
 use crate::manifest::FileMeta;
+use crate::range_del::{Fragments, RangeTombstone};
 use crate::sst::{FilterBlockSource, TableBuilder, TableIter, TableOptions};
 use crate::storage::Storage;
 use crate::table_cache::TableCache;
 use crate::version::TableFile;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -36,8 +52,15 @@ pub struct JobEnv<'a> {
     pub new_file_number: &'a dyn Fn() -> u64,
     /// The table cache: opens the inputs as the merge reaches them, and the finished outputs.
     pub tables: &'a Arc<TableCache>,
-    /// Block layout of the outputs.
-    pub table_options: TableOptions,
+}
+
+/// How the outputs of one keyspace are written.
+#[derive(Debug, Clone, Copy)]
+pub struct OutputLayout {
+    /// Block layout.
+    pub table: TableOptions,
+    /// Filter.
+    pub filter: LevelFilter,
 }
 
 /// What to merge.
@@ -52,8 +75,22 @@ pub struct JobSpec {
     pub bottommost: bool,
     /// Cut outputs at the first user-key boundary past this size.
     pub target_file_size: u64,
-    /// Filter of the output level.
-    pub filter: LevelFilter,
+    /// The operator that collapses merge operands (`None`: operands are copied as they are),
+    /// and the name the outputs record for their operands; see
+    /// [`super::collapse::compaction_operator`].
+    pub merge_operator: Option<crate::merge::SharedMergeOperator>,
+    /// Recorded in outputs holding merge operands (`merge_operator` property).
+    pub merge_operator_name: String,
+    /// Layout of the outputs of each keyspace the inputs hold.
+    pub layouts: BTreeMap<u32, OutputLayout>,
+    /// Layout of the outputs of any other keyspace.
+    pub default_layout: OutputLayout,
+}
+
+impl JobSpec {
+    fn layout(&self, keyspace: u32) -> OutputLayout {
+        self.layouts.get(&keyspace).copied().unwrap_or(self.default_layout)
+    }
 }
 
 /// What a job produced.
@@ -103,13 +140,6 @@ impl RunIter {
     }
 }
 
-/// One version of a user key.
-struct Version {
-    seq: u64,
-    kind: ValueKind,
-    value: Vec<u8>,
-}
-
 /// Runs the compaction. On error, outputs already written are removed (best effort; any left
 /// are orphans the next open deletes).
 pub fn run(env: &JobEnv<'_>, spec: JobSpec) -> Result<JobResult> {
@@ -129,15 +159,57 @@ fn run_inner(env: &JobEnv<'_>, mut spec: JobSpec, made: &mut Vec<u64>) -> Result
         bytes_read: spec.runs.iter().flatten().map(|f| f.meta.size).sum(),
         ..JobResult::default()
     };
-    let mut runs: Vec<RunIter> = std::mem::take(&mut spec.runs)
-        .into_iter()
-        .map(|files| RunIter { files, next: 0, iter: None })
-        .collect();
+    // Keyspace by keyspace: each file holds one keyspace and a run's files are in key order,
+    // so a run splits into one sorted run per keyspace. Range tombstones and output cuts are
+    // then per keyspace, exactly as in a database with a single keyspace.
+    let runs = std::mem::take(&mut spec.runs);
+    let keyspaces: BTreeSet<u32> = runs.iter().flatten().map(|f| f.meta.keyspace).collect();
+    let mut metas: Vec<FileMeta> = Vec::new();
+    for keyspace in keyspaces {
+        let runs: Vec<Vec<Arc<TableFile>>> = runs
+            .iter()
+            .map(|run| run.iter().filter(|f| f.meta.keyspace == keyspace).cloned().collect())
+            .filter(|run: &Vec<Arc<TableFile>>| !run.is_empty())
+            .collect();
+        run_keyspace(env, &spec, keyspace, runs, made, &mut metas, &mut res)?;
+    }
+    // The outputs' entries are durable before the manifest edit names them.
+    if crate::testing::enabled("compaction.sync_dir") {
+        env.storage.sync_dir(env.dir)?;
+    }
+    for meta in metas {
+        let table = env.tables.open(meta.number)?;
+        res.bytes_written += meta.size;
+        res.outputs.push(Arc::new(TableFile::new(meta, &table, env.tables.clone())));
+    }
+    Ok(res)
+}
+
+/// Merges the runs of one keyspace into outputs of that keyspace.
+fn run_keyspace(
+    env: &JobEnv<'_>,
+    spec: &JobSpec,
+    keyspace: u32,
+    runs: Vec<Vec<Arc<TableFile>>>,
+    made: &mut Vec<u64>,
+    metas: &mut Vec<FileMeta>,
+    res: &mut JobResult,
+) -> Result<()> {
+    let mut runs: Vec<RunIter> =
+        runs.into_iter().map(|files| RunIter { files, next: 0, iter: None }).collect();
     for r in &mut runs {
         r.settle()?;
     }
-    let mut out = Output { builder: None, fallback: Arc::new(AtomicBool::new(false)) };
-    let mut metas: Vec<FileMeta> = Vec::new();
+    let all_tombstones = collect_tombstones(&runs)?;
+    let mut out = Output {
+        builder: None,
+        keyspace,
+        fallback: Arc::new(AtomicBool::new(false)),
+        tombstones: surviving_tombstones(&all_tombstones, spec),
+        all_tombstones,
+        lower: None,
+        last_key: Vec::new(),
+    };
     let mut group: Vec<Version> = Vec::new();
     let mut group_key: Vec<u8> = Vec::new();
     loop {
@@ -152,10 +224,16 @@ fn run_inner(env: &JobEnv<'_>, mut spec: JobSpec, made: &mut Vec<u64>) -> Result
         }
         let Some(b) = best else { break };
         let it = runs[b].iter.as_mut().expect("valid");
-        let (user_key, seq, kind) = ikey::decode(it.key())?;
+        let (ks, user_key, seq, kind) = ikey::decode_in(it.key())?;
+        if ks != keyspace {
+            return Err(crate::Error::corruption(
+                format!("a table of keyspace {keyspace} holds a key of keyspace {ks}"),
+                None,
+            ));
+        }
         res.entries_in += 1;
         if user_key != group_key.as_slice() && !group.is_empty() {
-            emit(env, &spec, &group_key, &mut group, &mut out, &mut metas, made, &mut res)?;
+            emit(env, spec, &group_key, &mut group, &mut out, metas, made, res)?;
         }
         if group.is_empty() {
             group_key.clear();
@@ -166,37 +244,98 @@ fn run_inner(env: &JobEnv<'_>, mut spec: JobSpec, made: &mut Vec<u64>) -> Result
         runs[b].settle()?;
     }
     if !group.is_empty() {
-        emit(env, &spec, &group_key, &mut group, &mut out, &mut metas, made, &mut res)?;
+        emit(env, spec, &group_key, &mut group, &mut out, metas, made, res)?;
     }
-    out.finish(env, &spec, &mut metas, &mut res)?;
-    // The outputs' entries are durable before the manifest edit names them.
-    if crate::testing::enabled("compaction.sync_dir") {
-        env.storage.sync_dir(env.dir)?;
+    if out.builder.is_none()
+        && !out.tombstones.clipped(out.lower.as_deref(), None, u64::MAX).is_empty()
+    {
+        out.start(env, spec, made)?; // tombstones with no version left beside them
     }
-    for meta in metas {
-        let table = env.tables.open(meta.number)?;
-        res.bytes_written += meta.size;
-        res.outputs.push(Arc::new(TableFile::new(meta, &table, env.tables.clone())));
+    out.finish(env, spec, metas, res, true)
+}
+
+/// The range tombstones of every input file, fragmented together.
+fn collect_tombstones(runs: &[RunIter]) -> Result<Fragments> {
+    let mut list: Vec<RangeTombstone> = Vec::new();
+    for f in runs.iter().flat_map(|r| r.files.iter()) {
+        if f.info.range_deletions > 0 {
+            list.extend(f.table()?.range_tombstones().tombstones());
+        }
     }
-    Ok(res)
+    Ok(Fragments::new(&list))
+}
+
+/// The tombstone sequence numbers some reader still needs (module documentation).
+fn surviving_tombstones(all: &Fragments, spec: &JobSpec) -> Fragments {
+    let mut keep: Vec<RangeTombstone> = Vec::new();
+    for f in all.fragments() {
+        let mut newer = u64::MAX;
+        for (i, &seq) in f.seqs.iter().enumerate() {
+            // The newest of its fragment for the current state, or for a snapshot in [seq, newer).
+            let needed = i == 0 || spec.snapshots.range(seq..newer).next().is_some();
+            newer = seq;
+            // At the bottom nothing older than the tombstone survives unless a snapshot below
+            // it keeps it (then that snapshot's reader must not see the tombstone either, but
+            // the readers above it must).
+            if needed && !(spec.bottommost && spec.snapshots.range(..seq).next().is_none()) {
+                keep.push(RangeTombstone { start: f.start.clone(), end: f.end.clone(), seq });
+            }
+        }
+    }
+    Fragments::new(&keep)
 }
 
 /// The output file being written.
 struct Output {
-    builder: Option<(TableBuilder, u64)>,
+    /// The builder, its file number and its keyspace.
+    builder: Option<(TableBuilder, u64, u32)>,
+    /// The keyspace of every output.
+    keyspace: u32,
     fallback: Arc<AtomicBool>,
+    /// The surviving range tombstones, handed out to the outputs clipped at their cuts.
+    tombstones: Fragments,
+    /// Every input tombstone (which versions they cover decides which versions survive).
+    all_tombstones: Fragments,
+    /// Where the current output's share of the tombstones starts (`None`: the beginning).
+    lower: Option<Vec<u8>>,
+    /// Last user key added to the current output.
+    last_key: Vec<u8>,
 }
 
 impl Output {
+    /// Creates the next output file.
+    fn start(&mut self, env: &JobEnv<'_>, spec: &JobSpec, made: &mut Vec<u64>) -> Result<()> {
+        let number = (env.new_file_number)();
+        made.push(number);
+        let file = env.storage.create_immutable(&env.dir.join(filename::sst_name(number)))?;
+        let mut builder = TableBuilder::new(file, spec.layout(self.keyspace).table)?;
+        builder.set_keyspace(self.keyspace);
+        builder.set_merge_operator(&spec.merge_operator_name);
+        self.builder = Some((builder, number, self.keyspace));
+        Ok(())
+    }
+
+    /// Finishes the current output; `last` when no output follows (it takes the tombstones up
+    /// to the end), otherwise its tombstones end at the cut after its last user key.
     fn finish(
         &mut self,
         _env: &JobEnv<'_>,
         spec: &JobSpec,
         metas: &mut Vec<FileMeta>,
         res: &mut JobResult,
+        last: bool,
     ) -> Result<()> {
-        let Some((builder, number)) = self.builder.take() else { return Ok(()) };
-        let lf = spec.filter;
+        let Some((mut builder, number, keyspace)) = self.builder.take() else { return Ok(()) };
+        let upper = (!last).then(|| {
+            let mut cut = self.last_key.clone();
+            cut.push(0);
+            cut
+        });
+        for t in self.tombstones.clipped(self.lower.as_deref(), upper.as_deref(), u64::MAX) {
+            builder.add_range_tombstone(t)?;
+        }
+        self.lower = upper;
+        let lf = spec.layout(keyspace).filter;
         let fallback = self.fallback.clone();
         fallback.store(false, Ordering::Relaxed);
         let source = if lf.kind == crate::options::StaticFilterKind::None {
@@ -221,6 +360,7 @@ impl Output {
             smallest_seq: s.smallest_seq,
             largest_seq: s.largest_seq,
             entries: s.entries,
+            keyspace,
         });
         Ok(())
     }
@@ -238,39 +378,44 @@ fn emit(
     made: &mut Vec<u64>,
     res: &mut JobResult,
 ) -> Result<()> {
-    let mut keep: Vec<Version> = Vec::with_capacity(1);
-    let mut newer = u64::MAX;
-    for (i, v) in group.drain(..).enumerate() {
-        // Visible to the current state (the first) or to a snapshot in [v.seq, newer).
-        if i == 0 || spec.snapshots.range(v.seq..newer).next().is_some() {
-            newer = v.seq;
-            keep.push(v);
-        } else {
-            newer = v.seq;
-        }
+    // Versions every reader that can see them finds under a newer range tombstone go first
+    // (for a version, the oldest such reader is the first snapshot at or above it, else the
+    // current state: a tombstone covering it for that reader covers it for all newer ones).
+    // What remains is collapsed as without tombstones; a remaining version some newer reader
+    // finds covered stays, and that reader's tombstone, kept in the outputs, hides it.
+    let covering: &[u64] = out.all_tombstones.covering_seqs(user_key);
+    let covered_at = |seq: u64, reader: u64| covering.iter().any(|&t| t > seq && t <= reader);
+    let mut versions = std::mem::take(group);
+    if !covering.is_empty() {
+        versions.retain(|v| {
+            let oldest_reader = spec.snapshots.range(v.seq..).next().copied().unwrap_or(u64::MAX);
+            !covered_at(v.seq, oldest_reader)
+        });
     }
-    if spec.bottommost {
-        while keep.last().is_some_and(|v| v.kind == ValueKind::Delete) {
-            keep.pop();
-        }
-    }
+    let keep = collapse(
+        user_key,
+        versions,
+        &spec.snapshots,
+        spec.bottommost,
+        spec.merge_operator.as_deref(),
+    );
     if keep.is_empty() {
         return Ok(());
     }
-    if out.builder.as_ref().is_some_and(|(b, _)| b.estimated_size() >= spec.target_file_size) {
-        out.finish(env, spec, metas, res)?;
+    if out.builder.as_ref().is_some_and(|(b, _, _)| b.estimated_size() >= spec.target_file_size) {
+        out.finish(env, spec, metas, res, false)?;
     }
     if out.builder.is_none() {
-        let number = (env.new_file_number)();
-        made.push(number);
-        let file = env.storage.create_immutable(&env.dir.join(filename::sst_name(number)))?;
-        out.builder = Some((TableBuilder::new(file, env.table_options)?, number));
+        out.start(env, spec, made)?;
     }
-    let (b, _) = out.builder.as_mut().expect("just made");
-    let mut k = Vec::with_capacity(user_key.len() + ikey::TRAILER_LEN);
+    out.last_key.clear();
+    out.last_key.extend_from_slice(user_key);
+    let keyspace = out.keyspace;
+    let (b, _, _) = out.builder.as_mut().expect("just made");
+    let mut k = Vec::with_capacity(user_key.len() + ikey::KEYSPACE_LEN + ikey::TRAILER_LEN);
     for v in keep {
         k.clear();
-        ikey::encode_into(&mut k, user_key, v.seq, v.kind);
+        ikey::encode_in_into(&mut k, keyspace, user_key, v.seq, v.kind);
         b.add(&k, &v.value)?;
         res.entries_out += 1;
     }

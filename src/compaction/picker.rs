@@ -26,6 +26,13 @@ use crate::options::{CompactionOptions, FilterPolicy};
 use crate::version::TableFile;
 use std::sync::Arc;
 
+/// A position in file order: `(keyspace, user key)`. Files hold one keyspace each, and the
+/// keyspaces occupy consecutive ranges of the key order, so ranges span keyspaces naturally.
+pub type KeyAt<'a> = (u32, &'a [u8]);
+
+/// An owned [`KeyAt`].
+pub type OwnedKeyAt = (u32, Vec<u8>);
+
 /// Anything that carries a file's manifest metadata (the picker works on metas alone).
 pub trait HasMeta {
     /// The file's metadata.
@@ -99,14 +106,14 @@ pub fn pick<F: HasMeta>(
 }
 
 /// A compaction of `level` into `level + 1`: for L0 all files, else the file with the smallest
-/// overlap ratio; with `range = Some((start, end))` only files overlapping that user-key range
+/// overlap ratio; with `range = Some((start, end))` only files overlapping that key range
 /// (inclusive bounds) are candidates, and every one of them is taken. `None` if no file
 /// qualifies.
 pub fn pick_level<F: HasMeta>(
     levels: &[Vec<F>],
     level: usize,
     policy: &FilterPolicy,
-    range: Option<(&[u8], &[u8])>,
+    range: Option<(KeyAt<'_>, KeyAt<'_>)>,
 ) -> Option<Pick> {
     let out = level + 1;
     if out >= levels.len() {
@@ -127,7 +134,7 @@ pub fn pick_level<F: HasMeta>(
         candidates
     } else {
         let ratio = |f: &F| {
-            let (s, e) = (&f.meta().smallest_key, &f.meta().largest_key);
+            let (s, e) = (f.meta().smallest(), f.meta().largest());
             let over: u64 = levels[out]
                 .iter()
                 .filter(|g| overlaps(g.meta(), s, e))
@@ -145,7 +152,7 @@ pub fn pick_level<F: HasMeta>(
     let (lo, hi) = key_range(chosen.iter().map(|f| f.meta()));
     let next: Vec<u64> = levels[out]
         .iter()
-        .filter(|g| overlaps(g.meta(), &lo, &hi))
+        .filter(|g| overlaps(g.meta(), key_at(&lo), key_at(&hi)))
         .map(|g| g.meta().number)
         .collect();
     // Only equality of the two levels' filters matters here; under Monkey they differ anyway,
@@ -156,13 +163,21 @@ pub fn pick_level<F: HasMeta>(
         && chosen.len() == 1
         && next.is_empty()
         && level_filter(policy, level, &entries) == level_filter(policy, out, &entries);
+    // Judged over every input: a next-level input may reach past the chosen files' range, and a
+    // tombstone there hides what a deeper level holds.
+    let all_inputs = chosen
+        .iter()
+        .map(|f| f.meta())
+        .chain(levels[out].iter().filter(|g| next.contains(&g.meta().number)).map(|g| g.meta()));
+    let (blo, bhi) = key_range(all_inputs);
+    let bottommost = is_bottommost(levels, out, key_at(&blo), key_at(&bhi));
     Some(Pick {
         level,
         output_level: out,
         inputs: chosen.iter().map(|f| f.meta().number).collect(),
         next_inputs: next,
         trivial_move,
-        bottommost: is_bottommost(levels, out, &lo, &hi),
+        bottommost,
         score: 0.0,
     })
 }
@@ -171,26 +186,32 @@ pub fn pick_level<F: HasMeta>(
 pub fn is_bottommost<F: HasMeta>(
     levels: &[Vec<F>],
     output_level: usize,
-    lo: &[u8],
-    hi: &[u8],
+    lo: KeyAt<'_>,
+    hi: KeyAt<'_>,
 ) -> bool {
     levels.iter().skip(output_level + 1).flatten().all(|f| !overlaps(f.meta(), lo, hi))
 }
 
-/// Whether a file's user-key range intersects `[lo, hi]` (inclusive).
-pub fn overlaps(m: &FileMeta, lo: &[u8], hi: &[u8]) -> bool {
-    m.largest_key.as_slice() >= lo && m.smallest_key.as_slice() <= hi
+/// Whether a file's key range intersects `[lo, hi]` (inclusive).
+pub fn overlaps(m: &FileMeta, lo: KeyAt<'_>, hi: KeyAt<'_>) -> bool {
+    m.largest() >= lo && m.smallest() <= hi
 }
 
-/// The union user-key range of some files.
-pub fn key_range<'a>(metas: impl Iterator<Item = &'a FileMeta>) -> (Vec<u8>, Vec<u8>) {
-    let mut lo: Option<&[u8]> = None;
-    let mut hi: Option<&[u8]> = None;
+/// The borrowed form of an owned key position.
+pub fn key_at(k: &OwnedKeyAt) -> KeyAt<'_> {
+    (k.0, &k.1)
+}
+
+/// The union key range of some files.
+pub fn key_range<'a>(metas: impl Iterator<Item = &'a FileMeta>) -> (OwnedKeyAt, OwnedKeyAt) {
+    let mut lo: Option<KeyAt<'a>> = None;
+    let mut hi: Option<KeyAt<'a>> = None;
     for m in metas {
-        lo = Some(lo.map_or(m.smallest_key.as_slice(), |l| l.min(m.smallest_key.as_slice())));
-        hi = Some(hi.map_or(m.largest_key.as_slice(), |h| h.max(m.largest_key.as_slice())));
+        lo = Some(lo.map_or(m.smallest(), |l| l.min(m.smallest())));
+        hi = Some(hi.map_or(m.largest(), |h| h.max(m.largest())));
     }
-    (lo.unwrap_or_default().to_vec(), hi.unwrap_or_default().to_vec())
+    let own = |k: Option<KeyAt<'_>>| k.map_or((0, Vec::new()), |(ks, u)| (ks, u.to_vec()));
+    (own(lo), own(hi))
 }
 
 #[cfg(test)]

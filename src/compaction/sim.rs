@@ -33,6 +33,7 @@ impl Sim {
             smallest_seq: 0,
             largest_seq: 0,
             entries: keys.len() as u64,
+            keyspace: 0,
         };
         self.keys.insert(number, keys);
         m
@@ -125,4 +126,29 @@ fn simulated_write_amplification_is_within_the_leveled_bound() {
     assert!(wa >= 1.9 && wa <= upper, "write amplification {wa} outside [1.9, {upper}]");
     // No level above the last is left over its target once picking stops.
     assert!(scores(&sim.levels, &opts).iter().all(|&s| s < 1.0));
+}
+
+#[test]
+fn bottommost_is_judged_over_every_input_not_only_the_chosen_files() {
+    // L1 [c, f] picks L2 [a, g], which reaches past it over L3 [a, b]: a tombstone at "a" in
+    // the L2 file still hides L3's "a", so the compaction is not bottommost.
+    let meta = |number, lo: &str, hi: &str| FileMeta {
+        number,
+        size: 100,
+        smallest_key: lo.into(),
+        largest_key: hi.into(),
+        smallest_seq: 0,
+        largest_seq: 0,
+        entries: 1,
+        keyspace: 0,
+    };
+    let mut levels: Vec<Vec<FileMeta>> = vec![Vec::new(); NUM_LEVELS];
+    levels[1].push(meta(1, "c", "f"));
+    levels[2].push(meta(2, "a", "g"));
+    levels[3].push(meta(3, "a", "b"));
+    let p = pick_level(&levels, 1, &FilterPolicy::default(), None).expect("a pick");
+    assert_eq!(p.next_inputs, vec![2]);
+    assert!(!p.bottommost);
+    levels[3][0] = meta(3, "x", "y");
+    assert!(pick_level(&levels, 1, &FilterPolicy::default(), None).unwrap().bottommost);
 }

@@ -65,6 +65,9 @@ pub(crate) fn checkpoint(inner: &DbInner, target: &Path) -> Result<()> {
     edit.log_number = Some(wals[0]);
     edit.next_file_number = Some(inner.next_file.load(Ordering::SeqCst));
     edit.last_sequence = Some(w.last_seq);
+    let keyspaces = inner.keyspaces.load();
+    edit.keyspaces = keyspaces.records();
+    edit.dropped_keyspaces = keyspaces.dropped.iter().copied().collect();
     storage.sync_dir(target)?;
     Manifest::create(storage, target, manifest_number, &edit)?;
     drop(w);

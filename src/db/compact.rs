@@ -19,13 +19,17 @@
 //! is checked after every flush and compaction and when the database closes; files still
 //! referenced at close are orphans to the next open, which deletes them.
 
+use super::keyspace::Layout;
 use super::{flush, DbInner, SuperVersion};
-use crate::compaction::job::{self, JobEnv, JobSpec};
-use crate::compaction::{level_filter, pick, pick_level, Pick};
+use crate::compaction::collapse::compaction_operator;
+use crate::compaction::job::{self, JobEnv, JobSpec, OutputLayout};
+use crate::compaction::picker::{key_at, OwnedKeyAt};
+use crate::compaction::{pick, pick_level, Pick};
 use crate::error::{Error, Result};
 use crate::filename;
 use crate::manifest::VersionEdit;
 use crate::version::{TableFile, Version, NUM_LEVELS};
+use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -117,12 +121,27 @@ pub(crate) fn run_pick(inner: &DbInner, p: &Pick) -> Result<()> {
         runs.push(next.clone());
     }
     let weights = version_weights(&inner.opts, &v);
+    let recorded: Vec<&str> =
+        runs.iter().flatten().filter_map(|f| f.info.merge_operator.as_deref()).collect();
+    let (merge_operator, merge_operator_name) =
+        compaction_operator(inner.opts.merge_operator.as_ref(), &recorded)?;
+    // Each keyspace's outputs get its persisted options (also for a keyspace never opened
+    // since the database was reopened).
+    let set = inner.keyspaces.load_full();
+    let layout = |ks: u32| {
+        let l = Layout::of(&inner.opts, &set, ks, p.output_level);
+        OutputLayout { table: l.table, filter: l.compaction_filter(p.output_level, &weights) }
+    };
+    let keyspaces: BTreeSet<u32> = runs.iter().flatten().map(|f| f.meta.keyspace).collect();
     let spec = JobSpec {
         runs,
         snapshots: inner.snapshots.lock().keys().copied().collect(),
         bottommost: p.bottommost,
         target_file_size: inner.opts.compaction.target_file_size,
-        filter: level_filter(&inner.opts.filter_policy, p.output_level.max(1), &weights),
+        merge_operator,
+        merge_operator_name,
+        layouts: keyspaces.into_iter().map(|ks| (ks, layout(ks))).collect(),
+        default_layout: layout(crate::ikey::DEFAULT_KEYSPACE),
     };
     let new_number = || inner.new_file_number();
     let env = JobEnv {
@@ -130,7 +149,6 @@ pub(crate) fn run_pick(inner: &DbInner, p: &Pick) -> Result<()> {
         dir: &inner.dir,
         new_file_number: &new_number,
         tables: &inner.tables,
-        table_options: flush::table_options(&inner.opts, p.output_level),
     };
     let res = job::run(&env, spec)?;
     let mut deleted: Vec<(usize, u64)> = inputs.iter().map(|f| (p.level, f.meta.number)).collect();
@@ -246,7 +264,8 @@ fn compact_range_jobs(inner: &DbInner, start: Option<&[u8]>, end: Option<&[u8]>)
             break;
         }
         let (lo, hi) = bounds(&v, start, end);
-        if let Some(mut p) = pick_level(&v.levels, level, policy, Some((&lo, &hi))) {
+        if let Some(mut p) = pick_level(&v.levels, level, policy, Some((key_at(&lo), key_at(&hi))))
+        {
             if level + 1 == deepest.max(1) {
                 // Moving a file onto the last level keeps its garbage; rewrite it instead.
                 p.trivial_move = false;
@@ -259,8 +278,15 @@ fn compact_range_jobs(inner: &DbInner, start: Option<&[u8]>, end: Option<&[u8]>)
     let (lo, hi) = bounds(&v, start, end);
     let garbage: Vec<u64> = v.levels[bottom]
         .iter()
-        .filter(|f| crate::compaction::picker::overlaps(&f.meta, &lo, &hi))
-        .filter(|f| f.info.deletions > 0 || f.meta.entries > f.info.distinct_keys)
+        .filter(|f| crate::compaction::picker::overlaps(&f.meta, key_at(&lo), key_at(&hi)))
+        .filter(|f| {
+            // Operands at the bottom fold into Puts when an operator is configured.
+            let operands = f.info.merges > 0 && inner.opts.merge_operator.is_some();
+            f.info.deletions > 0
+                || f.info.range_deletions > 0
+                || f.meta.entries > f.info.distinct_keys
+                || operands
+        })
         .map(|f| f.meta.number)
         .collect();
     for n in garbage {
@@ -290,11 +316,13 @@ fn deepest_level(v: &Version) -> Option<usize> {
     (0..NUM_LEVELS).rev().find(|&l| !v.levels[l].is_empty())
 }
 
-/// Inclusive user-key bounds: the given ones, or the extremes of the current files.
-fn bounds(v: &Version, start: Option<&[u8]>, end: Option<&[u8]>) -> (Vec<u8>, Vec<u8>) {
+/// Inclusive key bounds: the given ones (keys of the default keyspace), or the extremes of the
+/// current files (across every keyspace).
+fn bounds(v: &Version, start: Option<&[u8]>, end: Option<&[u8]>) -> (OwnedKeyAt, OwnedKeyAt) {
     let all = v.levels.iter().flatten().map(|f| &f.meta);
     let (lo, hi) = crate::compaction::picker::key_range(all);
-    (start.map_or(lo, <[u8]>::to_vec), end.map_or(hi, <[u8]>::to_vec))
+    let at = |k: &[u8]| (crate::ikey::DEFAULT_KEYSPACE, k.to_vec());
+    (start.map_or(lo, at), end.map_or(hi, at))
 }
 
 /// Waits until no compaction is due (auto compaction) and none is running.

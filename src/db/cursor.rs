@@ -12,12 +12,28 @@
 //!   the merge then sits on the last entry of the previous key, and the entry shown is a copy.
 //!   A newest visible version that is a tombstone hides the key.
 //! - A change of direction re-seeks the merge to the other side of the current key.
+//! - Merge operands: forward, a newest visible version that is an operand makes the cursor
+//!   read on through the key's older versions, collecting operands until a Put (base), a
+//!   Delete or the next key (no base), and show their merge (a copy, like a backward entry).
+//!   Backward, the key's versions arrive oldest first: a Put or Delete resets the collected
+//!   operands, an operand is added, and the newest state decides. Each operand's source table
+//!   must record the configured operator's name (`crate::merge`).
+//!
+//! A cursor reads one keyspace. The keyspaces occupy consecutive internal-key ranges, so the
+//! merge meets the cursor's keyspace as one run: an entry of a larger keyspace ends a forward
+//! walk, one of a smaller keyspace a backward walk, exactly as the bounds do.
+//! - Range tombstones: at its first positioning the cursor collects the tombstones visible at
+//!   its snapshot from every memtable and from every file in its range that has any, and
+//!   fragments them; a version older than the newest tombstone covering its key counts as a
+//!   tombstone in both directions.
 
 use super::iter::merge::Merge;
 use super::iter::source::{IKey, Source};
 use super::SuperVersion;
 use crate::batch::ValueKind;
 use crate::error::Result;
+use crate::merge::{Operands, SharedMergeOperator};
+use crate::range_del::{Fragments, RangeTombstone};
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -47,23 +63,34 @@ use std::sync::Arc;
 pub struct DbCursor {
     sv: Arc<SuperVersion>,
     merge: Merge,
+    keyspace: u32,
     snapshot: u64,
     lower: Bound<Vec<u8>>,
     upper: Bound<Vec<u8>>,
     valid: bool,
     forward: bool,
-    /// Forward: the key being skipped. Backward: the key shown (with `saved_value`).
+    /// Forward: the key being skipped, or the key shown when `merged`. Backward: the key
+    /// shown (with `saved_value`).
     saved_key: Vec<u8>,
     saved_value: Vec<u8>,
+    /// Forward: the entry shown is a merge result held in `saved_key`/`saved_value` (the
+    /// merge sits past the key's operands).
+    merged: bool,
+    merge_op: Option<SharedMergeOperator>,
+    /// The range tombstones visible at `snapshot`, collected at the first positioning.
+    tombstones: Option<Arc<Fragments>>,
 }
 
 impl DbCursor {
-    /// A cursor over `sv` at `snapshot`, restricted to user keys within `lower..upper`.
+    /// A cursor over `sv` at `snapshot`, restricted to user keys of `keyspace` within
+    /// `lower..upper`.
     pub(crate) fn new(
         sv: Arc<SuperVersion>,
+        keyspace: u32,
         snapshot: u64,
         lower: Bound<Vec<u8>>,
         upper: Bound<Vec<u8>>,
+        merge_op: Option<SharedMergeOperator>,
     ) -> DbCursor {
         let start = match &lower {
             Bound::Included(k) | Bound::Excluded(k) => Some(k.as_slice()),
@@ -78,7 +105,8 @@ impl DbCursor {
             sources.push(Source::mem(mem.clone()));
         }
         for (n, level) in sv.version.levels.iter().enumerate() {
-            let files: Vec<_> = level.iter().filter(|f| f.overlaps(start, end_excl)).collect();
+            let files: Vec<_> =
+                level.iter().filter(|f| f.overlaps(keyspace, start, end_excl)).collect();
             if n == 0 {
                 // L0 files may overlap each other: one source each.
                 sources.extend(files.into_iter().map(|f| Source::files(vec![f.clone()])));
@@ -89,6 +117,7 @@ impl DbCursor {
         DbCursor {
             merge: Merge::new(sources),
             sv,
+            keyspace,
             snapshot,
             lower,
             upper,
@@ -96,12 +125,65 @@ impl DbCursor {
             forward: true,
             saved_key: Vec::new(),
             saved_value: Vec::new(),
+            merged: false,
+            merge_op,
+            tombstones: None,
         }
     }
 
     /// Another cursor over the same data, snapshot and bounds, positioned nowhere.
     pub(crate) fn twin(&self) -> DbCursor {
-        DbCursor::new(self.sv.clone(), self.snapshot, self.lower.clone(), self.upper.clone())
+        let mut t = DbCursor::new(
+            self.sv.clone(),
+            self.keyspace,
+            self.snapshot,
+            self.lower.clone(),
+            self.upper.clone(),
+            self.merge_op.clone(),
+        );
+        t.tombstones = self.tombstones.clone();
+        t
+    }
+
+    /// Collects the range tombstones of the cursor's keyspace (once): memtables, then the
+    /// keyspace's files overlapping the bounds whose tables hold any (no other file is opened).
+    fn load_tombstones(&mut self) -> Result<()> {
+        if self.tombstones.is_some() {
+            return Ok(());
+        }
+        let start = match &self.lower {
+            Bound::Included(k) | Bound::Excluded(k) => Some(k.as_slice()),
+            Bound::Unbounded => None,
+        };
+        let end_excl = match &self.upper {
+            Bound::Excluded(k) => Some(k.as_slice()),
+            _ => None,
+        };
+        let ks = self.keyspace;
+        let mut list: Vec<RangeTombstone> = Vec::new();
+        for mem in std::iter::once(&self.sv.mem).chain(self.sv.imm.iter()) {
+            list.extend(mem.range_tombstones(ks).clipped(None, None, self.snapshot));
+        }
+        for f in self.sv.version.levels.iter().flatten() {
+            if f.info.range_deletions > 0 && f.overlaps(ks, start, end_excl) {
+                list.extend(f.table()?.range_tombstones().clipped(None, None, self.snapshot));
+            }
+        }
+        self.tombstones = Some(Arc::new(Fragments::new(&list)));
+        Ok(())
+    }
+
+    /// The entry's kind as the cursor treats it: a version covered by a visible range
+    /// tombstone counts as a tombstone.
+    fn effective_kind(
+        tombstones: &Option<Arc<Fragments>>,
+        e: &super::iter::source::Entry,
+        snapshot: u64,
+    ) -> ValueKind {
+        match tombstones {
+            Some(t) if !t.is_empty() && t.covers(&e.user_key, e.seq, snapshot) => ValueKind::Delete,
+            _ => e.kind,
+        }
     }
 
     /// Whether the cursor is on an entry.
@@ -111,7 +193,7 @@ impl DbCursor {
 
     /// The current key (empty when not valid).
     pub fn key(&self) -> &[u8] {
-        match (self.valid, self.forward) {
+        match (self.valid, self.forward && !self.merged) {
             (false, _) => &[],
             (true, true) => &self.merge.entry().expect("valid forward cursor").user_key,
             (true, false) => &self.saved_key,
@@ -120,7 +202,7 @@ impl DbCursor {
 
     /// The current value (empty when not valid).
     pub fn value(&self) -> &[u8] {
-        match (self.valid, self.forward) {
+        match (self.valid, self.forward && !self.merged) {
             (false, _) => &[],
             (true, true) => &self.merge.entry().expect("valid forward cursor").value,
             (true, false) => &self.saved_value,
@@ -129,35 +211,45 @@ impl DbCursor {
 
     /// Positions on the first entry whose key is `>= key`.
     pub fn seek(&mut self, key: &[u8]) -> Result<()> {
-        let r = self.seek_inner(key);
+        let r = self.load_tombstones().and_then(|()| self.seek_inner(key));
         self.check(r)
     }
 
     /// Positions on the last entry whose key is `<= key`.
     pub fn seek_for_prev(&mut self, key: &[u8]) -> Result<()> {
-        let r = self.seek_for_prev_inner(key);
+        let r = self.load_tombstones().and_then(|()| self.seek_for_prev_inner(key));
         self.check(r)
     }
 
     /// Positions on the first entry.
     pub fn seek_to_first(&mut self) -> Result<()> {
+        if let Err(e) = self.load_tombstones() {
+            return self.check(Err(e));
+        }
         let r = match self.lower.clone() {
             Bound::Included(k) | Bound::Excluded(k) => self.seek_inner(&k),
-            Bound::Unbounded => {
-                self.forward = true;
-                self.merge.seek_to_first().and_then(|()| self.find_next(false))
-            }
+            // The smallest user key: the first entry of the keyspace.
+            Bound::Unbounded => self.seek_inner(b""),
         };
         self.check(r)
     }
 
     /// Positions on the last entry.
     pub fn seek_to_last(&mut self) -> Result<()> {
+        if let Err(e) = self.load_tombstones() {
+            return self.check(Err(e));
+        }
         let r = match self.upper.clone() {
             Bound::Included(k) | Bound::Excluded(k) => self.seek_for_prev_inner(&k),
             Bound::Unbounded => {
                 self.forward = false;
-                self.merge.seek_to_last().and_then(|()| self.find_prev())
+                // The last entry before the next keyspace's first possible key (no entry has
+                // sequence MAX_SEQ, so none equals it).
+                let r = match self.keyspace.checked_add(1) {
+                    Some(next) => self.merge.seek_for_prev(IKey::first_of(next, b"")),
+                    None => self.merge.seek_to_last(),
+                };
+                r.and_then(|()| self.find_prev())
             }
         };
         self.check(r)
@@ -190,7 +282,12 @@ impl DbCursor {
             _ => key.to_vec(),
         };
         let seq = self.snapshot.min(crate::ikey::MAX_SEQ);
-        self.merge.seek(IKey { user_key: &key, seq, kind: ValueKind::Put })?;
+        self.merge.seek(IKey {
+            keyspace: self.keyspace,
+            user_key: &key,
+            seq,
+            kind: crate::ikey::LOOKUP_KIND,
+        })?;
         self.find_next(false)
     }
 
@@ -200,21 +297,25 @@ impl DbCursor {
             Bound::Included(u) | Bound::Excluded(u) if key > u.as_slice() => u.clone(),
             _ => key.to_vec(),
         };
-        self.merge.seek_for_prev(IKey::last_of(&key))?;
+        self.merge.seek_for_prev(IKey::last_of(self.keyspace, &key))?;
         self.find_prev()
     }
 
     fn next_inner(&mut self) -> Result<()> {
         if self.forward {
-            let key = &self.merge.entry().expect("valid forward cursor").user_key;
-            self.saved_key.clear();
-            self.saved_key.extend_from_slice(key);
-            self.merge.next()?;
+            // A merged entry's key is in `saved_key` already, and the merge is past its
+            // operands; the skip below passes over its remaining versions.
+            if !self.merged {
+                let key = &self.merge.entry().expect("valid forward cursor").user_key;
+                self.saved_key.clear();
+                self.saved_key.extend_from_slice(key);
+                self.merge.next()?;
+            }
         } else {
             // The merge sits before the shown key's versions: re-seek to its first version,
             // then skip them (`saved_key` already holds the key).
             self.forward = true;
-            self.merge.seek(IKey::first_of(&self.saved_key))?;
+            self.merge.seek(IKey::first_of(self.keyspace, &self.saved_key))?;
         }
         self.find_next(true)
     }
@@ -222,10 +323,14 @@ impl DbCursor {
     fn prev_inner(&mut self) -> Result<()> {
         if self.forward {
             // Re-seek to the last entry before the shown key's first version.
-            let key = self.merge.entry().expect("valid forward cursor").user_key.clone();
+            let key = match self.merged {
+                true => self.saved_key.clone(),
+                false => self.merge.entry().expect("valid forward cursor").user_key.clone(),
+            };
             self.forward = false;
-            self.merge.seek_for_prev(IKey::first_of(&key))?;
-            while self.merge.entry().is_some_and(|e| e.user_key >= key) {
+            let ks = self.keyspace;
+            self.merge.seek_for_prev(IKey::first_of(ks, &key))?;
+            while self.merge.entry().is_some_and(|e| (e.keyspace, &e.user_key) >= (ks, &key)) {
                 self.merge.prev()?; // only a version at MAX_SEQ, which no write gets
             }
         }
@@ -236,23 +341,28 @@ impl DbCursor {
     /// is live, inside the bounds, and (when `skipping`) after `saved_key`.
     fn find_next(&mut self, mut skipping: bool) -> Result<()> {
         self.valid = false;
+        self.merged = false;
         while let Some(e) = self.merge.entry() {
-            if past_upper(&self.upper, &e.user_key) {
+            let ks = self.keyspace;
+            if e.keyspace > ks || (e.keyspace == ks && past_upper(&self.upper, &e.user_key)) {
                 return Ok(()); // entries come in key order: nothing further is in range
             }
-            if !below_lower(&self.lower, &e.user_key) && e.seq <= self.snapshot {
-                match e.kind {
-                    ValueKind::Delete => {
+            let inside = e.keyspace == self.keyspace && !below_lower(&self.lower, &e.user_key);
+            if inside && e.seq <= self.snapshot {
+                let skipped = skipping && e.user_key <= self.saved_key;
+                match Self::effective_kind(&self.tombstones, e, self.snapshot) {
+                    // Sources never yield range tombstones (iter/source.rs rejects them).
+                    ValueKind::Delete | ValueKind::RangeDelete => {
                         self.saved_key.clear();
                         self.saved_key.extend_from_slice(&e.user_key);
                         skipping = true;
                     }
-                    ValueKind::Put => {
-                        if !(skipping && e.user_key <= self.saved_key) {
-                            self.valid = true;
-                            return Ok(());
-                        }
+                    ValueKind::Put if !skipped => {
+                        self.valid = true;
+                        return Ok(());
                     }
+                    ValueKind::Merge if !skipped => return self.merge_forward(),
+                    ValueKind::Put | ValueKind::Merge => {}
                 }
             }
             self.merge.next()?;
@@ -260,31 +370,112 @@ impl DbCursor {
         Ok(())
     }
 
+    /// The merge sits on the newest visible version of a key, an operand: collects it and the
+    /// older operands up to a Put (the base), a Delete or the next key (no base), and shows
+    /// their merge from `saved_key`/`saved_value`. The merge is left past the operands.
+    fn merge_forward(&mut self) -> Result<()> {
+        let op = self.merge_op.clone();
+        let mut ops = Operands::new(op.as_ref());
+        let e = self.merge.entry().expect("on an operand");
+        self.saved_key.clear();
+        self.saved_key.extend_from_slice(&e.user_key);
+        ops.check_source(self.merge.merge_operator(), &self.saved_key)?;
+        ops.list.push(e.value.clone());
+        self.merge.next()?;
+        // Versions after the first visible one are older, hence visible too.
+        let base = loop {
+            let ks = self.keyspace;
+            let same_key =
+                self.merge.entry().filter(|e| e.keyspace == ks && e.user_key == self.saved_key);
+            let Some(e) = same_key else {
+                break None;
+            };
+            match Self::effective_kind(&self.tombstones, e, self.snapshot) {
+                ValueKind::Put => break Some(e.value.clone()),
+                ValueKind::Delete | ValueKind::RangeDelete => break None,
+                ValueKind::Merge => {
+                    ops.check_source(self.merge.merge_operator(), &self.saved_key)?;
+                    let e = self.merge.entry().expect("on an operand");
+                    ops.list.push(e.value.clone());
+                }
+            }
+            self.merge.next()?;
+        };
+        self.saved_value = ops.finish(&self.saved_key, base)?.unwrap_or_default();
+        self.valid = true;
+        self.merged = true;
+        Ok(())
+    }
+
     /// Backward from the merge's position: the newest visible version of the last live key
-    /// inside the bounds, copied into `saved_key`/`saved_value`; the merge ends on the last
-    /// entry of the key before it (or off the start).
+    /// inside the bounds (merged with the operands below it, if it is one), copied into
+    /// `saved_key`/`saved_value`; the merge ends on the last entry of the key before it (or
+    /// off the start).
     fn find_prev(&mut self) -> Result<()> {
         self.valid = false;
-        let mut pending = ValueKind::Delete; // Put once saved_key holds a live candidate
+        self.merged = false;
+        // The key in `saved_key` once `have`; its versions arrive oldest first.
+        let mut have = false;
+        // Its newest version seen so far is a Put or an operand.
+        let mut live = false;
+        // The value below the collected operands (None: none, or deleted).
+        let mut base: Option<Vec<u8>> = None;
+        // Operands above `base`, oldest first, with their sources' recorded operator names.
+        let mut ops: Vec<(Vec<u8>, Option<String>)> = Vec::new();
         while let Some(e) = self.merge.entry() {
-            if below_lower(&self.lower, &e.user_key) {
+            let ks = self.keyspace;
+            if e.keyspace < ks || (e.keyspace == ks && below_lower(&self.lower, &e.user_key)) {
                 break; // entries come in key order: nothing earlier is in range
             }
-            if !past_upper(&self.upper, &e.user_key) && e.seq <= self.snapshot {
-                if pending == ValueKind::Put && e.user_key < self.saved_key {
-                    break; // the candidate's newest visible version was the last one seen
+            let inside = e.keyspace == self.keyspace && !past_upper(&self.upper, &e.user_key);
+            if inside && e.seq <= self.snapshot {
+                if have && e.user_key != self.saved_key {
+                    if live {
+                        break; // the candidate's newest visible version was the last one seen
+                    }
+                    have = false;
                 }
-                pending = e.kind;
-                self.saved_key.clear();
-                self.saved_value.clear();
-                if e.kind == ValueKind::Put {
+                if !have {
+                    have = true;
+                    self.saved_key.clear();
                     self.saved_key.extend_from_slice(&e.user_key);
-                    self.saved_value.extend_from_slice(&e.value);
+                    base = None;
+                    ops.clear();
+                }
+                match Self::effective_kind(&self.tombstones, e, self.snapshot) {
+                    ValueKind::Put => {
+                        base = Some(e.value.clone());
+                        ops.clear();
+                        live = true;
+                    }
+                    ValueKind::Delete | ValueKind::RangeDelete => {
+                        base = None;
+                        ops.clear();
+                        live = false;
+                    }
+                    ValueKind::Merge => {
+                        let value = e.value.clone();
+                        ops.push((value, self.merge.merge_operator().map(str::to_string)));
+                        live = true;
+                    }
                 }
             }
             self.merge.prev()?;
         }
-        self.valid = pending == ValueKind::Put;
+        if !live {
+            return Ok(());
+        }
+        self.saved_value = if ops.is_empty() {
+            base.unwrap_or_default()
+        } else {
+            let mut merging = Operands::new(self.merge_op.as_ref());
+            for (value, recorded) in ops.into_iter().rev() {
+                merging.check_source(recorded.as_deref(), &self.saved_key)?;
+                merging.list.push(value); // newest first
+            }
+            merging.finish(&self.saved_key, base)?.unwrap_or_default()
+        };
+        self.valid = true;
         Ok(())
     }
 

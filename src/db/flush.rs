@@ -13,12 +13,14 @@
 //! an oversized filter to disk). Otherwise a filter of the right size is rebuilt from the keys.
 //! `Stats::flush_filter_as_is` / `flush_filter_rebuilt` count the two cases.
 
+use super::keyspace::Layout;
 use super::{DbInner, SuperVersion};
+use crate::compaction::collapse::{collapse, Version};
 use crate::error::Result;
 use crate::filename;
 use crate::filter::prelude::*;
 use crate::filter::{BlockedBloom, StandardBloom, TwoBitBloom};
-use crate::ikey;
+use crate::ikey::{self, ValueKind};
 use crate::manifest::{FileMeta, VersionEdit};
 use crate::memtable::Memtable;
 use crate::options::{Compression, FilterConfig, Options};
@@ -75,26 +77,56 @@ pub(crate) fn flush_and_wait(inner: &DbInner) -> Result<()> {
 }
 
 /// Table options of files written to `level` (0 for flushes, the output level for compactions),
-/// derived from the engine options.
+/// derived from the engine options (a keyspace's own options replace block size and
+/// compression: `keyspace::Layout`).
 pub(crate) fn table_options(opts: &Options, level: usize) -> TableOptions {
     TableOptions {
         block_size: opts.block_size,
         restart_interval: opts.block_restart_interval,
-        compression: match opts.compression_for_level(level) {
-            Compression::None => sst::Compression::None,
-            Compression::Zstd(level) => sst::Compression::Zstd { level },
-            Compression::Lz4 => sst::Compression::Lz4,
-        },
+        compression: sst_compression(opts.compression_for_level(level)),
     }
 }
 
-/// Writes `mem` to a new SST and syncs it and the directory. Returns the open table file.
-pub(crate) fn write_l0_table(inner: &DbInner, mem: &Memtable) -> Result<Arc<TableFile>> {
-    let number = inner.new_file_number();
-    let path = inner.dir.join(filename::sst_name(number));
-    let file = inner.storage.create_immutable(&path)?;
-    let mut builder = TableBuilder::new(file, table_options(&inner.opts, 0))?;
-    let mut distinct = 0u64;
+/// The SST codec of an option's compression.
+pub(crate) fn sst_compression(c: Compression) -> sst::Compression {
+    match c {
+        Compression::None => sst::Compression::None,
+        Compression::Zstd(level) => sst::Compression::Zstd { level },
+        Compression::Lz4 => sst::Compression::Lz4,
+    }
+}
+
+/// One L0 table being written: its keyspace, number and builder.
+struct L0Output {
+    keyspace: u32,
+    number: u64,
+    builder: TableBuilder,
+    distinct: u64,
+}
+
+/// Writes `mem` to new L0 SSTs, one per keyspace it holds (files never mix keyspaces), each
+/// built with its keyspace's options; entries of keyspaces no longer live (dropped) are
+/// discarded. Syncs the files and the directory and returns the open table files, in key order.
+pub(crate) fn write_l0_tables(inner: &DbInner, mem: &Memtable) -> Result<Vec<Arc<TableFile>>> {
+    let mut made: Vec<u64> = Vec::new();
+    let r = write_l0_tables_inner(inner, mem, &mut made);
+    if r.is_err() {
+        for n in made {
+            inner.tables.evict(n);
+            let _ = inner.storage.remove(&inner.dir.join(filename::sst_name(n)));
+        }
+    }
+    r
+}
+
+fn write_l0_tables_inner(
+    inner: &DbInner,
+    mem: &Memtable,
+    made: &mut Vec<u64>,
+) -> Result<Vec<Arc<TableFile>>> {
+    let set = inner.keyspaces.load_full();
+    let mut out: Option<L0Output> = None;
+    let mut summaries: Vec<(u32, u64, crate::sst::TableSummary)> = Vec::new();
     let mut last: Vec<u8> = Vec::new();
     let mut ikey_buf: Vec<u8> = Vec::new();
     // Versions no reader can see are not written (the rule of compaction/job.rs): for each user
@@ -104,52 +136,160 @@ pub(crate) fn write_l0_table(inner: &DbInner, mem: &Memtable) -> Result<Arc<Tabl
     // newest version of every key here; and a read without a snapshot loads its super-version
     // before its sequence, so it still reads the memtable it started with (design.md,
     // "Read-path concurrency"). Tombstones stay: older levels may hold what they delete.
+    // Merge operands: a stripe (compaction/collapse.rs) whose newest version is an operand is
+    // buffered to the end of its key and collapsed with the operator, as compaction does, but
+    // never as the bottommost level (older tables may hold the key).
     let snapshots: std::collections::BTreeSet<u64> =
         inner.snapshots.lock().keys().copied().collect();
+    let op = inner.opts.merge_operator.as_deref();
     let mut newer = u64::MAX;
-    mem.for_each(|key, seq, kind, value| {
-        let first_of_key = distinct == 0 || last.as_slice() != key;
+    let mut operands: Option<Vec<Version>> = None;
+    mem.for_each(|keyspace, key, seq, kind, value| {
+        if !set.is_live(keyspace) {
+            return Ok(()); // a dropped keyspace: never written, never read
+        }
+        if out.as_ref().is_none_or(|o| o.keyspace != keyspace) {
+            if let Some(mut o) = out.take() {
+                if let Some(versions) = operands.take() {
+                    add_collapsed(&mut o.builder, o.keyspace, &last, versions, &snapshots, op)?;
+                }
+                summaries.push(finish_l0(inner, mem, o)?);
+            }
+            let number = inner.new_file_number();
+            made.push(number);
+            let path = inner.dir.join(filename::sst_name(number));
+            let file = inner.storage.create_immutable(&path)?;
+            let layout = Layout::of(&inner.opts, &set, keyspace, 0);
+            let mut builder = TableBuilder::new(file, layout.table)?;
+            // Recorded only if the table gets operands; "" when none is configured (a WAL
+            // replayed without an operator: the operands' operator is unknown).
+            builder.set_merge_operator(op.map_or("", |op| op.name()));
+            out = Some(L0Output { keyspace, number, builder, distinct: 0 });
+        }
+        let o = out.as_mut().expect("an output is open");
+        let first_of_key = o.distinct == 0 || last.as_slice() != key;
         if first_of_key {
-            distinct += 1;
+            if let Some(versions) = operands.take() {
+                add_collapsed(&mut o.builder, keyspace, &last, versions, &snapshots, op)?;
+            }
+            o.distinct += 1;
             last.clear();
             last.extend_from_slice(key);
+        } else if let Some(versions) = &mut operands {
+            versions.push(Version { seq, kind, value: value.to_vec() });
+            return Ok(());
         } else if snapshots.range(seq..newer).next().is_none() {
             newer = seq;
             return Ok(());
         }
         newer = seq;
+        if kind == ValueKind::Merge {
+            operands = Some(vec![Version { seq, kind, value: value.to_vec() }]);
+            return Ok(());
+        }
         ikey_buf.clear();
-        ikey::encode_into(&mut ikey_buf, key, seq, kind);
-        builder.add(&ikey_buf, value)
+        ikey::encode_in_into(&mut ikey_buf, keyspace, key, seq, kind);
+        o.builder.add(&ikey_buf, value)
     })?;
-    let source = flush_filter(inner, mem, distinct);
-    let summary = builder.finish(source)?;
-    if crate::testing::enabled("flush.sync_dir") {
+    if let Some(mut o) = out.take() {
+        if let Some(versions) = operands.take() {
+            add_collapsed(&mut o.builder, o.keyspace, &last, versions, &snapshots, op)?;
+        }
+        summaries.push(finish_l0(inner, mem, o)?);
+    }
+    // A keyspace with range tombstones but no point entry here still gets a table: older
+    // levels may hold what its tombstones delete.
+    for keyspace in mem.range_tombstone_keyspaces() {
+        if !set.is_live(keyspace) || summaries.iter().any(|(ks, _, _)| *ks == keyspace) {
+            continue;
+        }
+        let number = inner.new_file_number();
+        made.push(number);
+        let path = inner.dir.join(filename::sst_name(number));
+        let file = inner.storage.create_immutable(&path)?;
+        let layout = Layout::of(&inner.opts, &set, keyspace, 0);
+        let builder = TableBuilder::new(file, layout.table)?;
+        summaries.push(finish_l0(inner, mem, L0Output { keyspace, number, builder, distinct: 0 })?);
+    }
+    if crate::testing::enabled("flush.sync_dir") && !summaries.is_empty() {
         inner.storage.sync_dir(&inner.dir)?;
     }
-    let table = inner.tables.open(number)?;
-    let meta = FileMeta {
-        number,
-        size: summary.file_size,
-        smallest_key: summary.smallest_key,
-        largest_key: summary.largest_key,
-        smallest_seq: summary.smallest_seq,
-        largest_seq: summary.largest_seq,
-        entries: summary.entries,
-    };
-    Ok(Arc::new(TableFile::new(meta, &table, inner.tables.clone())))
+    let mut files = Vec::with_capacity(summaries.len());
+    for (keyspace, number, summary) in summaries {
+        let table = inner.tables.open(number)?;
+        let meta = FileMeta {
+            number,
+            size: summary.file_size,
+            smallest_key: summary.smallest_key,
+            largest_key: summary.largest_key,
+            smallest_seq: summary.smallest_seq,
+            largest_seq: summary.largest_seq,
+            entries: summary.entries,
+            keyspace,
+        };
+        files.push(Arc::new(TableFile::new(meta, &table, inner.tables.clone())));
+    }
+    Ok(files)
+}
+
+/// Finishes one L0 table with its filter (module documentation, "Flush filter rule").
+fn finish_l0(
+    inner: &DbInner,
+    mem: &Memtable,
+    o: L0Output,
+) -> Result<(u32, u64, crate::sst::TableSummary)> {
+    let set = inner.keyspaces.load();
+    let config = Layout::of(&inner.opts, &set, o.keyspace, 0).flush_filter;
+    let mut builder = o.builder;
+    builder.set_keyspace(o.keyspace);
+    // The keyspace's range tombstones all go to its table (design.md, "Range tombstones"):
+    // older levels may hold what they delete.
+    for t in mem.range_tombstones(o.keyspace).tombstones() {
+        builder.add_range_tombstone(t)?;
+    }
+    let source = flush_filter(inner, config, mem, o.distinct);
+    Ok((o.keyspace, o.number, builder.finish(source)?))
+}
+
+/// Adds the versions of `key` that survive [`collapse`] (`versions`: from a stripe whose newest
+/// version is an operand to the key's last, newest first).
+fn add_collapsed(
+    builder: &mut TableBuilder,
+    keyspace: u32,
+    key: &[u8],
+    versions: Vec<Version>,
+    snapshots: &std::collections::BTreeSet<u64>,
+    op: Option<&dyn crate::merge::MergeOperator>,
+) -> Result<()> {
+    let mut k = Vec::with_capacity(key.len() + ikey::TRAILER_LEN);
+    for v in collapse(key, versions, snapshots, false, op) {
+        k.clear();
+        ikey::encode_in_into(&mut k, keyspace, key, v.seq, v.kind);
+        builder.add(&k, &v.value)?;
+    }
+    Ok(())
 }
 
 /// Chooses the filter block of a flushed table (module documentation, "Flush filter rule").
-fn flush_filter(inner: &DbInner, mem: &Memtable, distinct: u64) -> FilterBlockSource {
-    match inner.opts.filter_policy.flush {
+/// The memtable's filter covers every keyspace it holds, so it is written as is only when the
+/// memtable holds one keyspace; otherwise each table's filter is rebuilt from its own keys.
+fn flush_filter(
+    inner: &DbInner,
+    config: FilterConfig,
+    mem: &Memtable,
+    distinct: u64,
+) -> FilterBlockSource {
+    match config {
         FilterConfig::None => FilterBlockSource::None,
         FilterConfig::TwoBitBloom { bits_per_key } => {
             let f = mem.filter();
             let target = <TwoBitBloom as BloomShape>::theoretical_fpr(bits_per_key, 2);
             let right_size_bits = bits_per_key * distinct.max(1) as f64;
             let info = f.info();
-            if info.estimated_fpr <= target && (info.bits as f64) <= 2.0 * right_size_bits {
+            if !mem.holds_several_keyspaces()
+                && info.estimated_fpr <= target
+                && (info.bits as f64) <= 2.0 * right_size_bits
+            {
                 inner.counters.flush_filter_as_is.fetch_add(1, Ordering::Relaxed);
                 FilterBlockSource::Bytes(f.to_bytes())
             } else {
@@ -197,9 +337,15 @@ pub(crate) fn flush_recovered(inner: &DbInner) -> Result<()> {
 
 /// Flushes the oldest immutable memtable `mem` and installs the result.
 fn flush_one(inner: &DbInner, mem: &Arc<Memtable>) -> Result<()> {
-    let file = write_l0_table(inner, mem)?;
-    let file_size = file.meta.size;
+    let mut files = write_l0_tables(inner, mem)?;
     let mut manifest = inner.manifest.lock();
+    // A keyspace dropped while the tables were written (its drop edit holds the manifest lock,
+    // as this one now does) must not get them: they become obsolete at once.
+    let set = inner.keyspaces.load();
+    let (live, dead): (Vec<_>, Vec<_>) =
+        files.drain(..).partition(|f| set.is_live(f.meta.keyspace));
+    let files = live;
+    let file_size: u64 = files.iter().map(|f| f.meta.size).sum();
     let sv = inner.super_version();
     // WALs below the oldest memtable still unflushed after this one are obsolete.
     let log_number = sv
@@ -212,16 +358,22 @@ fn flush_one(inner: &DbInner, mem: &Arc<Memtable>) -> Result<()> {
         log_number: Some(log_number),
         next_file_number: Some(inner.next_file.load(Ordering::SeqCst)),
         last_sequence: Some(inner.visible_seq.load(Ordering::Acquire)),
-        added: vec![(0, file.meta.clone())],
-        deleted: vec![],
+        added: files.iter().map(|f| (0, f.meta.clone())).collect(),
+        ..VersionEdit::default()
     };
     manifest.append(&edit)?;
-    inner.install_super_version(|cur| SuperVersion {
-        mem: cur.mem.clone(),
-        imm: cur.imm.iter().filter(|m| !Arc::ptr_eq(m, mem)).cloned().collect(),
-        version: Arc::new(cur.version.with_file(0, file)),
+    inner.install_super_version(|cur| {
+        // Every flushed file is newer than the L0 files before it; among themselves they hold
+        // disjoint keyspaces, so their order does not matter.
+        let added: Vec<(usize, Arc<TableFile>)> = files.iter().map(|f| (0, f.clone())).collect();
+        SuperVersion {
+            mem: cur.mem.clone(),
+            imm: cur.imm.iter().filter(|m| !Arc::ptr_eq(m, mem)).cloned().collect(),
+            version: Arc::new(cur.version.apply(&[], &added)),
+        }
     });
     drop(manifest);
+    inner.obsolete.lock().extend(dead);
     inner.counters.flushes.fetch_add(1, Ordering::Relaxed);
     inner.counters.flush_bytes_written.fetch_add(file_size, Ordering::Relaxed);
     delete_obsolete_wals(inner, log_number);

@@ -23,6 +23,7 @@ mod cursor;
 mod destroy;
 mod flush;
 mod iter;
+pub(crate) mod keyspace;
 mod multi_get;
 mod open;
 mod read;
@@ -33,11 +34,14 @@ mod write;
 
 pub use cursor::DbCursor;
 pub use iter::DbIterator;
-pub use stats::{LevelStats, MemoryUsage, ReadStats, Stats};
+pub use keyspace::Keyspace;
+pub use stats::{KeyspaceStats, LevelStats, MemoryUsage, ReadStats, Stats};
 
 use crate::batch::WriteBatch;
 use crate::cache::BlockCache;
 use crate::error::{Error, Result};
+use crate::ikey::DEFAULT_KEYSPACE as DEFAULT;
+use crate::keyspace_options::KeyspaceOptions;
 use crate::manifest::Manifest;
 use crate::memtable::Memtable;
 use crate::options::{Options, WriteOptions};
@@ -127,6 +131,8 @@ pub(crate) struct DbInner {
     pub compaction_lock: Mutex<()>,
     /// Files removed from the version, deleted when nothing references them (compact.rs).
     pub obsolete: Mutex<Vec<Arc<crate::version::TableFile>>>,
+    /// The live and dropped keyspaces; replaced (never modified) under the manifest lock.
+    pub keyspaces: ArcSwap<keyspace::KeyspaceSet>,
     pub _lock: Box<dyn DirLock>,
 }
 
@@ -225,10 +231,49 @@ impl Db {
         self.write_opt(b, WriteOptions::default())
     }
 
+    /// Merges `operand` into `key` (RocksDB's `Merge`): records the operand without reading
+    /// the key; a read applies [`Options::merge_operator`] to the key's base value and the
+    /// operands written since, so concurrent read-modify-writes (counters, appends) lose
+    /// nothing. Without a merge operator configured it is [`Error::InvalidArgument`] and
+    /// nothing is written.
+    pub fn merge(&self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> Result<()> {
+        let (key, operand) = (key.as_ref(), operand.as_ref());
+        let mut b = WriteBatch::with_capacity(WriteBatch::put_size(key, operand));
+        b.merge(key, operand);
+        self.write_opt(b, WriteOptions::default())
+    }
+
     /// Deletes `key` (writes a tombstone).
     pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
         let mut b = WriteBatch::new();
         b.delete(key);
+        self.write_opt(b, WriteOptions::default())
+    }
+
+    /// Deletes every key in `[start, end)` with one range tombstone (design.md, "Range
+    /// tombstones"): point lookups, scans, snapshots taken later, flush and compaction all
+    /// respect it; snapshots taken before still see the keys, and later writes into the range
+    /// are visible. `start == end` writes nothing; `start > end` is
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) naming both bounds.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = siftdb::Db::open(dir.path(), siftdb::Options::default())?;
+    /// for k in ["a", "b", "c", "d"] {
+    ///     db.put(k, "v")?;
+    /// }
+    /// db.delete_range("b", "d")?;
+    /// assert_eq!(db.get("b")?, None);
+    /// assert_eq!(db.get("d")?, Some(b"v".to_vec()));
+    /// # Ok::<(), siftdb::Error>(())
+    /// ```
+    pub fn delete_range(&self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
+        let (start, end) = (start.as_ref(), end.as_ref());
+        if start == end {
+            return Ok(());
+        }
+        let mut b = WriteBatch::with_capacity(WriteBatch::put_size(start, end));
+        b.delete_range(start, end);
         self.write_opt(b, WriteOptions::default())
     }
 
@@ -246,13 +291,13 @@ impl Db {
 
     /// The value of `key`, as of now.
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
-        read::get(&self.inner, key.as_ref(), ReadAt::Latest)
+        read::get(&self.inner, DEFAULT, key.as_ref(), ReadAt::Latest)
     }
 
     /// Whether `key` has a value now: a [`Db::get`] that copies no value. A key that no
     /// filter admits costs filter probes only.
     pub fn contains_key(&self, key: impl AsRef<[u8]>) -> Result<bool> {
-        read::contains_key(&self.inner, key.as_ref(), ReadAt::Latest)
+        read::contains_key(&self.inner, DEFAULT, key.as_ref(), ReadAt::Latest)
     }
 
     /// The values of many keys at one moment, in the order of `keys` (duplicates allowed):
@@ -272,12 +317,12 @@ impl Db {
     /// ```
     pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Result<Option<Vec<u8>>>> {
         let keys: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
-        multi_get::multi_get(&self.inner, &keys, ReadAt::Latest)
+        multi_get::multi_get(&self.inner, DEFAULT, &keys, ReadAt::Latest)
     }
 
     /// Entries with keys in `range`, in key order, as of now.
     pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<DbIterator> {
-        iter::DbIterator::new(self.inner.clone(), &range, ReadAt::Latest)
+        iter::DbIterator::new(self.inner.clone(), DEFAULT, &range, ReadAt::Latest)
     }
 
     /// Every entry in key order.
@@ -287,7 +332,7 @@ impl Db {
 
     /// Entries whose key starts with `prefix`.
     pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Result<DbIterator> {
-        iter::DbIterator::with_prefix(self.inner.clone(), prefix.as_ref(), ReadAt::Latest)
+        iter::DbIterator::with_prefix(self.inner.clone(), DEFAULT, prefix.as_ref(), ReadAt::Latest)
     }
 
     /// A seekable cursor over the entries visible now, moving both ways (RocksDB's iterator:
@@ -296,7 +341,44 @@ impl Db {
         // The super-version before the sequence (design.md, "Read-path concurrency", rule 2).
         let sv = self.inner.super_version();
         let seq = ReadAt::Latest.sequence(&self.inner);
-        DbCursor::new(sv, seq, Bound::Unbounded, Bound::Unbounded)
+        let merge_op = self.inner.opts.merge_operator.clone();
+        DbCursor::new(sv, DEFAULT, seq, Bound::Unbounded, Bound::Unbounded, merge_op)
+    }
+
+    /// The keyspace `name`, created if missing (design.md, "Keyspaces"): its files are written
+    /// with `options`, which are persisted; if they differ from the recorded ones the new ones
+    /// are recorded and apply to files written from now on. Names are 1..=255 bytes; names
+    /// starting with `__` are reserved for siftdb. `"default"` is the keyspace of `Db`'s own
+    /// methods, whose options are the database's (`KeyspaceOptions::from(&options)`).
+    pub fn keyspace(&self, name: &str, options: KeyspaceOptions) -> Result<Keyspace> {
+        keyspace::open_keyspace(&self.inner, name, options, false)
+    }
+
+    /// [`Db::keyspace`] that admits the reserved `__` names (siftdb's own keyspaces).
+    pub(crate) fn internal_keyspace(
+        &self,
+        name: &str,
+        options: KeyspaceOptions,
+    ) -> Result<Keyspace> {
+        keyspace::open_keyspace(&self.inner, name, options, true)
+    }
+
+    /// The live keyspace `name` without creating it (`None` if there is none).
+    pub fn existing_keyspace(&self, name: &str) -> Option<Keyspace> {
+        keyspace::existing(&self.inner, name)
+    }
+
+    /// The names of the live keyspaces: `"default"` first, then the others in creation order.
+    pub fn keyspace_names(&self) -> Vec<String> {
+        keyspace::names(&self.inner)
+    }
+
+    /// Drops keyspace `name`: one manifest edit records the drop and removes every file of the
+    /// keyspace (their space is freed once no iterator or snapshot holds them); its unflushed
+    /// writes are discarded. Handles on it fail from now on; a keyspace created later with the
+    /// same name is new and empty. `"default"` cannot be dropped.
+    pub fn drop_keyspace(&self, name: &str) -> Result<()> {
+        keyspace::drop_keyspace(&self.inner, name)
     }
 
     /// A snapshot of the current state.
@@ -439,23 +521,62 @@ impl Snapshot {
 
     /// The value of `key` at the snapshot.
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
-        read::get(&self.inner, key.as_ref(), ReadAt::Snapshot(self.seq))
+        read::get(&self.inner, DEFAULT, key.as_ref(), ReadAt::Snapshot(self.seq))
+    }
+
+    /// The value of `key` in keyspace `ks` at the snapshot (which covers every keyspace).
+    pub fn get_in(&self, ks: &Keyspace, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        self.check(ks)?;
+        read::get(&self.inner, ks.id(), key.as_ref(), ReadAt::Snapshot(self.seq))
+    }
+
+    /// Entries of keyspace `ks` in `range` at the snapshot.
+    pub fn range_in<K: AsRef<[u8]>, R: RangeBounds<K>>(
+        &self,
+        ks: &Keyspace,
+        range: R,
+    ) -> Result<DbIterator> {
+        self.check(ks)?;
+        iter::DbIterator::new(self.inner.clone(), ks.id(), &range, ReadAt::Snapshot(self.seq))
+    }
+
+    /// Every entry of keyspace `ks` at the snapshot.
+    pub fn scan_in(&self, ks: &Keyspace) -> Result<DbIterator> {
+        self.range_in::<&[u8], _>(ks, ..)
+    }
+
+    /// Entries of keyspace `ks` whose key starts with `prefix`, at the snapshot.
+    pub fn prefix_in(&self, ks: &Keyspace, prefix: impl AsRef<[u8]>) -> Result<DbIterator> {
+        self.check(ks)?;
+        let at = ReadAt::Snapshot(self.seq);
+        iter::DbIterator::with_prefix(self.inner.clone(), ks.id(), prefix.as_ref(), at)
+    }
+
+    /// Fails unless `ks` is a live keyspace of this snapshot's database.
+    fn check(&self, ks: &Keyspace) -> Result<()> {
+        if !ks.belongs_to(&self.inner) {
+            return Err(Error::invalid(format!(
+                "keyspace '{}' belongs to another database",
+                ks.name()
+            )));
+        }
+        ks.check_live()
     }
 
     /// Whether `key` has a value at the snapshot (see [`Db::contains_key`]).
     pub fn contains_key(&self, key: impl AsRef<[u8]>) -> Result<bool> {
-        read::contains_key(&self.inner, key.as_ref(), ReadAt::Snapshot(self.seq))
+        read::contains_key(&self.inner, DEFAULT, key.as_ref(), ReadAt::Snapshot(self.seq))
     }
 
     /// The values of `keys` at the snapshot, in their order (see [`Db::multi_get`]).
     pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Result<Option<Vec<u8>>>> {
         let keys: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
-        multi_get::multi_get(&self.inner, &keys, ReadAt::Snapshot(self.seq))
+        multi_get::multi_get(&self.inner, DEFAULT, &keys, ReadAt::Snapshot(self.seq))
     }
 
     /// Entries in `range` at the snapshot.
     pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<DbIterator> {
-        iter::DbIterator::new(self.inner.clone(), &range, ReadAt::Snapshot(self.seq))
+        iter::DbIterator::new(self.inner.clone(), DEFAULT, &range, ReadAt::Snapshot(self.seq))
     }
 
     /// Every entry at the snapshot.
@@ -467,6 +588,7 @@ impl Snapshot {
     pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Result<DbIterator> {
         iter::DbIterator::with_prefix(
             self.inner.clone(),
+            DEFAULT,
             prefix.as_ref(),
             ReadAt::Snapshot(self.seq),
         )
@@ -474,7 +596,9 @@ impl Snapshot {
 
     /// A seekable cursor over the entries at the snapshot (see [`Db::cursor`]).
     pub fn cursor(&self) -> DbCursor {
-        DbCursor::new(self.inner.super_version(), self.seq, Bound::Unbounded, Bound::Unbounded)
+        let sv = self.inner.super_version();
+        let merge_op = self.inner.opts.merge_operator.clone();
+        DbCursor::new(sv, DEFAULT, self.seq, Bound::Unbounded, Bound::Unbounded, merge_op)
     }
 }
 

@@ -7,8 +7,12 @@
 //!    pending key's filter is probed before any block is read, so the probes of a file run back
 //!    to back on its filter's cache lines, and the surviving keys then read their index entry
 //!    and data block in key order (neighbours hit the block a predecessor just cached);
-//! 4. a key leaves the pending set at the first level that holds a version of it (a value or a
-//!    tombstone), exactly where a single `get` would stop.
+//! 4. a key leaves the pending set at the first level that holds a value or a tombstone of it,
+//!    exactly where a single `get` would stop; merge operands met before it are collected per
+//!    key (the key stays pending) and merged when it leaves, or after the last level;
+//! 5. range tombstones apply as in a single `get` (src/db/read.rs): each file's covering
+//!    tombstones are read for every pending key in its range before its filter is probed, and
+//!    a version older than the newest covering tombstone seen so far is deleted.
 //!
 //! An error while reading one key's block (a corrupt block, an I/O error) is that key's result;
 //! the other keys are unaffected, as if each had been looked up alone.
@@ -18,6 +22,7 @@ use super::{DbInner, SuperVersion};
 use crate::error::Result;
 use crate::filter::hash_key;
 use crate::memtable::MemLookup;
+use crate::merge::{Operands, SharedMergeOperator};
 use crate::sst::{FilterVerdict, GetResult, ReadCounters, Table};
 use crate::version::{TableFile, NUM_LEVELS};
 use std::sync::atomic::Ordering;
@@ -25,13 +30,14 @@ use std::sync::atomic::Ordering;
 /// One key's answer.
 type Answer = Result<Option<Vec<u8>>>;
 
-/// The values of `keys` at `at`, in the order of `keys`.
-pub(crate) fn multi_get(inner: &DbInner, keys: &[&[u8]], at: ReadAt) -> Vec<Answer> {
+/// The values of `keys` of `keyspace` at `at`, in the order of `keys`.
+pub(crate) fn multi_get(inner: &DbInner, keyspace: u32, keys: &[&[u8]], at: ReadAt) -> Vec<Answer> {
     let counters = inner.reads.local();
     counters.gets.fetch_add(keys.len() as u64, Ordering::Relaxed);
     let sv = inner.sv.load();
     let snapshot = at.sequence(inner); // after the super-version: see ReadAt
-    let answers = lookup_all(&sv, &counters.levels, keys, snapshot);
+    let merge_op = inner.opts.merge_operator.as_ref();
+    let answers = lookup_all(&sv, &counters.levels, keyspace, keys, snapshot, merge_op);
     let found = answers.iter().filter(|a| matches!(a, Ok(Some(_)))).count();
     counters.gets_found.fetch_add(found as u64, Ordering::Relaxed);
     answers
@@ -39,12 +45,17 @@ pub(crate) fn multi_get(inner: &DbInner, keys: &[&[u8]], at: ReadAt) -> Vec<Answ
 
 /// Keys still looking for their version, and the answers of the others.
 struct Batch<'a> {
+    keyspace: u32,
     keys: &'a [&'a [u8]],
     hashes: Vec<u64>,
     snapshot: u64,
     /// Positions of unresolved keys, in key order.
     pending: Vec<usize>,
+    /// Per key: the newest range tombstone covering it among the sources read so far.
+    covered: Vec<u64>,
     answers: Vec<Option<Answer>>,
+    /// Merge operands collected per key (newest first), with the configured operator.
+    operands: Vec<Operands<'a>>,
 }
 
 impl Batch<'_> {
@@ -81,25 +92,43 @@ impl Batch<'_> {
         done: &mut [bool],
         verdicts: &mut Vec<FilterVerdict>,
     ) {
+        for &i in &self.pending[range.clone()] {
+            // Before the filter, and whatever it says.
+            let t = table.max_covering_tombstone(self.keys[i], self.snapshot);
+            self.covered[i] = self.covered[i].max(t);
+        }
         verdicts.clear();
         verdicts.extend(
-            self.pending[range.clone()]
-                .iter()
-                .map(|&i| table.probe_filter(self.keys[i], self.hashes[i], counters)),
+            self.pending[range.clone()].iter().map(|&i| {
+                table.probe_filter(self.keyspace, self.keys[i], self.hashes[i], counters)
+            }),
         );
         for (slot, verdict) in range.zip(verdicts.iter()) {
             let FilterVerdict::Maybe { positive } = *verdict else { continue };
             let i = self.pending[slot];
-            let answer = match table.get_past_filter(
-                self.keys[i],
+            let key = self.keys[i];
+            let ops = &mut self.operands[i];
+            let before = ops.list.len();
+            let got = table.get_past_filter(
+                self.keyspace,
+                key,
                 self.snapshot,
                 counters,
                 positive,
                 true,
-            ) {
+                &mut ops.list,
+                self.covered[i],
+            );
+            let got = match got {
+                Ok(r) if ops.list.len() > before => {
+                    ops.check_source(Some(table.merge_operator_name()), key).map(|()| r)
+                }
+                other => other,
+            };
+            let answer = match got {
                 Ok(GetResult::NotFound) => continue,
-                Ok(GetResult::Found(v)) => Ok(Some(v)),
-                Ok(GetResult::Deleted) => Ok(None),
+                Ok(GetResult::Found(v)) => ops.finish(key, Some(v)),
+                Ok(GetResult::Deleted) => ops.finish(key, None),
                 Err(e) => Err(e),
             };
             self.answers[i] = Some(answer);
@@ -122,25 +151,34 @@ impl Batch<'_> {
 fn lookup_all(
     sv: &SuperVersion,
     reads: &[ReadCounters; NUM_LEVELS],
+    keyspace: u32,
     keys: &[&[u8]],
     snapshot: u64,
+    merge_operator: Option<&SharedMergeOperator>,
 ) -> Vec<Answer> {
     let mut pending: Vec<usize> = (0..keys.len()).collect();
     pending.sort_by(|&a, &b| keys[a].cmp(keys[b]).then(a.cmp(&b)));
     let mut b = Batch {
+        keyspace,
         keys,
         hashes: keys.iter().map(|k| hash_key(k)).collect(),
         snapshot,
         pending,
+        covered: vec![0; keys.len()],
         answers: (0..keys.len()).map(|_| None).collect(),
+        operands: (0..keys.len()).map(|_| Operands::new(merge_operator)).collect(),
     };
 
     let mut done = vec![false; b.pending.len()];
     for (slot, &i) in b.pending.iter().enumerate() {
         for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
-            match mem.get(keys[i], b.hashes[i], snapshot) {
-                MemLookup::Found(v) => b.answers[i] = Some(Ok(Some(v))),
-                MemLookup::Deleted => b.answers[i] = Some(Ok(None)),
+            let covering = mem.max_covering_tombstone(keyspace, keys[i], snapshot);
+            b.covered[i] = b.covered[i].max(covering);
+            let ops = &mut b.operands[i];
+            let (key, hash, covered) = (keys[i], b.hashes[i], b.covered[i]);
+            match mem.lookup(keyspace, key, hash, snapshot, true, &mut ops.list, covered) {
+                MemLookup::Found(v) => b.answers[i] = Some(ops.finish(keys[i], Some(v))),
+                MemLookup::Deleted => b.answers[i] = Some(ops.finish(keys[i], None)),
                 MemLookup::Absent => continue,
             }
             done[slot] = true;
@@ -155,8 +193,8 @@ fn lookup_all(
         if b.pending.is_empty() {
             break;
         }
-        let lo = b.pending.partition_point(|&i| keys[i] < file.meta.smallest_key.as_slice());
-        let hi = b.pending.partition_point(|&i| keys[i] <= file.meta.largest_key.as_slice());
+        let lo = b.pending.partition_point(|&i| (keyspace, keys[i]) < file.meta.smallest());
+        let hi = b.pending.partition_point(|&i| (keyspace, keys[i]) <= file.meta.largest());
         if lo < hi {
             b.probe_file(file, &reads[0], lo..hi, &mut done, &mut verdicts);
             b.retire(&mut done);
@@ -171,17 +209,24 @@ fn lookup_all(
         let mut slot = 0;
         while slot < b.pending.len() {
             let key = keys[b.pending[slot]];
-            let Some(file) = sv.version.find_in_level(level, key) else {
+            let Some(file) = sv.version.find_in_level(level, keyspace, key) else {
                 slot += 1;
                 continue;
             };
             let end = slot
                 + b.pending[slot..]
-                    .partition_point(|&i| keys[i] <= file.meta.largest_key.as_slice());
+                    .partition_point(|&i| (keyspace, keys[i]) <= file.meta.largest());
             b.probe_file(file, level_reads, slot..end, &mut done, &mut verdicts);
             slot = end;
         }
         b.retire(&mut done);
     }
-    b.answers.into_iter().map(|a| a.unwrap_or(Ok(None))).collect()
+    // Keys no level resolved: their operands (if any) merge onto no base.
+    let Batch { answers, operands, .. } = b;
+    answers
+        .into_iter()
+        .zip(operands)
+        .zip(keys)
+        .map(|((a, ops), key)| a.unwrap_or_else(|| ops.finish(key, None)))
+        .collect()
 }

@@ -134,7 +134,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     // L0 newest first (higher file number = written later); deeper levels by smallest key.
     version.levels[0].sort_by_key(|t| std::cmp::Reverse(t.meta.number));
     for files in version.levels.iter_mut().skip(1) {
-        files.sort_by(|a, b| a.meta.smallest_key.cmp(&b.meta.smallest_key));
+        files.sort_by(|a, b| a.meta.smallest().cmp(&b.meta.smallest()));
     }
 
     // WAL replay.
@@ -195,7 +195,9 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             })?;
             for (j, entry) in batch.records.iter().enumerate() {
                 let seq = batch.first_seq + j as u64;
-                replayed.add(seq, entry.kind, entry.key, hash_key(entry.key), entry.value);
+                // Records of a dropped keyspace are replayed too and discarded at flush.
+                let (kind, ks, key) = (entry.kind, entry.keyspace, entry.key);
+                replayed.add_in(seq, kind, ks, key, hash_key(key), entry.value);
                 last_seq = last_seq.max(seq);
             }
         }
@@ -231,7 +233,9 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             .enumerate()
             .flat_map(|(l, files)| files.iter().map(move |f| (l as u32, f.meta.clone())))
             .collect(),
-        deleted: vec![],
+        keyspaces: state.keyspaces.values().cloned().collect(),
+        dropped_keyspaces: state.dropped_keyspaces.iter().copied().collect(),
+        ..VersionEdit::default()
     };
     let manifest = Manifest::create(&*storage, dir, manifest_number, &snapshot)?;
 
@@ -277,6 +281,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         counters: Counters::default(),
         compaction_lock: Mutex::new(()),
         obsolete: Mutex::new(Vec::new()),
+        keyspaces: arc_swap::ArcSwap::from_pointee(super::keyspace::KeyspaceSet::recovered(&state)),
         _lock: lock,
         opts,
     };

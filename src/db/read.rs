@@ -4,13 +4,19 @@
 //! first, the L0 files newest first (those whose key range holds the key), then the one file of
 //! each deeper level whose range holds it. In every SST the filter is probed with that hash
 //! before any index or data block is read. The first version found (value or tombstone) at or
-//! below the snapshot decides.
+//! below the snapshot decides; merge operands found before it are collected on the way (the
+//! walk goes on past them, through memtables and levels alike) and merged onto it. A range
+//! tombstone hides what it covers (design.md, "Range tombstones: the lookup rule"): every
+//! source's covering tombstones are consulted BEFORE its filter (a filter knows point keys
+//! only), and a version older than the newest covering tombstone seen so far (in its own or a
+//! newer source) is deleted, which ends the walk like a Delete.
 
-use super::stats::{LevelStats, Stats};
+use super::stats::{KeyspaceStats, LevelStats, Stats};
 use super::{DbInner, SuperVersion};
 use crate::error::Result;
 use crate::filter::hash_key;
 use crate::memtable::MemLookup;
+use crate::merge::Operands;
 use crate::options::{FilterConfig, Options};
 use crate::sst::{FilterVerdict, GetResult, ReadCounters, Table};
 use crate::version::NUM_LEVELS;
@@ -38,18 +44,24 @@ impl ReadAt {
     }
 }
 
-/// The value of `key` at `at`.
-pub(crate) fn get(inner: &DbInner, key: &[u8], at: ReadAt) -> Result<Option<Vec<u8>>> {
-    point_lookup(inner, key, at, true)
+/// The value of `key` of `keyspace` at `at`.
+pub(crate) fn get(
+    inner: &DbInner,
+    keyspace: u32,
+    key: &[u8],
+    at: ReadAt,
+) -> Result<Option<Vec<u8>>> {
+    point_lookup(inner, keyspace, key, at, true)
 }
 
-/// Whether `key` has a value at `at`: [`get`] without copying the value out.
-pub(crate) fn contains_key(inner: &DbInner, key: &[u8], at: ReadAt) -> Result<bool> {
-    Ok(point_lookup(inner, key, at, false)?.is_some())
+/// Whether `key` of `keyspace` has a value at `at`: [`get`] without copying the value out.
+pub(crate) fn contains_key(inner: &DbInner, keyspace: u32, key: &[u8], at: ReadAt) -> Result<bool> {
+    Ok(point_lookup(inner, keyspace, key, at, false)?.is_some())
 }
 
 fn point_lookup(
     inner: &DbInner,
+    keyspace: u32,
     key: &[u8],
     at: ReadAt,
     copy_value: bool,
@@ -60,52 +72,94 @@ fn point_lookup(
     counters.gets.fetch_add(1, Ordering::Relaxed);
     let sv = inner.sv.load();
     let snapshot = at.sequence(inner);
-    let result = lookup(&sv, &counters.levels, key, snapshot, copy_value)?;
+    let mut operands = Operands::new(inner.opts.merge_operator.as_ref());
+    let result = lookup(&sv, &counters.levels, keyspace, key, snapshot, copy_value, &mut operands)?;
     if result.is_some() {
         counters.gets_found.fetch_add(1, Ordering::Relaxed);
     }
     Ok(result)
 }
 
+/// What one source said about a key, merge operands aside.
+enum Step {
+    /// A Put: the base value.
+    Base(Vec<u8>),
+    /// A Delete: no base, and nothing older counts.
+    Deleted,
+    /// No Put or Delete here: look in older sources.
+    Continue,
+}
+
 fn lookup(
     sv: &SuperVersion,
     reads: &[ReadCounters; NUM_LEVELS],
+    keyspace: u32,
     key: &[u8],
     snapshot: u64,
     copy_value: bool,
+    ops: &mut Operands<'_>,
 ) -> Result<Option<Vec<u8>>> {
+    // Walk newest to oldest. Merge operands are collected on the way (newest first) until a
+    // Put (the base), a Delete (no base) or the end (no base); then they are merged.
     let hash = hash_key(key);
+    let finish = |ops: &Operands<'_>, base| ops.finish(key, base);
+    // The newest range tombstone covering `key` at the snapshot among the sources read so far.
+    let mut covered_below = 0u64;
     for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
-        match mem.lookup(key, hash, snapshot, copy_value) {
-            MemLookup::Found(v) => return Ok(Some(v)),
-            MemLookup::Deleted => return Ok(None),
+        covered_below = covered_below.max(mem.max_covering_tombstone(keyspace, key, snapshot));
+        let ops_list = &mut ops.list;
+        match mem.lookup(keyspace, key, hash, snapshot, copy_value, ops_list, covered_below) {
+            MemLookup::Found(v) => return finish(ops, Some(v)),
+            MemLookup::Deleted => return finish(ops, None),
             MemLookup::Absent => {}
         }
     }
-    let in_table =
-        |table: &Table, counters: &ReadCounters| match table.probe_filter(key, hash, counters) {
-            FilterVerdict::Absent => Ok(GetResult::NotFound),
+    let mut in_table = |table: &Table, counters: &ReadCounters| -> Result<Step> {
+        // Before the filter, and whatever it says.
+        covered_below = covered_below.max(table.max_covering_tombstone(key, snapshot));
+        let r = match table.probe_filter(keyspace, key, hash, counters) {
+            FilterVerdict::Absent => return Ok(Step::Continue),
             FilterVerdict::Maybe { positive } => {
-                table.get_past_filter(key, snapshot, counters, positive, copy_value)
+                let before = ops.list.len();
+                let r = table.get_past_filter(
+                    keyspace,
+                    key,
+                    snapshot,
+                    counters,
+                    positive,
+                    copy_value,
+                    &mut ops.list,
+                    covered_below,
+                )?;
+                if ops.list.len() > before {
+                    ops.check_source(Some(table.merge_operator_name()), key)?;
+                }
+                r
             }
         };
-    for file in sv.version.levels[0].iter().filter(|f| f.may_contain_key(key)) {
+        Ok(match r {
+            GetResult::Found(v) => Step::Base(v),
+            GetResult::Deleted => Step::Deleted,
+            GetResult::NotFound => Step::Continue,
+        })
+    };
+    for file in sv.version.levels[0].iter().filter(|f| f.may_contain_key(keyspace, key)) {
         match file.with_table(|t| in_table(t, &reads[0]))?? {
-            GetResult::Found(v) => return Ok(Some(v)),
-            GetResult::Deleted => return Ok(None),
-            GetResult::NotFound => {}
+            Step::Base(v) => return finish(ops, Some(v)),
+            Step::Deleted => return finish(ops, None),
+            Step::Continue => {}
         }
     }
     for (level, level_reads) in reads.iter().enumerate().skip(1) {
-        if let Some(file) = sv.version.find_in_level(level, key) {
+        if let Some(file) = sv.version.find_in_level(level, keyspace, key) {
             match file.with_table(|t| in_table(t, level_reads))?? {
-                GetResult::Found(v) => return Ok(Some(v)),
-                GetResult::Deleted => return Ok(None),
-                GetResult::NotFound => {}
+                Step::Base(v) => return finish(ops, Some(v)),
+                Step::Deleted => return finish(ops, None),
+                Step::Continue => {}
             }
         }
     }
-    Ok(None)
+    finish(ops, None)
 }
 
 /// Builds the [`Stats`] snapshot.
@@ -148,6 +202,7 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
             .sum(),
         immutable_memtables: sv.imm.len(),
         levels,
+        keyspaces: keyspace_stats(inner, &sv),
         flushes: c.flushes.load(Ordering::Relaxed),
         flush_filter_as_is: c.flush_filter_as_is.load(Ordering::Relaxed),
         flush_filter_rebuilt: c.flush_filter_rebuilt.load(Ordering::Relaxed),
@@ -172,6 +227,27 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
         l0_stops: c.l0_stops.load(Ordering::Relaxed),
         l0_stall_micros: c.l0_stall_micros.load(Ordering::Relaxed),
     }
+}
+
+/// File figures per live keyspace.
+fn keyspace_stats(inner: &DbInner, sv: &SuperVersion) -> Vec<KeyspaceStats> {
+    let set = inner.keyspaces.load();
+    let ids = std::iter::once((0, crate::keyspace_options::DEFAULT_KEYSPACE_NAME.to_string()))
+        .chain(set.live.iter().map(|(&id, k)| (id, k.name.to_string())));
+    ids.map(|(id, name)| {
+        let mut s = KeyspaceStats { name, ..KeyspaceStats::default() };
+        for f in sv.version.levels.iter().flatten().filter(|f| f.meta.keyspace == id) {
+            s.files += 1;
+            s.bytes += f.meta.size;
+            s.entries += f.meta.entries;
+            let k = f.info.filter_kind.map_or("none", |k| k.name()).to_string();
+            if !s.filter_kinds.contains(&k) {
+                s.filter_kinds.push(k);
+            }
+        }
+        s
+    })
+    .collect()
 }
 
 /// The FPR the options configure for `level` (see `LevelStats::configured_fpr`).

@@ -40,6 +40,21 @@ impl LevelStats {
     }
 }
 
+/// File figures of one keyspace (every live keyspace is listed, "default" first).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct KeyspaceStats {
+    /// The keyspace's name.
+    pub name: String,
+    /// SST files holding it (a file holds one keyspace).
+    pub files: usize,
+    /// Bytes of those files.
+    pub bytes: u64,
+    /// Entries in those files.
+    pub entries: u64,
+    /// Filter kinds of those files ("none" for a file without a filter).
+    pub filter_kinds: Vec<String>,
+}
+
 /// Where the database's memory goes, from [`crate::Db::memory_usage`]. Every figure is bytes held
 /// now; together they are what siftdb itself allocates for data (not the page cache, and not
 /// small per-object overheads).
@@ -104,6 +119,8 @@ pub struct Stats {
     pub immutable_memtables: usize,
     /// Per level, L0 first; levels without files are included.
     pub levels: Vec<LevelStats>,
+    /// Per-keyspace file figures.
+    pub keyspaces: Vec<KeyspaceStats>,
     /// Flushes completed.
     pub flushes: u64,
     /// Flushes that wrote the memtable's two-bit filter as is.

@@ -65,7 +65,13 @@ pub(crate) struct WriteQueue {
 /// Writes `batch` atomically, durably if `sync`.
 pub(crate) fn write(inner: &DbInner, batch: WriteBatch, sync: bool) -> Result<()> {
     batch.validate()?;
+    if batch.has_merges() && inner.opts.merge_operator.is_none() {
+        return Err(Error::invalid(
+            "a merge needs a merge operator, and Options::merge_operator is None",
+        ));
+    }
     inner.check_writable()?;
+    super::keyspace::check_batch(inner, &batch)?;
     if batch.is_empty() {
         // Nothing to log, but a synced write promises that every earlier write is durable.
         return if sync { sync_wal(inner) } else { Ok(()) };
@@ -194,7 +200,7 @@ fn commit_group(inner: &DbInner, batch: &mut WriteBatch, sync: bool) -> Result<(
         }
     }
     for (i, r) in batch.iter().enumerate() {
-        sv.mem.add(first + i as u64, r.kind, r.key, hash_key(r.key), r.value);
+        sv.mem.add_in(first + i as u64, r.kind, r.keyspace, r.key, hash_key(r.key), r.value);
     }
     w.last_seq = first + batch.len() as u64 - 1;
     // Release: the memtable entries and filter bits above happen-before any reader that
@@ -316,6 +322,11 @@ impl Error {
                 Error::NotADatabase { dir: dir.clone(), why: why.clone() }
             }
             Error::ReadOnly(s) => Error::ReadOnly(s.clone()),
+            Error::MergeFailed { operator, key, what } => Error::MergeFailed {
+                operator: operator.clone(),
+                key: key.clone(),
+                what: what.clone(),
+            },
             Error::Io { context, source } => Error::Io {
                 context: context.clone(),
                 source: std::io::Error::new(source.kind(), source.to_string()),

@@ -1,6 +1,7 @@
 //! [`VersionEdit`] and [`FileMeta`] and their tagged binary encoding (`design.md`, "Manifest").
 
 use crate::error::{Error, Result};
+use crate::keyspace_options::{validate_name, KeyspaceOptions};
 
 /// Levels a file may live on. Decoding rejects larger levels, so replay never allocates from an
 /// unchecked level number.
@@ -14,6 +15,8 @@ mod tag {
     pub const LAST_SEQUENCE: u16 = 3;
     pub const DELETED_FILE: u16 = 4;
     pub const ADDED_FILE: u16 = 5;
+    pub const KEYSPACE: u16 = 6;
+    pub const KEYSPACE_DROPPED: u16 = 7;
 }
 
 /// First tag of the optional range: an unknown tag at or above it is skipped on decode.
@@ -34,15 +37,40 @@ pub struct FileMeta {
     pub smallest_seq: u64,
     /// Largest sequence number in the file.
     pub largest_seq: u64,
-    /// Number of entries (puts and deletes) in the file.
+    /// Number of entries (puts, deletes and range-deletion block entries) in the file.
     pub entries: u64,
+    /// The keyspace of every key in the file (a file holds one keyspace; 0 = default).
+    pub keyspace: u32,
+}
+
+impl FileMeta {
+    /// The smallest key as `(keyspace, user key)`, the order files are compared in.
+    pub fn smallest(&self) -> (u32, &[u8]) {
+        (self.keyspace, &self.smallest_key)
+    }
+
+    /// The largest key as `(keyspace, user key)`.
+    pub fn largest(&self) -> (u32, &[u8]) {
+        (self.keyspace, &self.largest_key)
+    }
+}
+
+/// A keyspace as the manifest records it (tag 6): created, or its options changed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyspaceRecord {
+    /// Its id (never 0: the default keyspace is not recorded), never reused.
+    pub id: u32,
+    /// Its name (1..=255 bytes of UTF-8).
+    pub name: String,
+    /// The options its files are written with.
+    pub options: KeyspaceOptions,
 }
 
 /// A change to the set of live files and counters; the manifest is a log of these.
 ///
 /// Replay applies an edit's deletions before its additions, so moving a file between levels is
 /// one edit deleting it from one level and adding it to another.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct VersionEdit {
     /// Number of the oldest WAL still needed: WALs with smaller numbers are obsolete.
     pub log_number: Option<u64>,
@@ -54,6 +82,10 @@ pub struct VersionEdit {
     pub added: Vec<(u32, FileMeta)>,
     /// Files removed: (level, file number).
     pub deleted: Vec<(u32, u64)>,
+    /// Keyspaces created or whose options changed (tag 6).
+    pub keyspaces: Vec<KeyspaceRecord>,
+    /// Keyspaces dropped (tag 7), by id.
+    pub dropped_keyspaces: Vec<u32>,
 }
 
 fn put_field(out: &mut Vec<u8>, tag: u16, value: &[u8]) {
@@ -114,6 +146,33 @@ impl<'a> Cursor<'a> {
     fn is_empty(&self) -> bool {
         self.pos == self.bytes.len()
     }
+
+    fn keyspace_id(&mut self, what: &str) -> Result<u32> {
+        let at = self.pos as u64;
+        let id = self.u32(what)?;
+        if id == 0 {
+            let msg = format!("version edit: {what} is 0, the default keyspace");
+            return Err(Error::corruption(msg, Some(at)));
+        }
+        Ok(id)
+    }
+
+    fn keyspace_record(&mut self) -> Result<KeyspaceRecord> {
+        let id = self.keyspace_id("keyspace id")?;
+        let at = self.pos as u64;
+        let name = self.key("keyspace name")?;
+        let bad = |what: String| Err(Error::corruption(format!("version edit: {what}"), Some(at)));
+        let Ok(name) = String::from_utf8(name) else {
+            return bad("keyspace name is not UTF-8".into());
+        };
+        if let Err(e) = validate_name(&name, true) {
+            return bad(e.to_string());
+        }
+        let at = self.pos as u64;
+        let options = KeyspaceOptions::decode(&self.key("keyspace options")?)
+            .map_err(|e| Error::corruption(format!("version edit: {e}"), Some(at)))?;
+        Ok(KeyspaceRecord { id, name, options })
+    }
 }
 
 impl VersionEdit {
@@ -152,7 +211,21 @@ impl VersionEdit {
             }
             put_key(&mut v, &f.smallest_key);
             put_key(&mut v, &f.largest_key);
+            // Only a non-default keyspace is written: default-keyspace files keep the layout
+            // of the format before keyspaces.
+            if f.keyspace != 0 {
+                v.extend_from_slice(&f.keyspace.to_le_bytes());
+            }
             put_field(&mut out, tag::ADDED_FILE, &v);
+        }
+        for k in &self.keyspaces {
+            let mut v = k.id.to_le_bytes().to_vec();
+            put_key(&mut v, k.name.as_bytes());
+            put_key(&mut v, &k.options.encode());
+            put_field(&mut out, tag::KEYSPACE, &v);
+        }
+        for id in &self.dropped_keyspaces {
+            put_field(&mut out, tag::KEYSPACE_DROPPED, &id.to_le_bytes());
         }
         out
     }
@@ -198,7 +271,12 @@ impl VersionEdit {
                     let entries = v.u64("added file entries")?;
                     let smallest_key = v.key("added file smallest key")?;
                     let largest_key = v.key("added file largest key")?;
+                    let keyspace = match v.is_empty() {
+                        true => 0,
+                        false => v.keyspace_id("added file keyspace")?,
+                    };
                     let meta = FileMeta {
+                        keyspace,
                         number,
                         size,
                         smallest_key,
@@ -208,6 +286,10 @@ impl VersionEdit {
                         entries,
                     };
                     edit.added.push((level, meta));
+                }
+                tag::KEYSPACE => edit.keyspaces.push(v.keyspace_record()?),
+                tag::KEYSPACE_DROPPED => {
+                    edit.dropped_keyspaces.push(v.keyspace_id("dropped keyspace id")?)
                 }
                 t if t >= OPTIONAL_TAG => v.pos = v.bytes.len(), // unknown optional: skip
                 t => {

@@ -13,21 +13,19 @@ mod edit;
 #[cfg(test)]
 mod tests;
 
-pub use edit::{FileMeta, VersionEdit, MAX_LEVELS, OPTIONAL_TAG};
+pub use edit::{FileMeta, KeyspaceRecord, VersionEdit, MAX_LEVELS};
 
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
 use crate::storage::{join, Storage};
 use crate::wal::{WalReader, WalWriter};
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 
 /// An open manifest being appended to.
 #[derive(Debug)]
 pub struct Manifest {
     writer: WalWriter,
-    path: PathBuf,
-    number: u64,
 }
 
 impl Manifest {
@@ -63,7 +61,7 @@ impl Manifest {
             storage.sync_dir(dir)?;
         }
         set_current(storage, dir, number)?;
-        Ok(Manifest { writer, path, number })
+        Ok(Manifest { writer })
     }
 
     /// Appends `edit` and syncs it. After an error the manifest accepts nothing more
@@ -74,21 +72,6 @@ impl Manifest {
             self.writer.sync()?;
         }
         Ok(())
-    }
-
-    /// The manifest's file number.
-    pub fn number(&self) -> u64 {
-        self.number
-    }
-
-    /// The manifest's path.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Bytes written so far (to decide when to start a fresh manifest).
-    pub fn size(&self) -> u64 {
-        self.writer.offset()
     }
 }
 
@@ -110,7 +93,7 @@ fn set_current(storage: &dyn Storage, dir: &Path, number: u64) -> Result<()> {
 }
 
 /// The database state a manifest describes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RecoveredState {
     /// Number of the manifest that was replayed.
     pub manifest_number: u64,
@@ -122,6 +105,10 @@ pub struct RecoveredState {
     pub next_file_number: u64,
     /// The largest sequence number made durable in a table.
     pub last_sequence: u64,
+    /// Live keyspaces other than the default, by id (each as its last tag-6 edit recorded it).
+    pub keyspaces: BTreeMap<u32, KeyspaceRecord>,
+    /// Ids of dropped keyspaces (never reused).
+    pub dropped_keyspaces: BTreeSet<u32>,
     /// Edits replayed.
     pub edits: usize,
     /// Whether a torn last edit was dropped.
@@ -137,15 +124,32 @@ impl RecoveredState {
             log_number: 0,
             next_file_number: 0,
             last_sequence: 0,
+            keyspaces: BTreeMap::new(),
+            dropped_keyspaces: BTreeSet::new(),
             edits: 0,
             torn_tail: false,
         }
     }
 
-    /// Applies an edit: deletions (each must name a live file at that level), then additions
-    /// (each number must not be live anywhere), then the counters it sets. On error the state
-    /// may be partly changed.
+    /// Applies an edit: keyspaces created or updated (an id must not be dropped, a name not
+    /// taken by another id), deletions (each must name a live file at that level), additions
+    /// (each number must not be live anywhere, its keyspace must be live), keyspaces dropped
+    /// (no file of theirs may remain), then the counters it sets. On error the state may be
+    /// partly changed.
     pub fn apply(&mut self, edit: &VersionEdit) -> Result<()> {
+        for k in &edit.keyspaces {
+            if self.dropped_keyspaces.contains(&k.id) {
+                return Err(Error::invalid(format!("edit recreates dropped keyspace id {}", k.id)));
+            }
+            let taken = self.keyspaces.values().any(|o| o.id != k.id && o.name == k.name)
+                || k.name == crate::keyspace_options::DEFAULT_KEYSPACE_NAME;
+            if taken {
+                let msg =
+                    format!("edit names keyspace {} {:?}, a name already taken", k.id, k.name);
+                return Err(Error::invalid(msg));
+            }
+            self.keyspaces.insert(k.id, k.clone());
+        }
         for &(level, number) in &edit.deleted {
             let files = self.levels.get_mut(level as usize);
             if files.and_then(|f| f.remove(&number)).is_none() {
@@ -157,10 +161,26 @@ impl RecoveredState {
             if self.levels.iter().any(|f| f.contains_key(&meta.number)) {
                 return Err(Error::invalid(format!("edit adds live file {} again", meta.number)));
             }
+            if meta.keyspace != 0 && !self.keyspaces.contains_key(&meta.keyspace) {
+                let msg = format!(
+                    "edit adds file {} of keyspace {}, which is not live",
+                    meta.number, meta.keyspace
+                );
+                return Err(Error::invalid(msg));
+            }
             let Some(files) = self.levels.get_mut(*level as usize) else {
                 return Err(Error::invalid(format!("edit adds a file at level {level}")));
             };
             files.insert(meta.number, meta.clone());
+        }
+        for &id in &edit.dropped_keyspaces {
+            self.keyspaces.remove(&id);
+            self.dropped_keyspaces.insert(id);
+            let left = self.levels.iter().flat_map(|l| l.values()).find(|f| f.keyspace == id);
+            if let Some(f) = left {
+                let msg = format!("edit drops keyspace {id} but leaves its file {}", f.number);
+                return Err(Error::invalid(msg));
+            }
         }
         self.log_number = edit.log_number.unwrap_or(self.log_number);
         self.next_file_number = edit.next_file_number.unwrap_or(self.next_file_number);
@@ -180,7 +200,16 @@ impl RecoveredState {
         for (level, files) in self.levels.iter().enumerate() {
             edit.added.extend(files.values().map(|f| (level as u32, f.clone())));
         }
+        edit.keyspaces = self.keyspaces.values().cloned().collect();
+        edit.dropped_keyspaces = self.dropped_keyspaces.iter().copied().collect();
         edit
+    }
+
+    /// The id the next created keyspace gets: one above every id ever created or dropped.
+    pub fn next_keyspace_id(&self) -> u32 {
+        let live = self.keyspaces.keys().next_back().copied().unwrap_or(0);
+        let dropped = self.dropped_keyspaces.iter().next_back().copied().unwrap_or(0);
+        live.max(dropped) + 1
     }
 }
 

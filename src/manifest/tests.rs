@@ -1,4 +1,5 @@
 use super::*;
+use crate::manifest::edit::OPTIONAL_TAG;
 use crate::storage::MemStorage;
 
 fn dir() -> &'static Path {
@@ -14,6 +15,7 @@ fn meta(number: u64, key: &[u8]) -> FileMeta {
         smallest_seq: number * 10,
         largest_seq: number * 10 + 9,
         entries: number * 3,
+        keyspace: 0,
     }
 }
 
@@ -95,7 +97,7 @@ fn create_append_recover_round_trip() {
     let s = storage();
     assert!(recover(&s, dir()).unwrap().is_none());
     let mut m = Manifest::create(&s, dir(), 3, &snapshot(2, 10, 100, &[(0, 4), (1, 5)])).unwrap();
-    assert_eq!(m.path(), dir().join("MANIFEST-000003"));
+    assert!(s.exists(&dir().join("MANIFEST-000003")).unwrap());
     // Flush: a new L0 file and a new log.
     let mut e1 =
         VersionEdit { log_number: Some(11), next_file_number: Some(13), ..Default::default() };
@@ -173,7 +175,7 @@ fn three_edits() -> (MemStorage, Vec<u8>) {
         e.add_file(0, meta(n, b"x"));
         m.append(&e).unwrap();
     }
-    let bytes = s.read_all(m.path()).unwrap();
+    let bytes = s.read_all(&dir().join(filename::manifest_name(1))).unwrap();
     (s, bytes)
 }
 
@@ -255,4 +257,70 @@ fn inconsistent_edits_and_bad_current_are_corruption() {
     let s = storage();
     assert!(Manifest::create(&s, dir(), 1, &VersionEdit::default()).is_err());
     assert!(!s.exists(&dir().join("MANIFEST-000001")).unwrap());
+}
+
+fn ks(id: u32, name: &str) -> KeyspaceRecord {
+    KeyspaceRecord { id, name: name.into(), options: crate::KeyspaceOptions::default() }
+}
+
+#[test]
+fn keyspace_edits_round_trip_and_default_files_keep_their_layout() {
+    let mut e = snapshot(7, 42, 9, &[(0, 5)]);
+    let plain = e.encode();
+    e.keyspaces.push(ks(3, "events"));
+    e.add_file(1, FileMeta { keyspace: 3, ..meta(9, b"a") });
+    e.dropped_keyspaces.push(2);
+    let bytes = e.encode();
+    assert_eq!(VersionEdit::decode(&bytes).unwrap(), e);
+    // The default-keyspace file's field is unchanged: the old encoding is a prefix.
+    assert_eq!(bytes[..plain.len()], plain[..]);
+}
+
+#[test]
+fn keyspace_life_cycle_replays_and_ids_are_never_reused() {
+    let mut st = RecoveredState::empty(1);
+    let mut e = snapshot(1, 50, 1, &[]);
+    e.keyspaces.push(ks(1, "a"));
+    e.keyspaces.push(ks(2, "b"));
+    e.add_file(0, FileMeta { keyspace: 2, ..meta(10, b"x") });
+    st.apply(&e).unwrap();
+    assert_eq!(st.next_keyspace_id(), 3);
+    // Dropping "b" must remove its file in the same edit.
+    let drop_only = VersionEdit { dropped_keyspaces: vec![2], ..VersionEdit::default() };
+    assert!(st.clone().apply(&drop_only).is_err());
+    let drop = VersionEdit {
+        dropped_keyspaces: vec![2],
+        deleted: vec![(0, 10)],
+        ..VersionEdit::default()
+    };
+    st.apply(&drop).unwrap();
+    assert_eq!(st.keyspaces.keys().copied().collect::<Vec<_>>(), vec![1]);
+    assert_eq!(st.next_keyspace_id(), 3);
+    // The snapshot carries the dropped id, so a fresh manifest still never reuses it.
+    let mut again = RecoveredState::empty(2);
+    again.apply(&st.snapshot_edit()).unwrap();
+    assert_eq!(again.next_keyspace_id(), 3);
+    assert_eq!(again.keyspaces, st.keyspaces);
+    // A dropped id cannot come back, a file cannot name a dead keyspace, names are unique.
+    let back = VersionEdit { keyspaces: vec![ks(2, "b")], ..VersionEdit::default() };
+    assert!(again.clone().apply(&back).is_err());
+    let mut orphan = VersionEdit::default();
+    orphan.add_file(0, FileMeta { keyspace: 2, ..meta(11, b"y") });
+    assert!(again.clone().apply(&orphan).is_err());
+    let clash = VersionEdit { keyspaces: vec![ks(4, "a")], ..VersionEdit::default() };
+    assert!(again.clone().apply(&clash).is_err());
+}
+
+#[test]
+fn malformed_keyspace_fields_are_corruption() {
+    let e = VersionEdit { keyspaces: vec![ks(1, "a")], ..VersionEdit::default() };
+    let bytes = e.encode();
+    for len in 1..bytes.len() {
+        assert!(VersionEdit::decode(&bytes[..len]).is_err(), "len {len}");
+    }
+    let zero = VersionEdit { keyspaces: vec![ks(0, "a")], ..VersionEdit::default() };
+    assert!(VersionEdit::decode(&zero.encode()).unwrap_err().is_corruption());
+    let mut bad_name = bytes.clone();
+    bad_name[6 + 4 + 4] = 0xFF; // the name's one byte: not UTF-8
+    assert!(VersionEdit::decode(&bad_name).unwrap_err().to_string().contains("UTF-8"));
 }

@@ -1,18 +1,22 @@
-//! Typed tables stored in a [`Db`] through its public API only (`get`, `write`, `prefix`).
+//! Typed tables stored in a [`Db`] through its keyspace API (`get`, `write`, `prefix`).
 //!
-//! Key layout (design.md, "Query layer storage"): everything of table `t` lives under `q/t/`:
-//! the schema at `q/t/s`, chunk `c`'s metadata at `q/t/m/{c:u32 BE}`, column `k` of chunk `c` at
-//! `q/t/c/{c:u32 BE}{k:u16 BE}` and its chunk filter at `q/t/f/{c:u32 BE}{k:u16 BE}`. A chunk's
-//! column values, filters and metadata go into the store in one `WriteBatch`, metadata included,
-//! so a crash leaves either the whole chunk or none of it.
+//! Storage (design.md, "Query layer storage"): table `t` lives in a keyspace of its own,
+//! `__query/t` (names starting with `__` are reserved for siftdb, so no user keyspace and no
+//! user key of the default keyspace can collide with a table's keys). In it: the schema at
+//! `s`, chunk `c`'s metadata at `m/{c:u32 BE}`, column `k` of chunk `c` at `c/{c:u32 BE}{k:u16
+//! BE}` and its chunk filter at `f/{c:u32 BE}{k:u16 BE}`. A chunk's column values, filters and
+//! metadata go into the store in one `WriteBatch`, metadata included, so a crash leaves either
+//! the whole chunk or none of it. The keyspace has no SST filter (every read is of a key the
+//! chunk metadata says exists) and no block compression (column chunks are zstd frames).
 
 use crate::error::{Error, Result};
 use crate::filter::SplitBlockBloom;
+use crate::options::{Compression, FilterConfig};
 use crate::query::chunk::{encode_column, RawChunk};
 use crate::query::column::Column;
 use crate::query::meta::ChunkMeta;
 use crate::query::schema::Schema;
-use crate::{Db, WriteBatch};
+use crate::{Db, Keyspace, KeyspaceOptions, WriteBatch};
 
 /// Default rows per chunk.
 pub const DEFAULT_CHUNK_ROWS: u32 = 65_536;
@@ -34,6 +38,8 @@ impl Default for TableOptions {
 /// A table: its schema and the metadata of every chunk (kept in memory; data stays in the Db).
 pub struct Table<'db> {
     db: &'db Db,
+    /// The table's own keyspace, `__query/<name>`.
+    ks: Keyspace,
     name: String,
     schema: Schema,
     chunk_rows: u32,
@@ -51,8 +57,18 @@ impl std::fmt::Debug for Table<'_> {
     }
 }
 
-fn prefix(name: &str) -> Vec<u8> {
-    format!("q/{name}/").into_bytes()
+/// The keyspace of table `name`.
+fn keyspace_name(name: &str) -> String {
+    format!("__query/{name}")
+}
+
+/// Options of a table's keyspace (module documentation).
+fn keyspace_options() -> KeyspaceOptions {
+    KeyspaceOptions {
+        filter: FilterConfig::None,
+        compression: Compression::None,
+        ..KeyspaceOptions::default()
+    }
 }
 
 fn check_name(name: &str) -> Result<()> {
@@ -77,13 +93,15 @@ impl<'db> Table<'db> {
         if opts.chunk_rows == 0 {
             return Err(Error::invalid("chunk_rows must be positive"));
         }
-        let key = Table::schema_key(name);
-        if db.get(&key)?.is_some() {
+        let ks = db.internal_keyspace(&keyspace_name(name), keyspace_options())?;
+        let key = Table::schema_key();
+        if ks.get(&key)?.is_some() {
             return Err(Error::invalid(format!("table {name:?} already exists")));
         }
-        db.put(&key, schema.encode(opts.chunk_rows))?;
+        ks.put(&key, schema.encode(opts.chunk_rows))?;
         Ok(Table {
             db,
+            ks,
             name: name.to_string(),
             schema,
             chunk_rows: opts.chunk_rows,
@@ -121,18 +139,16 @@ impl<'db> Table<'db> {
     /// Opens table `name` with whatever schema it was created with.
     pub fn open_any(db: &'db Db, name: &str) -> Result<Table<'db>> {
         check_name(name)?;
-        let value = db
-            .get(Table::schema_key(name))?
-            .ok_or_else(|| Error::invalid(format!("no table named {name:?}")))?;
+        let missing = || Error::invalid(format!("no table named {name:?}"));
+        let ks = db.existing_keyspace(&keyspace_name(name)).ok_or_else(missing)?;
+        let value = ks.get(Table::schema_key())?.ok_or_else(missing)?;
         let (schema, chunk_rows) = Schema::decode(&value)?;
         let mut chunks = Vec::new();
-        let mut mprefix = prefix(name);
-        mprefix.extend_from_slice(b"m/");
         let mut next_row = 0u64;
-        for kv in db.prefix(&mprefix)? {
+        for kv in ks.prefix(b"m/")? {
             let (k, v) = kv?;
             let meta = ChunkMeta::decode(&v, &schema.fields)?;
-            let expect_key = Table::meta_key_of(name, chunks.len() as u32);
+            let expect_key = Table::meta_key_of(chunks.len() as u32);
             if k != expect_key || meta.index as usize != chunks.len() || meta.first_row != next_row
             {
                 return Err(Error::corruption(
@@ -143,30 +159,32 @@ impl<'db> Table<'db> {
             next_row += meta.rows as u64;
             chunks.push(meta);
         }
-        Ok(Table { db, name: name.to_string(), schema, chunk_rows, chunks })
+        Ok(Table { db, ks, name: name.to_string(), schema, chunk_rows, chunks })
     }
 
-    fn schema_key(name: &str) -> Vec<u8> {
-        let mut k = prefix(name);
-        k.push(b's');
-        k
+    fn schema_key() -> Vec<u8> {
+        b"s".to_vec()
     }
 
-    fn meta_key_of(name: &str, chunk: u32) -> Vec<u8> {
-        let mut k = prefix(name);
-        k.extend_from_slice(b"m/");
+    fn meta_key_of(chunk: u32) -> Vec<u8> {
+        let mut k = b"m/".to_vec();
         k.extend_from_slice(&chunk.to_be_bytes());
         k
     }
 
     /// The key of column `col` of chunk `chunk` (`kind` b'c' for values, b'f' for the filter).
     fn column_key(&self, kind: u8, chunk: u32, col: usize) -> Vec<u8> {
-        let mut k = prefix(&self.name);
+        let mut k = Vec::with_capacity(8);
         k.push(kind);
         k.push(b'/');
         k.extend_from_slice(&chunk.to_be_bytes());
         k.extend_from_slice(&(col as u16).to_be_bytes());
         k
+    }
+
+    /// The keyspace holding the table (for inspection and tests).
+    pub fn keyspace(&self) -> &Keyspace {
+        &self.ks
     }
 
     /// The table's name.
@@ -226,9 +244,9 @@ impl<'db> Table<'db> {
             let mut metas = Vec::with_capacity(columns.len());
             for (k, (c, f)) in columns.iter().zip(&self.schema.fields).enumerate() {
                 let enc = encode_column(f, c, start, end)?;
-                batch.put(self.column_key(b'c', index, k), &enc.value);
+                batch.put_in(&self.ks, self.column_key(b'c', index, k), &enc.value);
                 if let Some(filter) = &enc.filter {
-                    batch.put(self.column_key(b'f', index, k), filter);
+                    batch.put_in(&self.ks, self.column_key(b'f', index, k), filter);
                 }
                 metas.push(enc.meta);
             }
@@ -238,7 +256,7 @@ impl<'db> Table<'db> {
                 rows: (end - start) as u32,
                 columns: metas,
             };
-            batch.put(Table::meta_key_of(&self.name, index), meta.encode());
+            batch.put_in(&self.ks, Table::meta_key_of(index), meta.encode());
             self.db.write(batch)?;
             self.chunks.push(meta);
             start = end;
@@ -249,7 +267,7 @@ impl<'db> Table<'db> {
     /// Reads, checks and decompresses column `col` of chunk `chunk`.
     pub(crate) fn read_column(&self, chunk: usize, col: usize) -> Result<RawChunk> {
         let meta = &self.chunks[chunk];
-        let value = self.db.get(self.column_key(b'c', meta.index, col))?.ok_or_else(|| {
+        let value = self.ks.get(self.column_key(b'c', meta.index, col))?.ok_or_else(|| {
             Error::corruption(
                 format!("table {:?}: chunk {chunk} column {col} is missing", self.name),
                 None,
@@ -265,7 +283,7 @@ impl<'db> Table<'db> {
         if !meta.columns[col].has_filter {
             return Ok(None);
         }
-        let value = self.db.get(self.column_key(b'f', meta.index, col))?.ok_or_else(|| {
+        let value = self.ks.get(self.column_key(b'f', meta.index, col))?.ok_or_else(|| {
             Error::corruption(
                 format!("table {:?}: chunk {chunk} filter {col} is missing", self.name),
                 None,
@@ -277,10 +295,11 @@ impl<'db> Table<'db> {
     /// The raw stored bytes of column `col` of chunk `chunk` (for inspection and tests).
     pub fn column_chunk_bytes(&self, chunk: usize, col: usize) -> Result<Option<Vec<u8>>> {
         let meta = self.chunks.get(chunk).ok_or_else(|| Error::invalid("no such chunk"))?;
-        self.db.get(self.column_key(b'c', meta.index, col))
+        self.ks.get(self.column_key(b'c', meta.index, col))
     }
 
-    /// The Db key of column `col` of chunk `chunk` (for inspection and tests).
+    /// The key of column `col` of chunk `chunk` in [`Table::keyspace`] (for inspection and
+    /// tests).
     pub fn column_chunk_key(&self, chunk: usize, col: usize) -> Result<Vec<u8>> {
         let meta = self.chunks.get(chunk).ok_or_else(|| Error::invalid("no such chunk"))?;
         Ok(self.column_key(b'c', meta.index, col))

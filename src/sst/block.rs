@@ -72,16 +72,6 @@ impl BlockBuilder {
         self.entries == 0
     }
 
-    /// Entries added since the last `finish`.
-    pub fn len(&self) -> usize {
-        self.entries
-    }
-
-    /// The last key added.
-    pub fn last_key(&self) -> &[u8] {
-        &self.last_key
-    }
-
     /// Gives a buffer returned by [`BlockBuilder::finish`] back, so the next block is built in
     /// it instead of a vector grown from empty. Call it before adding to the next block.
     pub fn recycle(&mut self, mut buf: Vec<u8>) {

@@ -16,9 +16,11 @@
 use crate::error::{Error, Result};
 use crate::filter::{codec, hash_key};
 use crate::ikey::{self, ValueKind};
+use crate::range_del::{Fragments, RangeTombstone};
 use crate::sst::block::BlockBuilder;
 use crate::sst::format::{
-    format_version_for, frame_block_into, BlockHandle, Footer, BLOCK_TRAILER_LEN, MAX_BLOCK_LEN,
+    format_version_for, frame_block_into, BlockHandle, Footer, TableFeatures, BLOCK_TRAILER_LEN,
+    MAX_BLOCK_LEN,
 };
 use crate::sst::properties::TableProperties;
 use crate::sst::{Compression, TableOptions};
@@ -69,15 +71,19 @@ impl std::fmt::Debug for FilterBlockSource {
 pub struct TableSummary {
     /// File size in bytes.
     pub file_size: u64,
-    /// Entries (puts and tombstones).
+    /// Entries (puts and tombstones) plus range tombstones.
     pub entries: u64,
-    /// Smallest user key (empty for an empty table).
+    /// The keyspace of every key (0 for an empty table unless set with
+    /// [`TableBuilder::set_keyspace`]).
+    pub keyspace: u32,
+    /// Smallest user key (empty for an empty table), range tombstone starts included.
     pub smallest_key: Vec<u8>,
-    /// Largest user key.
+    /// Largest user key, covering the range tombstones' extents (design.md, "File
+    /// boundaries": an exclusive end counts as an inclusive bound unless it ends in a 0 byte).
     pub largest_key: Vec<u8>,
-    /// Smallest sequence number of any entry.
+    /// Smallest sequence number of any entry or range tombstone.
     pub smallest_seq: u64,
-    /// Largest sequence number of any entry.
+    /// Largest sequence number of any entry or range tombstone.
     pub largest_seq: u64,
     /// Filter kind tag (0 = no filter).
     pub filter_kind: u8,
@@ -102,6 +108,10 @@ pub struct TableBuilder {
     pending: Option<BlockHandle>,
     hashes: Vec<u64>,
     props: TableProperties,
+    /// Range tombstones added, fragmented into the range-deletion block at `finish`.
+    range_dels: Vec<RangeTombstone>,
+    /// The table's keyspace: set explicitly, or by the first key (`None` until then).
+    keyspace: Option<u32>,
     /// Set after a failed write: the file's contents are unknown, so nothing more is written.
     failed: bool,
 }
@@ -127,7 +137,12 @@ impl TableBuilder {
             pending: None,
             hashes: Vec::new(),
             props: TableProperties {
-                format_version: format_version_for(opts.compression),
+                format_version: format_version_for(TableFeatures {
+                    compression: opts.compression,
+                    keyspaces: false,
+                    merges: false,
+                    range_deletions: false,
+                }),
                 compression: opts.compression.tag(),
                 block_size: opts.block_size as u64,
                 restart_interval: opts.restart_interval.max(1) as u64,
@@ -135,19 +150,52 @@ impl TableBuilder {
                 ..Default::default()
             },
             opts,
+            range_dels: Vec::new(),
+            keyspace: None,
             failed: false,
         })
     }
 
-    /// Adds an entry. `internal_key` must decode ([`crate::ikey::decode`]) and sort strictly
-    /// after the previous key; otherwise [`Error::InvalidArgument`] and nothing is added.
+    /// Sets the keyspace of the table (its entries and range tombstones) before anything is
+    /// added: a table holding only range tombstones has no key to take it from.
+    pub fn set_keyspace(&mut self, keyspace: u32) {
+        self.keyspace = Some(keyspace);
+    }
+
+    /// Adds a range tombstone of the table's keyspace (any order; overlaps are fragmented at
+    /// `finish`). An empty or inverted range is [`Error::InvalidArgument`].
+    pub fn add_range_tombstone(&mut self, t: RangeTombstone) -> Result<()> {
+        self.check_usable()?;
+        if t.start >= t.end {
+            return Err(Error::invalid("table builder given a range tombstone with start >= end"));
+        }
+        if t.start.len() + t.end.len() > MAX_ENTRY_LEN {
+            return Err(Error::invalid("range tombstone larger than 512 MiB"));
+        }
+        self.range_dels.push(t);
+        Ok(())
+    }
+
+    /// Adds an entry. `internal_key` must decode ([`crate::ikey::decode_in`]), sort strictly
+    /// after the previous key and be of the table's keyspace (a table holds one keyspace: the
+    /// one set with [`TableBuilder::set_keyspace`], else the first key's); otherwise
+    /// [`Error::InvalidArgument`] and nothing is added.
     pub fn add(&mut self, internal_key: &[u8], value: &[u8]) -> Result<()> {
         self.check_usable()?;
-        let (user_key, seq, kind) = ikey::decode(internal_key)
+        let (keyspace, user_key, seq, kind) = ikey::decode_in(internal_key)
             .map_err(|e| Error::invalid(format!("table builder given a bad internal key: {e}")))?;
+        if kind == ValueKind::RangeDelete {
+            return Err(Error::invalid("range tombstones go through add_range_tombstone"));
+        }
         let first = self.props.entries == 0;
         if !first && ikey::compare(&self.last_key, internal_key) != Ordering::Less {
             return Err(Error::invalid("table builder keys must be strictly increasing"));
+        }
+        if let Some(table_ks) = self.keyspace.filter(|&k| k != keyspace) {
+            return Err(Error::invalid(format!(
+                "table builder given keyspace {keyspace} in a table of keyspace {table_ks}: a \
+                 table holds one"
+            )));
         }
         if internal_key.len() + value.len() > MAX_ENTRY_LEN {
             return Err(Error::invalid("entry larger than 512 MiB"));
@@ -159,12 +207,14 @@ impl TableBuilder {
         if first || user_key != ikey::user_key(&self.last_key) {
             self.hashes.push(hash_key(user_key));
         }
+        self.keyspace = Some(keyspace);
         let p = &mut self.props;
         if first {
             p.smallest_key = internal_key.to_vec();
         }
         p.entries += 1;
         p.deletions += (kind == ValueKind::Delete) as u64;
+        p.merges += (kind == ValueKind::Merge) as u64;
         p.raw_key_bytes += internal_key.len() as u64;
         p.raw_value_bytes += value.len() as u64;
         p.smallest_seq = p.smallest_seq.min(seq);
@@ -178,6 +228,14 @@ impl TableBuilder {
         Ok(())
     }
 
+    /// Records `name` as the merge operator of the table's operands (the `merge_operator`
+    /// property, written only if the table holds operands). The engine calls this before
+    /// adding operands: the configured operator's name, or `""` when none is configured.
+    pub fn set_merge_operator(&mut self, name: &str) {
+        self.props.merge_operator = Some(name.to_string());
+    }
+
+    #[cfg(test)]
     /// Entries added so far.
     pub fn entries(&self) -> u64 {
         self.props.entries
@@ -222,11 +280,30 @@ impl TableBuilder {
             }
             filter_handle = self.write_block(&bytes, Compression::None)?;
         }
+        let keyspace = self.keyspace.unwrap_or(ikey::DEFAULT_KEYSPACE);
+        let frags = Fragments::new(&std::mem::take(&mut self.range_dels));
+        if !frags.is_empty() {
+            let (raw, n) = crate::sst::range_del_block::encode(&frags, keyspace);
+            self.props.range_del_block = self.write_block(&raw, Compression::None)?;
+            self.props.range_deletions = n;
+        }
         if self.props.entries == 0 {
             self.props.smallest_seq = 0;
         }
         self.props.largest_key = self.last_key.clone();
         self.props.distinct_keys = self.hashes.len() as u64;
+        let version = format_version_for(TableFeatures {
+            compression: self.opts.compression,
+            keyspaces: keyspace != ikey::DEFAULT_KEYSPACE,
+            merges: self.props.merges > 0,
+            range_deletions: !frags.is_empty(),
+        });
+        self.props.format_version = version;
+        if self.props.merges == 0 {
+            self.props.merge_operator = None;
+        } else if self.props.merge_operator.is_none() {
+            self.props.merge_operator = Some(String::new());
+        }
         let props_handle = self.write_block(&self.props.encode(), Compression::None)?;
         let index = self.index.finish();
         let index_handle = self.write_block(&index, Compression::None)?;
@@ -234,7 +311,7 @@ impl TableBuilder {
             filter: filter_handle,
             properties: props_handle,
             index: index_handle,
-            version: format_version_for(self.opts.compression),
+            version,
         };
         self.buf.extend_from_slice(&footer.encode());
         self.offset += crate::sst::format::FOOTER_LEN as u64;
@@ -243,13 +320,30 @@ impl TableBuilder {
             self.file.sync()?;
         }
         let p = self.props;
+        let (mut smallest_key, mut largest_key) =
+            (ikey::user_key(&p.smallest_key).to_vec(), ikey::user_key(&p.largest_key).to_vec());
+        let (mut smallest_seq, mut largest_seq) = (p.smallest_seq, p.largest_seq);
+        if let (Some(lo), Some(hi)) = (frags.smallest_key(), frags.largest_key()) {
+            let seqs = frags.fragments().iter().flat_map(|f| f.seqs.iter().copied());
+            let (min_seq, max_seq) = seqs.fold((u64::MAX, 0), |(a, b), s| (a.min(s), b.max(s)));
+            if p.entries == 0 {
+                (smallest_key, largest_key, smallest_seq, largest_seq) =
+                    (lo.to_vec(), hi.clone(), min_seq, max_seq);
+            } else {
+                smallest_key = smallest_key.min(lo.to_vec());
+                largest_key = largest_key.max(hi);
+                smallest_seq = smallest_seq.min(min_seq);
+                largest_seq = largest_seq.max(max_seq);
+            }
+        }
         Ok(TableSummary {
             file_size: self.offset,
-            entries: p.entries,
-            smallest_key: ikey::user_key(&p.smallest_key).to_vec(),
-            largest_key: ikey::user_key(&p.largest_key).to_vec(),
-            smallest_seq: p.smallest_seq,
-            largest_seq: p.largest_seq,
+            entries: p.entries + p.range_deletions,
+            keyspace,
+            smallest_key,
+            largest_key,
+            smallest_seq,
+            largest_seq,
             filter_kind: p.filter_kind,
             filter_bytes: p.filter_bytes,
             properties: p,
@@ -310,14 +404,18 @@ impl TableBuilder {
 
 /// An index key `s` with `a <= s < b` in internal-key order, shorter than `a` when their user
 /// keys allow it: the common prefix plus one incremented byte, tagged with the largest sequence
-/// number (the smallest internal key of that user key). Falls back to `a`.
+/// number (the smallest internal key of that user key) and `a`'s keyspace. Falls back to `a`,
+/// also when the keyspaces differ.
 fn separator(a: &[u8], b: &[u8]) -> Vec<u8> {
-    let (ua, ub) = (ikey::user_key(a), ikey::user_key(b));
+    let ((ka, ua), (kb, ub)) = (ikey::split(a), ikey::split(b));
+    if ka != kb {
+        return a.to_vec();
+    }
     let n = ua.iter().zip(ub).take_while(|(x, y)| x == y).count();
     if n < ua.len() && n < ub.len() && ua[n] < 0xff && ua[n] + 1 < ub[n] {
         let mut s = ua[..=n].to_vec();
         s[n] += 1;
-        return ikey::encode(&s, ikey::MAX_SEQ, ValueKind::Put);
+        return ikey::encode_in(ka, &s, ikey::MAX_SEQ, ValueKind::Put);
     }
     a.to_vec()
 }
@@ -340,5 +438,14 @@ mod tests {
         assert_eq!(ikey::user_key(&separator(&k(b"abcd", 1), &k(b"abzz", 1))), b"abd");
         // Same user key in both (versions split across blocks): falls back to `a`.
         assert_eq!(separator(&k(b"q", 9), &k(b"q", 3)), k(b"q", 9));
+    }
+
+    #[test]
+    fn separator_keeps_the_keyspace_of_its_inputs() {
+        let k = |ks, u: &[u8]| ikey::encode_in(ks, u, 4, ValueKind::Put);
+        let s = separator(&k(5, b"abcd"), &k(5, b"abzz"));
+        assert_eq!(ikey::split(&s), (5, &b"abd"[..]));
+        assert_eq!(ikey::compare(&s, &k(5, b"abzz")), Ordering::Less);
+        assert_eq!(separator(&k(5, b"a"), &k(6, b"z")), k(5, b"a"));
     }
 }

@@ -21,16 +21,36 @@ pub const MAX_BLOCK_LEN: usize = 1 << 30;
 pub const FOOTER_LEN: usize = 64;
 /// Last-but-one field of every footer: `"SIFTDBST"` read as a little-endian u64.
 pub const TABLE_MAGIC: u64 = u64::from_le_bytes(*b"SIFTDBST");
-/// The newest SST format version this build reads (design.md, "Footer"): 1 = blocks of type
-/// none or zstd; 2 = blocks may also be LZ4 (type 2).
-pub const FORMAT_VERSION: u32 = 2;
+/// The newest SST format version this build reads (design.md, "SST format versions"): 1 =
+/// blocks of type none or zstd; 2 = blocks may also be LZ4 (type 2); 3 = keys may carry a
+/// keyspace id, entries may be merge operands (internal-key kind 2), and the table may hold a
+/// range-deletion block (its handle in the properties block).
+pub const FORMAT_VERSION: u32 = 3;
 
-/// The format version a table with data blocks compressed per `compression` is written with:
-/// the lowest that can hold them. Tables without LZ4 stay version 1, readable by builds that
-/// predate LZ4; an LZ4 table is version 2, so such a build reports "format version 2 is newer"
-/// instead of failing on an unknown compression type byte.
-pub fn format_version_for(compression: Compression) -> u32 {
-    match compression {
+/// What a table holds that decides its format version ([`format_version_for`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TableFeatures {
+    /// Data-block compression.
+    pub compression: Compression,
+    /// Some key carries a keyspace id (a keyspace other than the default).
+    pub keyspaces: bool,
+    /// The table holds merge operands (entries of kind Merge).
+    pub merges: bool,
+    /// The table has a range-deletion block.
+    pub range_deletions: bool,
+}
+
+/// The format version a table with `features` is written with: the lowest that can hold them.
+/// Tables without LZ4 stay version 1, readable by builds that predate LZ4; an LZ4 table is
+/// version 2, so such a build reports "format version 2 is newer" instead of failing on an
+/// unknown compression type byte; a table of a non-default keyspace, holding merge operands or
+/// with a range-deletion block is version 3, so an older build refuses it instead of failing on
+/// an unknown key flag or kind, or ignoring the block (and resurrecting deleted keys).
+pub fn format_version_for(features: TableFeatures) -> u32 {
+    if features.keyspaces || features.merges || features.range_deletions {
+        return 3;
+    }
+    match features.compression {
         Compression::None | Compression::Zstd { .. } => 1,
         Compression::Lz4 => 2,
     }
@@ -72,6 +92,7 @@ impl BlockHandle {
     }
 }
 
+#[cfg(test)]
 /// Frames raw block contents for the file: compresses them per `compression` (the compressed
 /// form is kept only if it saves at least 1/8 of the bytes), then appends the trailer. Returns
 /// the on-disk bytes and the compression type used.

@@ -16,6 +16,10 @@
 //! data block (about 7% of the index block), contiguous, and its upper binary-search levels
 //! stay cached across lookups.
 //!
+//! Prefixes order user keys only, so the summary also records the one keyspace of its
+//! separators (a table holds one keyspace) and is not built when they name several: a target
+//! of a smaller keyspace sorts before every entry, one of a larger keyspace after every entry.
+//!
 //! The summary is built only when the index block really has one restart per entry; for any
 //! other block (a foreign writer, or damage that still passes the CRC) the table falls back to
 //! the ordinary block seek, so the result never depends on the summary's presence.
@@ -30,6 +34,8 @@ use std::cmp::Ordering;
 #[derive(Debug)]
 pub(crate) struct IndexSearch {
     prefixes: Vec<u64>,
+    /// The keyspace of every separator.
+    keyspace: u32,
 }
 
 /// The first 8 bytes of `user_key`, zero-padded, as a big-endian integer (order-preserving in
@@ -49,6 +55,7 @@ impl IndexSearch {
         let n = index.num_restarts();
         let mut prefixes = Vec::with_capacity(n);
         let mut expected_next = 0;
+        let mut keyspace = None;
         for i in 0..n {
             let off = index.restart_point(i).ok()?;
             // Entries must be laid out back to back, one per restart point.
@@ -59,7 +66,11 @@ impl IndexSearch {
             if key.len() < ikey::TRAILER_LEN {
                 return None;
             }
-            prefixes.push(key_prefix(ikey::user_key(key)));
+            let (ks, user_key) = ikey::split(key);
+            if *keyspace.get_or_insert(ks) != ks {
+                return None;
+            }
+            prefixes.push(key_prefix(user_key));
             expected_next = end;
         }
         if expected_next != index.restarts_offset() {
@@ -69,13 +80,19 @@ impl IndexSearch {
         if prefixes.windows(2).any(|w| w[0] > w[1]) {
             return None;
         }
-        Some(IndexSearch { prefixes })
+        Some(IndexSearch { prefixes, keyspace: keyspace.unwrap_or(ikey::DEFAULT_KEYSPACE) })
     }
 
     /// The first entry whose separator is `>= target` in internal-key order (`n` = number of
     /// entries when there is none). `target` is an internal key.
     pub(crate) fn seek(&self, index: &Block, target: &[u8]) -> Result<usize> {
-        let p = key_prefix(ikey::user_key(target));
+        let (ks, user_key) = ikey::split(target);
+        match ks.cmp(&self.keyspace) {
+            Ordering::Less => return Ok(0),
+            Ordering::Greater => return Ok(self.prefixes.len()),
+            Ordering::Equal => {}
+        }
+        let p = key_prefix(user_key);
         let lo = self.prefixes.partition_point(|&x| x < p);
         let hi = lo + self.prefixes[lo..].partition_point(|&x| x == p);
         // Entries in lo..hi share the prefix: binary search them by full key.
@@ -102,7 +119,7 @@ impl IndexSearch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ikey::{encode, ValueKind};
+    use crate::ikey::{encode, encode_in, ValueKind};
     use crate::rng::SplitMix64;
     use crate::sst::block::BlockBuilder;
 
@@ -120,7 +137,8 @@ mod tests {
 
     /// Builds an index-like block (interval 1) over `keys` and checks the summary seek against
     /// the block's own seek for every key and for keys between them.
-    fn agrees_with_block_seek(user_keys: &[Vec<u8>]) {
+    fn agrees_with_block_seek(ks: u32, user_keys: &[Vec<u8>]) {
+        let encode = |k: &[u8], s, t| encode_in(ks, k, s, t);
         let mut b = BlockBuilder::new(1);
         let keys: Vec<Vec<u8>> = user_keys
             .iter()
@@ -143,6 +161,12 @@ mod tests {
         }
         probes.push(encode(b"", 0, ValueKind::Put));
         probes.push(encode(&[0xff; 20], 0, ValueKind::Put));
+        // Targets of the neighbouring keyspaces sort before / after every entry.
+        for other in [ks.wrapping_sub(1), ks + 1].into_iter().filter(|&o| o < ks + 2) {
+            for k in [&b""[..], b"prefix00", &[0xff; 20]] {
+                probes.push(encode_in(other, k, 3, ValueKind::Put));
+            }
+        }
         let mut it = block.iter();
         for p in &probes {
             let i = s.seek(&block, p).unwrap();
@@ -171,8 +195,10 @@ mod tests {
         keys.extend((0..50u64).map(|i| vec![b'a', i as u8]));
         keys.sort();
         keys.dedup();
-        agrees_with_block_seek(&keys);
-        agrees_with_block_seek(&[b"only".to_vec()]);
+        agrees_with_block_seek(0, &keys);
+        agrees_with_block_seek(7, &keys);
+        agrees_with_block_seek(0, &[b"only".to_vec()]);
+        agrees_with_block_seek(1, &[b"only".to_vec()]);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Sorted string tables: the immutable files an LSM level is made of.
 //!
 //! ```text
-//! sst := data_block* filter_block? properties_block index_block footer
+//! sst := data_block* filter_block? range_del_block? properties_block index_block footer
 //! ```
 //! * [`TableBuilder`] writes one table from entries in internal-key order ([`crate::ikey`]),
 //!   collecting one 64-bit hash per distinct user key so the caller can build the filter at the
@@ -25,15 +25,15 @@ pub mod format;
 mod index;
 mod owned_filter;
 mod properties;
+pub mod range_del_block;
 mod reader;
 mod table_iter;
 
 #[cfg(test)]
 mod tests;
 
-pub use block::{Block, BlockBuilder, BlockIter};
-pub use builder::{FilterBlockSource, FilterBuildFn, TableBuilder, TableSummary};
-pub use format::BlockHandle;
+pub use block::{Block, BlockIter};
+pub use builder::{FilterBlockSource, TableBuilder, TableSummary};
 pub use properties::TableProperties;
 pub(crate) use reader::FilterVerdict;
 pub use reader::{GetResult, ReadCounters, ReadStats, Table};

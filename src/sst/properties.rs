@@ -7,9 +7,11 @@
 //! Numbers are 8-byte little-endian u64 values (f64 as its IEEE bits); keys are raw bytes.
 //! Readers ignore names they do not know (a newer writer may add some) and report a missing
 //! required property as corruption. Names are listed in design.md ("Properties block").
+//! `range_deletions` and `range_del_block` (format version 3) are written only by a table with
+//! range tombstones, so every other table's block stays byte for byte what older builds wrote.
 
 use crate::error::{Error, Result};
-use crate::sst::format::{get_varint32, put_varint32};
+use crate::sst::format::{get_varint32, put_varint32, BlockHandle};
 use std::collections::HashMap;
 
 /// What the properties block records about a table.
@@ -51,6 +53,18 @@ pub struct TableProperties {
     pub block_size: u64,
     /// The builder's data-block restart interval.
     pub restart_interval: u64,
+    /// Merge operands among the entries. Written (with `merge_operator`) only by tables that
+    /// hold some, which are format version 3; absent means 0.
+    pub merges: u64,
+    /// Name of the merge operator the table's operands are for (`MergeOperator::name`); empty
+    /// when they were flushed by an open without an operator (the name was unknown). `None`
+    /// when the table holds no operands.
+    pub merge_operator: Option<String>,
+    /// Range tombstones (fragment, sequence number pairs) in the range-deletion block; 0
+    /// without one. Not counted in `entries`.
+    pub range_deletions: u64,
+    /// Handle of the range-deletion block (meaningful when `range_deletions > 0`).
+    pub range_del_block: BlockHandle,
 }
 
 impl TableProperties {
@@ -79,7 +93,10 @@ impl TableProperties {
     pub fn encode(&self) -> Vec<u8> {
         let nums = self.numbers();
         let mut out = Vec::new();
-        put_varint32(&mut out, nums.len() as u32 + 2);
+        let merge_props = self.merges > 0;
+        let has_range_dels = self.range_deletions > 0;
+        let optional = 2 * merge_props as u32 + 2 * has_range_dels as u32;
+        put_varint32(&mut out, nums.len() as u32 + 2 + optional);
         let mut put = |name: &str, value: &[u8]| {
             put_varint32(&mut out, name.len() as u32);
             out.extend_from_slice(name.as_bytes());
@@ -91,6 +108,18 @@ impl TableProperties {
         }
         put("smallest_key", &self.smallest_key);
         put("largest_key", &self.largest_key);
+        // Only tables holding merge operands (format version 3) carry these two, so every
+        // other table's properties stay byte for byte what older builds write.
+        if merge_props {
+            put("merges", &self.merges.to_le_bytes());
+            put("merge_operator", self.merge_operator.as_deref().unwrap_or("").as_bytes());
+        }
+        if has_range_dels {
+            put("range_deletions", &self.range_deletions.to_le_bytes());
+            let mut h = Vec::with_capacity(20);
+            self.range_del_block.encode_to(&mut h);
+            put("range_del_block", &h);
+        }
         out
     }
 
@@ -127,6 +156,16 @@ impl TableProperties {
         let bytes = |name: &str| -> Result<Vec<u8>> {
             map.get(name.as_bytes()).map(|v| v.to_vec()).ok_or_else(|| missing(name))
         };
+        // Optional (format version 3): present together or not at all.
+        let (range_deletions, range_del_block) = match map.get(&b"range_del_block"[..]) {
+            None => (0, BlockHandle::default()),
+            Some(h) => {
+                let h = BlockHandle::decode(h).map_err(|e| {
+                    Error::corruption(format!("property range_del_block: {e}"), None)
+                })?;
+                (num("range_deletions")?, h)
+            }
+        };
         Ok(TableProperties {
             format_version: small("format_version", u32::MAX as u64)? as u32,
             entries: num("entries")?,
@@ -146,6 +185,15 @@ impl TableProperties {
             compression: small("compression", u8::MAX as u64)? as u8,
             block_size: num("block_size")?,
             restart_interval: num("restart_interval")?,
+            merges: if map.contains_key(&b"merges"[..]) { num("merges")? } else { 0 },
+            merge_operator: match map.get(&b"merge_operator"[..]) {
+                Some(v) => Some(String::from_utf8(v.to_vec()).map_err(|_| {
+                    Error::corruption("property merge_operator is not UTF-8", None)
+                })?),
+                None => None,
+            },
+            range_deletions,
+            range_del_block,
         })
     }
 }
@@ -189,5 +237,37 @@ mod tests {
         assert_eq!(TableProperties::decode(&b).unwrap(), p);
         assert!(TableProperties::decode(&b[..b.len() - 1]).unwrap_err().is_corruption());
         assert!(TableProperties::decode(&[0]).unwrap_err().is_corruption()); // all missing
+    }
+
+    #[test]
+    fn merge_properties_are_written_only_by_tables_holding_operands() {
+        let plain = TableProperties { format_version: 1, ..Default::default() };
+        let with = TableProperties {
+            format_version: 3,
+            merges: 4,
+            merge_operator: Some("siftdb.u64add".into()),
+            ..Default::default()
+        };
+        let (a, b) = (plain.encode(), with.encode());
+        assert!(!a.windows(6).any(|w| w == b"merges"));
+        assert!(b.windows(14).any(|w| w == b"merge_operator"));
+        assert_eq!(TableProperties::decode(&a).unwrap(), plain);
+        assert_eq!(TableProperties::decode(&b).unwrap(), with);
+    }
+
+    #[test]
+    fn range_deletion_properties_appear_only_with_range_tombstones() {
+        let plain = TableProperties { format_version: 1, entries: 3, ..Default::default() };
+        let with = TableProperties {
+            format_version: 3,
+            range_deletions: 2,
+            range_del_block: BlockHandle { offset: 100, size: 40 },
+            ..plain.clone()
+        };
+        assert_eq!(TableProperties::decode(&with.encode()).unwrap(), with);
+        assert!(with.encode().len() > plain.encode().len());
+        let b = plain.encode();
+        assert!(!b.windows(9).any(|w| w == b"range_del"), "old tables are unchanged");
+        assert_eq!(TableProperties::decode(&b).unwrap(), plain);
     }
 }

@@ -14,6 +14,7 @@ use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::filter::{Filter, FilterView};
 use crate::ikey::{self, ValueKind};
+use crate::range_del::Fragments;
 use crate::sst::block::{Block, BlockIter};
 use crate::sst::buffers;
 use crate::sst::counters::bump;
@@ -67,6 +68,8 @@ pub struct Table {
     /// Prefix search over `index` (None when the index block is not one restart per entry).
     index_search: Option<IndexSearch>,
     filter: TableFilter,
+    /// The range-deletion block's tombstones, loaded at open (empty without one).
+    range_dels: Fragments,
     size: u64,
 }
 
@@ -116,6 +119,7 @@ impl Table {
             index: Arc::new(Block::new(vec![0, 0, 0, 0, 1, 0, 0, 0])?),
             index_search: None,
             filter: TableFilter::Absent,
+            range_dels: Fragments::default(),
             size,
         };
         let raw = t.read_raw(footer.properties)?;
@@ -123,6 +127,27 @@ impl Table {
         if t.props.format_version != footer.version {
             let e = Error::corruption("properties and footer disagree on the format version", None);
             return Err(t.err_at(e, footer.properties));
+        }
+        if t.props.range_deletions > 0 {
+            let h = t.props.range_del_block;
+            if t.props.format_version < 3 {
+                let e = Error::corruption("range-deletion block in a table below version 3", None);
+                return Err(t.err_at(e, footer.properties));
+            }
+            let raw = t.read_raw(h)?;
+            let (frags, n) =
+                crate::sst::range_del_block::decode(raw).map_err(|e| t.err_at(e, h))?;
+            if n != t.props.range_deletions {
+                let e = Error::corruption(
+                    format!(
+                        "range-deletion block holds {n} tombstones, properties say {}",
+                        t.props.range_deletions
+                    ),
+                    None,
+                );
+                return Err(t.err_at(e, h));
+            }
+            t.range_dels = frags;
         }
         let raw = t.read_raw(footer.index)?;
         t.index = Arc::new(Block::new(raw).map_err(|e| t.err_at(e, footer.index))?);
@@ -263,33 +288,47 @@ impl Table {
     /// `key_hash` must be [`crate::filter::hash_key`]`(user_key)` (hashed once by the caller
     /// for all tables). Order of work: the key range from the properties (no counters), then
     /// the filter (if it says "absent": `NotFound` with no block read), then the index and one
-    /// data block.
+    /// data block. Merge operands met before the newest Put or Delete are appended to
+    /// `operands`, newest first, and the walk goes on to the key's older versions (across data
+    /// blocks): with operands, `NotFound` means "no base value in this table", and the caller
+    /// merges.
     pub fn get(
         &self,
         user_key: &[u8],
         key_hash: u64,
         snapshot_seq: u64,
         counters: &ReadCounters,
+        operands: &mut Vec<Vec<u8>>,
     ) -> Result<GetResult> {
-        match self.probe_filter(user_key, key_hash, counters) {
+        match self.probe_filter(ikey::DEFAULT_KEYSPACE, user_key, key_hash, counters) {
             FilterVerdict::Absent => Ok(GetResult::NotFound),
-            FilterVerdict::Maybe { positive } => {
-                self.get_past_filter(user_key, snapshot_seq, counters, positive, true)
-            }
+            FilterVerdict::Maybe { positive } => self.get_past_filter(
+                ikey::DEFAULT_KEYSPACE,
+                user_key,
+                snapshot_seq,
+                counters,
+                positive,
+                true,
+                operands,
+                self.max_covering_tombstone(user_key, snapshot_seq),
+            ),
         }
     }
 
-    /// The first half of [`Table::get`]: the key-range check and the filter probe, counted.
-    /// Batched lookups (`Db::multi_get`) probe every key's filter before reading any block.
+    /// The first half of [`Table::get`] for `user_key` of `keyspace`: the key-range check (in
+    /// `(keyspace, user key)` order) and the filter probe, counted. Batched lookups
+    /// (`Db::multi_get`) probe every key's filter before reading any block.
     pub(crate) fn probe_filter(
         &self,
+        keyspace: u32,
         user_key: &[u8],
         key_hash: u64,
         counters: &ReadCounters,
     ) -> FilterVerdict {
+        let key = (keyspace, user_key);
         if self.props.entries == 0
-            || user_key < ikey::user_key(&self.props.smallest_key)
-            || user_key > ikey::user_key(&self.props.largest_key)
+            || key < ikey::split(&self.props.smallest_key)
+            || key > ikey::split(&self.props.largest_key)
         {
             return FilterVerdict::Absent;
         }
@@ -311,42 +350,107 @@ impl Table {
         }
     }
 
+    /// The largest sequence number `<= snapshot_seq` of this table's range tombstones covering
+    /// `user_key` (0 if none). Independent of the filter, which knows point keys only.
+    pub fn max_covering_tombstone(&self, user_key: &[u8], snapshot_seq: u64) -> u64 {
+        if self.range_dels.is_empty() {
+            return 0;
+        }
+        self.range_dels.max_covering_seq(user_key, snapshot_seq)
+    }
+
+    /// The table's range tombstones (empty without a range-deletion block).
+    pub fn range_tombstones(&self) -> &Fragments {
+        &self.range_dels
+    }
+
     /// The second half of [`Table::get`], for a key the filter did not exclude: the index and
     /// one data block. `positive`: the filter said "maybe" (a hit is then a true positive).
-    /// `copy_value = false` answers `Found` with an empty vector (`Db::contains_key`).
+    /// `copy_value = false` answers `Found` with an empty vector (`Db::contains_key`) unless
+    /// `operands` is non-empty (the value is then a merge's base).
+    ///
+    /// Merge operands met before the key's first Put or Delete are appended to `operands`
+    /// (newest first) and the walk goes on, into the following blocks if the key's versions
+    /// continue there; `NotFound` then means "no base in this table".
+    ///
+    /// `covered_below`: the newest range tombstone covering the key at the snapshot among the
+    /// sources read so far, this table's own included (0: none). A version older than it is
+    /// deleted, so the walk answers `Deleted` on reaching one.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn get_past_filter(
         &self,
+        keyspace: u32,
         user_key: &[u8],
         snapshot_seq: u64,
         counters: &ReadCounters,
         positive: bool,
         copy_value: bool,
+        operands: &mut Vec<Vec<u8>>,
+        covered_below: u64,
     ) -> Result<GetResult> {
         bump(&counters.index_blocks_read);
-        let lookup = ikey::lookup_key(user_key, snapshot_seq);
-        let Some(h) = self.index_lookup(&lookup)? else {
+        let lookup = ikey::lookup_key_in(keyspace, user_key, snapshot_seq);
+        let Some(mut h) = self.index_lookup(&lookup)? else {
             return Ok(GetResult::NotFound);
         };
-        let block = self.data_block(h, Some(counters), true)?;
-        let mut it = block.iter();
-        it.seek(&lookup).map_err(|e| self.err_at(e, h))?;
-        if !it.valid() {
-            // The separator after this block sorts before the next block's user keys, so the
-            // key cannot be in the next block either.
-            return Ok(GetResult::NotFound);
+        let mut index: Option<BlockIter> = None;
+        let mut seen = false;
+        loop {
+            let block = self.data_block(h, Some(counters), true)?;
+            let mut it = block.iter();
+            if seen {
+                it.seek_to_first().map_err(|e| self.err_at(e, h))?;
+            } else {
+                // If the seek runs off the block, the separator after it sorts before the next
+                // block's user keys, so the key cannot be in the next block either.
+                it.seek(&lookup).map_err(|e| self.err_at(e, h))?;
+            }
+            while it.valid() {
+                let (found_ks, found_key, seq, kind) =
+                    ikey::decode_in(it.key()).map_err(|e| self.err_at(e, h))?;
+                if found_ks != keyspace || found_key != user_key {
+                    return Ok(GetResult::NotFound);
+                }
+                if !seen && positive {
+                    bump(&counters.filter_true_positive);
+                }
+                seen = true;
+                if seq < covered_below {
+                    return Ok(GetResult::Deleted); // under a newer range tombstone
+                }
+                match kind {
+                    ValueKind::Put if copy_value || !operands.is_empty() => {
+                        return Ok(GetResult::Found(it.value().to_vec()))
+                    }
+                    ValueKind::Put => return Ok(GetResult::Found(Vec::new())),
+                    ValueKind::Delete => return Ok(GetResult::Deleted),
+                    ValueKind::Merge => operands.push(it.value().to_vec()),
+                    ValueKind::RangeDelete => {
+                        let e =
+                            Error::corruption("range tombstone among a data block's entries", None);
+                        return Err(self.err_at(e, h));
+                    }
+                }
+                it.next().map_err(|e| self.err_at(e, h))?;
+            }
+            if !seen {
+                return Ok(GetResult::NotFound);
+            }
+            // The key's versions (all merge operands so far) may continue in the next block.
+            let idx = match &mut index {
+                Some(idx) => idx,
+                None => {
+                    let mut idx = self.index.iter();
+                    self.seek_index_iter(&mut idx, &lookup)?;
+                    index.insert(idx)
+                }
+            };
+            idx.next().map_err(|e| self.index_err(e))?;
+            if !idx.valid() {
+                return Ok(GetResult::NotFound);
+            }
+            h = BlockHandle::decode(idx.value()).map_err(|e| self.index_err(e))?;
         }
-        let (found_key, _, kind) = ikey::decode(it.key()).map_err(|e| self.err_at(e, h))?;
-        if found_key != user_key {
-            return Ok(GetResult::NotFound);
-        }
-        if positive {
-            bump(&counters.filter_true_positive);
-        }
-        Ok(match kind {
-            ValueKind::Put if copy_value => GetResult::Found(it.value().to_vec()),
-            ValueKind::Put => GetResult::Found(Vec::new()),
-            ValueKind::Delete => GetResult::Deleted,
-        })
     }
 
     /// The handle of the first data block whose separator is `>= target` (an internal key);
@@ -412,14 +516,23 @@ impl Table {
         self.filter.memory_bytes()
     }
 
-    /// Bytes of memory held by the index block and its search summary.
+    /// Bytes of memory held by the index block, its search summary and the loaded range
+    /// tombstones (all pinned while the table is open).
     pub fn index_memory_bytes(&self) -> usize {
-        self.index.size() + self.index_search.as_ref().map_or(0, |s| s.memory_bytes())
+        self.index.size()
+            + self.index_search.as_ref().map_or(0, |s| s.memory_bytes())
+            + if self.range_dels.is_empty() { 0 } else { self.range_dels.memory_bytes() }
     }
 
     /// The properties block.
     pub fn properties(&self) -> &TableProperties {
         &self.props
+    }
+
+    /// The merge operator name recorded for the table's operands (`""` when the table holds
+    /// none, or when they were flushed without an operator configured).
+    pub fn merge_operator_name(&self) -> &str {
+        self.props.merge_operator.as_deref().unwrap_or("")
     }
 
     /// The file number given at open.

@@ -92,6 +92,7 @@ impl WalWriter {
         self.file.sync().inspect_err(|e| self.failed = Some(e.to_string()))
     }
 
+    #[cfg(test)]
     /// The log's end offset (its length once every append has reached the file).
     pub fn offset(&self) -> u64 {
         self.offset

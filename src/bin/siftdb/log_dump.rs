@@ -34,12 +34,36 @@ pub fn wal(args: &LogDumpArgs) -> Result<()> {
             let seq = batch.first_seq + i as u64;
             match (r.kind, args.values) {
                 (ValueKind::Put, true) => {
-                    println!("  @{seq} Put {} => {}", show_key(r.key), show_key(r.value))
+                    println!(
+                        "  @{seq}{} Put {} => {}",
+                        ks(r.keyspace),
+                        show_key(r.key),
+                        show_key(r.value)
+                    )
                 }
                 (ValueKind::Put, false) => {
-                    println!("  @{seq} Put {} ({} value bytes)", show_key(r.key), r.value.len())
+                    println!(
+                        "  @{seq}{} Put {} ({} value bytes)",
+                        ks(r.keyspace),
+                        show_key(r.key),
+                        r.value.len()
+                    )
                 }
-                (ValueKind::Delete, _) => println!("  @{seq} Delete {}", show_key(r.key)),
+                (ValueKind::Delete, _) => {
+                    println!("  @{seq}{} Delete {}", ks(r.keyspace), show_key(r.key))
+                }
+                (ValueKind::Merge, true) => {
+                    let (k, v) = (show_key(r.key), show_key(r.value));
+                    println!("  @{seq}{} Merge {k} <= {v}", ks(r.keyspace))
+                }
+                (ValueKind::Merge, false) => {
+                    let (k, n) = (show_key(r.key), r.value.len());
+                    println!("  @{seq}{} Merge {k} ({n} operand bytes)", ks(r.keyspace))
+                }
+                (ValueKind::RangeDelete, _) => {
+                    let (a, b) = (show_key(r.key), show_key(r.value));
+                    println!("  @{seq}{} DeleteRange [{a}, {b})", ks(r.keyspace))
+                }
             }
         }
         entries += batch.records.len();
@@ -52,6 +76,15 @@ pub fn wal(args: &LogDumpArgs) -> Result<()> {
         if rec.torn_tail { " (torn tail: recovery drops the rest)" } else { "" }
     );
     Ok(())
+}
+
+/// " [keyspace N]" for a record of a keyspace other than the default, else nothing.
+fn ks(id: u32) -> String {
+    if id == 0 {
+        String::new()
+    } else {
+        format!(" [keyspace {id}]")
+    }
 }
 
 pub fn manifest(args: &LogDumpArgs) -> Result<()> {
@@ -70,13 +103,24 @@ pub fn manifest(args: &LogDumpArgs) -> Result<()> {
             line += &format!(" last_seq {n}");
         }
         println!("{line}");
+        for k in &e.keyspaces {
+            let o = &k.options;
+            println!(
+                "  keyspace {} {:?}: filter {:?}, compression {:?}, block size {}",
+                k.id, k.name, o.filter, o.compression, o.block_size
+            );
+        }
+        for id in &e.dropped_keyspaces {
+            println!("  keyspace {id} dropped");
+        }
         for (level, number) in &e.deleted {
             println!("  - L{level} {number:06}.sst");
         }
         for (level, m) in &e.added {
             println!(
-                "  + L{level} {:06}.sst {} bytes, {} entries, keys {}..{}, seq {}..={}",
+                "  + L{level} {:06}.sst keyspace {}, {} bytes, {} entries, keys {}..{}, seq {}..={}",
                 m.number,
+                m.keyspace,
                 m.size,
                 m.entries,
                 show_key(&m.smallest_key),

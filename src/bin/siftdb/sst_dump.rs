@@ -53,6 +53,11 @@ pub fn run(args: &SstDumpArgs) -> Result<()> {
         p.deletions,
         p.distinct_keys
     );
+    if let Some(op) = &p.merge_operator {
+        let op = if op.is_empty() { "(unknown: flushed without an operator)" } else { op };
+        say!("merge operands    {} (operator {op})", p.merges);
+    }
+    say!("keyspace id       {}", ikey::keyspace(&p.smallest_key));
     say!("sequence range    {}..={}", p.smallest_seq, p.largest_seq);
     let (lo, hi) = (ikey::user_key(&p.smallest_key), ikey::user_key(&p.largest_key));
     say!("user key range    {} ..= {}", show_key(lo), show_key(hi));
@@ -81,6 +86,11 @@ pub fn run(args: &SstDumpArgs) -> Result<()> {
         p.filter_bytes,
         p.filter_bits_per_key
     );
+    // Range tombstones are few: always listed, as the table stores them (fragmented).
+    say!("range tombstones  {}", p.range_deletions);
+    for t in table.range_tombstones().tombstones() {
+        say!("  [{}, {}) @{} RangeDelete", show_key(&t.start), show_key(&t.end), t.seq);
+    }
     if args.keys || args.values {
         say!("entries:");
         let mut it = table.iter(false);

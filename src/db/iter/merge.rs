@@ -33,6 +33,12 @@ impl Merge {
         self.current.and_then(|i| self.sources[i].peek())
     }
 
+    /// The recorded merge operator name of the current entry's source (see
+    /// [`Source::merge_operator`]).
+    pub fn merge_operator(&self) -> Option<&str> {
+        self.current.and_then(|i| self.sources[i].merge_operator())
+    }
+
     /// Positions on the first entry `>= target`.
     pub fn seek(&mut self, target: IKey<'_>) -> Result<()> {
         self.all(true, |s| s.seek(target))
@@ -41,11 +47,6 @@ impl Merge {
     /// Positions on the last entry `<= target`.
     pub fn seek_for_prev(&mut self, target: IKey<'_>) -> Result<()> {
         self.all(false, |s| s.seek_for_prev(target))
-    }
-
-    /// Positions on the first entry.
-    pub fn seek_to_first(&mut self) -> Result<()> {
-        self.all(true, Source::seek_to_first)
     }
 
     /// Positions on the last entry.

@@ -55,6 +55,7 @@ pub struct DbIterator {
 impl DbIterator {
     pub(crate) fn new<K: AsRef<[u8]>, R: RangeBounds<K>>(
         inner: Arc<DbInner>,
+        keyspace: u32,
         range: &R,
         at: ReadAt,
     ) -> Result<DbIterator> {
@@ -63,11 +64,12 @@ impl DbIterator {
             Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
             Bound::Unbounded => Bound::Unbounded,
         };
-        Self::build(&inner, own(range.start_bound()), own(range.end_bound()), at)
+        Self::build(&inner, keyspace, own(range.start_bound()), own(range.end_bound()), at)
     }
 
     pub(crate) fn with_prefix(
         inner: Arc<DbInner>,
+        keyspace: u32,
         prefix: &[u8],
         at: ReadAt,
     ) -> Result<DbIterator> {
@@ -75,13 +77,14 @@ impl DbIterator {
             Some(s) => Bound::Excluded(s),
             None => Bound::Unbounded,
         };
-        Self::build(&inner, Bound::Included(prefix.to_vec()), end, at)
+        Self::build(&inner, keyspace, Bound::Included(prefix.to_vec()), end, at)
     }
 
     /// Builds the front cursor and positions it on the first entry, so that an unreadable
     /// first block fails the call that made the iterator.
     fn build(
         inner: &DbInner,
+        keyspace: u32,
         lower: Bound<Vec<u8>>,
         upper: Bound<Vec<u8>>,
         at: ReadAt,
@@ -89,7 +92,8 @@ impl DbIterator {
         // The super-version before the sequence (design.md, "Read-path concurrency", rule 2).
         let sv = inner.super_version();
         let snapshot = at.sequence(inner);
-        let mut front = DbCursor::new(sv, snapshot, lower, upper);
+        let merge_op = inner.opts.merge_operator.clone();
+        let mut front = DbCursor::new(sv, keyspace, snapshot, lower, upper, merge_op);
         front.seek_to_first()?;
         Ok(DbIterator { front, back: None, front_yielded: false, back_yielded: false, done: false })
     }

@@ -23,42 +23,54 @@ const MEM_CHUNK: usize = 256;
 /// Entries in a memtable source's first chunk.
 const MEM_FIRST_CHUNK: usize = 8;
 
-/// A position in internal-key order: user key ascending, then sequence number descending, then
-/// kind descending (design.md "Internal keys").
+/// A position in internal-key order: keyspace ascending, user key ascending, then sequence
+/// number descending, then kind descending (design.md "Internal keys").
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct IKey<'a> {
+    pub keyspace: u32,
     pub user_key: &'a [u8],
     pub seq: u64,
     pub kind: ValueKind,
 }
 
 impl IKey<'_> {
-    /// The first internal key of `user_key` (its newest possible version).
-    pub fn first_of(user_key: &[u8]) -> IKey<'_> {
-        IKey { user_key, seq: ikey::MAX_SEQ, kind: ValueKind::Put }
+    /// The first internal key of `user_key` of `keyspace` (its newest possible version).
+    pub fn first_of(keyspace: u32, user_key: &[u8]) -> IKey<'_> {
+        IKey { keyspace, user_key, seq: ikey::MAX_SEQ, kind: ikey::LOOKUP_KIND }
     }
 
-    /// The last internal key of `user_key` (its oldest possible version).
-    pub fn last_of(user_key: &[u8]) -> IKey<'_> {
-        IKey { user_key, seq: 0, kind: ValueKind::Delete }
+    /// The last internal key of `user_key` of `keyspace` (its oldest possible version).
+    pub fn last_of(keyspace: u32, user_key: &[u8]) -> IKey<'_> {
+        IKey { keyspace, user_key, seq: 0, kind: ValueKind::Delete }
     }
 
-    fn order(&self) -> (&[u8], Reverse<u64>, Reverse<ValueKind>) {
-        (self.user_key, Reverse(self.seq), Reverse(self.kind))
+    fn order(&self) -> (u32, &[u8], Reverse<u64>, Reverse<ValueKind>) {
+        (self.keyspace, self.user_key, Reverse(self.seq), Reverse(self.kind))
     }
 
     fn encode(&self) -> Vec<u8> {
-        ikey::encode(self.user_key, self.seq, self.kind)
+        ikey::encode_in(self.keyspace, self.user_key, self.seq, self.kind)
     }
 
     fn mem_key(&self) -> MemKey {
-        MemKey { user_key: self.user_key.into(), seq: self.seq, kind: self.kind }
+        MemKey {
+            keyspace: self.keyspace,
+            user_key: self.user_key.into(),
+            seq: self.seq,
+            kind: self.kind,
+        }
+    }
+
+    /// `(keyspace, user key)`: the order files are compared in.
+    fn key_at(&self) -> (u32, &[u8]) {
+        (self.keyspace, self.user_key)
     }
 }
 
 /// One decoded entry.
 #[derive(Debug)]
 pub(crate) struct Entry {
+    pub keyspace: u32,
     pub user_key: Vec<u8>,
     pub seq: u64,
     pub kind: ValueKind,
@@ -67,7 +79,7 @@ pub(crate) struct Entry {
 
 impl Entry {
     pub fn ikey(&self) -> IKey<'_> {
-        IKey { user_key: &self.user_key, seq: self.seq, kind: self.kind }
+        IKey { keyspace: self.keyspace, user_key: &self.user_key, seq: self.seq, kind: self.kind }
     }
 
     /// Internal-key order between this entry and `other`.
@@ -110,6 +122,17 @@ impl Source {
         Source::Files { files, at: 0, iter: None, current: None }
     }
 
+    /// The merge operator name recorded by the table the current entry comes from (`""` if
+    /// unknown); `None` for a memtable, whose operands the configured operator wrote.
+    pub fn merge_operator(&self) -> Option<&str> {
+        match self {
+            Source::Mem { .. } => None,
+            Source::Files { files, at, .. } => {
+                Some(files.get(*at).and_then(|f| f.info.merge_operator.as_deref()).unwrap_or(""))
+            }
+        }
+    }
+
     pub fn peek(&self) -> Option<&Entry> {
         match self {
             Source::Mem { buf, .. } => buf.front(),
@@ -125,7 +148,7 @@ impl Source {
                 Ok(())
             }
             Source::Files { files, .. } => {
-                let i = files.partition_point(|f| f.meta.largest_key.as_slice() < target.user_key);
+                let i = files.partition_point(|f| f.meta.largest() < target.key_at());
                 self.open_file(i, |it| it.seek(&target.encode()))?;
                 self.skip_empty_files(true)
             }
@@ -140,28 +163,13 @@ impl Source {
                 Ok(())
             }
             Source::Files { files, .. } => {
-                let i =
-                    files.partition_point(|f| f.meta.smallest_key.as_slice() <= target.user_key);
+                let i = files.partition_point(|f| f.meta.smallest() <= target.key_at());
                 if i == 0 {
                     self.open_file(files_len(self), |_| Ok(()))?; // nothing at or before
                     return Ok(());
                 }
                 self.open_file(i - 1, |it| it.seek_for_prev(&target.encode()))?;
                 self.skip_empty_files(false)
-            }
-        }
-    }
-
-    /// Positions on the first entry.
-    pub fn seek_to_first(&mut self) -> Result<()> {
-        match self {
-            Source::Mem { .. } => {
-                self.mem_restart(true, Bound::Unbounded);
-                Ok(())
-            }
-            Source::Files { .. } => {
-                self.open_file(0, TableIter::seek_to_first)?;
-                self.skip_empty_files(true)
             }
         }
     }
@@ -250,6 +258,7 @@ impl Source {
             };
             *exhausted = items.len() < n;
             buf.extend(items.into_iter().map(|(k, v)| Entry {
+                keyspace: k.keyspace,
                 user_key: k.user_key.into_vec(),
                 seq: k.seq,
                 kind: k.kind,
@@ -312,6 +321,15 @@ fn read(iter: &mut TableIter) -> Result<Option<Entry>> {
     if !iter.valid() {
         return Ok(None);
     }
-    let (user_key, seq, kind) = ikey::decode(iter.key())?;
-    Ok(Some(Entry { user_key: user_key.to_vec(), seq, kind, value: iter.value().to_vec() }))
+    let (keyspace, user_key, seq, kind) = ikey::decode_in(iter.key())?;
+    if kind == ValueKind::RangeDelete {
+        return Err(crate::Error::corruption("range tombstone among a data block's entries", None));
+    }
+    Ok(Some(Entry {
+        keyspace,
+        user_key: user_key.to_vec(),
+        seq,
+        kind,
+        value: iter.value().to_vec(),
+    }))
 }

@@ -52,7 +52,7 @@ fn contents(t: Table, entries: &[Entry]) -> Result<(Vec<GetResult>, usize)> {
     let c = ReadCounters::new();
     let gets = entries
         .iter()
-        .map(|(k, ..)| t.get(k, hash_key(k), u64::MAX, &c))
+        .map(|(k, ..)| t.get(k, hash_key(k), u64::MAX, &c, &mut Vec::new()))
         .collect::<Result<Vec<_>>>()?;
     let mut it = t.iter(false);
     it.seek_to_first()?;

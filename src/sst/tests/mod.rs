@@ -3,6 +3,7 @@
 mod block_reverse;
 mod corruption;
 mod mapped;
+mod range_del;
 mod roundtrip;
 mod table_reverse;
 

@@ -4,7 +4,8 @@ use crate::rng::SplitMix64;
 use crate::sst::{Compression, GetResult, ReadCounters};
 
 /// Entries for `keys` user keys with 1..=4 versions each (distinct sequence numbers below
-/// 2^40), about a quarter of the versions tombstones; sorted in internal-key order.
+/// 2^40), about a quarter of the versions tombstones and an eighth merge operands; sorted in
+/// internal-key order.
 fn versioned_entries(keys: u32, seed: u64) -> Vec<Entry> {
     let mut rng = SplitMix64::new(seed);
     let mut out = Vec::new();
@@ -14,8 +15,13 @@ fn versioned_entries(keys: u32, seed: u64) -> Vec<Entry> {
         seqs.sort_unstable();
         seqs.dedup();
         for s in seqs {
-            let kind = if rng.below(4) == 0 { ValueKind::Delete } else { ValueKind::Put };
-            let v = if kind == ValueKind::Put { format!("v{i}@{s}").into_bytes() } else { vec![] };
+            let kind = match rng.below(8) {
+                0 | 1 => ValueKind::Delete,
+                2 => ValueKind::Merge,
+                _ => ValueKind::Put,
+            };
+            let v =
+                if kind != ValueKind::Delete { format!("v{i}@{s}").into_bytes() } else { vec![] };
             out.push((k.clone(), s, kind, v));
         }
     }
@@ -23,13 +29,18 @@ fn versioned_entries(keys: u32, seed: u64) -> Vec<Entry> {
     out
 }
 
-/// What a get of `versions[..]` (one user key, newest first) returns at `snap`.
-fn model_get(versions: &[Entry], snap: u64) -> GetResult {
-    match versions.iter().find(|e| e.1 <= snap) {
-        None => GetResult::NotFound,
-        Some((_, _, ValueKind::Delete, _)) => GetResult::Deleted,
-        Some((_, _, ValueKind::Put, v)) => GetResult::Found(v.clone()),
+/// What a get of `versions[..]` (one user key, newest first) returns at `snap`, and the merge
+/// operands it collects on the way (newest first).
+fn model_get(versions: &[Entry], snap: u64) -> (GetResult, Vec<Vec<u8>>) {
+    let mut operands = Vec::new();
+    for (_, _, kind, v) in versions.iter().filter(|e| e.1 <= snap) {
+        match kind {
+            ValueKind::Delete | ValueKind::RangeDelete => return (GetResult::Deleted, operands),
+            ValueKind::Put => return (GetResult::Found(v.clone()), operands),
+            ValueKind::Merge => operands.push(v.clone()),
+        }
     }
+    (GetResult::NotFound, operands)
 }
 
 #[test]
@@ -75,16 +86,14 @@ fn hundred_thousand_entries_round_trip_at_every_snapshot() {
         snaps.push(rng.below(1 << 41));
         snaps.push(ikey::MAX_SEQ);
         for snap in snaps {
-            assert_eq!(
-                table.get(k, h, snap, &c).unwrap(),
-                model_get(versions, snap),
-                "{k:?}@{snap}"
-            );
+            let mut operands = Vec::new();
+            let got = table.get(k, h, snap, &c, &mut operands).unwrap();
+            assert_eq!((got, operands), model_get(versions, snap), "{k:?}@{snap}");
         }
         // An absent user key between this one and the next.
         let absent = [k.as_slice(), b"!"].concat();
         assert_eq!(
-            table.get(&absent, hash_key(&absent), u64::MAX, &c).unwrap(),
+            table.get(&absent, hash_key(&absent), u64::MAX, &c, &mut Vec::new()).unwrap(),
             GetResult::NotFound
         );
         i = j;
@@ -114,6 +123,38 @@ fn hundred_thousand_entries_round_trip_at_every_snapshot() {
 }
 
 #[test]
+fn merge_operands_spanning_many_blocks_are_all_collected_down_to_the_base() {
+    // One key with 500 operands over a Put, between two neighbours: its versions fill several
+    // 256-byte blocks, so the lookup walks on through the index into the following blocks.
+    let mut entries: Vec<Entry> = vec![(b"a".to_vec(), 1, ValueKind::Put, b"left".to_vec())];
+    for s in (2..502u64).rev() {
+        entries.push((b"m".to_vec(), s, ValueKind::Merge, s.to_le_bytes().to_vec()));
+    }
+    entries.push((b"m".to_vec(), 1, ValueKind::Put, b"base".to_vec()));
+    entries.push((b"z".to_vec(), 600, ValueKind::Merge, b"lone".to_vec()));
+    let opts = TableOptions { block_size: 256, ..Default::default() };
+    let (bytes, summary) = build(&entries, opts, bloom_source());
+    assert_eq!(summary.properties.format_version, 3);
+    assert_eq!(summary.properties.merges, 501);
+    assert_eq!(summary.properties.merge_operator.as_deref(), Some(""));
+    assert!(summary.properties.data_blocks > 10);
+    let table = open(bytes, None).unwrap();
+    let c = ReadCounters::new();
+    let k = b"m".as_slice();
+    for snap in [1, 2, 250, 501, ikey::MAX_SEQ] {
+        let mut operands = Vec::new();
+        let got = table.get(k, hash_key(k), snap, &c, &mut operands).unwrap();
+        let want: Vec<Vec<u8>> =
+            (2..=snap.min(501)).rev().map(|s| s.to_le_bytes().to_vec()).collect();
+        assert_eq!((got, operands), (GetResult::Found(b"base".to_vec()), want), "@{snap}");
+    }
+    // Operands alone at the end of the table: NotFound (no base here), operands kept.
+    let mut operands = Vec::new();
+    let got = table.get(b"z", hash_key(b"z"), u64::MAX, &c, &mut operands).unwrap();
+    assert_eq!((got, operands), (GetResult::NotFound, vec![b"lone".to_vec()]));
+}
+
+#[test]
 fn filter_is_checked_before_any_block_read() {
     let entries = simple_entries(5_000);
     let (bytes, _) = build(&entries, TableOptions::default(), bloom_source());
@@ -126,7 +167,7 @@ fn filter_is_checked_before_any_block_read() {
         let k = format!("key{:08}", 2 * i + 1).into_bytes();
         let h = hash_key(&k);
         let before = c.snapshot();
-        assert_eq!(table.get(&k, h, u64::MAX, &c).unwrap(), GetResult::NotFound);
+        assert_eq!(table.get(&k, h, u64::MAX, &c, &mut Vec::new()).unwrap(), GetResult::NotFound);
         let after = c.snapshot();
         if !filter.contains_hash(h) {
             rejected += 1;
@@ -145,7 +186,10 @@ fn filter_is_checked_before_any_block_read() {
     assert!(s.filter_positive as f64 / 4999.0 <= 0.01 + 0.0071, "{s:?}");
     // Present keys: every one is a positive and a true positive.
     for (k, _, _, v) in &entries[..1000] {
-        assert_eq!(table.get(k, hash_key(k), u64::MAX, &c).unwrap(), GetResult::Found(v.clone()));
+        assert_eq!(
+            table.get(k, hash_key(k), u64::MAX, &c, &mut Vec::new()).unwrap(),
+            GetResult::Found(v.clone())
+        );
     }
     let t = c.snapshot();
     assert_eq!(t.filter_true_positive, 1000);
@@ -176,9 +220,12 @@ fn unknown_filter_kind_answers_may_contain() {
     assert_eq!(table.filter_memory_bytes() as u64, summary.filter_bytes);
     let c = ReadCounters::new();
     for (i, (k, _, _, v)) in entries.iter().enumerate() {
-        assert_eq!(table.get(k, hash_key(k), u64::MAX, &c).unwrap(), GetResult::Found(v.clone()));
+        assert_eq!(
+            table.get(k, hash_key(k), u64::MAX, &c, &mut Vec::new()).unwrap(),
+            GetResult::Found(v.clone())
+        );
         let absent = format!("key{:08}", 2 * i + 1).into_bytes();
-        let r = table.get(&absent, hash_key(&absent), u64::MAX, &c).unwrap();
+        let r = table.get(&absent, hash_key(&absent), u64::MAX, &c, &mut Vec::new()).unwrap();
         assert_eq!(r, GetResult::NotFound);
     }
     let s = c.snapshot();
@@ -194,15 +241,21 @@ fn table_without_filter_and_empty_table_answer_correctly() {
     let table = open(bytes, None).unwrap();
     let c = ReadCounters::new();
     for (k, _, _, v) in &entries {
-        assert_eq!(table.get(k, hash_key(k), u64::MAX, &c).unwrap(), GetResult::Found(v.clone()));
-        assert_eq!(table.get(k, hash_key(k), 0, &c).unwrap(), GetResult::NotFound);
+        assert_eq!(
+            table.get(k, hash_key(k), u64::MAX, &c, &mut Vec::new()).unwrap(),
+            GetResult::Found(v.clone())
+        );
+        assert_eq!(table.get(k, hash_key(k), 0, &c, &mut Vec::new()).unwrap(), GetResult::NotFound);
     }
     assert_eq!(c.snapshot().filter_checks, 0);
 
     let (bytes, summary) = build(&[], TableOptions::default(), bloom_source());
     assert_eq!(summary.entries, 0);
     let table = Arc::new(open(bytes, None).unwrap());
-    assert_eq!(table.get(b"a", hash_key(b"a"), 9, &c).unwrap(), GetResult::NotFound);
+    assert_eq!(
+        table.get(b"a", hash_key(b"a"), 9, &c, &mut Vec::new()).unwrap(),
+        GetResult::NotFound
+    );
     let mut it = table.iter(true);
     it.seek_to_first().unwrap();
     assert!(!it.valid());
@@ -231,7 +284,7 @@ fn zstd_and_lz4_shrink_blocks_and_read_back_identically() {
         let table = Arc::new(open(packed, None).unwrap());
         let c = ReadCounters::new();
         for (k, _, _, v) in entries.iter().step_by(7) {
-            let got = table.get(k, hash_key(k), u64::MAX, &c).unwrap();
+            let got = table.get(k, hash_key(k), u64::MAX, &c, &mut Vec::new()).unwrap();
             assert_eq!(got, GetResult::Found(v.clone()));
         }
         let mut it = table.iter(false);
@@ -257,12 +310,12 @@ fn block_cache_counts_hits_and_stays_within_its_bytes() {
     let table = open(bytes, Some(Arc::clone(&cache))).unwrap();
     let c = ReadCounters::new();
     let k = &entries[0].0;
-    table.get(k, hash_key(k), u64::MAX, &c).unwrap();
-    table.get(k, hash_key(k), u64::MAX, &c).unwrap();
+    table.get(k, hash_key(k), u64::MAX, &c, &mut Vec::new()).unwrap();
+    table.get(k, hash_key(k), u64::MAX, &c, &mut Vec::new()).unwrap();
     let s = c.snapshot();
     assert_eq!((s.block_cache_misses, s.block_cache_hits, s.data_blocks_read), (1, 1, 2));
     for (k, _, _, _) in &entries {
-        table.get(k, hash_key(k), u64::MAX, &c).unwrap();
+        table.get(k, hash_key(k), u64::MAX, &c, &mut Vec::new()).unwrap();
         assert!(cache.usage() <= capacity);
     }
     let s = c.snapshot();
@@ -272,7 +325,7 @@ fn block_cache_counts_hits_and_stays_within_its_bytes() {
     assert_eq!((cache.hits(), cache.misses()), (s.block_cache_hits, s.block_cache_misses));
     assert!(cache.len() <= 8 && cache.len() >= 6, "{}", cache.len());
     // The first block was evicted long ago: reading it again is a miss.
-    table.get(k, hash_key(k), u64::MAX, &c).unwrap();
+    table.get(k, hash_key(k), u64::MAX, &c, &mut Vec::new()).unwrap();
     assert_eq!(c.snapshot().block_cache_misses, s.block_cache_misses + 1);
 }
 
@@ -318,7 +371,7 @@ fn tables_are_shared_across_threads_with_one_cache() {
             let (table, c, entries) = (Arc::clone(&table), Arc::clone(&c), Arc::clone(&entries));
             std::thread::spawn(move || {
                 for (k, _, _, v) in entries.iter().skip(t).step_by(2) {
-                    let r = table.get(k, hash_key(k), u64::MAX, &c).unwrap();
+                    let r = table.get(k, hash_key(k), u64::MAX, &c, &mut Vec::new()).unwrap();
                     assert_eq!(r, GetResult::Found(v.clone()));
                 }
             })

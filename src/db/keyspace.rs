@@ -1,0 +1,397 @@
+//! Keyspaces (column families): named, independently configured key spaces in one database,
+//! sharing its WAL, sequence numbers, memtables and levels (design.md, "Keyspaces").
+//!
+//! A keyspace is an id in the internal key (src/ikey.rs), so the keyspaces occupy disjoint
+//! internal-key ranges of one LSM tree; flush and compaction cut their output files at keyspace
+//! boundaries and write each file with its keyspace's options. This file holds the registry of
+//! live keyspaces ([`KeyspaceSet`], published through an `ArcSwap` and replaced under the
+//! manifest lock), creating, reopening and dropping them, and the [`Keyspace`] handle, whose
+//! reads and writes run through the same code paths as `Db`'s with the keyspace id threaded in.
+
+use super::iter::DbIterator;
+use super::read::{self, ReadAt};
+use super::{compact, multi_get, write, DbCursor, DbInner, SuperVersion};
+use crate::batch::WriteBatch;
+use crate::compaction::{level_filter, LevelFilter};
+use crate::error::{Error, Result};
+use crate::ikey::DEFAULT_KEYSPACE;
+use crate::keyspace_options::{validate_name, KeyspaceOptions, DEFAULT_KEYSPACE_NAME};
+use crate::manifest::{KeyspaceRecord, RecoveredState, VersionEdit};
+use crate::options::{FilterConfig, FilterPolicy, Options, StaticFilterKind};
+use crate::sst::TableOptions;
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::{Bound, RangeBounds};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// A live keyspace other than the default.
+#[derive(Debug, Clone)]
+pub(crate) struct LiveKeyspace {
+    pub name: Arc<str>,
+    pub options: KeyspaceOptions,
+}
+
+/// The keyspaces of a database: live ones other than the default, and the ids of dropped ones.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct KeyspaceSet {
+    pub live: BTreeMap<u32, LiveKeyspace>,
+    pub dropped: BTreeSet<u32>,
+}
+
+impl KeyspaceSet {
+    /// The keyspaces a recovered manifest describes.
+    pub fn recovered(state: &RecoveredState) -> KeyspaceSet {
+        let live = state
+            .keyspaces
+            .values()
+            .map(|r| (r.id, LiveKeyspace { name: r.name.as_str().into(), options: r.options }))
+            .collect();
+        KeyspaceSet { live, dropped: state.dropped_keyspaces.clone() }
+    }
+
+    /// Whether `id` is the default keyspace or a live one.
+    pub fn is_live(&self, id: u32) -> bool {
+        id == DEFAULT_KEYSPACE || self.live.contains_key(&id)
+    }
+
+    fn id_of(&self, name: &str) -> Option<u32> {
+        self.live.iter().find(|(_, k)| &*k.name == name).map(|(&id, _)| id)
+    }
+
+    /// One above every id ever created or dropped (ids are never reused).
+    fn next_id(&self) -> Result<u32> {
+        let live = self.live.keys().next_back().copied().unwrap_or(0);
+        let dropped = self.dropped.iter().next_back().copied().unwrap_or(0);
+        live.max(dropped)
+            .checked_add(1)
+            .ok_or_else(|| Error::invalid("every keyspace id (2^32 - 1) has been used"))
+    }
+
+    /// The tag-6 records of the live keyspaces (a manifest snapshot carries them).
+    pub fn records(&self) -> Vec<KeyspaceRecord> {
+        let record = |(&id, k): (&u32, &LiveKeyspace)| KeyspaceRecord {
+            id,
+            name: k.name.to_string(),
+            options: k.options,
+        };
+        self.live.iter().map(record).collect()
+    }
+}
+
+/// How the files of one keyspace are written: block layout, and filters.
+pub(crate) struct Layout {
+    pub table: TableOptions,
+    /// Filter of flushed (L0) files.
+    pub flush_filter: FilterConfig,
+    /// Filter policy whose static part applies to compaction outputs.
+    pub policy: FilterPolicy,
+}
+
+impl Layout {
+    /// The layout of `keyspace`'s files written to `level` (its persisted options, or the
+    /// database options for the default keyspace and for ids no longer live).
+    pub fn of(opts: &Options, set: &KeyspaceSet, keyspace: u32, level: usize) -> Layout {
+        let base = super::flush::table_options(opts, level);
+        match set.live.get(&keyspace) {
+            Some(k) => {
+                let o = k.options;
+                let mut policy = opts.filter_policy.clone();
+                policy.flush = o.filter;
+                if o.filter == FilterConfig::None {
+                    policy.compaction = StaticFilterKind::None;
+                }
+                let mut table = base;
+                table.block_size = o.block_size;
+                table.compression = super::flush::sst_compression(o.compression);
+                Layout { table, flush_filter: o.filter, policy }
+            }
+            None => Layout {
+                table: base,
+                flush_filter: opts.filter_policy.flush,
+                policy: opts.filter_policy.clone(),
+            },
+        }
+    }
+
+    /// The static filter of compaction outputs at `level` (Monkey `weights` as
+    /// `compaction::level_filter` takes them).
+    pub fn compaction_filter(&self, level: usize, weights: &[f64]) -> LevelFilter {
+        level_filter(&self.policy, level.max(1), weights)
+    }
+}
+
+/// Opens keyspace `name`, creating it if missing; persists `options` if they differ from the
+/// recorded ones. `reserved_ok` admits siftdb's own `__` names.
+pub(crate) fn open_keyspace(
+    inner: &Arc<DbInner>,
+    name: &str,
+    options: KeyspaceOptions,
+    reserved_ok: bool,
+) -> Result<Keyspace> {
+    validate_name(name, reserved_ok)?;
+    options.validate()?;
+    if name == DEFAULT_KEYSPACE_NAME {
+        if options != KeyspaceOptions::from(&inner.opts) {
+            return Err(Error::invalid(
+                "keyspace \"default\" takes its options from Options; open it with \
+                 KeyspaceOptions::from(&options)",
+            ));
+        }
+        return Ok(Keyspace::new(inner.clone(), DEFAULT_KEYSPACE, name.into()));
+    }
+    inner.check_writable()?;
+    let mut manifest = inner.manifest.lock();
+    let set = inner.keyspaces.load_full();
+    let (id, existing) = match set.id_of(name) {
+        Some(id) => (id, set.live.get(&id).map(|k| k.options)),
+        None => (set.next_id()?, None),
+    };
+    if existing != Some(options) {
+        let edit = VersionEdit {
+            keyspaces: vec![KeyspaceRecord { id, name: name.to_string(), options }],
+            ..VersionEdit::default()
+        };
+        if let Err(e) = manifest.append(&edit) {
+            inner.set_bg_error(&e);
+            return Err(e);
+        }
+        let mut next = (*set).clone();
+        next.live.insert(id, LiveKeyspace { name: name.into(), options });
+        inner.keyspaces.store(Arc::new(next));
+    }
+    drop(manifest);
+    Ok(Keyspace::new(inner.clone(), id, name.into()))
+}
+
+/// Drops keyspace `name`: one manifest edit records the drop and removes every file of the
+/// keyspace (files hold one keyspace, so this frees its space as soon as no reader holds
+/// them); its memtable entries are discarded at flush.
+pub(crate) fn drop_keyspace(inner: &DbInner, name: &str) -> Result<()> {
+    validate_name(name, true)?;
+    if name == DEFAULT_KEYSPACE_NAME {
+        return Err(Error::invalid("keyspace \"default\" cannot be dropped"));
+    }
+    inner.check_writable()?;
+    // No compaction runs meanwhile: none can install outputs of the dropped keyspace.
+    let _c = inner.compaction_lock.lock();
+    let mut manifest = inner.manifest.lock();
+    let set = inner.keyspaces.load_full();
+    let id =
+        set.id_of(name).ok_or_else(|| Error::invalid(format!("no keyspace named {name:?}")))?;
+    let version = inner.super_version().version.clone();
+    let mut deleted = Vec::new();
+    let mut removed = Vec::new();
+    for (level, files) in version.levels.iter().enumerate() {
+        for f in files.iter().filter(|f| f.meta.keyspace == id) {
+            deleted.push((level, f.meta.number));
+            removed.push(f.clone());
+        }
+    }
+    drop(version);
+    let edit = VersionEdit {
+        next_file_number: Some(inner.next_file.load(Ordering::SeqCst)),
+        deleted: deleted.iter().map(|&(l, n)| (l as u32, n)).collect(),
+        dropped_keyspaces: vec![id],
+        ..VersionEdit::default()
+    };
+    if let Err(e) = manifest.append(&edit) {
+        inner.set_bg_error(&e);
+        return Err(e);
+    }
+    let mut next = (*set).clone();
+    next.live.remove(&id);
+    next.dropped.insert(id);
+    inner.keyspaces.store(Arc::new(next));
+    inner.install_super_version(|cur| SuperVersion {
+        mem: cur.mem.clone(),
+        imm: cur.imm.clone(),
+        version: Arc::new(cur.version.apply(&deleted, &[])),
+    });
+    drop(manifest);
+    inner.obsolete.lock().extend(removed);
+    compact::purge_obsolete(inner);
+    Ok(())
+}
+
+/// A handle on one keyspace of a database (from [`crate::Db::keyspace`]): the `Db` read and
+/// write methods, confined to the keyspace. `Clone`, `Send` and `Sync`; it keeps the database's
+/// shared state alive like a [`crate::Snapshot`] does. After the keyspace is dropped every call
+/// returns [`Error::InvalidArgument`]` ("keyspace 'x' was dropped")`.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use siftdb::{Db, KeyspaceOptions, Options, WriteBatch};
+/// let db = Db::open(dir.path(), Options::default())?;
+/// let users = db.keyspace("users", KeyspaceOptions::default())?;
+/// users.put("k", "in users")?;
+/// db.put("k", "in default")?; // the same key in another keyspace: independent
+/// assert_eq!(users.get("k")?, Some(b"in users".to_vec()));
+///
+/// let mut batch = WriteBatch::new(); // atomic across keyspaces
+/// batch.put_in(&users, "a", "1").put("a", "2");
+/// db.write(batch)?;
+/// let keys: Vec<Vec<u8>> = users.scan()?.map(|kv| kv.map(|(k, _)| k)).collect::<Result<_, _>>()?;
+/// assert_eq!(keys, vec![b"a".to_vec(), b"k".to_vec()]);
+///
+/// db.drop_keyspace("users")?;
+/// assert!(users.get("k").is_err());
+/// assert_eq!(db.keyspace_names(), vec!["default".to_string()]);
+/// # Ok::<(), siftdb::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Keyspace {
+    inner: Arc<DbInner>,
+    id: u32,
+    name: Arc<str>,
+}
+
+impl std::fmt::Debug for Keyspace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Keyspace").field("id", &self.id).field("name", &self.name).finish()
+    }
+}
+
+impl Keyspace {
+    fn new(inner: Arc<DbInner>, id: u32, name: Arc<str>) -> Keyspace {
+        Keyspace { inner, id, name }
+    }
+
+    /// The keyspace's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The keyspace's id (in its database; never reused).
+    pub(crate) fn id(&self) -> u32 {
+        self.id
+    }
+
+    pub(crate) fn name_arc(&self) -> &Arc<str> {
+        &self.name
+    }
+
+    /// Whether this handle belongs to the database whose state is `inner`.
+    pub(crate) fn belongs_to(&self, inner: &Arc<DbInner>) -> bool {
+        Arc::ptr_eq(&self.inner, inner)
+    }
+
+    /// Fails if the keyspace was dropped.
+    pub(crate) fn check_live(&self) -> Result<()> {
+        if self.inner.keyspaces.load().is_live(self.id) {
+            Ok(())
+        } else {
+            Err(Error::invalid(format!("keyspace '{}' was dropped", self.name)))
+        }
+    }
+
+    /// The value of `key`, as of now.
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        self.check_live()?;
+        read::get(&self.inner, self.id, key.as_ref(), ReadAt::Latest)
+    }
+
+    /// Whether `key` has a value now (see [`crate::Db::contains_key`]).
+    pub fn contains_key(&self, key: impl AsRef<[u8]>) -> Result<bool> {
+        self.check_live()?;
+        read::contains_key(&self.inner, self.id, key.as_ref(), ReadAt::Latest)
+    }
+
+    /// The values of `keys` at one moment, in their order (see [`crate::Db::multi_get`]).
+    pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Result<Option<Vec<u8>>>> {
+        if let Err(e) = self.check_live() {
+            return keys.iter().map(|_| Err(e.duplicate())).collect();
+        }
+        let keys: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
+        multi_get::multi_get(&self.inner, self.id, &keys, ReadAt::Latest)
+    }
+
+    /// Sets `key` to `value`.
+    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        let (key, value) = (key.as_ref(), value.as_ref());
+        let mut b = WriteBatch::with_capacity(WriteBatch::put_size(key, value) + 5);
+        b.put_in(self, key, value);
+        write::write(&self.inner, b, false)
+    }
+
+    /// Deletes `key` (writes a tombstone).
+    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete_in(self, key);
+        write::write(&self.inner, b, false)
+    }
+
+    /// Merges `operand` into `key` with the database's merge operator (see
+    /// [`crate::Db::merge`]).
+    pub fn merge(&self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> Result<()> {
+        let (key, operand) = (key.as_ref(), operand.as_ref());
+        let mut b = WriteBatch::with_capacity(WriteBatch::put_size(key, operand) + 5);
+        b.merge_in(self, key, operand);
+        write::write(&self.inner, b, false)
+    }
+
+    /// Deletes every key of the keyspace in `[start, end)` with one range tombstone (see
+    /// [`crate::Db::delete_range`]).
+    pub fn delete_range(&self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete_range_in(self, start, end);
+        if b.is_empty() {
+            return self.check_live();
+        }
+        write::write(&self.inner, b, false)
+    }
+
+    /// Entries with keys in `range`, in key order, as of now (double-ended).
+    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<DbIterator> {
+        self.check_live()?;
+        DbIterator::new(self.inner.clone(), self.id, &range, ReadAt::Latest)
+    }
+
+    /// Every entry of the keyspace in key order.
+    pub fn scan(&self) -> Result<DbIterator> {
+        self.range::<&[u8], _>(..)
+    }
+
+    /// Entries whose key starts with `prefix`.
+    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Result<DbIterator> {
+        self.check_live()?;
+        DbIterator::with_prefix(self.inner.clone(), self.id, prefix.as_ref(), ReadAt::Latest)
+    }
+
+    /// A seekable cursor over the keyspace's entries visible now (see [`crate::Db::cursor`]).
+    pub fn cursor(&self) -> Result<DbCursor> {
+        self.check_live()?;
+        let sv = self.inner.super_version();
+        let seq = ReadAt::Latest.sequence(&self.inner);
+        let merge_op = self.inner.opts.merge_operator.clone();
+        Ok(DbCursor::new(sv, self.id, seq, Bound::Unbounded, Bound::Unbounded, merge_op))
+    }
+}
+
+/// The names of the live keyspaces, "default" first, then by id (creation order).
+pub(crate) fn names(inner: &DbInner) -> Vec<String> {
+    let set = inner.keyspaces.load();
+    std::iter::once(DEFAULT_KEYSPACE_NAME.to_string())
+        .chain(set.live.values().map(|k| k.name.to_string()))
+        .collect()
+}
+
+/// Fails unless every keyspace `batch` names is live (a dropped one fails the whole batch).
+pub(crate) fn check_batch(inner: &DbInner, batch: &WriteBatch) -> Result<()> {
+    if batch.keyspaces().is_empty() {
+        return Ok(());
+    }
+    let set = inner.keyspaces.load();
+    match batch.keyspaces().iter().find(|(id, _)| !set.is_live(*id)) {
+        Some((_, name)) => Err(Error::invalid(format!("keyspace '{name}' was dropped"))),
+        None => Ok(()),
+    }
+}
+
+/// A handle on live keyspace `name` (`"default"` included), without creating it.
+pub(crate) fn existing(inner: &Arc<DbInner>, name: &str) -> Option<Keyspace> {
+    if name == DEFAULT_KEYSPACE_NAME {
+        return Some(Keyspace::new(inner.clone(), DEFAULT_KEYSPACE, name.into()));
+    }
+    let id = inner.keyspaces.load().id_of(name)?;
+    Some(Keyspace::new(inner.clone(), id, name.into()))
+}
