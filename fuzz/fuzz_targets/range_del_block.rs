@@ -2,8 +2,8 @@
 //! panic; a block that decodes answers like the plain list of its tombstones.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use siftdb::inspect::sst::Fragments;
 use siftdb::inspect::sst::range_del_block;
+use siftdb::inspect::sst::Fragments;
 
 fuzz_target!(|data: &[u8]| {
     let Ok((frags, _)) = range_del_block::decode(data.to_vec()) else { return };

@@ -32,7 +32,7 @@ fuzz_target!(|data: &[u8]| {
     let counters = ReadCounters::new();
     for k in keys {
         let uk = siftdb::inspect::ikey::user_key(&k).to_vec();
-        let _ = t.get(&uk, hash_key(&uk), u64::MAX >> 8, &counters);
+        let _ = t.get(&uk, hash_key(&uk), u64::MAX >> 8, &counters, &mut Vec::new());
     }
-    let _ = t.get(b"absent", hash_key(b"absent"), u64::MAX >> 8, &counters);
+    let _ = t.get(b"absent", hash_key(b"absent"), u64::MAX >> 8, &counters, &mut Vec::new());
 });

@@ -2,8 +2,8 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use siftdb::inspect::wal::decode_batch;
-use siftdb::storage::{MemStorage, Storage};
 use siftdb::inspect::wal::read_wal;
+use siftdb::storage::{MemStorage, Storage};
 use std::path::Path;
 
 fuzz_target!(|data: &[u8]| {

@@ -103,7 +103,7 @@ fn main() {
         put("filter_view", name, &bytes);
     }
     // Range-deletion blocks: overlapping tombstones, fragmented as a table stores them.
-    let t = |a: &str, b: &str, seq| siftdb::range_del::RangeTombstone {
+    let t = |a: &str, b: &str, seq| siftdb::inspect::sst::RangeTombstone {
         start: a.into(),
         end: b.into(),
         seq,
@@ -112,8 +112,10 @@ fn main() {
         ("one", vec![t("a", "m", 3)]),
         ("overlapping", vec![t("a", "k", 3), t("c", "z", 8), t("c", "d", 5), t("q", "q\0", 9)]),
     ] {
-        let (raw, _) =
-            siftdb::sst::range_del_block::encode(&siftdb::range_del::Fragments::new(&ts));
+        let (raw, _) = siftdb::inspect::sst::range_del_block::encode(
+            &siftdb::inspect::sst::Fragments::new(&ts),
+            0,
+        );
         put("range_del_block", name, &raw);
     }
     println!("seed corpus written to corpus/");
