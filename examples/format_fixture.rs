@@ -24,7 +24,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Err(format!("{} exists; give a new path", out.display()).into());
     }
     let db = Db::open(out, fixture_options(version))?;
-    write_fixture_history(&db)?;
+    write_fixture_history(&db, version)?;
     let stats = db.stats();
     drop(db);
     // The lock file is recreated by every open; a fixture does not need it.

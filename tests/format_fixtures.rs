@@ -16,8 +16,8 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-fn assert_holds_the_model(db: &Db) {
-    let model = fixture_model();
+fn assert_holds_the_model(db: &Db, version: u32) {
+    let model = fixture_model_in(version, "default");
     for i in 0..2100 {
         let k = fixture_key(i);
         assert_eq!(db.get(&k).unwrap(), model.get(&k).cloned(), "key {}", i);
@@ -26,33 +26,62 @@ fn assert_holds_the_model(db: &Db) {
     let expected: Vec<(Vec<u8>, Vec<u8>)> = model.into_iter().collect();
     assert_eq!(scanned.len(), expected.len());
     assert!(scanned == expected, "a full scan differs from the model");
+    if version < 3 {
+        assert_eq!(db.keyspace_names(), vec!["default"]);
+        return;
+    }
+    assert_eq!(db.keyspace_names(), vec!["default", FIXTURE_KEYSPACE]);
+    let ks = db.existing_keyspace(FIXTURE_KEYSPACE).expect("the fixture's keyspace");
+    let model = fixture_model_in(version, FIXTURE_KEYSPACE);
+    let scanned: Vec<(Vec<u8>, Vec<u8>)> = ks.scan().unwrap().map(|kv| kv.unwrap()).collect();
+    let expected: Vec<(Vec<u8>, Vec<u8>)> =
+        model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    assert!(scanned == expected, "a scan of keyspace {FIXTURE_KEYSPACE} differs from the model");
+    for k in model.keys().take(50) {
+        assert_eq!(ks.get(k).unwrap().as_ref(), model.get(k), "key {:?}", k);
+    }
+    for i in 0..10 {
+        let k = counter_key(i);
+        assert_eq!(db.get(&k).unwrap(), fixture_model_in(version, "default").get(&k).cloned());
+    }
 }
 
-fn opens_with_its_contents(version: &str) {
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(version);
+/// The options a fixture is read with: the defaults, plus the merge operator its operands need.
+fn read_options(version: u32) -> Options {
+    let merge_operator = fixture_options(version).merge_operator;
+    Options { merge_operator, ..Options::default() }
+}
+
+fn opens_with_its_contents(version: u32) {
+    let name = format!("format_v{version}");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name);
     assert!(fixture.join("CURRENT").exists(), "fixture {} is missing", fixture.display());
     let dir = tempfile::tempdir().unwrap();
     copy_dir(&fixture, dir.path());
     {
-        let db = Db::open(dir.path(), Options { create_if_missing: false, ..Options::default() })
-            .unwrap();
-        assert_holds_the_model(&db);
-        assert_eq!(db.keyspace_names(), vec!["default"]);
+        let opts = Options { create_if_missing: false, ..read_options(version) };
+        let db = Db::open(dir.path(), opts).unwrap();
+        assert_holds_the_model(&db, version);
         db.compact().unwrap();
-        assert_holds_the_model(&db);
+        assert_holds_the_model(&db, version);
     }
-    let db = Db::open(dir.path(), Options::default()).unwrap();
-    assert_holds_the_model(&db);
+    let db = Db::open(dir.path(), read_options(version)).unwrap();
+    assert_holds_the_model(&db, version);
 }
 
 #[test]
 fn a_database_written_in_format_v1_opens_with_its_contents() {
-    opens_with_its_contents("format_v1");
+    opens_with_its_contents(1);
 }
 
 #[test]
 fn a_database_written_in_format_v2_with_lz4_tables_opens_with_its_contents() {
-    opens_with_its_contents("format_v2");
+    opens_with_its_contents(2);
+}
+
+#[test]
+fn a_database_written_in_format_v3_with_keyspaces_merges_and_range_tombstones_opens() {
+    opens_with_its_contents(3);
 }
 
 #[test]
@@ -62,9 +91,9 @@ fn the_fixture_history_written_by_this_build_reads_back() {
     let dir = tempfile::tempdir().unwrap();
     {
         let db = Db::open(dir.path(), fixture_options(LATEST_FIXTURE)).unwrap();
-        write_fixture_history(&db).unwrap();
-        assert_holds_the_model(&db);
+        write_fixture_history(&db, LATEST_FIXTURE).unwrap();
+        assert_holds_the_model(&db, LATEST_FIXTURE);
     }
-    let db = Db::open(dir.path(), Options::default()).unwrap();
-    assert_holds_the_model(&db);
+    let db = Db::open(dir.path(), read_options(LATEST_FIXTURE)).unwrap();
+    assert_holds_the_model(&db, LATEST_FIXTURE);
 }
