@@ -48,18 +48,7 @@ fn script(seed: u64, writes: usize) -> (Vec<Step>, Vec<State>) {
     let mut rng = SplitMix64::new(seed);
     let (mut steps, mut states) = (Vec::new(), vec![State::default()]);
     for n in 1..=writes {
-        let specs: Vec<RecSpec> = (0..1 + rng.below(5))
-            .map(|_| {
-                let ks = usize::from(rng.below(3) == 0);
-                let (a, b) = (rng.below(32) as u8, rng.below(33) as u8);
-                match rng.below(20) {
-                    0..=8 => RecSpec::Put(ks, a, 24 + rng.below(40) as u8),
-                    9..=11 => RecSpec::Delete(ks, a),
-                    12..=13 => RecSpec::DeleteRange(ks, a.min(b), a.max(b)),
-                    _ => RecSpec::Merge(ks, rng.below(4) as u8, 1 + rng.below(1000) as u16),
-                }
-            })
-            .collect();
+        let specs = random_specs(&mut rng, 40);
         let state = states.last().unwrap();
         let recs = records(state, &specs, n);
         let mut next = state.clone();

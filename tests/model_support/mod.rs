@@ -10,6 +10,7 @@
 #![allow(dead_code)]
 
 use proptest::prelude::*;
+use siftdb::rng::SplitMix64;
 use siftdb::{Db, Keyspace, KeyspaceOptions, Options, WriteBatch};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -68,6 +69,23 @@ pub fn rec_spec() -> impl Strategy<Value = RecSpec> {
         2 => (ks.clone(), 0u8..33, 0u8..33).prop_map(|(s, a, b)| RecSpec::DeleteRange(s, a, b)),
         8 => (ks, 0u8..4, any::<u16>()).prop_map(|(s, h, n)| RecSpec::Merge(s, h, n)),
     ]
+}
+
+/// 1..=5 random records (the seeded counterpart of [`rec_spec`]): a third in "ks2"; 45% puts
+/// of 24..24 + `pad` bytes, 15% deletes, 10% range deletes, 30% merges.
+pub fn random_specs(rng: &mut SplitMix64, pad: u8) -> Vec<RecSpec> {
+    (0..1 + rng.below(5))
+        .map(|_| {
+            let ks = usize::from(rng.below(3) == 0);
+            let (a, b) = (rng.below(32) as u8, rng.below(33) as u8);
+            match rng.below(20) {
+                0..=8 => RecSpec::Put(ks, a, 24 + rng.below(u64::from(pad)) as u8),
+                9..=11 => RecSpec::Delete(ks, a),
+                12..=13 => RecSpec::DeleteRange(ks, a.min(b), a.max(b)),
+                _ => RecSpec::Merge(ks, rng.below(4) as u8, 1 + rng.below(1000) as u16),
+            }
+        })
+        .collect()
 }
 
 pub fn key(k: u8) -> Vec<u8> {
