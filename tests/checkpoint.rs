@@ -1,9 +1,14 @@
-//! `Db::checkpoint`: a consistent, openable, independent copy.
+//! `Db::checkpoint`: a consistent, openable, independent copy, also while another thread
+//! writes batches of every record kind across two keyspaces.
 
+mod model_support;
+
+use model_support::{apply, random_specs, records, Handles, State};
+use siftdb::rng::SplitMix64;
 use siftdb::storage::MemStorage;
-use siftdb::{CompactionOptions, Db, Error, Options, WriteBatch, WriteOptions};
+use siftdb::{CompactionOptions, Db, Error, Options, U64AddOperator, WriteBatch, WriteOptions};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 fn key(i: u64) -> Vec<u8> {
@@ -126,4 +131,76 @@ fn a_checkpoint_survives_a_power_loss_right_after_it_returns() {
     let cp = Db::open("/m/cp", opts()).unwrap();
     assert_eq!(cp.scan().unwrap().count(), 3001);
     assert_eq!(cp.get("batch").unwrap(), Some(b"synced".to_vec()));
+}
+
+#[test]
+fn a_checkpoint_taken_during_merges_range_deletes_and_puts_in_two_keyspaces_is_a_state_of_the_history(
+) {
+    // One writer applies batches mixing puts, deletes, range deletes and merges across the
+    // default keyspace and "ks2" (small memtables, so flushes and compactions run meanwhile) and
+    // logs each acknowledged one, until the checkpoints are taken. Each checkpoint must equal
+    // the model after some write between the acknowledged counts before and after the call.
+    let dir = tempfile::tempdir().unwrap();
+    let opts = || Options {
+        memtable_size: 16 << 10,
+        merge_operator: Some(Arc::new(U64AddOperator)),
+        compaction: CompactionOptions { target_file_size: 8 << 10, ..CompactionOptions::default() },
+        ..Options::default()
+    };
+    let h = Arc::new(Handles::open(&dir.path().join("db"), opts()));
+    let (acked, stop) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicBool::new(false)));
+    let writer = {
+        let (h, acked, stop) = (h.clone(), acked.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let (mut rng, mut state, mut log) = (SplitMix64::new(0xC4EC), State::default(), vec![]);
+            // A bound, in case the checkpoints starve: the test then fails below.
+            for n in 1..=200_000 {
+                let recs = records(&state, &random_specs(&mut rng, 200), n);
+                h.db.write(h.batch(&recs)).unwrap();
+                apply(&mut state, &recs);
+                log.push(recs);
+                acked.store(n, Ordering::Release);
+                if stop.load(Ordering::Acquire) {
+                    break;
+                }
+            }
+            log
+        })
+    };
+    let mut taken = Vec::new();
+    for c in 0..3 {
+        let start = acked.load(Ordering::Acquire);
+        while acked.load(Ordering::Acquire) < start + 1500 {
+            std::thread::yield_now();
+        }
+        let before = acked.load(Ordering::Acquire);
+        let cp = dir.path().join(format!("cp{c}"));
+        h.db.checkpoint(&cp).unwrap();
+        taken.push((cp, before, acked.load(Ordering::Acquire)));
+    }
+    stop.store(true, Ordering::Release);
+    let log = writer.join().unwrap();
+    let written = log.len();
+    assert!(taken.iter().all(|&(_, _, after)| after < written), "{taken:?}: writes went on");
+    let stats = h.db.stats();
+    // Flushes and compactions ran while the writer wrote (checkpoints flush too).
+    assert!(stats.flushes >= 10 && stats.compactions >= 2, "{stats:?}");
+    for (cp, before, after) in taken {
+        let got = Handles::open(&cp, opts()).scan();
+        let mut state = State::default();
+        let mut found = None;
+        for j in 0..=after {
+            if j > 0 {
+                apply(&mut state, &log[j - 1]);
+            }
+            if j >= before && state == got {
+                found = Some(j);
+            }
+        }
+        assert!(
+            found.is_some(),
+            "{} equals the model after no write in {before}..={after}",
+            cp.display()
+        );
+    }
 }

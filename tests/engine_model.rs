@@ -8,7 +8,9 @@
 //! The same kind of sequence runs over the real file system (a temp dir), over `MemStorage`, and
 //! over `MemStorage` with synced writes where every reopen follows a simulated power loss.
 //! A second keyspace ("ks2", its own model) takes a quarter of the batch records, so batches
-//! span keyspaces; its gets, and its full scans at every reopen, are checked too.
+//! span keyspaces and mix every record kind (put, delete, merge, delete_range) in both; its
+//! gets, ranges forward and reversed, snapshot reads (`Snapshot::get_in` / `range_in`) and its
+//! full scans at every reopen are checked too.
 
 use siftdb::rng::SplitMix64;
 use siftdb::storage::MemStorage;
@@ -60,6 +62,102 @@ fn value(rng: &mut SplitMix64, op: usize) -> Vec<u8> {
     let pad = rng.below(300) as usize;
     v.extend(std::iter::repeat_n(b'a' + (op % 26) as u8, pad));
     v
+}
+
+/// The u64 a counter key holds in the model (no value counts as 0), or `None` when its value
+/// is not 8 bytes (the operator would refuse to merge onto it).
+fn counter(m: &Model, k: &[u8]) -> Option<u64> {
+    match m.get(k) {
+        Some(v) => Some(u64::from_le_bytes(v[..].try_into().ok()?)),
+        None => Some(0),
+    }
+}
+
+/// Adds one random record to `b`, in keyspace `ks2` (model `m2`) when `in_ks2`, else in the
+/// default keyspace (model `m`), and applies it to that model: a put, a delete, a merge into
+/// one of 50 hot keys (preceded by a delete when the key holds a value that is not a counter),
+/// or a delete_range `[k, k ++ "5")`. Records apply in batch order, so later ones see earlier.
+fn batch_record(
+    rng: &mut SplitMix64,
+    b: &mut WriteBatch,
+    ks2: &Keyspace,
+    in_ks2: bool,
+    op: usize,
+    m: &mut Model,
+) {
+    match rng.below(10) {
+        0..=4 => {
+            let (k, v) = (key(rng), value(rng, op));
+            if in_ks2 {
+                b.put_in(ks2, &k, &v)
+            } else {
+                b.put(&k, &v)
+            };
+            m.insert(k, v);
+        }
+        5..=6 => {
+            let k = key(rng);
+            if in_ks2 {
+                b.delete_in(ks2, &k)
+            } else {
+                b.delete(&k)
+            };
+            m.remove(&k);
+        }
+        7..=8 => {
+            let (k, n) = (format!("k{}", rng.below(50)).into_bytes(), rng.below(1 << 20));
+            let old = counter(m, &k).unwrap_or_else(|| {
+                if in_ks2 {
+                    b.delete_in(ks2, &k)
+                } else {
+                    b.delete(&k)
+                };
+                0
+            });
+            if in_ks2 {
+                b.merge_in(ks2, &k, n.to_le_bytes())
+            } else {
+                b.merge(&k, n.to_le_bytes())
+            };
+            m.insert(k, old.wrapping_add(n).to_le_bytes().to_vec());
+        }
+        _ => {
+            let lo = key(rng);
+            let hi = [lo.as_slice(), b"5"].concat();
+            if in_ks2 {
+                b.delete_range_in(ks2, &lo, &hi)
+            } else {
+                b.delete_range(&lo, &hi)
+            };
+            m.retain(|k, _| !(lo <= *k && *k < hi));
+        }
+    }
+}
+
+fn all(m: &Model) -> Vec<(Vec<u8>, Vec<u8>)> {
+    m.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+}
+
+/// The first difference of two entry lists, readable (an `assert_eq!` of long lists is not).
+fn first_difference(got: &[(Vec<u8>, Vec<u8>)], want: &[(Vec<u8>, Vec<u8>)]) -> String {
+    let show = |e: Option<&(Vec<u8>, Vec<u8>)>| {
+        e.map(|(k, v)| format!("{}={}", k.escape_ascii(), v.escape_ascii()))
+            .unwrap_or_else(|| "<end>".into())
+    };
+    let i = got.iter().zip(want).take_while(|(a, b)| a == b).count();
+    format!("entry {i}: got {} want {}", show(got.get(i)), show(want.get(i)))
+}
+
+/// Asserts two entry lists are equal, naming the first difference.
+#[track_caller]
+fn assert_entries(got: Vec<(Vec<u8>, Vec<u8>)>, want: Vec<(Vec<u8>, Vec<u8>)>, what: &str) {
+    assert!(
+        got == want,
+        "{what}: {} ({} vs {} entries)",
+        first_difference(&got, &want),
+        got.len(),
+        want.len()
+    );
 }
 
 fn collect(it: siftdb::DbIterator) -> Vec<(Vec<u8>, Vec<u8>)> {
@@ -135,8 +233,30 @@ fn check_cursor_walk(rng: &mut SplitMix64, c: &mut DbCursor, m: &Model, what: &s
     }
 }
 
-/// Checks every kind of read through a snapshot against the model clone taken with it.
-fn check_snapshot(rng: &mut SplitMix64, snap: &Snapshot, m: &Model, op: usize) {
+/// Checks every kind of read through a snapshot against the model clones taken with it (`m`
+/// for the default keyspace, `m2` for `ks2`).
+fn check_snapshot(
+    rng: &mut SplitMix64,
+    snap: &Snapshot,
+    ks2: &Keyspace,
+    (m, m2): (&Model, &Model),
+    op: usize,
+) {
+    for _ in 0..4 {
+        let k = key(rng);
+        assert_eq!(
+            snap.get_in(ks2, &k).unwrap(),
+            m2.get(&k).cloned(),
+            "op {op}: snap ks2 get {k:?}"
+        );
+    }
+    let (a, b) = (key(rng), key(rng));
+    let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+    let want = model_range(m2, &lo, &hi);
+    let got = collect(snap.range_in(ks2, lo.as_slice()..hi.as_slice()).unwrap());
+    assert_eq!(got, want, "op {op}: snapshot ks2 range {lo:?}..{hi:?}");
+    let got = collect_rev(snap.range_in(ks2, lo.as_slice()..hi.as_slice()).unwrap());
+    assert_eq!(got, reversed(want), "op {op}: snapshot ks2 reverse range {lo:?}..{hi:?}");
     for _ in 0..4 {
         let k = key(rng);
         assert_eq!(snap.get(&k).unwrap(), m.get(&k).cloned(), "op {op}: snapshot get {k:?}");
@@ -154,10 +274,15 @@ fn check_snapshot(rng: &mut SplitMix64, snap: &Snapshot, m: &Model, op: usize) {
     assert_eq!(rev, reversed(model_prefix(m, &p)), "op {op}: snap prefix rev");
     check_cursor_walk(rng, &mut snap.cursor(), m, &format!("op {op}: snapshot cursor"));
     if rng.below(8) == 0 {
-        let all: Vec<_> = m.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-        assert_eq!(collect(snap.scan().unwrap()), all, "op {op}: snapshot full scan");
+        assert_entries(
+            collect(snap.scan().unwrap()),
+            all(m),
+            &format!("op {op}: snapshot full scan"),
+        );
         let rev = collect_rev(snap.scan().unwrap());
-        assert_eq!(rev, reversed(all), "op {op}: snapshot full reverse scan");
+        assert_eq!(rev, reversed(all(m)), "op {op}: snapshot full reverse scan");
+        let rev = collect_rev(snap.scan_in(ks2).unwrap());
+        assert_eq!(rev, reversed(all(m2)), "op {op}: snapshot ks2 full reverse scan");
     }
 }
 
@@ -172,7 +297,7 @@ fn run_model(dir: &Path, storage: Option<&MemStorage>, seed: u64, power_loss: bo
     let mut model = Model::new();
     let ks2_open = |db: &Db| db.keyspace("ks2", KeyspaceOptions::default()).expect("keyspace");
     let (mut ks2, mut model2): (Keyspace, Model) = (ks2_open(&db), Model::new());
-    let mut snaps: Vec<(Snapshot, Model)> = Vec::new();
+    let mut snaps: Vec<(Snapshot, Model, Model)> = Vec::new();
     let (mut flushes, mut reopens, mut snapshot_checks) = (0, 0, 0);
     for op in 0..OPS {
         match rng.below(1000) {
@@ -217,21 +342,14 @@ fn run_model(dir: &Path, storage: Option<&MemStorage>, seed: u64, power_loss: bo
                 model.remove(&k);
             }
             450..=549 => {
-                // Several records, some on the same key: the last one in the batch wins.
+                // Several records of every kind in both keyspaces, some on the same key: they
+                // apply in batch order (the last one on a key wins).
                 let mut b = WriteBatch::new();
                 for _ in 0..2 + rng.below(8) {
-                    let k = key(&mut rng);
                     if rng.below(4) == 0 {
-                        let v = value(&mut rng, op);
-                        b.put_in(&ks2, &k, &v);
-                        model2.insert(k.clone(), v);
-                    } else if rng.below(4) == 0 {
-                        b.delete(&k);
-                        model.remove(&k);
+                        batch_record(&mut rng, &mut b, &ks2, true, op, &mut model2);
                     } else {
-                        let v = value(&mut rng, op);
-                        b.put(&k, &v);
-                        model.insert(k, v);
+                        batch_record(&mut rng, &mut b, &ks2, false, op, &mut model);
                     }
                 }
                 db.write_opt(b, wo).unwrap();
@@ -297,10 +415,17 @@ fn run_model(dir: &Path, storage: Option<&MemStorage>, seed: u64, power_loss: bo
                 let b = key(&mut rng);
                 let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
                 let want = model_range(&model, &lo, &hi);
-                match rng.below(3) {
+                match rng.below(4) {
                     0 => {
                         let got = collect(db.range(lo.as_slice()..hi.as_slice()).unwrap());
-                        assert_eq!(got, want, "op {op}: range {lo:?}..{hi:?}");
+                        assert_entries(got, want, &format!("op {op}: range {lo:?}..{hi:?}"));
+                    }
+                    3 => {
+                        let want = model_range(&model2, &lo, &hi);
+                        let got = collect(ks2.range(lo.as_slice()..hi.as_slice()).unwrap());
+                        assert_eq!(got, want, "op {op}: ks2 range {lo:?}..{hi:?}");
+                        let got = collect_rev(ks2.range(lo.as_slice()..hi.as_slice()).unwrap());
+                        assert_eq!(got, reversed(want), "op {op}: ks2 rev range {lo:?}..{hi:?}");
                     }
                     1 => {
                         let got = collect_rev(db.range(lo.as_slice()..hi.as_slice()).unwrap());
@@ -332,12 +457,13 @@ fn run_model(dir: &Path, storage: Option<&MemStorage>, seed: u64, power_loss: bo
                     let i = rng.below(snaps.len() as u64) as usize;
                     snaps.swap_remove(i);
                 }
-                snaps.push((db.snapshot(), model.clone()));
+                snaps.push((db.snapshot(), model.clone(), model2.clone()));
             }
             940..=984 => {
                 if !snaps.is_empty() {
                     let i = rng.below(snaps.len() as u64) as usize;
-                    check_snapshot(&mut rng, &snaps[i].0, &snaps[i].1, op);
+                    let (s, m, m2) = &snaps[i];
+                    check_snapshot(&mut rng, s, &ks2, (m, m2), op);
                     snapshot_checks += 1;
                 }
             }
@@ -349,8 +475,8 @@ fn run_model(dir: &Path, storage: Option<&MemStorage>, seed: u64, power_loss: bo
                 // 988..=989: close and reopen. A snapshot keeps the engine state (and its
                 // directory lock) alive, so like RocksDB's ReleaseSnapshot-before-Close,
                 // snapshots are checked and released before the handle closes.
-                for (s, m) in snaps.drain(..) {
-                    check_snapshot(&mut rng, &s, &m, op);
+                for (s, m, m2) in snaps.drain(..) {
+                    check_snapshot(&mut rng, &s, &ks2, (&m, &m2), op);
                 }
                 if let (true, Some(s)) = (power_loss, storage) {
                     // Power loss while the database is open (its destructor, which syncs the
@@ -362,12 +488,16 @@ fn run_model(dir: &Path, storage: Option<&MemStorage>, seed: u64, power_loss: bo
                 db = Db::open(dir, options(storage, small)).expect("reopen");
                 ks2 = ks2_open(&db);
                 reopens += 1;
-                let all2: Vec<_> = model2.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-                assert_eq!(collect(ks2.scan().unwrap()), all2, "op {op}: ks2 scan after reopen");
-                let all: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-                assert_eq!(collect(db.scan().unwrap()), all, "op {op}: scan after reopen");
+                assert_eq!(
+                    collect(ks2.scan().unwrap()),
+                    all(&model2),
+                    "op {op}: ks2 scan after reopen"
+                );
+                let rev = collect_rev(ks2.scan().unwrap());
+                assert_eq!(rev, reversed(all(&model2)), "op {op}: ks2 reverse scan after reopen");
+                assert_eq!(collect(db.scan().unwrap()), all(&model), "op {op}: scan after reopen");
                 let rev = collect_rev(db.scan().unwrap());
-                assert_eq!(rev, reversed(all), "op {op}: reverse scan after reopen");
+                assert_eq!(rev, reversed(all(&model)), "op {op}: reverse scan after reopen");
             }
         }
     }
@@ -375,13 +505,15 @@ fn run_model(dir: &Path, storage: Option<&MemStorage>, seed: u64, power_loss: bo
     snaps.clear();
     drop((ks2, db));
     let db = Db::open(dir, options(storage, small)).expect("final reopen");
-    let all2: Vec<_> = model2.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    assert_eq!(collect_rev(ks2_open(&db).scan().unwrap()), reversed(all2), "final ks2 scan");
+    let ks2 = ks2_open(&db);
+    assert_eq!(collect_rev(ks2.scan().unwrap()), reversed(all(&model2)), "final ks2 scan");
+    for (k, v) in &model2 {
+        assert_eq!(ks2.get(k).unwrap().as_ref(), Some(v), "final ks2 get {k:?}");
+    }
     for (k, v) in &model {
         assert_eq!(db.get(k).unwrap().as_ref(), Some(v), "final get {k:?}");
     }
-    let all: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    assert_eq!(collect(db.scan().unwrap()), all, "final scan");
+    assert_eq!(collect(db.scan().unwrap()), all(&model), "final scan");
     let stats = db.stats();
     // The run must have exercised what it claims to: flushes that left SST files (background
     // compaction decides on which levels), reopens and snapshot checks.

@@ -24,6 +24,7 @@ use crate::ikey::{self, ValueKind};
 use crate::manifest::{FileMeta, VersionEdit};
 use crate::memtable::Memtable;
 use crate::options::{Compression, FilterConfig, Options};
+use crate::range_del::Fragments;
 use crate::sst::{self, FilterBlockSource, TableBuilder, TableOptions};
 use crate::version::TableFile;
 use std::sync::atomic::Ordering;
@@ -62,14 +63,21 @@ fn flush_loop(inner: &DbInner) {
     }
 }
 
-/// Freezes the active memtable (if it holds anything) and waits until no immutable memtable is
-/// left.
+/// Freezes the active memtable (if it holds anything) and waits until every memtable frozen by
+/// then is flushed: every write acknowledged before the call is then in an SST.
+///
+/// Only those memtables are waited for, not an empty immutable list: under a steady stream of
+/// writes new memtables are frozen as fast as old ones are flushed, and waiting for the list to
+/// drain starved `Db::flush`, `Db::compact` and `Db::checkpoint` for as long as the writer ran
+/// (tests/checkpoint.rs, a checkpoint during writes in two keyspaces).
 pub(crate) fn flush_and_wait(inner: &DbInner) -> Result<()> {
     super::write::rotate_if_nonempty(inner)?;
+    let frozen: Vec<Arc<Memtable>> = inner.super_version().imm.clone();
     let mut g = inner.bg_lock.lock();
     loop {
         inner.check_writable()?;
-        if inner.super_version().imm.is_empty() {
+        let imm = inner.super_version().imm.clone();
+        if !imm.iter().any(|m| frozen.iter().any(|f| Arc::ptr_eq(f, m))) {
             return Ok(());
         }
         inner.bg_cv.wait_for(&mut g, std::time::Duration::from_millis(100));
@@ -102,6 +110,9 @@ struct L0Output {
     number: u64,
     builder: TableBuilder,
     distinct: u64,
+    /// The memtable's range tombstones of `keyspace`: an operand chain ends at a version they
+    /// delete (see [`add_collapsed`]).
+    tombstones: Fragments,
 }
 
 /// Writes `mem` to new L0 SSTs, one per keyspace it holds (files never mix keyspaces), each
@@ -138,7 +149,9 @@ fn write_l0_tables_inner(
     // "Read-path concurrency"). Tombstones stay: older levels may hold what they delete.
     // Merge operands: a stripe (compaction/collapse.rs) whose newest version is an operand is
     // buffered to the end of its key and collapsed with the operator, as compaction does, but
-    // never as the bottommost level (older tables may hold the key).
+    // never as the bottommost level (older tables may hold the key), and after dropping the
+    // versions a range tombstone deletes for every reader (compaction/job.rs `emit`), so no
+    // operand is ever merged onto what a tombstone deleted.
     let snapshots: std::collections::BTreeSet<u64> =
         inner.snapshots.lock().keys().copied().collect();
     let op = inner.opts.merge_operator.as_deref();
@@ -151,7 +164,7 @@ fn write_l0_tables_inner(
         if out.as_ref().is_none_or(|o| o.keyspace != keyspace) {
             if let Some(mut o) = out.take() {
                 if let Some(versions) = operands.take() {
-                    add_collapsed(&mut o.builder, o.keyspace, &last, versions, &snapshots, op)?;
+                    add_collapsed(&mut o, &last, versions, &snapshots, op)?;
                 }
                 summaries.push(finish_l0(inner, mem, o)?);
             }
@@ -164,13 +177,14 @@ fn write_l0_tables_inner(
             // Recorded only if the table gets operands; "" when none is configured (a WAL
             // replayed without an operator: the operands' operator is unknown).
             builder.set_merge_operator(op.map_or("", |op| op.name()));
-            out = Some(L0Output { keyspace, number, builder, distinct: 0 });
+            let tombstones = mem.range_tombstones(keyspace);
+            out = Some(L0Output { keyspace, number, builder, distinct: 0, tombstones });
         }
         let o = out.as_mut().expect("an output is open");
         let first_of_key = o.distinct == 0 || last.as_slice() != key;
         if first_of_key {
             if let Some(versions) = operands.take() {
-                add_collapsed(&mut o.builder, keyspace, &last, versions, &snapshots, op)?;
+                add_collapsed(o, &last, versions, &snapshots, op)?;
             }
             o.distinct += 1;
             last.clear();
@@ -193,7 +207,7 @@ fn write_l0_tables_inner(
     })?;
     if let Some(mut o) = out.take() {
         if let Some(versions) = operands.take() {
-            add_collapsed(&mut o.builder, o.keyspace, &last, versions, &snapshots, op)?;
+            add_collapsed(&mut o, &last, versions, &snapshots, op)?;
         }
         summaries.push(finish_l0(inner, mem, o)?);
     }
@@ -209,7 +223,9 @@ fn write_l0_tables_inner(
         let file = inner.storage.create_immutable(&path)?;
         let layout = Layout::of(&inner.opts, &set, keyspace, 0);
         let builder = TableBuilder::new(file, layout.table)?;
-        summaries.push(finish_l0(inner, mem, L0Output { keyspace, number, builder, distinct: 0 })?);
+        let tombstones = Fragments::default(); // only used for point entries
+        let o = L0Output { keyspace, number, builder, distinct: 0, tombstones };
+        summaries.push(finish_l0(inner, mem, o)?);
     }
     if crate::testing::enabled("flush.sync_dir") && !summaries.is_empty() {
         inner.storage.sync_dir(&inner.dir)?;
@@ -252,20 +268,34 @@ fn finish_l0(
 }
 
 /// Adds the versions of `key` that survive [`collapse`] (`versions`: from a stripe whose newest
-/// version is an operand to the key's last, newest first).
+/// version is an operand to the key's last, newest first) to `o`'s table.
+///
+/// First the versions that every reader able to see them finds deleted by one of the
+/// memtable's range tombstones are dropped, as compaction does (compaction/job.rs `emit`): the
+/// oldest reader of a version is the first snapshot at or above it, else the current state,
+/// and a tombstone newer than the version and visible to that reader is visible to every newer
+/// one. Without this, the operands after a `delete_range` would be merged onto the values and
+/// operands it deleted into one Put newer than the tombstone, resurrecting them. The
+/// tombstones themselves are all written to the table (`finish_l0`).
 fn add_collapsed(
-    builder: &mut TableBuilder,
-    keyspace: u32,
+    o: &mut L0Output,
     key: &[u8],
-    versions: Vec<Version>,
+    mut versions: Vec<Version>,
     snapshots: &std::collections::BTreeSet<u64>,
     op: Option<&dyn crate::merge::MergeOperator>,
 ) -> Result<()> {
+    let covering = o.tombstones.covering_seqs(key);
+    if !covering.is_empty() {
+        versions.retain(|v| {
+            let oldest_reader = snapshots.range(v.seq..).next().copied().unwrap_or(u64::MAX);
+            !covering.iter().any(|&t| t > v.seq && t <= oldest_reader)
+        });
+    }
     let mut k = Vec::with_capacity(key.len() + ikey::TRAILER_LEN);
     for v in collapse(key, versions, snapshots, false, op) {
         k.clear();
-        ikey::encode_in_into(&mut k, keyspace, key, v.seq, v.kind);
-        builder.add(&k, &v.value)?;
+        ikey::encode_in_into(&mut k, o.keyspace, key, v.seq, v.kind);
+        o.builder.add(&k, &v.value)?;
     }
     Ok(())
 }
