@@ -3,15 +3,26 @@
 //! (design.md, "Keyspaces" and "Manifest").
 //!
 //! ```text
-//! options := filter_kind:u8 bits_per_key:f64 LE compression:u8 zstd_level:i32 LE block_size:u32 LE
-//! filter_kind := 0 none | 1 two-bit Bloom | 2 blocked Bloom | 3 standard Bloom
-//! compression := 0 none | 1 zstd (zstd_level 1..=22) | 2 LZ4     (18 bytes in all)
+//! options     := policy compression:u8 zstd_level:i32 LE block_size:u32 LE
+//! policy      := flush_kind:u8 flush_bits:f64 LE static_kind:u8 allocation
+//! flush_kind  := 0 none | 1 two-bit Bloom | 2 blocked Bloom | 3 standard Bloom
+//! static_kind := 0 none | 1 ribbon | 2 binary fuse 8 | 3 binary fuse 16 | 4 xor 8 | 5 xor 16
+//!              | 6 blocked Bloom | 7 standard Bloom
+//! allocation  := 0 count:u8 budget{count}        per level, L1 first (the last one repeats)
+//!              | 1 bits_per_key:f64 LE            Monkey
+//! budget      := 0 fpr:f64 LE | 1 bits_per_key:f64 LE
+//! compression := 0 none | 1 zstd (zstd_level 1..=22) | 2 LZ4
 //! ```
-//! `bits_per_key` is 0 for no filter; `zstd_level` is 0 unless the compression is zstd.
+//! `flush_bits` is 0 for no flush filter; `zstd_level` is 0 unless the compression is zstd. The
+//! options must be consumed exactly.
 
+use crate::coding::Cursor;
 use crate::error::{Error, Result};
-use crate::options::{Compression, FilterConfig, Options};
-use crate::options_validate::{BITS_PER_KEY_MAX, BLOCK_SIZE_RANGE, ZSTD_LEVEL_RANGE};
+use crate::options::{
+    Compression, FilterAllocation, FilterConfig, FilterPolicy, LevelBudget, Options,
+    StaticFilterKind,
+};
+use crate::options_validate::{BLOCK_SIZE_RANGE, ZSTD_LEVEL_RANGE};
 
 /// Name of keyspace 0, which holds everything `Db`'s own methods read and write.
 pub const DEFAULT_KEYSPACE_NAME: &str = "default";
@@ -19,21 +30,19 @@ pub const DEFAULT_KEYSPACE_NAME: &str = "default";
 pub const MAX_KEYSPACE_NAME_LEN: usize = 255;
 /// Names starting with this are reserved for siftdb's own keyspaces (the query layer's tables).
 pub const RESERVED_PREFIX: &str = "__";
-/// Bytes of the encoded options.
-pub const ENCODED_LEN: usize = 18;
+/// Most budgets a per-level allocation may list (one per level below L0).
+const MAX_BUDGETS: usize = crate::version::NUM_LEVELS - 1;
 
 /// The options of one keyspace: every file of the keyspace is written with them (flush and
 /// compaction outputs alike). They are persisted in the manifest, so a background compaction of
-/// a keyspace not opened since the database was reopened still uses them.
-///
-/// `filter` is the filter of the keyspace's flushed (L0) files. Compaction outputs get the
-/// database's static filter family and per-level allocation ([`crate::options::FilterPolicy`]),
-/// or no filter at all when `filter` is [`FilterConfig::None`] (a keyspace only ever scanned
-/// then carries no filter memory). The default keyspace takes all of this from [`Options`].
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// a keyspace not opened since the database was reopened still uses them. The default keyspace
+/// takes all of this from [`Options`].
+#[derive(Debug, Clone, PartialEq)]
 pub struct KeyspaceOptions {
-    /// Filter of the keyspace's flushed files (see the type's documentation).
-    pub filter: FilterConfig,
+    /// Filters of the keyspace's files: the flush (L0) filter, the static filter of compaction
+    /// outputs and its per-level allocation ([`FilterPolicy`]). A keyspace only ever scanned
+    /// can use `FilterConfig::None` and `StaticFilterKind::None`: no filter memory at all.
+    pub filter_policy: FilterPolicy,
     /// Data block compression of every file of the keyspace.
     pub compression: Compression,
     /// Target uncompressed data block size of the keyspace's files (64..=256 MiB).
@@ -48,10 +57,10 @@ impl Default for KeyspaceOptions {
 }
 
 impl From<&Options> for KeyspaceOptions {
-    /// The flush filter, compression (of level 0) and block size of `opts`.
+    /// The filter policy, compression (of level 0) and block size of `opts`.
     fn from(opts: &Options) -> Self {
         KeyspaceOptions {
-            filter: opts.filter_policy.flush,
+            filter_policy: opts.filter_policy.clone(),
             compression: opts.compression_for_level(0),
             block_size: opts.block_size,
         }
@@ -75,26 +84,46 @@ impl KeyspaceOptions {
                 return Err(out_of_range("compression Zstd level", level, "1..=22"));
             }
         }
-        let bits = self.filter.bits_per_key();
-        if self.filter != FilterConfig::None
-            && !(bits.is_finite() && bits > 0.0 && bits <= BITS_PER_KEY_MAX)
-        {
-            return Err(out_of_range("filter.bits_per_key", bits, "(0, 64]; use None for 0"));
+        if let FilterAllocation::PerLevel(list) = &self.filter_policy.allocation {
+            if list.len() > MAX_BUDGETS {
+                let range = format!("0..={MAX_BUDGETS} budgets");
+                return Err(out_of_range("filter_policy.allocation length", list.len(), &range));
+            }
         }
-        Ok(())
+        crate::options_validate::check_filter_policy(&self.filter_policy)
+            .map_err(|e| Error::invalid(format!("keyspace {e}")))
     }
 
     /// The encoding of the module documentation.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(ENCODED_LEN);
-        let kind = match self.filter {
+        let mut out = Vec::with_capacity(40);
+        let p = &self.filter_policy;
+        out.push(match p.flush {
             FilterConfig::None => 0u8,
             FilterConfig::TwoBitBloom { .. } => 1,
             FilterConfig::BlockedBloom { .. } => 2,
             FilterConfig::StandardBloom { .. } => 3,
-        };
-        out.push(kind);
-        out.extend_from_slice(&self.filter.bits_per_key().to_le_bytes());
+        });
+        out.extend_from_slice(&p.flush.bits_per_key().to_le_bytes());
+        out.push(static_tag(p.compaction));
+        match &p.allocation {
+            FilterAllocation::PerLevel(list) => {
+                out.push(0);
+                out.push(list.len().min(255) as u8);
+                for b in list.iter().take(255) {
+                    let (tag, x) = match *b {
+                        LevelBudget::Fpr(f) => (0u8, f),
+                        LevelBudget::BitsPerKey(bits) => (1, bits),
+                    };
+                    out.push(tag);
+                    out.extend_from_slice(&x.to_le_bytes());
+                }
+            }
+            FilterAllocation::Monkey { bits_per_key } => {
+                out.push(1);
+                out.extend_from_slice(&bits_per_key.to_le_bytes());
+            }
+        }
         let (c, level) = match self.compression {
             Compression::None => (0u8, 0i32),
             Compression::Zstd(l) => (1, l),
@@ -109,29 +138,89 @@ impl KeyspaceOptions {
     /// Decodes and validates options; anything wrong is [`Error::Corruption`] naming the field.
     pub fn decode(bytes: &[u8]) -> Result<KeyspaceOptions> {
         let bad = |what: String| Error::corruption(format!("keyspace options: {what}"), None);
-        if bytes.len() != ENCODED_LEN {
-            return Err(bad(format!("{} bytes, expected {ENCODED_LEN}", bytes.len())));
-        }
-        let bits = f64::from_le_bytes(bytes[1..9].try_into().expect("8 bytes"));
-        let filter = match bytes[0] {
+        let mut c = Cursor::new(bytes);
+        let f64_at = |c: &mut Cursor<'_>, field: &str| -> Result<f64> {
+            Ok(f64::from_le_bytes(c.bytes(8, field)?.try_into().expect("8 bytes")))
+        };
+        let flush_kind = c.u8("keyspace flush filter kind")?;
+        let bits = f64_at(&mut c, "keyspace flush filter bits_per_key")?;
+        let flush = match flush_kind {
             0 => FilterConfig::None,
             1 => FilterConfig::TwoBitBloom { bits_per_key: bits },
             2 => FilterConfig::BlockedBloom { bits_per_key: bits },
             3 => FilterConfig::StandardBloom { bits_per_key: bits },
-            k => return Err(bad(format!("filter kind {k} is unknown"))),
+            k => return Err(bad(format!("flush filter kind {k} is unknown"))),
         };
-        let level = i32::from_le_bytes(bytes[10..14].try_into().expect("4 bytes"));
-        let compression = match bytes[9] {
+        let static_kind = c.u8("keyspace static filter kind")?;
+        let compaction = static_kind_of(static_kind)
+            .ok_or_else(|| bad(format!("static filter kind {static_kind} is unknown")))?;
+        let allocation = match c.u8("keyspace filter allocation")? {
+            0 => {
+                let n = c.u8("keyspace filter budgets")? as usize;
+                let mut list = Vec::with_capacity(n.min(MAX_BUDGETS));
+                for _ in 0..n {
+                    let tag = c.u8("keyspace filter budget kind")?;
+                    let x = f64_at(&mut c, "keyspace filter budget")?;
+                    list.push(match tag {
+                        0 => LevelBudget::Fpr(x),
+                        1 => LevelBudget::BitsPerKey(x),
+                        t => return Err(bad(format!("filter budget kind {t} is unknown"))),
+                    });
+                }
+                FilterAllocation::PerLevel(list)
+            }
+            1 => FilterAllocation::Monkey { bits_per_key: f64_at(&mut c, "keyspace Monkey bits")? },
+            a => return Err(bad(format!("filter allocation {a} is unknown"))),
+        };
+        let comp = c.u8("keyspace compression")?;
+        let level = i32::from_le_bytes(c.bytes(4, "keyspace zstd level")?.try_into().expect("4"));
+        let compression = match comp {
             0 => Compression::None,
             1 => Compression::Zstd(level),
             2 => Compression::Lz4,
-            c => return Err(bad(format!("compression {c} is unknown"))),
+            x => return Err(bad(format!("compression {x} is unknown"))),
         };
-        let block_size = u32::from_le_bytes(bytes[14..18].try_into().expect("4 bytes")) as usize;
-        let opts = KeyspaceOptions { filter, compression, block_size };
+        let block_size =
+            u32::from_le_bytes(c.bytes(4, "keyspace block_size")?.try_into().expect("4")) as usize;
+        if !c.is_empty() {
+            return Err(bad(format!("{} bytes after the options", c.remaining())));
+        }
+        let opts = KeyspaceOptions {
+            filter_policy: FilterPolicy { flush, compaction, allocation },
+            compression,
+            block_size,
+        };
         opts.validate().map_err(|e| bad(e.to_string()))?;
         Ok(opts)
     }
+}
+
+/// The persisted tag of a static filter kind (module documentation).
+fn static_tag(k: StaticFilterKind) -> u8 {
+    match k {
+        StaticFilterKind::None => 0,
+        StaticFilterKind::Ribbon => 1,
+        StaticFilterKind::BinaryFuse8 => 2,
+        StaticFilterKind::BinaryFuse16 => 3,
+        StaticFilterKind::Xor8 => 4,
+        StaticFilterKind::Xor16 => 5,
+        StaticFilterKind::BlockedBloom => 6,
+        StaticFilterKind::StandardBloom => 7,
+    }
+}
+
+fn static_kind_of(tag: u8) -> Option<StaticFilterKind> {
+    Some(match tag {
+        0 => StaticFilterKind::None,
+        1 => StaticFilterKind::Ribbon,
+        2 => StaticFilterKind::BinaryFuse8,
+        3 => StaticFilterKind::BinaryFuse16,
+        4 => StaticFilterKind::Xor8,
+        5 => StaticFilterKind::Xor16,
+        6 => StaticFilterKind::BlockedBloom,
+        7 => StaticFilterKind::StandardBloom,
+        _ => return None,
+    })
 }
 
 /// Checks a keyspace name: 1..=255 bytes (it is a `&str`, so UTF-8). `reserved_ok` admits the
@@ -157,29 +246,47 @@ mod tests {
 
     #[test]
     fn options_round_trip_through_their_encoding() {
+        let policy = |flush, compaction, allocation| FilterPolicy { flush, compaction, allocation };
         let all = [
             KeyspaceOptions::default(),
             KeyspaceOptions {
-                filter: FilterConfig::BlockedBloom { bits_per_key: 9.5 },
+                filter_policy: policy(
+                    FilterConfig::BlockedBloom { bits_per_key: 9.5 },
+                    StaticFilterKind::Xor16,
+                    FilterAllocation::PerLevel(vec![
+                        LevelBudget::Fpr(0.02),
+                        LevelBudget::BitsPerKey(5.0),
+                    ]),
+                ),
                 compression: Compression::Zstd(7),
                 block_size: 16 << 10,
             },
             KeyspaceOptions {
-                filter: FilterConfig::None,
+                filter_policy: policy(
+                    FilterConfig::None,
+                    StaticFilterKind::None,
+                    FilterAllocation::PerLevel(Vec::new()),
+                ),
                 compression: Compression::Lz4,
                 block_size: 64,
             },
             KeyspaceOptions {
-                filter: FilterConfig::StandardBloom { bits_per_key: 64.0 },
+                filter_policy: policy(
+                    FilterConfig::StandardBloom { bits_per_key: 64.0 },
+                    StaticFilterKind::BinaryFuse8,
+                    FilterAllocation::Monkey { bits_per_key: 6.0 },
+                ),
                 compression: Compression::None,
                 block_size: 256 << 20,
             },
         ];
         for o in all {
-            let bytes = o.encode();
-            assert_eq!(bytes.len(), ENCODED_LEN);
-            assert_eq!(KeyspaceOptions::decode(&bytes).unwrap(), o);
+            assert_eq!(KeyspaceOptions::decode(&o.encode()).unwrap(), o);
         }
+        for tag in 0..8 {
+            assert_eq!(static_tag(static_kind_of(tag).unwrap()), tag);
+        }
+        assert!(static_kind_of(8).is_none());
     }
 
     #[test]
@@ -188,11 +295,18 @@ mod tests {
         for len in 0..good.len() {
             assert!(KeyspaceOptions::decode(&good[..len]).unwrap_err().is_corruption());
         }
+        let mut longer = good.clone();
+        longer.push(0);
+        assert!(KeyspaceOptions::decode(&longer).unwrap_err().to_string().contains("after"));
         let mut bad = good.clone();
         bad[0] = 9;
         assert!(KeyspaceOptions::decode(&bad).unwrap_err().to_string().contains("filter kind"));
         let mut bad = good.clone();
-        bad[14..18].copy_from_slice(&1u32.to_le_bytes());
+        bad[9] = 99;
+        assert!(KeyspaceOptions::decode(&bad).unwrap_err().to_string().contains("static filter"));
+        let n = good.len();
+        let mut bad = good.clone();
+        bad[n - 4..].copy_from_slice(&1u32.to_le_bytes());
         assert!(KeyspaceOptions::decode(&bad).unwrap_err().to_string().contains("block_size"));
         let mut bad = good;
         bad[1..9].copy_from_slice(&f64::NAN.to_le_bytes());

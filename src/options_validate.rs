@@ -183,10 +183,16 @@ impl Options {
                 &format!("-1 (unlimited) or {}..={}", crate::options::MIN_MAX_OPEN_FILES, i32::MAX),
             ));
         }
-        check_flush_filter(&self.filter_policy.flush)?;
-        check_allocation(&self.filter_policy.allocation)?;
+        check_filter_policy(&self.filter_policy)?;
         check_compaction(&self.compaction)
     }
+}
+
+/// Checks a filter policy's flush filter and allocation (also for a keyspace's own policy);
+/// the error names the field, the value and the valid range.
+pub(crate) fn check_filter_policy(p: &crate::options::FilterPolicy) -> Result<()> {
+    check_flush_filter(&p.flush)?;
+    check_allocation(&p.allocation)
 }
 
 #[cfg(test)]

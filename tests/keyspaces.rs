@@ -6,7 +6,7 @@
 use siftdb::inspect::filename;
 use siftdb::inspect::manifest;
 use siftdb::inspect::sst::Table;
-use siftdb::options::{Compression, FilterConfig};
+use siftdb::options::{Compression, FilterConfig, FilterPolicy, StaticFilterKind};
 use siftdb::storage::{MemStorage, Storage};
 use siftdb::{Db, Error, KeyspaceOptions, Options, WriteBatch, WriteOptions};
 use std::path::Path;
@@ -145,16 +145,26 @@ fn each_keyspace_writes_its_files_with_its_own_options_even_unopened_after_reope
         compaction: siftdb::options::CompactionOptions { auto: false, ..Default::default() },
         ..mem_options(&storage)
     };
+    // z: blocked Bloom at flush, xor16 after compaction (the database default is ribbon).
     let zstd = KeyspaceOptions {
-        filter: FilterConfig::BlockedBloom { bits_per_key: 10.0 },
+        filter_policy: FilterPolicy {
+            flush: FilterConfig::BlockedBloom { bits_per_key: 10.0 },
+            compaction: StaticFilterKind::Xor16,
+            ..FilterPolicy::default()
+        },
         compression: Compression::Zstd(3),
         block_size: 1024,
     };
-    let plain = KeyspaceOptions { filter: FilterConfig::None, ..KeyspaceOptions::default() };
+    let no_filters = FilterPolicy {
+        flush: FilterConfig::None,
+        compaction: StaticFilterKind::None,
+        ..FilterPolicy::default()
+    };
+    let plain = KeyspaceOptions { filter_policy: no_filters, ..KeyspaceOptions::default() };
     {
         let db = Db::open(dir, opts()).unwrap();
         let z = db.keyspace("z", zstd).unwrap();
-        let p = db.keyspace("p", plain).unwrap();
+        let p = db.keyspace("p", plain.clone()).unwrap();
         let mut b = WriteBatch::new();
         for i in 0..200 {
             let k = format!("k{i:04}");
@@ -177,7 +187,8 @@ fn each_keyspace_writes_its_files_with_its_own_options_even_unopened_after_reope
         let ks = db.stats().keyspaces;
         assert_eq!(ks.iter().map(|k| k.name.as_str()).collect::<Vec<_>>(), ["default", "z", "p"]);
         assert_eq!(ks[2].filter_kinds, vec!["none"]);
-        assert_ne!(ks[1].filter_kinds, vec!["none"]);
+        assert_eq!(ks[1].filter_kinds, vec!["xor16"], "z's own static filter");
+        assert_eq!(ks[0].filter_kinds, vec!["ribbon"], "the database's");
     }
     let t = tables(&storage, dir);
     assert!(t.iter().any(|x| x.0 == 1 && x.1 == 1 && x.3 == 1024), "{t:?}");
@@ -295,21 +306,27 @@ fn bad_names_options_and_the_default_keyspace_give_typed_errors() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), Options::default()).unwrap();
     let d = KeyspaceOptions::default();
-    assert!(is_invalid(db.keyspace("", d).unwrap_err(), "keyspace name"));
-    assert!(is_invalid(db.keyspace(&"n".repeat(256), d).unwrap_err(), "1..=255"));
-    assert!(is_invalid(db.keyspace("__query/t", d).unwrap_err(), "reserves"));
+    assert!(is_invalid(db.keyspace("", d.clone()).unwrap_err(), "keyspace name"));
+    assert!(is_invalid(db.keyspace(&"n".repeat(256), d.clone()).unwrap_err(), "1..=255"));
+    assert!(is_invalid(db.keyspace("__query/t", d.clone()).unwrap_err(), "reserves"));
     assert!(is_invalid(db.drop_keyspace("default").unwrap_err(), "cannot be dropped"));
     assert!(is_invalid(db.drop_keyspace("missing").unwrap_err(), "no keyspace named"));
-    let bad = KeyspaceOptions { block_size: 1, ..d };
+    let bad = KeyspaceOptions { block_size: 1, ..d.clone() };
     assert!(is_invalid(db.keyspace("x", bad).unwrap_err(), "block_size"));
-    let bad = KeyspaceOptions { compression: Compression::Zstd(99), ..d };
+    let bad = KeyspaceOptions { compression: Compression::Zstd(99), ..d.clone() };
     assert!(is_invalid(db.keyspace("x", bad).unwrap_err(), "Zstd level"));
+    let bad_policy = FilterPolicy {
+        allocation: siftdb::FilterAllocation::Monkey { bits_per_key: -1.0 },
+        ..FilterPolicy::default()
+    };
+    let bad = KeyspaceOptions { filter_policy: bad_policy, ..d.clone() };
+    assert!(is_invalid(db.keyspace("x", bad).unwrap_err(), "Monkey"));
     assert_eq!(db.keyspace_names(), vec!["default"], "nothing was created");
     // "default" is the keyspace of Db's own methods.
-    let def = db.keyspace("default", d).unwrap();
+    let def = db.keyspace("default", d.clone()).unwrap();
     def.put("k", "v").unwrap();
     assert_eq!(db.get("k").unwrap(), Some(b"v".to_vec()));
-    let other = KeyspaceOptions { block_size: 8192, ..d };
+    let other = KeyspaceOptions { block_size: 8192, ..d.clone() };
     assert!(is_invalid(db.keyspace("default", other).unwrap_err(), "Options"));
     // A handle of another database is refused by a snapshot.
     let dir2 = tempfile::tempdir().unwrap();

@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::ikey::DEFAULT_KEYSPACE;
 use crate::keyspace_options::{validate_name, KeyspaceOptions, DEFAULT_KEYSPACE_NAME};
 use crate::manifest::{KeyspaceRecord, RecoveredState, VersionEdit};
-use crate::options::{FilterConfig, FilterPolicy, Options, StaticFilterKind};
+use crate::options::{FilterConfig, FilterPolicy, Options};
 use crate::sst::TableOptions;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::{Bound, RangeBounds};
@@ -44,7 +44,9 @@ impl KeyspaceSet {
         let live = state
             .keyspaces
             .values()
-            .map(|r| (r.id, LiveKeyspace { name: r.name.as_str().into(), options: r.options }))
+            .map(|r| {
+                (r.id, LiveKeyspace { name: r.name.as_str().into(), options: r.options.clone() })
+            })
             .collect();
         KeyspaceSet { live, dropped: state.dropped_keyspaces.clone() }
     }
@@ -72,7 +74,7 @@ impl KeyspaceSet {
         let record = |(&id, k): (&u32, &LiveKeyspace)| KeyspaceRecord {
             id,
             name: k.name.to_string(),
-            options: k.options,
+            options: k.options.clone(),
         };
         self.live.iter().map(record).collect()
     }
@@ -94,16 +96,12 @@ impl Layout {
         let base = super::flush::table_options(opts, level);
         match set.live.get(&keyspace) {
             Some(k) => {
-                let o = k.options;
-                let mut policy = opts.filter_policy.clone();
-                policy.flush = o.filter;
-                if o.filter == FilterConfig::None {
-                    policy.compaction = StaticFilterKind::None;
-                }
+                let o = &k.options;
                 let mut table = base;
                 table.block_size = o.block_size;
                 table.compression = super::flush::sst_compression(o.compression);
-                Layout { table, flush_filter: o.filter, policy }
+                let policy = o.filter_policy.clone();
+                Layout { table, flush_filter: policy.flush, policy }
             }
             None => Layout {
                 table: base,
@@ -143,12 +141,16 @@ pub(crate) fn open_keyspace(
     let mut manifest = inner.manifest.lock();
     let set = inner.keyspaces.load_full();
     let (id, existing) = match set.id_of(name) {
-        Some(id) => (id, set.live.get(&id).map(|k| k.options)),
+        Some(id) => (id, set.live.get(&id).map(|k| k.options.clone())),
         None => (set.next_id()?, None),
     };
-    if existing != Some(options) {
+    if existing.as_ref() != Some(&options) {
         let edit = VersionEdit {
-            keyspaces: vec![KeyspaceRecord { id, name: name.to_string(), options }],
+            keyspaces: vec![KeyspaceRecord {
+                id,
+                name: name.to_string(),
+                options: options.clone(),
+            }],
             ..VersionEdit::default()
         };
         if let Err(e) = manifest.append(&edit) {

@@ -11,7 +11,7 @@
 
 use crate::error::{Error, Result};
 use crate::filter::SplitBlockBloom;
-use crate::options::{Compression, FilterConfig};
+use crate::options::{Compression, FilterConfig, FilterPolicy, StaticFilterKind};
 use crate::query::chunk::{encode_column, RawChunk};
 use crate::query::column::Column;
 use crate::query::meta::ChunkMeta;
@@ -65,7 +65,11 @@ fn keyspace_name(name: &str) -> String {
 /// Options of a table's keyspace (module documentation).
 fn keyspace_options() -> KeyspaceOptions {
     KeyspaceOptions {
-        filter: FilterConfig::None,
+        filter_policy: FilterPolicy {
+            flush: FilterConfig::None,
+            compaction: StaticFilterKind::None,
+            ..FilterPolicy::default()
+        },
         compression: Compression::None,
         ..KeyspaceOptions::default()
     }

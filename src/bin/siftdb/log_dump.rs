@@ -106,8 +106,15 @@ pub fn manifest(args: &LogDumpArgs) -> Result<()> {
         for k in &e.keyspaces {
             let o = &k.options;
             println!(
-                "  keyspace {} {:?}: filter {:?}, compression {:?}, block size {}",
-                k.id, k.name, o.filter, o.compression, o.block_size
+                "  keyspace {} {:?}: flush filter {:?}, static filter {:?} {:?}, compression {:?}, \
+                 block size {}",
+                k.id,
+                k.name,
+                o.filter_policy.flush,
+                o.filter_policy.compaction,
+                o.filter_policy.allocation,
+                o.compression,
+                o.block_size
             );
         }
         for id in &e.dropped_keyspaces {
