@@ -254,6 +254,18 @@ fn a_snapshot_covers_every_keyspace() {
     assert_eq!(keys(snap.scan_in(&a).unwrap()), vec![kv("k", "old")]);
     assert_eq!(keys(snap.range_in(&a, "k".."l").unwrap()).len(), 1);
     assert_eq!(keys(snap.prefix_in(&a, "k2").unwrap()).len(), 0);
+    assert!(snap.contains_key_in(&a, "k").unwrap());
+    assert!(!snap.contains_key_in(&a, "k2").unwrap());
+    let got = snap.multi_get_in(&a, &["k2", "k"]);
+    assert_eq!(
+        got.into_iter().map(|r| r.unwrap()).collect::<Vec<_>>(),
+        [None, Some(b"old".to_vec())]
+    );
+    let mut c = snap.cursor_in(&a).unwrap();
+    c.seek_to_last().unwrap();
+    assert_eq!((c.key(), c.value()), (&b"k"[..], &b"old"[..]), "k2 came after the snapshot");
+    c.prev().unwrap();
+    assert!(!c.valid(), "the cursor stays in its keyspace");
     assert_eq!(a.get("k").unwrap(), Some(b"new".to_vec()));
 }
 

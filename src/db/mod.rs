@@ -552,6 +552,33 @@ impl Snapshot {
         iter::DbIterator::with_prefix(self.inner.clone(), ks.id(), prefix.as_ref(), at)
     }
 
+    /// Whether `key` of keyspace `ks` has a value at the snapshot.
+    pub fn contains_key_in(&self, ks: &Keyspace, key: impl AsRef<[u8]>) -> Result<bool> {
+        self.check(ks)?;
+        read::contains_key(&self.inner, ks.id(), key.as_ref(), ReadAt::Snapshot(self.seq))
+    }
+
+    /// The values of `keys` of keyspace `ks` at the snapshot, in their order.
+    pub fn multi_get_in<K: AsRef<[u8]>>(
+        &self,
+        ks: &Keyspace,
+        keys: &[K],
+    ) -> Vec<Result<Option<Vec<u8>>>> {
+        if let Err(e) = self.check(ks) {
+            return keys.iter().map(|_| Err(e.duplicate())).collect();
+        }
+        let keys: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
+        multi_get::multi_get(&self.inner, ks.id(), &keys, ReadAt::Snapshot(self.seq))
+    }
+
+    /// A seekable cursor over keyspace `ks` at the snapshot (see [`Db::cursor`]).
+    pub fn cursor_in(&self, ks: &Keyspace) -> Result<DbCursor> {
+        self.check(ks)?;
+        let sv = self.inner.super_version();
+        let merge_op = self.inner.opts.merge_operator.clone();
+        Ok(DbCursor::new(sv, ks.id(), self.seq, Bound::Unbounded, Bound::Unbounded, merge_op))
+    }
+
     /// Fails unless `ks` is a live keyspace of this snapshot's database.
     fn check(&self, ks: &Keyspace) -> Result<()> {
         if !ks.belongs_to(&self.inner) {
