@@ -20,6 +20,36 @@
 //! and a ribbon filter at compaction. Measured figures for every row: `cargo run --release
 //! --example filter_table`, reproduced in the README.
 //!
+//! The same choice in code, by what the key set allows:
+//! ```
+//! use siftdb::filter::prelude::*;
+//! use siftdb::filter::{hash_key, BlockedBloom, Cuckoo, FilterView, Ribbon};
+//!
+//! let keys: Vec<u64> = (0..10_000u64).map(|i| hash_key(&i.to_le_bytes())).collect();
+//!
+//! // The set is known once and never changes (an SST, a shipped dictionary): a static filter,
+//! // the fewest bits per key for the FPR.
+//! let ribbon = Ribbon::with_false_pos(0.01).build(&keys)?;
+//!
+//! // Keys keep arriving: a Bloom filter sized for the expected count; blocked = one cache miss.
+//! let mut bloom = BlockedBloom::with_false_pos(0.01).expected_items(10_000)?;
+//! keys.iter().for_each(|&h| bloom.insert_hash(h));
+//!
+//! // Keys also leave: a cuckoo filter (an insert into a full table is an error, not a loss).
+//! let mut cuckoo = Cuckoo::with_false_pos(0.01).expected_items(10_000)?;
+//! for &h in &keys {
+//!     cuckoo.insert_hash(h)?;
+//! }
+//! cuckoo.remove_hash(keys[0])?;
+//!
+//! // No false negatives, whichever was chosen; any of them reads back from bytes in place.
+//! assert!(keys[1..].iter().all(|&h| ribbon.contains_hash(h) && bloom.contains_hash(h)));
+//! assert!(keys[1..].iter().all(|&h| cuckoo.contains_hash(h)));
+//! let bytes = ribbon.to_bytes();
+//! assert!(FilterView::parse(&bytes)?.contains_hash(keys[0]));
+//! # Ok::<(), siftdb::Error>(())
+//! ```
+//!
 //! # Hashing once
 //! Keys are hashed once with [`hash_key`] (XXH3-64). Every filter takes that 64-bit hash through
 //! `insert_hash` / `contains_hash`; `insert(&[u8])` / `contains(&[u8])` are conveniences on top.
