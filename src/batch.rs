@@ -108,55 +108,26 @@ impl WriteBatch {
         WriteBatch { rep, count: 0, invalid: None, merges: 0, keyspaces: Vec::new() }
     }
 
-    /// Encoded size of a batch holding one put of `key` -> `value` (to size
+    /// Bytes one put of `key` -> `value` takes in a batch at most, keyspace included (to size
     /// [`WriteBatch::with_capacity`]).
     pub fn put_size(key: &[u8], value: &[u8]) -> usize {
-        1 + 10 + key.len() + 10 + value.len()
+        1 + 5 + 10 + key.len() + 10 + value.len()
     }
 
     /// Adds a put of `key` -> `value` (in the default keyspace).
     pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> &mut Self {
-        let (key, value) = (key.as_ref(), value.as_ref());
-        self.check(key, Some(value));
-        // One exact reservation instead of up to three doubling reallocations.
-        self.rep.reserve(Self::put_size(key, value));
-        self.rep.push(ValueKind::Put as u8);
-        put_length_prefixed(&mut self.rep, key);
-        put_length_prefixed(&mut self.rep, value);
-        self.count += 1;
-        self
+        self.push_record(ValueKind::Put, None, key.as_ref(), Some(value.as_ref()))
     }
 
     /// Adds a merge of `operand` into `key` (applied by `Options::merge_operator` when the key
     /// is read; `Db::write` refuses a batch holding a merge when no operator is configured).
     pub fn merge(&mut self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> &mut Self {
-        let (key, operand) = (key.as_ref(), operand.as_ref());
-        self.check(key, Some(operand));
-        self.rep.reserve(Self::put_size(key, operand));
-        self.rep.push(ValueKind::Merge as u8);
-        put_length_prefixed(&mut self.rep, key);
-        put_length_prefixed(&mut self.rep, operand);
-        self.count += 1;
-        self.merges = self.merges.saturating_add(1);
-        self
+        self.push_record(ValueKind::Merge, None, key.as_ref(), Some(operand.as_ref()))
     }
 
-    /// [`WriteBatch::merge`] into `key` of keyspace `ks`.
-    pub fn merge_in(
-        &mut self,
-        ks: &crate::Keyspace,
-        key: impl AsRef<[u8]>,
-        operand: impl AsRef<[u8]>,
-    ) -> &mut Self {
-        let (key, operand) = (key.as_ref(), operand.as_ref());
-        self.check(key, Some(operand));
-        self.rep.reserve(Self::put_size(key, operand) + 5);
-        self.push_tag(ValueKind::Merge, ks.id(), ks.name_arc());
-        put_length_prefixed(&mut self.rep, key);
-        put_length_prefixed(&mut self.rep, operand);
-        self.count += 1;
-        self.merges = self.merges.saturating_add(1);
-        self
+    /// Adds a delete of `key` (in the default keyspace).
+    pub fn delete(&mut self, key: impl AsRef<[u8]>) -> &mut Self {
+        self.push_record(ValueKind::Delete, None, key.as_ref(), None)
     }
 
     /// Adds a deletion of every key in `[start, end)`: one range tombstone, one sequence
@@ -164,60 +135,6 @@ impl WriteBatch {
     /// fail with [`Error::InvalidArgument`] naming both bounds.
     pub fn delete_range(&mut self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> &mut Self {
         self.push_delete_range(None, start.as_ref(), end.as_ref())
-    }
-
-    /// [`WriteBatch::delete_range`] in keyspace `ks`.
-    pub fn delete_range_in(
-        &mut self,
-        ks: &crate::Keyspace,
-        start: impl AsRef<[u8]>,
-        end: impl AsRef<[u8]>,
-    ) -> &mut Self {
-        self.push_delete_range(Some((ks.id(), ks.name_arc())), start.as_ref(), end.as_ref())
-    }
-
-    fn push_delete_range(
-        &mut self,
-        keyspace: Option<(u32, &Arc<str>)>,
-        start: &[u8],
-        end: &[u8],
-    ) -> &mut Self {
-        if start == end {
-            return self;
-        }
-        if start > end && self.invalid.is_none() {
-            self.invalid = Some(format!(
-                "delete_range start \"{}\" is after its end \"{}\"",
-                start.escape_ascii(),
-                end.escape_ascii()
-            ));
-        }
-        self.check(start, None);
-        self.check(end, None);
-        self.rep.reserve(Self::put_size(start, end) + 5);
-        match keyspace {
-            Some((id, name)) => self.push_tag(ValueKind::RangeDelete, id, name),
-            None => self.rep.push(ValueKind::RangeDelete.tag()),
-        }
-        put_length_prefixed(&mut self.rep, start);
-        put_length_prefixed(&mut self.rep, end);
-        self.count += 1;
-        self
-    }
-
-    /// Whether the batch holds a merge record.
-    pub fn has_merges(&self) -> bool {
-        self.merges > 0
-    }
-
-    /// Adds a delete of `key` (in the default keyspace).
-    pub fn delete(&mut self, key: impl AsRef<[u8]>) -> &mut Self {
-        let key = key.as_ref();
-        self.check(key, None);
-        self.rep.push(ValueKind::Delete as u8);
-        put_length_prefixed(&mut self.rep, key);
-        self.count += 1;
-        self
     }
 
     /// Adds a put of `key` -> `value` in keyspace `ks`. A batch may mix keyspaces; it is still
@@ -240,36 +157,89 @@ impl WriteBatch {
         key: &[u8],
         value: &[u8],
     ) -> &mut Self {
-        self.check(key, Some(value));
-        self.rep.reserve(Self::put_size(key, value) + 5);
-        self.push_tag(ValueKind::Put, keyspace, name);
-        put_length_prefixed(&mut self.rep, key);
-        put_length_prefixed(&mut self.rep, value);
-        self.count += 1;
-        self
+        self.push_record(ValueKind::Put, Some((keyspace, name)), key, Some(value))
+    }
+
+    /// [`WriteBatch::merge`] into `key` of keyspace `ks`.
+    pub fn merge_in(
+        &mut self,
+        ks: &crate::Keyspace,
+        key: impl AsRef<[u8]>,
+        operand: impl AsRef<[u8]>,
+    ) -> &mut Self {
+        let keyspace = Some((ks.id(), ks.name_arc()));
+        self.push_record(ValueKind::Merge, keyspace, key.as_ref(), Some(operand.as_ref()))
     }
 
     /// Adds a delete of `key` in keyspace `ks` (see [`WriteBatch::put_in`]).
     pub fn delete_in(&mut self, ks: &crate::Keyspace, key: impl AsRef<[u8]>) -> &mut Self {
-        let key = key.as_ref();
-        self.check(key, None);
-        self.push_tag(ValueKind::Delete, ks.id(), ks.name_arc());
-        put_length_prefixed(&mut self.rep, key);
-        self.count += 1;
-        self
+        self.push_record(ValueKind::Delete, Some((ks.id(), ks.name_arc())), key.as_ref(), None)
     }
 
-    /// Writes a record's tag, and its keyspace when not the default one.
-    fn push_tag(&mut self, kind: ValueKind, keyspace: u32, name: &Arc<str>) {
-        if keyspace == DEFAULT_KEYSPACE {
-            self.rep.push(kind.tag());
-            return;
+    /// [`WriteBatch::delete_range`] in keyspace `ks`.
+    pub fn delete_range_in(
+        &mut self,
+        ks: &crate::Keyspace,
+        start: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
+    ) -> &mut Self {
+        self.push_delete_range(Some((ks.id(), ks.name_arc())), start.as_ref(), end.as_ref())
+    }
+
+    /// Whether the batch holds a merge record.
+    pub fn has_merges(&self) -> bool {
+        self.merges > 0
+    }
+
+    fn push_delete_range(
+        &mut self,
+        keyspace: Option<(u32, &Arc<str>)>,
+        start: &[u8],
+        end: &[u8],
+    ) -> &mut Self {
+        if start == end {
+            return self;
         }
-        self.rep.push(kind.tag() | KEYSPACE_FLAG);
-        put_varint32(&mut self.rep, keyspace);
-        if !self.keyspaces.iter().any(|(id, _)| *id == keyspace) {
-            self.keyspaces.push((keyspace, name.clone()));
+        if start > end && self.invalid.is_none() {
+            self.invalid = Some(format!(
+                "delete_range start \"{}\" is after its end \"{}\"",
+                start.escape_ascii(),
+                end.escape_ascii()
+            ));
         }
+        self.check(end, None);
+        self.push_record(ValueKind::RangeDelete, keyspace, start, Some(end))
+    }
+
+    /// Appends one record (design.md, "Write batch"): its tag, its keyspace when not the
+    /// default (`None` is the default), the key and, for every kind but Delete, the value.
+    fn push_record(
+        &mut self,
+        kind: ValueKind,
+        keyspace: Option<(u32, &Arc<str>)>,
+        key: &[u8],
+        value: Option<&[u8]>,
+    ) -> &mut Self {
+        self.check(key, value);
+        // One exact reservation instead of up to three doubling reallocations.
+        self.rep.reserve(Self::put_size(key, value.unwrap_or_default()));
+        match keyspace {
+            Some((id, name)) if id != DEFAULT_KEYSPACE => {
+                self.rep.push(kind.tag() | KEYSPACE_FLAG);
+                put_varint32(&mut self.rep, id);
+                if !self.keyspaces.iter().any(|(k, _)| *k == id) {
+                    self.keyspaces.push((id, name.clone()));
+                }
+            }
+            _ => self.rep.push(kind.tag()),
+        }
+        put_length_prefixed(&mut self.rep, key);
+        if let Some(v) = value {
+            put_length_prefixed(&mut self.rep, v);
+        }
+        self.count += 1;
+        self.merges = self.merges.saturating_add((kind == ValueKind::Merge) as u32);
+        self
     }
 
     /// The keyspaces other than the default that the records name, with their names.
