@@ -219,10 +219,10 @@ fn delete_range_removes_a_span_and_the_dumps_show_its_tombstone() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path().join("db");
     let ds = d.to_str().unwrap();
+    // Few opens, so at most three L0 files exist when the dumps run: below the default L0
+    // compaction trigger (4), no compaction can apply the tombstone and drop it first.
     ok(&["put", ds, "apple", "1", "--create"]);
-    for k in ["banana", "cherry", "pear"] {
-        ok(&["put", ds, k, "1"]);
-    }
+    ok(&["put", ds, "cherry", "1"]);
     fails(&["delete-range", ds, "z", "a"], "after its end");
     ok(&["delete-range", ds, "b", "d"]);
     ok(&["delete-range", ds, "x", "x"]); // empty: nothing written
@@ -241,7 +241,9 @@ fn delete_range_removes_a_span_and_the_dumps_show_its_tombstone() {
         files("sst").iter().map(|p| ok(&["sst", "dump", p.to_str().unwrap()])).collect();
     let with = dumps.iter().filter(|o| o.contains("range tombstones  1")).count();
     assert_eq!(with, 1, "{dumps:?}");
-    assert!(dumps.iter().any(|o| o.contains("[\"b\", \"d\") @5 RangeDelete")), "{dumps:?}");
+    assert!(dumps.iter().any(|o| o.contains("[\"b\", \"d\") @3 RangeDelete")), "{dumps:?}");
+    assert_eq!(ok(&["scan", ds, "--keys-only"]), "apple\n");
+    ok(&["put", ds, "pear", "1"]);
     assert_eq!(ok(&["scan", ds, "--keys-only"]), "apple\npear\n");
     fails(&["get", ds, "cherry"], "not found");
     ok(&["delete-range", "--hex", ds, "6170", "6171"]); // ["ap", "aq")
