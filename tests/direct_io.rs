@@ -213,3 +213,35 @@ fn a_lookup_served_by_the_block_cache_counts_no_file_read() {
     assert_eq!(tickers["rocksdb.non.last.level.read.count"], 0);
     assert_eq!(tickers["rocksdb.last.level.read.bytes"], miss.file_read_bytes);
 }
+
+#[test]
+fn a_scan_counts_its_data_block_reads_apart_from_lookups_and_a_second_scan_hits_the_cache() {
+    let tmp = disk_dir();
+    let db = small_table_db(tmp.path(), 8 << 20);
+    let first = db.stats();
+    assert_eq!(db.scan().unwrap().count(), 5000);
+    let second = db.stats();
+    assert_eq!(db.scan().unwrap().rev().count(), 5000);
+    let cold = second.since(&first);
+    let warm = db.stats().since(&second);
+    let (c, w) = (cold.total_scan_reads(), warm.total_scan_reads());
+    // Cold: every block consulted was a cache miss read from the file, each read once.
+    assert!(c.data_blocks_read > 10, "{c:?}");
+    assert_eq!((c.block_cache_misses, c.file_reads), (c.data_blocks_read, c.data_blocks_read));
+    assert!(c.file_read_bytes > c.file_reads * 2048, "{c:?}");
+    // Warm, backwards: the same blocks (and the first block of each source again, for the
+    // front cursor every iterator positions at creation), all from the cache.
+    assert!(w.data_blocks_read >= c.data_blocks_read, "{w:?} {c:?}");
+    assert_eq!(w.block_cache_hits, w.data_blocks_read, "{w:?}");
+    assert_eq!((w.file_reads, w.file_read_bytes), (0, 0), "{w:?}");
+    // Scans are not lookups: the point-lookup counters did not move.
+    assert_eq!(db.stats().since(&first).total_reads(), siftdb::ReadStats::default());
+    // Positionings: the forward scan's front cursor; the reverse scan's front cursor (made
+    // with every iterator) and back cursor.
+    assert_eq!((cold.seeks, warm.seeks), (1, 2));
+    let tickers: BTreeMap<_, _> = db.stats().tickers().into_iter().collect();
+    assert_eq!(tickers["rocksdb.block.cache.data.miss"], c.data_blocks_read);
+    assert_eq!(tickers["rocksdb.number.db.seek"], 3);
+    let table = db.stats().scan_read_table(3);
+    assert!(table.starts_with("level") && table.contains("L0"), "{table}");
+}

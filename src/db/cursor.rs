@@ -29,12 +29,14 @@
 
 use super::iter::merge::Merge;
 use super::iter::source::{IKey, Source};
+use super::read_counters::{LevelScanCounters, StripedReadCounters};
 use super::SuperVersion;
 use crate::batch::ValueKind;
 use crate::error::Result;
 use crate::merge::{Operands, SharedMergeOperator};
 use crate::range_del::{Fragments, RangeTombstone};
 use std::ops::Bound;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 /// A cursor over the entries visible at one moment (taken from [`crate::Db::cursor`] or
@@ -62,6 +64,8 @@ use std::sync::Arc;
 /// ```
 pub struct DbCursor {
     sv: Arc<SuperVersion>,
+    /// The database's counters: positionings, and the data blocks each level's files read.
+    reads: Arc<StripedReadCounters>,
     merge: Merge,
     keyspace: u32,
     snapshot: u64,
@@ -86,6 +90,7 @@ impl DbCursor {
     /// `lower..upper`.
     pub(crate) fn new(
         sv: Arc<SuperVersion>,
+        reads: Arc<StripedReadCounters>,
         keyspace: u32,
         snapshot: u64,
         lower: Bound<Vec<u8>>,
@@ -107,16 +112,24 @@ impl DbCursor {
         for (n, level) in sv.version.levels.iter().enumerate() {
             let files: Vec<_> =
                 level.iter().filter(|f| f.overlaps(keyspace, start, end_excl)).collect();
+            if files.is_empty() {
+                continue;
+            }
+            let counters: Arc<LevelScanCounters> =
+                Arc::new(LevelScanCounters { all: reads.clone(), level: n });
             if n == 0 {
                 // L0 files may overlap each other: one source each.
-                sources.extend(files.into_iter().map(|f| Source::files(vec![f.clone()])));
-            } else if !files.is_empty() {
-                sources.push(Source::files(files.into_iter().cloned().collect()));
+                sources.extend(
+                    files.into_iter().map(|f| Source::files(vec![f.clone()], counters.clone())),
+                );
+            } else {
+                sources.push(Source::files(files.into_iter().cloned().collect(), counters));
             }
         }
         DbCursor {
             merge: Merge::new(sources),
             sv,
+            reads,
             keyspace,
             snapshot,
             lower,
@@ -135,6 +148,7 @@ impl DbCursor {
     pub(crate) fn twin(&self) -> DbCursor {
         let mut t = DbCursor::new(
             self.sv.clone(),
+            self.reads.clone(),
             self.keyspace,
             self.snapshot,
             self.lower.clone(),
@@ -209,20 +223,28 @@ impl DbCursor {
         }
     }
 
+    /// Counts a positioning in the calling thread's stripe (`rocksdb.number.db.seek`).
+    fn count_seek(&self) {
+        self.reads.local().seeks.fetch_add(1, Relaxed);
+    }
+
     /// Positions on the first entry whose key is `>= key`.
     pub fn seek(&mut self, key: &[u8]) -> Result<()> {
+        self.count_seek();
         let r = self.load_tombstones().and_then(|()| self.seek_inner(key));
         self.check(r)
     }
 
     /// Positions on the last entry whose key is `<= key`.
     pub fn seek_for_prev(&mut self, key: &[u8]) -> Result<()> {
+        self.count_seek();
         let r = self.load_tombstones().and_then(|()| self.seek_for_prev_inner(key));
         self.check(r)
     }
 
     /// Positions on the first entry.
     pub fn seek_to_first(&mut self) -> Result<()> {
+        self.count_seek();
         if let Err(e) = self.load_tombstones() {
             return self.check(Err(e));
         }
@@ -236,6 +258,7 @@ impl DbCursor {
 
     /// Positions on the last entry.
     pub fn seek_to_last(&mut self) -> Result<()> {
+        self.count_seek();
         if let Err(e) = self.load_tombstones() {
             return self.check(Err(e));
         }

@@ -365,7 +365,15 @@ impl Keyspace {
         let sv = self.inner.super_version();
         let seq = ReadAt::Latest.sequence(&self.inner);
         let merge_op = self.inner.opts.merge_operator.clone();
-        Ok(DbCursor::new(sv, self.id, seq, Bound::Unbounded, Bound::Unbounded, merge_op))
+        Ok(DbCursor::new(
+            sv,
+            self.inner.reads.clone(),
+            self.id,
+            seq,
+            Bound::Unbounded,
+            Bound::Unbounded,
+            merge_op,
+        ))
     }
 }
 

@@ -124,8 +124,8 @@ pub(crate) struct DbInner {
     pub bg_error: Mutex<Option<String>>,
     /// Live snapshots: sequence -> count (compaction keeps versions they can see).
     pub snapshots: Mutex<BTreeMap<u64, usize>>,
-    /// Point-lookup counters, striped per thread.
-    pub reads: StripedReadCounters,
+    /// Point-lookup and scan counters, striped per thread (shared with open cursors).
+    pub reads: Arc<StripedReadCounters>,
     pub counters: Counters,
     /// Held while a compaction runs (background or manual): one at a time.
     pub compaction_lock: Mutex<()>,
@@ -342,7 +342,15 @@ impl Db {
         let sv = self.inner.super_version();
         let seq = ReadAt::Latest.sequence(&self.inner);
         let merge_op = self.inner.opts.merge_operator.clone();
-        DbCursor::new(sv, DEFAULT, seq, Bound::Unbounded, Bound::Unbounded, merge_op)
+        DbCursor::new(
+            sv,
+            self.inner.reads.clone(),
+            DEFAULT,
+            seq,
+            Bound::Unbounded,
+            Bound::Unbounded,
+            merge_op,
+        )
     }
 
     /// The keyspace `name`, created if missing (design.md, "Keyspaces"): its files are written
@@ -576,7 +584,15 @@ impl Snapshot {
         self.check(ks)?;
         let sv = self.inner.super_version();
         let merge_op = self.inner.opts.merge_operator.clone();
-        Ok(DbCursor::new(sv, ks.id(), self.seq, Bound::Unbounded, Bound::Unbounded, merge_op))
+        Ok(DbCursor::new(
+            sv,
+            self.inner.reads.clone(),
+            ks.id(),
+            self.seq,
+            Bound::Unbounded,
+            Bound::Unbounded,
+            merge_op,
+        ))
     }
 
     /// Fails unless `ks` is a live keyspace of this snapshot's database.
@@ -625,7 +641,15 @@ impl Snapshot {
     pub fn cursor(&self) -> DbCursor {
         let sv = self.inner.super_version();
         let merge_op = self.inner.opts.merge_operator.clone();
-        DbCursor::new(sv, DEFAULT, self.seq, Bound::Unbounded, Bound::Unbounded, merge_op)
+        DbCursor::new(
+            sv,
+            self.inner.reads.clone(),
+            DEFAULT,
+            self.seq,
+            Bound::Unbounded,
+            Bound::Unbounded,
+            merge_op,
+        )
     }
 }
 

@@ -277,7 +277,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         shutting_down: AtomicBool::new(false),
         bg_error: Mutex::new(None),
         snapshots: Mutex::new(BTreeMap::new()),
-        reads: super::read_counters::StripedReadCounters::new(),
+        reads: Arc::new(super::read_counters::StripedReadCounters::new()),
         counters: Counters::default(),
         compaction_lock: Mutex::new(()),
         obsolete: Mutex::new(Vec::new()),

@@ -186,6 +186,7 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
                 filter_bytes: files.iter().map(|f| f.info.filter_memory_bytes).sum(),
                 configured_fpr: configured_fpr(&inner.opts, level, &weights),
                 reads: inner.reads.level(level),
+                scan_reads: inner.reads.scan_level(level),
             }
         })
         .collect();
@@ -196,6 +197,7 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
     Stats {
         gets: inner.reads.gets(),
         gets_found: inner.reads.gets_found(),
+        seeks: inner.reads.seeks(),
         memtable_bytes: std::iter::once(&sv.mem)
             .chain(sv.imm.iter())
             .map(|m| m.approximate_bytes() as u64)

@@ -11,9 +11,10 @@
 //! threads than stripes) lose nothing; a sum read while lookups run is a moment's approximation,
 //! as any relaxed counter is, and exact once they stop.
 
-use crate::sst::{ReadCounters, ReadStats};
+use crate::sst::{ReadCounters, ReadStats, ScanCounters};
 use crate::version::NUM_LEVELS;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
 
 /// Copies of the counters. A power of two; more than the cores of a typical machine, so
 /// threads of one process rarely share one.
@@ -30,6 +31,12 @@ pub(crate) struct Stripe {
     pub gets_found: AtomicU64,
     /// SST read counters per level.
     pub levels: [ReadCounters; NUM_LEVELS],
+    /// Cursor positionings (seek, seek_for_prev, seek_to_first/last; RocksDB
+    /// `rocksdb.number.db.seek`): each iterator or cursor positioning counts one.
+    pub seeks: AtomicU64,
+    /// Data blocks read by iterators and cursors, per level (cache hits, misses, file reads);
+    /// the filter fields stay zero.
+    pub scan_levels: [ReadCounters; NUM_LEVELS],
 }
 
 /// The striped counters of one database.
@@ -71,11 +78,43 @@ impl StripedReadCounters {
         self.stripes.iter().map(|s| s.gets_found.load(Relaxed)).sum()
     }
 
+    /// `seeks` summed over the stripes.
+    pub fn seeks(&self) -> u64 {
+        self.stripes.iter().map(|s| s.seeks.load(Relaxed)).sum()
+    }
+
+    /// Level `level`'s scan counters summed over the stripes.
+    pub fn scan_level(&self, level: usize) -> ReadStats {
+        self.stripes
+            .iter()
+            .fold(ReadStats::default(), |acc, s| acc.plus(&s.scan_levels[level].snapshot()))
+    }
+
     /// Level `level`'s SST counters summed over the stripes.
     pub fn level(&self, level: usize) -> ReadStats {
         self.stripes
             .iter()
             .fold(ReadStats::default(), |acc, s| acc.plus(&s.levels[level].snapshot()))
+    }
+}
+
+/// The scan counters of one level, as a table cursor of that level counts into them: the
+/// stripe is chosen at each block read, by the thread doing it.
+#[derive(Debug)]
+pub(crate) struct LevelScanCounters {
+    pub all: Arc<StripedReadCounters>,
+    pub level: usize,
+}
+
+impl ScanCounters for LevelScanCounters {
+    fn counters(&self) -> &ReadCounters {
+        &self.all.local().scan_levels[self.level]
+    }
+}
+
+impl std::fmt::Debug for StripedReadCounters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StripedReadCounters").field("gets", &self.gets()).finish_non_exhaustive()
     }
 }
 
@@ -109,7 +148,6 @@ impl StripedCounter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
 
     #[test]
     fn a_stripe_is_on_cache_lines_of_its_own() {

@@ -25,8 +25,11 @@ pub struct LevelStats {
     /// FPR on L0, the compaction policy's (fixed or Monkey) on deeper levels; `None` without a
     /// filter.
     pub configured_fpr: Option<f64>,
-    /// Read counters since open.
+    /// Read counters of point lookups (get, contains_key, multi_get) since open.
     pub reads: ReadStats,
+    /// Data blocks read by iterators and cursors since open (cache hits, misses, file reads;
+    /// the filter fields stay zero: scans do not probe filters).
+    pub scan_reads: ReadStats,
 }
 
 impl LevelStats {
@@ -113,6 +116,8 @@ pub struct Stats {
     pub gets: u64,
     /// Point lookups that found a value.
     pub gets_found: u64,
+    /// Iterator and cursor positionings (seek, seek_for_prev, seek_to_first/last).
+    pub seeks: u64,
     /// Bytes in the active and immutable memtables.
     pub memtable_bytes: u64,
     /// Immutable memtables waiting for flush.
@@ -183,9 +188,14 @@ impl Stats {
         }
     }
 
-    /// Sum of the read counters of every level.
+    /// Sum of the point-lookup read counters of every level.
     pub fn total_reads(&self) -> ReadStats {
         self.levels.iter().fold(ReadStats::default(), |t, l| t.plus(&l.reads))
+    }
+
+    /// Sum of the scan read counters of every level.
+    pub fn total_scan_reads(&self) -> ReadStats {
+        self.levels.iter().fold(ReadStats::default(), |t, l| t.plus(&l.scan_reads))
     }
 
     /// Read counters accumulated since `earlier` (file figures stay those of `self`).
@@ -193,7 +203,9 @@ impl Stats {
         let mut d = self.clone();
         for (l, e) in d.levels.iter_mut().zip(&earlier.levels) {
             l.reads = l.reads.minus(&e.reads);
+            l.scan_reads = l.scan_reads.minus(&e.scan_reads);
         }
+        d.seeks -= earlier.seeks.min(d.seeks);
         d.gets -= earlier.gets.min(d.gets);
         d.gets_found -= earlier.gets_found.min(d.gets_found);
         d
@@ -206,21 +218,23 @@ impl Stats {
     }
 
     /// The counters under RocksDB's ticker names (summed over levels), for side-by-side reports.
-    /// File reads are data blocks only (index and filter blocks are pinned in memory), split
+    /// Block-cache and file-read tickers count point lookups and scans together, as RocksDB's
+    /// do; file reads are data blocks only (index and filter blocks are pinned in memory), split
     /// into the last level ([`Stats::last_level`]) and the others as RocksDB does.
     pub fn tickers(&self) -> Vec<(&'static str, u64)> {
-        let t = self.total_reads();
+        let filters = self.total_reads();
+        let t = filters.plus(&self.total_scan_reads());
         let last = self.last_level();
         let last_reads = self
             .levels
             .iter()
             .filter(|l| Some(l.level) == last)
-            .fold(ReadStats::default(), |a, l| a.plus(&l.reads));
+            .fold(ReadStats::default(), |a, l| a.plus(&l.reads).plus(&l.scan_reads));
         let upper = t.minus(&last_reads);
         vec![
-            ("rocksdb.bloom.filter.useful", t.filter_useful),
-            ("rocksdb.bloom.filter.full.positive", t.filter_positive),
-            ("rocksdb.bloom.filter.full.true.positive", t.filter_true_positive),
+            ("rocksdb.bloom.filter.useful", filters.filter_useful),
+            ("rocksdb.bloom.filter.full.positive", filters.filter_positive),
+            ("rocksdb.bloom.filter.full.true.positive", filters.filter_true_positive),
             ("rocksdb.block.cache.hit", self.block_cache_hits),
             ("rocksdb.block.cache.miss", self.block_cache_misses),
             ("rocksdb.block.cache.data.hit", t.block_cache_hits),
@@ -231,6 +245,7 @@ impl Stats {
             ("rocksdb.non.last.level.read.bytes", upper.file_read_bytes),
             ("rocksdb.no.file.opens", self.table_cache_misses),
             ("rocksdb.number.keys.read", self.gets),
+            ("rocksdb.number.db.seek", self.seeks),
             ("rocksdb.stall.micros", self.write_stall_micros),
             // Bytes of tables written by flushes and by compactions (write amplification =
             // their sum / the user bytes written, `rocksdb.bytes.written`).
@@ -288,6 +303,37 @@ impl Stats {
                 per(l.reads.data_blocks_read + l.reads.index_blocks_read),
                 per(l.reads.file_reads),
                 per(l.reads.file_read_bytes) / 1024.0,
+            );
+        }
+        s
+    }
+
+    /// Per level, the data blocks iterators and cursors read, per positioning (`seeks`, e.g.
+    /// the operations of a seekrandom run): blocks consulted, how many the block cache served,
+    /// and the file reads (device reads with `Options::direct_reads`) and their KiB. Empty
+    /// when no scan read a block.
+    pub fn scan_read_table(&self, seeks: u64) -> String {
+        let mut s = String::new();
+        if self.levels.iter().all(|l| l.scan_reads.data_blocks_read == 0) {
+            return s;
+        }
+        let per = |n: u64| if seeks == 0 { 0.0 } else { n as f64 / seeks as f64 };
+        let _ = writeln!(
+            s,
+            "{:<6} {:>11} {:>12} {:>12} {:>11} {:>10}",
+            "level", "blocks", "cache_hits", "blocks/seek", "file_rd/seek", "KiB/seek"
+        );
+        for l in self.levels.iter().filter(|l| l.scan_reads.data_blocks_read > 0) {
+            let r = &l.scan_reads;
+            let _ = writeln!(
+                s,
+                "{:<6} {:>11} {:>12} {:>12.4} {:>11.4} {:>10.3}",
+                format!("L{}", l.level),
+                r.data_blocks_read,
+                r.block_cache_hits,
+                per(r.data_blocks_read),
+                per(r.file_reads),
+                per(r.file_read_bytes) / 1024.0,
             );
         }
         s

@@ -36,6 +36,14 @@ pub struct ReadCounters {
     pub file_read_bytes: AtomicU64,
 }
 
+/// Where a table cursor counts the data blocks it reads: the engine hands each cursor of a scan
+/// the per-level scan counters of the thread that reads (see src/db/read_counters.rs), so a scan
+/// is counted apart from point lookups and never writes another core's cache lines.
+pub(crate) trait ScanCounters: Send + Sync + std::fmt::Debug {
+    /// The counters to bump now (looked up per block read: a cursor may move between threads).
+    fn counters(&self) -> &ReadCounters;
+}
+
 /// A plain copy of [`ReadCounters`] at one moment (same field meanings).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]

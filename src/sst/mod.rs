@@ -34,6 +34,7 @@ mod tests;
 
 pub use block::{Block, BlockIter};
 pub use builder::{FilterBlockSource, TableBuilder, TableSummary};
+pub(crate) use counters::ScanCounters;
 pub use properties::TableProperties;
 pub(crate) use reader::FilterVerdict;
 pub use reader::{GetResult, ReadCounters, ReadStats, Table};

@@ -5,6 +5,7 @@
 
 use crate::error::Result;
 use crate::sst::block::BlockIter;
+use crate::sst::counters::ScanCounters;
 use crate::sst::format::BlockHandle;
 use crate::sst::reader::Table;
 use std::sync::Arc;
@@ -18,12 +19,21 @@ pub struct TableIter {
     index: BlockIter,
     data: Option<BlockIter>,
     fill_cache: bool,
+    /// Where block reads are counted (engine scans); `None` for compaction and tools.
+    counters: Option<Arc<dyn ScanCounters>>,
 }
 
 impl TableIter {
     pub(crate) fn new(table: Arc<Table>, fill_cache: bool) -> TableIter {
         let index = table.index_block().iter();
-        TableIter { table, index, data: None, fill_cache }
+        TableIter { table, index, data: None, fill_cache, counters: None }
+    }
+
+    /// The same cursor, counting every data block it consults (cache hits, misses and file
+    /// reads) in `counters`.
+    pub(crate) fn counting(mut self, counters: Arc<dyn ScanCounters>) -> TableIter {
+        self.counters = Some(counters);
+        self
     }
 
     /// Whether the cursor is on an entry.
@@ -168,7 +178,8 @@ impl TableIter {
             return Ok(false);
         }
         let h = BlockHandle::decode(self.index.value()).map_err(|e| self.index_err(e))?;
-        let block = self.table.data_block(h, None, self.fill_cache)?;
+        let counters = self.counters.as_deref().map(|c| c.counters());
+        let block = self.table.data_block(h, counters, self.fill_cache)?;
         self.data = Some(block.iter());
         Ok(true)
     }

@@ -93,7 +93,8 @@ impl DbIterator {
         let sv = inner.super_version();
         let snapshot = at.sequence(inner);
         let merge_op = inner.opts.merge_operator.clone();
-        let mut front = DbCursor::new(sv, keyspace, snapshot, lower, upper, merge_op);
+        let mut front =
+            DbCursor::new(sv, inner.reads.clone(), keyspace, snapshot, lower, upper, merge_op);
         front.seek_to_first()?;
         Ok(DbIterator { front, back: None, front_yielded: false, back_yielded: false, done: false })
     }

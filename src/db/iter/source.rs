@@ -7,7 +7,7 @@ use crate::batch::ValueKind;
 use crate::error::Result;
 use crate::ikey;
 use crate::memtable::{MemKey, Memtable};
-use crate::sst::TableIter;
+use crate::sst::{ScanCounters, TableIter};
 use crate::version::TableFile;
 use std::cmp::{Ordering, Reverse};
 use std::collections::VecDeque;
@@ -107,6 +107,8 @@ pub(crate) enum Source {
         /// Boxed: a table cursor is large next to the memtable variant.
         iter: Option<Box<TableIter>>,
         current: Option<Entry>,
+        /// Where the files' cursors count their block reads.
+        counters: Arc<dyn ScanCounters>,
     },
 }
 
@@ -118,8 +120,8 @@ impl Source {
 
     /// A source over `files` (non-empty, sorted by key, disjoint), positioned nowhere; no file
     /// is opened until a seek reaches it.
-    pub fn files(files: Vec<Arc<TableFile>>) -> Source {
-        Source::Files { files, at: 0, iter: None, current: None }
+    pub fn files(files: Vec<Arc<TableFile>>, counters: Arc<dyn ScanCounters>) -> Source {
+        Source::Files { files, at: 0, iter: None, current: None, counters }
     }
 
     /// The merge operator name recorded by the table the current entry comes from (`""` if
@@ -274,14 +276,14 @@ impl Source {
         i: usize,
         position: impl FnOnce(&mut TableIter) -> Result<()>,
     ) -> Result<()> {
-        if let Source::Files { files, at, iter, current } = self {
+        if let Source::Files { files, at, iter, current, counters } = self {
             *current = None;
             *at = i;
             let Some(file) = files.get(i) else {
                 *iter = None;
                 return Ok(());
             };
-            let mut it = Box::new(file.table()?.iter(true));
+            let mut it = Box::new(file.table()?.iter(true).counting(counters.clone()));
             position(&mut it)?;
             *current = read(&mut it)?;
             *iter = Some(it);

@@ -21,6 +21,11 @@ pub fn statistics(stats: &Stats, lookups: u64) -> String {
     s += &format!("siftdb.table.cache.open COUNT : {}\n", stats.table_cache_open_tables);
     s += "\nper-level reads (siftdb):\n";
     s += &stats.read_amp_table(lookups);
+    let scans = stats.scan_read_table(stats.seeks);
+    if !scans.is_empty() {
+        s += &format!("\nper-level scan reads (siftdb; {} seeks):\n", stats.seeks);
+        s += &scans;
+    }
     s
 }
 
