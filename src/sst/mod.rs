@@ -23,6 +23,7 @@ mod codec;
 mod counters;
 pub mod format;
 mod index;
+mod meta;
 mod owned_filter;
 mod properties;
 pub mod range_del_block;
@@ -34,6 +35,7 @@ mod tests;
 
 pub use block::{Block, BlockIter};
 pub use builder::{FilterBlockSource, TableBuilder, TableSummary};
+pub use meta::MetaPolicy;
 pub use properties::TableProperties;
 pub(crate) use reader::FilterVerdict;
 pub use reader::{GetResult, ReadCounters, ReadStats, Table};
