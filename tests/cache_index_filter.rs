@@ -199,3 +199,37 @@ fn bench_takes_the_db_bench_flags_and_prints_the_memory_report() {
     let err = String::from_utf8_lossy(&bad.stderr);
     assert!(err.contains("cache_index_and_filter_blocks"), "{err}");
 }
+
+#[test]
+fn flushed_tables_are_pinned_and_release_their_pins_once_compacted_away() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        block_cache_bytes: 4 << 20,
+        cache_index_and_filter_blocks: true,
+        pin_l0_filter_and_index_blocks_in_cache: true,
+        ..base()
+    };
+    let db = Db::open(dir.path(), opts).unwrap();
+    for round in 0..3u64 {
+        for i in 0..1_000 {
+            db.put(key(round * 1_000 + i), b"v").unwrap();
+        }
+        db.flush().unwrap();
+    }
+    for i in (0..3_000).step_by(7) {
+        assert_eq!(db.get(key(i)).unwrap(), Some(b"v".to_vec()));
+    }
+    let l0_files = db.stats().levels[0].files;
+    let m = db.memory_usage();
+    assert!(l0_files >= 3);
+    assert_eq!(m.pinned_tables, l0_files, "every flushed table reopened pinned: {m}");
+    assert!(m.block_cache_pinned > 0);
+    db.compact().unwrap();
+    for i in (0..3_000).step_by(7) {
+        assert_eq!(db.get(key(i)).unwrap(), Some(b"v".to_vec()));
+    }
+    let m = db.memory_usage();
+    assert_eq!(db.stats().levels[0].files, 0);
+    assert_eq!((m.pinned_tables, m.block_cache_pinned), (0, 0), "{m}");
+    assert!(m.block_cache_index > 0 && m.block_cache_filter > 0, "{m}");
+}
