@@ -233,3 +233,28 @@ fn flushed_tables_are_pinned_and_release_their_pins_once_compacted_away() {
     assert_eq!((m.pinned_tables, m.block_cache_pinned), (0, 0), "{m}");
     assert!(m.block_cache_index > 0 && m.block_cache_filter > 0, "{m}");
 }
+
+#[test]
+fn index_and_filter_misses_read_through_direct_io_give_the_same_answers() {
+    // On the disk that holds target/ (/tmp may be tmpfs, which refuses O_DIRECT).
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    build(dir.path());
+    let expected = answers(&Db::open(dir.path(), base()).unwrap());
+    let opts = Options {
+        block_cache_bytes: 32 << 10,
+        cache_index_and_filter_blocks: true,
+        direct_reads: true,
+        ..base()
+    };
+    let db = match Db::open(dir.path(), opts) {
+        Ok(db) => db,
+        // A file system without O_DIRECT is refused at open, with a clear error.
+        Err(siftdb::Error::InvalidArgument(msg)) => {
+            return assert!(msg.contains("direct"), "{msg}")
+        }
+        Err(e) => panic!("{e}"),
+    };
+    assert_eq!(answers(&db), expected);
+    let r = db.stats().total_reads();
+    assert!(r.index_cache_misses > 100 && r.filter_cache_misses > 100, "{r:?}");
+}
