@@ -295,7 +295,11 @@ pub struct Options {
     /// pressure and read from the file again on demand, so `block_cache_bytes` bounds them.
     /// Default `false`: each open table holds its own outside the cache (no lookup ever re-reads
     /// them, but their memory grows with the open tables). Requires an enabled block cache
-    /// (`block_cache_bytes > 0`; [`crate::Error::InvalidArgument`] otherwise).
+    /// (`block_cache_bytes > 0`; [`crate::Error::InvalidArgument`] otherwise). Size the cache
+    /// for it: a block larger than one of the cache's 16 shards (`block_cache_bytes / 16`) is
+    /// never cached, so a table whose filter or index exceeds that re-reads it from the file
+    /// at every lookup (the `rocksdb.block.cache.filter.miss` / `.index.miss` tickers show it;
+    /// pinning L0 tables avoids it for them).
     pub cache_index_and_filter_blocks: bool,
     /// With `cache_index_and_filter_blocks`: level-0 tables keep their index and filter pinned
     /// in the block cache (RocksDB's `pin_l0_filter_and_index_blocks_in_cache`): charged, never
