@@ -684,4 +684,62 @@ mod tests {
         assert_eq!(c.hits_misses_of(EntryKind::Index), (1, 1));
         assert_eq!(c.hits_misses_of(EntryKind::Data), (0, 1));
     }
+
+    #[test]
+    fn random_operations_keep_usage_exact_and_within_capacity_or_pins() {
+        // A model of pins per key checks the shard's accounting after every operation.
+        let mut rng = crate::rng::SplitMix64::new(0xcac4e);
+        let cap = 2_000;
+        let c: Cache<u64> = Cache::with_shards(cap, 1);
+        let mut pins: HashMap<u64, u32> = HashMap::new();
+        for _ in 0..20_000 {
+            let off = rng.below(40);
+            let charge = 10 + rng.below(300) as usize;
+            match rng.below(5) {
+                0 => c.insert(1, off, Arc::new(off), charge),
+                1 if pins.values().sum::<u32>() < 12 => {
+                    let v = c.insert_pinned(1, off, Arc::new(off), charge, EntryKind::Index);
+                    assert_eq!(*v, off);
+                    *pins.entry(off).or_default() += 1;
+                }
+                2 => {
+                    c.release_pinned(1, off);
+                    if let Some(n) = pins.get_mut(&off) {
+                        *n -= 1;
+                        if *n == 0 {
+                            pins.remove(&off);
+                        }
+                    }
+                }
+                _ => {
+                    let hit = c.get(1, off).is_some()
+                        || c.get_kind::<u64>(1, off, EntryKind::Index).is_some();
+                    assert!(hit || !pins.contains_key(&off), "pinned {off} was evicted");
+                }
+            }
+            let s = c.shards[0].lock();
+            let charged: usize = s.map.values().map(|&i| s.nodes[i as usize].charge).sum();
+            let pinned: usize = s
+                .map
+                .values()
+                .filter(|&&i| s.nodes[i as usize].pins > 0)
+                .map(|&i| s.nodes[i as usize].charge)
+                .sum();
+            assert_eq!(s.usage, charged);
+            assert_eq!(s.kind_usage.iter().sum::<usize>(), charged);
+            assert_eq!(s.pinned_usage, pinned);
+            assert!(s.usage <= cap.max(s.pinned_usage), "{} > max({cap}, {})", s.usage, pinned);
+            let mut listed = 0;
+            let mut i = s.head;
+            while i != NIL {
+                assert_eq!(s.nodes[i as usize].pins, 0, "a pinned entry is on the recency list");
+                listed += 1;
+                i = s.nodes[i as usize].next;
+            }
+            assert_eq!(
+                listed + s.map.values().filter(|&&i| s.nodes[i as usize].pins > 0).count(),
+                s.map.len()
+            );
+        }
+    }
 }
