@@ -279,8 +279,36 @@ pub struct Options {
     /// or LZ4 above, zstd at the bottom). A file's compression is read from its own blocks, so
     /// changing this option leaves existing files readable.
     pub compression_per_level: Vec<Compression>,
-    /// Bytes of the shared block cache (data and index blocks). Default 32 MiB; 0 disables it.
+    /// Bytes of the shared block cache (`siftdb bench --cache_size`). Default 32 MiB; 0
+    /// disables it. It bounds the decompressed data blocks read by lookups and scans, and with
+    /// [`Options::cache_index_and_filter_blocks`] the tables' index and filter blocks too: each
+    /// entry is charged its buffer's capacity plus 64 bytes, and the cache holds at most this
+    /// many bytes plus 16 (per-shard rounding), plus whatever pinned index and filter blocks
+    /// hold beyond their shard's share (pinned entries are never evicted). It does not bound
+    /// memtables ([`Options::memtable_size`]), index and filter blocks kept outside it (the
+    /// default: bounded by [`Options::max_open_files`]), range tombstones loaded with their
+    /// tables, or the page cache and mapped file pages (`mmap_reads`) the OS keeps.
+    /// [`crate::Db::memory_usage`] reports each of these (design.md, "Memory accounting").
     pub block_cache_bytes: usize,
+    /// Keep the tables' index and filter blocks in the block cache (RocksDB's
+    /// `cache_index_and_filter_blocks`): charged to `block_cache_bytes`, evicted under
+    /// pressure and read from the file again on demand, so `block_cache_bytes` bounds them.
+    /// Default `false`: each open table holds its own outside the cache (no lookup ever re-reads
+    /// them, but their memory grows with the open tables). Requires an enabled block cache
+    /// (`block_cache_bytes > 0`; [`crate::Error::InvalidArgument`] otherwise). Size the cache
+    /// for it: a block larger than one of the cache's 16 shards (`block_cache_bytes / 16`) is
+    /// never cached, so a table whose filter or index exceeds that re-reads it from the file
+    /// at every lookup (the `rocksdb.block.cache.filter.miss` / `.index.miss` tickers show it;
+    /// pinning L0 tables avoids it for them).
+    pub cache_index_and_filter_blocks: bool,
+    /// With `cache_index_and_filter_blocks`: level-0 tables keep their index and filter pinned
+    /// in the block cache (RocksDB's `pin_l0_filter_and_index_blocks_in_cache`): charged, never
+    /// evicted while the table is open, and read without a cache lookup. Every point lookup
+    /// probes every overlapping L0 table, so these are the hottest. A table is pinned when it
+    /// is opened while its file is at level 0 (a trivial move to level 1 reopens it unpinned).
+    /// Default `false`; `true` without `cache_index_and_filter_blocks` is
+    /// [`crate::Error::InvalidArgument`].
+    pub pin_l0_filter_and_index_blocks_in_cache: bool,
     /// Filters per level. See [`FilterPolicy`].
     pub filter_policy: FilterPolicy,
     /// Leveled compaction. See [`CompactionOptions`].
@@ -314,7 +342,8 @@ pub struct Options {
     pub direct_io_for_flush_and_compaction: bool,
     /// Tables kept open at once by the table cache (RocksDB's `max_open_files`; design.md,
     /// "Table cache"). An open table holds a file descriptor (and a mapping with
-    /// `mmap_reads`) and keeps its index and filter blocks in memory; a lookup that finds its
+    /// `mmap_reads`) and, unless `cache_index_and_filter_blocks`, keeps its index and filter
+    /// blocks in memory; a lookup that finds its
     /// table closed reopens it (footer, properties, index and filter read and verified again),
     /// so a working set of files larger than this costs reopens. `-1` keeps every table open
     /// once opened (fastest, but a database of thousands of files then needs as many
@@ -360,6 +389,8 @@ impl Default for Options {
             compression: Compression::None,
             compression_per_level: Vec::new(),
             block_cache_bytes: 32 << 20,
+            cache_index_and_filter_blocks: false,
+            pin_l0_filter_and_index_blocks_in_cache: false,
             mmap_reads: MMAP_READS_DEFAULT,
             direct_reads: false,
             direct_io_for_flush_and_compaction: false,
@@ -384,6 +415,11 @@ impl std::fmt::Debug for Options {
             .field("compression", &self.compression)
             .field("compression_per_level", &self.compression_per_level)
             .field("block_cache_bytes", &self.block_cache_bytes)
+            .field("cache_index_and_filter_blocks", &self.cache_index_and_filter_blocks)
+            .field(
+                "pin_l0_filter_and_index_blocks_in_cache",
+                &self.pin_l0_filter_and_index_blocks_in_cache,
+            )
             .field("mmap_reads", &self.mmap_reads)
             .field("direct_reads", &self.direct_reads)
             .field("direct_io_for_flush_and_compaction", &self.direct_io_for_flush_and_compaction)

@@ -183,9 +183,28 @@ impl Options {
                 &format!("-1 (unlimited) or {}..={}", crate::options::MIN_MAX_OPEN_FILES, i32::MAX),
             ));
         }
+        check_meta_blocks(self)?;
         check_filter_policy(&self.filter_policy)?;
         check_compaction(&self.compaction)
     }
+}
+
+/// Index and filter blocks can be cached or pinned only in an enabled block cache.
+fn check_meta_blocks(o: &Options) -> Result<()> {
+    if o.cache_index_and_filter_blocks && o.block_cache_bytes == 0 {
+        return Err(Error::invalid(
+            "Options::cache_index_and_filter_blocks = true needs a block cache: \
+             block_cache_bytes = 0 disables it (valid: block_cache_bytes >= 1, or \
+             cache_index_and_filter_blocks = false)",
+        ));
+    }
+    if o.pin_l0_filter_and_index_blocks_in_cache && !o.cache_index_and_filter_blocks {
+        return Err(Error::invalid(
+            "Options::pin_l0_filter_and_index_blocks_in_cache = true has no effect with \
+             cache_index_and_filter_blocks = false (valid: set both, or leave the pin false)",
+        ));
+    }
+    Ok(())
 }
 
 /// Checks a filter policy's flush filter and allocation (also for a keyspace's own policy);
@@ -202,6 +221,29 @@ mod tests {
     #[test]
     fn the_defaults_are_valid() {
         Options::default().validate().unwrap();
+    }
+
+    #[test]
+    fn caching_index_and_filter_blocks_needs_a_cache_and_pinning_needs_caching() {
+        let no_cache = Options {
+            cache_index_and_filter_blocks: true,
+            block_cache_bytes: 0,
+            ..Options::default()
+        };
+        let msg = no_cache.validate().unwrap_err().to_string();
+        assert!(
+            msg.contains("cache_index_and_filter_blocks") && msg.contains("block_cache_bytes = 0")
+        );
+        let pin_alone =
+            Options { pin_l0_filter_and_index_blocks_in_cache: true, ..Options::default() };
+        let msg = pin_alone.validate().unwrap_err().to_string();
+        assert!(msg.contains("pin_l0_filter_and_index_blocks_in_cache"), "{msg}");
+        let both = Options {
+            cache_index_and_filter_blocks: true,
+            pin_l0_filter_and_index_blocks_in_cache: true,
+            ..Options::default()
+        };
+        both.validate().unwrap();
     }
 
     #[test]

@@ -23,13 +23,19 @@
 //! ([`TableCache::evict`]), after which nothing can bring it back (no `TableFile` is left to
 //! ask). A reader that opened the table before the unlink finishes on its handle (an unlinked
 //! file stays readable through an open descriptor or a mapping).
+//!
+//! Index and filter blocks: a table is opened with the cache's [`MetaPolicy`]
+//! (`cache_index_and_filter_blocks`), pinned when `pin_l0_filter_and_index_blocks_in_cache` is
+//! set and its slot's level hint says level 0. Versions report each file's level as they add it
+//! ([`TableCache::note_level`]); a change of hint that disagrees with the open table's pinning
+//! closes the table, so its next use reopens it with the right residence.
 
 use crate::cache::BlockCache;
 use crate::db::read_counters::StripedCounter;
 use crate::error::{Error, Result};
 use crate::filename;
 use crate::options::MIN_MAX_OPEN_FILES;
-use crate::sst::Table;
+use crate::sst::{MetaPolicy, Table};
 use crate::storage::Storage;
 use arc_swap::ArcSwapOption;
 use parking_lot::Mutex;
@@ -44,6 +50,9 @@ pub(crate) struct Slot {
     table: ArcSwapOption<Table>,
     /// Set by a hit, cleared by the passing CLOCK hand (second chance).
     referenced: AtomicBool,
+    /// The file is at level 0 (as last reported by a version): open it pinned when L0 pinning
+    /// is on.
+    level0: AtomicBool,
 }
 
 impl Slot {
@@ -80,6 +89,10 @@ pub struct TableCache {
     misses: AtomicU64,
     /// Every `Table::open` made here (lookup misses and new tables).
     opens: AtomicU64,
+    /// `Options::cache_index_and_filter_blocks`.
+    cache_meta: bool,
+    /// `Options::pin_l0_filter_and_index_blocks_in_cache`.
+    pin_l0: bool,
 }
 
 impl std::fmt::Debug for TableCache {
@@ -122,7 +135,43 @@ impl TableCache {
             hits: StripedCounter::new(),
             misses: AtomicU64::new(0),
             opens: AtomicU64::new(0),
+            cache_meta: false,
+            pin_l0: false,
         })
+    }
+
+    /// This cache with tables' index and filter blocks kept in the block cache
+    /// (`cache_index_and_filter_blocks`), and those of level-0 tables pinned there (`pin_l0`).
+    pub fn with_meta_policy(mut self, cache_index_and_filter_blocks: bool, pin_l0: bool) -> Self {
+        self.cache_meta = cache_index_and_filter_blocks;
+        self.pin_l0 = pin_l0 && cache_index_and_filter_blocks;
+        self
+    }
+
+    /// Records that file `number` is now at `level` (a version added it there). With L0
+    /// pinning on, an open table whose pinning disagrees with its new level is closed, to be
+    /// reopened with the right residence on its next use (readers holding it keep it).
+    pub(crate) fn note_level(&self, number: u64, level: usize) {
+        if !self.pin_l0 {
+            return;
+        }
+        let l0 = level == 0;
+        let dropped = {
+            let mut st = self.state.lock();
+            let slot = Arc::clone(st.slots.entry(number).or_default());
+            if slot.level0.swap(l0, Ordering::Relaxed) == l0 {
+                return;
+            }
+            match slot.table.load().as_deref() {
+                Some(t) if t.meta_pinned() != l0 => {}
+                _ => return,
+            }
+            if let Some(i) = st.ring.iter().position(|s| Arc::ptr_eq(s, &slot)) {
+                st.ring.swap_remove(i);
+            }
+            slot.table.swap(None)
+        };
+        drop(dropped);
     }
 
     /// The slot of file `number` (created empty on first use). A `TableFile` keeps its own.
@@ -184,7 +233,12 @@ impl TableCache {
     fn open_into(&self, slot: &Arc<Slot>, number: u64) -> Result<Arc<Table>> {
         let path = self.dir.join(filename::sst_name(number));
         let file = self.storage.open_immutable(&path)?;
-        let table = Arc::new(Table::open(file, number, self.block_cache.clone(), &path)?);
+        let policy = MetaPolicy {
+            cache_index_and_filter_blocks: self.cache_meta,
+            pin: self.pin_l0 && slot.level0.load(Ordering::Relaxed),
+        };
+        let table =
+            Arc::new(Table::open_with(file, number, self.block_cache.clone(), &path, policy)?);
         self.opens.fetch_add(1, Ordering::Relaxed);
         let mut evicted: Vec<Arc<Table>> = Vec::new();
         let result = {
@@ -244,20 +298,22 @@ impl TableCache {
         self.state.lock().ring.len()
     }
 
-    /// Bytes the open tables hold in memory outside the block cache: (filter blocks, index
-    /// blocks with their search summaries). Tables evicted but still held by a running scan or
-    /// compaction are not counted.
-    pub fn pinned_memory(&self) -> (u64, u64) {
+    /// Bytes the open tables hold in memory outside the block cache (see
+    /// [`Table::held_memory_bytes`] and [`Table::reader_memory_bytes`]). Tables evicted but
+    /// still held by a running scan or compaction are not counted.
+    pub fn held_memory(&self) -> HeldMemory {
         let st = self.state.lock();
-        let mut filters = 0;
-        let mut indexes = 0;
+        let mut m = HeldMemory::default();
         for slot in &st.ring {
             if let Some(t) = slot.table.load().as_deref() {
-                filters += t.filter_memory_bytes() as u64;
-                indexes += t.index_memory_bytes() as u64;
+                let (filter, index) = t.held_memory_bytes();
+                m.filters += filter as u64;
+                m.indexes += index as u64;
+                m.readers += t.reader_memory_bytes() as u64;
+                m.pinned_tables += t.meta_pinned() as usize;
             }
         }
-        (filters, indexes)
+        m
     }
 
     #[cfg(test)]
@@ -265,6 +321,19 @@ impl TableCache {
     pub fn limit(&self) -> Option<usize> {
         self.limit
     }
+}
+
+/// What the open tables hold outside the block cache ([`TableCache::held_memory`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HeldMemory {
+    /// Filter blocks held by tables (not those in the block cache, pinned or not).
+    pub filters: u64,
+    /// Index blocks with their search summaries, and loaded range tombstones.
+    pub indexes: u64,
+    /// The rest of each open table: the reader itself, its properties and path.
+    pub readers: u64,
+    /// Open tables whose index and filter are pinned in the block cache.
+    pub pinned_tables: usize,
 }
 
 /// CLOCK: while more than `limit` slots are open, advance the hand; a slot with its bit set

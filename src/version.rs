@@ -10,7 +10,7 @@
 //! holds one keyspace.
 
 use crate::error::Result;
-use crate::filter::{Filter, FilterKind};
+use crate::filter::FilterKind;
 use crate::manifest::FileMeta;
 use crate::sst::Table;
 use crate::table_cache::{Slot, TableCache};
@@ -48,7 +48,7 @@ impl TableInfo {
         TableInfo {
             deletions: p.deletions,
             distinct_keys: p.distinct_keys,
-            filter_kind: table.filter().map(|f| f.kind()),
+            filter_kind: table.filter_kind(),
             filter_memory_bytes: table.filter_memory_bytes() as u64,
             merges: p.merges,
             merge_operator: p.merge_operator.clone(),
@@ -143,8 +143,10 @@ impl Version {
         files.get(i).filter(|f| f.meta.smallest() <= key)
     }
 
-    /// A new version with `file` added to `level` at its place in the level's order.
+    /// A new version with `file` added to `level` at its place in the level's order (the
+    /// table cache learns the file's level: L0 tables may pin their index and filter).
     pub fn with_file(&self, level: usize, file: Arc<TableFile>) -> Version {
+        file.tables.note_level(file.meta.number, level);
         let mut v = self.clone();
         if level == 0 {
             v.levels[0].insert(0, file);

@@ -444,21 +444,28 @@ impl Db {
         checkpoint::checkpoint(&self.inner, dir.as_ref())
     }
 
-    /// Where memory goes now: memtables, block cache, and the filter and index blocks the open
-    /// tables hold outside the block cache (see [`MemoryUsage`]).
+    /// Where memory goes now: memtables, the block cache by entry kind, and what the open
+    /// tables hold outside it (see [`MemoryUsage`]).
     pub fn memory_usage(&self) -> MemoryUsage {
         let sv = self.inner.super_version();
-        let (table_filters, table_indexes) = self.inner.tables.pinned_memory();
+        let held = self.inner.tables.held_memory();
+        let cache = self.inner.cache.as_ref().map(|c| c.usage_by_kind()).unwrap_or_default();
         MemoryUsage {
             memtables: std::iter::once(&sv.mem)
                 .chain(sv.imm.iter())
                 .map(|m| m.approximate_bytes() as u64)
                 .sum(),
-            block_cache: self.inner.cache.as_ref().map_or(0, |c| c.usage() as u64),
+            block_cache: (cache.data + cache.index + cache.filter) as u64,
+            block_cache_data: cache.data as u64,
+            block_cache_index: cache.index as u64,
+            block_cache_filter: cache.filter as u64,
+            block_cache_pinned: cache.pinned as u64,
             block_cache_capacity: self.inner.opts.block_cache_bytes as u64,
-            table_filters,
-            table_indexes,
+            table_filters: held.filters,
+            table_indexes: held.indexes,
+            table_readers: held.readers,
             open_tables: self.inner.tables.open_tables(),
+            pinned_tables: held.pinned_tables,
         }
     }
 

@@ -78,12 +78,13 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     // Built first: it rejects an out-of-range `max_open_files` before anything is written.
     let cache =
         (opts.block_cache_bytes > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_bytes)));
-    let tables = Arc::new(TableCache::new(
-        storage.clone(),
-        dir.to_path_buf(),
-        cache.clone(),
-        opts.max_open_files,
-    )?);
+    let tables = Arc::new(
+        TableCache::new(storage.clone(), dir.to_path_buf(), cache.clone(), opts.max_open_files)?
+            .with_meta_policy(
+                opts.cache_index_and_filter_blocks,
+                opts.pin_l0_filter_and_index_blocks_in_cache,
+            ),
+    );
     if opts.create_if_missing {
         storage.create_dir_all(dir)?;
     }
@@ -126,6 +127,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let mut version = Version::empty();
     for (level, files) in state.levels.iter().enumerate().take(NUM_LEVELS) {
         for meta in files.values() {
+            tables.note_level(meta.number, level); // before the open: L0 tables may be pinned
             let table = tables.open(meta.number)?;
             let file = TableFile::new(meta.clone(), &table, tables.clone());
             version.levels[level].push(Arc::new(file));

@@ -59,30 +59,53 @@ pub struct KeyspaceStats {
 }
 
 /// Where the database's memory goes, from [`crate::Db::memory_usage`]. Every figure is bytes held
-/// now; together they are what siftdb itself allocates for data (not the page cache, and not
-/// small per-object overheads).
+/// now; together they are what siftdb itself allocates for data (not the page cache or mapped
+/// file pages, not per-thread scratch buffers, and not small per-object overheads).
+/// design.md, "Memory accounting", says what bounds each.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct MemoryUsage {
     /// The active and frozen memtables (keys, values and per-entry overhead; bounded by
     /// `memtable_size * (1 + max_immutable_memtables)`).
     pub memtables: u64,
-    /// Data blocks in the block cache (bounded by `Options::block_cache_bytes`).
+    /// Everything in the block cache: `block_cache_data + block_cache_index +
+    /// block_cache_filter` (bounded by `Options::block_cache_bytes`, plus pinned entries beyond
+    /// their shard's share).
     pub block_cache: u64,
+    /// Of `block_cache`: data blocks.
+    pub block_cache_data: u64,
+    /// Of `block_cache`: index blocks (`cache_index_and_filter_blocks`).
+    pub block_cache_index: u64,
+    /// Of `block_cache`: filter blocks (`cache_index_and_filter_blocks`).
+    pub block_cache_filter: u64,
+    /// Of `block_cache`: pinned index and filter blocks (never evicted while their L0 table
+    /// is open; `pin_l0_filter_and_index_blocks_in_cache`).
+    pub block_cache_pinned: u64,
     /// The block cache's capacity (`Options::block_cache_bytes`).
     pub block_cache_capacity: u64,
-    /// Filter blocks of the open tables, held outside the block cache while a table is open.
+    /// Filter blocks held by the open tables outside the block cache (the default; zero with
+    /// `cache_index_and_filter_blocks`). Bounded only through `max_open_files`.
     pub table_filters: u64,
-    /// Index blocks (and their search summaries) of the open tables, outside the block cache.
+    /// Index blocks (and their search summaries) and range tombstones held by the open tables
+    /// outside the block cache (range tombstones stay there in every mode).
     pub table_indexes: u64,
+    /// The open table readers themselves (struct, properties' keys, path): the table cache's
+    /// own memory, bounded through `max_open_files`.
+    pub table_readers: u64,
     /// Tables open now (each also holds a file descriptor, and a mapping with `mmap_reads`).
     pub open_tables: usize,
+    /// Of `open_tables`: those whose index and filter are pinned in the block cache.
+    pub pinned_tables: usize,
 }
 
 impl MemoryUsage {
-    /// The sum of the byte figures.
+    /// The sum of the byte figures (the block cache counted once, as a whole).
     pub fn total(&self) -> u64 {
-        self.memtables + self.block_cache + self.table_filters + self.table_indexes
+        self.memtables
+            + self.block_cache
+            + self.table_filters
+            + self.table_indexes
+            + self.table_readers
     }
 }
 
@@ -97,13 +120,27 @@ impl std::fmt::Display for MemoryUsage {
             mib(self.block_cache),
             mib(self.block_cache_capacity)
         )?;
+        writeln!(f, "    data blocks        {:>10.1}", mib(self.block_cache_data))?;
+        writeln!(f, "    index blocks       {:>10.1}", mib(self.block_cache_index))?;
+        writeln!(f, "    filter blocks      {:>10.1}", mib(self.block_cache_filter))?;
+        writeln!(
+            f,
+            "    pinned (of above)  {:>10.1}  ({} pinned tables)",
+            mib(self.block_cache_pinned),
+            self.pinned_tables
+        )?;
         writeln!(
             f,
             "  table filters        {:>10.1}  ({} open tables, outside the block cache)",
             mib(self.table_filters),
             self.open_tables
         )?;
-        writeln!(f, "  table indexes        {:>10.1}", mib(self.table_indexes))?;
+        writeln!(
+            f,
+            "  table indexes        {:>10.1}  (and range tombstones)",
+            mib(self.table_indexes)
+        )?;
+        writeln!(f, "  table readers        {:>10.1}", mib(self.table_readers))?;
         write!(f, "  total                {:>10.1}", mib(self.total()))
     }
 }
@@ -219,8 +256,10 @@ impl Stats {
 
     /// The counters under RocksDB's ticker names (summed over levels), for side-by-side reports.
     /// Block-cache and file-read tickers count point lookups and scans together, as RocksDB's
-    /// do; file reads are data blocks only (index and filter blocks are pinned in memory), split
-    /// into the last level ([`Stats::last_level`]) and the others as RocksDB does.
+    /// do. File reads (`rocksdb.*last.level.read.*`) are data blocks only, split into the last
+    /// level ([`Stats::last_level`]) and the others as RocksDB does; index and filter blocks
+    /// read from the file again are their cache misses (`rocksdb.block.cache.index.miss`,
+    /// `.filter.miss`, nonzero only with `cache_index_and_filter_blocks`).
     pub fn tickers(&self) -> Vec<(&'static str, u64)> {
         let filters = self.total_reads();
         let t = filters.plus(&self.total_scan_reads());
@@ -239,6 +278,10 @@ impl Stats {
             ("rocksdb.block.cache.miss", self.block_cache_misses),
             ("rocksdb.block.cache.data.hit", t.block_cache_hits),
             ("rocksdb.block.cache.data.miss", t.block_cache_misses),
+            ("rocksdb.block.cache.index.hit", t.index_cache_hits),
+            ("rocksdb.block.cache.index.miss", t.index_cache_misses),
+            ("rocksdb.block.cache.filter.hit", t.filter_cache_hits),
+            ("rocksdb.block.cache.filter.miss", t.filter_cache_misses),
             ("rocksdb.last.level.read.count", last_reads.file_reads),
             ("rocksdb.last.level.read.bytes", last_reads.file_read_bytes),
             ("rocksdb.non.last.level.read.count", upper.file_reads),

@@ -34,6 +34,17 @@ pub struct ReadCounters {
     /// Bytes of those reads: each block's stored size plus its 5-byte trailer (a direct read
     /// transfers that span rounded out to 4096-byte boundaries).
     pub file_read_bytes: AtomicU64,
+    /// Index blocks found in the block cache (tables opened with
+    /// `cache_index_and_filter_blocks` and not pinned; RocksDB `rocksdb.block.cache.index.hit`).
+    pub index_cache_hits: AtomicU64,
+    /// Index blocks not found there and read from the file again
+    /// (`rocksdb.block.cache.index.miss`; each is a file read, not counted in `file_reads`).
+    pub index_cache_misses: AtomicU64,
+    /// Filter blocks found in the block cache (`rocksdb.block.cache.filter.hit`).
+    pub filter_cache_hits: AtomicU64,
+    /// Filter blocks not found there and read from the file again
+    /// (`rocksdb.block.cache.filter.miss`; each is a file read, not counted in `file_reads`).
+    pub filter_cache_misses: AtomicU64,
 }
 
 /// Where a table cursor counts the data blocks it reads: the engine hands each cursor of a scan
@@ -70,6 +81,14 @@ pub struct ReadStats {
     pub file_reads: u64,
     /// See [`ReadCounters::file_read_bytes`].
     pub file_read_bytes: u64,
+    /// See [`ReadCounters::index_cache_hits`].
+    pub index_cache_hits: u64,
+    /// See [`ReadCounters::index_cache_misses`].
+    pub index_cache_misses: u64,
+    /// See [`ReadCounters::filter_cache_hits`].
+    pub filter_cache_hits: u64,
+    /// See [`ReadCounters::filter_cache_misses`].
+    pub filter_cache_misses: u64,
 }
 
 impl ReadStats {
@@ -108,6 +127,10 @@ impl ReadStats {
             block_cache_misses: f(self.block_cache_misses, o.block_cache_misses),
             file_reads: f(self.file_reads, o.file_reads),
             file_read_bytes: f(self.file_read_bytes, o.file_read_bytes),
+            index_cache_hits: f(self.index_cache_hits, o.index_cache_hits),
+            index_cache_misses: f(self.index_cache_misses, o.index_cache_misses),
+            filter_cache_hits: f(self.filter_cache_hits, o.filter_cache_hits),
+            filter_cache_misses: f(self.filter_cache_misses, o.filter_cache_misses),
         }
     }
 }
@@ -132,6 +155,10 @@ impl ReadCounters {
             block_cache_misses: self.block_cache_misses.load(Relaxed),
             file_reads: self.file_reads.load(Relaxed),
             file_read_bytes: self.file_read_bytes.load(Relaxed),
+            index_cache_hits: self.index_cache_hits.load(Relaxed),
+            index_cache_misses: self.index_cache_misses.load(Relaxed),
+            filter_cache_hits: self.filter_cache_hits.load(Relaxed),
+            filter_cache_misses: self.filter_cache_misses.load(Relaxed),
         }
     }
 }

@@ -9,16 +9,28 @@ use crate::error::{Error, Result};
 use crate::filter::{Filter, FilterView};
 use std::sync::Arc;
 
-/// What a table knows about its filter.
+/// What a table knows about its filter; `L` is how a usable one is held (the parsed
+/// [`OwnedFilter`], or where the table keeps it: src/sst/meta.rs).
 #[derive(Debug)]
-pub(crate) enum TableFilter {
+pub(crate) enum TableFilter<L = OwnedFilter> {
     /// The table was written without a filter.
     Absent,
     /// A well-formed filter of a kind this build does not know: lookups treat it as "may
     /// contain". Holds the kind tag and the block's size in memory.
     Unknown { tag: u8, bytes: usize },
     /// A usable filter.
-    Loaded(OwnedFilter),
+    Loaded(L),
+}
+
+impl<L> TableFilter<L> {
+    /// The same filter with a usable one held as `f` makes it.
+    pub(crate) fn map_loaded<M>(self, f: impl FnOnce(L) -> M) -> TableFilter<M> {
+        match self {
+            TableFilter::Absent => TableFilter::Absent,
+            TableFilter::Unknown { tag, bytes } => TableFilter::Unknown { tag, bytes },
+            TableFilter::Loaded(l) => TableFilter::Loaded(f(l)),
+        }
+    }
 }
 
 impl TableFilter {

@@ -1,6 +1,7 @@
 //! [`Table`]: an open SST. Open reads and verifies the footer, properties, index and filter
-//! blocks and keeps them in memory; a point lookup probes the filter first, and only when it
-//! answers "maybe" reads the (in-memory) index and one data block through the block cache.
+//! blocks and keeps them in memory, or in the block cache ([`MetaPolicy`], src/sst/meta.rs); a
+//! point lookup probes the filter first, and only when it answers "maybe" reads the index and
+//! one data block through the block cache.
 //!
 //! When the file exposes its bytes ([`RandomAccessFile::as_bytes`], a memory-mapped SST), block
 //! reads borrow the framed bytes from the map: no `pread`, no copy into a scratch buffer, and
@@ -23,7 +24,8 @@ use crate::sst::format::{
     unframe_block, unframe_block_from, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN,
 };
 use crate::sst::index::IndexSearch;
-use crate::sst::owned_filter::TableFilter;
+use crate::sst::meta::{Held, IndexEntry, MetaKind, MetaPolicy, MetaRef, Residence};
+use crate::sst::owned_filter::{OwnedFilter, TableFilter};
 use crate::sst::properties::TableProperties;
 use crate::sst::table_iter::TableIter;
 use crate::storage::RandomAccessFile;
@@ -56,6 +58,9 @@ pub(crate) enum FilterVerdict {
     },
 }
 
+/// A (hit, miss) counter pair of [`ReadCounters`].
+type HitMiss<'a> = (&'a std::sync::atomic::AtomicU64, &'a std::sync::atomic::AtomicU64);
+
 /// An open SST. See the module documentation.
 pub struct Table {
     file: Arc<dyn RandomAccessFile>,
@@ -64,10 +69,15 @@ pub struct Table {
     cache: Option<Arc<BlockCache>>,
     footer: Footer,
     props: TableProperties,
-    index: Arc<Block>,
-    /// Prefix search over `index` (None when the index block is not one restart per entry).
-    index_search: Option<IndexSearch>,
-    filter: TableFilter,
+    /// The index block and its prefix search (src/sst/meta.rs: held here or in the cache).
+    index: Held<IndexEntry>,
+    /// The filter; a usable one is held here or in the cache like the index.
+    filter: TableFilter<Held<OwnedFilter>>,
+    /// Where the index and filter live; `Pinned` tables release their cache pins on drop.
+    residence: Residence,
+    /// Bytes the index entry and the filter take in memory when loaded (measured at open).
+    index_bytes: usize,
+    filter_bytes: usize,
     /// The range-deletion block's tombstones, loaded at open (empty without one).
     range_dels: Fragments,
     size: u64,
@@ -87,13 +97,26 @@ impl std::fmt::Debug for Table {
 
 impl Table {
     /// Opens table `file_number` (its number keys the block cache), verifying the footer, the
-    /// properties, index and filter blocks. `path` only labels errors. A disabled cache
-    /// (capacity 0) is the same as `None`.
+    /// properties, index and filter blocks, and keeping the index and filter in the table. `path`
+    /// only labels errors. A disabled cache (capacity 0) is the same as `None`.
     pub fn open(
         file: Arc<dyn RandomAccessFile>,
         file_number: u64,
         cache: Option<Arc<BlockCache>>,
         path: impl AsRef<Path>,
+    ) -> Result<Table> {
+        Table::open_with(file, file_number, cache, path, MetaPolicy::default())
+    }
+
+    /// [`Table::open`] keeping the index and filter where `policy` says (src/sst/meta.rs): in
+    /// the table, in the block cache, or pinned in it. Either way both are read and verified
+    /// here.
+    pub fn open_with(
+        file: Arc<dyn RandomAccessFile>,
+        file_number: u64,
+        cache: Option<Arc<BlockCache>>,
+        path: impl AsRef<Path>,
+        policy: MetaPolicy,
     ) -> Result<Table> {
         let path = path.as_ref().to_path_buf();
         let size = file.len();
@@ -109,6 +132,7 @@ impl Table {
         file.read_exact_at(footer_at, &mut fb).map_err(|e| e.in_file(&path, footer_at))?;
         let footer = Footer::decode(&fb).map_err(|e| e.in_file(&path, footer_at))?;
         let cache = cache.filter(|c| c.is_enabled());
+        let residence = policy.residence(cache.is_some());
         let mut t = Table {
             file,
             number: file_number,
@@ -116,9 +140,11 @@ impl Table {
             cache,
             footer,
             props: TableProperties::default(),
-            index: Arc::new(Block::new(vec![0, 0, 0, 0, 1, 0, 0, 0])?),
-            index_search: None,
+            index: Held::InCache,
             filter: TableFilter::Absent,
+            residence: Residence::Owned, // nothing pinned yet: a failed open releases nothing
+            index_bytes: 0,
+            filter_bytes: 0,
             range_dels: Fragments::default(),
             size,
         };
@@ -149,23 +175,118 @@ impl Table {
             }
             t.range_dels = frags;
         }
-        let raw = t.read_raw(footer.index)?;
-        t.index = Arc::new(Block::new(raw).map_err(|e| t.err_at(e, footer.index))?);
-        t.index_search = IndexSearch::build(&t.index);
-        if footer.filter.size > 0 {
-            let raw = t.read_raw(footer.filter)?;
-            t.filter = TableFilter::parse(raw).map_err(|e| t.err_at(e, footer.filter))?;
-            let tag = match &t.filter {
-                TableFilter::Loaded(f) => f.view().kind().tag(),
-                TableFilter::Unknown { tag, .. } => *tag,
-                TableFilter::Absent => 0,
-            };
-            if tag != t.props.filter_kind {
-                let e = Error::corruption("filter block kind differs from properties", None);
-                return Err(t.err_at(e, footer.filter));
+        let index = Arc::new(t.load_index()?);
+        t.index_bytes = index.memory_bytes();
+        let filter = match footer.filter.size {
+            0 => TableFilter::Absent,
+            _ => t.load_filter()?,
+        };
+        t.filter_bytes = filter.memory_bytes();
+        let tag = match &filter {
+            TableFilter::Loaded(f) => f.view().kind().tag(),
+            TableFilter::Unknown { tag, .. } => *tag,
+            TableFilter::Absent => 0,
+        };
+        if tag != t.props.filter_kind {
+            let e = Error::corruption("filter block kind differs from properties", None);
+            return Err(t.err_at(e, footer.filter));
+        }
+        t.index = t.place(index, footer.index, residence);
+        t.filter = filter.map_loaded(|f| t.place(Arc::new(f), footer.filter, residence));
+        t.residence = residence;
+        Ok(t)
+    }
+
+    /// Reads and verifies the index block (at open, and on a cache miss).
+    fn load_index(&self) -> Result<IndexEntry> {
+        let h = self.footer.index;
+        let raw = self.read_raw(h)?;
+        Ok(IndexEntry::new(Block::new(raw).map_err(|e| self.err_at(e, h))?))
+    }
+
+    /// Reads and parses the filter block (at open, and on a cache miss).
+    fn load_filter(&self) -> Result<TableFilter<OwnedFilter>> {
+        let h = self.footer.filter;
+        let raw = self.read_raw(h)?;
+        TableFilter::parse(raw).map_err(|e| self.err_at(e, h))
+    }
+
+    /// Puts a meta block read at open where `residence` says: kept here (`Owned`), inserted
+    /// into the cache only (`Cached`), or pinned there and kept here (`Pinned`).
+    fn place<T: MetaKind>(&self, value: Arc<T>, h: BlockHandle, residence: Residence) -> Held<T> {
+        let cache = self.cache.as_ref().filter(|_| residence != Residence::Owned);
+        let Some(cache) = cache else { return Held::Here(value) };
+        let charge = value.memory_bytes();
+        if residence == Residence::Pinned {
+            return Held::Here(cache.insert_pinned(self.number, h.offset, value, charge, T::KIND));
+        }
+        cache.insert_kind(self.number, h.offset, value, charge, T::KIND);
+        Held::InCache
+    }
+
+    /// A meta block held here, or from the cache, or (on a cache miss) read with `load`,
+    /// verified and inserted. Counts the cache hit or miss in `hit`/`miss` when given.
+    #[inline]
+    fn meta<'a, T: MetaKind>(
+        &self,
+        held: &'a Held<T>,
+        h: BlockHandle,
+        counted: Option<HitMiss<'_>>,
+        load: impl FnOnce() -> Result<T>,
+    ) -> Result<MetaRef<'a, T>> {
+        match held {
+            Held::Here(v) => Ok(MetaRef::Borrowed(v)),
+            Held::InCache => self.cached(h, counted, load).map(MetaRef::Shared),
+        }
+    }
+
+    /// A meta block of a `Cached` table: from the cache, or read with `load`, verified and
+    /// inserted on a miss (through `read_raw`, the path every block read takes).
+    fn cached<T: MetaKind>(
+        &self,
+        h: BlockHandle,
+        counted: Option<HitMiss<'_>>,
+        load: impl FnOnce() -> Result<T>,
+    ) -> Result<Arc<T>> {
+        if let Some(cache) = &self.cache {
+            if let Some(v) = cache.get_kind::<T>(self.number, h.offset, T::KIND) {
+                counted.inspect(|(hit, _)| bump(hit));
+                return Ok(v);
             }
         }
-        Ok(t)
+        counted.inspect(|(_, miss)| bump(miss));
+        let v = Arc::new(load()?);
+        if let Some(cache) = &self.cache {
+            cache.insert_kind(self.number, h.offset, Arc::clone(&v), v.memory_bytes(), T::KIND);
+        }
+        Ok(v)
+    }
+
+    /// The index block and its search, from the table or the cache.
+    #[inline]
+    fn index_entry(&self, counters: Option<&ReadCounters>) -> Result<MetaRef<'_, IndexEntry>> {
+        let counted = counters.map(|c| (&c.index_cache_hits, &c.index_cache_misses));
+        self.meta(&self.index, self.footer.index, counted, || self.load_index())
+    }
+
+    /// The usable filter, from the table or the cache (`None` without one: absent or of an
+    /// unknown kind, which `probe_filter` tells apart).
+    #[inline]
+    fn filter_entry(
+        &self,
+        counters: Option<&ReadCounters>,
+    ) -> Result<Option<MetaRef<'_, OwnedFilter>>> {
+        let TableFilter::Loaded(held) = &self.filter else { return Ok(None) };
+        let counted = counters.map(|c| (&c.filter_cache_hits, &c.filter_cache_misses));
+        let load = || match self.load_filter()? {
+            TableFilter::Loaded(f) => Ok(f),
+            _ => {
+                let e =
+                    Error::corruption("filter block changed kind since the table was opened", None);
+                Err(self.err_at(e, self.footer.filter))
+            }
+        };
+        self.meta(held, self.footer.filter, counted, load).map(Some)
     }
 
     fn err_at(&self, e: Error, h: BlockHandle) -> Error {
@@ -333,7 +454,13 @@ impl Table {
             return FilterVerdict::Absent;
         }
         match &self.filter {
-            TableFilter::Loaded(f) => {
+            TableFilter::Loaded(_) => {
+                // A filter that cannot be read now (cache miss, then an I/O or corruption
+                // error) answers "maybe", never a false negative; `get_past_filter` then
+                // reads it again and reports the error.
+                let Ok(Some(f)) = self.filter_entry(Some(counters)) else {
+                    return FilterVerdict::Maybe { positive: false };
+                };
                 bump(&counters.filter_checks);
                 if !f.view().contains_hash(key_hash) {
                     bump(&counters.filter_useful);
@@ -388,9 +515,15 @@ impl Table {
         operands: &mut Vec<Vec<u8>>,
         covered_below: u64,
     ) -> Result<GetResult> {
+        if !positive && self.filter_in_cache() {
+            // `probe_filter` found no usable filter although the table has one in the cache:
+            // its read failed. Read it again here, where an error can be returned.
+            self.filter_entry(None)?;
+        }
         bump(&counters.index_blocks_read);
         let lookup = ikey::lookup_key_in(keyspace, user_key, snapshot_seq);
-        let Some(mut h) = self.index_lookup(&lookup)? else {
+        let index_entry = self.index_entry(Some(counters))?;
+        let Some(mut h) = self.index_lookup(&index_entry, &lookup)? else {
             return Ok(GetResult::NotFound);
         };
         let mut index: Option<BlockIter> = None;
@@ -440,8 +573,8 @@ impl Table {
             let idx = match &mut index {
                 Some(idx) => idx,
                 None => {
-                    let mut idx = self.index.iter();
-                    self.seek_index_iter(&mut idx, &lookup)?;
+                    let mut idx = index_entry.block.iter();
+                    self.seek_index_iter(&index_entry, &mut idx, &lookup)?;
                     index.insert(idx)
                 }
             };
@@ -455,18 +588,19 @@ impl Table {
 
     /// The handle of the first data block whose separator is `>= target` (an internal key);
     /// `None` past the last block.
-    fn index_lookup(&self, target: &[u8]) -> Result<Option<BlockHandle>> {
-        let value = match &self.index_search {
+    fn index_lookup(&self, entry: &IndexEntry, target: &[u8]) -> Result<Option<BlockHandle>> {
+        let block = &entry.block;
+        let value = match &entry.search {
             Some(s) => {
-                let i = self.index_seek(s, target)?;
-                if i == self.index.num_restarts() {
+                let i = self.index_seek(s, block, target)?;
+                if i == block.num_restarts() {
                     return Ok(None);
                 }
-                let at = self.index.restart_point(i).map_err(|e| self.index_err(e))?;
-                self.index.restart_entry_at(at).map_err(|e| self.index_err(e))?.1
+                let at = block.restart_point(i).map_err(|e| self.index_err(e))?;
+                block.restart_entry_at(at).map_err(|e| self.index_err(e))?.1
             }
             None => {
-                let mut index = self.index.iter();
+                let mut index = block.iter();
                 index.seek(target).map_err(|e| self.index_err(e))?;
                 if !index.valid() {
                     return Ok(None);
@@ -477,16 +611,21 @@ impl Table {
         BlockHandle::decode(value).map(Some).map_err(|e| self.index_err(e))
     }
 
-    fn index_seek(&self, s: &IndexSearch, target: &[u8]) -> Result<usize> {
-        s.seek(&self.index, target).map_err(|e| self.index_err(e))
+    fn index_seek(&self, s: &IndexSearch, block: &Block, target: &[u8]) -> Result<usize> {
+        s.seek(block, target).map_err(|e| self.index_err(e))
     }
 
-    /// Positions `it` (an iterator over this table's index block) on the first separator
-    /// `>= target`, through the prefix search when the table has one.
-    pub(crate) fn seek_index_iter(&self, it: &mut BlockIter, target: &[u8]) -> Result<()> {
-        match &self.index_search {
+    /// Positions `it` (an iterator over `entry`'s block, this table's index) on the first
+    /// separator `>= target`, through the prefix search when the table has one.
+    pub(crate) fn seek_index_iter(
+        &self,
+        entry: &IndexEntry,
+        it: &mut BlockIter,
+        target: &[u8],
+    ) -> Result<()> {
+        match &entry.search {
             Some(s) => {
-                let i = self.index_seek(s, target)?;
+                let i = self.index_seek(s, &entry.block, target)?;
                 it.seek_to_restart(i).map_err(|e| self.index_err(e))
             }
             None => it.seek(target).map_err(|e| self.index_err(e)),
@@ -503,25 +642,68 @@ impl Table {
         TableIter::new(Arc::clone(self), fill_cache)
     }
 
-    /// The filter as a probe-able view (`None` without a filter or with an unknown kind).
+    /// The filter as a probe-able view, when the table holds it (`None` without a filter, with
+    /// an unknown kind, or when the filter lives in the block cache only: see
+    /// [`Table::filter_kind`]).
     pub fn filter(&self) -> Option<&FilterView<'_>> {
         match &self.filter {
-            TableFilter::Loaded(f) => Some(f.view()),
+            TableFilter::Loaded(Held::Here(f)) => Some(f.view()),
             _ => None,
         }
     }
 
-    /// Bytes of memory held by the filter block.
-    pub fn filter_memory_bytes(&self) -> usize {
-        self.filter.memory_bytes()
+    /// The kind of the table's usable filter (`None` without one or with an unknown kind),
+    /// wherever the filter lives.
+    pub fn filter_kind(&self) -> Option<crate::filter::FilterKind> {
+        match &self.filter {
+            TableFilter::Loaded(_) => crate::filter::FilterKind::from_tag(self.props.filter_kind),
+            _ => None,
+        }
     }
 
-    /// Bytes of memory held by the index block, its search summary and the loaded range
-    /// tombstones (all pinned while the table is open).
+    /// Whether a usable filter lives in the block cache only.
+    fn filter_in_cache(&self) -> bool {
+        matches!(self.filter, TableFilter::Loaded(Held::InCache))
+    }
+
+    /// Bytes of memory the filter block takes when loaded (held by the table, or one cache
+    /// entry's worth; see [`Table::held_memory_bytes`] for what the table itself holds).
+    pub fn filter_memory_bytes(&self) -> usize {
+        self.filter_bytes
+    }
+
+    /// Bytes of memory the index block, its search summary and the loaded range tombstones
+    /// take when loaded (the index may live in the cache instead, as for the filter).
     pub fn index_memory_bytes(&self) -> usize {
-        self.index.size()
-            + self.index_search.as_ref().map_or(0, |s| s.memory_bytes())
+        self.index_bytes
             + if self.range_dels.is_empty() { 0 } else { self.range_dels.memory_bytes() }
+    }
+
+    /// What this table holds outside the block cache now: (filter bytes, index bytes with the
+    /// range tombstones). Zero filter and index bytes when they live in the cache; a pinned
+    /// table's are charged to the cache, so they are counted there and not here.
+    pub fn held_memory_bytes(&self) -> (usize, usize) {
+        let owned = self.residence == Residence::Owned;
+        let range_dels =
+            if self.range_dels.is_empty() { 0 } else { self.range_dels.memory_bytes() };
+        let filter = if owned { self.filter_bytes } else { 0 };
+        (filter, if owned { self.index_bytes } else { 0 } + range_dels)
+    }
+
+    /// Bytes of the reader itself outside its index, filter and range tombstones: the `Table`,
+    /// its properties (the smallest and largest keys, the merge operator name) and its path.
+    pub fn reader_memory_bytes(&self) -> usize {
+        let p = &self.props;
+        std::mem::size_of::<Table>()
+            + p.smallest_key.capacity()
+            + p.largest_key.capacity()
+            + p.merge_operator.as_ref().map_or(0, |m| m.capacity())
+            + self.path.as_os_str().len()
+    }
+
+    /// True when the table's index and filter are pinned in the block cache.
+    pub fn meta_pinned(&self) -> bool {
+        self.residence == Residence::Pinned
     }
 
     /// The properties block.
@@ -550,11 +732,36 @@ impl Table {
         &self.path
     }
 
-    pub(crate) fn index_block(&self) -> &Arc<Block> {
-        &self.index
+    /// The index block and its search as an owned handle (iterators keep it across steps).
+    pub(crate) fn index_arc(&self) -> Result<Arc<IndexEntry>> {
+        match &self.index {
+            Held::Here(v) => Ok(Arc::clone(v)),
+            Held::InCache => self.cached(self.footer.index, None, || self.load_index()),
+        }
+    }
+
+    #[cfg(test)]
+    /// The index block (an owned handle).
+    pub(crate) fn index_block(&self) -> Result<Arc<Block>> {
+        Ok(Arc::clone(&self.index_arc()?.block))
     }
 
     pub(crate) fn index_handle(&self) -> BlockHandle {
         self.footer.index
+    }
+}
+
+impl Drop for Table {
+    /// Releases the cache pins a `Pinned` table took at open.
+    fn drop(&mut self) {
+        if self.residence != Residence::Pinned {
+            return;
+        }
+        if let Some(cache) = &self.cache {
+            cache.release_pinned(self.number, self.footer.index.offset);
+            if matches!(self.filter, TableFilter::Loaded(_)) {
+                cache.release_pinned(self.number, self.footer.filter.offset);
+            }
+        }
     }
 }

@@ -7,16 +7,20 @@ use crate::error::Result;
 use crate::sst::block::BlockIter;
 use crate::sst::counters::ScanCounters;
 use crate::sst::format::BlockHandle;
+use crate::sst::meta::IndexEntry;
 use crate::sst::reader::Table;
 use std::sync::Arc;
 
-/// A cursor over a table, movable both ways. Holds the table and the current block by `Arc`, so it stays
-/// valid while the table is dropped elsewhere or the cache evicts the block. After an error
-/// the iterator is invalid.
+/// A cursor over a table, movable both ways. Holds the table, its index and the current block
+/// by `Arc`, so it stays valid while the table is dropped elsewhere or the cache evicts the
+/// blocks. The index is taken at the first seek (it may have to be read from the file when the
+/// table keeps it in the block cache, which can fail). After an error the iterator is invalid.
 #[derive(Debug)]
 pub struct TableIter {
     table: Arc<Table>,
-    index: BlockIter,
+    /// The index and a cursor over it; `None` until the first seek.
+    index: Option<(Arc<IndexEntry>, BlockIter)>,
+    /// Invariant: `Some` only when `index` is.
     data: Option<BlockIter>,
     fill_cache: bool,
     /// Where block reads are counted (engine scans); `None` for compaction and tools.
@@ -25,8 +29,7 @@ pub struct TableIter {
 
 impl TableIter {
     pub(crate) fn new(table: Arc<Table>, fill_cache: bool) -> TableIter {
-        let index = table.index_block().iter();
-        TableIter { table, index, data: None, fill_cache, counters: None }
+        TableIter { table, index: None, data: None, fill_cache, counters: None }
     }
 
     /// The same cursor, counting every data block it consults (cache hits, misses and file
@@ -34,6 +37,16 @@ impl TableIter {
     pub(crate) fn counting(mut self, counters: Arc<dyn ScanCounters>) -> TableIter {
         self.counters = Some(counters);
         self
+    }
+
+    /// The index cursor, taking the index from the table on first use.
+    fn index(&mut self) -> Result<&mut BlockIter> {
+        if self.index.is_none() {
+            let entry = self.table.index_arc()?;
+            let it = entry.block.iter();
+            self.index = Some((entry, it));
+        }
+        Ok(&mut self.index.as_mut().expect("set above").1)
     }
 
     /// Whether the cursor is on an entry.
@@ -59,7 +72,8 @@ impl TableIter {
 
     fn seek_to_first_inner(&mut self) -> Result<()> {
         self.data = None;
-        self.index.seek_to_first().map_err(|e| self.index_err(e))?;
+        let r = self.index()?.seek_to_first();
+        r.map_err(|e| self.index_err(e))?;
         if self.load_block()? {
             self.data.as_mut().expect("loaded").seek_to_first().map_err(|e| self.data_err(e))?;
         }
@@ -75,7 +89,9 @@ impl TableIter {
 
     fn seek_inner(&mut self, target: &[u8]) -> Result<()> {
         self.data = None;
-        self.table.seek_index_iter(&mut self.index, target)?;
+        self.index()?;
+        let (entry, it) = self.index.as_mut().expect("taken above");
+        self.table.seek_index_iter(entry, it, target)?;
         if self.load_block()? {
             self.data.as_mut().expect("loaded").seek(target).map_err(|e| self.data_err(e))?;
         }
@@ -107,7 +123,8 @@ impl TableIter {
 
     fn seek_to_last_inner(&mut self) -> Result<()> {
         self.data = None;
-        self.index.seek_to_last().map_err(|e| self.index_err(e))?;
+        let r = self.index()?.seek_to_last();
+        r.map_err(|e| self.index_err(e))?;
         if self.load_block()? {
             self.data.as_mut().expect("loaded").seek_to_last().map_err(|e| self.data_err(e))?;
         }
@@ -149,7 +166,8 @@ impl TableIter {
     /// While the current data block is exhausted, moves to the last entry of the block before.
     fn skip_exhausted_blocks_back(&mut self) -> Result<()> {
         while self.data.as_ref().is_some_and(|d| !d.valid()) {
-            self.index.prev().map_err(|e| self.index_err(e))?;
+            let r = self.index()?.prev();
+            r.map_err(|e| self.index_err(e))?;
             if !self.load_block()? {
                 return Ok(());
             }
@@ -162,7 +180,8 @@ impl TableIter {
     /// when written by the builder, but a reader must not assume it).
     fn skip_exhausted_blocks(&mut self) -> Result<()> {
         while self.data.as_ref().is_some_and(|d| !d.valid()) {
-            self.index.next().map_err(|e| self.index_err(e))?;
+            let r = self.index()?.next();
+            r.map_err(|e| self.index_err(e))?;
             if !self.load_block()? {
                 return Ok(());
             }
@@ -173,11 +192,12 @@ impl TableIter {
 
     /// Loads the block the index cursor points at; false (and no block) past the last one.
     fn load_block(&mut self) -> Result<bool> {
-        if !self.index.valid() {
+        let index = self.index()?;
+        if !index.valid() {
             self.data = None;
             return Ok(false);
         }
-        let h = BlockHandle::decode(self.index.value()).map_err(|e| self.index_err(e))?;
+        let h = BlockHandle::decode(index.value()).map_err(|e| self.index_err(e))?;
         let counters = self.counters.as_deref().map(|c| c.counters());
         let block = self.table.data_block(h, counters, self.fill_cache)?;
         self.data = Some(block.iter());
@@ -189,7 +209,8 @@ impl TableIter {
     }
 
     fn data_err(&self, e: crate::Error) -> crate::Error {
-        let off = BlockHandle::decode(self.index.value()).map_or(0, |h| h.offset);
+        let value = self.index.as_ref().map_or(&[][..], |(_, it)| it.value());
+        let off = BlockHandle::decode(value).map_or(0, |h| h.offset);
         e.in_file(self.table.path(), off)
     }
 

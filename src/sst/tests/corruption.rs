@@ -140,7 +140,7 @@ fn malformed_blocks_with_valid_checksums_never_panic() {
 /// The handle of the first data block, from the index.
 fn data_block_0(bytes: &[u8]) -> BlockHandle {
     let table = open(bytes.to_vec(), None).unwrap();
-    let mut it = table.index_block().iter();
+    let mut it = table.index_block().unwrap().iter();
     it.seek_to_first().unwrap();
     BlockHandle::decode(it.value()).unwrap()
 }

@@ -130,9 +130,24 @@ pub struct Flags {
     /// No background compaction (only the `compact` benchmark compacts).
     #[arg(long, default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub disable_auto_compactions: bool,
-    /// Block cache bytes (db_bench's default 8 MiB).
+    /// Block cache bytes (db_bench's default 8 MiB; `Options::block_cache_bytes`). Bounds the
+    /// decompressed data blocks, and with `--cache_index_and_filter_blocks` the index and filter
+    /// blocks too (each entry charged its buffer + 64 bytes; pinned entries beyond a shard's
+    /// share come on top). Not bounded by it: memtables (`--write_buffer_size` x 3), index and
+    /// filter blocks kept by open tables without `--cache_index_and_filter_blocks` (up to
+    /// `--open_files` tables' worth), and the page cache / mapped file pages (`--mmap_read`),
+    /// which count in RSS as RssFile. The `stats` benchmark and `--statistics` print each.
     #[arg(long, default_value_t = 8 << 20)]
     pub cache_size: usize,
+    /// Keep index and filter blocks in the block cache, charged to `--cache_size`
+    /// (`Options::cache_index_and_filter_blocks`). db_bench's flag of the same name.
+    #[arg(long, default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub cache_index_and_filter_blocks: bool,
+    /// Pin L0 tables' index and filter blocks in the block cache (needs
+    /// `--cache_index_and_filter_blocks`; `Options::pin_l0_filter_and_index_blocks_in_cache`).
+    /// db_bench's flag of the same name.
+    #[arg(long, default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub pin_l0_filter_and_index_blocks_in_cache: bool,
     /// fsync every write.
     #[arg(long, default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub sync: bool,
@@ -295,6 +310,8 @@ impl Flags {
 pub fn apply_db_bench_flags(flags: &Flags, opts: &mut Options) -> Result<(), String> {
     opts.memtable_size = flags.write_buffer_size;
     opts.block_cache_bytes = flags.cache_size;
+    opts.cache_index_and_filter_blocks = flags.cache_index_and_filter_blocks;
+    opts.pin_l0_filter_and_index_blocks_in_cache = flags.pin_l0_filter_and_index_blocks_in_cache;
     if let Some(m) = flags.mmap_read {
         opts.mmap_reads = m;
     }

@@ -181,7 +181,7 @@ pub fn run(flags: &Flags) -> Result<()> {
             }
             "stats" => {
                 print!("{}", report::level_summary(&db.stats()));
-                println!("{}", db.memory_usage());
+                println!("{}", report::memory(&db.memory_usage()));
                 None
             }
             _ => unreachable!("checked against KNOWN"),
@@ -195,6 +195,7 @@ pub fn run(flags: &Flags) -> Result<()> {
         // Counters since the database was last opened (a fill reopens it fresh).
         let s = db.stats();
         println!("\n{}", report::statistics(&s, s.gets));
+        println!("{}", report::memory(&db.memory_usage()));
     }
     Ok(())
 }

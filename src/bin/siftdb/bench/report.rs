@@ -2,7 +2,7 @@
 //! (The result line is in `result_line.rs`.)
 
 pub use super::result_line::ThreadStats;
-use siftdb::Stats;
+use siftdb::{MemoryUsage, Stats};
 
 /// The `--statistics` block: RocksDB-named tickers in db_bench's `NAME COUNT : N` format, then
 /// siftdb's per-level read counters (`lookups` normalises blocks per lookup).
@@ -25,6 +25,33 @@ pub fn statistics(stats: &Stats, lookups: u64) -> String {
     if !scans.is_empty() {
         s += &format!("\nper-level scan reads (siftdb; {} seeks):\n", stats.seeks);
         s += &scans;
+    }
+    s
+}
+
+/// The memory report: siftdb's own figures ([`MemoryUsage`]), then the process's resident
+/// memory from `/proc/self/status` (Linux) and what of its anonymous part the report does not
+/// explain (allocator slack, scratch buffers, the binary's own heap).
+pub fn memory(m: &MemoryUsage) -> String {
+    let mut s = format!("{m}\n");
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else { return s };
+    let kib = |name: &str| -> Option<u64> {
+        let line = status.lines().find(|l| l.starts_with(name))?;
+        line[name.len()..].trim().trim_end_matches("kB").trim().parse().ok()
+    };
+    let mib = |k: u64| k as f64 / 1024.0;
+    s += "process memory (MiB, /proc/self/status):\n";
+    for name in ["VmHWM:", "VmRSS:", "RssAnon:", "RssFile:"] {
+        if let Some(k) = kib(name) {
+            s += &format!("  {:<20} {:>10.1}\n", name.trim_end_matches(':'), mib(k));
+        }
+    }
+    if let Some(anon) = kib("RssAnon:") {
+        let accounted = m.total() as f64 / (1u64 << 20) as f64;
+        s += &format!(
+            "  RssAnon - total      {:>10.1}  (anonymous memory the report above does not explain)\n",
+            mib(anon) - accounted
+        );
     }
     s
 }
