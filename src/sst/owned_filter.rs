@@ -53,15 +53,6 @@ impl TableFilter {
             Err(e) => Err(e),
         }
     }
-
-    /// Bytes of memory the filter block occupies.
-    pub(crate) fn memory_bytes(&self) -> usize {
-        match self {
-            TableFilter::Absent => 0,
-            TableFilter::Unknown { bytes, .. } => *bytes,
-            TableFilter::Loaded(f) => f.view().memory_bytes(),
-        }
-    }
 }
 
 /// Filter bytes and the view parsed over them. Field order matters: `view` drops first.

@@ -175,26 +175,53 @@ impl Table {
             }
             t.range_dels = frags;
         }
-        let index = Arc::new(t.load_index()?);
+        // A reopen of a `Cached` table (the table cache closed it) finds its index and filter
+        // still in the block cache: no read and no second verification.
+        let cached_index = t.cached_at_open::<IndexEntry>(footer.index, residence);
+        let index = match &cached_index {
+            Some(v) => Arc::clone(v),
+            None => Arc::new(t.load_index()?),
+        };
         t.index_bytes = index.memory_bytes();
-        let filter = match footer.filter.size {
-            0 => TableFilter::Absent,
-            _ => t.load_filter()?,
+        let cached_filter = match footer.filter.size {
+            0 => None,
+            _ => t.cached_at_open::<OwnedFilter>(footer.filter, residence),
         };
-        t.filter_bytes = filter.memory_bytes();
-        let tag = match &filter {
-            TableFilter::Loaded(f) => f.view().kind().tag(),
-            TableFilter::Unknown { tag, .. } => *tag,
-            TableFilter::Absent => 0,
+        let filter = match (&cached_filter, footer.filter.size) {
+            (Some(f), _) => TableFilter::Loaded(Arc::clone(f)),
+            (None, 0) => TableFilter::Absent,
+            (None, _) => t.load_filter()?.map_loaded(Arc::new),
         };
+        let (tag, bytes) = match &filter {
+            TableFilter::Loaded(f) => (f.view().kind().tag(), f.view().memory_bytes()),
+            TableFilter::Unknown { tag, bytes } => (*tag, *bytes),
+            TableFilter::Absent => (0, 0),
+        };
+        t.filter_bytes = bytes;
         if tag != t.props.filter_kind {
             let e = Error::corruption("filter block kind differs from properties", None);
             return Err(t.err_at(e, footer.filter));
         }
-        t.index = t.place(index, footer.index, residence);
-        t.filter = filter.map_loaded(|f| t.place(Arc::new(f), footer.filter, residence));
+        t.index = match cached_index {
+            Some(_) => Held::InCache,
+            None => t.place(index, footer.index, residence),
+        };
+        t.filter = match cached_filter {
+            Some(_) => TableFilter::Loaded(Held::InCache),
+            None => filter.map_loaded(|f| t.place(f, footer.filter, residence)),
+        };
         t.residence = residence;
         Ok(t)
+    }
+
+    /// A meta block that a `Cached` table finds in the block cache at open. Cache entries are
+    /// keyed by file number, which is never reused, so the entry is the block this file holds
+    /// at `h`, verified when it was inserted.
+    fn cached_at_open<T: MetaKind>(&self, h: BlockHandle, residence: Residence) -> Option<Arc<T>> {
+        if residence != Residence::Cached {
+            return None;
+        }
+        self.cache.as_ref()?.get_kind::<T>(self.number, h.offset, T::KIND)
     }
 
     /// Reads and verifies the index block (at open, and on a cache miss).
