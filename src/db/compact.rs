@@ -142,6 +142,7 @@ pub(crate) fn run_pick(inner: &DbInner, p: &Pick) -> Result<()> {
         merge_operator_name,
         layouts: keyspaces.into_iter().map(|ks| (ks, layout(ks))).collect(),
         default_layout: layout(crate::ikey::DEFAULT_KEYSPACE),
+        max_subcompactions: inner.opts.max_subcompactions,
     };
     let new_number = || inner.new_file_number();
     let env = JobEnv {
