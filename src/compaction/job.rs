@@ -119,6 +119,8 @@ pub struct JobResult {
     pub entries_in: u64,
     /// Entries written.
     pub entries_out: u64,
+    /// Key ranges merged on their own threads (0 when no keyspace's input was split).
+    pub subcompactions: u64,
 }
 
 /// A user-key range `[lo, hi)` of one keyspace (`None`: unbounded on that side).
@@ -216,6 +218,9 @@ fn run_inner(env: &JobEnv<'_>, mut spec: JobSpec, made: &mut Vec<u64>) -> Result
         let tombstones = Tombstones { surviving: surviving_tombstones(&all, &spec), all };
         let ranges = subcompaction::plan(&runs, spec.max_subcompactions, spec.target_file_size);
         let input = KeyspaceInput { keyspace, runs: &runs, tombstones: &tombstones };
+        if ranges.len() > 1 {
+            res.subcompactions += ranges.len() as u64;
+        }
         for part in subcompaction::run_ranges(env, &spec, &input, &ranges, made)? {
             metas.extend(part.metas);
             res.filter_fallbacks += part.res.filter_fallbacks;

@@ -2,8 +2,8 @@
 //! is split into disjoint user-key ranges, each merged on its own thread into its own outputs
 //! (`job::run_range`). The caller still installs everything in one manifest edit.
 //!
-//! Where to cut ([`plan`]): at the inputs' file boundaries (a file's largest user key `b` gives
-//! the cut `b ++ [0]`, the smallest key above `b`; its smallest key `s` gives the cut `s`),
+//! Where to cut ([`plan`]): at the inputs' file boundaries (a file's largest or smallest user
+//! key `b` gives the cut `b ++ [0]`, the smallest key above `b`),
 //! chosen so each range holds about the same input bytes. A file that straddles a cut counts
 //! the share of its bytes below it interpolated by key position (the eight bytes after the
 //! common prefix of its smallest and largest keys), which evens out the L0 files of an L0 -> L1
@@ -56,11 +56,15 @@ fn cut_keys(files: &[&FileMeta], max: usize, target_file_size: u64) -> Vec<Vec<u
     }
     let min = files.iter().map(|f| f.smallest_key.as_slice()).min().expect("not empty");
     let mut candidates: Vec<Vec<u8>> = Vec::with_capacity(files.len() * 2);
+    // Every cut is `b ++ [0]`: a range's tombstones clipped to end there make its files claim
+    // keys up to `b` only (`Fragments::largest_key`); a cut at any other key `c` would make
+    // them claim `c`, which the next range's files may start with.
     for f in files {
-        let mut above = f.largest_key.clone();
-        above.push(0);
-        candidates.push(above);
-        candidates.push(f.smallest_key.clone());
+        for k in [&f.largest_key, &f.smallest_key] {
+            let mut above = k.clone();
+            above.push(0);
+            candidates.push(above);
+        }
     }
     // A cut at or below the smallest key leaves an empty range on its left.
     candidates.retain(|c| c.as_slice() > min);
@@ -169,11 +173,25 @@ pub(crate) fn run_ranges(
         }),
     };
     let mut first_err = None;
-    let mut parts = Vec::with_capacity(results.len());
+    let mut parts: Vec<RangeOutput> = Vec::with_capacity(results.len());
     for (r, part) in results {
         made.extend_from_slice(&part.made);
         if let Err(e) = r {
             first_err.get_or_insert(e);
+        }
+        // The level's invariant, checked where ranges meet: a violation is a bug here, and
+        // failing the job keeps it out of the version (reads would miss keys).
+        let last = parts.iter().rev().find_map(|p| p.metas.last());
+        if let (Some(prev), Some(next)) = (last, part.metas.first()) {
+            if prev.largest_key >= next.smallest_key {
+                first_err.get_or_insert(Error::corruption(
+                    format!(
+                        "subcompaction outputs {} and {} overlap (keyspace {})",
+                        prev.number, next.number, input.keyspace
+                    ),
+                    None,
+                ));
+            }
         }
         parts.push(part);
     }
