@@ -69,7 +69,7 @@ impl Side {
 /// Applies the same seeded random operation to every side (both keyspaces, every record
 /// kind), occasionally taking a snapshot on each.
 fn random_op(rng: &mut SplitMix64, sides: &mut [Side], step: u64) {
-    let in_ks2 = rng.next_u64() % 3 == 0;
+    let in_ks2 = rng.next_u64().is_multiple_of(3);
     let roll = rng.next_u64() % 100;
     let i = rng.next_u64();
     let len = 10 + (rng.next_u64() % 60) as usize;
@@ -172,7 +172,7 @@ fn subcompactions_leave_the_same_database_as_one_thread_with_snapshots_merges_an
         Side::open(Arc::new(MemStorage::new()), 1),
         Side::open(Arc::new(MemStorage::new()), 4),
     ];
-    let mut rng = SplitMix64::new(0x5ab_c0);
+    let mut rng = SplitMix64::new(0x0005_abc0);
     let mut step = 0;
     // Three rounds: each writes over what the previous compactions left, so later compactions
     // merge new L0 files with deeper levels holding older versions and tombstones.
@@ -215,7 +215,7 @@ fn fill(db: &Db, seed: u64) -> BTreeMap<Vec<u8>, Vec<u8>> {
     let mut model = BTreeMap::new();
     for step in 0..8000u64 {
         let k = plain(rng.next_u64() % PLAIN);
-        if rng.next_u64() % 5 == 0 {
+        if rng.next_u64().is_multiple_of(5) {
             db.delete(&k).unwrap();
             model.remove(&k);
         } else {
