@@ -38,7 +38,7 @@ use super::filter::{build_filter, LevelFilter};
 use super::subcompaction;
 use crate::error::Result;
 use crate::filename;
-use crate::ikey;
+use crate::ikey::{self, ValueKind};
 use crate::manifest::FileMeta;
 use crate::range_del::{Fragments, RangeTombstone};
 use crate::sst::{FilterBlockSource, TableBuilder, TableIter, TableOptions};
@@ -310,6 +310,8 @@ pub(crate) fn run_range(
         lower: range.lo.clone(),
         upper: range.hi.clone(),
         last_key: Vec::new(),
+        key_buf: Vec::new(),
+        spare: Vec::new(),
     };
     let mut group: Vec<Version> = Vec::new();
     let mut group_key: Vec<u8> = Vec::new();
@@ -343,7 +345,10 @@ pub(crate) fn run_range(
             group_key.clear();
             group_key.extend_from_slice(user_key);
         }
-        group.push(Version { seq, kind, value: it.value().to_vec() });
+        let mut value = out.spare.pop().unwrap_or_default();
+        value.clear();
+        value.extend_from_slice(it.value());
+        group.push(Version { seq, kind, value });
         it.next()?;
         runs[b].settle()?;
     }
@@ -406,7 +411,15 @@ struct Output<'t> {
     upper: Option<Vec<u8>>,
     /// Last user key added to the current output.
     last_key: Vec<u8>,
+    /// Scratch buffer for the internal keys written.
+    key_buf: Vec<u8>,
+    /// Value buffers of written versions, reused for the next versions read (at most
+    /// [`SPARE_BUFFERS`]): the merge then allocates per entry only when versions are dropped.
+    spare: Vec<Vec<u8>>,
 }
+
+/// Most value buffers an output keeps for reuse.
+const SPARE_BUFFERS: usize = 64;
 
 impl Output<'_> {
     /// Creates the next output file.
@@ -493,21 +506,34 @@ fn emit(
     // finds covered stays, and that reader's tombstone, kept in the outputs, hides it.
     let covering: &[u64] = out.all_tombstones.covering_seqs(user_key);
     let covered_at = |seq: u64, reader: u64| covering.iter().any(|&t| t > seq && t <= reader);
-    let mut versions = std::mem::take(group);
-    if !covering.is_empty() {
-        versions.retain(|v| {
-            let oldest_reader = spec.snapshots.range(v.seq..).next().copied().unwrap_or(u64::MAX);
-            !covered_at(v.seq, oldest_reader)
-        });
-    }
-    let keep = collapse(
-        user_key,
-        versions,
-        &spec.snapshots,
-        spec.bottommost,
-        spec.merge_operator.as_deref(),
-    );
+    let single = group.len() == 1 && covering.is_empty();
+    let keep = if single && matches!(group[0].kind, ValueKind::Put | ValueKind::Delete) {
+        // The common case, without collapse's allocations: a lone Put is the newest version
+        // and stays; a lone Delete stays unless nothing older exists (bottommost), exactly
+        // what `collapse` keeps of a single version.
+        if group[0].kind == ValueKind::Delete && spec.bottommost {
+            group.clear();
+        }
+        std::mem::take(group)
+    } else {
+        let mut versions = std::mem::take(group);
+        if !covering.is_empty() {
+            versions.retain(|v| {
+                let oldest_reader =
+                    spec.snapshots.range(v.seq..).next().copied().unwrap_or(u64::MAX);
+                !covered_at(v.seq, oldest_reader)
+            });
+        }
+        collapse(
+            user_key,
+            versions,
+            &spec.snapshots,
+            spec.bottommost,
+            spec.merge_operator.as_deref(),
+        )
+    };
     if keep.is_empty() {
+        *group = keep; // its allocation is reused for the next key
         return Ok(());
     }
     if out.builder.as_ref().is_some_and(|(b, _, _)| b.estimated_size() >= spec.target_file_size) {
@@ -520,12 +546,17 @@ fn emit(
     out.last_key.extend_from_slice(user_key);
     let keyspace = out.keyspace;
     let (b, _, _) = out.builder.as_mut().expect("just made");
-    let mut k = Vec::with_capacity(user_key.len() + ikey::KEYSPACE_LEN + ikey::TRAILER_LEN);
-    for v in keep {
+    let k = &mut out.key_buf;
+    let mut keep = keep;
+    for v in keep.drain(..) {
         k.clear();
-        ikey::encode_in_into(&mut k, keyspace, user_key, v.seq, v.kind);
-        b.add(&k, &v.value)?;
+        ikey::encode_in_into(k, keyspace, user_key, v.seq, v.kind);
+        b.add(k, &v.value)?;
         res.entries_out += 1;
+        if out.spare.len() < SPARE_BUFFERS {
+            out.spare.push(v.value);
+        }
     }
+    *group = keep; // empty; its allocation is reused for the next key
     Ok(())
 }
