@@ -363,6 +363,13 @@ pub struct Options {
     /// Its name is recorded in every table holding operands; reopening with an operator of
     /// another name makes reads (and compactions) of those operands fail rather than mis-merge.
     pub merge_operator: Option<Arc<dyn crate::merge::MergeOperator>>,
+    /// Threads one compaction may merge on (RocksDB's `max_subcompactions`): a compaction
+    /// whose input holds at least two `compaction.target_file_size` worth of bytes splits each
+    /// keyspace's key range into up to this many disjoint ranges of about equal input bytes,
+    /// merged in parallel into their own outputs and installed together in one manifest edit
+    /// (design.md, "Subcompactions"). `1` merges on the compaction thread alone. Valid:
+    /// `1..=64`. Default 2.
+    pub max_subcompactions: usize,
 }
 
 impl Options {
@@ -399,6 +406,7 @@ impl Default for Options {
             compaction: CompactionOptions::default(),
             storage: None,
             merge_operator: None,
+            max_subcompactions: 2,
         }
     }
 }
@@ -428,6 +436,7 @@ impl std::fmt::Debug for Options {
             .field("compaction", &self.compaction)
             .field("storage", &self.storage.as_ref().map(|_| "custom"))
             .field("merge_operator", &self.merge_operator.as_ref().map(|m| m.name().to_string()))
+            .field("max_subcompactions", &self.max_subcompactions)
             .finish()
     }
 }

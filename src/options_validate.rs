@@ -43,6 +43,11 @@ pub const MIN_FILE_SIZE: u64 = 1 << 10;
 /// one above it, and above 1000 every database fits in two levels.
 pub const MULTIPLIER_MAX: f64 = 1000.0;
 
+/// `max_subcompactions` range: at least the compaction thread itself, at most
+/// [`crate::compaction::subcompaction::MAX_SUBCOMPACTIONS`] threads per compaction.
+pub const MAX_SUBCOMPACTIONS_RANGE: RangeInclusive<usize> =
+    1..=crate::compaction::subcompaction::MAX_SUBCOMPACTIONS;
+
 /// The error for `field = value` outside `range`.
 fn out_of_range(field: &str, value: impl Display, range: &str) -> Error {
     Error::invalid(format!("{field} = {value} is out of range (valid: {range})"))
@@ -184,6 +189,7 @@ impl Options {
             ));
         }
         check_meta_blocks(self)?;
+        check_usize("max_subcompactions", self.max_subcompactions, MAX_SUBCOMPACTIONS_RANGE)?;
         check_filter_policy(&self.filter_policy)?;
         check_compaction(&self.compaction)
     }
@@ -251,5 +257,18 @@ mod tests {
         let opts = Options { block_size: 0, ..Options::default() };
         let msg = opts.validate().unwrap_err().to_string();
         assert!(msg.contains("block_size = 0") && msg.contains("64..=268435456"), "{msg}");
+    }
+
+    #[test]
+    fn max_subcompactions_outside_1_to_64_is_refused_by_name() {
+        for bad in [0, 65] {
+            let opts = Options { max_subcompactions: bad, ..Options::default() };
+            let msg = opts.validate().unwrap_err().to_string();
+            assert!(msg.contains(&format!("max_subcompactions = {bad}")), "{msg}");
+            assert!(msg.contains("1..=64"), "{msg}");
+        }
+        for good in [1, 64] {
+            Options { max_subcompactions: good, ..Options::default() }.validate().unwrap();
+        }
     }
 }

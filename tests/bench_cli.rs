@@ -230,3 +230,41 @@ fn open_files_bounds_the_table_cache_and_rejects_out_of_range_values() {
         assert!(String::from_utf8_lossy(&out.stderr).contains("--open_files"), "{bad}");
     }
 }
+
+#[test]
+fn subcompactions_flag_splits_compactions_keeps_results_and_rejects_out_of_range_values() {
+    let run = |n: &str| {
+        bench_stdout(&[
+            "--benchmarks=fillrandom,compact,readrandom",
+            "--num=20000",
+            "--bloom_bits=10",
+            "--write_buffer_size=65536",
+            "--target_file_size_base=16384",
+            "--max_bytes_for_level_base=131072",
+            "--seed=9",
+            "--statistics=1",
+            n,
+        ])
+    };
+    let ticker = |out: &str| {
+        let l = out.lines().find(|l| l.starts_with("siftdb.subcompactions COUNT : ")).unwrap();
+        l.rsplit(' ').next().unwrap().parse::<u64>().unwrap()
+    };
+    let found = |out: &str| {
+        let l = out.lines().find(|l| l.starts_with("readrandom ")).expect("readrandom line");
+        parse_line(l).2.expect("found count")
+    };
+    let (one, four) = (run("--subcompactions=1"), run("--subcompactions=4"));
+    assert_eq!(ticker(&one), 0, "one thread never splits");
+    assert!(ticker(&four) >= 2, "{}", ticker(&four));
+    assert_eq!(found(&one), found(&four), "the same keys are found");
+    for bad in ["--subcompactions=0", "--subcompactions=65"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_siftdb"))
+            .args(["bench", "--num=10", "--benchmarks=fillseq", bad])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{bad} accepted");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("--subcompactions") && err.contains("1..=64"), "{bad}: {err}");
+    }
+}

@@ -25,12 +25,20 @@
 //! is the smallest key above `k`, so the first file's range ends at `k` and the next starts
 //! above it. The files are synced, then the directory; nothing is installed
 //! here: the caller makes one manifest edit for the whole compaction.
+//!
+//! Subcompactions (`subcompaction.rs`): a keyspace's input may be split into disjoint user-key
+//! ranges `[lo, hi)` merged on their own threads. A range's merge is this module's merge
+//! restricted to the range: every version of a user key lies in one range, the tombstones are
+//! those of the whole keyspace (so every drop decision is the one a single job makes), and the
+//! range's outputs take the surviving tombstones clipped to `[lo, hi)`. Its cuts are keys
+//! `b ++ [0]`, like the cuts between outputs, so neighbouring ranges' files stay disjoint.
 
 use super::collapse::{collapse, Version};
 use super::filter::{build_filter, LevelFilter};
+use super::subcompaction;
 use crate::error::Result;
 use crate::filename;
-use crate::ikey;
+use crate::ikey::{self, ValueKind};
 use crate::manifest::FileMeta;
 use crate::range_del::{Fragments, RangeTombstone};
 use crate::sst::{FilterBlockSource, TableBuilder, TableIter, TableOptions};
@@ -49,7 +57,7 @@ pub struct JobEnv<'a> {
     /// Database directory.
     pub dir: &'a Path,
     /// Hands out new file numbers.
-    pub new_file_number: &'a dyn Fn() -> u64,
+    pub new_file_number: &'a (dyn Fn() -> u64 + Sync),
     /// The table cache: opens the inputs as the merge reaches them, and the finished outputs.
     pub tables: &'a Arc<TableCache>,
 }
@@ -85,6 +93,9 @@ pub struct JobSpec {
     pub layouts: BTreeMap<u32, OutputLayout>,
     /// Layout of the outputs of any other keyspace.
     pub default_layout: OutputLayout,
+    /// At most this many subcompactions (threads) per keyspace; 1 merges on the caller's
+    /// thread alone (`Options::max_subcompactions`).
+    pub max_subcompactions: usize,
 }
 
 impl JobSpec {
@@ -108,17 +119,40 @@ pub struct JobResult {
     pub entries_in: u64,
     /// Entries written.
     pub entries_out: u64,
+    /// Key ranges merged on their own threads (0 when no keyspace's input was split).
+    pub subcompactions: u64,
 }
 
-/// A run of disjoint tables read in order.
+/// A user-key range `[lo, hi)` of one keyspace (`None`: unbounded on that side).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KeyRange {
+    /// Smallest user key in the range.
+    pub lo: Option<Vec<u8>>,
+    /// First user key above the range.
+    pub hi: Option<Vec<u8>>,
+}
+
+impl KeyRange {
+    /// Whether a file claiming user keys `[smallest, largest]` may hold keys of the range.
+    fn overlaps(&self, smallest: &[u8], largest: &[u8]) -> bool {
+        self.lo.as_deref().is_none_or(|lo| largest >= lo)
+            && self.hi.as_deref().is_none_or(|hi| smallest < hi)
+    }
+}
+
+/// A run of disjoint tables read in order, restricted to a key range: the first table opened
+/// is sought to `seek` (the range's start), and the run ends at the first key `>= end`.
 struct RunIter {
     files: Vec<Arc<TableFile>>,
     next: usize,
     iter: Option<TableIter>,
+    seek: Option<Vec<u8>>,
+    end: Option<Vec<u8>>,
 }
 
 impl RunIter {
-    /// Moves to the next table while the current one is exhausted.
+    /// Moves to the next table while the current one is exhausted, then ends the run if its
+    /// key lies at or past the range's end.
     fn settle(&mut self) -> Result<()> {
         while !self.iter.as_ref().is_some_and(|i| i.valid()) {
             let Some(f) = self.files.get(self.next) else {
@@ -128,9 +162,18 @@ impl RunIter {
             // The previous table's iterator is dropped here, releasing its handle first.
             self.iter = None;
             let mut it = f.table()?.iter(false);
-            it.seek_to_first()?;
+            match self.seek.take() {
+                Some(target) => it.seek(&target)?,
+                None => it.seek_to_first()?,
+            }
             self.iter = Some(it);
             self.next += 1;
+        }
+        if let (Some(end), Some(it)) = (&self.end, &self.iter) {
+            if ikey::split(it.key()).1 >= end.as_slice() {
+                self.iter = None;
+                self.next = self.files.len();
+            }
         }
         Ok(())
     }
@@ -171,7 +214,19 @@ fn run_inner(env: &JobEnv<'_>, mut spec: JobSpec, made: &mut Vec<u64>) -> Result
             .map(|run| run.iter().filter(|f| f.meta.keyspace == keyspace).cloned().collect())
             .filter(|run: &Vec<Arc<TableFile>>| !run.is_empty())
             .collect();
-        run_keyspace(env, &spec, keyspace, runs, made, &mut metas, &mut res)?;
+        let all = collect_tombstones(&runs)?;
+        let tombstones = Tombstones { surviving: surviving_tombstones(&all, &spec), all };
+        let ranges = subcompaction::plan(&runs, spec.max_subcompactions, spec.target_file_size);
+        let input = KeyspaceInput { keyspace, runs: &runs, tombstones: &tombstones };
+        if ranges.len() > 1 {
+            res.subcompactions += ranges.len() as u64;
+        }
+        for part in subcompaction::run_ranges(env, &spec, &input, &ranges, made)? {
+            metas.extend(part.metas);
+            res.filter_fallbacks += part.res.filter_fallbacks;
+            res.entries_in += part.res.entries_in;
+            res.entries_out += part.res.entries_out;
+        }
     }
     // The outputs' entries are durable before the manifest edit names them.
     if crate::testing::enabled("compaction.sync_dir") {
@@ -185,34 +240,85 @@ fn run_inner(env: &JobEnv<'_>, mut spec: JobSpec, made: &mut Vec<u64>) -> Result
     Ok(res)
 }
 
-/// Merges the runs of one keyspace into outputs of that keyspace.
-fn run_keyspace(
+/// The range tombstones of one keyspace's inputs.
+pub(crate) struct Tombstones {
+    /// Every input tombstone (which versions they cover decides which versions survive).
+    all: Fragments,
+    /// The tombstone sequence numbers some reader still needs, handed out to the outputs
+    /// clipped at their cuts.
+    surviving: Fragments,
+}
+
+/// One keyspace's share of a compaction.
+pub(crate) struct KeyspaceInput<'a> {
+    /// The keyspace.
+    pub keyspace: u32,
+    /// Its sorted runs, newest first.
+    pub runs: &'a [Vec<Arc<TableFile>>],
+    /// Its tombstones (shared by every range).
+    pub tombstones: &'a Tombstones,
+}
+
+/// What the merge of one key range made (file numbers also on failure, to delete them).
+#[derive(Default)]
+pub(crate) struct RangeOutput {
+    /// Numbers of the files created, finished or not.
+    pub made: Vec<u64>,
+    /// The finished outputs, in key order.
+    pub metas: Vec<FileMeta>,
+    /// Entry and fallback counts.
+    pub res: JobResult,
+}
+
+/// Merges the runs of one keyspace, restricted to `range`, into outputs of that keyspace.
+/// Stops early (returning `Ok` with what it made) once `cancel` is set: another range failed.
+pub(crate) fn run_range(
     env: &JobEnv<'_>,
     spec: &JobSpec,
-    keyspace: u32,
-    runs: Vec<Vec<Arc<TableFile>>>,
-    made: &mut Vec<u64>,
-    metas: &mut Vec<FileMeta>,
-    res: &mut JobResult,
+    input: &KeyspaceInput<'_>,
+    range: &KeyRange,
+    cancel: &AtomicBool,
+    part: &mut RangeOutput,
 ) -> Result<()> {
-    let mut runs: Vec<RunIter> =
-        runs.into_iter().map(|files| RunIter { files, next: 0, iter: None }).collect();
+    let keyspace = input.keyspace;
+    let seek = range.lo.as_ref().map(|lo| ikey::lookup_key_in(keyspace, lo, u64::MAX));
+    let mut runs: Vec<RunIter> = input
+        .runs
+        .iter()
+        .map(|run| RunIter {
+            files: run
+                .iter()
+                .filter(|f| range.overlaps(&f.meta.smallest_key, &f.meta.largest_key))
+                .cloned()
+                .collect(),
+            next: 0,
+            iter: None,
+            seek: seek.clone(),
+            end: range.hi.clone(),
+        })
+        .collect();
     for r in &mut runs {
         r.settle()?;
     }
-    let all_tombstones = collect_tombstones(&runs)?;
+    let (made, metas, res) = (&mut part.made, &mut part.metas, &mut part.res);
     let mut out = Output {
         builder: None,
         keyspace,
         fallback: Arc::new(AtomicBool::new(false)),
-        tombstones: surviving_tombstones(&all_tombstones, spec),
-        all_tombstones,
-        lower: None,
+        tombstones: &input.tombstones.surviving,
+        all_tombstones: &input.tombstones.all,
+        lower: range.lo.clone(),
+        upper: range.hi.clone(),
         last_key: Vec::new(),
+        key_buf: Vec::new(),
+        spare: Vec::new(),
     };
     let mut group: Vec<Version> = Vec::new();
     let mut group_key: Vec<u8> = Vec::new();
     loop {
+        if cancel.load(Ordering::Relaxed) {
+            return Ok(());
+        }
         // The smallest current key among the runs (internal-key order; few runs, linear scan).
         let mut best: Option<usize> = None;
         for (i, r) in runs.iter().enumerate() {
@@ -239,7 +345,10 @@ fn run_keyspace(
             group_key.clear();
             group_key.extend_from_slice(user_key);
         }
-        group.push(Version { seq, kind, value: it.value().to_vec() });
+        let mut value = out.spare.pop().unwrap_or_default();
+        value.clear();
+        value.extend_from_slice(it.value());
+        group.push(Version { seq, kind, value });
         it.next()?;
         runs[b].settle()?;
     }
@@ -247,7 +356,7 @@ fn run_keyspace(
         emit(env, spec, &group_key, &mut group, &mut out, metas, made, res)?;
     }
     if out.builder.is_none()
-        && !out.tombstones.clipped(out.lower.as_deref(), None, u64::MAX).is_empty()
+        && !out.tombstones.clipped(out.lower.as_deref(), out.upper.as_deref(), u64::MAX).is_empty()
     {
         out.start(env, spec, made)?; // tombstones with no version left beside them
     }
@@ -255,9 +364,9 @@ fn run_keyspace(
 }
 
 /// The range tombstones of every input file, fragmented together.
-fn collect_tombstones(runs: &[RunIter]) -> Result<Fragments> {
+fn collect_tombstones(runs: &[Vec<Arc<TableFile>>]) -> Result<Fragments> {
     let mut list: Vec<RangeTombstone> = Vec::new();
-    for f in runs.iter().flat_map(|r| r.files.iter()) {
+    for f in runs.iter().flatten() {
         if f.info.range_deletions > 0 {
             list.extend(f.table()?.range_tombstones().tombstones());
         }
@@ -286,23 +395,33 @@ fn surviving_tombstones(all: &Fragments, spec: &JobSpec) -> Fragments {
 }
 
 /// The output file being written.
-struct Output {
+struct Output<'t> {
     /// The builder, its file number and its keyspace.
     builder: Option<(TableBuilder, u64, u32)>,
     /// The keyspace of every output.
     keyspace: u32,
     fallback: Arc<AtomicBool>,
     /// The surviving range tombstones, handed out to the outputs clipped at their cuts.
-    tombstones: Fragments,
+    tombstones: &'t Fragments,
     /// Every input tombstone (which versions they cover decides which versions survive).
-    all_tombstones: Fragments,
+    all_tombstones: &'t Fragments,
     /// Where the current output's share of the tombstones starts (`None`: the beginning).
     lower: Option<Vec<u8>>,
+    /// Where the last output's share ends: the end of the key range (`None`: unbounded).
+    upper: Option<Vec<u8>>,
     /// Last user key added to the current output.
     last_key: Vec<u8>,
+    /// Scratch buffer for the internal keys written.
+    key_buf: Vec<u8>,
+    /// Value buffers of written versions, reused for the next versions read (at most
+    /// [`SPARE_BUFFERS`]): the merge then allocates per entry only when versions are dropped.
+    spare: Vec<Vec<u8>>,
 }
 
-impl Output {
+/// Most value buffers an output keeps for reuse.
+const SPARE_BUFFERS: usize = 64;
+
+impl Output<'_> {
     /// Creates the next output file.
     fn start(&mut self, env: &JobEnv<'_>, spec: &JobSpec, made: &mut Vec<u64>) -> Result<()> {
         let number = (env.new_file_number)();
@@ -315,8 +434,8 @@ impl Output {
         Ok(())
     }
 
-    /// Finishes the current output; `last` when no output follows (it takes the tombstones up
-    /// to the end), otherwise its tombstones end at the cut after its last user key.
+    /// Finishes the current output; `last` when no output of the range follows (it takes the
+    /// tombstones up to the range's end), otherwise they end at the cut after its last user key.
     fn finish(
         &mut self,
         _env: &JobEnv<'_>,
@@ -326,11 +445,13 @@ impl Output {
         last: bool,
     ) -> Result<()> {
         let Some((mut builder, number, keyspace)) = self.builder.take() else { return Ok(()) };
-        let upper = (!last).then(|| {
+        let upper = if last {
+            self.upper.clone()
+        } else {
             let mut cut = self.last_key.clone();
             cut.push(0);
-            cut
-        });
+            Some(cut)
+        };
         for t in self.tombstones.clipped(self.lower.as_deref(), upper.as_deref(), u64::MAX) {
             builder.add_range_tombstone(t)?;
         }
@@ -373,7 +494,7 @@ fn emit(
     spec: &JobSpec,
     user_key: &[u8],
     group: &mut Vec<Version>,
-    out: &mut Output,
+    out: &mut Output<'_>,
     metas: &mut Vec<FileMeta>,
     made: &mut Vec<u64>,
     res: &mut JobResult,
@@ -385,21 +506,34 @@ fn emit(
     // finds covered stays, and that reader's tombstone, kept in the outputs, hides it.
     let covering: &[u64] = out.all_tombstones.covering_seqs(user_key);
     let covered_at = |seq: u64, reader: u64| covering.iter().any(|&t| t > seq && t <= reader);
-    let mut versions = std::mem::take(group);
-    if !covering.is_empty() {
-        versions.retain(|v| {
-            let oldest_reader = spec.snapshots.range(v.seq..).next().copied().unwrap_or(u64::MAX);
-            !covered_at(v.seq, oldest_reader)
-        });
-    }
-    let keep = collapse(
-        user_key,
-        versions,
-        &spec.snapshots,
-        spec.bottommost,
-        spec.merge_operator.as_deref(),
-    );
+    let single = group.len() == 1 && covering.is_empty();
+    let keep = if single && matches!(group[0].kind, ValueKind::Put | ValueKind::Delete) {
+        // The common case, without collapse's allocations: a lone Put is the newest version
+        // and stays; a lone Delete stays unless nothing older exists (bottommost), exactly
+        // what `collapse` keeps of a single version.
+        if group[0].kind == ValueKind::Delete && spec.bottommost {
+            group.clear();
+        }
+        std::mem::take(group)
+    } else {
+        let mut versions = std::mem::take(group);
+        if !covering.is_empty() {
+            versions.retain(|v| {
+                let oldest_reader =
+                    spec.snapshots.range(v.seq..).next().copied().unwrap_or(u64::MAX);
+                !covered_at(v.seq, oldest_reader)
+            });
+        }
+        collapse(
+            user_key,
+            versions,
+            &spec.snapshots,
+            spec.bottommost,
+            spec.merge_operator.as_deref(),
+        )
+    };
     if keep.is_empty() {
+        *group = keep; // its allocation is reused for the next key
         return Ok(());
     }
     if out.builder.as_ref().is_some_and(|(b, _, _)| b.estimated_size() >= spec.target_file_size) {
@@ -412,12 +546,17 @@ fn emit(
     out.last_key.extend_from_slice(user_key);
     let keyspace = out.keyspace;
     let (b, _, _) = out.builder.as_mut().expect("just made");
-    let mut k = Vec::with_capacity(user_key.len() + ikey::KEYSPACE_LEN + ikey::TRAILER_LEN);
-    for v in keep {
+    let k = &mut out.key_buf;
+    let mut keep = keep;
+    for v in keep.drain(..) {
         k.clear();
-        ikey::encode_in_into(&mut k, keyspace, user_key, v.seq, v.kind);
-        b.add(&k, &v.value)?;
+        ikey::encode_in_into(k, keyspace, user_key, v.seq, v.kind);
+        b.add(k, &v.value)?;
         res.entries_out += 1;
+        if out.spare.len() < SPARE_BUFFERS {
+            out.spare.push(v.value);
+        }
     }
+    *group = keep; // empty; its allocation is reused for the next key
     Ok(())
 }

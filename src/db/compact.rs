@@ -142,6 +142,7 @@ pub(crate) fn run_pick(inner: &DbInner, p: &Pick) -> Result<()> {
         merge_operator_name,
         layouts: keyspaces.into_iter().map(|ks| (ks, layout(ks))).collect(),
         default_layout: layout(crate::ikey::DEFAULT_KEYSPACE),
+        max_subcompactions: inner.opts.max_subcompactions,
     };
     let new_number = || inner.new_file_number();
     let env = JobEnv {
@@ -170,6 +171,7 @@ pub(crate) fn run_pick(inner: &DbInner, p: &Pick) -> Result<()> {
     c.compaction_bytes_read.fetch_add(res.bytes_read, Ordering::Relaxed);
     c.compaction_bytes_written.fetch_add(res.bytes_written, Ordering::Relaxed);
     c.filter_fallbacks.fetch_add(res.filter_fallbacks, Ordering::Relaxed);
+    c.subcompactions.fetch_add(res.subcompactions, Ordering::Relaxed);
     inner.obsolete.lock().extend(inputs.into_iter().chain(next));
     // The version this job started from names the inputs: release it first, or the purge
     // below finds every input still referenced and leaves it on disk until the next job.

@@ -83,6 +83,7 @@ pub(crate) struct Counters {
     pub flush_bytes_written: AtomicU64,
     pub compactions: AtomicU64,
     pub trivial_moves: AtomicU64,
+    pub subcompactions: AtomicU64,
     pub compaction_bytes_read: AtomicU64,
     pub compaction_bytes_written: AtomicU64,
     pub filter_fallbacks: AtomicU64,

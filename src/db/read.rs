@@ -222,6 +222,7 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
         flush_bytes_written: c.flush_bytes_written.load(Ordering::Relaxed),
         compactions: c.compactions.load(Ordering::Relaxed),
         trivial_moves: c.trivial_moves.load(Ordering::Relaxed),
+        subcompactions: c.subcompactions.load(Ordering::Relaxed),
         compaction_bytes_read: c.compaction_bytes_read.load(Ordering::Relaxed),
         compaction_bytes_written: c.compaction_bytes_written.load(Ordering::Relaxed),
         filter_fallbacks: c.filter_fallbacks.load(Ordering::Relaxed),

@@ -198,6 +198,9 @@ pub struct Stats {
     pub compactions: u64,
     /// Files moved down a level without rewriting.
     pub trivial_moves: u64,
+    /// Key ranges merged by compactions that split their input into subcompactions
+    /// (`Options::max_subcompactions`); 0 while every compaction ran on one thread.
+    pub subcompactions: u64,
     /// Bytes of compaction input files.
     pub compaction_bytes_read: u64,
     /// Bytes of compaction output files.

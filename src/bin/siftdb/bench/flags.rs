@@ -118,6 +118,11 @@ pub struct Flags {
     /// Each deeper level's target is this many times the previous one.
     #[arg(long, default_value_t = 10.0)]
     pub max_bytes_for_level_multiplier: f64,
+    /// Threads one compaction may merge on (`Options::max_subcompactions`, 1..=64).
+    /// db_bench's flag of the same name defaults to 1; absent here, siftdb's own default
+    /// applies.
+    #[arg(long)]
+    pub subcompactions: Option<usize>,
     /// L0 files that trigger an L0 -> L1 compaction.
     #[arg(long, default_value_t = 4)]
     pub level0_file_num_compaction_trigger: usize,
@@ -323,6 +328,9 @@ pub fn apply_db_bench_flags(flags: &Flags, opts: &mut Options) -> Result<(), Str
             return Err(format!("--open_files={n} is out of range: -1 (unlimited) or >= {min}"));
         }
         opts.max_open_files = n;
+    }
+    if let Some(n) = flags.subcompactions {
+        opts.max_subcompactions = n;
     }
     super::compression::apply(flags, opts)?;
     opts.filter_policy.flush = flags.flush_filter();

@@ -36,6 +36,7 @@ const FLAG_OF_FIELD: &[(&str, &str)] = &[
     ("compaction.max_bytes_for_level_multiplier", "--max_bytes_for_level_multiplier"),
     ("compaction.target_file_size", "--target_file_size_base"),
     ("compression", "--zstd_level"),
+    ("max_subcompactions", "--subcompactions"),
 ];
 
 /// `opts.validate()`, naming the flag behind the refused field.

@@ -12,13 +12,15 @@ pub fn statistics(stats: &Stats, lookups: u64) -> String {
         s += &format!("{name} COUNT : {v}\n");
     }
     // siftdb's own figures in the same format, for scripts/compare.sh: filter bytes held in
-    // memory and the SST entries they cover.
+    // memory and the SST entries they cover, table cache use, and the key ranges compactions
+    // merged on their own threads (`--subcompactions`).
     let filter_bytes: u64 = stats.levels.iter().map(|l| l.filter_bytes).sum();
     let entries: u64 = stats.levels.iter().map(|l| l.entries).sum();
     s += &format!("siftdb.filter.bytes COUNT : {filter_bytes}\n");
     s += &format!("siftdb.sst.entries COUNT : {entries}\n");
     s += &format!("siftdb.table.cache.hit COUNT : {}\n", stats.table_cache_hits);
     s += &format!("siftdb.table.cache.open COUNT : {}\n", stats.table_cache_open_tables);
+    s += &format!("siftdb.subcompactions COUNT : {}\n", stats.subcompactions);
     s += "\nper-level reads (siftdb):\n";
     s += &stats.read_amp_table(lookups);
     let scans = stats.scan_read_table(stats.seeks);
