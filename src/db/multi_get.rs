@@ -5,8 +5,12 @@
 //! 2. the memtables answer what they hold;
 //! 3. then level by level (each L0 file newest first, then one run per deeper level), every
 //!    pending key's filter is probed before any block is read, so the probes of a file run back
-//!    to back on its filter's cache lines, and the surviving keys then read their index entry
-//!    and data block in key order (neighbours hit the block a predecessor just cached);
+//!    to back on its filter's cache lines; the surviving keys then find their data block
+//!    through the index, and the blocks are fetched before any key is finished: cache hits at
+//!    once, a block two keys need once, and the device reads of files read with `O_DIRECT`
+//!    together, up to 32 in flight (io_uring, src/storage/uring.rs); each key is then finished
+//!    on the block it was handed (`group.rs`). An L0 file is one such group; a deeper level is
+//!    one group over all its files, since its files split the pending keys between them;
 //! 4. a key leaves the pending set at the first level that holds a value or a tombstone of it,
 //!    exactly where a single `get` would stop; merge operands met before it are collected per
 //!    key (the key stays pending) and merged when it leaves, or after the last level;
@@ -17,14 +21,16 @@
 //! An error while reading one key's block (a corrupt block, an I/O error) is that key's result;
 //! the other keys are unaffected, as if each had been looked up alone.
 
+mod group;
+
 use super::read::ReadAt;
 use super::{DbInner, SuperVersion};
 use crate::error::Result;
 use crate::filter::hash_key;
 use crate::memtable::MemLookup;
 use crate::merge::{Operands, SharedMergeOperator};
-use crate::sst::{FilterVerdict, GetResult, ReadCounters, Table};
-use crate::version::{TableFile, NUM_LEVELS};
+use crate::sst::ReadCounters;
+use crate::version::NUM_LEVELS;
 use std::sync::atomic::Ordering;
 
 /// One key's answer.
@@ -54,88 +60,13 @@ struct Batch<'a> {
     /// Per key: the newest range tombstone covering it among the sources read so far.
     covered: Vec<u64>,
     answers: Vec<Option<Answer>>,
+    /// Device reads are deferred and made together (io_uring is usable on this thread).
+    batch_reads: bool,
     /// Merge operands collected per key (newest first), with the configured operator.
     operands: Vec<Operands<'a>>,
 }
 
 impl Batch<'_> {
-    /// [`Batch::probe_table`] of `file`'s table; if the table cannot be opened, that error is
-    /// the answer of every key in `range` (each would have met it alone).
-    fn probe_file(
-        &mut self,
-        file: &TableFile,
-        counters: &ReadCounters,
-        range: std::ops::Range<usize>,
-        done: &mut [bool],
-        verdicts: &mut Vec<FilterVerdict>,
-    ) {
-        match file
-            .with_table(|table| self.probe_table(table, counters, range.clone(), done, verdicts))
-        {
-            Ok(()) => {}
-            Err(e) => {
-                for slot in range {
-                    self.answers[self.pending[slot]] = Some(Err(e.duplicate()));
-                    done[slot] = true;
-                }
-            }
-        }
-    }
-
-    /// Looks the keys `pending[range]` (all within `table`'s level) up in `table`: filters
-    /// first, then blocks for the survivors. Resolved keys are marked in `done`.
-    fn probe_table(
-        &mut self,
-        table: &Table,
-        counters: &ReadCounters,
-        range: std::ops::Range<usize>,
-        done: &mut [bool],
-        verdicts: &mut Vec<FilterVerdict>,
-    ) {
-        for &i in &self.pending[range.clone()] {
-            // Before the filter, and whatever it says.
-            let t = table.max_covering_tombstone(self.keys[i], self.snapshot);
-            self.covered[i] = self.covered[i].max(t);
-        }
-        verdicts.clear();
-        verdicts.extend(
-            self.pending[range.clone()].iter().map(|&i| {
-                table.probe_filter(self.keyspace, self.keys[i], self.hashes[i], counters)
-            }),
-        );
-        for (slot, verdict) in range.zip(verdicts.iter()) {
-            let FilterVerdict::Maybe { positive } = *verdict else { continue };
-            let i = self.pending[slot];
-            let key = self.keys[i];
-            let ops = &mut self.operands[i];
-            let before = ops.list.len();
-            let got = table.get_past_filter(
-                self.keyspace,
-                key,
-                self.snapshot,
-                counters,
-                positive,
-                true,
-                &mut ops.list,
-                self.covered[i],
-            );
-            let got = match got {
-                Ok(r) if ops.list.len() > before => {
-                    ops.check_source(Some(table.merge_operator_name()), key).map(|()| r)
-                }
-                other => other,
-            };
-            let answer = match got {
-                Ok(GetResult::NotFound) => continue,
-                Ok(GetResult::Found(v)) => ops.finish(key, Some(v)),
-                Ok(GetResult::Deleted) => ops.finish(key, None),
-                Err(e) => Err(e),
-            };
-            self.answers[i] = Some(answer);
-            done[slot] = true;
-        }
-    }
-
     /// Drops the keys marked in `done` from `pending`.
     fn retire(&mut self, done: &mut Vec<bool>) {
         let mut slot = 0;
@@ -166,6 +97,7 @@ fn lookup_all(
         pending,
         covered: vec![0; keys.len()],
         answers: (0..keys.len()).map(|_| None).collect(),
+        batch_reads: crate::storage::uring::available(),
         operands: (0..keys.len()).map(|_| Operands::new(merge_operator)).collect(),
     };
 
@@ -187,7 +119,7 @@ fn lookup_all(
     }
     b.retire(&mut done);
 
-    let mut verdicts = Vec::new();
+    let mut scratch = group::Scratch::default();
     // L0 files overlap: each one, newest first, sees every pending key in its range.
     for file in &sv.version.levels[0] {
         if b.pending.is_empty() {
@@ -196,16 +128,18 @@ fn lookup_all(
         let lo = b.pending.partition_point(|&i| (keyspace, keys[i]) < file.meta.smallest());
         let hi = b.pending.partition_point(|&i| (keyspace, keys[i]) <= file.meta.largest());
         if lo < hi {
-            b.probe_file(file, &reads[0], lo..hi, &mut done, &mut verdicts);
+            b.probe_group(&[(&**file, lo..hi)], &reads[0], &mut done, &mut scratch);
             b.retire(&mut done);
         }
     }
     // Deeper levels are sorted runs of disjoint files: the pending keys (sorted) split into
-    // consecutive groups, one per file.
+    // consecutive groups, one per file, all probed as one group.
+    let mut files = Vec::new();
     for (level, level_reads) in reads.iter().enumerate().skip(1) {
         if b.pending.is_empty() {
             break;
         }
+        files.clear();
         let mut slot = 0;
         while slot < b.pending.len() {
             let key = keys[b.pending[slot]];
@@ -216,9 +150,10 @@ fn lookup_all(
             let end = slot
                 + b.pending[slot..]
                     .partition_point(|&i| (keyspace, keys[i]) <= file.meta.largest());
-            b.probe_file(file, level_reads, slot..end, &mut done, &mut verdicts);
+            files.push((&**file, slot..end));
             slot = end;
         }
+        b.probe_group(&files, level_reads, &mut done, &mut scratch);
         b.retire(&mut done);
     }
     // Keys no level resolved: their operands (if any) merge onto no base.

@@ -35,7 +35,7 @@ mod tests;
 pub use block::{Block, BlockIter};
 pub use builder::{FilterBlockSource, TableBuilder, TableSummary};
 pub use properties::TableProperties;
-pub(crate) use reader::FilterVerdict;
+pub(crate) use reader::{BlockFetch, FilterVerdict};
 pub use reader::{GetResult, ReadCounters, ReadStats, Table};
 pub use table_iter::TableIter;
 

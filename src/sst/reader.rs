@@ -31,6 +31,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
+mod batch;
+pub(crate) use batch::BlockFetch;
+
 /// The outcome of [`Table::get`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GetResult {
@@ -388,15 +391,41 @@ impl Table {
         operands: &mut Vec<Vec<u8>>,
         covered_below: u64,
     ) -> Result<GetResult> {
-        bump(&counters.index_blocks_read);
+        let args = (snapshot_seq, positive, copy_value, covered_below);
+        self.get_past_filter_from(keyspace, user_key, args, counters, operands, None)
+    }
+
+    /// [`Table::get_past_filter`] (`args` = snapshot, positive, copy_value, covered_below),
+    /// starting from the key's first data block when `first` brings it: its handle (found by
+    /// [`Table::data_block_handle`], which counted the index read) and the block, counted
+    /// where it was obtained (`src/sst/reader/batch.rs`).
+    pub(crate) fn get_past_filter_from(
+        &self,
+        keyspace: u32,
+        user_key: &[u8],
+        (snapshot_seq, positive, copy_value, covered_below): (u64, bool, bool, u64),
+        counters: &ReadCounters,
+        operands: &mut Vec<Vec<u8>>,
+        first: Option<(BlockHandle, Arc<Block>)>,
+    ) -> Result<GetResult> {
         let lookup = ikey::lookup_key_in(keyspace, user_key, snapshot_seq);
-        let Some(mut h) = self.index_lookup(&lookup)? else {
-            return Ok(GetResult::NotFound);
+        let (mut h, mut first_block) = match first {
+            Some((h, block)) => (h, Some(block)),
+            None => {
+                bump(&counters.index_blocks_read);
+                let Some(h) = self.index_lookup(&lookup)? else {
+                    return Ok(GetResult::NotFound);
+                };
+                (h, None)
+            }
         };
         let mut index: Option<BlockIter> = None;
         let mut seen = false;
         loop {
-            let block = self.data_block(h, Some(counters), true)?;
+            let block = match first_block.take() {
+                Some(block) => block,
+                None => self.data_block(h, Some(counters), true)?,
+            };
             let mut it = block.iter();
             if seen {
                 it.seek_to_first().map_err(|e| self.err_at(e, h))?;

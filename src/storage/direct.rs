@@ -224,6 +224,74 @@ impl RandomAccessFile for DirectReadFile {
     fn len(&self) -> u64 {
         self.len
     }
+
+    fn direct_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        use std::os::fd::AsFd;
+        Some(self.file.as_fd())
+    }
+}
+
+/// One read of a batch ([`read_batch`]): `len` bytes at `offset` of a file opened with
+/// `O_DIRECT`, which the caller keeps open during the batch.
+pub(crate) struct BatchRead<'a> {
+    /// The file ([`RandomAccessFile::direct_fd`]).
+    pub fd: std::os::fd::BorrowedFd<'a>,
+    /// First wanted byte.
+    pub offset: u64,
+    /// Wanted bytes.
+    pub len: usize,
+}
+
+/// The bytes of one batched read, in the aligned buffer they were read into.
+pub(crate) struct SpanBytes {
+    buf: AlignedBuf,
+    skip: usize,
+    len: usize,
+}
+
+impl SpanBytes {
+    /// The wanted bytes.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.buf.bytes()[self.skip..self.skip + self.len]
+    }
+}
+
+/// Reads every request of `reads` with up to [`super::uring::DEPTH`] in flight at once
+/// (io_uring), each span aligned as a single direct read is. Per request: its bytes, its
+/// error, or `None` when it was not read here (io_uring unavailable, or a short read: the
+/// caller then reads it the ordinary way, which also reports a shrunk file properly).
+pub(crate) fn read_batch(reads: &[BatchRead<'_>]) -> Vec<Option<std::io::Result<SpanBytes>>> {
+    use std::os::fd::AsRawFd;
+    let mut out: Vec<Option<std::io::Result<SpanBytes>>> = (0..reads.len()).map(|_| None).collect();
+    // (request index, its skip) of each submitted span; a request whose buffer cannot be
+    // made stays `None`.
+    let mut spans = Vec::with_capacity(reads.len());
+    let mut which = Vec::with_capacity(reads.len());
+    for (i, r) in reads.iter().enumerate() {
+        let at = round_down(r.offset);
+        let skip = (r.offset - at) as usize;
+        if let Ok(buf) = AlignedBuf::new(round_up(skip + r.len)) {
+            spans.push(super::uring::Span {
+                fd: r.fd.as_raw_fd(),
+                at,
+                buf: Some(buf),
+                result: None,
+            });
+            which.push((i, skip));
+        }
+    }
+    if !super::uring::read_spans(&mut spans) {
+        return out;
+    }
+    for (s, (i, skip)) in spans.into_iter().zip(which) {
+        let len = reads[i].len;
+        out[i] = match (s.result, s.buf) {
+            (Some(Ok(n)), Some(buf)) if n >= skip + len => Some(Ok(SpanBytes { buf, skip, len })),
+            (Some(Err(e)), _) => Some(Err(e)),
+            _ => None,
+        };
+    }
+    out
 }
 
 /// An SST written with `O_DIRECT` (see the module documentation for the tail).
