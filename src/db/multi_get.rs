@@ -3,15 +3,17 @@
 //! Same answers as one `get` per key at the same snapshot, with the work reordered:
 //! 1. every key is hashed once, and the keys are visited in key order (ties by position);
 //! 2. the memtables answer what they hold;
-//! 3. then level by level (each L0 file newest first, then one run per deeper level), every
-//!    pending key's filter is probed before any block is read, so the probes of a file run back
-//!    to back on its filter's cache lines; the surviving keys then find their data block
-//!    through the index, and the blocks are fetched before any key is finished: cache hits at
-//!    once, a block two keys need once, and the device reads of files read with `O_DIRECT`
-//!    together, up to 32 in flight (io_uring, src/storage/uring.rs); each key is then finished
-//!    on the block it was handed (`group.rs`). An L0 file is one such group; a deeper level is
-//!    one group over all its files, since its files split the pending keys between them;
-//! 4. a key leaves the pending set at the first level that holds a value or a tombstone of it,
+//! 3. then the SSTs in rounds. The sources are each L0 file, newest first, then each deeper
+//!    level. A round takes every pending key down the sources as a single `get` would, probing
+//!    filters, to the first source that may hold it (a file whose filter says "maybe" and whose
+//!    index names a block): the key stops there for this round. The probes of a file run back
+//!    to back on its filter's cache lines. Then the round's blocks are fetched: cache hits at
+//!    once, a block two keys need once, and the device reads of files read with `O_DIRECT` all
+//!    together, up to 32 in flight (io_uring, src/storage/uring.rs), whatever their level; each
+//!    key is then finished on the block it was handed (`group.rs`). A key the source does not
+//!    resolve (a filter false positive, or merge operands only) goes on from the next source in
+//!    the next round, so nearly every key needs one round, and a batch about one wave of reads;
+//! 4. a key leaves the pending set at the first source that holds a value or a tombstone of it,
 //!    exactly where a single `get` would stop; merge operands met before it are collected per
 //!    key (the key stays pending) and merged when it leaves, or after the last level;
 //! 5. range tombstones apply as in a single `get` (src/db/read.rs): each file's covering
@@ -57,6 +59,8 @@ struct Batch<'a> {
     snapshot: u64,
     /// Positions of unresolved keys, in key order.
     pending: Vec<usize>,
+    /// Per key: the first source (position in the round's runs) not yet looked at.
+    next_run: Vec<usize>,
     /// Per key: the newest range tombstone covering it among the sources read so far.
     covered: Vec<u64>,
     answers: Vec<Option<Answer>>,
@@ -95,6 +99,7 @@ fn lookup_all(
         hashes: keys.iter().map(|k| hash_key(k)).collect(),
         snapshot,
         pending,
+        next_run: vec![0; keys.len()],
         covered: vec![0; keys.len()],
         answers: (0..keys.len()).map(|_| None).collect(),
         batch_reads: crate::storage::uring::available(),
@@ -119,41 +124,17 @@ fn lookup_all(
     }
     b.retire(&mut done);
 
+    // The sources below the memtables, newest first: each L0 file (they overlap), then each
+    // deeper level (a sorted run of disjoint files).
+    let version = &sv.version;
+    let mut runs: Vec<group::Run<'_>> =
+        version.levels[0].iter().map(|f| group::Run::L0(f)).collect();
+    runs.extend((1..NUM_LEVELS).filter(|&l| !version.levels[l].is_empty()).map(group::Run::Level));
     let mut scratch = group::Scratch::default();
-    // L0 files overlap: each one, newest first, sees every pending key in its range.
-    for file in &sv.version.levels[0] {
-        if b.pending.is_empty() {
-            break;
-        }
-        let lo = b.pending.partition_point(|&i| (keyspace, keys[i]) < file.meta.smallest());
-        let hi = b.pending.partition_point(|&i| (keyspace, keys[i]) <= file.meta.largest());
-        if lo < hi {
-            b.probe_group(&[(&**file, lo..hi)], &reads[0], &mut done, &mut scratch);
-            b.retire(&mut done);
-        }
-    }
-    // Deeper levels are sorted runs of disjoint files: the pending keys (sorted) split into
-    // consecutive groups, one per file, all probed as one group.
-    let mut files = Vec::new();
-    for (level, level_reads) in reads.iter().enumerate().skip(1) {
-        if b.pending.is_empty() {
-            break;
-        }
-        files.clear();
-        let mut slot = 0;
-        while slot < b.pending.len() {
-            let key = keys[b.pending[slot]];
-            let Some(file) = sv.version.find_in_level(level, keyspace, key) else {
-                slot += 1;
-                continue;
-            };
-            let end = slot
-                + b.pending[slot..]
-                    .partition_point(|&i| (keyspace, keys[i]) <= file.meta.largest());
-            files.push((&**file, slot..end));
-            slot = end;
-        }
-        b.probe_group(&files, level_reads, &mut done, &mut scratch);
+    // Each round takes every pending key to the first source its filter does not exclude, or
+    // past the last source: it resolves the key or moves its next source further down.
+    while !b.pending.is_empty() {
+        b.round(version, &runs, reads, &mut done, &mut scratch);
         b.retire(&mut done);
     }
     // Keys no level resolved: their operands (if any) merge onto no base.

@@ -1,13 +1,14 @@
-//! One group of a batched lookup: the pending keys of one L0 file, or of all files of a deeper
-//! level. Three passes, so that the group's device reads are in flight together:
-//! 1. per file: range tombstones, then every key's filter, then the survivors' data-block
-//!    handles through the index; each distinct block is fetched (a cache hit is kept at once;
-//!    a device read is listed; other reads are made at once);
+//! One round of a batched lookup (see the parent module, point 3). Three passes, so that the
+//! round's device reads are in flight together:
+//! 1. source by source, for the pending keys not stopped at an earlier source this round: per
+//!    file, range tombstones, then every key's filter, then the survivors' data-block handles
+//!    through the index; a key with a handle stops there, and each distinct block is fetched
+//!    (a cache hit is kept at once; a device read is listed; other reads are made at once);
 //! 2. the listed device reads, all together (`storage::direct::read_batch`);
 //! 3. per file: the read blocks are verified and cached, and each key is finished on the
 //!    block it was handed (a cache too small to keep them does not matter).
 //!
-//! Errors stay per key: a file that cannot be opened fails the keys in its range, a failed
+//! Errors stay per key: a file that cannot be opened fails the keys that reach it, a failed
 //! read or a corrupt block fails the keys that needed that block.
 
 use super::{Answer, Batch};
@@ -17,28 +18,35 @@ use crate::sst::Block;
 use crate::sst::{BlockFetch, FilterVerdict, GetResult, ReadCounters, Table};
 use crate::storage::direct::{self, BatchRead, SpanBytes};
 use crate::storage::RandomAccessFile;
-use crate::version::TableFile;
-use std::ops::Range;
+use crate::version::{TableFile, Version, NUM_LEVELS};
 use std::sync::Arc;
 
-/// A data block fetched for the group.
+/// A source of the SST part of a lookup, in the order a single `get` visits them.
+pub(super) enum Run<'v> {
+    /// One L0 file.
+    L0(&'v TableFile),
+    /// A deeper level (a sorted run of disjoint files).
+    Level(usize),
+}
+
+/// A data block fetched in the round.
 enum Fetched {
     /// In memory.
     Ready(Arc<Block>),
-    /// Waiting for device read number `n` of the group.
+    /// Waiting for device read number `n` of the round.
     Device(usize),
     /// Its read or verification failed.
     Failed(Error),
 }
 
-/// A distinct data block the group needs: its file (position in the group) and handle.
+/// A distinct data block the round needs: its file (position in the round's files) and handle.
 struct Fetch {
     file: usize,
     handle: BlockHandle,
     state: Fetched,
 }
 
-/// A key past a file's filter with a data block to read.
+/// A key stopped at a file, with a data block to read.
 struct Want {
     slot: usize,
     file: usize,
@@ -46,7 +54,7 @@ struct Want {
     fetch: usize,
 }
 
-/// Buffers reused across the groups of one batch.
+/// Buffers reused across the rounds of one batch.
 #[derive(Default)]
 pub(super) struct Scratch {
     verdicts: Vec<FilterVerdict>,
@@ -54,26 +62,72 @@ pub(super) struct Scratch {
     wants: Vec<Want>,
     /// The file, offset and length of each device read.
     reads: Vec<(Arc<dyn RandomAccessFile>, u64, usize)>,
+    /// Per slot: the key stopped at a source this round (or was answered).
+    stopped: Vec<bool>,
+    /// The slots that reach the current source.
+    reach: Vec<usize>,
 }
 
 impl Batch<'_> {
-    /// Looks up the keys `pending[range]` of each `(file, range)` of `group` (disjoint ranges;
-    /// the files of one L0 file or of one level). Resolved keys are marked in `done`.
-    pub(super) fn probe_group(
+    /// One round (see the module documentation) over `runs`; `reads` are the per-level
+    /// counters. Keys resolved, or past the last source, are marked in `done`.
+    pub(super) fn round<'v>(
         &mut self,
-        group: &[(&TableFile, Range<usize>)],
-        counters: &ReadCounters,
+        version: &'v Version,
+        runs: &[Run<'v>],
+        reads: &[ReadCounters; NUM_LEVELS],
         done: &mut [bool],
         s: &mut Scratch,
     ) {
         s.fetches.clear();
         s.wants.clear();
         s.reads.clear();
-        for (f, (file, range)) in group.iter().enumerate() {
-            let opened =
-                file.with_table(|t| self.find_blocks(t, f, range.clone(), counters, done, s));
-            if let Err(e) = opened {
-                self.fail_all(range.clone(), &e, done);
+        s.stopped.clear();
+        s.stopped.resize(self.pending.len(), false);
+        // The round's files: (file, level, position of its run).
+        let mut files: Vec<(&'v TableFile, usize, usize)> = Vec::new();
+        let mut reach = std::mem::take(&mut s.reach);
+        for (r, run) in runs.iter().enumerate() {
+            reach.clear();
+            reach.extend(
+                (0..self.pending.len())
+                    .filter(|&slot| !s.stopped[slot] && self.next_run[self.pending[slot]] <= r),
+            );
+            let mut at = 0;
+            while at < reach.len() {
+                let key = (self.keyspace, self.keys[self.pending[reach[at]]]);
+                let (file, level) = match run {
+                    Run::L0(file) => (Some(*file), 0),
+                    Run::Level(l) => (version.find_in_level(*l, key.0, key.1).map(|f| &**f), *l),
+                };
+                let Some(file) = file.filter(|f| f.may_contain_key(key.0, key.1)) else {
+                    at += 1;
+                    continue;
+                };
+                let end = at
+                    + reach[at..].partition_point(|&slot| {
+                        (self.keyspace, self.keys[self.pending[slot]]) <= file.meta.largest()
+                    });
+                files.push((file, level, r));
+                let f = files.len() - 1;
+                let slots = &reach[at..end];
+                let opened =
+                    file.with_table(|t| self.find_blocks(t, f, slots, &reads[level], done, s));
+                if let Err(e) = opened {
+                    for &slot in slots {
+                        self.answers[self.pending[slot]] = Some(Err(e.duplicate()));
+                        done[slot] = true;
+                        s.stopped[slot] = true;
+                    }
+                }
+                at = end;
+            }
+        }
+        s.reach = reach;
+        // Keys that no source stopped went past the last one: no version below the memtables.
+        for (slot, stopped) in s.stopped.iter().enumerate() {
+            if !stopped {
+                done[slot] = true;
             }
         }
         if s.wants.is_empty() {
@@ -98,9 +152,10 @@ impl Batch<'_> {
         while w < s.wants.len() {
             let f = s.wants[w].file;
             let end = w + s.wants[w..].partition_point(|x| x.file == f);
-            let (file, _) = &group[f];
+            let (file, level, r) = files[f];
             let finished = file.with_table(|t| {
-                self.finish(t, f, w..end, counters, done, &mut s.fetches, &s.wants, &mut results)
+                let wants = &s.wants[w..end];
+                self.finish(t, f, r, wants, &reads[level], done, &mut s.fetches, &mut results)
             });
             if let Err(e) = finished {
                 for want in &s.wants[w..end] {
@@ -112,36 +167,28 @@ impl Batch<'_> {
         }
     }
 
-    /// `e` is the answer of every key of `range` (each would have met it alone).
-    fn fail_all(&mut self, range: Range<usize>, e: &Error, done: &mut [bool]) {
-        for slot in range {
-            self.answers[self.pending[slot]] = Some(Err(e.duplicate()));
-            done[slot] = true;
-        }
-    }
-
-    /// Pass 1 for `table` (file `f` of the group): tombstones, filters, block handles, fetches.
+    /// Pass 1 for `table` (file `f` of the round) and the keys at `slots` that reach it:
+    /// tombstones, filters, block handles, fetches. Marks the keys that stop here.
     fn find_blocks(
         &mut self,
         table: &Table,
         f: usize,
-        range: Range<usize>,
+        slots: &[usize],
         counters: &ReadCounters,
         done: &mut [bool],
         s: &mut Scratch,
     ) {
-        for &i in &self.pending[range.clone()] {
+        for &i in slots.iter().map(|&slot| &self.pending[slot]) {
             // Before the filter, and whatever it says.
             let t = table.max_covering_tombstone(self.keys[i], self.snapshot);
             self.covered[i] = self.covered[i].max(t);
         }
         s.verdicts.clear();
-        s.verdicts.extend(
-            self.pending[range.clone()].iter().map(|&i| {
-                table.probe_filter(self.keyspace, self.keys[i], self.hashes[i], counters)
-            }),
-        );
-        for (slot, verdict) in range.zip(s.verdicts.iter()) {
+        s.verdicts.extend(slots.iter().map(|&slot| {
+            let i = self.pending[slot];
+            table.probe_filter(self.keyspace, self.keys[i], self.hashes[i], counters)
+        }));
+        for (&slot, verdict) in slots.iter().zip(s.verdicts.iter()) {
             let FilterVerdict::Maybe { positive } = *verdict else { continue };
             let i = self.pending[slot];
             let h =
@@ -152,9 +199,11 @@ impl Batch<'_> {
                     Err(e) => {
                         self.answers[i] = Some(Err(e));
                         done[slot] = true;
+                        s.stopped[slot] = true;
                         continue;
                     }
                 };
+            s.stopped[slot] = true;
             // Keys are in order, so the keys of one block are neighbours.
             let shared = s.fetches.last().is_some_and(|x| x.file == f && x.handle == h);
             if shared {
@@ -174,17 +223,18 @@ impl Batch<'_> {
         }
     }
 
-    /// Pass 3 for `table` (file `f`): installs its device reads and finishes `wants[range]`.
+    /// Pass 3 for `table` (file `f`, of run `r`): installs its device reads and finishes its
+    /// `wants`; a key it does not resolve goes on from run `r + 1` next round.
     #[allow(clippy::too_many_arguments)]
     fn finish(
         &mut self,
         table: &Table,
         f: usize,
-        range: Range<usize>,
+        r: usize,
+        wants: &[Want],
         counters: &ReadCounters,
         done: &mut [bool],
         fetches: &mut [Fetch],
-        wants: &[Want],
         results: &mut [Option<std::io::Result<SpanBytes>>],
     ) {
         for fetch in fetches.iter_mut().filter(|x| x.file == f) {
@@ -195,7 +245,7 @@ impl Batch<'_> {
                 };
             }
         }
-        for want in &wants[range] {
+        for want in wants {
             let fetch = &fetches[want.fetch];
             let i = self.pending[want.slot];
             let answer = match &fetch.state {
@@ -203,7 +253,10 @@ impl Batch<'_> {
                     let first = (fetch.handle, Arc::clone(block));
                     match self.finish_key(table, i, want.positive, counters, first) {
                         Some(answer) => answer,
-                        None => continue,
+                        None => {
+                            self.next_run[i] = r + 1;
+                            continue;
+                        }
                     }
                 }
                 Fetched::Failed(e) => Err(e.duplicate()),
