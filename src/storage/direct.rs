@@ -77,6 +77,11 @@ impl AlignedBuf {
         &mut self.raw[self.start..self.start + self.len]
     }
 
+    /// A buffer of no bytes (no allocation).
+    fn empty() -> AlignedBuf {
+        AlignedBuf { raw: Vec::new(), start: 0, len: 0 }
+    }
+
     /// Usable length.
     pub fn len(&self) -> usize {
         self.len
@@ -256,6 +261,44 @@ impl SpanBytes {
     }
 }
 
+impl Drop for SpanBytes {
+    /// The buffer goes back to this thread's spares.
+    fn drop(&mut self) {
+        let buf = std::mem::replace(&mut self.buf, AlignedBuf::empty());
+        SPARE_BUFS.with(|spare| {
+            let mut spare = spare.borrow_mut();
+            if spare.len() < SPARE_MAX {
+                spare.push(buf);
+            }
+        });
+    }
+}
+
+/// Smallest batch-read buffer: a span of a typical block (4 KiB contents plus trailer, at
+/// any offset) fits, so the spares fit most reads.
+const SPARE_LEN: usize = 4 * ALIGN;
+
+/// Spare buffers kept per thread: a round's reads, twice over.
+const SPARE_MAX: usize = 2 * super::uring::DEPTH;
+
+thread_local! {
+    /// Batch-read buffers returned by dropped [`SpanBytes`], reused to spare an allocation and
+    /// its zeroing per read.
+    static SPARE_BUFS: RefCell<Vec<AlignedBuf>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A buffer of at least `need` bytes (a multiple of `ALIGN`): a spare, or a new one.
+fn batch_buf(need: usize) -> Result<AlignedBuf> {
+    let spare = SPARE_BUFS.with(|spare| {
+        let mut spare = spare.borrow_mut();
+        spare.last().is_some_and(|b| b.len() >= need).then(|| spare.pop()).flatten()
+    });
+    match spare {
+        Some(b) => Ok(b),
+        None => AlignedBuf::new(need.max(SPARE_LEN)),
+    }
+}
+
 /// Reads every request of `reads` with up to [`super::uring::DEPTH`] in flight at once
 /// (io_uring), each span aligned as a single direct read is. Per request: its bytes, its
 /// error, or `None` when it was not read here (io_uring unavailable, or a short read: the
@@ -270,7 +313,7 @@ pub(crate) fn read_batch(reads: &[BatchRead<'_>]) -> Vec<Option<std::io::Result<
     for (i, r) in reads.iter().enumerate() {
         let at = round_down(r.offset);
         let skip = (r.offset - at) as usize;
-        if let Ok(buf) = AlignedBuf::new(round_up(skip + r.len)) {
+        if let Ok(buf) = batch_buf(round_up(skip + r.len)) {
             spans.push(super::uring::Span {
                 fd: r.fd.as_raw_fd(),
                 at,
