@@ -47,7 +47,7 @@ enum Ring {
     /// Setup failed on this thread, or the ring failed and was leaked.
     Unusable,
     #[cfg(target_os = "linux")]
-    Ready(io_uring::IoUring),
+    Ready(Box<io_uring::IoUring>),
 }
 
 thread_local! {
@@ -76,7 +76,7 @@ fn ensure(ring: &mut Ring) -> bool {
 fn setup(ring: &mut Ring) -> bool {
     match io_uring::IoUring::new(DEPTH as u32) {
         Ok(r) => {
-            *ring = Ring::Ready(r);
+            *ring = Ring::Ready(Box::new(r));
             true
         }
         Err(_) => {

@@ -223,3 +223,16 @@ fn reads_line(name: &str, reads: u64, lookups: u64) -> String {
     let per = if lookups == 0 { 0.0 } else { reads as f64 / lookups as f64 };
     format!("file reads   : {name} {per:.4} per lookup ({reads} reads, {lookups} lookups)")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_file_reads_line_gives_reads_per_key_and_does_not_look_like_a_result_line() {
+        let l = reads_line("multireadrandom", 630, 1000);
+        assert_eq!(l, "file reads   : multireadrandom 0.6300 per lookup (630 reads, 1000 lookups)");
+        assert!(!l.contains(" micros/op "));
+        assert!(reads_line("readrandom", 0, 0).contains(" 0.0000 per lookup"));
+    }
+}
