@@ -236,17 +236,6 @@ impl RandomAccessFile for DirectReadFile {
     }
 }
 
-/// One read of a batch ([`read_batch`]): `len` bytes at `offset` of a file opened with
-/// `O_DIRECT`, which the caller keeps open during the batch.
-pub(crate) struct BatchRead<'a> {
-    /// The file ([`RandomAccessFile::direct_fd`]).
-    pub fd: std::os::fd::BorrowedFd<'a>,
-    /// First wanted byte.
-    pub offset: u64,
-    /// Wanted bytes.
-    pub len: usize,
-}
-
 /// The bytes of one batched read, in the aligned buffer they were read into.
 pub(crate) struct SpanBytes {
     buf: AlignedBuf,
@@ -299,42 +288,66 @@ fn batch_buf(need: usize) -> Result<AlignedBuf> {
     }
 }
 
-/// Reads every request of `reads` with up to [`super::uring::DEPTH`] in flight at once
-/// (io_uring), each span aligned as a single direct read is. Per request: its bytes, its
-/// error, or `None` when it was not read here (io_uring unavailable, or a short read: the
-/// caller then reads it the ordinary way, which also reports a shrunk file properly).
-pub(crate) fn read_batch(reads: &[BatchRead<'_>]) -> Vec<Option<std::io::Result<SpanBytes>>> {
-    use std::os::fd::AsRawFd;
-    let mut out: Vec<Option<std::io::Result<SpanBytes>>> = (0..reads.len()).map(|_| None).collect();
-    // (request index, its skip) of each submitted span; a request whose buffer cannot be
-    // made stays `None`.
-    let mut spans = Vec::with_capacity(reads.len());
-    let mut which = Vec::with_capacity(reads.len());
-    for (i, r) in reads.iter().enumerate() {
-        let at = round_down(r.offset);
-        let skip = (r.offset - at) as usize;
-        if let Ok(buf) = batch_buf(round_up(skip + r.len)) {
-            spans.push(super::uring::Span {
-                fd: r.fd.as_raw_fd(),
-                at,
-                buf: Some(buf),
-                result: None,
-            });
-            which.push((i, skip));
-        }
+/// Direct reads made together (io_uring, `storage::uring`): each is submitted as it is added,
+/// so the device works while the caller finds the next blocks; [`DirectBatch::finish`] gives
+/// them all. Each span is aligned as a single direct read is.
+pub(crate) struct DirectBatch {
+    /// Declared first: dropped (waiting for outstanding reads) before the files close.
+    flight: super::uring::Flight,
+    files: Vec<std::sync::Arc<dyn RandomAccessFile>>,
+    /// Per request: (its span in the flight, bytes to skip, wanted length).
+    requests: Vec<(Option<usize>, usize, usize)>,
+}
+
+impl DirectBatch {
+    /// A new batch, or `None` when io_uring is unavailable (or a batch is already open on
+    /// this thread): the caller then reads one block at a time.
+    pub(crate) fn new() -> Option<DirectBatch> {
+        let flight = super::uring::Flight::new()?;
+        Some(DirectBatch { flight, files: Vec::new(), requests: Vec::new() })
     }
-    if !super::uring::read_spans(&mut spans) {
-        return out;
-    }
-    for (s, (i, skip)) in spans.into_iter().zip(which) {
-        let len = reads[i].len;
-        out[i] = match (s.result, s.buf) {
-            (Some(Ok(n)), Some(buf)) if n >= skip + len => Some(Ok(SpanBytes { buf, skip, len })),
-            (Some(Err(e)), _) => Some(Err(e)),
-            _ => None,
+
+    /// Adds and submits a read of `len` bytes at `offset` of `file` (read with `O_DIRECT`).
+    /// Returns the request's number.
+    pub(crate) fn add(
+        &mut self,
+        file: std::sync::Arc<dyn RandomAccessFile>,
+        offset: u64,
+        len: usize,
+    ) -> usize {
+        use std::os::fd::AsRawFd;
+        let at = round_down(offset);
+        let skip = (offset - at) as usize;
+        let span = match (file.direct_fd(), batch_buf(round_up(skip + len))) {
+            (Some(fd), Ok(buf)) => Some(self.flight.add(fd.as_raw_fd(), at, buf)),
+            _ => None, // read the ordinary way
         };
+        self.files.push(file);
+        self.requests.push((span, skip, len));
+        self.requests.len() - 1
     }
-    out
+
+    /// Per request: its bytes, its error, or `None` when it was not read here (a short read,
+    /// or the ring failed first: the caller reads it the ordinary way, which also reports a
+    /// shrunk file properly).
+    pub(crate) fn finish(self) -> Vec<Option<std::io::Result<SpanBytes>>> {
+        let DirectBatch { flight, files, requests } = self;
+        let mut spans = flight.wait();
+        drop(files); // every read is done
+        requests
+            .into_iter()
+            .map(|(span, skip, len)| {
+                let s = &mut spans[span?];
+                match (s.result.take(), s.buf.take()) {
+                    (Some(Ok(n)), Some(buf)) if n >= skip + len => {
+                        Some(Ok(SpanBytes { buf, skip, len }))
+                    }
+                    (Some(Err(e)), _) => Some(Err(e)),
+                    _ => None,
+                }
+            })
+            .collect()
+    }
 }
 
 /// An SST written with `O_DIRECT` (see the module documentation for the tail).

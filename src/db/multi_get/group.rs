@@ -3,8 +3,9 @@
 //! 1. source by source, for the pending keys not stopped at an earlier source this round: per
 //!    file, range tombstones, then every key's filter, then the survivors' data-block handles
 //!    through the index; a key with a handle stops there, and each distinct block is fetched
-//!    (a cache hit is kept at once; a device read is listed; other reads are made at once);
-//! 2. the listed device reads, all together (`storage::direct::read_batch`);
+//!    (a cache hit is kept at once; a device read is submitted; other reads are made at once);
+//! 2. the device reads, each submitted as pass 1 found it (`storage::direct::DirectBatch`),
+//!    are waited for together;
 //! 3. per file: the read blocks are verified and cached, and each key is finished on the
 //!    block it was handed (a cache too small to keep them does not matter).
 //!
@@ -16,8 +17,7 @@ use crate::error::Error;
 use crate::sst::format::BlockHandle;
 use crate::sst::Block;
 use crate::sst::{BlockFetch, FilterVerdict, GetResult, ReadCounters, Table};
-use crate::storage::direct::{self, BatchRead, SpanBytes};
-use crate::storage::RandomAccessFile;
+use crate::storage::direct::{DirectBatch, SpanBytes};
 use crate::version::{TableFile, Version, NUM_LEVELS};
 use std::sync::Arc;
 
@@ -60,8 +60,8 @@ pub(super) struct Scratch {
     verdicts: Vec<FilterVerdict>,
     fetches: Vec<Fetch>,
     wants: Vec<Want>,
-    /// The file, offset and length of each device read.
-    reads: Vec<(Arc<dyn RandomAccessFile>, u64, usize)>,
+    /// The round's device reads, made when the first one is found.
+    batch: Option<DirectBatch>,
     /// Per slot: the key stopped at a source this round (or was answered).
     stopped: Vec<bool>,
     /// The slots that reach the current source.
@@ -81,7 +81,7 @@ impl Batch<'_> {
     ) {
         s.fetches.clear();
         s.wants.clear();
-        s.reads.clear();
+        s.batch = None;
         s.stopped.clear();
         s.stopped.resize(self.pending.len(), false);
         // The round's files: (file, level, position of its run).
@@ -133,20 +133,8 @@ impl Batch<'_> {
         if s.wants.is_empty() {
             return;
         }
-        let mut results: Vec<Option<std::io::Result<SpanBytes>>> = if s.reads.is_empty() {
-            Vec::new()
-        } else {
-            let reqs: Vec<BatchRead<'_>> = s
-                .reads
-                .iter()
-                .map(|(file, offset, len)| BatchRead {
-                    fd: file.direct_fd().expect("only files read with O_DIRECT are deferred"),
-                    offset: *offset,
-                    len: *len,
-                })
-                .collect();
-            direct::read_batch(&reqs)
-        };
+        let mut results: Vec<Option<std::io::Result<SpanBytes>>> =
+            s.batch.take().map(DirectBatch::finish).unwrap_or_default();
         // Wants are in file order (pass 1 went file by file).
         let mut w = 0;
         while w < s.wants.len() {
@@ -212,8 +200,17 @@ impl Batch<'_> {
                 let state = match table.fetch_data_block(h, counters, self.batch_reads) {
                     Ok(BlockFetch::Ready(b)) => Fetched::Ready(b),
                     Ok(BlockFetch::Device { file, offset, len }) => {
-                        s.reads.push((file, offset, len));
-                        Fetched::Device(s.reads.len() - 1)
+                        if s.batch.is_none() {
+                            s.batch = DirectBatch::new();
+                        }
+                        match &mut s.batch {
+                            Some(batch) => Fetched::Device(batch.add(file, offset, len)),
+                            // No ring for this batch (one is open on this thread): read now.
+                            None => match table.install_read(h, None, counters) {
+                                Ok(b) => Fetched::Ready(b),
+                                Err(e) => Fetched::Failed(e),
+                            },
+                        }
                     }
                     Err(e) => Fetched::Failed(e),
                 };
