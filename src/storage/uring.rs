@@ -3,16 +3,17 @@
 //!
 //! A [`Flight`] takes aligned spans (file descriptor, aligned offset, owned aligned buffer)
 //! and submits each at once, keeping up to [`DEPTH`] in flight on this thread's ring; its
-//! `wait` fills in each span's result. Each thread has its own ring, made at its first batch and closed when the thread
-//! exits: no lock and no shared counter on the read path, and no thread of siftdb's own (the
-//! kernel may add its io-wq workers for reads that would block; they end with the ring).
+//! `wait` fills in each span's result. Each thread has its own ring, made at its first batch
+//! and closed when the thread exits: no lock and no shared counter on the read path, and no
+//! thread of siftdb's own (the kernel may add its io-wq workers for reads that would block;
+//! they end with the ring).
 //!
-//! Memory safety: the kernel writes into a span's buffer until its completion is reaped, so
-//! a flight never gives a buffer back or frees it while its read is outstanding. If the ring itself fails
-//! (an `io_uring_enter` error other than an interruption, never seen in practice), the buffers
-//! of the reads still outstanding are leaked on purpose, as is the ring, whose fd is then never
-//! used again by this thread: a leak of a few KiB is better than the kernel writing into freed
-//! memory.
+//! Memory safety: the kernel writes into a span's buffer until its completion is reaped, so a
+//! flight never gives a buffer back or frees it while its read is outstanding. If the ring
+//! itself fails (an `io_uring_enter` error other than an interruption, never seen in
+//! practice), the buffers of the reads still outstanding are leaked on purpose, as is the
+//! ring, whose fd is then never used again by this thread: a leak of a few KiB is better than
+//! the kernel writing into freed memory.
 //!
 //! Where io_uring is refused (`io_uring_setup` fails: an old kernel, a seccomp filter,
 //! `kernel.io_uring_disabled`), [`Flight::new`] gives `None` and the caller reads one block
@@ -29,7 +30,7 @@ pub const DEPTH: usize = 32;
 
 /// One aligned read: `buf.len()` bytes at `at` (both multiples of `ALIGN`) of `fd`.
 pub(crate) struct Span {
-    /// The file; the caller keeps it open until [`read_spans`] returns.
+    /// The file; the caller keeps it open until the flight is waited for or dropped.
     pub fd: RawFd,
     /// Aligned file offset.
     pub at: u64,
@@ -257,7 +258,7 @@ mod tests {
         std::fs::write(&path, &data).unwrap();
         let file = direct::open(&path, false).unwrap();
         if !available() {
-            eprintln!("io_uring is refused here; read_spans must say so");
+            eprintln!("io_uring is refused here; Flight::new must say so");
             assert!(Flight::new().is_none());
             return;
         }
@@ -287,5 +288,27 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_flight_dropped_with_reads_outstanding_waits_for_them_and_closes() {
+        let dir = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR").to_owned() + "/target").unwrap();
+        let path = dir.path().join("data");
+        std::fs::write(&path, vec![7u8; 64 * ALIGN]).unwrap();
+        let file = direct::open(&path, false).unwrap();
+        let Some(mut flight) = Flight::new() else {
+            assert!(!available(), "only a refused io_uring gives no flight");
+            return;
+        };
+        // More than the ring holds: some submitted, some not yet, when the flight is dropped.
+        for i in 0..(2 * DEPTH as u64) {
+            flight.add(file.as_raw_fd(), (i % 64) * ALIGN as u64, AlignedBuf::new(ALIGN).unwrap());
+        }
+        drop(flight);
+        let mut again = Flight::new().expect("the dropped flight closed");
+        again.add(file.as_raw_fd(), 0, AlignedBuf::new(ALIGN).unwrap());
+        let spans = again.wait();
+        assert_eq!(spans[0].result.as_ref().unwrap().as_ref().unwrap(), &ALIGN);
+        assert!(spans[0].buf.as_ref().unwrap().bytes().iter().all(|&b| b == 7));
     }
 }
