@@ -3,11 +3,17 @@
 //! Same answers as one `get` per key at the same snapshot, with the work reordered:
 //! 1. every key is hashed once, and the keys are visited in key order (ties by position);
 //! 2. the memtables answer what they hold;
-//! 3. then level by level (each L0 file newest first, then one run per deeper level), every
-//!    pending key's filter is probed before any block is read, so the probes of a file run back
-//!    to back on its filter's cache lines, and the surviving keys then read their index entry
-//!    and data block in key order (neighbours hit the block a predecessor just cached);
-//! 4. a key leaves the pending set at the first level that holds a value or a tombstone of it,
+//! 3. then the SSTs in rounds. The sources are each L0 file, newest first, then each deeper
+//!    level. A round takes every pending key down the sources as a single `get` would, probing
+//!    filters, to the first source that may hold it (a file whose filter says "maybe" and whose
+//!    index names a block): the key stops there for this round. The probes of a file run back
+//!    to back on its filter's cache lines. Then the round's blocks are fetched: cache hits at
+//!    once, a block two keys need once, and the device reads of files read with `O_DIRECT` all
+//!    together, up to 32 in flight (io_uring, src/storage/uring.rs), whatever their level; each
+//!    key is then finished on the block it was handed (`group.rs`). A key the source does not
+//!    resolve (a filter false positive, or merge operands only) goes on from the next source in
+//!    the next round, so nearly every key needs one round, and a batch about one wave of reads;
+//! 4. a key leaves the pending set at the first source that holds a value or a tombstone of it,
 //!    exactly where a single `get` would stop; merge operands met before it are collected per
 //!    key (the key stays pending) and merged when it leaves, or after the last level;
 //! 5. range tombstones apply as in a single `get` (src/db/read.rs): each file's covering
@@ -17,14 +23,16 @@
 //! An error while reading one key's block (a corrupt block, an I/O error) is that key's result;
 //! the other keys are unaffected, as if each had been looked up alone.
 
+mod group;
+
 use super::read::ReadAt;
 use super::{DbInner, SuperVersion};
 use crate::error::Result;
 use crate::filter::hash_key;
 use crate::memtable::MemLookup;
 use crate::merge::{Operands, SharedMergeOperator};
-use crate::sst::{FilterVerdict, GetResult, ReadCounters, Table};
-use crate::version::{TableFile, NUM_LEVELS};
+use crate::sst::ReadCounters;
+use crate::version::NUM_LEVELS;
 use std::sync::atomic::Ordering;
 
 /// One key's answer.
@@ -51,91 +59,18 @@ struct Batch<'a> {
     snapshot: u64,
     /// Positions of unresolved keys, in key order.
     pending: Vec<usize>,
+    /// Per key: the first source (position in the round's runs) not yet looked at.
+    next_run: Vec<usize>,
     /// Per key: the newest range tombstone covering it among the sources read so far.
     covered: Vec<u64>,
     answers: Vec<Option<Answer>>,
+    /// Device reads are deferred and made together (io_uring is usable on this thread).
+    batch_reads: bool,
     /// Merge operands collected per key (newest first), with the configured operator.
     operands: Vec<Operands<'a>>,
 }
 
 impl Batch<'_> {
-    /// [`Batch::probe_table`] of `file`'s table; if the table cannot be opened, that error is
-    /// the answer of every key in `range` (each would have met it alone).
-    fn probe_file(
-        &mut self,
-        file: &TableFile,
-        counters: &ReadCounters,
-        range: std::ops::Range<usize>,
-        done: &mut [bool],
-        verdicts: &mut Vec<FilterVerdict>,
-    ) {
-        match file
-            .with_table(|table| self.probe_table(table, counters, range.clone(), done, verdicts))
-        {
-            Ok(()) => {}
-            Err(e) => {
-                for slot in range {
-                    self.answers[self.pending[slot]] = Some(Err(e.duplicate()));
-                    done[slot] = true;
-                }
-            }
-        }
-    }
-
-    /// Looks the keys `pending[range]` (all within `table`'s level) up in `table`: filters
-    /// first, then blocks for the survivors. Resolved keys are marked in `done`.
-    fn probe_table(
-        &mut self,
-        table: &Table,
-        counters: &ReadCounters,
-        range: std::ops::Range<usize>,
-        done: &mut [bool],
-        verdicts: &mut Vec<FilterVerdict>,
-    ) {
-        for &i in &self.pending[range.clone()] {
-            // Before the filter, and whatever it says.
-            let t = table.max_covering_tombstone(self.keys[i], self.snapshot);
-            self.covered[i] = self.covered[i].max(t);
-        }
-        verdicts.clear();
-        verdicts.extend(
-            self.pending[range.clone()].iter().map(|&i| {
-                table.probe_filter(self.keyspace, self.keys[i], self.hashes[i], counters)
-            }),
-        );
-        for (slot, verdict) in range.zip(verdicts.iter()) {
-            let FilterVerdict::Maybe { positive } = *verdict else { continue };
-            let i = self.pending[slot];
-            let key = self.keys[i];
-            let ops = &mut self.operands[i];
-            let before = ops.list.len();
-            let got = table.get_past_filter(
-                self.keyspace,
-                key,
-                self.snapshot,
-                counters,
-                positive,
-                true,
-                &mut ops.list,
-                self.covered[i],
-            );
-            let got = match got {
-                Ok(r) if ops.list.len() > before => {
-                    ops.check_source(Some(table.merge_operator_name()), key).map(|()| r)
-                }
-                other => other,
-            };
-            let answer = match got {
-                Ok(GetResult::NotFound) => continue,
-                Ok(GetResult::Found(v)) => ops.finish(key, Some(v)),
-                Ok(GetResult::Deleted) => ops.finish(key, None),
-                Err(e) => Err(e),
-            };
-            self.answers[i] = Some(answer);
-            done[slot] = true;
-        }
-    }
-
     /// Drops the keys marked in `done` from `pending`.
     fn retire(&mut self, done: &mut Vec<bool>) {
         let mut slot = 0;
@@ -164,8 +99,10 @@ fn lookup_all(
         hashes: keys.iter().map(|k| hash_key(k)).collect(),
         snapshot,
         pending,
+        next_run: vec![0; keys.len()],
         covered: vec![0; keys.len()],
         answers: (0..keys.len()).map(|_| None).collect(),
+        batch_reads: crate::storage::uring::available(),
         operands: (0..keys.len()).map(|_| Operands::new(merge_operator)).collect(),
     };
 
@@ -187,38 +124,17 @@ fn lookup_all(
     }
     b.retire(&mut done);
 
-    let mut verdicts = Vec::new();
-    // L0 files overlap: each one, newest first, sees every pending key in its range.
-    for file in &sv.version.levels[0] {
-        if b.pending.is_empty() {
-            break;
-        }
-        let lo = b.pending.partition_point(|&i| (keyspace, keys[i]) < file.meta.smallest());
-        let hi = b.pending.partition_point(|&i| (keyspace, keys[i]) <= file.meta.largest());
-        if lo < hi {
-            b.probe_file(file, &reads[0], lo..hi, &mut done, &mut verdicts);
-            b.retire(&mut done);
-        }
-    }
-    // Deeper levels are sorted runs of disjoint files: the pending keys (sorted) split into
-    // consecutive groups, one per file.
-    for (level, level_reads) in reads.iter().enumerate().skip(1) {
-        if b.pending.is_empty() {
-            break;
-        }
-        let mut slot = 0;
-        while slot < b.pending.len() {
-            let key = keys[b.pending[slot]];
-            let Some(file) = sv.version.find_in_level(level, keyspace, key) else {
-                slot += 1;
-                continue;
-            };
-            let end = slot
-                + b.pending[slot..]
-                    .partition_point(|&i| (keyspace, keys[i]) <= file.meta.largest());
-            b.probe_file(file, level_reads, slot..end, &mut done, &mut verdicts);
-            slot = end;
-        }
+    // The sources below the memtables, newest first: each L0 file (they overlap), then each
+    // deeper level (a sorted run of disjoint files).
+    let version = &sv.version;
+    let mut runs: Vec<group::Run<'_>> =
+        version.levels[0].iter().map(|f| group::Run::L0(f)).collect();
+    runs.extend((1..NUM_LEVELS).filter(|&l| !version.levels[l].is_empty()).map(group::Run::Level));
+    let mut scratch = group::Scratch::default();
+    // Each round takes every pending key to the first source its filter does not exclude, or
+    // past the last source: it resolves the key or moves its next source further down.
+    while !b.pending.is_empty() {
+        b.round(version, &runs, reads, &mut done, &mut scratch);
         b.retire(&mut done);
     }
     // Keys no level resolved: their operands (if any) merge onto no base.

@@ -38,7 +38,7 @@ pub use builder::{FilterBlockSource, TableBuilder, TableSummary};
 pub(crate) use counters::ScanCounters;
 pub use meta::MetaPolicy;
 pub use properties::TableProperties;
-pub(crate) use reader::FilterVerdict;
+pub(crate) use reader::{BlockFetch, FilterVerdict};
 pub use reader::{GetResult, ReadCounters, ReadStats, Table};
 pub use table_iter::TableIter;
 

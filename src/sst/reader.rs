@@ -33,6 +33,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
+mod batch;
+pub(crate) use batch::BlockFetch;
+
 /// The outcome of [`Table::get`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GetResult {
@@ -542,21 +545,47 @@ impl Table {
         operands: &mut Vec<Vec<u8>>,
         covered_below: u64,
     ) -> Result<GetResult> {
+        let args = (snapshot_seq, positive, copy_value, covered_below);
+        self.get_past_filter_from(keyspace, user_key, args, counters, operands, None)
+    }
+
+    /// [`Table::get_past_filter`] (`args` = snapshot, positive, copy_value, covered_below),
+    /// starting from the key's first data block when `first` brings it: its handle (found by
+    /// [`Table::data_block_handle`], which counted the index read) and the block, counted
+    /// where it was obtained (`src/sst/reader/batch.rs`).
+    pub(crate) fn get_past_filter_from(
+        &self,
+        keyspace: u32,
+        user_key: &[u8],
+        (snapshot_seq, positive, copy_value, covered_below): (u64, bool, bool, u64),
+        counters: &ReadCounters,
+        operands: &mut Vec<Vec<u8>>,
+        first: Option<(BlockHandle, Arc<Block>)>,
+    ) -> Result<GetResult> {
         if !positive && self.filter_in_cache() {
             // `probe_filter` found no usable filter although the table has one in the cache:
             // its read failed. Read it again here, where an error can be returned.
             self.filter_entry(None)?;
         }
-        bump(&counters.index_blocks_read);
         let lookup = ikey::lookup_key_in(keyspace, user_key, snapshot_seq);
-        let index_entry = self.index_entry(Some(counters))?;
-        let Some(mut h) = self.index_lookup(&index_entry, &lookup)? else {
-            return Ok(GetResult::NotFound);
+        let (mut h, mut first_block) = match first {
+            Some((h, block)) => (h, Some(block)),
+            None => {
+                bump(&counters.index_blocks_read);
+                let index_entry = self.index_entry(Some(counters))?;
+                let Some(h) = self.index_lookup(&index_entry, &lookup)? else {
+                    return Ok(GetResult::NotFound);
+                };
+                (h, None)
+            }
         };
         let mut index: Option<BlockIter> = None;
         let mut seen = false;
         loop {
-            let block = self.data_block(h, Some(counters), true)?;
+            let block = match first_block.take() {
+                Some(block) => block,
+                None => self.data_block(h, Some(counters), true)?,
+            };
             let mut it = block.iter();
             if seen {
                 it.seek_to_first().map_err(|e| self.err_at(e, h))?;
@@ -600,6 +629,8 @@ impl Table {
             let idx = match &mut index {
                 Some(idx) => idx,
                 None => {
+                    // Counted once per lookup, where the first block was found.
+                    let index_entry = self.index_entry(None)?;
                     let mut idx = index_entry.block.iter();
                     self.seek_index_iter(&index_entry, &mut idx, &lookup)?;
                     index.insert(idx)

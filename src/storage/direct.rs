@@ -77,6 +77,11 @@ impl AlignedBuf {
         &mut self.raw[self.start..self.start + self.len]
     }
 
+    /// A buffer of no bytes (no allocation).
+    fn empty() -> AlignedBuf {
+        AlignedBuf { raw: Vec::new(), start: 0, len: 0 }
+    }
+
     /// Usable length.
     pub fn len(&self) -> usize {
         self.len
@@ -223,6 +228,125 @@ impl RandomAccessFile for DirectReadFile {
 
     fn len(&self) -> u64 {
         self.len
+    }
+
+    fn direct_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        use std::os::fd::AsFd;
+        Some(self.file.as_fd())
+    }
+}
+
+/// The bytes of one batched read, in the aligned buffer they were read into.
+pub(crate) struct SpanBytes {
+    buf: AlignedBuf,
+    skip: usize,
+    len: usize,
+}
+
+impl SpanBytes {
+    /// The wanted bytes.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.buf.bytes()[self.skip..self.skip + self.len]
+    }
+}
+
+impl Drop for SpanBytes {
+    /// The buffer goes back to this thread's spares.
+    fn drop(&mut self) {
+        let buf = std::mem::replace(&mut self.buf, AlignedBuf::empty());
+        SPARE_BUFS.with(|spare| {
+            let mut spare = spare.borrow_mut();
+            if spare.len() < SPARE_MAX {
+                spare.push(buf);
+            }
+        });
+    }
+}
+
+/// Smallest batch-read buffer: a span of a typical block (4 KiB contents plus trailer, at
+/// any offset) fits, so the spares fit most reads.
+const SPARE_LEN: usize = 4 * ALIGN;
+
+/// Spare buffers kept per thread: a round's reads, twice over.
+const SPARE_MAX: usize = 2 * super::uring::DEPTH;
+
+thread_local! {
+    /// Batch-read buffers returned by dropped [`SpanBytes`], reused to spare an allocation and
+    /// its zeroing per read.
+    static SPARE_BUFS: RefCell<Vec<AlignedBuf>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A buffer of at least `need` bytes (a multiple of `ALIGN`): a spare, or a new one.
+fn batch_buf(need: usize) -> Result<AlignedBuf> {
+    let spare = SPARE_BUFS.with(|spare| {
+        let mut spare = spare.borrow_mut();
+        spare.last().is_some_and(|b| b.len() >= need).then(|| spare.pop()).flatten()
+    });
+    match spare {
+        Some(b) => Ok(b),
+        None => AlignedBuf::new(need.max(SPARE_LEN)),
+    }
+}
+
+/// Direct reads made together (io_uring, `storage::uring`): each is submitted as it is added,
+/// so the device works while the caller finds the next blocks; [`DirectBatch::finish`] gives
+/// them all. Each span is aligned as a single direct read is.
+pub(crate) struct DirectBatch {
+    /// Declared first: dropped (waiting for outstanding reads) before the files close.
+    flight: super::uring::Flight,
+    files: Vec<std::sync::Arc<dyn RandomAccessFile>>,
+    /// Per request: (its span in the flight, bytes to skip, wanted length).
+    requests: Vec<(Option<usize>, usize, usize)>,
+}
+
+impl DirectBatch {
+    /// A new batch, or `None` when io_uring is unavailable (or a batch is already open on
+    /// this thread): the caller then reads one block at a time.
+    pub(crate) fn new() -> Option<DirectBatch> {
+        let flight = super::uring::Flight::new()?;
+        Some(DirectBatch { flight, files: Vec::new(), requests: Vec::new() })
+    }
+
+    /// Adds and submits a read of `len` bytes at `offset` of `file` (read with `O_DIRECT`).
+    /// Returns the request's number.
+    pub(crate) fn add(
+        &mut self,
+        file: std::sync::Arc<dyn RandomAccessFile>,
+        offset: u64,
+        len: usize,
+    ) -> usize {
+        use std::os::fd::AsRawFd;
+        let at = round_down(offset);
+        let skip = (offset - at) as usize;
+        let span = match (file.direct_fd(), batch_buf(round_up(skip + len))) {
+            (Some(fd), Ok(buf)) => Some(self.flight.add(fd.as_raw_fd(), at, buf)),
+            _ => None, // read the ordinary way
+        };
+        self.files.push(file);
+        self.requests.push((span, skip, len));
+        self.requests.len() - 1
+    }
+
+    /// Per request: its bytes, its error, or `None` when it was not read here (a short read,
+    /// or the ring failed first: the caller reads it the ordinary way, which also reports a
+    /// shrunk file properly).
+    pub(crate) fn finish(self) -> Vec<Option<std::io::Result<SpanBytes>>> {
+        let DirectBatch { flight, files, requests } = self;
+        let mut spans = flight.wait();
+        drop(files); // every read is done
+        requests
+            .into_iter()
+            .map(|(span, skip, len)| {
+                let s = &mut spans[span?];
+                match (s.result.take(), s.buf.take()) {
+                    (Some(Ok(n)), Some(buf)) if n >= skip + len => {
+                        Some(Ok(SpanBytes { buf, skip, len }))
+                    }
+                    (Some(Err(e)), _) => Some(Err(e)),
+                    _ => None,
+                }
+            })
+            .collect()
     }
 }
 

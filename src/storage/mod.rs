@@ -17,6 +17,7 @@ use std::sync::Arc;
 pub mod direct;
 pub mod fs;
 pub mod mem;
+pub(crate) mod uring;
 
 #[cfg(test)]
 mod conformance;
@@ -53,6 +54,12 @@ pub trait RandomAccessFile: Send + Sync {
     /// the implementation holds it in memory (a memory-mapped file, an in-memory file); readers
     /// may then borrow block bytes instead of copying them. Default `None`: use the reads.
     fn as_bytes(&self) -> Option<&[u8]> {
+        None
+    }
+    /// The file descriptor when every read of this file is a device read with `O_DIRECT`
+    /// ([`crate::Options::direct_reads`]): `Db::multi_get` then submits its block reads of
+    /// such files together (src/storage/uring.rs). Default `None`.
+    fn direct_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
         None
     }
     /// Reads `len` bytes at `offset` into a new vector.

@@ -1,0 +1,302 @@
+//! One round of a batched lookup (see the parent module, point 3). Three passes, so that the
+//! round's device reads are in flight together:
+//! 1. source by source, for the pending keys not stopped at an earlier source this round: per
+//!    file, range tombstones, then every key's filter, then the survivors' data-block handles
+//!    through the index; a key with a handle stops there, and each distinct block is fetched
+//!    (a cache hit is kept at once; a device read is submitted; other reads are made at once);
+//! 2. the device reads, each submitted as pass 1 found it (`storage::direct::DirectBatch`),
+//!    are waited for together;
+//! 3. per file: the read blocks are verified and cached, and each key is finished on the
+//!    block it was handed (a cache too small to keep them does not matter).
+//!
+//! Errors stay per key: a file that cannot be opened fails the keys that reach it, a failed
+//! read or a corrupt block fails the keys that needed that block.
+
+use super::{Answer, Batch};
+use crate::error::Error;
+use crate::sst::format::BlockHandle;
+use crate::sst::Block;
+use crate::sst::{BlockFetch, FilterVerdict, GetResult, ReadCounters, Table};
+use crate::storage::direct::{DirectBatch, SpanBytes};
+use crate::version::{TableFile, Version, NUM_LEVELS};
+use std::sync::Arc;
+
+/// A source of the SST part of a lookup, in the order a single `get` visits them.
+pub(super) enum Run<'v> {
+    /// One L0 file.
+    L0(&'v TableFile),
+    /// A deeper level (a sorted run of disjoint files).
+    Level(usize),
+}
+
+/// A data block fetched in the round.
+enum Fetched {
+    /// In memory.
+    Ready(Arc<Block>),
+    /// Waiting for device read number `n` of the round.
+    Device(usize),
+    /// Its read or verification failed.
+    Failed(Error),
+}
+
+/// A distinct data block the round needs: its file (position in the round's files) and handle.
+struct Fetch {
+    file: usize,
+    handle: BlockHandle,
+    state: Fetched,
+}
+
+/// A key stopped at a file, with a data block to read.
+struct Want {
+    slot: usize,
+    file: usize,
+    positive: bool,
+    fetch: usize,
+}
+
+/// Buffers reused across the rounds of one batch.
+#[derive(Default)]
+pub(super) struct Scratch {
+    verdicts: Vec<FilterVerdict>,
+    fetches: Vec<Fetch>,
+    wants: Vec<Want>,
+    /// The round's device reads, made when the first one is found.
+    batch: Option<DirectBatch>,
+    /// Per slot: the key stopped at a source this round (or was answered).
+    stopped: Vec<bool>,
+    /// The slots that reach the current source.
+    reach: Vec<usize>,
+}
+
+impl Batch<'_> {
+    /// One round (see the module documentation) over `runs`; `reads` are the per-level
+    /// counters. Keys resolved, or past the last source, are marked in `done`.
+    pub(super) fn round<'v>(
+        &mut self,
+        version: &'v Version,
+        runs: &[Run<'v>],
+        reads: &[ReadCounters; NUM_LEVELS],
+        done: &mut [bool],
+        s: &mut Scratch,
+    ) {
+        s.fetches.clear();
+        s.wants.clear();
+        s.batch = None;
+        s.stopped.clear();
+        s.stopped.resize(self.pending.len(), false);
+        // The round's files: (file, level, position of its run).
+        let mut files: Vec<(&'v TableFile, usize, usize)> = Vec::new();
+        let mut reach = std::mem::take(&mut s.reach);
+        for (r, run) in runs.iter().enumerate() {
+            reach.clear();
+            reach.extend(
+                (0..self.pending.len())
+                    .filter(|&slot| !s.stopped[slot] && self.next_run[self.pending[slot]] <= r),
+            );
+            let mut at = 0;
+            while at < reach.len() {
+                let key = (self.keyspace, self.keys[self.pending[reach[at]]]);
+                let (file, level) = match run {
+                    Run::L0(file) => (Some(*file), 0),
+                    Run::Level(l) => (version.find_in_level(*l, key.0, key.1).map(|f| &**f), *l),
+                };
+                let Some(file) = file.filter(|f| f.may_contain_key(key.0, key.1)) else {
+                    at += 1;
+                    continue;
+                };
+                let end = at
+                    + reach[at..].partition_point(|&slot| {
+                        (self.keyspace, self.keys[self.pending[slot]]) <= file.meta.largest()
+                    });
+                files.push((file, level, r));
+                let f = files.len() - 1;
+                let slots = &reach[at..end];
+                let opened =
+                    file.with_table(|t| self.find_blocks(t, f, slots, &reads[level], done, s));
+                if let Err(e) = opened {
+                    for &slot in slots {
+                        self.answers[self.pending[slot]] = Some(Err(e.duplicate()));
+                        done[slot] = true;
+                        s.stopped[slot] = true;
+                    }
+                }
+                at = end;
+            }
+        }
+        s.reach = reach;
+        // Keys that no source stopped went past the last one: no version below the memtables.
+        for (slot, stopped) in s.stopped.iter().enumerate() {
+            if !stopped {
+                done[slot] = true;
+            }
+        }
+        if s.wants.is_empty() {
+            return;
+        }
+        let mut results: Vec<Option<std::io::Result<SpanBytes>>> =
+            s.batch.take().map(DirectBatch::finish).unwrap_or_default();
+        // Wants are in file order (pass 1 went file by file).
+        let mut w = 0;
+        while w < s.wants.len() {
+            let f = s.wants[w].file;
+            let end = w + s.wants[w..].partition_point(|x| x.file == f);
+            let (file, level, r) = files[f];
+            let finished = file.with_table(|t| {
+                let wants = &s.wants[w..end];
+                self.finish(t, f, r, wants, &reads[level], done, &mut s.fetches, &mut results)
+            });
+            if let Err(e) = finished {
+                for want in &s.wants[w..end] {
+                    self.answers[self.pending[want.slot]] = Some(Err(e.duplicate()));
+                    done[want.slot] = true;
+                }
+            }
+            w = end;
+        }
+    }
+
+    /// Pass 1 for `table` (file `f` of the round) and the keys at `slots` that reach it:
+    /// tombstones, filters, block handles, fetches. Marks the keys that stop here.
+    fn find_blocks(
+        &mut self,
+        table: &Table,
+        f: usize,
+        slots: &[usize],
+        counters: &ReadCounters,
+        done: &mut [bool],
+        s: &mut Scratch,
+    ) {
+        for &i in slots.iter().map(|&slot| &self.pending[slot]) {
+            // Before the filter, and whatever it says.
+            let t = table.max_covering_tombstone(self.keys[i], self.snapshot);
+            self.covered[i] = self.covered[i].max(t);
+        }
+        s.verdicts.clear();
+        s.verdicts.extend(slots.iter().map(|&slot| {
+            let i = self.pending[slot];
+            table.probe_filter(self.keyspace, self.keys[i], self.hashes[i], counters)
+        }));
+        for (&slot, verdict) in slots.iter().zip(s.verdicts.iter()) {
+            let FilterVerdict::Maybe { positive } = *verdict else { continue };
+            let i = self.pending[slot];
+            let h =
+                match table.data_block_handle(self.keyspace, self.keys[i], self.snapshot, counters)
+                {
+                    Ok(Some(h)) => h,
+                    Ok(None) => continue, // past the last block: not in this table
+                    Err(e) => {
+                        self.answers[i] = Some(Err(e));
+                        done[slot] = true;
+                        s.stopped[slot] = true;
+                        continue;
+                    }
+                };
+            s.stopped[slot] = true;
+            // Keys are in order, so the keys of one block are neighbours.
+            let shared = s.fetches.last().is_some_and(|x| x.file == f && x.handle == h);
+            if shared {
+                table.count_shared_block(counters);
+            } else {
+                let state = match table.fetch_data_block(h, counters, self.batch_reads) {
+                    Ok(BlockFetch::Ready(b)) => Fetched::Ready(b),
+                    Ok(BlockFetch::Device { file, offset, len }) => {
+                        if s.batch.is_none() {
+                            s.batch = DirectBatch::new();
+                        }
+                        match &mut s.batch {
+                            Some(batch) => Fetched::Device(batch.add(file, offset, len)),
+                            // No ring for this batch (one is open on this thread): read now.
+                            None => match table.install_read(h, None, counters) {
+                                Ok(b) => Fetched::Ready(b),
+                                Err(e) => Fetched::Failed(e),
+                            },
+                        }
+                    }
+                    Err(e) => Fetched::Failed(e),
+                };
+                s.fetches.push(Fetch { file: f, handle: h, state });
+            }
+            s.wants.push(Want { slot, file: f, positive, fetch: s.fetches.len() - 1 });
+        }
+    }
+
+    /// Pass 3 for `table` (file `f`, of run `r`): installs its device reads and finishes its
+    /// `wants`; a key it does not resolve goes on from run `r + 1` next round.
+    #[allow(clippy::too_many_arguments)]
+    fn finish(
+        &mut self,
+        table: &Table,
+        f: usize,
+        r: usize,
+        wants: &[Want],
+        counters: &ReadCounters,
+        done: &mut [bool],
+        fetches: &mut [Fetch],
+        results: &mut [Option<std::io::Result<SpanBytes>>],
+    ) {
+        for fetch in fetches.iter_mut().filter(|x| x.file == f) {
+            if let Fetched::Device(n) = fetch.state {
+                fetch.state = match table.install_read(fetch.handle, results[n].take(), counters) {
+                    Ok(b) => Fetched::Ready(b),
+                    Err(e) => Fetched::Failed(e),
+                };
+            }
+        }
+        for want in wants {
+            let fetch = &fetches[want.fetch];
+            let i = self.pending[want.slot];
+            let answer = match &fetch.state {
+                Fetched::Ready(block) => {
+                    let first = (fetch.handle, Arc::clone(block));
+                    match self.finish_key(table, i, want.positive, counters, first) {
+                        Some(answer) => answer,
+                        None => {
+                            self.next_run[i] = r + 1;
+                            continue;
+                        }
+                    }
+                }
+                Fetched::Failed(e) => Err(e.duplicate()),
+                Fetched::Device(_) => unreachable!("every device read of the file was installed"),
+            };
+            self.answers[i] = Some(answer);
+            done[want.slot] = true;
+        }
+    }
+
+    /// Key `i`'s lookup in `table` from its first data block; `None` when the table does not
+    /// resolve it (not found, or merge operands only: the key stays pending).
+    fn finish_key(
+        &mut self,
+        table: &Table,
+        i: usize,
+        positive: bool,
+        counters: &ReadCounters,
+        first: (BlockHandle, Arc<Block>),
+    ) -> Option<Answer> {
+        let key = self.keys[i];
+        let ops = &mut self.operands[i];
+        let before = ops.list.len();
+        let args = (self.snapshot, positive, true, self.covered[i]);
+        let got = table.get_past_filter_from(
+            self.keyspace,
+            key,
+            args,
+            counters,
+            &mut ops.list,
+            Some(first),
+        );
+        let got = match got {
+            Ok(r) if ops.list.len() > before => {
+                ops.check_source(Some(table.merge_operator_name()), key).map(|()| r)
+            }
+            other => other,
+        };
+        match got {
+            Ok(GetResult::NotFound) => None,
+            Ok(GetResult::Found(v)) => Some(ops.finish(key, Some(v))),
+            Ok(GetResult::Deleted) => Some(ops.finish(key, None)),
+            Err(e) => Some(Err(e)),
+        }
+    }
+}

@@ -1,0 +1,115 @@
+//! The pieces of a point lookup that batched lookups (`Db::multi_get`, src/db/multi_get.rs)
+//! run apart: find each key's data block through the index, fetch the blocks (cache hits at
+//! once, device reads collected to be made together), then finish each key with
+//! [`Table::get_past_filter_from`] on the block it was handed.
+//!
+//! Counting: every consultation of a data block counts `data_blocks_read` and, with a cache, a
+//! hit or a miss, as [`Table::data_block`] does; a read counts `file_reads` and
+//! `file_read_bytes` once, when its bytes are installed. A block two keys of a batch need is
+//! read once: the second key counts as the cache hit it would have been for a single lookup.
+
+use super::*;
+use crate::storage::direct::SpanBytes;
+
+/// How a key's first data block is obtained ([`Table::fetch_data_block`]).
+pub(crate) enum BlockFetch {
+    /// In memory now: a cache hit, or a read already made (buffered or mapped file).
+    Ready(Arc<Block>),
+    /// A device read to make (a file read with `O_DIRECT`): `len` framed bytes at `offset` of
+    /// `file`, then [`Table::install_read`].
+    Device {
+        /// The table's file (kept open by this reference until the read is done).
+        file: Arc<dyn RandomAccessFile>,
+        /// First byte of the framed block.
+        offset: u64,
+        /// Framed length: contents plus trailer.
+        len: usize,
+    },
+}
+
+impl Table {
+    /// The handle of the data block where the versions of `user_key` of `keyspace` at
+    /// `snapshot_seq` would start (`None`: past the last block, the table does not hold it).
+    /// Counts the index read.
+    pub(crate) fn data_block_handle(
+        &self,
+        keyspace: u32,
+        user_key: &[u8],
+        snapshot_seq: u64,
+        counters: &ReadCounters,
+    ) -> Result<Option<BlockHandle>> {
+        bump(&counters.index_blocks_read);
+        let index_entry = self.index_entry(Some(counters))?;
+        self.index_lookup(&index_entry, &ikey::lookup_key_in(keyspace, user_key, snapshot_seq))
+    }
+
+    /// Starts fetching data block `h` for a lookup: from the block cache, else (when `defer`
+    /// and the file is read with `O_DIRECT`) the device read to make, else read now.
+    pub(crate) fn fetch_data_block(
+        &self,
+        h: BlockHandle,
+        counters: &ReadCounters,
+        defer: bool,
+    ) -> Result<BlockFetch> {
+        bump(&counters.data_blocks_read);
+        if let Some(cache) = &self.cache {
+            if let Some(b) = cache.get(self.number, h.offset) {
+                bump(&counters.block_cache_hits);
+                return Ok(BlockFetch::Ready(b));
+            }
+            bump(&counters.block_cache_misses);
+        }
+        if defer && self.file.direct_fd().is_some() {
+            self.check_handle(h)?;
+            let len = h.size as usize + BLOCK_TRAILER_LEN;
+            return Ok(BlockFetch::Device { file: Arc::clone(&self.file), offset: h.offset, len });
+        }
+        let raw = self.read_data(h)?;
+        self.install(h, raw, counters).map(BlockFetch::Ready)
+    }
+
+    /// Counts a lookup served by a block that another key of the same batch fetched (see the
+    /// module documentation).
+    pub(crate) fn count_shared_block(&self, counters: &ReadCounters) {
+        bump(&counters.data_blocks_read);
+        if self.cache.is_some() {
+            bump(&counters.block_cache_hits);
+        }
+    }
+
+    /// Finishes a [`BlockFetch::Device`] of block `h` with what the batched read gave: its
+    /// bytes, its error, or `None` (not read: read it now, the ordinary way). Verifies the
+    /// block, counts the read and fills the cache.
+    pub(crate) fn install_read(
+        &self,
+        h: BlockHandle,
+        read: Option<std::io::Result<SpanBytes>>,
+        counters: &ReadCounters,
+    ) -> Result<Arc<Block>> {
+        let raw = match read {
+            None => self.read_data(h)?,
+            Some(Err(e)) => {
+                let e = Error::io(format!("reading (O_DIRECT) {}", self.path.display()), e);
+                return Err(self.err_at(e, h));
+            }
+            Some(Ok(bytes)) => unframe_block_from(bytes.bytes(), buffers::take_buffer)
+                .map_err(|e| self.err_at(e, h))?,
+        };
+        self.install(h, raw, counters)
+    }
+
+    /// The tail of [`Table::data_block`]'s miss path: counts the file read, builds the block
+    /// from its contents and inserts it into the cache.
+    fn install(&self, h: BlockHandle, raw: Vec<u8>, counters: &ReadCounters) -> Result<Arc<Block>> {
+        bump(&counters.file_reads);
+        counters.file_read_bytes.fetch_add(h.size + BLOCK_TRAILER_LEN as u64, Relaxed);
+        let block = Arc::new(Block::new(raw).map_err(|e| self.err_at(e, h))?);
+        if let Some(cache) = &self.cache {
+            let charge = block.memory_bytes();
+            buffers::with_evicted(|evicted| {
+                cache.insert_evicting(self.number, h.offset, Arc::clone(&block), charge, evicted)
+            });
+        }
+        Ok(block)
+    }
+}
