@@ -5,8 +5,8 @@
 # seconds, --reps times. Before the reads, `siftdb iops` measures the disk: 4 KiB O_DIRECT
 # random reads per second at queue depth 1 and 32 on the largest SST of siftdb's database.
 # Prints per engine and benchmark the median us/op (per key for multireadrandom), the spread,
-# the rate as a fraction of the disk's QD1 rate (QD32 for multireadrandom), and device reads per
-# lookup (siftdb: its file-read counters; RocksDB: rocksdb.{non.,}last.level.read.count over the
+# the device reads per second as a fraction of the disk's QD1 rate (QD32 for multireadrandom),
+# and device reads per lookup (siftdb: its file-read counters; RocksDB: rocksdb.{non.,}last.level.read.count over the
 # lookups). Also written to DIR/table.md; raw logs in DIR/logs.
 #
 #   scripts/direct.sh [--num 10000000] [--engines siftdb,rocksdb] [--reps 3] [--duration 10]
@@ -100,8 +100,11 @@ for b in ['readrandom', 'readmissing', 'multireadrandom']:
         if not us: continue
         med = statistics.median(us); rate = 1e6 / med
         qd = 32 if b == 'multireadrandom' else 1
-        frac = f'{rate / iops[qd] * 100:.0f}% of QD{qd}' if iops.get(qd) and b != 'readmissing' else '-'
         dr = [d for _, d in runs if d is not None]
+        # The disk's share: device reads per second (ops/s x device reads per lookup; a
+        # readrandom key may be absent) over the disk's rate at that queue depth.
+        frac = (f'{rate * statistics.median(dr) / iops[qd] * 100:.0f}% of QD{qd}'
+                if iops.get(qd) and dr and b != 'readmissing' else '-')
         print(f'| {e} | {b} | {med:.2f} | {min(us):.2f}-{max(us):.2f} | {rate:,.0f} | {frac} | '
               f'{statistics.median(dr):.4f} |' if dr else f'| {e} | {b} | {med:.2f} | {min(us):.2f}-{max(us):.2f} | {rate:,.0f} | {frac} | - |')
 EOF
