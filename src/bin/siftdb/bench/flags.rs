@@ -71,7 +71,7 @@ pub struct Flags {
     /// Reads per thread of the read benchmarks; -1 = `num`.
     #[arg(long, default_value_t = -1, allow_hyphen_values = true)]
     pub reads: i64,
-    /// Seconds each read benchmark runs (readrandom, readmissing, multireadrandom); 0 = run
+    /// Seconds each read benchmark runs (readrandom, readmissing, multireadrandom, seekrandom); 0 = run
     /// `--reads` operations instead. As db_bench's `--duration`: runs long enough to get past
     /// warm-up.
     #[arg(long, default_value_t = 0)]

@@ -142,9 +142,12 @@ impl Ctx<'_> {
     /// Found = the entry's key equals the sought key.
     pub fn seek_random(&mut self) -> Result<ThreadStats> {
         let (num, reads, ks) = (self.flags.num, self.flags.reads(), self.flags.key_size);
+        let secs = self.flags.duration;
         self.parallel("seekrandom", reads, &|db, rng, _, pb, st| {
             let mut key = Vec::with_capacity(ks);
-            for i in 0..reads {
+            let mut budget = Budget::new(reads, secs);
+            let mut i = 0;
+            while budget.grant(i, 1) == 1 {
                 make_key(rng.below(num), ks, &mut key);
                 if let Some(kv) = db.range(key.as_slice()..)?.next() {
                     let (k, v) = kv?;
@@ -154,8 +157,9 @@ impl Ctx<'_> {
                     }
                 }
                 tick(pb, i);
+                i += 1;
             }
-            st.done = reads;
+            st.done = i;
             st.report_found = true;
             Ok(())
         })
