@@ -28,13 +28,14 @@
 //!   tombstone in both directions.
 
 use super::iter::merge::Merge;
-use super::iter::source::{IKey, Source};
+use super::iter::source::{FileRun, IKey, Source};
 use super::read_counters::{LevelScanCounters, StripedReadCounters};
 use super::SuperVersion;
 use crate::batch::ValueKind;
 use crate::error::Result;
 use crate::merge::{Operands, SharedMergeOperator};
 use crate::range_del::{Fragments, RangeTombstone};
+use crate::version::TableFile;
 use std::ops::Bound;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -110,20 +111,21 @@ impl DbCursor {
             sources.push(Source::mem(mem.clone()));
         }
         for (n, level) in sv.version.levels.iter().enumerate() {
-            let files: Vec<_> =
-                level.iter().filter(|f| f.overlaps(keyspace, start, end_excl)).collect();
-            if files.is_empty() {
-                continue;
-            }
+            let overlaps = |f: &Arc<TableFile>| f.overlaps(keyspace, start, end_excl);
+            let Some(first) = level.iter().position(overlaps) else { continue };
             let counters: Arc<LevelScanCounters> =
                 Arc::new(LevelScanCounters { all: reads.clone(), level: n });
             if n == 0 {
                 // L0 files may overlap each other: one source each.
-                sources.extend(
-                    files.into_iter().map(|f| Source::files(vec![f.clone()], counters.clone())),
-                );
+                for (i, _) in level.iter().enumerate().skip(first).filter(|(_, f)| overlaps(f)) {
+                    let run = FileRun::new(&sv.version, 0, i..i + 1);
+                    sources.push(Source::files(run, counters.clone()));
+                }
             } else {
-                sources.push(Source::files(files.into_iter().cloned().collect(), counters));
+                // A sorted level's files overlapping a key range are consecutive.
+                let end = level.iter().rposition(overlaps).expect("first overlaps") + 1;
+                debug_assert!(level[first..end].iter().all(overlaps));
+                sources.push(Source::files(FileRun::new(&sv.version, n, first..end), counters));
             }
         }
         DbCursor {

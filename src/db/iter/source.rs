@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::ikey;
 use crate::memtable::{MemKey, Memtable};
 use crate::sst::{ScanCounters, TableIter};
-use crate::version::TableFile;
+use crate::version::{TableFile, Version};
 use std::cmp::{Ordering, Reverse};
 use std::collections::VecDeque;
 use std::ops::Bound;
@@ -101,7 +101,7 @@ pub(crate) enum Source {
     },
     /// Sorted, disjoint files (one for an L0 file).
     Files {
-        files: Vec<Arc<TableFile>>,
+        files: FileRun,
         /// Index in `files` of the file `iter` reads.
         at: usize,
         /// Boxed: a table cursor is large next to the memtable variant.
@@ -112,6 +112,34 @@ pub(crate) enum Source {
     },
 }
 
+/// Consecutive files `start..end` of one level of a version, held through the version: one
+/// reference count taken per source instead of one per file. A cursor over an open-ended range
+/// covers about half of a level's files, and two threads seeking at once would otherwise pass
+/// those files' shared counts back and forth twice per file on every seek.
+#[derive(Clone)]
+pub struct FileRun {
+    version: Arc<Version>,
+    level: usize,
+    start: usize,
+    end: usize,
+}
+
+impl FileRun {
+    /// Files `range` of `level` of `version` (`range` within the level).
+    pub fn new(version: &Arc<Version>, level: usize, range: std::ops::Range<usize>) -> FileRun {
+        debug_assert!(range.start < range.end && range.end <= version.levels[level].len());
+        FileRun { version: Arc::clone(version), level, start: range.start, end: range.end }
+    }
+}
+
+impl std::ops::Deref for FileRun {
+    type Target = [Arc<TableFile>];
+
+    fn deref(&self) -> &[Arc<TableFile>] {
+        &self.version.levels[self.level][self.start..self.end]
+    }
+}
+
 impl Source {
     /// A memtable source, positioned nowhere.
     pub fn mem(mem: Arc<Memtable>) -> Source {
@@ -120,7 +148,7 @@ impl Source {
 
     /// A source over `files` (non-empty, sorted by key, disjoint), positioned nowhere; no file
     /// is opened until a seek reaches it.
-    pub fn files(files: Vec<Arc<TableFile>>, counters: Arc<dyn ScanCounters>) -> Source {
+    pub fn files(files: FileRun, counters: Arc<dyn ScanCounters>) -> Source {
         Source::Files { files, at: 0, iter: None, current: None, counters }
     }
 
