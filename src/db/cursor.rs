@@ -29,12 +29,13 @@
 
 use super::iter::merge::Merge;
 use super::iter::source::{FileRun, IKey, Source};
-use super::read_counters::{LevelScanCounters, StripedReadCounters};
+use super::read_counters::StripedReadCounters;
 use super::SuperVersion;
 use crate::batch::ValueKind;
 use crate::error::Result;
 use crate::merge::{Operands, SharedMergeOperator};
 use crate::range_del::{Fragments, RangeTombstone};
+use crate::sst::ScanCounters;
 use crate::version::TableFile;
 use std::ops::Bound;
 use std::sync::atomic::Ordering::Relaxed;
@@ -113,8 +114,7 @@ impl DbCursor {
         for (n, level) in sv.version.levels.iter().enumerate() {
             let overlaps = |f: &Arc<TableFile>| f.overlaps(keyspace, start, end_excl);
             let Some(first) = level.iter().position(overlaps) else { continue };
-            let counters: Arc<LevelScanCounters> =
-                Arc::new(LevelScanCounters { all: reads.clone(), level: n });
+            let counters: Arc<dyn ScanCounters> = reads.clone();
             if n == 0 {
                 // L0 files may overlap each other: one source each.
                 for (i, _) in level.iter().enumerate().skip(first).filter(|(_, f)| overlaps(f)) {

@@ -14,7 +14,6 @@
 use crate::sst::{ReadCounters, ReadStats, ScanCounters};
 use crate::version::NUM_LEVELS;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
-use std::sync::Arc;
 
 /// Copies of the counters. A power of two; more than the cores of a typical machine, so
 /// threads of one process rarely share one.
@@ -98,17 +97,10 @@ impl StripedReadCounters {
     }
 }
 
-/// The scan counters of one level, as a table cursor of that level counts into them: the
-/// stripe is chosen at each block read, by the thread doing it.
-#[derive(Debug)]
-pub(crate) struct LevelScanCounters {
-    pub all: Arc<StripedReadCounters>,
-    pub level: usize,
-}
-
-impl ScanCounters for LevelScanCounters {
-    fn counters(&self) -> &ReadCounters {
-        &self.all.local().scan_levels[self.level]
+/// Table cursors count into the scan counters of the stripe of the thread that reads the block.
+impl ScanCounters for StripedReadCounters {
+    fn counters(&self, level: usize) -> &ReadCounters {
+        &self.local().scan_levels[level]
     }
 }
 
@@ -148,6 +140,7 @@ impl StripedCounter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
 
     #[test]
     fn a_stripe_is_on_cache_lines_of_its_own() {

@@ -47,12 +47,13 @@ pub struct ReadCounters {
     pub filter_cache_misses: AtomicU64,
 }
 
-/// Where a table cursor counts the data blocks it reads: the engine hands each cursor of a scan
-/// the per-level scan counters of the thread that reads (see src/db/read_counters.rs), so a scan
-/// is counted apart from point lookups and never writes another core's cache lines.
+/// Where a table cursor counts the data blocks it reads: the engine's per-thread scan counters
+/// (see src/db/read_counters.rs), so a scan is counted apart from point lookups and never
+/// writes another core's cache lines.
 pub(crate) trait ScanCounters: Send + Sync + std::fmt::Debug {
-    /// The counters to bump now (looked up per block read: a cursor may move between threads).
-    fn counters(&self) -> &ReadCounters;
+    /// The counters of `level` to bump now (looked up per block read, by the reading thread:
+    /// a cursor may move between threads).
+    fn counters(&self, level: usize) -> &ReadCounters;
 }
 
 /// A plain copy of [`ReadCounters`] at one moment (same field meanings).

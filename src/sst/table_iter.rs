@@ -24,7 +24,7 @@ pub struct TableIter {
     data: Option<BlockIter>,
     fill_cache: bool,
     /// Where block reads are counted (engine scans); `None` for compaction and tools.
-    counters: Option<Arc<dyn ScanCounters>>,
+    counters: Option<(Arc<dyn ScanCounters>, usize)>,
 }
 
 impl TableIter {
@@ -33,9 +33,9 @@ impl TableIter {
     }
 
     /// The same cursor, counting every data block it consults (cache hits, misses and file
-    /// reads) in `counters`.
-    pub(crate) fn counting(mut self, counters: Arc<dyn ScanCounters>) -> TableIter {
-        self.counters = Some(counters);
+    /// reads) in `counters` of `level` (the table's level).
+    pub(crate) fn counting(mut self, counters: Arc<dyn ScanCounters>, level: usize) -> TableIter {
+        self.counters = Some((counters, level));
         self
     }
 
@@ -198,7 +198,7 @@ impl TableIter {
             return Ok(false);
         }
         let h = BlockHandle::decode(index.value()).map_err(|e| self.index_err(e))?;
-        let counters = self.counters.as_deref().map(|c| c.counters());
+        let counters = self.counters.as_ref().map(|(c, level)| c.counters(*level));
         let block = self.table.data_block(h, counters, self.fill_cache)?;
         self.data = Some(block.iter());
         Ok(true)

@@ -311,7 +311,8 @@ impl Source {
                 *iter = None;
                 return Ok(());
             };
-            let mut it = Box::new(file.table()?.iter(true).counting(counters.clone()));
+            let level = files.level;
+            let mut it = Box::new(file.table()?.iter(true).counting(counters.clone(), level));
             position(&mut it)?;
             *current = read(&mut it)?;
             *iter = Some(it);
