@@ -10,11 +10,11 @@
 //! * concurrent `insert_hash_atomic` / `insert_batch_atomic` from three threads, two of them
 //!   on the same word: afterwards every key is found and the words equal a sequential build
 //!   (`fetch_or` loses no bit, whatever the interleaving);
-//! * the memtable's publication protocol (src/db/write.rs `commit_group`, src/memtable.rs
+//! * the memtable's publication protocol (src/db/write.rs `commit_group`, src/memtable/mod.rs
 //!   invariant 2): the single writer inserts an entry and its filter bits, then publishes the
 //!   sequence number with a Release store; a reader that Acquire-loads a sequence `>= s` finds
-//!   write `s` in the filter and reads its entry. The memtable's skip list is crossbeam's and
-//!   cannot run under loom, so the model stands in a loom `UnsafeCell` per entry (loom reports
+//!   write `s` in the filter and reads its entry. The memtable's skip list keeps its nodes in
+//!   raw arena memory loom cannot track, so the model stands in a loom `UnsafeCell` per entry (loom reports
 //!   any read of it not ordered after its write); the filter is the real one;
 //! * that the check is sharp: the same protocol with a Relaxed publication store is caught
 //!   (a reader sees the sequence number but not the filter bits: a false negative).

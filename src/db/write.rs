@@ -204,7 +204,7 @@ fn commit_group(inner: &DbInner, batch: &mut WriteBatch, sync: bool) -> Result<(
     }
     w.last_seq = first + batch.len() as u64 - 1;
     // Release: the memtable entries and filter bits above happen-before any reader that
-    // observes this sequence number (memtable.rs, invariant 2).
+    // observes this sequence number (src/memtable/mod.rs, invariant 2).
     inner.visible_seq.store(w.last_seq, Ordering::Release);
     Ok(())
 }

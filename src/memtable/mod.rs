@@ -25,14 +25,18 @@ use crate::filter::hash_key;
 use crate::filter::prelude::*;
 use crate::filter::TwoBitBloom;
 use crate::range_del::{Fragments, RangeTombstone};
+use skiplist::{Probe, SkipList};
+
+mod skiplist;
+
 use arc_swap::ArcSwap;
-use crossbeam_skiplist::SkipMap;
 use std::cmp::Ordering as CmpOrdering;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-/// Bytes charged per entry on top of key and value: the skip list node, its tower and the
-/// internal key trailer. An estimate; it decides when a memtable is full.
+/// Bytes charged per range tombstone on top of its start and end (its share of the fragment
+/// list). Point versions are charged their skip-list node's arena bytes exactly. The sum
+/// decides when a memtable is full.
 const ENTRY_OVERHEAD: usize = 64;
 
 /// A memtable key: keyspace ascending, user key ascending, then sequence number descending
@@ -65,94 +69,6 @@ impl PartialOrd for MemKey {
     }
 }
 
-/// The skip list's key: one allocation holding the user key followed by the value, the key's
-/// first 8 bytes as an order-preserving integer, and the version. Keeping the prefix inline in
-/// the node decides most comparisons of a search without dereferencing `data` (one cache miss
-/// and a `memcmp` call saved per step), and storing the value in the same allocation saves one
-/// allocation per write and one per entry on flush.
-struct Slot {
-    /// The keyspace id: compared first.
-    keyspace: u32,
-    /// `key_prefix(user key)`: if two slots' prefixes differ, their keys order as the prefixes.
-    prefix: u64,
-    /// User key bytes, then value bytes.
-    data: Box<[u8]>,
-    key_len: u32,
-    seq: u64,
-    kind: ValueKind,
-}
-
-impl Slot {
-    fn new(keyspace: u32, key: &[u8], value: &[u8], seq: u64, kind: ValueKind) -> Slot {
-        let mut data = Vec::with_capacity(key.len() + value.len());
-        data.extend_from_slice(key);
-        data.extend_from_slice(value);
-        Slot {
-            keyspace,
-            prefix: key_prefix(key),
-            data: data.into_boxed_slice(),
-            key_len: key.len() as u32,
-            seq,
-            kind,
-        }
-    }
-
-    fn key(&self) -> &[u8] {
-        &self.data[..self.key_len as usize]
-    }
-
-    fn value(&self) -> &[u8] {
-        &self.data[self.key_len as usize..]
-    }
-
-    fn mem_key(&self) -> MemKey {
-        MemKey {
-            keyspace: self.keyspace,
-            user_key: self.key().into(),
-            seq: self.seq,
-            kind: self.kind,
-        }
-    }
-}
-
-/// The first 8 bytes of `key`, zero-padded, as a big-endian integer. Order-preserving in the
-/// weak sense: `key_prefix(a) < key_prefix(b)` implies `a < b` (at the first differing byte
-/// position either both bytes are real, or the shorter key ended there and its padding 0 is
-/// below the other's byte, which makes it a proper prefix, hence smaller).
-fn key_prefix(key: &[u8]) -> u64 {
-    if let Some(first) = key.first_chunk::<8>() {
-        return u64::from_be_bytes(*first);
-    }
-    let mut b = [0u8; 8];
-    b[..key.len()].copy_from_slice(key);
-    u64::from_be_bytes(b)
-}
-
-impl Ord for Slot {
-    fn cmp(&self, other: &Self) -> CmpOrdering {
-        self.keyspace
-            .cmp(&other.keyspace)
-            .then_with(|| self.prefix.cmp(&other.prefix))
-            .then_with(|| self.key().cmp(other.key()))
-            .then_with(|| other.seq.cmp(&self.seq))
-            .then_with(|| other.kind.cmp(&self.kind))
-    }
-}
-
-impl PartialOrd for Slot {
-    fn partial_cmp(&self, other: &Self) -> Option<CmpOrdering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl PartialEq for Slot {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == CmpOrdering::Equal
-    }
-}
-
-impl Eq for Slot {}
-
 /// What a memtable knows about a key at a snapshot.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MemLookup {
@@ -166,7 +82,7 @@ pub enum MemLookup {
 
 /// One memtable. See the module documentation for the concurrency contract.
 pub struct Memtable {
-    map: SkipMap<Slot, ()>,
+    map: SkipList,
     filter: TwoBitBloom,
     bytes: AtomicUsize,
     entries: AtomicU64,
@@ -197,7 +113,7 @@ impl Memtable {
     /// `filter_bits` bits (rounded up to a power-of-two number of words by the filter).
     pub fn new(wal_number: u64, filter_bits: u64) -> Memtable {
         Memtable {
-            map: SkipMap::new(),
+            map: SkipList::new(),
             filter: TwoBitBloom::from_shape(filter_bits.max(64), 2)
                 .expect("two-bit shape from a positive bit count is valid"),
             bytes: AtomicUsize::new(0),
@@ -245,8 +161,8 @@ impl Memtable {
             return;
         }
         self.filter.insert_hash_atomic(key_hash);
-        self.map.insert(Slot::new(keyspace, key, value, seq, kind), ());
-        self.bytes.fetch_add(key.len() + value.len() + ENTRY_OVERHEAD, Ordering::Relaxed);
+        let node_bytes = self.map.insert(keyspace, key, value, seq, kind);
+        self.bytes.fetch_add(node_bytes, Ordering::Relaxed);
         self.entries.fetch_add(1, Ordering::Relaxed);
     }
 
@@ -341,20 +257,19 @@ impl Memtable {
         if self.entries.load(Ordering::Relaxed) == 0 || !self.filter.contains_hash(key_hash) {
             return MemLookup::Absent;
         }
-        let probe = Slot::new(keyspace, key, &[], snapshot, crate::ikey::LOOKUP_KIND);
-        let mut entry = self.map.lower_bound(Bound::Included(&probe));
-        while let Some(e) = entry.filter(|e| e.key().keyspace == keyspace && e.key().key() == key) {
-            let slot = e.key();
-            if slot.seq < covered_below {
+        let probe = Probe::new(keyspace, key, snapshot, crate::ikey::LOOKUP_KIND);
+        let mut entry = self.map.seek(&probe);
+        while let Some(e) = entry.filter(|e| e.keyspace() == keyspace && e.key() == key) {
+            if e.seq() < covered_below {
                 return MemLookup::Deleted; // under a newer range tombstone
             }
-            match slot.kind {
+            match e.kind() {
                 ValueKind::Put if copy_value || !operands.is_empty() => {
-                    return MemLookup::Found(slot.value().to_vec())
+                    return MemLookup::Found(e.value().to_vec())
                 }
                 ValueKind::Put => return MemLookup::Found(Vec::new()),
                 ValueKind::Delete => return MemLookup::Deleted,
-                ValueKind::Merge => operands.push(slot.value().to_vec()),
+                ValueKind::Merge => operands.push(e.value().to_vec()),
                 // `add_in` keeps range tombstones out of the skip list.
                 ValueKind::RangeDelete => {}
             }
@@ -371,13 +286,11 @@ impl Memtable {
         &self,
         start: Option<&[u8]>,
     ) -> impl Iterator<Item = (MemKey, Box<[u8]>)> + '_ {
-        let lower = match start {
-            Some(k) => Bound::Included(Slot::new(0, k, &[], u64::MAX, ValueKind::Put)),
-            None => Bound::Unbounded,
+        let first = match start {
+            Some(k) => self.map.seek(&Probe::new(0, k, u64::MAX, ValueKind::Put)),
+            None => self.map.first(),
         };
-        self.map
-            .range((lower, Bound::Unbounded))
-            .map(|e| (e.key().mem_key(), e.key().value().into()))
+        std::iter::successors(first, |e| e.next()).map(owned)
     }
 
     /// Calls `f(keyspace, user_key, seq, kind, value)` for every point version in internal-key
@@ -387,9 +300,10 @@ impl Memtable {
         &self,
         mut f: impl FnMut(u32, &[u8], u64, ValueKind, &[u8]) -> crate::Result<()>,
     ) -> crate::Result<()> {
-        for e in self.map.iter() {
-            let s = e.key();
-            f(s.keyspace, s.key(), s.seq, s.kind, s.value())?;
+        let mut entry = self.map.first();
+        while let Some(e) = entry {
+            f(e.keyspace(), e.key(), e.seq(), e.kind(), e.value())?;
+            entry = e.next();
         }
         Ok(())
     }
@@ -401,19 +315,24 @@ impl Memtable {
         &self,
         from: Bound<&MemKey>,
     ) -> impl Iterator<Item = (MemKey, Box<[u8]>)> + '_ {
-        self.map
-            .range((slot_bound(from), Bound::Unbounded))
-            .map(|e| (e.key().mem_key(), e.key().value().into()))
+        let first = match from {
+            Bound::Unbounded => self.map.first(),
+            Bound::Included(k) => self.map.seek_from(&probe(k), false),
+            Bound::Excluded(k) => self.map.seek_from(&probe(k), true),
+        };
+        std::iter::successors(first, |e| e.next()).map(owned)
     }
 
     /// Every version at or before (`Included`) or strictly before (`Excluded`) `to` in
-    /// internal-key order, descending (`Unbounded`: from the last). The skip list's range runs
-    /// backwards by searching for its upper bound, one O(log n) search per step.
+    /// internal-key order, descending (`Unbounded`: from the last). The skip list has no
+    /// backward links: each step back is one O(log n) search from the head, as in LevelDB.
     pub fn range_desc(&self, to: Bound<&MemKey>) -> impl Iterator<Item = (MemKey, Box<[u8]>)> + '_ {
-        self.map
-            .range((Bound::Unbounded, slot_bound(to)))
-            .rev()
-            .map(|e| (e.key().mem_key(), e.key().value().into()))
+        let last = match to {
+            Bound::Unbounded => self.map.seek_back(None),
+            Bound::Included(k) => self.map.seek_back(Some((&probe(k), true))),
+            Bound::Excluded(k) => self.map.seek_back(Some((&probe(k), false))),
+        };
+        std::iter::successors(last, |e| self.map.prev(e)).map(owned)
     }
 
     /// Approximate bytes held (keys, values, range tombstones and per-entry overhead).
@@ -444,14 +363,16 @@ impl Memtable {
     }
 }
 
-/// A bound on memtable keys as a bound on skip-list slots.
-fn slot_bound(b: Bound<&MemKey>) -> Bound<Slot> {
-    let slot = |k: &MemKey| Slot::new(k.keyspace, &k.user_key, &[], k.seq, k.kind);
-    match b {
-        Bound::Included(k) => Bound::Included(slot(k)),
-        Bound::Excluded(k) => Bound::Excluded(slot(k)),
-        Bound::Unbounded => Bound::Unbounded,
-    }
+/// The skip list's probe for a memtable key.
+fn probe(k: &MemKey) -> Probe<'_> {
+    Probe::new(k.keyspace, &k.user_key, k.seq, k.kind)
+}
+
+/// An entry copied out of the list (the cursor's refill holds them past the list's borrow).
+fn owned(e: skiplist::Entry<'_>) -> (MemKey, Box<[u8]>) {
+    let key =
+        MemKey { keyspace: e.keyspace(), user_key: e.key().into(), seq: e.seq(), kind: e.kind() };
+    (key, e.value().into())
 }
 
 #[cfg(test)]
@@ -557,36 +478,32 @@ mod tests {
     }
 
     #[test]
-    fn slot_order_matches_internal_key_order_for_short_and_zero_byte_keys() {
+    fn skip_list_order_and_seeks_match_internal_key_order_for_short_and_zero_byte_keys() {
         // The inline prefix must never contradict the full comparison: keys of 0..12 bytes over
-        // a 3-letter alphabet including 0 (so zero padding collides with real zero bytes).
+        // a 3-letter alphabet including 0 (so zero padding collides with real zero bytes), in
+        // two keyspaces.
         let mut rng = crate::rng::SplitMix64::new(7);
-        let keys: Vec<(Vec<u8>, u64)> = (0..600)
-            .map(|i| {
+        let m = Memtable::new(1, 1 << 12);
+        let mut want: Vec<MemKey> = (0..2000u64)
+            .map(|seq| {
                 let len = (rng.next_u64() % 13) as usize;
-                let k = (0..len).map(|_| [0u8, 1, 255][(rng.next_u64() % 3) as usize]).collect();
-                (k, i)
+                let k: Vec<u8> =
+                    (0..len).map(|_| [0u8, 1, 255][(rng.next_u64() % 3) as usize]).collect();
+                let keyspace = (rng.next_u64() % 2) as u32;
+                m.add_in(seq + 1, ValueKind::Put, keyspace, &k, hash_key(&k), &seq.to_le_bytes());
+                MemKey { keyspace, user_key: k.into(), seq: seq + 1, kind: ValueKind::Put }
             })
             .collect();
-        for (a, sa) in &keys {
-            for (b, sb) in keys.iter().step_by(7) {
-                let (ka, kb) = ((*sa % 2) as u32, (*sb % 3) as u32);
-                let x = Slot::new(ka, a, b"v", *sa, ValueKind::Put);
-                let y = Slot::new(kb, b, b"", *sb, ValueKind::Put);
-                let mx = MemKey {
-                    keyspace: ka,
-                    user_key: a.as_slice().into(),
-                    seq: *sa,
-                    kind: ValueKind::Put,
-                };
-                let my = MemKey {
-                    keyspace: kb,
-                    user_key: b.as_slice().into(),
-                    seq: *sb,
-                    kind: ValueKind::Put,
-                };
-                assert_eq!(x.cmp(&y), mx.cmp(&my), "{a:?}@{sa} vs {b:?}@{sb}");
-            }
+        want.sort();
+        let got: Vec<MemKey> = m.range_asc(Bound::Unbounded).map(|(k, _)| k).collect();
+        assert_eq!(got, want);
+        for (i, k) in want.iter().enumerate().step_by(13) {
+            let from: Vec<MemKey> = m.range_asc(Bound::Included(k)).map(|(k, _)| k).collect();
+            assert_eq!(from, want[i..], "seek to {k:?}");
+            let back: Vec<MemKey> =
+                m.range_desc(Bound::Excluded(k)).take(5).map(|(k, _)| k).collect();
+            let expect: Vec<MemKey> = want[..i].iter().rev().take(5).cloned().collect();
+            assert_eq!(back, expect, "back from {k:?}");
         }
     }
 
