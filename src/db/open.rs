@@ -72,6 +72,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let storage: Arc<dyn Storage> = opts.storage.clone().unwrap_or_else(|| {
         Arc::new(
             FsStorage::with_mmap(opts.mmap_reads)
+                .with_mmap_wal(opts.mmap_wal)
                 .with_direct_io(opts.direct_reads, opts.direct_io_for_flush_and_compaction),
         )
     });
@@ -221,7 +222,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     // The new WAL's directory entry becomes durable with the manifest's directory sync below,
     // before `open` returns and any write can reach the WAL (a sync of its own here would be
     // redundant, which the power-loss sharpness test shows).
-    let wal_file = storage.create(&wal_path)?;
+    let wal_file = storage.create_log(&wal_path)?;
     let manifest_number = next_file;
     next_file += 1;
     let log_number = if replayed.is_empty() { wal_number } else { wals[0] };

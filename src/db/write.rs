@@ -234,10 +234,16 @@ fn make_room(inner: &DbInner, w: &mut WriterState) -> Result<Arc<SuperVersion>> 
     }
 }
 
-/// Freezes the active memtable and starts a new one with a new WAL. The old WAL is synced
-/// first, so a later synced write in the new WAL never survives a power loss that an earlier
+/// Freezes the active memtable and starts a new one with a new WAL. The old WAL is closed
+/// (cut to its length) and synced first, so a later synced write in the new WAL never survives a power loss that an earlier
 /// buffered write of the old WAL did not (the recovered state stays a prefix of history).
 pub(crate) fn rotate(inner: &DbInner, w: &mut WriterState) -> Result<()> {
+    // Cut the old log to its length before its sync (a mapped log has reserved zeros after its
+    // last record; only the newest log may end in zeros, "Recovery").
+    if let Err(e) = w.wal.close() {
+        inner.set_bg_error(&e);
+        return Err(e);
+    }
     if crate::testing::enabled("wal.rotate_sync") {
         if let Err(e) = w.wal.sync() {
             inner.set_bg_error(&e);
@@ -246,7 +252,8 @@ pub(crate) fn rotate(inner: &DbInner, w: &mut WriterState) -> Result<()> {
     }
     let number = inner.new_file_number();
     let path = inner.dir.join(filename::wal_name(number));
-    let file = inner.storage.create(&path)?;
+    // The old log is closed: with no log to write to, the database stops taking writes.
+    let file = inner.storage.create_log(&path).inspect_err(|e| inner.set_bg_error(e))?;
     if crate::testing::enabled("wal.rotate_sync_dir") {
         if let Err(e) = inner.storage.sync_dir(&inner.dir) {
             inner.set_bg_error(&e);

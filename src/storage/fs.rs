@@ -37,6 +37,7 @@ use std::sync::Arc;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FsStorage {
     mmap: bool,
+    mmap_wal: bool,
     direct_reads: bool,
     direct_writes: bool,
 }
@@ -61,6 +62,14 @@ impl FsStorage {
         FsStorage { mmap: mmap && MMAP_SUPPORTED, ..FsStorage::default() }
     }
 
+    /// This handle appending write-ahead logs ([`Storage::create_log`]) through a shared
+    /// memory map when `mmap_wal` is true and the target is 64-bit Linux (see
+    /// [`crate::Options::mmap_wal`]). A file system that cannot reserve space with `fallocate`
+    /// gets `write(2)` appends instead.
+    pub fn with_mmap_wal(self, mmap_wal: bool) -> FsStorage {
+        FsStorage { mmap_wal: mmap_wal && MMAP_WAL_SUPPORTED, ..self }
+    }
+
     /// Whether this handle maps immutable files.
     pub fn mmap(&self) -> bool {
         self.mmap
@@ -69,6 +78,9 @@ impl FsStorage {
 
 /// Mapping is used only where a file's length always fits the address space.
 const MMAP_SUPPORTED: bool = cfg!(all(unix, target_pointer_width = "64"));
+
+/// Where [`FsStorage::with_mmap_wal`] applies (`fallocate(2)` is Linux's).
+const MMAP_WAL_SUPPORTED: bool = cfg!(all(target_os = "linux", target_pointer_width = "64"));
 
 fn io_err(op: &str, path: &Path, e: std::io::Error) -> Error {
     Error::io(format!("{op} {}", path.display()), e)
@@ -162,6 +174,26 @@ impl Storage for FsStorage {
             .open(path)
             .map_err(|e| io_err("creating", path, e))?;
         Ok(Box::new(FsWritableFile { file, path: path.to_path_buf(), len: 0 }))
+    }
+
+    fn create_log(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+        if self.mmap_wal {
+            // Read and write: a shared writable map needs both.
+            let file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(path)
+                .map_err(|e| io_err("creating", path, e))?;
+            let window = super::mmap_log::WINDOW_BYTES;
+            return Ok(match super::mmap_log::MmapLogFile::new(file, path, window) {
+                Ok(log) => Box::new(log),
+                Err(file) => Box::new(FsWritableFile { file, path: path.to_path_buf(), len: 0 }),
+            });
+        }
+        self.create(path)
     }
 
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {

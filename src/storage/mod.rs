@@ -17,6 +17,8 @@ use std::sync::Arc;
 pub mod direct;
 pub mod fs;
 pub mod mem;
+#[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+mod mmap_log;
 pub(crate) mod uring;
 
 #[cfg(test)]
@@ -33,6 +35,12 @@ pub trait WritableFile: Send + Sync {
     fn sync(&mut self) -> Result<()>;
     /// Bytes appended so far (the file's logical length).
     fn len(&self) -> u64;
+    /// Ends appending: the file's length becomes [`WritableFile::len`] (an implementation that
+    /// reserved space beyond it, as the mapped log does, gives it back); durable after the next
+    /// [`WritableFile::sync`]. Later appends fail. Default: nothing to do.
+    fn close(&mut self) -> Result<()> {
+        Ok(())
+    }
     /// True when nothing has been appended.
     fn is_empty(&self) -> bool {
         self.len() == 0
@@ -90,6 +98,12 @@ pub trait Storage: Send + Sync + 'static {
     /// read (an SST written by a flush or a compaction). An implementation may write it with
     /// direct I/O: see [`FsStorage::with_direct_io`]. Default: [`Storage::create`].
     fn create_immutable(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.create(path)
+    }
+    /// Creates (or truncates) a write-ahead log: appended to record by record, synced when a
+    /// write asks for it, read only by recovery and tools. An implementation may append through
+    /// a memory map: see [`FsStorage::with_mmap_wal`]. Default: [`Storage::create`].
+    fn create_log(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         self.create(path)
     }
     /// Checks that the file system holding `path` (an existing file siftdb created, the LOCK

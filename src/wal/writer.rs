@@ -20,6 +20,8 @@ pub struct WalWriter {
     failed: Option<String>,
     /// Reused buffer for one record's bytes.
     buf: Vec<u8>,
+    /// Set by `close`: no more records (a sync is still allowed).
+    closed: bool,
 }
 
 impl std::fmt::Debug for WalWriter {
@@ -36,13 +38,16 @@ impl WalWriter {
     /// file).
     pub fn new(file: Box<dyn WritableFile>) -> WalWriter {
         let offset = file.len();
-        WalWriter { file, offset, failed: None, buf: Vec::new() }
+        WalWriter { file, offset, failed: None, buf: Vec::new(), closed: false }
     }
 
     /// Appends one record (any length, including 0) and returns the log's end offset after it.
     /// The record is durable only after [`WalWriter::sync`].
     pub fn add_record(&mut self, payload: &[u8]) -> Result<u64> {
         self.check_healthy()?;
+        if self.closed {
+            return Err(Error::invalid("add_record on a closed log".to_string()));
+        }
         self.buf.clear();
         let mut pos = self.offset;
         let mut rest = payload;
@@ -90,6 +95,14 @@ impl WalWriter {
     pub fn sync(&mut self) -> Result<()> {
         self.check_healthy()?;
         self.file.sync().inspect_err(|e| self.failed = Some(e.to_string()))
+    }
+
+    /// Ends the log: no more records; the file is cut to the log's length (durable after the
+    /// next [`WalWriter::sync`]). Called when the log is rotated out.
+    pub fn close(&mut self) -> Result<()> {
+        self.check_healthy()?;
+        self.closed = true;
+        self.file.close().inspect_err(|e| self.failed = Some(e.to_string()))
     }
 
     #[cfg(test)]

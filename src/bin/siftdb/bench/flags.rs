@@ -193,6 +193,11 @@ pub struct Flags {
     /// the same name defaults to false; absent here, siftdb's own default applies.
     #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub mmap_read: Option<bool>,
+    /// Append the write-ahead log through a memory map (`Options::mmap_wal`; siftdb maps the WAL
+    /// only). db_bench's flag of the same name (RocksDB's `allow_mmap_writes`) defaults to
+    /// false; absent here, siftdb's own default (on, on 64-bit Linux) applies.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub mmap_write: Option<bool>,
     /// Tables kept open at once (`Options::max_open_files`): -1 = unlimited, else 16 or more.
     /// db_bench's flag of the same name defaults to RocksDB's -1; absent here, siftdb's own
     /// default (512) applies.
@@ -319,6 +324,9 @@ pub fn apply_db_bench_flags(flags: &Flags, opts: &mut Options) -> Result<(), Str
     opts.pin_l0_filter_and_index_blocks_in_cache = flags.pin_l0_filter_and_index_blocks_in_cache;
     if let Some(m) = flags.mmap_read {
         opts.mmap_reads = m;
+    }
+    if let Some(m) = flags.mmap_write {
+        opts.mmap_wal = m;
     }
     opts.direct_reads = flags.use_direct_reads;
     opts.direct_io_for_flush_and_compaction = flags.use_direct_io_for_flush_and_compaction;
