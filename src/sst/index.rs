@@ -94,7 +94,10 @@ impl IndexSearch {
         }
         let p = key_prefix(user_key);
         let lo = self.prefixes.partition_point(|&x| x < p);
-        let hi = lo + self.prefixes[lo..].partition_point(|&x| x == p);
+        // The run of separators sharing the target's prefix is usually empty or one entry:
+        // gallop over it instead of a second binary search of the whole rest (which was half
+        // of this function's cache misses in a 10M-key readrandom profile).
+        let hi = equal_run_end(&self.prefixes, lo, p);
         // Entries in lo..hi share the prefix: binary search them by full key.
         let (mut left, mut right) = (lo, hi);
         while left < right {
@@ -114,6 +117,22 @@ impl IndexSearch {
     pub(crate) fn memory_bytes(&self) -> usize {
         self.prefixes.capacity() * 8
     }
+}
+
+/// The end of the run of `p` starting at `lo` in sorted `xs` (`lo` itself when `xs[lo] != p`):
+/// exponential search, then a binary search inside the last step.
+fn equal_run_end(xs: &[u64], lo: usize, p: u64) -> usize {
+    if xs.get(lo) != Some(&p) {
+        return lo;
+    }
+    // Invariant: xs[at] == p, and everything in (at, at + step) is unknown.
+    let (mut at, mut step) = (lo, 1);
+    while at + step < xs.len() && xs[at + step] == p {
+        at += step;
+        step *= 2;
+    }
+    let bound = (at + step).min(xs.len());
+    at + 1 + xs[at + 1..bound].partition_point(|&x| x == p)
 }
 
 #[cfg(test)]
@@ -175,6 +194,22 @@ mod tests {
                 assert!(!it.valid(), "{p:?}");
             } else {
                 assert_eq!(it.key(), keys[i].as_slice(), "{p:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn equal_run_end_agrees_with_a_linear_scan() {
+        let mut rng = SplitMix64::new(5);
+        for len in 0..70 {
+            // Few distinct values, so runs of every length up to the whole array occur.
+            let mut xs: Vec<u64> = (0..len).map(|_| rng.below(4)).collect();
+            xs.sort();
+            for lo in 0..=len {
+                for p in 0..5 {
+                    let naive = lo + xs[lo..].iter().take_while(|&&x| x == p).count();
+                    assert_eq!(equal_run_end(&xs, lo, p), naive, "{xs:?} lo {lo} p {p}");
+                }
             }
         }
     }

@@ -71,6 +71,7 @@ pub fn options(f: &Flags) -> Options {
     o.set_use_direct_reads(f.use_direct_reads);
     o.set_use_direct_io_for_flush_and_compaction(f.use_direct_io_for_flush_and_compaction);
     o.set_allow_mmap_reads(f.mmap_read);
+    o.set_allow_mmap_writes(f.mmap_write);
     o.set_disable_auto_compactions(f.disable_auto_compactions);
     if f.statistics {
         o.enable_statistics();

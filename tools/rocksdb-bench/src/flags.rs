@@ -82,6 +82,8 @@ pub struct Flags {
     pub use_direct_io_for_flush_and_compaction: bool,
     /// mmap table files for reads.
     pub mmap_read: bool,
+    /// mmap writable files (RocksDB's `allow_mmap_writes`: WAL, SSTs and MANIFEST).
+    pub mmap_write: bool,
     /// No background compaction.
     pub disable_auto_compactions: bool,
     /// fsync every write.
@@ -213,6 +215,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Flags, String> {
         use_direct_io_for_flush_and_compaction: g
             .boolean("use_direct_io_for_flush_and_compaction")?,
         mmap_read: g.boolean("mmap_read")?,
+        mmap_write: g.boolean("mmap_write")?,
         disable_auto_compactions: g.boolean("disable_auto_compactions")?,
         sync: g.boolean("sync")?,
         statistics: g.boolean("statistics")?,
@@ -223,6 +226,13 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Flags, String> {
     if f.mmap_read && f.use_direct_reads {
         return Err(
             "--mmap_read and --use_direct_reads exclude each other (RocksDB refuses both)".into()
+        );
+    }
+    if f.mmap_write && f.use_direct_io_for_flush_and_compaction {
+        return Err(
+            "--mmap_write and --use_direct_io_for_flush_and_compaction exclude each other \
+                    (RocksDB refuses both)"
+                .into(),
         );
     }
     if f.use_existing_db && f.db.is_none() {
@@ -293,6 +303,7 @@ mod tests {
             ("--num", "needs a value"),
             ("--max_bytes_for_level_multiplier=0", "must be > 0"),
             ("--mmap_read --use_direct_reads", "exclude each other"),
+            ("--mmap_write --use_direct_io_for_flush_and_compaction", "exclude each other"),
             ("--use_existing_db", "needs --db"),
         ] {
             let e = parse(args(a)).unwrap_err();
