@@ -3,6 +3,7 @@
 mod block_reverse;
 mod corruption;
 mod mapped;
+mod partitioned;
 mod range_del;
 mod reopen;
 mod roundtrip;
