@@ -303,3 +303,36 @@ fn a_partition_count_that_disagrees_with_the_top_level_is_corruption() {
     let e = open_with(bad, None, MetaPolicy::default()).unwrap_err();
     assert!(e.to_string().contains("filter partition index has"), "{e}");
 }
+
+#[test]
+fn every_byte_flip_of_a_partitioned_table_is_detected_without_panic() {
+    let entries = simple_entries(200);
+    let (bytes, s) = build(&entries, opts(), partitioned(StaticFilterKind::BlockedBloom, 64));
+    assert!(s.properties.filter_partitions > 2);
+    let keys: Vec<Vec<u8>> = entries.iter().map(|e| e.0.clone()).collect();
+    let read_all = |bytes: Vec<u8>, cache: Option<Arc<BlockCache>>| -> Result<()> {
+        let t = Arc::new(open_with(bytes, cache, MetaPolicy::default())?);
+        let c = ReadCounters::new();
+        for k in &keys {
+            assert_ne!(t.probe_filter(0, k, hash_key(k), &c), FilterVerdict::Absent);
+            t.get(k, hash_key(k), u64::MAX, &c, &mut Vec::new())?;
+        }
+        let mut it = t.iter(false);
+        it.seek_to_first()?;
+        while it.valid() {
+            it.next()?;
+        }
+        Ok(())
+    };
+    read_all(bytes.clone(), None).unwrap();
+    for i in 0..bytes.len() {
+        let mut bad = bytes.clone();
+        bad[i] ^= 0x20;
+        // Without a cache the partitions are verified at open; with one, at the first probe
+        // that needs them ("maybe", then the lookup's error).
+        for cache in [None, Some(Arc::new(BlockCache::new(1 << 20)))] {
+            let e = read_all(bad.clone(), cache).expect_err(&format!("flip at {i} unnoticed"));
+            assert!(e.is_corruption(), "byte {i}: {e}");
+        }
+    }
+}
