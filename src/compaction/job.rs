@@ -74,6 +74,9 @@ pub struct OutputLayout {
     /// `Some(bytes)`: partition the filter (`Options::partition_filters`), cutting a partition
     /// once its estimated size reaches `bytes` (`Options::metadata_block_size`).
     pub partition_bytes: Option<usize>,
+    /// `Some(bytes)`: partition the index (`Options::partition_index`) into blocks of about
+    /// `bytes` (`Options::metadata_block_size`).
+    pub index_partition_bytes: Option<usize>,
 }
 
 /// What to merge.
@@ -435,6 +438,9 @@ impl Output<'_> {
         let mut builder = TableBuilder::new(file, spec.layout(self.keyspace).table)?;
         builder.set_keyspace(self.keyspace);
         builder.set_merge_operator(&spec.merge_operator_name);
+        if let Some(bytes) = spec.layout(self.keyspace).index_partition_bytes {
+            builder.partition_index(bytes);
+        }
         self.builder = Some((builder, number, self.keyspace));
         Ok(())
     }

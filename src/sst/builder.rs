@@ -24,6 +24,7 @@ use crate::sst::format::{
     MAX_BLOCK_LEN,
 };
 use crate::sst::partitioned_filter::{self, PartitionCut, PartitionedFilterSource};
+use crate::sst::partitioned_index;
 use crate::sst::properties::TableProperties;
 use crate::sst::{Compression, TableOptions};
 use crate::storage::WritableFile;
@@ -130,6 +131,8 @@ pub struct TableBuilder {
     failed: bool,
     /// The footer's filter handle once a partitioned filter's top level is written.
     filter_handle: BlockHandle,
+    /// `Some(bytes)`: partition the index into blocks of about `bytes` ([`Self::partition_index`]).
+    index_partition_bytes: Option<usize>,
 }
 
 impl TableBuilder {
@@ -161,6 +164,7 @@ impl TableBuilder {
                     merges: false,
                     range_deletions: false,
                     partitioned_filter: false,
+                    partitioned_index: false,
                 }),
                 compression: opts.compression.tag(),
                 block_size: opts.block_size as u64,
@@ -173,6 +177,7 @@ impl TableBuilder {
             keyspace: None,
             failed: false,
             filter_handle: BlockHandle::default(),
+            index_partition_bytes: None,
         })
     }
 
@@ -258,6 +263,13 @@ impl TableBuilder {
         self.props.merge_operator = Some(name.to_string());
     }
 
+    /// Writes the index as a top-level index over index partitions of about `bytes` bytes each
+    /// (format version 4, src/sst/partitioned_index.rs) when it is larger than that; a smaller
+    /// index stays one block, byte for byte as without this call.
+    pub fn partition_index(&mut self, bytes: usize) {
+        self.index_partition_bytes = Some(bytes.max(1));
+    }
+
     #[cfg(test)]
     /// Entries added so far.
     pub fn entries(&self) -> u64 {
@@ -328,12 +340,19 @@ impl TableBuilder {
         }
         self.props.largest_key = self.last_key.clone();
         self.props.distinct_keys = self.hashes.len() as u64;
+        let index_parts = match self.index_partition_bytes {
+            Some(bytes) if index.len() > bytes => partitioned_index::split(&index, bytes)?,
+            _ => Vec::new(),
+        };
+        let index_parts = if index_parts.len() < 2 { Vec::new() } else { index_parts };
+        self.props.index_partitions = index_parts.len() as u64;
         let version = format_version_for(TableFeatures {
             compression: self.opts.compression,
             keyspaces: keyspace != ikey::DEFAULT_KEYSPACE,
             merges: self.props.merges > 0,
             range_deletions: !frags.is_empty(),
             partitioned_filter: !cuts.is_empty(),
+            partitioned_index: !index_parts.is_empty(),
         });
         self.props.format_version = version;
         if self.props.merges == 0 {
@@ -342,7 +361,19 @@ impl TableBuilder {
             self.props.merge_operator = Some(String::new());
         }
         let props_handle = self.write_block(&self.props.encode(), Compression::None)?;
-        let index_handle = self.write_block(&index, Compression::None)?;
+        let index_handle = if index_parts.is_empty() {
+            self.write_block(&index, Compression::None)?
+        } else {
+            // Each partition, then the top level: key = the partition's last separator.
+            let mut top = BlockBuilder::new(1);
+            for (last, raw) in &index_parts {
+                let h = self.write_block(raw, Compression::None)?;
+                let mut v = Vec::with_capacity(20);
+                h.encode_to(&mut v);
+                top.add(last, &v);
+            }
+            self.write_block(&top.finish(), Compression::None)?
+        };
         let footer = Footer {
             filter: filter_handle,
             properties: props_handle,

@@ -25,7 +25,9 @@ pub const TABLE_MAGIC: u64 = u64::from_le_bytes(*b"SIFTDBST");
 /// blocks of type none or zstd; 2 = blocks may also be LZ4 (type 2); 3 = keys may carry a
 /// keyspace id, entries may be merge operands (internal-key kind 2), and the table may hold a
 /// range-deletion block (its handle in the properties block); 4 = the filter may be partitioned
-/// (the footer's filter handle names a top-level partition index, src/sst/partitioned_filter.rs).
+/// (the footer's filter handle names a top-level partition index, src/sst/partitioned_filter.rs),
+/// and so may the index (the footer's index handle names a top-level index over index
+/// partitions, src/sst/partitioned_index.rs).
 pub const FORMAT_VERSION: u32 = 4;
 
 /// What a table holds that decides its format version ([`format_version_for`]).
@@ -41,6 +43,8 @@ pub struct TableFeatures {
     pub range_deletions: bool,
     /// The filter is partitioned (a top-level partition index over filter partitions).
     pub partitioned_filter: bool,
+    /// The index is partitioned (a top-level index over index partitions).
+    pub partitioned_index: bool,
 }
 
 /// The format version a table with `features` is written with: the lowest that can hold them.
@@ -49,10 +53,10 @@ pub struct TableFeatures {
 /// unknown compression type byte; a table of a non-default keyspace, holding merge operands or
 /// with a range-deletion block is version 3, so an older build refuses it instead of failing on
 /// an unknown key flag or kind, or ignoring the block (and resurrecting deleted keys); a table
-/// with a partitioned filter is version 4, so an older build refuses it instead of parsing the
-/// top-level partition index as a filter envelope.
+/// with a partitioned filter or index is version 4, so an older build refuses it instead of
+/// parsing a top-level partition index as a filter envelope or as the index.
 pub fn format_version_for(features: TableFeatures) -> u32 {
-    if features.partitioned_filter {
+    if features.partitioned_filter || features.partitioned_index {
         return 4;
     }
     if features.keyspaces || features.merges || features.range_deletions {

@@ -27,6 +27,7 @@ mod index;
 mod meta;
 mod owned_filter;
 mod partitioned_filter;
+mod partitioned_index;
 mod properties;
 pub mod range_del_block;
 mod reader;

@@ -70,6 +70,10 @@ pub struct TableProperties {
     /// envelope; otherwise the footer's filter handle names the top-level partition index of
     /// this many partitions (src/sst/partitioned_filter.rs). Written only when non-zero.
     pub filter_partitions: u64,
+    /// Index partitions (format version 4): 0 = the index block is the whole index; otherwise
+    /// the footer's index handle names a top-level index over this many index partitions
+    /// (src/sst/partitioned_index.rs). Written only when non-zero.
+    pub index_partitions: u64,
 }
 
 impl TableProperties {
@@ -101,7 +105,11 @@ impl TableProperties {
         let merge_props = self.merges > 0;
         let has_range_dels = self.range_deletions > 0;
         let partitioned = self.filter_partitions > 0;
-        let optional = 2 * merge_props as u32 + 2 * has_range_dels as u32 + partitioned as u32;
+        let index_parts = self.index_partitions > 0;
+        let optional = 2 * merge_props as u32
+            + 2 * has_range_dels as u32
+            + partitioned as u32
+            + index_parts as u32;
         put_varint32(&mut out, nums.len() as u32 + 2 + optional);
         let mut put = |name: &str, value: &[u8]| {
             put_varint32(&mut out, name.len() as u32);
@@ -129,6 +137,9 @@ impl TableProperties {
         // Only tables with a partitioned filter (format version 4) carry it.
         if partitioned {
             put("filter_partitions", &self.filter_partitions.to_le_bytes());
+        }
+        if index_parts {
+            put("index_partitions", &self.index_partitions.to_le_bytes());
         }
         out
     }
@@ -206,6 +217,10 @@ impl TableProperties {
             range_del_block,
             filter_partitions: match map.contains_key(&b"filter_partitions"[..]) {
                 true => num("filter_partitions")?,
+                false => 0,
+            },
+            index_partitions: match map.contains_key(&b"index_partitions"[..]) {
+                true => num("index_partitions")?,
                 false => 0,
             },
         })
@@ -288,9 +303,15 @@ mod tests {
     #[test]
     fn filter_partitions_property_appears_only_in_partitioned_tables() {
         let plain = TableProperties { format_version: 1, entries: 3, ..Default::default() };
-        let with = TableProperties { format_version: 4, filter_partitions: 7, ..plain.clone() };
+        let with = TableProperties {
+            format_version: 4,
+            filter_partitions: 7,
+            index_partitions: 3,
+            ..plain.clone()
+        };
         assert_eq!(TableProperties::decode(&with.encode()).unwrap(), with);
         assert!(!plain.encode().windows(17).any(|w| w == b"filter_partitions"));
         assert!(with.encode().windows(17).any(|w| w == b"filter_partitions"));
+        assert!(!plain.encode().windows(16).any(|w| w == b"index_partitions"));
     }
 }

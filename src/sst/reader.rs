@@ -35,8 +35,11 @@ use std::sync::Arc;
 
 mod batch;
 mod partitioned;
+mod partitioned_index;
 pub(crate) use batch::BlockFetch;
 use partitioned::Partitioned;
+pub(crate) use partitioned_index::IndexCursor;
+use partitioned_index::IndexParts;
 
 /// The outcome of [`Table::get`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,6 +93,9 @@ pub struct Table {
     /// A partitioned filter (format version 4; `filter` is then `Absent`): its top level and,
     /// without a block cache, its partitions (src/sst/reader/partitioned.rs).
     partitioned: Option<Box<Partitioned>>,
+    /// A partitioned index (format version 4; `index` is then its top level): without a block
+    /// cache, its partitions (src/sst/reader/partitioned_index.rs).
+    index_parts: Option<Box<IndexParts>>,
     /// The range-deletion block's tombstones, loaded at open (empty without one).
     range_dels: Fragments,
     size: u64,
@@ -159,6 +165,7 @@ impl Table {
             filter_bytes: 0,
             held_filter_bytes: 0,
             partitioned: None,
+            index_parts: None,
             range_dels: Fragments::default(),
             size,
         };
@@ -197,6 +204,9 @@ impl Table {
             None => Arc::new(t.load_index()?),
         };
         t.index_bytes = index.memory_bytes();
+        if t.props.index_partitions > 0 {
+            t.index_bytes += t.open_index_parts(&index)?;
+        }
         t.index = match cached_index {
             Some(_) => Held::InCache,
             None => t.place(index, footer.index, residence),
@@ -597,13 +607,13 @@ impl Table {
             None => {
                 bump(&counters.index_blocks_read);
                 let index_entry = self.index_entry(Some(counters))?;
-                let Some(h) = self.index_lookup(&index_entry, &lookup)? else {
+                let Some(h) = self.data_handle_for(&index_entry, &lookup, Some(counters))? else {
                     return Ok(GetResult::NotFound);
                 };
                 (h, None)
             }
         };
-        let mut index: Option<BlockIter> = None;
+        let mut index: Option<IndexCursor> = None;
         let mut seen = false;
         loop {
             let block = match first_block.take() {
@@ -654,13 +664,12 @@ impl Table {
                 Some(idx) => idx,
                 None => {
                     // Counted once per lookup, where the first block was found.
-                    let index_entry = self.index_entry(None)?;
-                    let mut idx = index_entry.block.iter();
-                    self.seek_index_iter(&index_entry, &mut idx, &lookup)?;
+                    let mut idx = IndexCursor::new(self)?;
+                    idx.seek(self, &lookup)?;
                     index.insert(idx)
                 }
             };
-            idx.next().map_err(|e| self.index_err(e))?;
+            idx.next(self)?;
             if !idx.valid() {
                 return Ok(GetResult::NotFound);
             }
