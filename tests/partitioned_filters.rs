@@ -1,9 +1,10 @@
-//! `Options::partition_filters`: a database whose compaction outputs carry partitioned filters
-//! (SST format version 4) answers get, multi_get, contains_key and scans exactly as the same
-//! history written with whole filters, with the partitions in a tiny block cache (evicted and
-//! re-read all the time), with `cache_index_and_filter_blocks` on and off, without a block
-//! cache, and with direct reads; a point lookup of a missing key reads at most one partition
-//! per table; the memory report counts partitions as filter entries of the cache.
+//! `Options::partition_filters` and `partition_index`: a database whose compaction outputs
+//! carry partitioned filters and indexes (SST format version 4) answers get, multi_get,
+//! contains_key and scans exactly as the same history written with whole filters and indexes,
+//! with the partitions in a tiny block cache (evicted and re-read all the time), with
+//! `cache_index_and_filter_blocks` on and off, without a block cache, and with direct reads; a
+//! point lookup of a missing key reads at most one filter partition per table; the memory
+//! report counts filter partitions as filter entries of the cache.
 
 use siftdb::inspect::sst::Table;
 use siftdb::inspect::{filename, manifest};
@@ -25,6 +26,7 @@ fn base(partition: bool) -> Options {
             ..CompactionOptions::default()
         },
         partition_filters: partition,
+        partition_index: partition,
         metadata_block_size: 512,
         max_subcompactions: 1,
         ..Options::default()
@@ -89,8 +91,8 @@ fn ticker(db: &Db, name: &str) -> u64 {
     db.stats().tickers().into_iter().find(|(n, _)| *n == name).unwrap().1
 }
 
-/// (format version, filter partitions) of every table the manifest names.
-fn tables(dir: &Path) -> Vec<(u32, u64)> {
+/// (format version, filter partitions, index partitions) of every table the manifest names.
+fn tables(dir: &Path) -> Vec<(u32, u64, u64)> {
     let storage = FsStorage::new();
     let state = manifest::recover(&storage, dir).unwrap().expect("a database");
     let mut out = Vec::new();
@@ -98,7 +100,8 @@ fn tables(dir: &Path) -> Vec<(u32, u64)> {
         for meta in files.values() {
             let path = dir.join(filename::sst_name(meta.number));
             let t = Table::open(storage.open(&path).unwrap(), meta.number, None, &path).unwrap();
-            out.push((t.properties().format_version, t.filter_partitions()));
+            let p = t.properties();
+            out.push((p.format_version, p.filter_partitions, p.index_partitions));
         }
     }
     out
@@ -110,10 +113,10 @@ fn partitioned_filters_answer_as_whole_filters_in_every_cache_configuration() {
     let parts = tempfile::tempdir_in("/var/tmp").unwrap();
     build(whole.path(), base(false));
     build(parts.path(), base(true));
-    assert!(tables(whole.path()).iter().all(|&(v, p)| v == 1 && p == 0));
+    assert!(tables(whole.path()).iter().all(|&(v, f, i)| v == 1 && f == 0 && i == 0));
     let t = tables(parts.path());
-    assert!(t.iter().any(|&(v, p)| v == 4 && p > 4), "{t:?}");
-    assert!(t.iter().all(|&(v, p)| (v == 4) == (p > 0)), "{t:?}");
+    assert!(t.iter().any(|&(v, f, i)| v == 4 && f > 4 && i > 1), "{t:?}");
+    assert!(t.iter().all(|&(v, f, i)| (v == 4) == (f + i > 0)), "{t:?}");
     let expected = answers(&Db::open(whole.path(), base(false)).unwrap());
     let configs: Vec<(&str, Options)> = vec![
         ("default", base(true)),
@@ -170,7 +173,7 @@ fn a_lookup_of_a_missing_key_reads_at_most_one_partition_per_table() {
     db.flush().unwrap();
     db.compact().unwrap();
     let t = tables(dir.path());
-    assert!(!t.is_empty() && t.iter().all(|&(v, p)| v == 4 && p > 1), "{t:?}");
+    assert!(!t.is_empty() && t.iter().all(|&(v, f, _)| v == 4 && f > 1), "{t:?}");
     // A missing key's probe of each table that covers it: at most one partition lookup (the
     // top levels are held by the tables), hit or miss.
     for i in 0..2_000u64 {

@@ -74,7 +74,10 @@ pub fn run(args: &SstDumpArgs) -> Result<()> {
             t => format!("unknown (tag {t})"),
         }
     );
-    say!("index block       {} bytes", table.index_memory_bytes());
+    match p.index_partitions {
+        0 => say!("index block       {} bytes", table.index_memory_bytes()),
+        n => say!("index             {} bytes in {n} partitions", table.index_memory_bytes()),
+    }
     let kind = match table.filter_kind() {
         Some(k) if table.filter_partitions() > 0 => {
             format!("{} in {} partitions", k.name(), table.filter_partitions())

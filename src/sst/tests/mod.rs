@@ -4,6 +4,7 @@ mod block_reverse;
 mod corruption;
 mod mapped;
 mod partitioned;
+mod partitioned_index;
 mod range_del;
 mod reopen;
 mod roundtrip;
