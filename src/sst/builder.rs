@@ -18,18 +18,20 @@ use crate::error::{Error, Result};
 use crate::filter::{codec, hash_key};
 use crate::ikey::{self, ValueKind};
 use crate::range_del::{Fragments, RangeTombstone};
-use crate::sst::block::{Block, BlockBuilder};
+use crate::sst::block::BlockBuilder;
 use crate::sst::format::{
     format_version_for, frame_block_into, BlockHandle, Footer, TableFeatures, BLOCK_TRAILER_LEN,
     MAX_BLOCK_LEN,
 };
-use crate::sst::partitioned_filter::{self, PartitionCut, PartitionedFilterSource};
+use crate::sst::partitioned_filter::{self, PartitionedFilterSource};
 use crate::sst::partitioned_index;
 use crate::sst::properties::TableProperties;
 use crate::sst::{Compression, TableOptions};
 use crate::storage::WritableFile;
 use std::cmp::Ordering;
 use std::ops::Range;
+
+mod partitions;
 
 /// Largest key + value of one entry (keeps every block below `MAX_BLOCK_LEN`).
 const MAX_ENTRY_LEN: usize = MAX_BLOCK_LEN / 2;
@@ -364,15 +366,7 @@ impl TableBuilder {
         let index_handle = if index_parts.is_empty() {
             self.write_block(&index, Compression::None)?
         } else {
-            // Each partition, then the top level: key = the partition's last separator.
-            let mut top = BlockBuilder::new(1);
-            for (last, raw) in &index_parts {
-                let h = self.write_block(raw, Compression::None)?;
-                let mut v = Vec::with_capacity(20);
-                h.encode_to(&mut v);
-                top.add(last, &v);
-            }
-            self.write_block(&top.finish(), Compression::None)?
+            self.write_index_partitions(&index_parts)?
         };
         let footer = Footer {
             filter: filter_handle,
@@ -420,49 +414,6 @@ impl TableBuilder {
     fn check_usable(&self) -> Result<()> {
         if self.failed {
             return Err(Error::invalid("table builder used after a failed write"));
-        }
-        Ok(())
-    }
-
-    /// Writes a partitioned filter: one envelope per cut, then the top-level partition index
-    /// (keyed by the separator of each partition's last data block, taken from the finished
-    /// `index` block), whose handle becomes the footer's filter handle. Records the
-    /// `filter_kind` (the first partition's), `filter_bytes` (partitions and top level) and
-    /// `filter_partitions` properties.
-    fn write_partitions(
-        &mut self,
-        cuts: &[PartitionCut],
-        src: &mut PartitionedFilterSource,
-        index: &[u8],
-    ) -> Result<()> {
-        let index = Block::new(index.to_vec())?;
-        let mut top = BlockBuilder::new(1);
-        let mut total = 0u64;
-        for (i, cut) in cuts.iter().enumerate() {
-            let bytes = (src.build)(&self.hashes[cut.hashes.clone()])?;
-            let tag = match codec::decode(&bytes) {
-                Ok(env) => env.kind.tag(),
-                Err(e) => {
-                    return Err(Error::invalid(format!("filter partition is not a filter: {e}")))
-                }
-            };
-            if i == 0 {
-                self.props.filter_kind = tag;
-            }
-            total += bytes.len() as u64;
-            let handle = self.write_block(&bytes, Compression::None)?;
-            let (sep, _, _) = index.restart_entry_at(index.restart_point(cut.last_block)?)?;
-            let mut v = Vec::with_capacity(20);
-            handle.encode_to(&mut v);
-            top.add(sep, &v);
-        }
-        let top = top.finish();
-        self.filter_handle = self.write_block(&top, Compression::None)?;
-        total += top.len() as u64;
-        self.props.filter_bytes = total;
-        self.props.filter_partitions = cuts.len() as u64;
-        if !self.hashes.is_empty() {
-            self.props.filter_bits_per_key = total as f64 * 8.0 / self.hashes.len() as f64;
         }
         Ok(())
     }
