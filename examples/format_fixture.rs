@@ -3,7 +3,7 @@
 //! tests/fixtures/format_vN, so tests/format_fixtures.rs proves every later build opens it:
 //!
 //! ```sh
-//! cargo run --release --example format_fixture -- tests/fixtures/format_v3 3
+//! cargo run --release --example format_fixture -- tests/fixtures/format_v4 4
 //! ```
 //!
 //! Refuses a path that already exists: it never writes into a directory it did not create.

@@ -309,6 +309,36 @@ pub struct Options {
     /// Default `false`; `true` without `cache_index_and_filter_blocks` is
     /// [`crate::Error::InvalidArgument`].
     pub pin_l0_filter_and_index_blocks_in_cache: bool,
+    /// Partition the filters of compaction outputs (RocksDB's `partition_filters`; design.md,
+    /// "Partitioned filter"): a table's filter becomes a small top-level partition index over
+    /// filter partitions of about [`Options::metadata_block_size`] bytes each, one per run of
+    /// data blocks. A point lookup then reads the top level and one partition, so with
+    /// `cache_index_and_filter_blocks` a cache smaller than a table's whole filter still serves
+    /// its filter, and a cache miss re-reads one partition instead of the whole filter. With a
+    /// block cache (any `cache_index_and_filter_blocks` setting) the partitions live in it,
+    /// read on demand; without one they are loaded at open and held by the table. Costs one more
+    /// block lookup per probe and a little space (the top level). Flush outputs (level 0) keep
+    /// whole filters, and a table whose filter fits one partition gets a whole filter. Applies to
+    /// every keyspace (a layout choice that changes no answer, so it is not persisted in the
+    /// keyspace options). Default `false`. Tables written with it are SST format version 4.
+    pub partition_filters: bool,
+    /// Partition the index blocks of compaction outputs (RocksDB's `kTwoLevelIndexSearch`;
+    /// design.md, "Partitioned index"): a table whose index block is larger than
+    /// [`Options::metadata_block_size`] stores it as index partitions of about that size under a
+    /// top-level index. A point lookup then reads the top level and one partition, so with
+    /// `cache_index_and_filter_blocks` a cache smaller than a table's whole index still holds
+    /// the parts in use, and a miss re-reads one partition instead of the whole index. With a
+    /// block cache the partitions live in it, read on demand; without one they are loaded at
+    /// open. Costs one more block lookup per lookup and per index step of a scan. Flush outputs
+    /// keep whole indexes. Applies to every keyspace, like `partition_filters`. Default `false`.
+    /// Tables written with it are SST format version 4.
+    pub partition_index: bool,
+    /// Target size in bytes of a filter partition ([`Options::partition_filters`]; RocksDB's
+    /// `metadata_block_size`): a partition is cut at the first data-block boundary where its
+    /// estimated filter size (keys x bits per key) reaches it; and of an index partition
+    /// ([`Options::partition_index`]), cut once its entries reach it. Default 4096; valid `512..=1 MiB`.
+    /// Smaller: less read per probe, a larger top level.
+    pub metadata_block_size: usize,
     /// Filters per level. See [`FilterPolicy`].
     pub filter_policy: FilterPolicy,
     /// Leveled compaction. See [`CompactionOptions`].
@@ -410,6 +440,9 @@ impl Default for Options {
             block_cache_bytes: 32 << 20,
             cache_index_and_filter_blocks: false,
             pin_l0_filter_and_index_blocks_in_cache: false,
+            partition_filters: false,
+            partition_index: false,
+            metadata_block_size: 4096,
             mmap_reads: MMAP_READS_DEFAULT,
             mmap_wal: cfg!(all(target_os = "linux", target_pointer_width = "64")),
             direct_reads: false,
@@ -441,6 +474,9 @@ impl std::fmt::Debug for Options {
                 "pin_l0_filter_and_index_blocks_in_cache",
                 &self.pin_l0_filter_and_index_blocks_in_cache,
             )
+            .field("partition_filters", &self.partition_filters)
+            .field("partition_index", &self.partition_index)
+            .field("metadata_block_size", &self.metadata_block_size)
             .field("mmap_reads", &self.mmap_reads)
             .field("mmap_wal", &self.mmap_wal)
             .field("direct_reads", &self.direct_reads)

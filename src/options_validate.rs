@@ -23,6 +23,9 @@ pub const MIN_MEMTABLE_SIZE: usize = 1 << 10;
 pub const MAX_MEMTABLE_SIZE: usize = 64 << 30;
 /// `block_size` range: the table builder's own limits (src/sst/builder.rs).
 pub const BLOCK_SIZE_RANGE: RangeInclusive<usize> = 64..=(256 << 20);
+/// `metadata_block_size` range: below 512 bytes a partition holds a few hundred keys and the
+/// top level grows as large as the filter; above 1 MiB partitions stop saving reads.
+pub const METADATA_BLOCK_SIZE_RANGE: RangeInclusive<usize> = 512..=(1 << 20);
 /// `block_restart_interval` range: at least one entry per restart run; above 65,535 a seek scans
 /// a whole block linearly anyway.
 pub const RESTART_INTERVAL_RANGE: RangeInclusive<usize> = 1..=65_535;
@@ -189,6 +192,7 @@ impl Options {
             ));
         }
         check_meta_blocks(self)?;
+        check_usize("metadata_block_size", self.metadata_block_size, METADATA_BLOCK_SIZE_RANGE)?;
         check_usize("max_subcompactions", self.max_subcompactions, MAX_SUBCOMPACTIONS_RANGE)?;
         check_filter_policy(&self.filter_policy)?;
         check_compaction(&self.compaction)
@@ -254,6 +258,23 @@ mod tests {
 
     #[test]
     fn the_error_names_field_value_and_range() {
+        for bad in [0, 511, (1 << 20) + 1] {
+            let opts = Options { metadata_block_size: bad, ..Options::default() };
+            let msg = opts.validate().unwrap_err().to_string();
+            assert!(
+                msg.contains(&format!("metadata_block_size = {bad}"))
+                    && msg.contains("512..=1048576"),
+                "{msg}"
+            );
+        }
+        for good in [512, 4096, 1 << 20] {
+            let opts = Options {
+                partition_filters: true,
+                metadata_block_size: good,
+                ..Options::default()
+            };
+            opts.validate().unwrap();
+        }
         let opts = Options { block_size: 0, ..Options::default() };
         let msg = opts.validate().unwrap_err().to_string();
         assert!(msg.contains("block_size = 0") && msg.contains("64..=268435456"), "{msg}");

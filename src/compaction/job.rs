@@ -41,7 +41,9 @@ use crate::filename;
 use crate::ikey::{self, ValueKind};
 use crate::manifest::FileMeta;
 use crate::range_del::{Fragments, RangeTombstone};
-use crate::sst::{FilterBlockSource, TableBuilder, TableIter, TableOptions};
+use crate::sst::{
+    FilterBlockSource, PartitionedFilterSource, TableBuilder, TableIter, TableOptions,
+};
 use crate::storage::Storage;
 use crate::table_cache::TableCache;
 use crate::version::TableFile;
@@ -69,6 +71,12 @@ pub struct OutputLayout {
     pub table: TableOptions,
     /// Filter.
     pub filter: LevelFilter,
+    /// `Some(bytes)`: partition the filter (`Options::partition_filters`), cutting a partition
+    /// once its estimated size reaches `bytes` (`Options::metadata_block_size`).
+    pub partition_bytes: Option<usize>,
+    /// `Some(bytes)`: partition the index (`Options::partition_index`) into blocks of about
+    /// `bytes` (`Options::metadata_block_size`).
+    pub index_partition_bytes: Option<usize>,
 }
 
 /// What to merge.
@@ -430,6 +438,9 @@ impl Output<'_> {
         let mut builder = TableBuilder::new(file, spec.layout(self.keyspace).table)?;
         builder.set_keyspace(self.keyspace);
         builder.set_merge_operator(&spec.merge_operator_name);
+        if let Some(bytes) = spec.layout(self.keyspace).index_partition_bytes {
+            builder.partition_index(bytes);
+        }
         self.builder = Some((builder, number, self.keyspace));
         Ok(())
     }
@@ -459,8 +470,19 @@ impl Output<'_> {
         let lf = spec.layout(keyspace).filter;
         let fallback = self.fallback.clone();
         fallback.store(false, Ordering::Relaxed);
+        let partition = spec.layout(keyspace).partition_bytes;
         let source = if lf.kind == crate::options::StaticFilterKind::None {
             FilterBlockSource::None
+        } else if let Some(partition_bytes) = partition {
+            FilterBlockSource::Partitioned(PartitionedFilterSource {
+                build: Box::new(move |hashes: &[u64]| {
+                    let (bytes, fell_back) = build_filter(lf, hashes)?.expect("kind is not None");
+                    fallback.fetch_or(fell_back, Ordering::Relaxed);
+                    Ok(bytes)
+                }),
+                bits_per_key: lf.bits_per_key(),
+                partition_bytes,
+            })
         } else {
             FilterBlockSource::build(move |hashes: &[u64]| {
                 let (bytes, fell_back) = build_filter(lf, hashes)?.expect("kind is not None");

@@ -130,7 +130,15 @@ pub(crate) fn run_pick(inner: &DbInner, p: &Pick) -> Result<()> {
     let set = inner.keyspaces.load_full();
     let layout = |ks: u32| {
         let l = Layout::of(&inner.opts, &set, ks, p.output_level);
-        OutputLayout { table: l.table, filter: l.compaction_filter(p.output_level, &weights) }
+        OutputLayout {
+            table: l.table,
+            filter: l.compaction_filter(p.output_level, &weights),
+            partition_bytes: inner.opts.partition_filters.then_some(inner.opts.metadata_block_size),
+            index_partition_bytes: inner
+                .opts
+                .partition_index
+                .then_some(inner.opts.metadata_block_size),
+        }
     };
     let keyspaces: BTreeSet<u32> = runs.iter().flatten().map(|f| f.meta.keyspace).collect();
     let spec = JobSpec {

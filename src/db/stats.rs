@@ -262,7 +262,8 @@ impl Stats {
     /// do. File reads (`rocksdb.*last.level.read.*`) are data blocks only, split into the last
     /// level ([`Stats::last_level`]) and the others as RocksDB does; index and filter blocks
     /// read from the file again are their cache misses (`rocksdb.block.cache.index.miss`,
-    /// `.filter.miss`, nonzero only with `cache_index_and_filter_blocks`).
+    /// `.filter.miss`, nonzero only with `cache_index_and_filter_blocks` or partitioned filters,
+    /// whose partitions are read into the block cache on demand).
     pub fn tickers(&self) -> Vec<(&'static str, u64)> {
         let filters = self.total_reads();
         let t = filters.plus(&self.total_scan_reads());

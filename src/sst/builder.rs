@@ -5,7 +5,8 @@
 //! `FindShortestSeparator`): between user keys `abcd..` and `abzz..` the index stores `abd`
 //! with the largest sequence number, which sorts after every key of the block and before every
 //! key of the next one. The filter is built (or handed over) at `finish`, after all user-key
-//! hashes are known.
+//! hashes are known; a partitioned filter (src/sst/partitioned_filter.rs) is cut along the
+//! data blocks' ranges of hashes recorded as the blocks are finished.
 //!
 //! Blocks are framed straight into a write buffer that goes to the file in pieces of about
 //! [`WRITE_BUFFER`] bytes (RocksDB's `WritableFileWriter` does the same): one `write` per 4 KiB
@@ -22,10 +23,15 @@ use crate::sst::format::{
     format_version_for, frame_block_into, BlockHandle, Footer, TableFeatures, BLOCK_TRAILER_LEN,
     MAX_BLOCK_LEN,
 };
+use crate::sst::partitioned_filter::{self, PartitionedFilterSource};
+use crate::sst::partitioned_index;
 use crate::sst::properties::TableProperties;
 use crate::sst::{Compression, TableOptions};
 use crate::storage::WritableFile;
 use std::cmp::Ordering;
+use std::ops::Range;
+
+mod partitions;
 
 /// Largest key + value of one entry (keeps every block below `MAX_BLOCK_LEN`).
 const MAX_ENTRY_LEN: usize = MAX_BLOCK_LEN / 2;
@@ -47,6 +53,10 @@ pub enum FilterBlockSource {
     Bytes(Vec<u8>),
     /// Build the filter from the collected hashes (e.g. a ribbon filter for compaction outputs).
     Build(FilterBuildFn),
+    /// Build a partitioned filter (format version 4, src/sst/partitioned_filter.rs): one
+    /// envelope per run of data blocks and a top-level partition index. A table whose filter
+    /// fits one partition gets one whole filter instead, written exactly as `Build` writes it.
+    Partitioned(PartitionedFilterSource),
 }
 
 impl FilterBlockSource {
@@ -62,6 +72,7 @@ impl std::fmt::Debug for FilterBlockSource {
             FilterBlockSource::None => f.write_str("None"),
             FilterBlockSource::Bytes(b) => write!(f, "Bytes({} bytes)", b.len()),
             FilterBlockSource::Build(_) => f.write_str("Build(..)"),
+            FilterBlockSource::Partitioned(p) => write!(f, "Partitioned({p:?})"),
         }
     }
 }
@@ -107,6 +118,12 @@ pub struct TableBuilder {
     /// Handle of the last finished data block, awaiting its index entry.
     pending: Option<BlockHandle>,
     hashes: Vec<u64>,
+    /// Per finished data block, its range of `hashes` (the first entry's user key to one past
+    /// the last's; a key whose versions span a block boundary is in both ranges). Partitioned
+    /// filters are cut along these.
+    block_hashes: Vec<Range<usize>>,
+    /// The `hashes` index of the current data block's first user key.
+    block_first_hash: usize,
     props: TableProperties,
     /// Range tombstones added, fragmented into the range-deletion block at `finish`.
     range_dels: Vec<RangeTombstone>,
@@ -114,6 +131,10 @@ pub struct TableBuilder {
     keyspace: Option<u32>,
     /// Set after a failed write: the file's contents are unknown, so nothing more is written.
     failed: bool,
+    /// The footer's filter handle once a partitioned filter's top level is written.
+    filter_handle: BlockHandle,
+    /// `Some(bytes)`: partition the index into blocks of about `bytes` ([`Self::partition_index`]).
+    index_partition_bytes: Option<usize>,
 }
 
 impl TableBuilder {
@@ -136,12 +157,16 @@ impl TableBuilder {
             last_key: Vec::new(),
             pending: None,
             hashes: Vec::new(),
+            block_hashes: Vec::new(),
+            block_first_hash: 0,
             props: TableProperties {
                 format_version: format_version_for(TableFeatures {
                     compression: opts.compression,
                     keyspaces: false,
                     merges: false,
                     range_deletions: false,
+                    partitioned_filter: false,
+                    partitioned_index: false,
                 }),
                 compression: opts.compression.tag(),
                 block_size: opts.block_size as u64,
@@ -153,6 +178,8 @@ impl TableBuilder {
             range_dels: Vec::new(),
             keyspace: None,
             failed: false,
+            filter_handle: BlockHandle::default(),
+            index_partition_bytes: None,
         })
     }
 
@@ -207,6 +234,9 @@ impl TableBuilder {
         if first || user_key != ikey::user_key(&self.last_key) {
             self.hashes.push(hash_key(user_key));
         }
+        if self.data.is_empty() {
+            self.block_first_hash = self.hashes.len() - 1;
+        }
         self.keyspace = Some(keyspace);
         let p = &mut self.props;
         if first {
@@ -235,6 +265,13 @@ impl TableBuilder {
         self.props.merge_operator = Some(name.to_string());
     }
 
+    /// Writes the index as a top-level index over index partitions of about `bytes` bytes each
+    /// (format version 4, src/sst/partitioned_index.rs) when it is larger than that; a smaller
+    /// index stays one block, byte for byte as without this call.
+    pub fn partition_index(&mut self, bytes: usize) {
+        self.index_partition_bytes = Some(bytes.max(1));
+    }
+
     #[cfg(test)]
     /// Entries added so far.
     pub fn entries(&self) -> u64 {
@@ -260,12 +297,25 @@ impl TableBuilder {
             self.add_index_entry(&last, handle);
             self.last_key = last;
         }
+        let index = self.index.finish();
+        let mut cuts = Vec::new();
         let filter_bytes = match filter {
             FilterBlockSource::None => None,
             FilterBlockSource::Bytes(b) => Some(b),
             FilterBlockSource::Build(f) => Some(f(&self.hashes)?),
+            FilterBlockSource::Partitioned(mut p) => {
+                cuts =
+                    partitioned_filter::plan(&self.block_hashes, p.bits_per_key, p.partition_bytes);
+                if cuts.len() < 2 {
+                    cuts.clear();
+                    Some((p.build)(&self.hashes)?)
+                } else {
+                    self.write_partitions(&cuts, &mut p, &index)?;
+                    None
+                }
+            }
         };
-        let mut filter_handle = BlockHandle::default();
+        let mut filter_handle = self.filter_handle;
         if let Some(bytes) = filter_bytes {
             let tag = match codec::decode(&bytes) {
                 Ok(env) => env.kind.tag(),
@@ -292,11 +342,19 @@ impl TableBuilder {
         }
         self.props.largest_key = self.last_key.clone();
         self.props.distinct_keys = self.hashes.len() as u64;
+        let index_parts = match self.index_partition_bytes {
+            Some(bytes) if index.len() > bytes => partitioned_index::split(&index, bytes)?,
+            _ => Vec::new(),
+        };
+        let index_parts = if index_parts.len() < 2 { Vec::new() } else { index_parts };
+        self.props.index_partitions = index_parts.len() as u64;
         let version = format_version_for(TableFeatures {
             compression: self.opts.compression,
             keyspaces: keyspace != ikey::DEFAULT_KEYSPACE,
             merges: self.props.merges > 0,
             range_deletions: !frags.is_empty(),
+            partitioned_filter: !cuts.is_empty(),
+            partitioned_index: !index_parts.is_empty(),
         });
         self.props.format_version = version;
         if self.props.merges == 0 {
@@ -305,8 +363,11 @@ impl TableBuilder {
             self.props.merge_operator = Some(String::new());
         }
         let props_handle = self.write_block(&self.props.encode(), Compression::None)?;
-        let index = self.index.finish();
-        let index_handle = self.write_block(&index, Compression::None)?;
+        let index_handle = if index_parts.is_empty() {
+            self.write_block(&index, Compression::None)?
+        } else {
+            self.write_index_partitions(&index_parts)?
+        };
         let footer = Footer {
             filter: filter_handle,
             properties: props_handle,
@@ -370,6 +431,7 @@ impl TableBuilder {
         // The block's buffer serves the next block: no regrowth from empty per block.
         self.data.recycle(raw);
         self.props.data_blocks += 1;
+        self.block_hashes.push(self.block_first_hash..self.hashes.len());
         self.props.data_size += self.offset - start;
         self.pending = Some(handle);
         if self.buf.len() >= WRITE_BUFFER {

@@ -24,8 +24,11 @@ pub const TABLE_MAGIC: u64 = u64::from_le_bytes(*b"SIFTDBST");
 /// The newest SST format version this build reads (design.md, "SST format versions"): 1 =
 /// blocks of type none or zstd; 2 = blocks may also be LZ4 (type 2); 3 = keys may carry a
 /// keyspace id, entries may be merge operands (internal-key kind 2), and the table may hold a
-/// range-deletion block (its handle in the properties block).
-pub const FORMAT_VERSION: u32 = 3;
+/// range-deletion block (its handle in the properties block); 4 = the filter may be partitioned
+/// (the footer's filter handle names a top-level partition index, src/sst/partitioned_filter.rs),
+/// and so may the index (the footer's index handle names a top-level index over index
+/// partitions, src/sst/partitioned_index.rs).
+pub const FORMAT_VERSION: u32 = 4;
 
 /// What a table holds that decides its format version ([`format_version_for`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +41,10 @@ pub struct TableFeatures {
     pub merges: bool,
     /// The table has a range-deletion block.
     pub range_deletions: bool,
+    /// The filter is partitioned (a top-level partition index over filter partitions).
+    pub partitioned_filter: bool,
+    /// The index is partitioned (a top-level index over index partitions).
+    pub partitioned_index: bool,
 }
 
 /// The format version a table with `features` is written with: the lowest that can hold them.
@@ -45,8 +52,13 @@ pub struct TableFeatures {
 /// version 2, so such a build reports "format version 2 is newer" instead of failing on an
 /// unknown compression type byte; a table of a non-default keyspace, holding merge operands or
 /// with a range-deletion block is version 3, so an older build refuses it instead of failing on
-/// an unknown key flag or kind, or ignoring the block (and resurrecting deleted keys).
+/// an unknown key flag or kind, or ignoring the block (and resurrecting deleted keys); a table
+/// with a partitioned filter or index is version 4, so an older build refuses it instead of
+/// parsing a top-level partition index as a filter envelope or as the index.
 pub fn format_version_for(features: TableFeatures) -> u32 {
+    if features.partitioned_filter || features.partitioned_index {
+        return 4;
+    }
     if features.keyspaces || features.merges || features.range_deletions {
         return 3;
     }

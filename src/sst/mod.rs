@@ -3,6 +3,7 @@
 //! ```text
 //! sst := data_block* filter_block? range_del_block? properties_block index_block footer
 //! ```
+//! (`filter_block` is one filter envelope, or a partitioned filter: src/sst/partitioned_filter.rs.)
 //! * [`TableBuilder`] writes one table from entries in internal-key order ([`crate::ikey`]),
 //!   collecting one 64-bit hash per distinct user key so the caller can build the filter at the
 //!   end ([`FilterBlockSource`]).
@@ -25,6 +26,8 @@ pub mod format;
 mod index;
 mod meta;
 mod owned_filter;
+mod partitioned_filter;
+mod partitioned_index;
 mod properties;
 pub mod range_del_block;
 mod reader;
@@ -37,6 +40,7 @@ pub use block::{Block, BlockIter};
 pub use builder::{FilterBlockSource, TableBuilder, TableSummary};
 pub(crate) use counters::ScanCounters;
 pub use meta::MetaPolicy;
+pub use partitioned_filter::PartitionedFilterSource;
 pub use properties::TableProperties;
 pub(crate) use reader::{BlockFetch, FilterVerdict};
 pub use reader::{GetResult, ReadCounters, ReadStats, Table};

@@ -8,7 +8,8 @@
 //! Readers ignore names they do not know (a newer writer may add some) and report a missing
 //! required property as corruption. Names are listed in design.md ("Properties block").
 //! `range_deletions` and `range_del_block` (format version 3) are written only by a table with
-//! range tombstones, so every other table's block stays byte for byte what older builds wrote.
+//! range tombstones, and `filter_partitions` (format version 4) only by a table with a
+//! partitioned filter, so every other table's block stays byte for byte what older builds wrote.
 
 use crate::error::{Error, Result};
 use crate::sst::format::{get_varint32, put_varint32, BlockHandle};
@@ -65,6 +66,14 @@ pub struct TableProperties {
     pub range_deletions: u64,
     /// Handle of the range-deletion block (meaningful when `range_deletions > 0`).
     pub range_del_block: BlockHandle,
+    /// Filter partitions (format version 4): 0 = the filter block, if any, is one whole filter
+    /// envelope; otherwise the footer's filter handle names the top-level partition index of
+    /// this many partitions (src/sst/partitioned_filter.rs). Written only when non-zero.
+    pub filter_partitions: u64,
+    /// Index partitions (format version 4): 0 = the index block is the whole index; otherwise
+    /// the footer's index handle names a top-level index over this many index partitions
+    /// (src/sst/partitioned_index.rs). Written only when non-zero.
+    pub index_partitions: u64,
 }
 
 impl TableProperties {
@@ -95,7 +104,12 @@ impl TableProperties {
         let mut out = Vec::new();
         let merge_props = self.merges > 0;
         let has_range_dels = self.range_deletions > 0;
-        let optional = 2 * merge_props as u32 + 2 * has_range_dels as u32;
+        let partitioned = self.filter_partitions > 0;
+        let index_parts = self.index_partitions > 0;
+        let optional = 2 * merge_props as u32
+            + 2 * has_range_dels as u32
+            + partitioned as u32
+            + index_parts as u32;
         put_varint32(&mut out, nums.len() as u32 + 2 + optional);
         let mut put = |name: &str, value: &[u8]| {
             put_varint32(&mut out, name.len() as u32);
@@ -119,6 +133,13 @@ impl TableProperties {
             let mut h = Vec::with_capacity(20);
             self.range_del_block.encode_to(&mut h);
             put("range_del_block", &h);
+        }
+        // Only tables with a partitioned filter (format version 4) carry it.
+        if partitioned {
+            put("filter_partitions", &self.filter_partitions.to_le_bytes());
+        }
+        if index_parts {
+            put("index_partitions", &self.index_partitions.to_le_bytes());
         }
         out
     }
@@ -194,6 +215,14 @@ impl TableProperties {
             },
             range_deletions,
             range_del_block,
+            filter_partitions: match map.contains_key(&b"filter_partitions"[..]) {
+                true => num("filter_partitions")?,
+                false => 0,
+            },
+            index_partitions: match map.contains_key(&b"index_partitions"[..]) {
+                true => num("index_partitions")?,
+                false => 0,
+            },
         })
     }
 }
@@ -269,5 +298,20 @@ mod tests {
         let b = plain.encode();
         assert!(!b.windows(9).any(|w| w == b"range_del"), "old tables are unchanged");
         assert_eq!(TableProperties::decode(&b).unwrap(), plain);
+    }
+
+    #[test]
+    fn filter_partitions_property_appears_only_in_partitioned_tables() {
+        let plain = TableProperties { format_version: 1, entries: 3, ..Default::default() };
+        let with = TableProperties {
+            format_version: 4,
+            filter_partitions: 7,
+            index_partitions: 3,
+            ..plain.clone()
+        };
+        assert_eq!(TableProperties::decode(&with.encode()).unwrap(), with);
+        assert!(!plain.encode().windows(17).any(|w| w == b"filter_partitions"));
+        assert!(with.encode().windows(17).any(|w| w == b"filter_partitions"));
+        assert!(!plain.encode().windows(16).any(|w| w == b"index_partitions"));
     }
 }

@@ -34,7 +34,12 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 mod batch;
+mod partitioned;
+mod partitioned_index;
 pub(crate) use batch::BlockFetch;
+use partitioned::Partitioned;
+pub(crate) use partitioned_index::IndexCursor;
+use partitioned_index::IndexParts;
 
 /// The outcome of [`Table::get`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,9 +83,19 @@ pub struct Table {
     filter: TableFilter<Held<OwnedFilter>>,
     /// Where the index and filter live; `Pinned` tables release their cache pins on drop.
     residence: Residence,
-    /// Bytes the index entry and the filter take in memory when loaded (measured at open).
+    /// Bytes the index entry and the filter take in memory when loaded (measured at open; a
+    /// partitioned filter's top level plus all its partitions).
     index_bytes: usize,
     filter_bytes: usize,
+    /// Bytes of the filter the table itself holds in `Owned` residence (the whole filter, or a
+    /// partitioned filter's top level plus the partitions loaded at open without a cache).
+    held_filter_bytes: usize,
+    /// A partitioned filter (format version 4; `filter` is then `Absent`): its top level and,
+    /// without a block cache, its partitions (src/sst/reader/partitioned.rs).
+    partitioned: Option<Box<Partitioned>>,
+    /// A partitioned index (format version 4; `index` is then its top level): without a block
+    /// cache, its partitions (src/sst/reader/partitioned_index.rs).
+    index_parts: Option<Box<IndexParts>>,
     /// The range-deletion block's tombstones, loaded at open (empty without one).
     range_dels: Fragments,
     size: u64,
@@ -148,6 +163,9 @@ impl Table {
             residence: Residence::Owned, // nothing pinned yet: a failed open releases nothing
             index_bytes: 0,
             filter_bytes: 0,
+            held_filter_bytes: 0,
+            partitioned: None,
+            index_parts: None,
             range_dels: Fragments::default(),
             size,
         };
@@ -186,6 +204,19 @@ impl Table {
             None => Arc::new(t.load_index()?),
         };
         t.index_bytes = index.memory_bytes();
+        if t.props.index_partitions > 0 {
+            t.index_bytes += t.open_index_parts(&index)?;
+        }
+        t.index = match cached_index {
+            Some(_) => Held::InCache,
+            None => t.place(index, footer.index, residence),
+        };
+        // From here on a failed open must release the index pin: `residence` is set at once.
+        t.residence = residence;
+        if t.props.filter_partitions > 0 {
+            t.open_partitioned(residence)?;
+            return Ok(t);
+        }
         let cached_filter = match footer.filter.size {
             0 => None,
             _ => t.cached_at_open::<OwnedFilter>(footer.filter, residence),
@@ -201,19 +232,15 @@ impl Table {
             TableFilter::Absent => (0, 0),
         };
         t.filter_bytes = bytes;
+        t.held_filter_bytes = bytes;
         if tag != t.props.filter_kind {
             let e = Error::corruption("filter block kind differs from properties", None);
             return Err(t.err_at(e, footer.filter));
         }
-        t.index = match cached_index {
-            Some(_) => Held::InCache,
-            None => t.place(index, footer.index, residence),
-        };
         t.filter = match cached_filter {
             Some(_) => TableFilter::Loaded(Held::InCache),
             None => filter.map_loaded(|f| t.place(f, footer.filter, residence)),
         };
-        t.residence = residence;
         Ok(t)
     }
 
@@ -483,6 +510,9 @@ impl Table {
         {
             return FilterVerdict::Absent;
         }
+        if let Some(p) = &self.partitioned {
+            return self.probe_partitioned(p, key, key_hash, counters);
+        }
         match &self.filter {
             TableFilter::Loaded(_) => {
                 // A filter that cannot be read now (cache miss, then an I/O or corruption
@@ -567,19 +597,23 @@ impl Table {
             // its read failed. Read it again here, where an error can be returned.
             self.filter_entry(None)?;
         }
+        if let Some(p) = self.partitioned.as_deref().filter(|_| !positive) {
+            // The same for a partition (or the top level) whose read failed.
+            self.recheck_partition(p, (keyspace, user_key))?;
+        }
         let lookup = ikey::lookup_key_in(keyspace, user_key, snapshot_seq);
         let (mut h, mut first_block) = match first {
             Some((h, block)) => (h, Some(block)),
             None => {
                 bump(&counters.index_blocks_read);
                 let index_entry = self.index_entry(Some(counters))?;
-                let Some(h) = self.index_lookup(&index_entry, &lookup)? else {
+                let Some(h) = self.data_handle_for(&index_entry, &lookup, Some(counters))? else {
                     return Ok(GetResult::NotFound);
                 };
                 (h, None)
             }
         };
-        let mut index: Option<BlockIter> = None;
+        let mut index: Option<IndexCursor> = None;
         let mut seen = false;
         loop {
             let block = match first_block.take() {
@@ -630,13 +664,12 @@ impl Table {
                 Some(idx) => idx,
                 None => {
                     // Counted once per lookup, where the first block was found.
-                    let index_entry = self.index_entry(None)?;
-                    let mut idx = index_entry.block.iter();
-                    self.seek_index_iter(&index_entry, &mut idx, &lookup)?;
+                    let mut idx = IndexCursor::new(self)?;
+                    idx.seek(self, &lookup)?;
                     index.insert(idx)
                 }
             };
-            idx.next().map_err(|e| self.index_err(e))?;
+            idx.next(self)?;
             if !idx.valid() {
                 return Ok(GetResult::NotFound);
             }
@@ -713,6 +746,9 @@ impl Table {
     /// The kind of the table's usable filter (`None` without one or with an unknown kind),
     /// wherever the filter lives.
     pub fn filter_kind(&self) -> Option<crate::filter::FilterKind> {
+        if self.partitioned.is_some() {
+            return crate::filter::FilterKind::from_tag(self.props.filter_kind);
+        }
         match &self.filter {
             TableFilter::Loaded(_) => crate::filter::FilterKind::from_tag(self.props.filter_kind),
             _ => None,
@@ -744,7 +780,7 @@ impl Table {
         let owned = self.residence == Residence::Owned;
         let range_dels =
             if self.range_dels.is_empty() { 0 } else { self.range_dels.memory_bytes() };
-        let filter = if owned { self.filter_bytes } else { 0 };
+        let filter = if owned { self.held_filter_bytes } else { 0 };
         (filter, if owned { self.index_bytes } else { 0 } + range_dels)
     }
 
@@ -817,7 +853,7 @@ impl Drop for Table {
         }
         if let Some(cache) = &self.cache {
             cache.release_pinned(self.number, self.footer.index.offset);
-            if matches!(self.filter, TableFilter::Loaded(_)) {
+            if matches!(self.filter, TableFilter::Loaded(_)) || self.partitioned.is_some() {
                 cache.release_pinned(self.number, self.footer.filter.offset);
             }
         }

@@ -1,5 +1,6 @@
 //! [`TableIter`]: all entries of one table in internal-key order (a two-level iterator: the
-//! index block yields data-block handles, each data block yields entries). Moves go both ways:
+//! index yields data-block handles, through its partitions when it is partitioned
+//! ([`IndexCursor`]), each data block yields entries). Moves go both ways:
 //! a backward step that leaves a data block steps the index cursor back and enters the previous
 //! block at its last entry.
 
@@ -7,8 +8,7 @@ use crate::error::Result;
 use crate::sst::block::BlockIter;
 use crate::sst::counters::ScanCounters;
 use crate::sst::format::BlockHandle;
-use crate::sst::meta::IndexEntry;
-use crate::sst::reader::Table;
+use crate::sst::reader::{IndexCursor, Table};
 use std::sync::Arc;
 
 /// A cursor over a table, movable both ways. Holds the table, its index and the current block
@@ -19,7 +19,7 @@ use std::sync::Arc;
 pub struct TableIter {
     table: Arc<Table>,
     /// The index and a cursor over it; `None` until the first seek.
-    index: Option<(Arc<IndexEntry>, BlockIter)>,
+    index: Option<IndexCursor>,
     /// Invariant: `Some` only when `index` is.
     data: Option<BlockIter>,
     fill_cache: bool,
@@ -39,14 +39,13 @@ impl TableIter {
         self
     }
 
-    /// The index cursor, taking the index from the table on first use.
-    fn index(&mut self) -> Result<&mut BlockIter> {
+    /// The table and the index cursor, taking the index from the table on first use. The
+    /// cursor's moves report errors with the file and block offset already attached.
+    fn index(&mut self) -> Result<(&Table, &mut IndexCursor)> {
         if self.index.is_none() {
-            let entry = self.table.index_arc()?;
-            let it = entry.block.iter();
-            self.index = Some((entry, it));
+            self.index = Some(IndexCursor::new(&self.table)?);
         }
-        Ok(&mut self.index.as_mut().expect("set above").1)
+        Ok((&self.table, self.index.as_mut().expect("set above")))
     }
 
     /// Whether the cursor is on an entry.
@@ -72,8 +71,8 @@ impl TableIter {
 
     fn seek_to_first_inner(&mut self) -> Result<()> {
         self.data = None;
-        let r = self.index()?.seek_to_first();
-        r.map_err(|e| self.index_err(e))?;
+        let (t, index) = self.index()?;
+        index.seek_to_first(t)?;
         if self.load_block()? {
             self.data.as_mut().expect("loaded").seek_to_first().map_err(|e| self.data_err(e))?;
         }
@@ -89,9 +88,8 @@ impl TableIter {
 
     fn seek_inner(&mut self, target: &[u8]) -> Result<()> {
         self.data = None;
-        self.index()?;
-        let (entry, it) = self.index.as_mut().expect("taken above");
-        self.table.seek_index_iter(entry, it, target)?;
+        let (t, index) = self.index()?;
+        index.seek(t, target)?;
         if self.load_block()? {
             self.data.as_mut().expect("loaded").seek(target).map_err(|e| self.data_err(e))?;
         }
@@ -123,8 +121,8 @@ impl TableIter {
 
     fn seek_to_last_inner(&mut self) -> Result<()> {
         self.data = None;
-        let r = self.index()?.seek_to_last();
-        r.map_err(|e| self.index_err(e))?;
+        let (t, index) = self.index()?;
+        index.seek_to_last(t)?;
         if self.load_block()? {
             self.data.as_mut().expect("loaded").seek_to_last().map_err(|e| self.data_err(e))?;
         }
@@ -166,8 +164,8 @@ impl TableIter {
     /// While the current data block is exhausted, moves to the last entry of the block before.
     fn skip_exhausted_blocks_back(&mut self) -> Result<()> {
         while self.data.as_ref().is_some_and(|d| !d.valid()) {
-            let r = self.index()?.prev();
-            r.map_err(|e| self.index_err(e))?;
+            let (t, index) = self.index()?;
+            index.prev(t)?;
             if !self.load_block()? {
                 return Ok(());
             }
@@ -180,8 +178,8 @@ impl TableIter {
     /// when written by the builder, but a reader must not assume it).
     fn skip_exhausted_blocks(&mut self) -> Result<()> {
         while self.data.as_ref().is_some_and(|d| !d.valid()) {
-            let r = self.index()?.next();
-            r.map_err(|e| self.index_err(e))?;
+            let (t, index) = self.index()?;
+            index.next(t)?;
             if !self.load_block()? {
                 return Ok(());
             }
@@ -192,7 +190,7 @@ impl TableIter {
 
     /// Loads the block the index cursor points at; false (and no block) past the last one.
     fn load_block(&mut self) -> Result<bool> {
-        let index = self.index()?;
+        let (_, index) = self.index()?;
         if !index.valid() {
             self.data = None;
             return Ok(false);
@@ -209,7 +207,7 @@ impl TableIter {
     }
 
     fn data_err(&self, e: crate::Error) -> crate::Error {
-        let value = self.index.as_ref().map_or(&[][..], |(_, it)| it.value());
+        let value = self.index.as_ref().map_or(&[][..], |it| it.value());
         let off = BlockHandle::decode(value).map_or(0, |h| h.offset);
         e.in_file(self.table.path(), off)
     }

@@ -1,7 +1,6 @@
 //! `siftdb sst dump FILE [--keys | --values]`: an SST's properties, filter and blocks, optionally every
 //! entry. Reads the file only.
 
-use siftdb::filter::Filter;
 use siftdb::inspect::ikey;
 use siftdb::inspect::sst::Table;
 use siftdb::storage::{FsStorage, Storage};
@@ -75,9 +74,15 @@ pub fn run(args: &SstDumpArgs) -> Result<()> {
             t => format!("unknown (tag {t})"),
         }
     );
-    say!("index block       {} bytes", table.index_memory_bytes());
-    let kind = match table.filter() {
-        Some(f) => f.kind().name().to_string(),
+    match p.index_partitions {
+        0 => say!("index block       {} bytes", table.index_memory_bytes()),
+        n => say!("index             {} bytes in {n} partitions", table.index_memory_bytes()),
+    }
+    let kind = match table.filter_kind() {
+        Some(k) if table.filter_partitions() > 0 => {
+            format!("{} in {} partitions", k.name(), table.filter_partitions())
+        }
+        Some(k) => k.name().to_string(),
         None if p.filter_kind == 0 => "none".to_string(),
         None => format!("unknown (tag {})", p.filter_kind),
     };

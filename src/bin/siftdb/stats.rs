@@ -4,7 +4,6 @@
 //! process). The `WAL` row counts the entries of the WALs numbered at or above the manifest's log
 //! number: writes not flushed to a table yet, which recovery would replay.
 
-use siftdb::filter::Filter;
 use siftdb::inspect::filename;
 use siftdb::inspect::filename::FileKind;
 use siftdb::inspect::ikey::ValueKind;
@@ -108,7 +107,7 @@ pub fn run(args: &StatsArgs) -> Result<()> {
             entries += p.entries;
             dels += p.deletions;
             fbytes += p.filter_bytes;
-            let k = t.filter().map_or("none".to_string(), |f| f.kind().name().to_string());
+            let k = t.filter_kind().map_or("none".to_string(), |k| k.name().to_string());
             if !kinds.contains(&k) {
                 kinds.push(k);
             }

@@ -40,7 +40,8 @@ impl Table {
     ) -> Result<Option<BlockHandle>> {
         bump(&counters.index_blocks_read);
         let index_entry = self.index_entry(Some(counters))?;
-        self.index_lookup(&index_entry, &ikey::lookup_key_in(keyspace, user_key, snapshot_seq))
+        let target = ikey::lookup_key_in(keyspace, user_key, snapshot_seq);
+        self.data_handle_for(&index_entry, &target, Some(counters))
     }
 
     /// Starts fetching data block `h` for a lookup: from the block cache, else (when `defer`

@@ -3,6 +3,8 @@
 mod block_reverse;
 mod corruption;
 mod mapped;
+mod partitioned;
+mod partitioned_index;
 mod range_del;
 mod reopen;
 mod roundtrip;

@@ -153,6 +153,17 @@ pub struct Flags {
     /// db_bench's flag of the same name.
     #[arg(long, default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub pin_l0_filter_and_index_blocks_in_cache: bool,
+    /// Partition the filters and index blocks of compaction outputs into blocks of about
+    /// `--metadata_block_size` bytes under small top-level indexes, so a lookup reads one
+    /// filter partition and one index partition, not the whole filter and index
+    /// (`Options::partition_filters` and `Options::partition_index`; SST format version 4).
+    /// db_bench's flag of the same name.
+    #[arg(long, default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub partition_index_and_filters: bool,
+    /// Target bytes of a filter or index partition with `--partition_index_and_filters`
+    /// (`Options::metadata_block_size`, 512..=1048576). db_bench's flag of the same name.
+    #[arg(long, default_value_t = 4096)]
+    pub metadata_block_size: usize,
     /// fsync every write.
     #[arg(long, default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub sync: bool,
@@ -322,6 +333,9 @@ pub fn apply_db_bench_flags(flags: &Flags, opts: &mut Options) -> Result<(), Str
     opts.block_cache_bytes = flags.cache_size;
     opts.cache_index_and_filter_blocks = flags.cache_index_and_filter_blocks;
     opts.pin_l0_filter_and_index_blocks_in_cache = flags.pin_l0_filter_and_index_blocks_in_cache;
+    opts.partition_filters = flags.partition_index_and_filters;
+    opts.partition_index = flags.partition_index_and_filters;
+    opts.metadata_block_size = flags.metadata_block_size;
     if let Some(m) = flags.mmap_read {
         opts.mmap_reads = m;
     }
