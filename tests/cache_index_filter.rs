@@ -17,7 +17,9 @@ fn key(i: u64) -> Vec<u8> {
 
 fn base() -> Options {
     Options {
-        memtable_size: 64 << 10,
+        // 50 KiB of arena nodes hold about the ~570 writes per memtable the miss assertions
+        // below were sized for (before the arena memtable, 64 KiB of 64-byte-overhead entries).
+        memtable_size: 50 << 10,
         compaction: CompactionOptions {
             auto: false,
             target_file_size: 64 << 10,
@@ -106,18 +108,24 @@ fn lookups_scans_and_multi_get_agree_with_index_and_filter_in_a_tiny_cache() {
         assert_eq!((m.block_cache_index, m.block_cache_filter), (0, 0));
         a
     };
-    // 16 shards of 2 KiB: most index and filter blocks are evicted between uses or do not
-    // fit at all, so they are read from the file again and again.
+    // 16 shards of 1.75 KiB: most index and filter blocks are evicted between uses or do not
+    // fit at all, so they are read from the file again and again, while some filters stay long
+    // enough to be hit. (Sized for this data's shape: with the arena memtable's accounting,
+    // 32 KiB kept every level-1 index cached once level 0 was pinned.)
     for pin in [false, true] {
         let opts = Options {
-            block_cache_bytes: 32 << 10,
+            block_cache_bytes: 28 << 10,
             cache_index_and_filter_blocks: true,
             pin_l0_filter_and_index_blocks_in_cache: pin,
             ..base()
         };
         let db = Db::open(dir.path(), opts).unwrap();
         assert_eq!(answers(&db), expected, "pin = {pin}");
-        assert!(ticker(&db, "rocksdb.block.cache.index.miss") > 100, "pin = {pin}");
+        assert!(
+            ticker(&db, "rocksdb.block.cache.index.miss") > 100,
+            "pin = {pin}: {}",
+            ticker(&db, "rocksdb.block.cache.index.miss")
+        );
         assert!(ticker(&db, "rocksdb.block.cache.filter.miss") > 100, "pin = {pin}");
         assert!(ticker(&db, "rocksdb.block.cache.filter.hit") > 0, "pin = {pin}");
         let m = db.memory_usage();
