@@ -23,11 +23,15 @@
 //! comparisons per search stay about those of branching factor 2, with half the pointers.
 
 use crate::batch::ValueKind;
+#[cfg(loom)]
+use loom::sync::atomic::{AtomicPtr, AtomicUsize};
 use parking_lot::Mutex;
 use std::cmp::Ordering as CmpOrdering;
 use std::mem::{align_of, size_of};
 use std::ptr::{self, NonNull};
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
+#[cfg(not(loom))]
+use std::sync::atomic::{AtomicPtr, AtomicUsize};
 
 /// Most levels a node may have.
 const MAX_HEIGHT: usize = 12;
@@ -47,7 +51,15 @@ struct Node {
     value_len: u32,
     kind: ValueKind,
     height: u8,
+    /// Model checking only (`--cfg loom`): a copy of `seq` in a cell loom tracks, read by every
+    /// `Entry::seq`, so loom reports a reader that reaches a node whose initialisation does not
+    /// happen-before its read (invariant 1). Plain fields are invisible to loom.
+    #[cfg(loom)]
+    witness: loom::cell::UnsafeCell<u64>,
 }
+
+/// Bytes of one `next` pointer in a node's tower.
+const LINK_BYTES: usize = size_of::<AtomicPtr<Node>>();
 
 const _: () = assert!(size_of::<Node>().is_multiple_of(align_of::<AtomicPtr<Node>>()));
 
@@ -72,7 +84,7 @@ impl Node {
     fn data(&self) -> &[u8] {
         // SAFETY: `alloc_node` copied `key_len + value_len` bytes right after the tower.
         unsafe {
-            let start = (self.tower().as_ptr() as *const u8).add(self.height as usize * 8);
+            let start = (self.tower().as_ptr() as *const u8).add(self.height as usize * LINK_BYTES);
             std::slice::from_raw_parts(start, self.key_len as usize + self.value_len as usize)
         }
     }
@@ -144,6 +156,10 @@ impl<'a> Entry<'a> {
         self.node.value()
     }
     pub(crate) fn seq(&self) -> u64 {
+        #[cfg(loom)]
+        // SAFETY: the witness is written once, at allocation; loom checks this read is ordered
+        // after that write.
+        assert_eq!(self.node.witness.with(|p| unsafe { *p }), self.node.seq);
         self.node.seq
     }
     pub(crate) fn kind(&self) -> ValueKind {
@@ -238,7 +254,7 @@ impl SkipList {
                 let pred = &(*p).tower()[level];
                 n.tower()[level].store(pred.load(Ordering::Relaxed), Ordering::Relaxed);
                 // Release: publishes the node's bytes with the link (invariant 1).
-                pred.store(node.as_ptr(), Ordering::Release);
+                pred.store(node.as_ptr(), link_ordering());
             }
         }
         node_size(height, key.len() + value.len())
@@ -356,9 +372,31 @@ impl SkipList {
     }
 }
 
+/// The ordering of the stores that link a new node: Release (invariant 1). Under `--cfg loom`
+/// the model's sharpness check can weaken it to Relaxed and expect loom to object.
+#[cfg(not(loom))]
+fn link_ordering() -> Ordering {
+    Ordering::Release
+}
+
+#[cfg(loom)]
+thread_local! {
+    /// Set by the model's sharpness test (loom runs a model's threads on the caller's thread).
+    static WEAK_LINKS_FOR_MODEL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+#[cfg(loom)]
+fn link_ordering() -> Ordering {
+    if WEAK_LINKS_FOR_MODEL.with(|w| w.get()) {
+        Ordering::Relaxed
+    } else {
+        Ordering::Release
+    }
+}
+
 /// Arena bytes of a node of `height` levels holding `data` bytes of key and value.
 fn node_size(height: usize, data: usize) -> usize {
-    (size_of::<Node>() + height * 8 + data).next_multiple_of(8)
+    (size_of::<Node>() + height * LINK_BYTES + data).next_multiple_of(8)
 }
 
 impl Writer {
@@ -407,8 +445,11 @@ impl Writer {
                 value_len: value.len() as u32,
                 kind,
                 height: height as u8,
+                #[cfg(loom)]
+                witness: loom::cell::UnsafeCell::new(at.seq),
             });
             let tower = node.add(1) as *mut AtomicPtr<Node>;
+            debug_assert_eq!(tower as usize % std::mem::align_of::<AtomicPtr<Node>>(), 0);
             for i in 0..height {
                 tower.add(i).write(AtomicPtr::new(ptr::null_mut()));
             }
@@ -517,5 +558,62 @@ mod tests {
         let tall = (0..n).filter(|_| w.random_height() >= 2).count() as f64;
         // P(height >= 2) = 1/4. Binomial sd = sqrt(n p (1-p)) = 274; allow 6 sd.
         assert!((tall - n as f64 / 4.0).abs() < 6.0 * 274.0, "{tall} of {n} at height >= 2");
+    }
+}
+
+/// Model checks of invariant 1 under loom (`RUSTFLAGS="--cfg loom" cargo test --release --lib
+/// memtable::skiplist::loom_model`, run by `.ci/run`): a reader racing two inserts reaches only
+/// whole nodes, in order, and finds every key published to it; weakening the link stores to
+/// Relaxed is caught (the check is sharp).
+#[cfg(all(test, loom))]
+mod loom_model {
+    use super::*;
+    use loom::sync::Arc;
+
+    fn race() {
+        loom::model(|| {
+            let list = Arc::new(SkipList::new());
+            let published = Arc::new(AtomicUsize::new(0));
+            let keys: [&[u8]; 2] = [b"m", b"c"]; // the second lands before the first
+            let reader = {
+                let (list, published) = (list.clone(), published.clone());
+                loom::thread::spawn(move || {
+                    let p = published.load(Ordering::Acquire);
+                    for (i, k) in keys.iter().enumerate().take(p) {
+                        let e = list.seek(&Probe::new(0, k, u64::MAX, ValueKind::Put));
+                        let e = e.expect("a published key is found");
+                        assert_eq!((e.key(), e.seq()), (*k, i as u64 + 1));
+                    }
+                    // Walking level 0 without the published count: whatever is reachable is a
+                    // whole node (`seq` reads the witness), in order.
+                    let mut last: Option<Vec<u8>> = None;
+                    let mut e = list.first();
+                    while let Some(x) = e {
+                        assert!(x.seq() >= 1);
+                        assert!(last.as_deref().is_none_or(|l| l < x.key()), "out of order");
+                        last = Some(x.key().to_vec());
+                        e = x.next();
+                    }
+                })
+            };
+            for (i, k) in keys.iter().enumerate() {
+                list.insert(0, k, b"v", i as u64 + 1, ValueKind::Put);
+                published.store(i + 1, Ordering::Release);
+            }
+            reader.join().expect("reader");
+        });
+    }
+
+    #[test]
+    fn a_reader_racing_inserts_reaches_only_whole_nodes_in_order() {
+        WEAK_LINKS_FOR_MODEL.with(|w| w.set(false));
+        race();
+    }
+
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn relaxed_link_stores_are_caught() {
+        WEAK_LINKS_FOR_MODEL.with(|w| w.set(true));
+        race();
     }
 }
