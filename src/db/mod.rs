@@ -515,9 +515,13 @@ impl Db {
             let _ = h.join();
         }
         compact::purge_obsolete(&self.inner);
-        // Buffered WAL bytes are already with the OS (appends are unbuffered writes), so a clean
-        // close loses nothing; a final sync makes them durable too.
+        // WAL bytes are already with the OS (appends are unbuffered writes or copies into a
+        // shared map), so a clean close loses nothing; a final sync makes them durable too. The
+        // log is closed first, so a mapped log's cut to its length is in that sync: the next
+        // open starts a newer log, and a log that is not the newest must never come back from
+        // a power loss ending in reserved zeros (design.md, "Appending through a map").
         let mut w = self.inner.writer.lock();
+        w.wal.close()?;
         w.wal.sync()
     }
 }

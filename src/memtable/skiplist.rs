@@ -1,8 +1,9 @@
 //! The memtable's ordered index: a skip list of LevelDB's design whose nodes live in an arena
 //! (design.md, "Memtable").
 //!
-//! One writer at a time inserts (a `Mutex` makes that a guarantee rather than a convention; the
-//! `Db` write path already serialises writers, so it is never contended); any number of readers
+//! One writer at a time inserts (a `Mutex` held from the search to the last link makes that a
+//! guarantee rather than a convention; the `Db` write path already serialises writers, so it is
+//! never contended); any number of readers
 //! search and iterate without locks. Nothing is ever removed: the whole list and its arena are
 //! freed together when the memtable drops, so there is no reclamation protocol, no reference
 //! count per node and no allocation per entry.
@@ -23,11 +24,14 @@
 //! comparisons per search stay about those of branching factor 2, with half the pointers.
 
 use crate::batch::ValueKind;
+// The key's first 8 bytes as an order-preserving integer (weakly: a smaller prefix means a
+// smaller key), compared inline so most steps of a search never touch the key bytes.
+use crate::sst::index::key_prefix;
 #[cfg(loom)]
 use loom::sync::atomic::{AtomicPtr, AtomicUsize};
 use parking_lot::Mutex;
 use std::cmp::Ordering as CmpOrdering;
-use std::mem::{align_of, size_of};
+use std::mem::{align_of, size_of, MaybeUninit};
 use std::ptr::{self, NonNull};
 use std::sync::atomic::Ordering;
 #[cfg(not(loom))]
@@ -35,8 +39,9 @@ use std::sync::atomic::{AtomicPtr, AtomicUsize};
 
 /// Most levels a node may have.
 const MAX_HEIGHT: usize = 12;
-/// Bytes of one arena chunk. A node larger than a quarter of this gets a chunk of its own, so
-/// at most a quarter of a chunk is wasted when a node does not fit the rest of the current one.
+/// Bytes of one arena chunk. A node that does not fit the rest of the current chunk gets a new
+/// chunk, or a chunk of its own when it is larger than a quarter of this (the current chunk then
+/// keeps serving small nodes), so at most a quarter of a chunk is left unused.
 const CHUNK_BYTES: usize = 1 << 20;
 
 /// A node's fixed header, followed in memory by `height` `next` pointers, the user key and the
@@ -125,20 +130,6 @@ impl<'a> Probe<'a> {
     }
 }
 
-/// The first 8 bytes of `key`, zero-padded, as a big-endian integer. Order-preserving in the
-/// weak sense: `key_prefix(a) < key_prefix(b)` implies `a < b` (at the first differing byte
-/// position either both bytes are real, or the shorter key ended there and its padding 0 is
-/// below the other's byte, which makes it a proper prefix, hence smaller). Comparing it inline
-/// decides most steps of a search without touching the key bytes.
-fn key_prefix(key: &[u8]) -> u64 {
-    if let Some(first) = key.first_chunk::<8>() {
-        return u64::from_be_bytes(*first);
-    }
-    let mut b = [0u8; 8];
-    b[..key.len()].copy_from_slice(key);
-    u64::from_be_bytes(b)
-}
-
 /// One entry as a reader sees it, borrowed from the list.
 #[derive(Clone, Copy)]
 pub(crate) struct Entry<'a> {
@@ -183,7 +174,7 @@ impl<'a> Entry<'a> {
 /// The writer's side: the arena and the height generator.
 struct Writer {
     /// Every chunk allocated; freed when the list drops (invariant 2).
-    chunks: Vec<Box<[u64]>>,
+    chunks: Vec<Box<[MaybeUninit<u64>]>>,
     /// Free space in the last chunk: next free byte and bytes left.
     cursor: *mut u8,
     left: usize,
@@ -245,7 +236,6 @@ impl SkipList {
             self.max_height.store(height, Ordering::Relaxed);
         }
         let node = w.alloc_node(height, &probe, value);
-        drop(w);
         // SAFETY: `node` is fully written and not yet reachable; `prev[i]` are reachable nodes
         // (or the head) that only this writer links from.
         unsafe {
@@ -257,6 +247,7 @@ impl SkipList {
                 pred.store(node.as_ptr(), link_ordering());
             }
         }
+        drop(w); // held until linked: `prev` is valid only while no other insert runs
         node_size(height, key.len() + value.len())
     }
 
@@ -415,10 +406,11 @@ impl Writer {
         if bytes > self.left {
             if bytes > CHUNK_BYTES / 4 {
                 // Its own chunk; the current chunk keeps serving small nodes.
-                self.chunks.push(vec![0u64; bytes / 8].into_boxed_slice());
+                // Uninitialised: every byte handed out is written before it is published.
+                self.chunks.push(Box::new_uninit_slice(bytes / 8));
                 return self.chunks.last_mut().expect("just pushed").as_mut_ptr() as *mut u8;
             }
-            self.chunks.push(vec![0u64; CHUNK_BYTES / 8].into_boxed_slice());
+            self.chunks.push(Box::new_uninit_slice(CHUNK_BYTES / 8));
             self.cursor = self.chunks.last_mut().expect("just pushed").as_mut_ptr() as *mut u8;
             self.left = CHUNK_BYTES;
         }
@@ -441,8 +433,9 @@ impl Writer {
                 prefix: at.prefix,
                 seq: at.seq,
                 keyspace: at.keyspace,
-                key_len: key.len() as u32,
-                value_len: value.len() as u32,
+                // Keys are at most 64 KiB and values 64 MiB (batch validation).
+                key_len: u32::try_from(key.len()).expect("key length fits u32"),
+                value_len: u32::try_from(value.len()).expect("value length fits u32"),
                 kind,
                 height: height as u8,
                 #[cfg(loom)]

@@ -81,7 +81,8 @@ pub(crate) fn compress(
 }
 
 /// Decodes the compressed form `contents` of type `ctype` (zstd or LZ4) into the buffer
-/// `alloc(raw_len)` returns (an empty vector of capacity at least `raw_len`). Offsets in errors
+/// `alloc(raw_len)` returns (a vector of capacity at least `raw_len`, possibly holding stale
+/// bytes: both decoders set its length and overwrite every byte kept). Offsets in errors
 /// are relative to the start of `contents`.
 pub(crate) fn decompress(
     ctype: u8,

@@ -152,9 +152,10 @@ pub fn unframe_block(mut framed: Vec<u8>) -> Result<Vec<u8>> {
 
 /// [`unframe_block`] for framed bytes in a borrowed buffer (the read path reuses one scratch
 /// buffer per thread for the file bytes): the contents are decompressed, or copied when stored
-/// raw, into the buffer `alloc(len)` returns. `alloc` must return an empty vector with capacity
-/// at least `len` (the contents' size, bounded before the call); a recycled buffer saves a
-/// `malloc`/`free` pair per block.
+/// raw, into the buffer `alloc(len)` returns. `alloc` must return a vector with capacity at least
+/// `len` (the contents' size, bounded before the call); it may hold stale bytes (a recycled
+/// buffer, which saves a `malloc`/`free` pair per block): every decoder sets the length and
+/// overwrites every byte it keeps.
 pub fn unframe_block_from(framed: &[u8], alloc: impl FnOnce(usize) -> Vec<u8>) -> Result<Vec<u8>> {
     let n = check_trailer(framed)?;
     decode_contents(framed, n, alloc)

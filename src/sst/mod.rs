@@ -23,7 +23,7 @@ mod builder;
 mod codec;
 mod counters;
 pub mod format;
-mod index;
+pub(crate) mod index;
 mod meta;
 mod owned_filter;
 mod partitioned_filter;

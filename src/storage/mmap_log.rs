@@ -37,7 +37,7 @@ pub(crate) struct MmapLogFile {
     /// The mapped window `[start, start + window)`, once the first append reserved it.
     map: Option<(u64, memmap2::MmapMut)>,
     window: u64,
-    /// Set by `close`: the file is cut to `len` and takes no more appends.
+    /// Set by `close` (the file is cut to `len`) and by a failed append: no more appends.
     closed: bool,
 }
 
@@ -92,7 +92,9 @@ impl WritableFile for MmapLogFile {
                 _ => {
                     let start = self.len - self.len % self.window;
                     self.map = None; // unmap the old window first (its pages stay cached)
-                    let map = reserve_and_map(&self.file, &self.path, start, self.window)?;
+                    let map = reserve_and_map(&self.file, &self.path, start, self.window)
+                        // The record may be half copied: no later append may follow it.
+                        .inspect_err(|_| self.closed = true)?;
                     self.map = Some((start, map));
                     start
                 }
@@ -128,11 +130,11 @@ impl WritableFile for MmapLogFile {
 
 impl Drop for MmapLogFile {
     fn drop(&mut self) {
-        if !self.closed {
-            // Cut the reserved zeros off. Not synced: after a power loss the file may come back
-            // longer; recovery reads the zeros as the end of the newest log and cuts them.
-            // (Rotation closes and syncs the old log, so only the newest can have them.)
-            let _ = self.close();
+        // Rotation and `Db::close` close and sync the log themselves; a log dropped any other
+        // way (a failed open, a panic) is cut and synced here, best effort, so that it cannot
+        // come back from a power loss ending in zeros once a newer log exists.
+        if !self.closed && self.close().is_ok() {
+            let _ = self.file.sync_data();
         }
     }
 }
@@ -215,6 +217,36 @@ mod tests {
         let read = read_wal(FsStorage::new().open(&path).expect("open"), &path).expect("read");
         assert_eq!(read.records, vec![b"only".to_vec()]);
         assert!(!read.torn_tail);
+    }
+
+    #[test]
+    fn a_closed_database_leaves_its_logs_cut_to_their_records() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log_lengths = || -> Vec<u64> {
+            std::fs::read_dir(dir.path())
+                .expect("list")
+                .map(|e| e.expect("entry").path())
+                .filter(|p| p.extension().is_some_and(|x| x == "log"))
+                .map(|p| std::fs::metadata(p).expect("stat").len())
+                .collect()
+        };
+        let db = crate::Db::open(dir.path(), crate::Options::default()).expect("open");
+        for i in 0..100 {
+            db.put(format!("k{i}"), "v").expect("put");
+        }
+        assert!(
+            log_lengths().contains(&WINDOW_BYTES),
+            "the live log is mapped: {:?}",
+            log_lengths()
+        );
+        db.close().expect("close");
+        let lengths = log_lengths();
+        assert!(
+            !lengths.is_empty() && lengths.iter().all(|&l| l > 0 && l < WINDOW_BYTES),
+            "{lengths:?}"
+        );
+        let db = crate::Db::open(dir.path(), crate::Options::default()).expect("reopen");
+        assert_eq!(db.get("k99").expect("get"), Some(b"v".to_vec()));
     }
 
     #[test]
