@@ -95,6 +95,22 @@ fn fillseq_then_reads_find_every_key_with_two_threads() {
 }
 
 #[test]
+fn use_existing_db_on_a_missing_database_is_an_error_and_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    for db in [dir.path().join("absent"), dir.path().to_path_buf()] {
+        let out = Command::new(env!("CARGO_BIN_EXE_siftdb"))
+            .args(["bench", "--use_existing_db=1", "--benchmarks=readmissing", "--num=100"])
+            .arg(format!("--db={}", db.display()))
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+        assert!(!String::from_utf8_lossy(&out.stdout).contains(" micros/op "));
+    }
+    assert!(!dir.path().join("absent").exists());
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing created");
+}
+
+#[test]
 fn unknown_benchmark_is_an_error() {
     let out = Command::new(env!("CARGO_BIN_EXE_siftdb"))
         .args(["bench", "--benchmarks=fillrandom,nosuch", "--num=10"])

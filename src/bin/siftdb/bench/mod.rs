@@ -75,7 +75,16 @@ fn open(dir: &Path, opts: &Options, fresh: bool) -> Result<Db> {
     if fresh && fresh_dir_check(dir)? {
         Db::destroy(dir)?;
     }
-    Db::open(dir, opts.clone())
+    // `--use_existing_db=1` measures the database that is there, as db_bench does: a missing
+    // one is an error (checked before the open, which would create a LOCK file), never a new
+    // empty database measured in its place.
+    if !fresh && !dir.join("CURRENT").is_file() {
+        return Err(invalid(format!(
+            "--use_existing_db=1: {} holds no siftdb database (no CURRENT file)",
+            dir.display()
+        )));
+    }
+    Db::open(dir, Options { create_if_missing: fresh && opts.create_if_missing, ..opts.clone() })
 }
 
 /// Runs the benchmarks named by `--benchmarks`, printing one db_bench result line each.
