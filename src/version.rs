@@ -12,6 +12,7 @@
 use crate::error::Result;
 use crate::filter::FilterKind;
 use crate::manifest::FileMeta;
+use crate::sst::index::key_prefix;
 use crate::sst::Table;
 use crate::table_cache::{Slot, TableCache};
 use std::sync::Arc;
@@ -66,6 +67,9 @@ pub struct TableFile {
     tables: Arc<TableCache>,
     /// This file's place in the table cache (its open table, if any).
     slot: Arc<Slot>,
+    /// `(keyspace, key_prefix(largest user key))`, inline: a level's binary search decides
+    /// most steps here instead of following `meta.largest_key` to its heap bytes.
+    largest_brief: (u32, u64),
 }
 
 impl std::fmt::Debug for TableFile {
@@ -79,7 +83,8 @@ impl TableFile {
     /// lookups go through `tables`.
     pub fn new(meta: FileMeta, table: &Table, tables: Arc<TableCache>) -> TableFile {
         let slot = tables.slot(meta.number);
-        TableFile { meta, info: TableInfo::of(table), tables, slot }
+        let largest_brief = (meta.keyspace, key_prefix(&meta.largest_key));
+        TableFile { meta, info: TableInfo::of(table), tables, slot, largest_brief }
     }
 
     /// The open table, from the table cache or reopened (an I/O or corruption error if the
@@ -138,8 +143,17 @@ impl Version {
         user_key: &[u8],
     ) -> Option<&Arc<TableFile>> {
         let key = (keyspace, user_key);
+        let brief = (keyspace, key_prefix(user_key));
         let files = &self.levels[level];
-        let i = files.partition_point(|f| f.meta.largest() < key);
+        // Prefixes order keys weakly (`key_prefix` in src/sst/index.rs): a smaller or larger
+        // brief decides the comparison; only equal briefs compare the key bytes. (In a 10M-key
+        // readmissing profile this search was a third of the time, mostly the key bytes'
+        // cache misses and memcmp.)
+        let i = files.partition_point(|f| match f.largest_brief.cmp(&brief) {
+            std::cmp::Ordering::Less => true,
+            std::cmp::Ordering::Greater => false,
+            std::cmp::Ordering::Equal => f.meta.largest() < key,
+        });
         files.get(i).filter(|f| f.meta.smallest() <= key)
     }
 
