@@ -419,9 +419,7 @@ impl TableBuilder {
     }
 
     fn add_index_entry(&mut self, key: &[u8], handle: BlockHandle) {
-        let mut v = Vec::with_capacity(20);
-        handle.encode_to(&mut v);
-        self.index.add(key, &v);
+        add_handle_entry(&mut self.index, key, handle);
     }
 
     fn flush_data(&mut self) -> Result<()> {
@@ -480,6 +478,14 @@ fn separator(a: &[u8], b: &[u8]) -> Vec<u8> {
         return ikey::encode_in(ka, &s, ikey::MAX_SEQ, ValueKind::Put);
     }
     a.to_vec()
+}
+
+/// Adds `key -> handle` to an index-shaped block (the index, and the top levels of partitioned
+/// filters and indexes): the value is the encoded block handle.
+fn add_handle_entry(block: &mut BlockBuilder, key: &[u8], handle: BlockHandle) {
+    let mut v = Vec::with_capacity(20);
+    handle.encode_to(&mut v);
+    block.add(key, &v);
 }
 
 #[cfg(test)]

@@ -35,9 +35,7 @@ impl TableBuilder {
             total += bytes.len() as u64;
             let handle = self.write_block(&bytes, Compression::None)?;
             let (sep, _, _) = index.restart_entry_at(index.restart_point(cut.last_block)?)?;
-            let mut v = Vec::with_capacity(20);
-            handle.encode_to(&mut v);
-            top.add(sep, &v);
+            add_handle_entry(&mut top, sep, handle);
         }
         let top = top.finish();
         self.filter_handle = self.write_block(&top, Compression::None)?;
@@ -60,9 +58,7 @@ impl TableBuilder {
         let mut top = BlockBuilder::new(1);
         for (last, raw) in parts {
             let h = self.write_block(raw, Compression::None)?;
-            let mut v = Vec::with_capacity(20);
-            h.encode_to(&mut v);
-            top.add(last, &v);
+            add_handle_entry(&mut top, last, h);
         }
         self.write_block(&top.finish(), Compression::None)
     }
