@@ -200,6 +200,15 @@ impl TableCache {
         Ok(f(&t))
     }
 
+    /// Runs `f` on the slot's table if it is open, without counting a hit or touching the slot
+    /// (for hints such as a filter prefetch, which must cost nothing when the table is closed).
+    #[inline]
+    pub(crate) fn peek(slot: &Slot, f: impl FnOnce(&Table)) {
+        if let Some(t) = slot.table.load().as_deref() {
+            f(t);
+        }
+    }
+
     /// File `number`'s open table as an owned handle (iterators and compaction, which keep it
     /// across many steps), opening the file on a miss.
     pub(crate) fn table(&self, slot: &Arc<Slot>, number: u64) -> Result<Arc<Table>> {

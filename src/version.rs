@@ -100,6 +100,13 @@ impl TableFile {
         self.tables.with_table(&self.slot, self.meta.number, f)
     }
 
+    /// Starts loading the filter lines a probe of `key_hash` reads, if the table is open and
+    /// holds its filter itself ([`Table::prefetch_filter`]); otherwise nothing.
+    #[inline]
+    pub fn prefetch_filter(&self, key_hash: u64) {
+        TableCache::peek(&self.slot, |t| t.prefetch_filter(key_hash));
+    }
+
     /// Whether `user_key` of `keyspace` lies inside the file's key range.
     pub fn may_contain_key(&self, keyspace: u32, user_key: &[u8]) -> bool {
         let key = (keyspace, user_key);

@@ -342,6 +342,15 @@ impl<'a> BlockedBloomView<'a> {
         let block: [u64; 8] = std::array::from_fn(|j| self.words.word(base + j));
         probe(&block, self.probes, hash)
     }
+
+    /// Starts loading the 64-byte block `contains_hash(hash)` reads (a hint: see
+    /// [`crate::filter::FilterView::prefetch_hash`]).
+    #[inline]
+    pub fn prefetch_hash(&self, hash: u64) {
+        if self.num_blocks > 0 {
+            prefetch_read(self.words.ptr(block_of(hash, self.num_blocks) * 8));
+        }
+    }
 }
 
 #[cfg(test)]

@@ -366,6 +366,15 @@ impl<'a> SplitBlockBloomView<'a> {
         probe(&self.words, block_of(hash, self.num_blocks), hash)
     }
 
+    /// Starts loading the 32-byte block `contains_hash(hash)` reads (a hint: see
+    /// [`crate::filter::FilterView::prefetch_hash`]).
+    #[inline]
+    pub fn prefetch_hash(&self, hash: u64) {
+        if self.num_blocks > 0 {
+            prefetch_read(self.words.ptr(block_of(hash, self.num_blocks) * 8));
+        }
+    }
+
     /// Hashes `value` with XXH64 (seed 0) and probes.
     #[inline]
     pub fn contains(&self, value: &[u8]) -> bool {

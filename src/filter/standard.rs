@@ -225,6 +225,17 @@ impl<'a> StandardBloomView<'a> {
     pub fn contains_hash(&self, hash: u64) -> bool {
         probe(&self.words, self.num_bits, self.probes, hash)
     }
+
+    /// Starts loading the words of all `contains_hash(hash)`'s probes (a hint: see
+    /// [`crate::filter::FilterView::prefetch_hash`]).
+    #[inline]
+    pub fn prefetch_hash(&self, hash: u64) {
+        if self.num_bits > 0 {
+            for p in positions(hash, self.num_bits, self.probes) {
+                prefetch_read(self.words.ptr((p / 64) as usize));
+            }
+        }
+    }
 }
 
 fn r_invalid(env: &Envelope<'_>, what: String) -> Error {

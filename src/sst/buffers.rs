@@ -42,15 +42,23 @@ pub(crate) fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [u8]) -> R) -> R {
 
 /// A vector with capacity at least `len`: a pooled one when one fits within 1/8 (its length
 /// and bytes are an evicted block's: callers set the length and overwrite what they keep),
-/// else a new, empty exact allocation.
+/// else a new, empty one.
 pub(crate) fn take_buffer(len: usize) -> Vec<u8> {
     let pooled = POOL.with(|p| {
         let mut p = p.borrow_mut();
         let at = p.iter().position(|b| b.capacity() >= len && b.capacity() - len <= len / 8)?;
         Some(p.swap_remove(at))
     });
-    pooled.unwrap_or_else(|| Vec::with_capacity(len))
+    // A new buffer gets its capacity rounded up to a multiple of `ROUND`, so that once pooled
+    // it serves every request in a band of sizes: data blocks end one entry past the block
+    // size, so their lengths spread over a value's length (4096..4220 bytes with 100-byte
+    // values), and an exact capacity would fit only requests no larger than its first block.
+    pooled.unwrap_or_else(|| Vec::with_capacity(len.next_multiple_of(ROUND)))
 }
+
+/// Capacity granularity of new contents buffers (within the 1/8 reuse slack for any block of
+/// 2 KiB or more).
+const ROUND: usize = 256;
 
 /// Drops `evicted` (emptying it), keeping the buffers of blocks nobody else holds for reuse.
 pub(crate) fn recycle(evicted: &mut Vec<Arc<Block>>) {
@@ -59,10 +67,13 @@ pub(crate) fn recycle(evicted: &mut Vec<Arc<Block>>) {
         let data = block.into_data();
         if data.capacity() <= SCRATCH_MAX {
             POOL.with(|p| {
+                // Oldest out: a full pool must not keep buffers that fit no request (the odd
+                // short block at a table's end), or it stops recycling altogether.
                 let mut p = p.borrow_mut();
-                if p.len() < POOL_MAX {
-                    p.push(data);
+                if p.len() == POOL_MAX {
+                    p.remove(0);
                 }
+                p.push(data);
             });
         }
     }
@@ -100,12 +111,36 @@ mod tests {
         assert!(evicted.is_empty());
         let b = take_buffer(4000);
         assert_eq!(b.capacity(), 4096, "the pooled 4096-byte buffer serves 4000");
-        // Nothing left in the pool: a fresh exact allocation.
-        assert_eq!(take_buffer(4000).capacity(), 4000);
+        // Nothing left in the pool: a fresh allocation, rounded up to a multiple of 256.
+        assert_eq!(take_buffer(4000).capacity(), 4096);
         // Too large a buffer for the request is not used.
         recycle(&mut vec![block_of(8192)]);
-        assert_eq!(take_buffer(1000).capacity(), 1000);
+        assert_eq!(take_buffer(1000).capacity(), 1024);
         assert_eq!(held.size(), 8);
+    }
+
+    #[test]
+    fn a_fresh_buffer_once_recycled_serves_a_slightly_larger_block() {
+        POOL.with(|p| p.borrow_mut().clear());
+        let fresh = take_buffer(4100);
+        assert_eq!(fresh.capacity(), 4352);
+        let mut data = fresh;
+        data.extend_from_slice(&[0, 0, 0, 0, 1, 0, 0, 0]);
+        recycle(&mut vec![Arc::new(Block::new(data).unwrap())]);
+        // A block one entry longer than the first, as data blocks are.
+        assert_eq!(take_buffer(4220).capacity(), 4352, "the pooled buffer serves 4220");
+    }
+
+    #[test]
+    fn a_full_pool_of_buffers_too_small_for_every_request_makes_way_for_new_ones() {
+        POOL.with(|p| p.borrow_mut().clear());
+        // Short blocks (a table's last ones) fill the pool; none fits a 4 KiB block.
+        for _ in 0..POOL_MAX {
+            recycle(&mut vec![block_of(2048)]);
+        }
+        recycle(&mut vec![block_of(4352)]);
+        // A fresh buffer for 4000 bytes would have capacity 4096.
+        assert_eq!(take_buffer(4000).capacity(), 4352, "the newest buffer was kept");
     }
 
     #[test]

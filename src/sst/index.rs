@@ -34,9 +34,17 @@ use std::cmp::Ordering;
 #[derive(Debug)]
 pub(crate) struct IndexSearch {
     prefixes: Vec<u64>,
+    /// `prefixes[k * GROUP]` for every `k`: a seek searches this small array first (it stays
+    /// cached across lookups), then one group of `GROUP` prefixes (two or three cache lines).
+    /// A plain binary search over `prefixes` took a cache miss at each of its lower levels: in
+    /// a 10M-key readrandom profile the seek was 16% of the time.
+    top: Vec<u64>,
     /// The keyspace of every separator.
     keyspace: u32,
 }
+
+/// Prefixes per group of the two-level search ([`IndexSearch::top`]).
+const GROUP: usize = 16;
 
 /// The first 8 bytes of `user_key`, zero-padded, as a big-endian integer (order-preserving in
 /// the sense of the module documentation).
@@ -80,7 +88,8 @@ impl IndexSearch {
         if prefixes.windows(2).any(|w| w[0] > w[1]) {
             return None;
         }
-        Some(IndexSearch { prefixes, keyspace: keyspace.unwrap_or(ikey::DEFAULT_KEYSPACE) })
+        let top = prefixes.iter().step_by(GROUP).copied().collect();
+        Some(IndexSearch { prefixes, top, keyspace: keyspace.unwrap_or(ikey::DEFAULT_KEYSPACE) })
     }
 
     /// The first entry whose separator is `>= target` in internal-key order (`n` = number of
@@ -93,7 +102,7 @@ impl IndexSearch {
             Ordering::Equal => {}
         }
         let p = key_prefix(user_key);
-        let lo = self.prefixes.partition_point(|&x| x < p);
+        let lo = self.first_at_least(p);
         // The run of separators sharing the target's prefix is usually empty or one entry:
         // gallop over it instead of a second binary search of the whole rest (which was half
         // of this function's cache misses in a 10M-key readrandom profile).
@@ -113,9 +122,23 @@ impl IndexSearch {
         Ok(left)
     }
 
+    /// The first `i` with `prefixes[i] >= p` (`prefixes.len()` when none): `g` top entries
+    /// are `< p`, so entries up to `GROUP * (g - 1)` are too, and entry `GROUP * g` (if any)
+    /// is not; the answer lies in between.
+    #[inline]
+    fn first_at_least(&self, p: u64) -> usize {
+        let g = self.top.partition_point(|&x| x < p);
+        if g == 0 {
+            return 0;
+        }
+        let start = GROUP * (g - 1) + 1;
+        let end = (GROUP * g).min(self.prefixes.len());
+        start + self.prefixes[start..end].partition_point(|&x| x < p)
+    }
+
     /// Bytes of memory held.
     pub(crate) fn memory_bytes(&self) -> usize {
-        self.prefixes.capacity() * 8
+        (self.prefixes.capacity() + self.top.capacity()) * 8
     }
 }
 
@@ -234,6 +257,28 @@ mod tests {
         agrees_with_block_seek(7, &keys);
         agrees_with_block_seek(0, &[b"only".to_vec()]);
         agrees_with_block_seek(1, &[b"only".to_vec()]);
+    }
+
+    #[test]
+    fn the_two_level_search_agrees_with_one_binary_search() {
+        let mut rng = SplitMix64::new(17);
+        // Lengths around multiples of GROUP, and values with duplicates spanning groups.
+        for len in (0..3 * GROUP + 3).chain([200, 1000]) {
+            let mut prefixes: Vec<u64> = (0..len).map(|_| rng.below(len as u64 / 2 + 2)).collect();
+            prefixes.sort();
+            let top = prefixes.iter().step_by(GROUP).copied().collect();
+            let s = IndexSearch { prefixes: prefixes.clone(), top, keyspace: 0 };
+            for p in 0..len as u64 / 2 + 4 {
+                let want = prefixes.partition_point(|&x| x < p);
+                assert_eq!(s.first_at_least(p), want, "len {len} p {p}");
+            }
+        }
+    }
+
+    #[test]
+    fn seek_agrees_with_block_seek_over_many_groups_of_distinct_prefixes() {
+        let keys: Vec<Vec<u8>> = (0..1000u64).map(|i| (i * 7).to_be_bytes().to_vec()).collect();
+        agrees_with_block_seek(0, &keys);
     }
 
     #[test]

@@ -493,6 +493,19 @@ impl Table {
         }
     }
 
+    /// Starts loading the cache lines [`Table::probe_filter`] will read for `key_hash`, when
+    /// the table holds its whole filter (`Held::Here`). A filter in the block cache or in
+    /// partitions is left alone: finding it costs a cache lookup, about what the hint saves.
+    /// A hint only (`FilterView::prefetch_hash`).
+    #[inline]
+    pub(crate) fn prefetch_filter(&self, key_hash: u64) {
+        if self.partitioned.is_none() {
+            if let TableFilter::Loaded(Held::Here(f)) = &self.filter {
+                f.view().prefetch_hash(key_hash);
+            }
+        }
+    }
+
     /// The first half of [`Table::get`] for `user_key` of `keyspace`: the key-range check (in
     /// `(keyspace, user key)` order) and the filter probe, counted. Batched lookups
     /// (`Db::multi_get`) probe every key's filter before reading any block.

@@ -62,6 +62,16 @@ impl<'a> CuckooView<'a> {
         self.params.geometry.probe(&self.words, hash)
     }
 
+    /// Starts loading both candidate buckets of `hash` (a hint: see
+    /// [`crate::filter::FilterView::prefetch_hash`]).
+    #[inline]
+    pub fn prefetch_hash(&self, hash: u64) {
+        let g = &self.params.geometry;
+        let i1 = g.index(hash);
+        prefetch_read(self.words.ptr(g.word_of(i1)));
+        prefetch_read(self.words.ptr(g.word_of(g.alt(i1, g.fingerprint(hash)))));
+    }
+
     /// Fingerprints stored (counting duplicates).
     pub fn len(&self) -> u64 {
         self.params.items

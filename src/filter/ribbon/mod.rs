@@ -297,6 +297,13 @@ impl<'a> RibbonView<'a> {
         solution::probe(&self.words, &self.layout, self.seed, hash)
     }
 
+    /// Starts loading every cache line `contains_hash(hash)` reads: the key's block's columns
+    /// and the next block's (a hint: see [`crate::filter::FilterView::prefetch_hash`]).
+    #[inline]
+    pub fn prefetch_hash(&self, hash: u64) {
+        solution::prefetch(&self.words, &self.layout, self.seed, hash);
+    }
+
     /// Distinct keys the filter was built from.
     pub fn num_keys(&self) -> u64 {
         self.num_keys

@@ -12,8 +12,9 @@
 //!
 //! The exact byte layout is in design.md ("ribbon (tag 12)").
 
-use crate::filter::codec::Words;
+use crate::filter::codec::{LeWords, Words};
 use crate::filter::hash::{fast_range64, mix64};
+use crate::filter::prefetch::prefetch_read;
 
 /// Width of a coefficient row in slots, and of a block.
 pub(super) const W: u64 = 128;
@@ -139,6 +140,35 @@ fn unit<W2: Words<u64> + ?Sized>(words: &W2, unit: usize) -> u128 {
 /// Membership test shared by the owned filter and its view. `words` must hold
 /// `layout.total_words()` words of a validated layout; then every index below is in bounds: a
 /// start in block `b` with non-zero offset has `b + 1 < B`, and `cols(b + 1) >= cols(b)`.
+/// Starts loading the cache lines [`probe`] reads for `hash`: the columns of the key's block
+/// and, when its row spills over, of the next block (a hint; no-op for the empty filter).
+#[inline(always)]
+pub(super) fn prefetch(words: &LeWords<'_, u64>, layout: &Layout, seed: u64, hash: u64) {
+    let num_starts = layout.num_starts();
+    if num_starts == 0 {
+        return;
+    }
+    let (start, _, _) = key_row(mix64(hash, seed), num_starts);
+    let block = start / W;
+    let first = 2 * layout.first_unit(block) as usize;
+    // The units [first_unit(block), first_unit(block + 1) + cols) are contiguous; the next
+    // block's columns follow this block's, so the span ends at most at first_unit(block + 2).
+    let end = if start % W == 0 {
+        2 * layout.first_unit(block + 1) as usize
+    } else {
+        2 * layout.first_unit(block + 2).min(layout.first_unit(layout.num_blocks)) as usize
+    };
+    // One hint per 64-byte line (8 words) of the span, and one for its last word.
+    let mut w = first;
+    while w < end {
+        prefetch_read(words.ptr(w));
+        w += 8;
+    }
+    if end > first {
+        prefetch_read(words.ptr(end - 1));
+    }
+}
+
 #[inline(always)]
 pub(super) fn probe<W2: Words<u64> + ?Sized>(
     words: &W2,

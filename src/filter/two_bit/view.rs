@@ -86,6 +86,13 @@ impl<'a> TwoBitBloomView<'a> {
         hit(self.words.word(i), mask)
     }
 
+    /// Starts loading the word `contains_hash(hash)` reads (a hint: see
+    /// [`crate::filter::FilterView::prefetch_hash`]).
+    #[inline]
+    pub fn prefetch_hash(&self, hash: u64) {
+        prefetch_read(self.words.ptr(self.layout.index(hash)));
+    }
+
     /// Probes many hashes, prefetching each group's words before probing them; `out` is
     /// cleared and receives one answer per hash.
     pub fn contains_batch(&self, hashes: &[u64], out: &mut Vec<bool>) {

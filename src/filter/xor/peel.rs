@@ -5,8 +5,9 @@
 use super::{attempt_seed, partition_by_top_bits, sorted_distinct, Fingerprint};
 use super::{MAX_ATTEMPTS, MAX_KEYS};
 use crate::error::{Error, Result};
-use crate::filter::codec::Words;
+use crate::filter::codec::{LeWords, Words};
 use crate::filter::hash::mix64;
+use crate::filter::prefetch::prefetch_read;
 use crate::filter::FilterKind;
 use std::borrow::Cow;
 
@@ -220,4 +221,15 @@ pub(super) fn probe<W: Fingerprint, S: Words<W> + ?Sized, L: Layout>(
     }
     let [a, b, c] = layout.positions(h);
     W::from_hash(h) == fps.word(a) ^ fps.word(b) ^ fps.word(c)
+}
+
+/// Starts loading the three fingerprints [`probe`] reads for `h` (a hint; no-op when empty).
+#[inline(always)]
+pub(super) fn prefetch<W: Fingerprint, L: Layout>(fps: &LeWords<'_, W>, layout: &L, h: u64) {
+    if layout.slots() == 0 {
+        return;
+    }
+    for p in layout.positions(h) {
+        prefetch_read(fps.ptr(p));
+    }
 }

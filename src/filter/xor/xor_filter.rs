@@ -183,6 +183,13 @@ impl<'a, W: Fingerprint> XorView<'a, W> {
         peel::probe(&self.fps, &self.layout, mix64(hash, self.seed))
     }
 
+    /// Starts loading the three fingerprints `contains_hash(hash)` reads (a hint: see
+    /// [`crate::filter::FilterView::prefetch_hash`]).
+    #[inline]
+    pub fn prefetch_hash(&self, hash: u64) {
+        peel::prefetch(&self.fps, &self.layout, mix64(hash, self.seed));
+    }
+
     /// Distinct keys the filter was built from.
     pub fn len(&self) -> u64 {
         self.keys
