@@ -44,7 +44,7 @@ pub(crate) fn checkpoint(inner: &DbInner, target: &Path) -> Result<()> {
     }
 
     let mut edit = VersionEdit::default();
-    for (level, files) in sv.version.levels.iter().enumerate() {
+    for (level, files) in sv.version.levels().iter().enumerate() {
         for f in files {
             let name = filename::sst_name(f.meta.number);
             storage.link_or_copy(&inner.dir.join(&name), &target.join(&name))?;

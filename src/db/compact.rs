@@ -48,7 +48,7 @@ fn next_pick(inner: &DbInner) -> Option<Pick> {
         return None;
     }
     let v = inner.super_version().version.clone();
-    pick(&v.levels, &inner.opts.compaction, &inner.opts.filter_policy)
+    pick(&v.levels(), &inner.opts.compaction, &inner.opts.filter_policy)
 }
 
 fn compaction_loop(inner: &DbInner) {
@@ -274,7 +274,8 @@ fn compact_range_jobs(inner: &DbInner, start: Option<&[u8]>, end: Option<&[u8]>)
             break;
         }
         let (lo, hi) = bounds(&v, start, end);
-        if let Some(mut p) = pick_level(&v.levels, level, policy, Some((key_at(&lo), key_at(&hi))))
+        if let Some(mut p) =
+            pick_level(&v.levels(), level, policy, Some((key_at(&lo), key_at(&hi))))
         {
             if level + 1 == deepest.max(1) {
                 // Moving a file onto the last level keeps its garbage; rewrite it instead.
@@ -286,7 +287,7 @@ fn compact_range_jobs(inner: &DbInner, start: Option<&[u8]>, end: Option<&[u8]>)
     let v = inner.super_version().version.clone();
     let Some(bottom) = deepest_level(&v) else { return Ok(()) };
     let (lo, hi) = bounds(&v, start, end);
-    let garbage: Vec<u64> = v.levels[bottom]
+    let garbage: Vec<u64> = v.levels()[bottom]
         .iter()
         .filter(|f| crate::compaction::picker::overlaps(&f.meta, key_at(&lo), key_at(&hi)))
         .filter(|f| {
@@ -317,19 +318,19 @@ fn compact_range_jobs(inner: &DbInner, start: Option<&[u8]>, end: Option<&[u8]>)
 /// Monkey's level weights of version `v` (`compaction::filter::level_weights`).
 pub(crate) fn version_weights(opts: &crate::options::Options, v: &Version) -> Vec<f64> {
     let entries: Vec<u64> =
-        v.levels.iter().map(|l| l.iter().map(|f| f.meta.entries).sum()).collect();
-    let bytes: Vec<u64> = v.levels.iter().map(|l| l.iter().map(|f| f.meta.size).sum()).collect();
+        v.levels().iter().map(|l| l.iter().map(|f| f.meta.entries).sum()).collect();
+    let bytes: Vec<u64> = v.levels().iter().map(|l| l.iter().map(|f| f.meta.size).sum()).collect();
     crate::compaction::level_weights(&opts.compaction, &entries, &bytes)
 }
 
 fn deepest_level(v: &Version) -> Option<usize> {
-    (0..NUM_LEVELS).rev().find(|&l| !v.levels[l].is_empty())
+    (0..NUM_LEVELS).rev().find(|&l| !v.levels()[l].is_empty())
 }
 
 /// Inclusive key bounds: the given ones (keys of the default keyspace), or the extremes of the
 /// current files (across every keyspace).
 fn bounds(v: &Version, start: Option<&[u8]>, end: Option<&[u8]>) -> (OwnedKeyAt, OwnedKeyAt) {
-    let all = v.levels.iter().flatten().map(|f| &f.meta);
+    let all = v.levels().iter().flatten().map(|f| &f.meta);
     let (lo, hi) = crate::compaction::picker::key_range(all);
     let at = |k: &[u8]| (crate::ikey::DEFAULT_KEYSPACE, k.to_vec());
     (start.map_or(lo, at), end.map_or(hi, at))
@@ -360,7 +361,7 @@ pub(crate) fn throttle(inner: &DbInner) -> Result<()> {
     // release them: both are raised to at least the trigger.
     let slowdown = o.l0_slowdown_writes_trigger.max(o.l0_compaction_trigger);
     let stop = o.l0_stop_writes_trigger.max(o.l0_compaction_trigger);
-    let l0 = || inner.super_version().version.levels[0].len();
+    let l0 = || inner.super_version().version.levels()[0].len();
     let n = l0();
     if n < slowdown {
         return Ok(());

@@ -111,7 +111,7 @@ impl DbCursor {
         for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
             sources.push(Source::mem(mem.clone()));
         }
-        for (n, level) in sv.version.levels.iter().enumerate() {
+        for (n, level) in sv.version.levels().iter().enumerate() {
             let overlaps = |f: &Arc<TableFile>| f.overlaps(keyspace, start, end_excl);
             let Some(first) = level.iter().position(overlaps) else { continue };
             let counters: Arc<dyn ScanCounters> = reads.clone();
@@ -180,7 +180,7 @@ impl DbCursor {
         for mem in std::iter::once(&self.sv.mem).chain(self.sv.imm.iter()) {
             list.extend(mem.range_tombstones(ks).clipped(None, None, self.snapshot));
         }
-        for f in self.sv.version.levels.iter().flatten() {
+        for f in self.sv.version.levels().iter().flatten() {
             if f.info.range_deletions > 0 && f.overlaps(ks, start, end_excl) {
                 list.extend(f.table()?.range_tombstones().clipped(None, None, self.snapshot));
             }

@@ -183,7 +183,7 @@ pub(crate) fn drop_keyspace(inner: &DbInner, name: &str) -> Result<()> {
     let version = inner.super_version().version.clone();
     let mut deleted = Vec::new();
     let mut removed = Vec::new();
-    for (level, files) in version.levels.iter().enumerate() {
+    for (level, files) in version.levels().iter().enumerate() {
         for f in files.iter().filter(|f| f.meta.keyspace == id) {
             deleted.push((level, f.meta.number));
             removed.push(f.clone());

@@ -128,8 +128,10 @@ fn lookup_all(
     // deeper level (a sorted run of disjoint files).
     let version = &sv.version;
     let mut runs: Vec<group::Run<'_>> =
-        version.levels[0].iter().map(|f| group::Run::L0(f)).collect();
-    runs.extend((1..NUM_LEVELS).filter(|&l| !version.levels[l].is_empty()).map(group::Run::Level));
+        version.levels()[0].iter().map(|f| group::Run::L0(f)).collect();
+    runs.extend(
+        (1..NUM_LEVELS).filter(|&l| !version.levels()[l].is_empty()).map(group::Run::Level),
+    );
     let mut scratch = group::Scratch::default();
     // Each round takes every pending key to the first source its filter does not exclude, or
     // past the last source: it resolves the key or moves its next source further down.

@@ -125,20 +125,17 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
 
     // Tables: each is opened (and verified) once to take its `TableInfo`; the table cache
     // keeps the most recent `max_open_files` of them open.
-    let mut version = Version::empty();
+    let mut levels = vec![Vec::new(); NUM_LEVELS];
     for (level, files) in state.levels.iter().enumerate().take(NUM_LEVELS) {
         for meta in files.values() {
             tables.note_level(meta.number, level); // before the open: L0 tables may be pinned
             let table = tables.open(meta.number)?;
             let file = TableFile::new(meta.clone(), &table, tables.clone());
-            version.levels[level].push(Arc::new(file));
+            levels[level].push(Arc::new(file));
         }
     }
     // L0 newest first (higher file number = written later); deeper levels by smallest key.
-    version.levels[0].sort_by_key(|t| std::cmp::Reverse(t.meta.number));
-    for files in version.levels.iter_mut().skip(1) {
-        files.sort_by(|a, b| a.meta.smallest().cmp(&b.meta.smallest()));
-    }
+    let version = Version::from_levels(levels);
 
     // WAL replay.
     let mut wals: Vec<u64> = names
@@ -231,7 +228,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         next_file_number: Some(next_file),
         last_sequence: Some(last_seq),
         added: version
-            .levels
+            .levels()
             .iter()
             .enumerate()
             .flat_map(|(l, files)| files.iter().map(move |f| (l as u32, f.meta.clone())))
@@ -244,7 +241,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
 
     // Remove what the new manifest does not name: old manifests, orphan SSTs, stale WALs.
     let live: std::collections::HashSet<u64> =
-        version.levels.iter().flatten().map(|f| f.meta.number).collect();
+        version.levels().iter().flatten().map(|f| f.meta.number).collect();
     for name in &names {
         match filename::parse_file_name(name) {
             Some((FileKind::Manifest, n)) if n != manifest_number => {

@@ -148,7 +148,7 @@ fn lookup(
     // the filters' cache misses overlap instead of following one another level by level (a
     // 10M-key readmissing profile spent most of its time in them). L0 files are few and are
     // probed in order; their filters are prefetched too.
-    let l0 = || sv.version.levels[0].iter().filter(|f| f.may_contain_key(keyspace, key));
+    let l0 = || sv.version.levels()[0].iter().filter(|f| f.may_contain_key(keyspace, key));
     l0().for_each(|f| f.prefetch_filter(hash));
     let mut deeper: [Option<&Arc<TableFile>>; NUM_LEVELS] = [None; NUM_LEVELS];
     for (level, slot) in deeper.iter_mut().enumerate().skip(1) {
@@ -183,7 +183,7 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
     let weights = super::compact::version_weights(&inner.opts, &sv.version);
     let levels = (0..NUM_LEVELS)
         .map(|level| {
-            let files = &sv.version.levels[level];
+            let files = &sv.version.levels()[level];
             let mut kinds: Vec<String> = Vec::new();
             for f in files {
                 let k = f.info.filter_kind.map_or("none", |k| k.name()).to_string();
@@ -253,7 +253,7 @@ fn keyspace_stats(inner: &DbInner, sv: &SuperVersion) -> Vec<KeyspaceStats> {
         .chain(set.live.iter().map(|(&id, k)| (id, k.name.to_string())));
     ids.map(|(id, name)| {
         let mut s = KeyspaceStats { name, ..KeyspaceStats::default() };
-        for f in sv.version.levels.iter().flatten().filter(|f| f.meta.keyspace == id) {
+        for f in sv.version.levels().iter().flatten().filter(|f| f.meta.keyspace == id) {
             s.files += 1;
             s.bytes += f.meta.size;
             s.entries += f.meta.entries;

@@ -29,9 +29,9 @@ pub struct FileMeta {
     pub number: u64,
     /// File size in bytes.
     pub size: u64,
-    /// Smallest internal key in the file.
+    /// Smallest user key in the file (of `keyspace`; range tombstones included).
     pub smallest_key: Vec<u8>,
-    /// Largest internal key in the file.
+    /// Largest user key in the file (of `keyspace`; range tombstones included).
     pub largest_key: Vec<u8>,
     /// Smallest sequence number in the file.
     pub smallest_seq: u64,

@@ -127,7 +127,7 @@ pub struct FileRun {
 impl FileRun {
     /// Files `range` of `level` of `version` (`range` within the level).
     pub fn new(version: &Arc<Version>, level: usize, range: std::ops::Range<usize>) -> FileRun {
-        debug_assert!(range.start < range.end && range.end <= version.levels[level].len());
+        debug_assert!(range.start < range.end && range.end <= version.levels()[level].len());
         FileRun { version: Arc::clone(version), level, start: range.start, end: range.end }
     }
 }
@@ -136,7 +136,7 @@ impl std::ops::Deref for FileRun {
     type Target = [Arc<TableFile>];
 
     fn deref(&self) -> &[Arc<TableFile>] {
-        &self.version.levels[self.level][self.start..self.end]
+        &self.version.levels()[self.level][self.start..self.end]
     }
 }
 
