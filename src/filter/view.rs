@@ -67,6 +67,17 @@ impl<'a> FilterView<'a> {
     }
 }
 
+impl FilterView<'_> {
+    /// Bytes of heap memory the parsed view allocated beyond the bytes it borrows (a scalable
+    /// filter's stage list; nothing for the other kinds), allocator headers included.
+    pub(crate) fn parsed_heap_bytes(&self) -> usize {
+        match &self.inner {
+            Inner::Scalable(v) => v.heap_bytes(),
+            _ => 0,
+        }
+    }
+}
+
 impl Filter for FilterView<'_> {
     #[inline]
     fn contains_hash(&self, hash: u64) -> bool {

@@ -113,9 +113,14 @@ impl IndexSearch {
         Ok(left)
     }
 
-    /// Bytes of memory held.
-    pub(crate) fn memory_bytes(&self) -> usize {
+    /// Bytes of the prefixes (8 per entry; no allocator overhead).
+    pub(crate) fn prefix_bytes(&self) -> usize {
         self.prefixes.capacity() * 8
+    }
+
+    /// Bytes of heap memory held (the prefix array's allocation).
+    pub(crate) fn memory_bytes(&self) -> usize {
+        crate::heap::vec_bytes::<u64>(self.prefixes.capacity())
     }
 }
 
