@@ -135,7 +135,7 @@ fn reload(cache: &Cache<Block>, t: &Table, i: u32) -> (i64, i64, usize) {
     let at = live();
     let found = matches!(get(t, i), GetResult::Found(_));
     let grown = live() - at;
-    assert_eq!(found, i % 2 == 0, "key {i}");
+    assert_eq!(found, i.is_multiple_of(2), "key {i}");
     let loaded = cache.len() - entries;
     let charged = (cache.usage() - usage - loaded * ENTRY_OVERHEAD) as i64;
     (grown, charged, loaded)
@@ -231,7 +231,7 @@ fn cache_bookkeeping_is_charged_its_mean_over_a_doubling_cycle() {
     // close to 1.
     let (lo, hi) = ratios.iter().fold((f64::MAX, 0f64), |(l, h), &r| (l.min(r), h.max(r)));
     let mean = ratios.iter().sum::<f64>() / ratios.len() as f64;
-    eprintln!("bookkeeping / charge: min {lo:.3} max {hi:.3} mean {mean:.3}");
+    eprintln!("bookkeeping / {ENTRY_OVERHEAD} bytes: min {lo:.3} max {hi:.3} mean {mean:.3}");
     assert!(lo > 0.65 && hi < 1.5, "bookkeeping {lo:.3}..{hi:.3} of the charge");
     assert!((0.85..1.15).contains(&mean), "mean bookkeeping {mean:.3} of the charge");
 }
