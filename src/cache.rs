@@ -605,7 +605,8 @@ mod tests {
 
     #[test]
     fn eviction_never_invalidates_a_held_value() {
-        let c: Cache<Vec<u8>> = Cache::with_shards(200, 1);
+        // Room for one entry of 100 bytes.
+        let c: Cache<Vec<u8>> = Cache::with_shards(100 + ENTRY_OVERHEAD, 1);
         c.insert(7, 0, Arc::new(vec![1; 100]), 100);
         let held = c.get(7, 0).unwrap();
         c.insert(7, 1, Arc::new(vec![2; 100]), 100);

@@ -15,8 +15,8 @@
 //! what is left is bookkeeping of the allocator itself that `malloc_usable_size` hides (none
 //! for chunks below the mmap threshold, which all these are) and the rounding of the model for
 //! types whose size the compiler may change; an entry charged its payload alone (no `Arc`, no
-//! allocator header, no search summary) misses by far more: an index partition of 1 KiB by ~10%, a
-//! small top-level block by over 30%.
+//! allocator header, no search summary) misses by far more: an index partition of 1 KiB by
+//! ~10%, a small top-level block by over 30%.
 
 use super::*;
 use crate::cache::{Cache, ENTRY_OVERHEAD};
