@@ -282,7 +282,9 @@ pub struct Options {
     /// Bytes of the shared block cache (`siftdb bench --cache_size`). Default 32 MiB; 0
     /// disables it. It bounds the decompressed data blocks read by lookups and scans, and with
     /// [`Options::cache_index_and_filter_blocks`] the tables' index and filter blocks too: each
-    /// entry is charged its buffer's capacity plus 64 bytes, and the cache holds at most this
+    /// entry is charged what it allocates (its buffers, search summary and `Arc`, with the
+    /// allocator's headers) plus the cache's own bookkeeping per entry (~115 bytes; design.md,
+    /// "Memory accounting"), and the cache holds at most this
     /// many bytes plus 16 (per-shard rounding), plus whatever pinned index and filter blocks
     /// hold beyond their shard's share (pinned entries are never evicted). It does not bound
     /// memtables ([`Options::memtable_size`]), index and filter blocks kept outside it (the

@@ -47,6 +47,10 @@ fn run(allocation: FilterAllocation) -> Outcome {
             b.put((rng.next_u64() & !1).to_be_bytes(), [7u8; 8]);
         }
         db.write(b).unwrap();
+        // Settle the background work after each batch, so that the files' layout (and the
+        // FPR each file was built with) does not depend on how flushes and compactions
+        // interleave with the writes on a loaded machine.
+        db.wait_for_compactions().unwrap();
     }
     db.flush().unwrap();
     db.wait_for_compactions().unwrap();
@@ -121,9 +125,11 @@ fn monkey_wastes_fewer_block_reads_than_fixed_bits_per_key_at_equal_memory() {
     // The small level's filter is far sharper (about 0.04% against 1.9% configured; 1% is
     // more than 5 sigmas of either at ~100k probes).
     assert!(monkey.l1_observed < fixed.l1_observed / 2.0);
-    // Observed totals: files keep the FPR they were built with, and L2 files written while L2
-    // was the deepest level carry that level's high FPR until rewritten, so the observed gain
-    // is smaller than the expected one and varies with compaction timing; the bound only
-    // rules out a regression beyond that staleness (see the report's Monkey note).
-    assert!(monkey.observed_wasted < 1.1 * fixed.observed_wasted);
+    // Observed totals: files keep the FPR they were built with (L2 files written while L2 was
+    // the deepest level carry that level's high FPR until rewritten; see the report's Monkey
+    // note). With the background work settled after every batch the layout is repeatable:
+    // observed 0.029 against 0.046 wasted reads per lookup in three runs. Each figure counts
+    // about 6,000-9,000 false positives in 200k lookups, a relative sd of about 1.2%
+    // (Poisson, 1/sqrt(n)), so "fewer" is tens of sigmas away from chance.
+    assert!(monkey.observed_wasted < fixed.observed_wasted);
 }

@@ -24,7 +24,14 @@ fn memory_usage_follows_memtables_cache_and_open_tables() {
     let files: usize = stats.levels.iter().map(|l| l.files).sum();
     assert_eq!(m.open_tables, files, "every table was opened by the reads (default cache)");
     let filter_bytes: u64 = stats.levels.iter().map(|l| l.filter_bytes).sum();
-    assert_eq!(m.table_filters, filter_bytes, "open tables hold exactly the levels' filters");
+    // The levels' figure counts filter blocks; the tables', what holding them allocates (the
+    // block's buffer and the parsed filter's `Arc`, allocator headers included).
+    let slack = 256 * files as u64;
+    assert!(
+        (filter_bytes..=filter_bytes + slack).contains(&m.table_filters),
+        "open tables hold the levels' filters: {} for {filter_bytes}",
+        m.table_filters
+    );
     assert!(m.table_indexes > 0);
     assert!(m.block_cache > 0 && m.block_cache <= m.block_cache_capacity);
     assert!(m.table_readers > 0, "each open table's reader is counted");

@@ -88,6 +88,15 @@ impl FilterView<'_> {
             Inner::TwoBit(v) => v.prefetch_hash(hash),
         }
     }
+
+    /// Bytes of heap memory the parsed view allocated beyond the bytes it borrows (a scalable
+    /// filter's stage list; nothing for the other kinds), allocator headers included.
+    pub(crate) fn parsed_heap_bytes(&self) -> usize {
+        match &self.inner {
+            Inner::Scalable(v) => v.heap_bytes(),
+            _ => 0,
+        }
+    }
 }
 
 impl Filter for FilterView<'_> {

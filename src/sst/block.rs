@@ -11,6 +11,7 @@
 //! [`crate::ikey::compare`], in data blocks and index blocks alike.
 
 use crate::error::{Error, Result};
+use crate::heap;
 use crate::sst::format::{get_varint32, put_varint32, MAX_BLOCK_LEN};
 use std::sync::Arc;
 
@@ -162,6 +163,13 @@ impl Block {
     /// Bytes of heap memory the contents occupy (at least `size()`; what the cache charges).
     pub fn memory_bytes(&self) -> usize {
         self.data.capacity()
+    }
+
+    /// Bytes an `Arc<Block>` of these contents holds on the heap, allocator headers included:
+    /// the contents' buffer and the `Arc`'s own allocation (what the block cache charges a data
+    /// block; `crate::heap`).
+    pub(crate) fn arc_heap_bytes(&self) -> usize {
+        heap::alloc_bytes(self.data.capacity()) + heap::arc_bytes::<Block>()
     }
 
     /// The contents' buffer, for reuse once the block is no longer shared.

@@ -8,7 +8,7 @@
 //!   per-thread pool, and the next decompression writes into it.
 //!
 //! A pooled buffer is used only if its capacity is within 1/8 of the requested size, and the
-//! cache charges a block's capacity ([`Block::memory_bytes`]), so recycling never hides memory
+//! cache charges a block's capacity (`Block::arc_heap_bytes`), so recycling never hides memory
 //! from the cache's byte budget. Big buffers are never kept (see [`SCRATCH_MAX`]).
 
 use crate::sst::block::Block;

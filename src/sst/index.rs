@@ -136,9 +136,15 @@ impl IndexSearch {
         start + self.prefixes[start..end].partition_point(|&x| x < p)
     }
 
-    /// Bytes of memory held.
-    pub(crate) fn memory_bytes(&self) -> usize {
+    /// Bytes of the prefixes and of the top array (8 per entry; no allocator overhead).
+    pub(crate) fn prefix_bytes(&self) -> usize {
         (self.prefixes.capacity() + self.top.capacity()) * 8
+    }
+
+    /// Bytes of heap memory held (the two prefix arrays' allocations).
+    pub(crate) fn memory_bytes(&self) -> usize {
+        crate::heap::vec_bytes::<u64>(self.prefixes.capacity())
+            + crate::heap::vec_bytes::<u64>(self.top.capacity())
     }
 }
 

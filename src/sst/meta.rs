@@ -16,7 +16,7 @@
 //! probe borrows the view and copies nothing.
 
 use crate::cache::EntryKind;
-use crate::filter::Filter;
+use crate::heap;
 use crate::sst::block::Block;
 use crate::sst::index::IndexSearch;
 use crate::sst::owned_filter::OwnedFilter;
@@ -70,9 +70,23 @@ impl IndexEntry {
         IndexEntry { block: Arc::new(block), search }
     }
 
-    /// Bytes of memory the block and its summary occupy (what the cache is charged).
+    /// Bytes of heap memory an `Arc<IndexEntry>` holds, allocator headers included (what the
+    /// cache is charged, and what a table holding one reports): its own allocation, the
+    /// block's `Arc` and contents, and the summary's prefix array.
     pub(crate) fn memory_bytes(&self) -> usize {
-        self.block.memory_bytes() + self.search.as_ref().map_or(0, |s| s.memory_bytes())
+        heap::arc_bytes::<IndexEntry>() + self.inner_heap_bytes()
+    }
+
+    /// [`IndexEntry::memory_bytes`] without the entry's own `Arc` (for a value that holds an
+    /// `IndexEntry` inline).
+    pub(crate) fn inner_heap_bytes(&self) -> usize {
+        self.block.arc_heap_bytes() + self.search.as_ref().map_or(0, |s| s.memory_bytes())
+    }
+
+    /// Bytes of the block's contents and its summary's prefixes (no allocator or `Arc`
+    /// overhead): the figure the statistics report as a table's filter or index size.
+    pub(crate) fn payload_bytes(&self) -> usize {
+        self.block.memory_bytes() + self.search.as_ref().map_or(0, |s| s.prefix_bytes())
     }
 }
 
@@ -110,7 +124,9 @@ impl<T> std::ops::Deref for MetaRef<'_, T> {
 pub(crate) trait MetaKind: Send + Sync + 'static {
     /// The kind its cache entries are counted under.
     const KIND: EntryKind;
-    /// Bytes of memory it occupies (its cache charge, before the per-entry overhead).
+    /// Bytes of heap memory an `Arc` of it holds, allocator headers and the `Arc`'s own
+    /// allocation included (its cache charge, before the cache's per-entry bookkeeping;
+    /// `crate::heap`).
     fn memory_bytes(&self) -> usize;
 }
 
@@ -124,6 +140,6 @@ impl MetaKind for IndexEntry {
 impl MetaKind for OwnedFilter {
     const KIND: EntryKind = EntryKind::Filter;
     fn memory_bytes(&self) -> usize {
-        self.view().memory_bytes()
+        heap::arc_bytes::<OwnedFilter>() + self.heap_bytes()
     }
 }

@@ -7,7 +7,6 @@
 
 use crate::error::{Error, Result};
 use crate::filter::{Filter, FilterView};
-use std::sync::Arc;
 
 /// What a table knows about its filter; `L` is how a usable one is held (the parsed
 /// [`OwnedFilter`], or where the table keeps it: src/sst/meta.rs).
@@ -37,16 +36,20 @@ impl TableFilter {
     /// Parses filter block bytes: an unknown kind degrades to [`TableFilter::Unknown`], any other
     /// parse failure is corruption.
     pub(crate) fn parse(bytes: Vec<u8>) -> Result<TableFilter> {
-        let bytes: Arc<[u8]> = bytes.into();
-        // SAFETY: `Arc<[u8]>` keeps its slice at a fixed heap address, shared and immutable, for
-        // as long as any clone of the `Arc` lives. The `'static` reference made here is stored
-        // only in `OwnedFilter::view`, next to the `Arc` that owns the bytes, and never handed
-        // out with a lifetime longer than a borrow of the `OwnedFilter` (see `view()`, whose
-        // signature shortens it to `&self`'s lifetime). `view` is declared before `bytes`, so it
-        // is dropped first. No `&mut` to the bytes ever exists.
-        let slice: &'static [u8] = unsafe { &*(Arc::as_ptr(&bytes)) };
+        // The block's buffer is kept as read (no copy into another allocation): a vector's
+        // heap buffer stays at its address when the vector is moved, and this one is never
+        // written, grown or shrunk again.
+        // SAFETY: the `'static` reference made here points into `bytes`' heap buffer, which
+        // lives, unmoved and unmodified, as long as `bytes`: the vector is moved into
+        // `OwnedFilter::bytes` (a move of the vector, not of its buffer), which is private and
+        // never mutated. The reference is stored only in `OwnedFilter::view`, next to that
+        // vector, and never handed out with a lifetime longer than a borrow of the
+        // `OwnedFilter` (see `view()`, whose signature shortens it to `&self`'s lifetime).
+        // `view` is declared before `bytes`, so it is dropped first. No `&mut` to the bytes
+        // exists after this point.
+        let slice: &'static [u8] = unsafe { &*(bytes.as_slice() as *const [u8]) };
         match FilterView::parse(slice) {
-            Ok(view) => Ok(TableFilter::Loaded(OwnedFilter { view, _bytes: bytes })),
+            Ok(view) => Ok(TableFilter::Loaded(OwnedFilter { view, bytes })),
             Err(Error::UnknownFilterKind(tag)) => {
                 Ok(TableFilter::Unknown { tag, bytes: bytes.len() })
             }
@@ -58,13 +61,21 @@ impl TableFilter {
 /// Filter bytes and the view parsed over them. Field order matters: `view` drops first.
 pub(crate) struct OwnedFilter {
     view: FilterView<'static>,
-    _bytes: Arc<[u8]>,
+    /// The block as read; never mutated (the view borrows its heap buffer).
+    bytes: Vec<u8>,
 }
 
 impl OwnedFilter {
     /// The view, borrowed no longer than `self`.
     pub(crate) fn view(&self) -> &FilterView<'_> {
         &self.view
+    }
+
+    /// Bytes of heap memory held, allocator headers included: the block's buffer and what the
+    /// parsed view allocated (a scalable filter's stage list). Not the `OwnedFilter` itself,
+    /// which lives in an `Arc` (see its `MetaKind` charge) or inline in a table's list.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        crate::heap::alloc_bytes(self.bytes.capacity()) + self.view.parsed_heap_bytes()
     }
 }
 

@@ -142,10 +142,17 @@ impl PartitionIndex {
     }
 }
 
+impl PartitionIndex {
+    /// Bytes of the block's contents and its prefixes (the statistics' filter size).
+    pub(crate) fn payload_bytes(&self) -> usize {
+        self.entry.payload_bytes()
+    }
+}
+
 impl MetaKind for PartitionIndex {
     const KIND: crate::cache::EntryKind = crate::cache::EntryKind::Filter;
     fn memory_bytes(&self) -> usize {
-        self.entry.memory_bytes()
+        crate::heap::arc_bytes::<PartitionIndex>() + self.entry.inner_heap_bytes()
     }
 }
 

@@ -14,6 +14,7 @@
 use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::filter::{Filter, FilterView};
+use crate::heap;
 use crate::ikey::{self, ValueKind};
 use crate::range_del::Fragments;
 use crate::sst::block::{Block, BlockIter};
@@ -226,13 +227,17 @@ impl Table {
             (None, 0) => TableFilter::Absent,
             (None, _) => t.load_filter()?.map_loaded(Arc::new),
         };
-        let (tag, bytes) = match &filter {
-            TableFilter::Loaded(f) => (f.view().kind().tag(), f.view().memory_bytes()),
-            TableFilter::Unknown { tag, bytes } => (*tag, *bytes),
-            TableFilter::Absent => (0, 0),
+        // The statistics' filter size is the block's; what the table holds is its `Arc`'s
+        // allocations (nothing for a filter of an unknown kind: its bytes were dropped).
+        let (tag, bytes, held) = match &filter {
+            TableFilter::Loaded(f) => {
+                (f.view().kind().tag(), f.view().memory_bytes(), f.memory_bytes())
+            }
+            TableFilter::Unknown { tag, bytes } => (*tag, *bytes, 0),
+            TableFilter::Absent => (0, 0, 0),
         };
         t.filter_bytes = bytes;
-        t.held_filter_bytes = bytes;
+        t.held_filter_bytes = held;
         if tag != t.props.filter_kind {
             let e = Error::corruption("filter block kind differs from properties", None);
             return Err(t.err_at(e, footer.filter));
@@ -446,7 +451,7 @@ impl Table {
         let block = Arc::new(Block::new(raw).map_err(|e| self.err_at(e, h))?);
         if fill_cache {
             if let Some(cache) = &self.cache {
-                let charge = block.memory_bytes();
+                let charge = block.arc_heap_bytes();
                 buffers::with_evicted(|evicted| {
                     cache.insert_evicting(
                         self.number,
@@ -797,15 +802,19 @@ impl Table {
         (filter, if owned { self.index_bytes } else { 0 } + range_dels)
     }
 
-    /// Bytes of the reader itself outside its index, filter and range tombstones: the `Table`,
-    /// its properties (the smallest and largest keys, the merge operator name) and its path.
+    /// Bytes of the reader itself outside its index, filter and range tombstones, allocator
+    /// headers included (`crate::heap`): the `Table` in the `Arc` the table cache holds it by,
+    /// its properties (the smallest and largest keys, the merge operator name), its path and
+    /// the boxes of its partitioned parts.
     pub fn reader_memory_bytes(&self) -> usize {
         let p = &self.props;
-        std::mem::size_of::<Table>()
-            + p.smallest_key.capacity()
-            + p.largest_key.capacity()
-            + p.merge_operator.as_ref().map_or(0, |m| m.capacity())
-            + self.path.as_os_str().len()
+        heap::arc_bytes::<Table>()
+            + heap::alloc_bytes(p.smallest_key.capacity())
+            + heap::alloc_bytes(p.largest_key.capacity())
+            + p.merge_operator.as_ref().map_or(0, |m| heap::alloc_bytes(m.capacity()))
+            + heap::alloc_bytes(self.path.as_os_str().len())
+            + self.partitioned.as_ref().map_or(0, |_| heap::alloc_bytes(size_of::<Partitioned>()))
+            + self.index_parts.as_ref().map_or(0, |_| heap::alloc_bytes(size_of::<IndexParts>()))
     }
 
     /// True when the table's index and filter are pinned in the block cache.

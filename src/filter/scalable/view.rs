@@ -47,6 +47,11 @@ pub struct ScalableBloomView<'a> {
 }
 
 impl<'a> ScalableBloomView<'a> {
+    /// Bytes of heap memory the view allocated (its stage list), allocator headers included.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        crate::heap::vec_bytes::<StandardBloomView<'a>>(self.stages.capacity())
+    }
+
     /// Checks the parameters and every stage of a decoded envelope of kind `ScalableBloom`.
     pub fn parse(env: &Envelope<'a>) -> Result<ScalableBloomView<'a>> {
         let mut r = ParamReader::new(env);

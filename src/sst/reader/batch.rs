@@ -106,7 +106,7 @@ impl Table {
         counters.file_read_bytes.fetch_add(h.size + BLOCK_TRAILER_LEN as u64, Relaxed);
         let block = Arc::new(Block::new(raw).map_err(|e| self.err_at(e, h))?);
         if let Some(cache) = &self.cache {
-            let charge = block.memory_bytes();
+            let charge = block.arc_heap_bytes();
             buffers::with_evicted(|evicted| {
                 cache.insert_evicting(self.number, h.offset, Arc::clone(&block), charge, evicted)
             });

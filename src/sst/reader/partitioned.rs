@@ -55,17 +55,20 @@ impl Table {
             for i in 0..top.len() {
                 let ph = top.handle(i).map_err(|e| self.err_at(e, h))?;
                 let f = self.load_partition_raw(ph)?;
+                // Held inline in `loaded` (whose slots are counted below); an unknown kind's
+                // bytes were dropped.
                 loaded_bytes += match &f {
-                    TableFilter::Loaded(f) => f.view().memory_bytes(),
-                    TableFilter::Unknown { bytes, .. } => *bytes,
-                    TableFilter::Absent => 0,
+                    TableFilter::Loaded(f) => f.heap_bytes(),
+                    TableFilter::Unknown { .. } | TableFilter::Absent => 0,
                 };
                 loaded.push(f);
             }
         }
+        let slots = crate::heap::vec_bytes::<TableFilter<OwnedFilter>>(loaded.capacity());
         let partitions = self.props.filter_bytes.saturating_sub(h.size) as usize;
-        self.filter_bytes = top.memory_bytes() + partitions;
-        self.held_filter_bytes = top.memory_bytes() + loaded_bytes;
+        // The statistics' filter size counts the blocks; what the table holds, allocations.
+        self.filter_bytes = top.payload_bytes() + partitions;
+        self.held_filter_bytes = top.memory_bytes() + loaded_bytes + slots;
         let top = match cached {
             Some(_) => Held::InCache,
             None => self.place(top, h, residence),

@@ -51,6 +51,7 @@ impl Table {
                 loaded.push((ph.offset, Arc::new(part)));
                 it.next().map_err(|e| self.index_err(e))?;
             }
+            bytes += crate::heap::vec_bytes::<(u64, Arc<IndexEntry>)>(loaded.capacity());
         }
         self.index_parts = Some(Box::new(IndexParts { loaded }));
         Ok(bytes)

@@ -1,6 +1,7 @@
 //! Builder -> reader tests over an in-memory file pair.
 
 mod block_reverse;
+mod charges;
 mod corruption;
 mod mapped;
 mod partitioned;

@@ -137,7 +137,8 @@ pub struct Flags {
     pub disable_auto_compactions: bool,
     /// Block cache bytes (db_bench's default 8 MiB; `Options::block_cache_bytes`). Bounds the
     /// decompressed data blocks, and with `--cache_index_and_filter_blocks` the index and filter
-    /// blocks too (each entry charged its buffer + 64 bytes; pinned entries beyond a shard's
+    /// blocks too (each entry charged what it allocates + ~115 bytes of the cache's own
+    /// bookkeeping; pinned entries beyond a shard's
     /// share come on top). Not bounded by it: memtables (`--write_buffer_size` x 3), index and
     /// filter blocks kept by open tables without `--cache_index_and_filter_blocks` (up to
     /// `--open_files` tables' worth), and the page cache / mapped file pages (`--mmap_read`),
