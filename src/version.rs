@@ -277,6 +277,9 @@ mod level_search_tests {
     use super::*;
     use crate::rng::SplitMix64;
 
+    /// `(keyspace, user key)`.
+    type Key = (u32, Vec<u8>);
+
     /// A random user key: short or long, often sharing an 8-byte prefix with others.
     fn key(rng: &mut SplitMix64) -> Vec<u8> {
         let mut k = b"prefix0".to_vec();
@@ -297,7 +300,7 @@ mod level_search_tests {
                 (0..40).map(|_| (rng.below(2) as u32, key(&mut rng))).collect();
             keys.sort();
             keys.dedup();
-            let mut files: Vec<((u32, Vec<u8>), (u32, Vec<u8>))> = Vec::new();
+            let mut files: Vec<(Key, Key)> = Vec::new();
             let mut at = 0;
             while at < keys.len() {
                 let len = 1 + rng.below(4) as usize;

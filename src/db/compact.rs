@@ -48,7 +48,7 @@ fn next_pick(inner: &DbInner) -> Option<Pick> {
         return None;
     }
     let v = inner.super_version().version.clone();
-    pick(&v.levels(), &inner.opts.compaction, &inner.opts.filter_policy)
+    pick(v.levels(), &inner.opts.compaction, &inner.opts.filter_policy)
 }
 
 fn compaction_loop(inner: &DbInner) {
@@ -274,8 +274,7 @@ fn compact_range_jobs(inner: &DbInner, start: Option<&[u8]>, end: Option<&[u8]>)
             break;
         }
         let (lo, hi) = bounds(&v, start, end);
-        if let Some(mut p) =
-            pick_level(&v.levels(), level, policy, Some((key_at(&lo), key_at(&hi))))
+        if let Some(mut p) = pick_level(v.levels(), level, policy, Some((key_at(&lo), key_at(&hi))))
         {
             if level + 1 == deepest.max(1) {
                 // Moving a file onto the last level keeps its garbage; rewrite it instead.
