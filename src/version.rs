@@ -86,18 +86,29 @@ fn brief(keyspace: u32, user_key: &[u8]) -> Brief {
 
 /// The first of a level's files (their largest keys' briefs `largest_briefs`, sorted) whose
 /// largest key is `>=` the key briefed `target`; `largest_below(i)` compares file `i`'s
-/// largest key with the key in full, and is called only on equal briefs.
+/// largest key with the key in full, and is called only on equal briefs, by a binary search
+/// over their run (keys like `user0000…` can give every file of a level the same brief).
 #[inline]
 fn first_ending_at_or_after(
     largest_briefs: &[Brief],
     target: Brief,
     largest_below: impl Fn(usize) -> bool,
 ) -> usize {
-    let mut i = largest_briefs.partition_point(|&b| b < target);
-    while i < largest_briefs.len() && largest_briefs[i] == target && largest_below(i) {
-        i += 1;
+    let lo = largest_briefs.partition_point(|&b| b < target);
+    if largest_briefs.get(lo) != Some(&target) {
+        return lo;
     }
-    i
+    let hi = lo + largest_briefs[lo..].partition_point(|&b| b == target);
+    let (mut left, mut right) = (lo, hi);
+    while left < right {
+        let mid = left + (right - left) / 2;
+        if largest_below(mid) {
+            left = mid + 1;
+        } else {
+            right = mid;
+        }
+    }
+    left
 }
 
 /// Whether a file's smallest key (briefed `smallest`) is `<=` the key briefed `target`;
@@ -328,6 +339,26 @@ mod level_search_tests {
                 });
                 assert_eq!(got, want, "round {round}: {probe:?} in {files:?}");
             }
+        }
+    }
+
+    #[test]
+    fn files_sharing_one_brief_are_binary_searched_by_full_key() {
+        // 1024 files whose keys all share their first 8 bytes: one brief for the whole level.
+        let largest: Vec<Vec<u8>> = (0..1024u32)
+            .map(|i| [b"user0000".as_slice(), &(2 * i).to_be_bytes()].concat())
+            .collect();
+        let briefs: Vec<Brief> = largest.iter().map(|k| brief(0, k)).collect();
+        assert!(briefs.windows(2).all(|w| w[0] == w[1]));
+        for probe in [0u32, 1, 777, 2047, 2048] {
+            let key = [b"user0000".as_slice(), &probe.to_be_bytes()].concat();
+            let compares = std::cell::Cell::new(0);
+            let i = first_ending_at_or_after(&briefs, brief(0, &key), |i| {
+                compares.set(compares.get() + 1);
+                largest[i] < key
+            });
+            assert_eq!(i, largest.partition_point(|k| *k < key), "probe {probe}");
+            assert!(compares.get() <= 11, "{} full-key compares for 1024 files", compares.get());
         }
     }
 }

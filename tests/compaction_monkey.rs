@@ -47,9 +47,9 @@ fn run(allocation: FilterAllocation) -> Outcome {
             b.put((rng.next_u64() & !1).to_be_bytes(), [7u8; 8]);
         }
         db.write(b).unwrap();
-        // Settle the background work after each batch, so that the files' layout (and the
-        // FPR each file was built with) does not depend on how flushes and compactions
-        // interleave with the writes on a loaded machine.
+        // Settle the compactions after each batch, so that the files' layout (and the FPR
+        // each file was built with) depends little on how they interleave with the writes on
+        // a loaded machine (a flush under way may still land during the next batch).
         db.wait_for_compactions().unwrap();
     }
     db.flush().unwrap();
@@ -127,7 +127,7 @@ fn monkey_wastes_fewer_block_reads_than_fixed_bits_per_key_at_equal_memory() {
     assert!(monkey.l1_observed < fixed.l1_observed / 2.0);
     // Observed totals: files keep the FPR they were built with (L2 files written while L2 was
     // the deepest level carry that level's high FPR until rewritten; see the report's Monkey
-    // note). With the background work settled after every batch the layout is repeatable:
+    // note). With compactions settled after every batch the layout is nearly repeatable:
     // observed 0.029 against 0.046 wasted reads per lookup in three runs. Each figure counts
     // about 6,000-9,000 false positives in 200k lookups, a relative sd of about 1.2%
     // (Poisson, 1/sqrt(n)), so "fewer" is tens of sigmas away from chance.

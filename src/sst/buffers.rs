@@ -47,7 +47,7 @@ pub(crate) fn take_buffer(len: usize) -> Vec<u8> {
     let pooled = POOL.with(|p| {
         let mut p = p.borrow_mut();
         let at = p.iter().position(|b| b.capacity() >= len && b.capacity() - len <= len / 8)?;
-        Some(p.swap_remove(at))
+        Some(p.remove(at)) // keeps the pool in arrival order (see `recycle`)
     });
     // A new buffer gets its capacity rounded up to a multiple of `ROUND`, so that once pooled
     // it serves every request in a band of sizes: data blocks end one entry past the block

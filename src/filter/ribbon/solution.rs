@@ -137,9 +137,6 @@ fn unit<W2: Words<u64> + ?Sized>(words: &W2, unit: usize) -> u128 {
     words.word(2 * unit) as u128 | ((words.word(2 * unit + 1) as u128) << 64)
 }
 
-/// Membership test shared by the owned filter and its view. `words` must hold
-/// `layout.total_words()` words of a validated layout; then every index below is in bounds: a
-/// start in block `b` with non-zero offset has `b + 1 < B`, and `cols(b + 1) >= cols(b)`.
 /// Starts loading the cache lines [`probe`] reads for `hash`: the columns of the key's block
 /// and, when its row spills over, of the next block (a hint; no-op for the empty filter).
 #[inline(always)]
@@ -169,6 +166,9 @@ pub(super) fn prefetch(words: &LeWords<'_, u64>, layout: &Layout, seed: u64, has
     }
 }
 
+/// Membership test shared by the owned filter and its view. `words` must hold
+/// `layout.total_words()` words of a validated layout; then every index below is in bounds: a
+/// start in block `b` with non-zero offset has `b + 1 < B`, and `cols(b + 1) >= cols(b)`.
 #[inline(always)]
 pub(super) fn probe<W2: Words<u64> + ?Sized>(
     words: &W2,
