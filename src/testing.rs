@@ -155,3 +155,81 @@ pub fn restore_all() {
     #[cfg(feature = "fault-injection")]
     imp::restore_all();
 }
+
+#[cfg(target_os = "linux")]
+pub use counting::{live_heap_bytes, CountingAllocator};
+
+/// The counting allocator of the memory-charge tests (Linux: it asks glibc for chunk sizes).
+#[cfg(target_os = "linux")]
+mod counting {
+    /// A global allocator that forwards to the system allocator and counts, per thread, the bytes
+    /// of every live allocation as glibc malloc lays it out: `malloc_usable_size + 8` (the chunk
+    /// header and the rounding to 16 bytes included), the model `crate::heap` charges by. A test
+    /// binary installs it with `#[global_allocator] static A: CountingAllocator = CountingAllocator;`
+    /// and reads [`live_heap_bytes`] before and after the work it measures.
+    pub struct CountingAllocator;
+
+    thread_local! {
+        static LIVE_HEAP_BYTES: std::cell::Cell<i64> = const { std::cell::Cell::new(0) };
+    }
+
+    /// Live heap bytes this thread allocated through [`CountingAllocator`] less those it freed
+    /// (a thread may free what another allocated: only differences on one thread mean anything).
+    pub fn live_heap_bytes() -> i64 {
+        LIVE_HEAP_BYTES.with(|c| c.get())
+    }
+
+    /// Bytes glibc's chunk at `p` takes: its usable size plus the 8-byte size header.
+    fn chunk_bytes(p: *mut u8) -> i64 {
+        // SAFETY: `p` came from the system allocator and is still allocated.
+        (unsafe { libc::malloc_usable_size(p.cast()) } + 8) as i64
+    }
+
+    fn count(delta: i64) {
+        // `try_with`: a thread being torn down may still free memory.
+        let _ = LIVE_HEAP_BYTES.try_with(|c| c.set(c.get() + delta));
+    }
+
+    // SAFETY: every call is forwarded to `System` unchanged; counting touches a thread-local
+    // integer only (no allocation).
+    unsafe impl std::alloc::GlobalAlloc for CountingAllocator {
+        unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+            // SAFETY: forwarded with the caller's guarantees.
+            let p = unsafe { std::alloc::System.alloc(layout) };
+            if !p.is_null() {
+                count(chunk_bytes(p));
+            }
+            p
+        }
+
+        unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
+            // SAFETY: forwarded with the caller's guarantees.
+            let p = unsafe { std::alloc::System.alloc_zeroed(layout) };
+            if !p.is_null() {
+                count(chunk_bytes(p));
+            }
+            p
+        }
+
+        unsafe fn dealloc(&self, p: *mut u8, layout: std::alloc::Layout) {
+            count(-chunk_bytes(p));
+            // SAFETY: forwarded with the caller's guarantees.
+            unsafe { std::alloc::System.dealloc(p, layout) }
+        }
+
+        unsafe fn realloc(
+            &self,
+            p: *mut u8,
+            layout: std::alloc::Layout,
+            new_size: usize,
+        ) -> *mut u8 {
+            let old = chunk_bytes(p);
+            // SAFETY: forwarded with the caller's guarantees.
+            let q = unsafe { std::alloc::System.realloc(p, layout, new_size) };
+            if !q.is_null() {
+                count(chunk_bytes(q) - old);
+            }
+            q
+        }
+    }
+}

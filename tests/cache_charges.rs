@@ -20,64 +20,12 @@
 //! missing-key phase here.
 
 use siftdb::{Compression, Db, MemoryUsage, Options};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
-/// Counts live heap bytes of the current thread (see the module documentation).
-struct Counting;
-
-thread_local! {
-    static LIVE: Cell<i64> = const { Cell::new(0) };
-}
-
-/// Bytes glibc's chunk for `p` takes: its usable size plus the 8-byte size header.
-fn chunk_bytes(p: *mut u8) -> i64 {
-    // SAFETY: `p` was returned by the system allocator and is still allocated.
-    (unsafe { libc::malloc_usable_size(p.cast()) } + 8) as i64
-}
-
-fn count(delta: i64) {
-    let _ = LIVE.try_with(|c| c.set(c.get() + delta));
-}
-
-// SAFETY: every call forwards to `System`; the counting touches only a thread-local integer.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            count(chunk_bytes(p));
-        }
-        p
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc_zeroed(layout) };
-        if !p.is_null() {
-            count(chunk_bytes(p));
-        }
-        p
-    }
-
-    unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
-        count(-chunk_bytes(p));
-        unsafe { System.dealloc(p, layout) }
-    }
-
-    unsafe fn realloc(&self, p: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let old = chunk_bytes(p);
-        let q = unsafe { System.realloc(p, layout, new_size) };
-        if !q.is_null() {
-            count(chunk_bytes(q) - old);
-        }
-        q
-    }
-}
 
 #[global_allocator]
-static ALLOC: Counting = Counting;
+static COUNTING: siftdb::testing::CountingAllocator = siftdb::testing::CountingAllocator;
 
 fn live() -> i64 {
-    LIVE.with(|c| c.get())
+    siftdb::testing::live_heap_bytes()
 }
 
 const KEYS: u32 = 200_000;

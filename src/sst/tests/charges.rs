@@ -27,70 +27,12 @@ use crate::options::StaticFilterKind;
 use crate::sst::{
     Block, Compression, GetResult, MetaPolicy, PartitionedFilterSource, ReadCounters, TableOptions,
 };
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
-/// Counts the live heap bytes of the current thread (module documentation).
-struct Counting;
-
-thread_local! {
-    static LIVE: Cell<i64> = const { Cell::new(0) };
-}
-
-/// Bytes glibc's chunk at `p` takes: its usable size plus the 8-byte size header.
-fn chunk_bytes(p: *mut u8) -> i64 {
-    // SAFETY: `p` came from the system allocator and is still allocated.
-    (unsafe { libc::malloc_usable_size(p.cast()) } + 8) as i64
-}
-
-fn count(delta: i64) {
-    // `try_with`: a thread being torn down may still free memory.
-    let _ = LIVE.try_with(|c| c.set(c.get() + delta));
-}
-
-// SAFETY: every call is forwarded to `System` unchanged; counting touches a thread-local
-// integer only (no allocation).
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded with the caller's guarantees.
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            count(chunk_bytes(p));
-        }
-        p
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded with the caller's guarantees.
-        let p = unsafe { System.alloc_zeroed(layout) };
-        if !p.is_null() {
-            count(chunk_bytes(p));
-        }
-        p
-    }
-
-    unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
-        count(-chunk_bytes(p));
-        // SAFETY: forwarded with the caller's guarantees.
-        unsafe { System.dealloc(p, layout) }
-    }
-
-    unsafe fn realloc(&self, p: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let old = chunk_bytes(p);
-        // SAFETY: forwarded with the caller's guarantees.
-        let q = unsafe { System.realloc(p, layout, new_size) };
-        if !q.is_null() {
-            count(chunk_bytes(q) - old);
-        }
-        q
-    }
-}
 
 #[global_allocator]
-static COUNTING: Counting = Counting;
+static COUNTING: crate::testing::CountingAllocator = crate::testing::CountingAllocator;
 
 fn live() -> i64 {
-    LIVE.with(|c| c.get())
+    crate::testing::live_heap_bytes()
 }
 
 /// 40,000 keys in 4 KiB LZ4 blocks: about 400 data blocks, an index of about 10 KiB and a
