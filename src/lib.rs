@@ -80,6 +80,7 @@ pub(crate) mod compaction;
 pub(crate) mod error;
 pub(crate) mod filename;
 pub(crate) mod heap;
+pub(crate) mod huge_arena;
 pub(crate) mod ikey;
 pub(crate) mod keyspace_options;
 pub(crate) mod manifest;

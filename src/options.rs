@@ -398,6 +398,15 @@ pub struct Options {
     /// application's own files and sockets (fjall keeps about 900 of 1024 for tables; siftdb
     /// leaves more room because its iterators may hold evicted tables).
     pub max_open_files: i32,
+    /// Put the filter blocks that open tables hold (the default, without
+    /// `cache_index_and_filter_blocks`) on transparent huge pages: 2 MiB-aligned chunks advised
+    /// `MADV_HUGEPAGE`, shared by every `Db` in the process (design.md, "Filter memory on huge
+    /// pages"). A lookup probes filters at random places; on 4 KiB pages most probes of a
+    /// large database also miss the TLB. Linux only (elsewhere, and when the kernel's THP
+    /// setting is `never`, filters are packed into the same chunks on ordinary pages or stay
+    /// on the heap). The chunks' free space is reported as
+    /// [`crate::MemoryUsage::filter_arena_free`]. Default `true`.
+    pub filters_on_huge_pages: bool,
     /// The file system. Default `None` = the real one; tests pass an in-memory,
     /// fault-injecting storage.
     pub storage: Option<Arc<dyn Storage>>,
@@ -450,6 +459,7 @@ impl Default for Options {
             direct_reads: false,
             direct_io_for_flush_and_compaction: false,
             max_open_files: MAX_OPEN_FILES_DEFAULT,
+            filters_on_huge_pages: true,
             filter_policy: FilterPolicy::default(),
             compaction: CompactionOptions::default(),
             storage: None,
@@ -484,6 +494,7 @@ impl std::fmt::Debug for Options {
             .field("direct_reads", &self.direct_reads)
             .field("direct_io_for_flush_and_compaction", &self.direct_io_for_flush_and_compaction)
             .field("max_open_files", &self.max_open_files)
+            .field("filters_on_huge_pages", &self.filters_on_huge_pages)
             .field("filter_policy", &self.filter_policy)
             .field("compaction", &self.compaction)
             .field("storage", &self.storage.as_ref().map(|_| "custom"))

@@ -93,6 +93,8 @@ pub struct TableCache {
     cache_meta: bool,
     /// `Options::pin_l0_filter_and_index_blocks_in_cache`.
     pin_l0: bool,
+    /// `Options::filters_on_huge_pages`.
+    huge_page_filters: bool,
 }
 
 impl std::fmt::Debug for TableCache {
@@ -137,6 +139,7 @@ impl TableCache {
             opens: AtomicU64::new(0),
             cache_meta: false,
             pin_l0: false,
+            huge_page_filters: false,
         })
     }
 
@@ -145,6 +148,13 @@ impl TableCache {
     pub fn with_meta_policy(mut self, cache_index_and_filter_blocks: bool, pin_l0: bool) -> Self {
         self.cache_meta = cache_index_and_filter_blocks;
         self.pin_l0 = pin_l0 && cache_index_and_filter_blocks;
+        self
+    }
+
+    /// This cache with the filters that tables hold put on huge pages
+    /// (`Options::filters_on_huge_pages`).
+    pub fn with_huge_page_filters(mut self, on: bool) -> Self {
+        self.huge_page_filters = on;
         self
     }
 
@@ -245,6 +255,7 @@ impl TableCache {
         let policy = MetaPolicy {
             cache_index_and_filter_blocks: self.cache_meta,
             pin: self.pin_l0 && slot.level0.load(Ordering::Relaxed),
+            huge_page_filters: self.huge_page_filters,
         };
         let table =
             Arc::new(Table::open_with(file, number, self.block_cache.clone(), &path, policy)?);

@@ -36,7 +36,7 @@ fn memory_usage_follows_memtables_cache_and_open_tables() {
     assert!(m.block_cache > 0 && m.block_cache <= m.block_cache_capacity);
     assert!(m.table_readers > 0, "each open table's reader is counted");
     let outside = m.table_filters + m.table_indexes + m.table_readers;
-    assert_eq!(m.total(), m.memtables + m.block_cache + outside);
+    assert_eq!(m.total(), m.memtables + m.block_cache + outside + m.filter_arena_free);
     assert_eq!(m.block_cache, m.block_cache_data, "by default the cache holds data blocks only");
     assert_eq!((m.block_cache_index, m.block_cache_filter, m.block_cache_pinned), (0, 0, 0));
     assert!(format!("{m}").contains("table filters"));

@@ -465,6 +465,10 @@ impl Db {
             table_filters: held.filters,
             table_indexes: held.indexes,
             table_readers: held.readers,
+            filter_arena_free: {
+                let arena = crate::huge_arena::usage();
+                arena.mapped.saturating_sub(arena.in_use)
+            },
             open_tables: self.inner.tables.open_tables(),
             pinned_tables: held.pinned_tables,
         }

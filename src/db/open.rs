@@ -84,7 +84,8 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             .with_meta_policy(
                 opts.cache_index_and_filter_blocks,
                 opts.pin_l0_filter_and_index_blocks_in_cache,
-            ),
+            )
+            .with_huge_page_filters(opts.filters_on_huge_pages),
     );
     if opts.create_if_missing {
         storage.create_dir_all(dir)?;

@@ -92,6 +92,11 @@ pub struct MemoryUsage {
     /// The open table readers themselves (struct, properties' keys, path): the table cache's
     /// own memory, bounded through `max_open_files`.
     pub table_readers: u64,
+    /// Free space in the huge-page chunks that hold table filters
+    /// (`Options::filters_on_huge_pages`): mapped, resident once touched, in use by no filter
+    /// now. The chunks are shared by every `Db` in the process, so this figure is the
+    /// process's, not this database's alone.
+    pub filter_arena_free: u64,
     /// Tables open now (each also holds a file descriptor, and a mapping with `mmap_reads`).
     pub open_tables: usize,
     /// Of `open_tables`: those whose index and filter are pinned in the block cache.
@@ -106,6 +111,7 @@ impl MemoryUsage {
             + self.table_filters
             + self.table_indexes
             + self.table_readers
+            + self.filter_arena_free
     }
 }
 
@@ -141,6 +147,11 @@ impl std::fmt::Display for MemoryUsage {
             mib(self.table_indexes)
         )?;
         writeln!(f, "  table readers        {:>10.1}", mib(self.table_readers))?;
+        writeln!(
+            f,
+            "  filter arena free    {:>10.1}  (huge-page chunks for table filters: free space)",
+            mib(self.filter_arena_free)
+        )?;
         write!(f, "  total                {:>10.1}", mib(self.total()))
     }
 }

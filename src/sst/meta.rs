@@ -31,6 +31,9 @@ pub struct MetaPolicy {
     /// With `cache_index_and_filter_blocks`: pin them in the cache while the table is open
     /// (charged, never evicted).
     pub pin: bool,
+    /// Put a filter the table holds itself (not in the block cache) on transparent huge pages
+    /// (`Options::filters_on_huge_pages`, src/huge_arena.rs).
+    pub huge_page_filters: bool,
 }
 
 impl MetaPolicy {

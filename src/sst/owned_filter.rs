@@ -36,14 +36,25 @@ impl TableFilter {
     /// Parses filter block bytes: an unknown kind degrades to [`TableFilter::Unknown`], any other
     /// parse failure is corruption.
     pub(crate) fn parse(bytes: Vec<u8>) -> Result<TableFilter> {
-        // The block's buffer is kept as read (no copy into another allocation): a vector's
-        // heap buffer stays at its address when the vector is moved, and this one is never
-        // written, grown or shrunk again.
-        // SAFETY: the `'static` reference made here points into `bytes`' heap buffer, which
-        // lives, unmoved and unmodified, as long as `bytes`: the vector is moved into
-        // `OwnedFilter::bytes` (a move of the vector, not of its buffer), which is private and
-        // never mutated. The reference is stored only in `OwnedFilter::view`, next to that
-        // vector, and never handed out with a lifetime longer than a borrow of the
+        TableFilter::parse_held(FilterBytes::Heap(bytes))
+    }
+
+    /// [`TableFilter::parse`] for a filter the table holds for as long as it is open: the bytes
+    /// are first copied onto huge pages (`crate::huge_arena`), where that is available.
+    pub(crate) fn parse_on_huge_pages(bytes: Vec<u8>) -> Result<TableFilter> {
+        match crate::huge_arena::HugeBuf::copy_of(&bytes) {
+            Some(huge) => TableFilter::parse_held(FilterBytes::Huge(huge)),
+            None => TableFilter::parse(bytes),
+        }
+    }
+
+    fn parse_held(bytes: FilterBytes) -> Result<TableFilter> {
+        // SAFETY: the `'static` reference made here points into the bytes' buffer (a heap
+        // vector's, or an arena piece), which lives, unmoved and unmodified, as long as
+        // `bytes`: a vector's heap buffer stays at its address when the vector is moved, an
+        // arena piece never moves, and `bytes` is moved into `OwnedFilter::bytes`, which is
+        // private and never mutated. The reference is stored only in `OwnedFilter::view`, next
+        // to those bytes, and never handed out with a lifetime longer than a borrow of the
         // `OwnedFilter` (see `view()`, whose signature shortens it to `&self`'s lifetime).
         // `view` is declared before `bytes`, so it is dropped first. No `&mut` to the bytes
         // exists after this point.
@@ -51,9 +62,33 @@ impl TableFilter {
         match FilterView::parse(slice) {
             Ok(view) => Ok(TableFilter::Loaded(OwnedFilter { view, bytes })),
             Err(Error::UnknownFilterKind(tag)) => {
-                Ok(TableFilter::Unknown { tag, bytes: bytes.len() })
+                Ok(TableFilter::Unknown { tag, bytes: bytes.as_slice().len() })
             }
             Err(e) => Err(e),
+        }
+    }
+}
+
+/// Where a filter's bytes live: the buffer it was read into (kept as read: no copy), or a
+/// piece of the huge-page arena.
+enum FilterBytes {
+    Heap(Vec<u8>),
+    Huge(crate::huge_arena::HugeBuf),
+}
+
+impl FilterBytes {
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            FilterBytes::Heap(v) => v,
+            FilterBytes::Huge(h) => h,
+        }
+    }
+
+    /// Bytes of memory held: the heap buffer with its allocator header, or the arena piece.
+    fn held_bytes(&self) -> usize {
+        match self {
+            FilterBytes::Heap(v) => crate::heap::alloc_bytes(v.capacity()),
+            FilterBytes::Huge(h) => h.piece_bytes(),
         }
     }
 }
@@ -61,8 +96,8 @@ impl TableFilter {
 /// Filter bytes and the view parsed over them. Field order matters: `view` drops first.
 pub(crate) struct OwnedFilter {
     view: FilterView<'static>,
-    /// The block as read; never mutated (the view borrows its heap buffer).
-    bytes: Vec<u8>,
+    /// The block as read, or its copy on huge pages; never mutated (the view borrows it).
+    bytes: FilterBytes,
 }
 
 impl OwnedFilter {
@@ -71,11 +106,18 @@ impl OwnedFilter {
         &self.view
     }
 
-    /// Bytes of heap memory held, allocator headers included: the block's buffer and what the
-    /// parsed view allocated (a scalable filter's stage list). Not the `OwnedFilter` itself,
-    /// which lives in an `Arc` (see its `MetaKind` charge) or inline in a table's list.
+    /// Bytes of memory held, allocator headers included: the block's buffer (or its arena
+    /// piece) and what the parsed view allocated (a scalable filter's stage list). Not the
+    /// `OwnedFilter` itself, which lives in an `Arc` (see its `MetaKind` charge) or inline in a
+    /// table's list.
     pub(crate) fn heap_bytes(&self) -> usize {
-        crate::heap::alloc_bytes(self.bytes.capacity()) + self.view.parsed_heap_bytes()
+        self.bytes.held_bytes() + self.view.parsed_heap_bytes()
+    }
+
+    /// Whether the bytes are on the huge-page arena.
+    #[cfg(test)]
+    pub(crate) fn on_huge_pages(&self) -> bool {
+        matches!(self.bytes, FilterBytes::Huge(_))
     }
 }
 

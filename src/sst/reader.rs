@@ -225,7 +225,10 @@ impl Table {
         let filter = match (&cached_filter, footer.filter.size) {
             (Some(f), _) => TableFilter::Loaded(Arc::clone(f)),
             (None, 0) => TableFilter::Absent,
-            (None, _) => t.load_filter()?.map_loaded(Arc::new),
+            (None, _) => {
+                let on_huge_pages = residence == Residence::Owned && policy.huge_page_filters;
+                t.load_filter(on_huge_pages)?.map_loaded(Arc::new)
+            }
         };
         // The statistics' filter size is the block's; what the table holds is its `Arc`'s
         // allocations (nothing for a filter of an unknown kind: its bytes were dropped).
@@ -266,11 +269,16 @@ impl Table {
         Ok(IndexEntry::new(Block::new(raw).map_err(|e| self.err_at(e, h))?))
     }
 
-    /// Reads and parses the filter block (at open, and on a cache miss).
-    fn load_filter(&self) -> Result<TableFilter<OwnedFilter>> {
+    /// Reads and parses the filter block (at open, and on a cache miss); `on_huge_pages` for
+    /// one the table will hold while it is open (`MetaPolicy::huge_page_filters`).
+    fn load_filter(&self, on_huge_pages: bool) -> Result<TableFilter<OwnedFilter>> {
         let h = self.footer.filter;
         let raw = self.read_raw(h)?;
-        TableFilter::parse(raw).map_err(|e| self.err_at(e, h))
+        let parsed = match on_huge_pages {
+            true => TableFilter::parse_on_huge_pages(raw),
+            false => TableFilter::parse(raw),
+        };
+        parsed.map_err(|e| self.err_at(e, h))
     }
 
     /// Puts a meta block read at open where `residence` says: kept here (`Owned`), inserted
@@ -340,7 +348,7 @@ impl Table {
     ) -> Result<Option<MetaRef<'_, OwnedFilter>>> {
         let TableFilter::Loaded(held) = &self.filter else { return Ok(None) };
         let counted = counters.map(|c| (&c.filter_cache_hits, &c.filter_cache_misses));
-        let load = || match self.load_filter()? {
+        let load = || match self.load_filter(false)? {
             TableFilter::Loaded(f) => Ok(f),
             _ => {
                 let e =
@@ -769,6 +777,15 @@ impl Table {
         }
         match &self.filter {
             TableFilter::Loaded(_) => crate::filter::FilterKind::from_tag(self.props.filter_kind),
+            _ => None,
+        }
+    }
+
+    /// Whether the filter the table holds is on the huge-page arena (`None`: it holds none).
+    #[cfg(test)]
+    pub(crate) fn filter_on_huge_pages(&self) -> Option<bool> {
+        match &self.filter {
+            TableFilter::Loaded(Held::Here(f)) => Some(f.on_huge_pages()),
             _ => None,
         }
     }

@@ -102,7 +102,8 @@ fn warm(bytes: &[u8], policy: MetaPolicy) -> (Arc<Cache<Block>>, Table) {
     (cache, t)
 }
 
-const CACHED: MetaPolicy = MetaPolicy { cache_index_and_filter_blocks: true, pin: false };
+const CACHED: MetaPolicy =
+    MetaPolicy { cache_index_and_filter_blocks: true, pin: false, huge_page_filters: false };
 
 #[test]
 fn a_whole_filter_block_is_charged_what_it_allocates() {

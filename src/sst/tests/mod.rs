@@ -3,6 +3,7 @@
 mod block_reverse;
 mod charges;
 mod corruption;
+mod huge_pages;
 mod mapped;
 mod partitioned;
 mod partitioned_index;

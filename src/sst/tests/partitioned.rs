@@ -65,8 +65,10 @@ fn open_with(bytes: Vec<u8>, cache: Option<Arc<BlockCache>>, policy: MetaPolicy)
 /// The ways a table may hold a partitioned filter: no cache (partitions loaded at open), a
 /// cache with the top level held by the table, cached, or pinned.
 fn residences() -> Vec<(Option<Arc<BlockCache>>, MetaPolicy)> {
-    let cached = MetaPolicy { cache_index_and_filter_blocks: true, pin: false };
-    let pinned = MetaPolicy { cache_index_and_filter_blocks: true, pin: true };
+    let cached =
+        MetaPolicy { cache_index_and_filter_blocks: true, pin: false, ..MetaPolicy::default() };
+    let pinned =
+        MetaPolicy { cache_index_and_filter_blocks: true, pin: true, ..MetaPolicy::default() };
     vec![
         (None, MetaPolicy::default()),
         (Some(Arc::new(BlockCache::new(1 << 20))), MetaPolicy::default()),

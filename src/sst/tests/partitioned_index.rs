@@ -27,8 +27,10 @@ fn open_with(bytes: Vec<u8>, cache: Option<Arc<BlockCache>>, policy: MetaPolicy)
 }
 
 fn residences() -> Vec<(Option<Arc<BlockCache>>, MetaPolicy)> {
-    let cached = MetaPolicy { cache_index_and_filter_blocks: true, pin: false };
-    let pinned = MetaPolicy { cache_index_and_filter_blocks: true, pin: true };
+    let cached =
+        MetaPolicy { cache_index_and_filter_blocks: true, pin: false, ..MetaPolicy::default() };
+    let pinned =
+        MetaPolicy { cache_index_and_filter_blocks: true, pin: true, ..MetaPolicy::default() };
     vec![
         (None, MetaPolicy::default()),
         (Some(Arc::new(BlockCache::new(1 << 20))), MetaPolicy::default()),

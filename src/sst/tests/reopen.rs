@@ -40,7 +40,8 @@ fn found(t: &Table, key: &[u8]) -> bool {
 fn a_cached_table_reopens_without_reading_its_index_and_filter_again() {
     let (bytes, _) = build(&simple_entries(2000), TableOptions::default(), bloom_source());
     let cache = Arc::new(BlockCache::new(8 << 20));
-    let cached = MetaPolicy { cache_index_and_filter_blocks: true, pin: false };
+    let cached =
+        MetaPolicy { cache_index_and_filter_blocks: true, pin: false, ..MetaPolicy::default() };
     let (first, first_reads) = open_counted(&bytes, &cache, cached);
     assert!(found(&first, b"key00000010"));
     drop(first);
@@ -60,7 +61,8 @@ fn a_cached_table_reopens_without_reading_its_index_and_filter_again() {
 #[test]
 fn a_reopen_after_the_cache_dropped_the_blocks_reads_them_again() {
     let (bytes, _) = build(&simple_entries(2000), TableOptions::default(), bloom_source());
-    let cached = MetaPolicy { cache_index_and_filter_blocks: true, pin: false };
+    let cached =
+        MetaPolicy { cache_index_and_filter_blocks: true, pin: false, ..MetaPolicy::default() };
     let cache = Arc::new(BlockCache::new(8 << 20));
     drop(open_counted(&bytes, &cache, cached));
     let other = Arc::new(BlockCache::new(8 << 20));

@@ -21,6 +21,11 @@ pub fn statistics(stats: &Stats, lookups: u64) -> String {
     s += &format!("siftdb.table.cache.hit COUNT : {}\n", stats.table_cache_hits);
     s += &format!("siftdb.table.cache.open COUNT : {}\n", stats.table_cache_open_tables);
     s += &format!("siftdb.subcompactions COUNT : {}\n", stats.subcompactions);
+    // Where write stalls come from: L0 slowdowns (1 ms each) and stops, counted apart from
+    // `rocksdb.stall.micros` (which also holds waits for a full immutable-memtable queue).
+    s += &format!("siftdb.l0.slowdown.count COUNT : {}\n", stats.l0_slowdowns);
+    s += &format!("siftdb.l0.stop.count COUNT : {}\n", stats.l0_stops);
+    s += &format!("siftdb.l0.stall.micros COUNT : {}\n", stats.l0_stall_micros);
     s += "\nper-level reads (siftdb):\n";
     s += &stats.read_amp_table(lookups);
     let scans = stats.scan_read_table(stats.seeks);
