@@ -781,6 +781,12 @@ impl Table {
         }
     }
 
+    /// Drops the file's mapped pages from the process (`RandomAccessFile::release_pages`):
+    /// for a one-pass reader (compaction) that is done with this table.
+    pub(crate) fn release_mapped_pages(&self) {
+        self.file.release_pages();
+    }
+
     /// Whether the filter the table holds is on the huge-page arena (`None`: it holds none).
     #[cfg(test)]
     pub(crate) fn filter_on_huge_pages(&self) -> Option<bool> {

@@ -32,6 +32,11 @@ impl TableIter {
         TableIter { table, index: None, data: None, fill_cache, counters: None }
     }
 
+    /// The table this iterates.
+    pub(crate) fn table(&self) -> &Table {
+        &self.table
+    }
+
     /// The same cursor, counting every data block it consults (cache hits, misses and file
     /// reads) in `counters` of `level` (the table's level).
     pub(crate) fn counting(mut self, counters: Arc<dyn ScanCounters>, level: usize) -> TableIter {

@@ -156,6 +156,17 @@ impl RandomAccessFile for FsRandomAccessFile {
     fn as_bytes(&self) -> Option<&[u8]> {
         self.map.as_deref()
     }
+
+    fn release_pages(&self) {
+        if let Some(map) = &self.map {
+            // SAFETY: `MADV_DONTNEED` on this read-only shared file mapping (memmap2's `map`
+            // is `MAP_SHARED`) only unmaps its pages: the next access faults the same file
+            // bytes in again, so every slice borrowed from the map keeps its contents (the
+            // file is immutable while open: the `mmap_reads` contract). It never zeroes
+            // anything, which only a private or anonymous mapping would see.
+            let _ = unsafe { map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
+        }
+    }
 }
 
 /// Holds the open LOCK file; closing it (on drop) releases the lock.
@@ -353,6 +364,14 @@ mod tests {
                 (Err(a), Err(b)) => assert!(a.is_corruption() && b.is_corruption(), "{a} / {b}"),
                 (a, b) => panic!("paths disagree at {off}+{len}: {a:?} vs {b:?}"),
             }
+        }
+        // Released pages come back with the same bytes, also through a slice borrowed before.
+        if MMAP_SUPPORTED {
+            let before = mapped.as_bytes().unwrap();
+            mapped.release_pages();
+            assert_eq!(before, &data[..]);
+            mapped.release_pages();
+            assert_eq!(mapped.read_at(65_000, 5000).unwrap(), &data[65_000..70_000]);
         }
         let e = mapped.read_at(u64::MAX - 1, 4).unwrap_err();
         assert!(e.is_corruption(), "{e}");

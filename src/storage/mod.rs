@@ -64,6 +64,11 @@ pub trait RandomAccessFile: Send + Sync {
     fn as_bytes(&self) -> Option<&[u8]> {
         None
     }
+    /// A hint that this reader is done with the file for a while: a memory-mapped file drops
+    /// its pages from the process's page tables (they stay in the page cache, and a later
+    /// read maps them again), so a one-pass reader such as compaction does not leave the
+    /// whole file counted in the process's RSS. Default: nothing.
+    fn release_pages(&self) {}
     /// The file descriptor when every read of this file is a device read with `O_DIRECT`
     /// ([`crate::Options::direct_reads`]): `Db::multi_get` then submits its block reads of
     /// such files together (src/storage/uring.rs). Default `None`.
