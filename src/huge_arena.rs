@@ -13,9 +13,9 @@
 //! Each chunk is carved first-fit into 64-byte-aligned pieces (a filter then starts on a cache
 //! line); a freed piece merges with its free neighbours. Chunks are searched oldest first, so
 //! new pieces fill old chunks and young ones drain; an emptied chunk is unmapped, except one
-//! kept spare so a table cache that opens and closes tables does not map and unmap
-//! repeatedly. A piece larger than the standard chunk gets a chunk of its own size (rounded up
-//! to whole huge pages).
+//! standard (2 MiB) chunk kept spare so a table cache that opens and closes tables does not map
+//! and unmap repeatedly. A piece larger than 2 MiB gets a chunk of its own, rounded up to whole
+//! huge pages (its remainder serves other pieces); such a chunk is never kept as the spare.
 //!
 //! Invariants: pieces never overlap (each is taken from a chunk's free list and returned to it
 //! once, on drop); a piece's bytes are written only while it is being created, before any
@@ -28,7 +28,6 @@
 
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A transparent huge page on x86-64 and aarch64 with 4 KiB base pages.
 const HUGE_PAGE: usize = 2 << 20;
@@ -106,18 +105,21 @@ pub(crate) struct ArenaUsage {
     pub in_use: u64,
 }
 
-/// The process-wide arena's current [`ArenaUsage`].
+/// The process-wide arena's current [`ArenaUsage`] (both figures read under its lock).
 pub(crate) fn usage() -> ArenaUsage {
-    ArenaUsage { mapped: MAPPED.load(Ordering::Relaxed), in_use: IN_USE.load(Ordering::Relaxed) }
+    let a = ARENA.lock();
+    ArenaUsage { mapped: a.mapped as u64, in_use: a.in_use as u64 }
 }
 
-static ARENA: Mutex<Arena> = Mutex::new(Arena { chunks: Vec::new(), next_id: 0 });
-static MAPPED: AtomicU64 = AtomicU64::new(0);
-static IN_USE: AtomicU64 = AtomicU64::new(0);
+static ARENA: Mutex<Arena> = Mutex::new(Arena::new());
 
 struct Arena {
     chunks: Vec<Chunk>,
     next_id: u64,
+    /// Bytes of the chunks.
+    mapped: usize,
+    /// Bytes of the pieces handed out.
+    in_use: usize,
 }
 
 struct Chunk {
@@ -136,13 +138,19 @@ struct Chunk {
 unsafe impl Send for Chunk {}
 
 impl Arena {
+    const fn new() -> Arena {
+        Arena { chunks: Vec::new(), next_id: 0, mapped: 0, in_use: 0 }
+    }
+
     /// A free piece of `piece` bytes: (chunk id, offset, chunk base).
     fn take(&mut self, piece: usize) -> Option<(u64, usize, *mut u8)> {
         let found = self.chunks.iter().position(|c| c.first_fit(piece).is_some());
         let i = match found {
             Some(i) => i,
             None => {
-                self.chunks.push(Chunk::map(self.next_id, piece.max(HUGE_PAGE))?);
+                let chunk = Chunk::map(self.next_id, piece.max(HUGE_PAGE))?;
+                self.mapped += chunk.len;
+                self.chunks.push(chunk);
                 self.next_id += 1;
                 self.chunks.len() - 1
             }
@@ -154,7 +162,7 @@ impl Arena {
             c.free.insert(offset + piece, len - piece);
         }
         c.used += piece;
-        IN_USE.fetch_add(piece as u64, Ordering::Relaxed);
+        self.in_use += piece;
         Some((c.id, offset, c.base))
     }
 
@@ -177,17 +185,14 @@ impl Arena {
         }
         c.free.insert(start, len);
         c.used -= piece;
-        IN_USE.fetch_sub(piece as u64, Ordering::Relaxed);
-        // Keep one empty chunk as a spare; unmap any other.
-        if c.used == 0 && self.chunks.iter().filter(|c| c.used == 0).count() > 1 {
-            self.chunks.remove(i);
+        self.in_use -= piece;
+        // Keep one empty standard chunk as a spare; unmap any other empty chunk, and every
+        // oversized one (its touched pages would otherwise stay resident for good).
+        let oversized = c.len > HUGE_PAGE;
+        if c.used == 0 && (oversized || self.chunks.iter().filter(|c| c.used == 0).count() > 1) {
+            let gone = self.chunks.remove(i);
+            self.mapped -= gone.len;
         }
-    }
-}
-
-impl Drop for Chunk {
-    fn drop(&mut self) {
-        MAPPED.fetch_sub(self.len as u64, Ordering::Relaxed);
     }
 }
 
@@ -207,7 +212,6 @@ impl Chunk {
         }
         // SAFETY: `skip < HUGE_PAGE`, so `skip .. skip + len` is inside the mapping.
         let base = unsafe { map.as_mut_ptr().add(skip) };
-        MAPPED.fetch_add(len as u64, Ordering::Relaxed);
         Some(Chunk { id, _map: map, base, len, free: BTreeMap::from([(0, len)]), used: 0 })
     }
 
@@ -222,8 +226,9 @@ mod tests {
     use super::*;
     use crate::rng::SplitMix64;
 
-    /// Random takes and returns against a model: contents survive, pieces never overlap, the
-    /// in-use figure follows, and returned pieces are reused.
+    /// Random takes and returns through the process-wide arena, against a model: contents
+    /// survive, pieces start on cache lines and never overlap (the figures and reuse are
+    /// checked on a private arena below, which no other test touches).
     #[test]
     fn pieces_keep_their_bytes_never_overlap_and_are_reused() {
         let mut rng = SplitMix64::new(11);
@@ -258,6 +263,43 @@ mod tests {
         }
     }
 
+    /// A private arena under random takes and returns: its in-use figure is the live pieces'
+    /// sum, emptied chunks go (one standard spare stays), and a freed place is taken again.
+    #[test]
+    fn the_figures_follow_the_pieces_and_freed_space_is_reused() {
+        let mut rng = SplitMix64::new(5);
+        let mut a = Arena::new();
+        let mut live: Vec<(u64, usize, usize)> = Vec::new();
+        for _ in 0..2000 {
+            if live.len() > 30 || (!live.is_empty() && rng.below(2) == 0) {
+                let (id, off, n) = live.swap_remove(rng.below(live.len() as u64) as usize);
+                a.give_back(id, off, n);
+            } else {
+                let most = if rng.below(40) == 0 { 40_000 } else { 3000 };
+                let n = ALIGN * (1 + rng.below(most)) as usize;
+                let (id, off, _) = a.take(n).unwrap();
+                live.push((id, off, n));
+            }
+            assert_eq!(a.in_use, live.iter().map(|p| p.2).sum::<usize>());
+            assert_eq!(a.mapped, a.chunks.iter().map(|c| c.len).sum::<usize>());
+        }
+        for (id, off, n) in live.drain(..) {
+            a.give_back(id, off, n);
+        }
+        assert_eq!(a.in_use, 0);
+        assert_eq!(a.chunks.len(), 1, "one empty chunk stays as the spare");
+        assert_eq!(a.mapped, HUGE_PAGE, "and it is a standard one");
+        let (id, off, _) = a.take(4096).unwrap();
+        assert_eq!((id, off), (a.chunks[0].id, 0), "the spare's space is taken again");
+        a.give_back(id, off, 4096);
+        // An oversized chunk is unmapped as soon as it empties, even with no other spare.
+        let mut b = Arena::new();
+        let big = b.take(3 * HUGE_PAGE).unwrap();
+        assert_eq!(b.mapped, 3 * HUGE_PAGE, "whole huge pages, the alignment slack not counted");
+        b.give_back(big.0, big.1, 3 * HUGE_PAGE);
+        assert_eq!((b.chunks.len(), b.mapped), (0, 0));
+    }
+
     #[test]
     fn an_empty_slice_is_not_copied() {
         assert!(HugeBuf::copy_of(&[]).is_none());
@@ -265,7 +307,7 @@ mod tests {
 
     #[test]
     fn freed_neighbours_merge_into_one_extent() {
-        let mut a = Arena { chunks: Vec::new(), next_id: 0 };
+        let mut a = Arena::new();
         let p: Vec<_> = (0..4).map(|_| a.take(1024).unwrap()).collect();
         assert_eq!(a.chunks.len(), 1);
         assert_eq!(p.iter().map(|x| x.1).collect::<Vec<_>>(), vec![0, 1024, 2048, 3072]);

@@ -398,7 +398,7 @@ pub struct Options {
     /// application's own files and sockets (fjall keeps about 900 of 1024 for tables; siftdb
     /// leaves more room because its iterators may hold evicted tables).
     pub max_open_files: i32,
-    /// Put the filter blocks that open tables hold (the default, without
+    /// Put the whole (unpartitioned) filter blocks that open tables hold (the default, without
     /// `cache_index_and_filter_blocks`) on transparent huge pages: 2 MiB-aligned chunks advised
     /// `MADV_HUGEPAGE`, shared by every `Db` in the process (design.md, "Filter memory on huge
     /// pages"). A lookup probes filters at random places; on 4 KiB pages most probes of a

@@ -172,8 +172,9 @@ impl RunIter {
             // The previous table's iterator is dropped here, releasing its handle first, and
             // its mapped pages with it: a compaction reads each input once, and a full
             // compaction that kept them would count the whole database in the process's RSS
-            // (3.9 GiB at 50M keys before this; readers that still use the table map the pages
-            // they need again from the page cache).
+            // (3.9 GiB at 50M keys before this; readers that still use the table, and a
+            // subcompaction reading its other end, map the pages they need again from the page
+            // cache: minor faults only).
             if let Some(done) = self.iter.take() {
                 done.table().release_mapped_pages();
             }
