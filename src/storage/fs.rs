@@ -337,6 +337,17 @@ mod tests {
     use super::*;
     use crate::rng::SplitMix64;
 
+    /// The resident KiB of the mapping that starts at `start` (`/proc/self/smaps`).
+    #[cfg(target_os = "linux")]
+    fn mapped_rss_kib(start: *const u8) -> u64 {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let head = format!("{:x}-", start as usize);
+        let mut lines = smaps.lines().skip_while(|l| !l.starts_with(&head));
+        assert!(lines.next().is_some(), "no mapping starts at {start:p}");
+        let rss = lines.find(|l| l.starts_with("Rss:")).unwrap();
+        rss.trim_start_matches("Rss:").trim().trim_end_matches("kB").trim().parse().unwrap()
+    }
+
     #[test]
     fn mapped_and_pread_files_return_identical_bytes() {
         let dir = tempfile::tempdir().unwrap();
@@ -365,9 +376,17 @@ mod tests {
                 (a, b) => panic!("paths disagree at {off}+{len}: {a:?} vs {b:?}"),
             }
         }
-        // Released pages come back with the same bytes, also through a slice borrowed before.
+        // Released pages leave the process (the mapping's resident size drops to zero) and
+        // come back with the same bytes, also through a slice borrowed before.
         if MMAP_SUPPORTED {
             let before = mapped.as_bytes().unwrap();
+            #[cfg(target_os = "linux")]
+            {
+                let sum: u64 = before.iter().map(|&b| b as u64).sum();
+                assert!(sum > 0 && mapped_rss_kib(before.as_ptr()) > 0, "every page was read");
+                mapped.release_pages();
+                assert_eq!(mapped_rss_kib(before.as_ptr()), 0, "released pages are unmapped");
+            }
             mapped.release_pages();
             assert_eq!(before, &data[..]);
             mapped.release_pages();
