@@ -23,7 +23,7 @@
 //!
 //! One arena serves the whole process (every `Db`), behind one mutex: pieces are taken and
 //! returned when tables open and close, at most some hundreds of times a second. Its free bytes
-//! (mapped, resident once touched, not in use) are reported by [`usage`] and in
+//! (mapped, resident once touched, not in use) are reported by [`free_bytes`] and in
 //! `MemoryUsage::filter_arena_free`.
 
 use parking_lot::Mutex;
@@ -98,17 +98,10 @@ impl std::fmt::Debug for HugeBuf {
     }
 }
 
-/// The arena's figures: bytes mapped (chunks) and bytes in pieces in use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) struct ArenaUsage {
-    pub mapped: u64,
-    pub in_use: u64,
-}
-
-/// The process-wide arena's current [`ArenaUsage`] (both figures read under its lock).
-pub(crate) fn usage() -> ArenaUsage {
+/// Bytes of the process-wide arena's chunks that no piece uses now.
+pub(crate) fn free_bytes() -> u64 {
     let a = ARENA.lock();
-    ArenaUsage { mapped: a.mapped as u64, in_use: a.in_use as u64 }
+    (a.mapped - a.in_use) as u64
 }
 
 static ARENA: Mutex<Arena> = Mutex::new(Arena::new());
@@ -144,19 +137,19 @@ impl Arena {
 
     /// A free piece of `piece` bytes: (chunk id, offset, chunk base).
     fn take(&mut self, piece: usize) -> Option<(u64, usize, *mut u8)> {
-        let found = self.chunks.iter().position(|c| c.first_fit(piece).is_some());
-        let i = match found {
-            Some(i) => i,
+        let found =
+            self.chunks.iter().enumerate().find_map(|(i, c)| Some((i, c.first_fit(piece)?)));
+        let (i, offset) = match found {
+            Some(at) => at,
             None => {
                 let chunk = Chunk::map(self.next_id, piece.max(HUGE_PAGE))?;
                 self.mapped += chunk.len;
                 self.chunks.push(chunk);
                 self.next_id += 1;
-                self.chunks.len() - 1
+                (self.chunks.len() - 1, 0)
             }
         };
         let c = &mut self.chunks[i];
-        let offset = c.first_fit(piece)?;
         let len = c.free.remove(&offset).expect("first_fit returned a free extent");
         if len > piece {
             c.free.insert(offset + piece, len - piece);

@@ -465,10 +465,7 @@ impl Db {
             table_filters: held.filters,
             table_indexes: held.indexes,
             table_readers: held.readers,
-            filter_arena_free: {
-                let arena = crate::huge_arena::usage();
-                arena.mapped.saturating_sub(arena.in_use)
-            },
+            filter_arena_free: crate::huge_arena::free_bytes(),
             open_tables: self.inner.tables.open_tables(),
             pinned_tables: held.pinned_tables,
         }

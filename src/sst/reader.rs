@@ -274,9 +274,10 @@ impl Table {
     fn load_filter(&self, on_huge_pages: bool) -> Result<TableFilter<OwnedFilter>> {
         let h = self.footer.filter;
         let raw = self.read_raw(h)?;
-        let parsed = match on_huge_pages {
-            true => TableFilter::parse_on_huge_pages(raw),
-            false => TableFilter::parse(raw),
+        let parsed = if on_huge_pages {
+            TableFilter::parse_on_huge_pages(raw)
+        } else {
+            TableFilter::parse(raw)
         };
         parsed.map_err(|e| self.err_at(e, h))
     }

@@ -206,9 +206,10 @@ pub struct Flags {
     #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub mmap_read: Option<bool>,
     /// siftdb: put the filters that open tables hold on transparent huge pages
-    /// (`Options::filters_on_huge_pages`, default on; no db_bench equivalent).
-    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
-    pub huge_page_filters: bool,
+    /// (`Options::filters_on_huge_pages`; no db_bench equivalent). Absent, siftdb's own default
+    /// (on) applies.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub huge_page_filters: Option<bool>,
     /// Append the write-ahead log through a memory map (`Options::mmap_wal`; siftdb maps the WAL
     /// only). db_bench's flag of the same name (RocksDB's `allow_mmap_writes`) defaults to
     /// false; absent here, siftdb's own default (on, on 64-bit Linux) applies.
@@ -347,7 +348,9 @@ pub fn apply_db_bench_flags(flags: &Flags, opts: &mut Options) -> Result<(), Str
     if let Some(m) = flags.mmap_write {
         opts.mmap_wal = m;
     }
-    opts.filters_on_huge_pages = flags.huge_page_filters;
+    if let Some(h) = flags.huge_page_filters {
+        opts.filters_on_huge_pages = h;
+    }
     opts.direct_reads = flags.use_direct_reads;
     opts.direct_io_for_flush_and_compaction = flags.use_direct_io_for_flush_and_compaction;
     if let Some(n) = flags.open_files {
