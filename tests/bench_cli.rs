@@ -284,3 +284,134 @@ fn subcompactions_flag_splits_compactions_keeps_results_and_rejects_out_of_range
         assert!(err.contains("--subcompactions") && err.contains("1..=64"), "{bad}: {err}");
     }
 }
+
+/// The `key=value` fields of the `scan filters : NAME ...` line of benchmark `name`.
+fn scan_fields(stdout: &str, name: &str) -> std::collections::HashMap<String, String> {
+    let head = format!("scan filters : {name} ");
+    let line = stdout.lines().find(|l| l.starts_with(&head)).expect("scan filters line");
+    line[head.len()..]
+        .split_whitespace()
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').expect("key=value");
+            (k.to_string(), v.to_string())
+        })
+        .collect()
+}
+
+/// The field `k` of [`scan_fields`] as a number.
+fn field(fields: &std::collections::HashMap<String, String>, k: &str) -> f64 {
+    fields.get(k).unwrap_or_else(|| panic!("no {k} in {fields:?}")).parse().expect("a number")
+}
+
+/// The result line of benchmark `name` in `stdout`.
+fn result_of(stdout: &str, name: &str) -> (String, u64, Option<u64>) {
+    let head = format!("{name:<12} : ");
+    parse_line(stdout.lines().find(|l| l.starts_with(&head)).expect("result line"))
+}
+
+#[test]
+fn seekrandom_with_seek_nexts_reads_the_entries_after_each_seek_over_spaced_keys() {
+    let (num, nexts) = (2000u64, 4u64);
+    let out = bench_stdout(&[
+        "--benchmarks=fillseq,seekrandom",
+        "--num=2000",
+        "--key_spacing=3",
+        "--seek_nexts=4",
+        "--write_buffer_size=65536",
+    ]);
+    // Every seek lands on its key (the spacing applies to fills and seeks alike).
+    assert_eq!(result_of(&out, "seekrandom"), ("seekrandom".to_string(), num, Some(num)));
+    // seekrandom is the second benchmark (seed 0 + 1): from number v a seek reads its entry and
+    // up to 4 more, min(5, num - v) in all.
+    let mut rng = SplitMix64::new(1);
+    let want: u64 = (0..num).map(|_| (nexts + 1).min(num - rng.below(num))).sum();
+    let line = out.lines().find(|l| l.starts_with("scan entries : seekrandom ")).expect("line");
+    assert!(line.contains(&format!("({want} entries, {num} seeks, --seek_nexts=4)")), "{line}");
+}
+
+#[test]
+fn rangeempty_finds_exactly_the_ranges_aimed_at_keys_in_both_flavours() {
+    for flavour in ["uncorrelated", "correlated"] {
+        let out = bench_stdout(&[
+            "--benchmarks=fillseq,compact,rangeempty",
+            "--num=3000",
+            "--key_spacing=64",
+            "--range_filter_bits=14",
+            "--empty_fraction=0.5",
+            "--write_buffer_size=65536",
+            "--target_file_size_base=32768",
+            &format!("--range_flavour={flavour}"),
+        ]);
+        let (_, ops, found) = result_of(&out, "rangeempty");
+        assert_eq!(ops, 3000);
+        let f = scan_fields(&out, "rangeempty");
+        // fillseq wrote every number, so a range aimed at a key finds it and a range in a gap
+        // finds nothing: the found share is the aimed share, Binomial(3000, 1 - 0.5) / 3000,
+        // whose sigma is sqrt(0.25 / 3000) = 0.0091; 5 sigma = 0.046.
+        let share = field(&f, "found_share");
+        assert_eq!(found, Some((share * 3000.0).round() as u64), "{flavour}");
+        assert_eq!(share, field(&f, "targeted_share"), "{flavour}");
+        assert!((share - 0.5).abs() < 5.0 * (0.25f64 / 3000.0).sqrt(), "{flavour}: {share}");
+        // Configured FPR: the mean of w / 2^12 over w uniform in [2, 16] (mean 9, sigma of
+        // the mean 4.3 / sqrt(3000) = 0.08).
+        let cfg = field(&f, "fpr_configured") * 4096.0;
+        assert!((8.5..9.5).contains(&cfg), "{flavour}: mean width {cfg}");
+        for k in ["skipped/op", "passed/op", "blocks/op"] {
+            assert!(field(&f, k) >= 0.0, "{flavour}: {k}");
+        }
+    }
+}
+
+#[test]
+fn prefixscan_finds_nothing_under_absent_prefixes() {
+    let run = |fraction: &str| {
+        bench_stdout(&[
+            "--benchmarks=fillseq,compact,prefixscan",
+            "--num=2000",
+            "--prefix_size=7",
+            "--key_spacing=512",
+            fraction,
+            "--write_buffer_size=65536",
+        ])
+    };
+    // Groups of 256 numbers, keys 512 apart: every other group holds exactly one key.
+    let out = run("--empty_fraction=0.5");
+    let f = scan_fields(&out, "prefixscan");
+    let share = field(&f, "found_share");
+    assert_eq!(share, field(&f, "targeted_share"), "only the prefixes of written keys are found");
+    assert_eq!(share, field(&f, "entries/op"), "one key per present prefix");
+    assert!((share - 0.5).abs() < 5.0 * (0.25f64 / 2000.0).sqrt(), "{share}");
+    let out = run("--empty_fraction=1");
+    assert_eq!(result_of(&out, "prefixscan").2, Some(0));
+    assert_eq!(field(&scan_fields(&out, "prefixscan"), "entries/op"), 0.0);
+}
+
+#[test]
+fn bad_scan_flags_are_errors_naming_the_flag_not_panics() {
+    for (args, want) in [
+        (&["--benchmarks=fillseq", "--empty_fraction=2"][..], &["--empty_fraction=2"][..]),
+        (&["--benchmarks=fillseq", "--key_spacing=0"], &["--key_spacing=0"]),
+        (
+            &["--benchmarks=rangeempty", "--key_spacing=16"],
+            &["--key_spacing=16", "--range_max_width"],
+        ),
+        (
+            &["--benchmarks=prefixscan", "--prefix_size=7", "--key_spacing=256"],
+            &["--prefix_size=7", "--key_spacing=256"],
+        ),
+        (&["--benchmarks=fillseq", "--range_filter_bits=-1"], &["--range_filter_bits"]),
+        (&["--benchmarks=fillseq", "--range_flavour=sideways"], &["--range_flavour"]),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_siftdb"))
+            .args(["bench", "--num=100"])
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} accepted");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        for w in want {
+            assert!(err.contains(w), "{args:?}: {err}");
+        }
+    }
+}

@@ -4,12 +4,14 @@
 //! (`tools/db_bench_tool.cc`): `--bloom_bits` is `NewBloomFilterPolicy(bits)`, the full filter
 //! of block-based format_version 5+ (cache-local Bloom; the library's default format_version
 //! applies), or `NewRibbonFilterPolicy(bits)` with `--use_ribbon_filter`; `--cache_size` an LRU
-//! block cache; the level and L0 flags the column family's options. A flag left out keeps
-//! RocksDB's default.
+//! block cache; the level and L0 flags the column family's options; `--prefix_size=N`
+//! (db_bench's) a fixed prefix extractor of N bytes, a memtable prefix Bloom of 0.1 of the write
+//! buffer (`memtable_prefix_bloom_ratio`) and whole-key filtering kept on, so the table filters
+//! answer point lookups and prefix seeks. A flag left out keeps RocksDB's default.
 
 use crate::flags::Flags;
 use crate::R;
-use rocksdb::{BlockBasedOptions, Cache, DBCompressionType, Options, DB};
+use rocksdb::{BlockBasedOptions, Cache, DBCompressionType, Options, SliceTransform, DB};
 use std::path::{Path, PathBuf};
 
 /// The file that marks a `--db` directory rocksdb-bench created. The database lives in its
@@ -35,6 +37,13 @@ pub fn options(f: &Flags) -> Options {
         t.set_ribbon_filter(if f.bloom_bits >= 0 { f.bloom_bits as f64 } else { 10.0 });
     } else if f.bloom_bits >= 0 {
         t.set_bloom_filter(f.bloom_bits as f64, false);
+    }
+    if f.prefix_size > 0 {
+        // The table filters then hold prefixes as well as whole keys (db_bench's
+        // `--prefix_size` leaves `whole_key_filtering` at its default, true).
+        o.set_prefix_extractor(SliceTransform::create_fixed_prefix(f.prefix_size));
+        o.set_memtable_prefix_bloom_ratio(0.1);
+        t.set_whole_key_filtering(true);
     }
     o.set_block_based_table_factory(&t);
     o.set_compression_type(match f.compression.as_str() {

@@ -8,6 +8,7 @@
 //! does not parse or is out of range is an error naming the flag, never ignored: a comparison
 //! must not silently run a different configuration than its command line says.
 
+use crate::key_layout::{check_prefix_size, RangeFlavour};
 use std::collections::HashMap;
 use std::path::PathBuf;
 
@@ -21,6 +22,8 @@ pub const BENCHMARKS: &[&str] = &[
     "multireadrandom",
     "readseq",
     "seekrandom",
+    "rangeempty",
+    "prefixscan",
     "readwhilewriting",
     "deleterandom",
     "compact",
@@ -96,6 +99,19 @@ pub struct Flags {
     pub db: Option<PathBuf>,
     /// Reuse the database at `--db`; fill benchmarks are then skipped.
     pub use_existing_db: bool,
+    /// seekrandom: entries read with `Next` after each `Seek` (db_bench's `--seek_nexts`).
+    pub seek_nexts: u64,
+    /// Key number v is written and read as v * `key_spacing` (key_layout.rs; 1 = db_bench's).
+    pub key_spacing: u64,
+    /// rangeempty: widths uniform in [2, range_max_width].
+    pub range_max_width: u64,
+    /// rangeempty and prefixscan: share of empty ranges / absent prefixes.
+    pub empty_fraction: f64,
+    /// rangeempty: where empty ranges lie in their gaps.
+    pub range_flavour: RangeFlavour,
+    /// RocksDB's fixed prefix extractor of this many bytes with the memtable prefix Bloom
+    /// (db_bench's `--prefix_size`); 0 = none.
+    pub prefix_size: usize,
 }
 
 /// gflags-style boolean.
@@ -222,7 +238,24 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Flags, String> {
         seed: g.num("seed", ANY)?.unwrap_or(0),
         db: g.value("db")?.map(PathBuf::from),
         use_existing_db: g.boolean("use_existing_db")?,
+        seek_nexts: g.num("seek_nexts", ANY)?.unwrap_or(0),
+        key_spacing: g.num("key_spacing", (|x: u64| x >= 1, "at least 1"))?.unwrap_or(1),
+        range_max_width: g.num("range_max_width", (|x: u64| x >= 2, "at least 2"))?.unwrap_or(16),
+        empty_fraction: g
+            .num("empty_fraction", (|x: f64| (0.0..=1.0).contains(&x), "a share in 0..=1"))?
+            .unwrap_or(0.5),
+        range_flavour: match g.value("range_flavour")? {
+            Some(v) => RangeFlavour::parse(&v)?,
+            None => RangeFlavour::Uncorrelated,
+        },
+        prefix_size: g.num("prefix_size", (|_: usize| true, ""))?.unwrap_or(0),
     };
+    // siftdb bench's range filter flags: RocksDB has no range filter, so only 0 (none) is
+    // accepted; --range_filter_max, which only shapes a range filter, is then checked and has
+    // no effect.
+    g.num::<f64>("range_filter_bits", (|x| x == 0.0, "RocksDB has no range filter: only 0"))?;
+    g.num("range_filter_max", POSITIVE)?;
+    check_prefix_size(f.prefix_size, f.key_size)?;
     if f.mmap_read && f.use_direct_reads {
         return Err(
             "--mmap_read and --use_direct_reads exclude each other (RocksDB refuses both)".into()
@@ -305,10 +338,30 @@ mod tests {
             ("--mmap_read --use_direct_reads", "exclude each other"),
             ("--mmap_write --use_direct_io_for_flush_and_compaction", "exclude each other"),
             ("--use_existing_db", "needs --db"),
+            ("--empty_fraction=2", "--empty_fraction=2 is out of range: a share in 0..=1"),
+            ("--key_spacing=0", "--key_spacing=0 is out of range"),
+            ("--range_max_width=1", "--range_max_width=1 is out of range"),
+            ("--range_filter_bits=14", "RocksDB has no range filter"),
+            ("--range_flavour=sideways", "uncorrelated|correlated"),
+            ("--prefix_size=17", "--prefix_size=17 exceeds --key_size=16"),
         ] {
             let e = parse(args(a)).unwrap_err();
             assert!(e.contains(want), "{a}: {e}");
         }
+    }
+
+    #[test]
+    fn scan_flags_default_to_db_bench_layout_and_accept_siftdb_s_range_filter_off() {
+        let f = parse(args("--num=500")).unwrap();
+        assert_eq!((f.seek_nexts, f.key_spacing, f.prefix_size, f.range_max_width), (0, 1, 0, 16));
+        assert_eq!((f.empty_fraction, f.range_flavour), (0.5, RangeFlavour::Uncorrelated));
+        let f = parse(args(
+            "--seek_nexts=4 --key_spacing=64 --prefix_size=7 --range_filter_bits=0 \
+             --range_filter_max=16 --range_flavour=correlated --empty_fraction=0.25",
+        ))
+        .unwrap();
+        assert_eq!((f.seek_nexts, f.key_spacing, f.prefix_size), (4, 64, 7));
+        assert_eq!((f.empty_fraction, f.range_flavour), (0.25, RangeFlavour::Correlated));
     }
 
     #[test]

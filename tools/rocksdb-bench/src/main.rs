@@ -9,8 +9,11 @@
 //! RocksDB options in `engine.rs`, the benchmarks in `workloads.rs`. `--statistics` prints
 //! RocksDB's own statistics in db_bench's format plus the live tables' filter size and entries.
 
-// The key/value generators and the result line are siftdb's own files, compiled here as is, so
-// both tools do the same work and print the same line (scripts/compare.sh relies on it).
+// The key/value generators, the key layout of the scan benchmarks and the result line are
+// siftdb's own files, compiled here as is, so both tools do the same work and print the same
+// line (scripts/compare.sh relies on it).
+#[path = "../../../src/bin/siftdb/bench/key_layout.rs"]
+mod key_layout;
 #[path = "../../../src/bin/siftdb/bench/keys.rs"]
 mod keys;
 #[path = "../../../src/bin/siftdb/bench/result_line.rs"]
@@ -20,6 +23,7 @@ mod engine;
 mod flags;
 mod workloads;
 
+use key_layout::{KeyLayout, PrefixGen, RangeGen};
 use result_line::ThreadStats as St;
 use std::path::PathBuf;
 use workloads::Ctx;
@@ -36,6 +40,17 @@ fn main() {
 
 fn run() -> R<()> {
     let f = flags::parse(std::env::args().skip(1))?;
+    // The key layout and the scan benchmarks' generators, checked before anything runs.
+    let layout = KeyLayout::new(f.num, f.key_spacing)?;
+    let has = |b: &str| f.benchmarks.iter().any(|n| n == b);
+    let range_gen = match has("rangeempty") {
+        true => Some(RangeGen::new(layout, f.range_max_width, f.empty_fraction, f.range_flavour)?),
+        false => None,
+    };
+    let prefix_gen = match has("prefixscan") {
+        true => Some(PrefixGen::new(layout, f.prefix_size, f.empty_fraction)?),
+        false => None,
+    };
     let _tmp;
     let dir: PathBuf = match &f.db {
         Some(p) => p.clone(),
@@ -65,6 +80,23 @@ fn run() -> R<()> {
         _ => "none".into(),
     };
     println!("Filter:     {filter}");
+    if f.prefix_size > 0 {
+        println!(
+            "            fixed prefix extractor of {} bytes, memtable prefix Bloom 0.1",
+            f.prefix_size
+        );
+    }
+    if f.key_spacing != 1 {
+        println!("Key layout: number v is key number v * {}", f.key_spacing);
+    }
+    if range_gen.is_some() {
+        println!(
+            "Ranges:     2..={} key numbers, {} of them empty ({})",
+            f.range_max_width,
+            f.empty_fraction,
+            f.range_flavour.name()
+        );
+    }
     println!("Threads:    {}", f.threads);
     println!("------------------------------------------------");
     println!("DB path: [{}]", engine::db_path(&dir).display());
@@ -80,6 +112,12 @@ fn run() -> R<()> {
             db = engine::open(&dir, &opts, true)?;
         }
         let mut ctx = Ctx { f: &f, db: &db, next_seed };
+        // A line after the result line (seek entries, scan benchmarks' found shares).
+        let mut note: Option<String> = None;
+        let mut noted = |(st, line): (St, Option<String>)| {
+            note = line;
+            Some(st)
+        };
         let st: Option<St> = match name.as_str() {
             "fillseq" => Some(ctx.fill(true)?),
             "fillrandom" | "overwrite" => Some(ctx.fill(false)?),
@@ -87,7 +125,15 @@ fn run() -> R<()> {
             "readmissing" => Some(ctx.read_random(f.key_size + 1)?),
             "multireadrandom" => Some(ctx.multi_read_random()?),
             "readseq" => Some(ctx.read_seq()?),
-            "seekrandom" => Some(ctx.seek_random()?),
+            "seekrandom" => noted(ctx.seek_random()?),
+            "rangeempty" => {
+                let gen = range_gen.as_ref().expect("made when rangeempty is listed");
+                noted(ctx.range_empty(gen).map(|(st, l)| (st, Some(l)))?)
+            }
+            "prefixscan" => {
+                let gen = prefix_gen.as_ref().expect("made when prefixscan is listed");
+                noted(ctx.prefix_scan(gen).map(|(st, l)| (st, Some(l)))?)
+            }
             "readwhilewriting" => Some(ctx.read_while_writing()?),
             "deleterandom" => Some(ctx.delete_random()?),
             "compact" => {
@@ -109,6 +155,9 @@ fn run() -> R<()> {
         next_seed = ctx.next_seed;
         if let Some(st) = st {
             println!("{}", st.line(name));
+        }
+        if let Some(line) = note {
+            println!("{line}");
         }
     }
     if f.statistics {

@@ -4,10 +4,12 @@
 //! Boolean flags accept gflags' spellings: `--sync`, `--sync=1`, `--sync=true`, `--sync=0`,
 //! `--sync=false`, so a db_bench command line can be pasted as is.
 
+use super::key_layout::{check_prefix_size, RangeFlavour};
 use siftdb::filter::math;
 use siftdb::options::{FilterAllocation, FilterConfig, LevelBudget, StaticFilterKind};
-use siftdb::Options;
+use siftdb::{FixedPrefix, Options, RangeFilterOptions};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// gflags-style boolean: `1`/`0`/`true`/`false`/`yes`/`no`.
 fn parse_bool(s: &str) -> Result<bool, String> {
@@ -61,8 +63,8 @@ pub enum CompactionFilter {
 #[command(rename_all = "snake_case")]
 pub struct Flags {
     /// Comma-separated benchmarks, run in order: fillseq, fillrandom, overwrite, readrandom,
-    /// readmissing, multireadrandom, readseq, seekrandom, readwhilewriting, deleterandom,
-    /// compact, stats.
+    /// readmissing, multireadrandom, readseq, seekrandom, rangeempty, prefixscan,
+    /// readwhilewriting, deleterandom, compact, stats.
     #[arg(long, default_value = "fillseq,fillrandom,overwrite,readrandom,readmissing,readseq")]
     pub benchmarks: String,
     /// Number of key/values to place in the database (keys are drawn from [0, num)).
@@ -79,6 +81,39 @@ pub struct Flags {
     /// Keys per `Db::multi_get` call of multireadrandom (db_bench's `--batch_size`).
     #[arg(long, default_value_t = 1)]
     pub batch_size: usize,
+    /// seekrandom: entries read with `next` after each seek (db_bench's `--seek_nexts`); 0 reads
+    /// only the entry the seek lands on.
+    #[arg(long, default_value_t = 0)]
+    pub seek_nexts: u64,
+    /// Key layout: every workload's key number v is written and read as v * G, leaving a gap of
+    /// G - 1 unused numbers after each key (what rangeempty and prefixscan ask about). 1 =
+    /// db_bench's layout.
+    #[arg(long, default_value_t = 1)]
+    pub key_spacing: u64,
+    /// rangeempty: ranges span w key numbers, w uniform in [2, this].
+    #[arg(long, default_value_t = 16)]
+    pub range_max_width: u64,
+    /// rangeempty and prefixscan: the share of operations asking about an empty range or an
+    /// absent prefix (0..=1); the others ask about one that holds a written key number.
+    #[arg(long, default_value_t = 0.5)]
+    pub empty_fraction: f64,
+    /// rangeempty: where an empty range lies in its gap: `uncorrelated` (a uniform position) or
+    /// `correlated` (right after a key, where SuRF-like filters fail).
+    #[arg(long, default_value = "uncorrelated", value_parser = RangeFlavour::parse)]
+    pub range_flavour: RangeFlavour,
+    /// siftdb: prefix filters with a fixed-length prefix extractor of N bytes
+    /// (`Options::prefix_extractor = FixedPrefix::new(N)`, RocksDB's `--prefix_size`); 0 = none.
+    #[arg(long, default_value_t = 0)]
+    pub prefix_size: usize,
+    /// siftdb: a range filter (Grafite) of B bits per key in every new SST
+    /// (`Options::range_filter`); 0 = none. An empty range of w keys passes it with probability
+    /// about w / 2^(B - 2).
+    #[arg(long, default_value_t = 0.0)]
+    pub range_filter_bits: f64,
+    /// siftdb: the longest range, in keys, the range filter's bound holds for
+    /// (`RangeFilterOptions::max_range`).
+    #[arg(long, default_value_t = 16)]
+    pub range_filter_max: u64,
     /// Key size in bytes: the key number as 8 big-endian bytes, padded with '0' bytes.
     #[arg(long, default_value_t = 16)]
     pub key_size: usize,
@@ -363,6 +398,7 @@ pub fn apply_db_bench_flags(flags: &Flags, opts: &mut Options) -> Result<(), Str
     if let Some(n) = flags.subcompactions {
         opts.max_subcompactions = n;
     }
+    apply_scan_filter_flags(flags, opts)?;
     super::compression::apply(flags, opts)?;
     opts.filter_policy.flush = flags.flush_filter();
     let (kind, allocation) = flags.compaction_filter()?;
@@ -381,5 +417,23 @@ pub fn apply_db_bench_flags(flags: &Flags, opts: &mut Options) -> Result<(), Str
     c.max_bytes_for_level_base = flags.max_bytes_for_level_base;
     c.max_bytes_for_level_multiplier = flags.max_bytes_for_level_multiplier;
     (c.l0_compaction_trigger, c.l0_slowdown_writes_trigger, c.l0_stop_writes_trigger) = trig;
+    Ok(())
+}
+
+/// `--prefix_size`, `--range_filter_bits` and `--range_filter_max` onto the scan filters
+/// (design.md, "Scan filters"); the bits' range is `Options::validate`'s.
+fn apply_scan_filter_flags(flags: &Flags, opts: &mut Options) -> Result<(), String> {
+    check_prefix_size(flags.prefix_size, flags.key_size)?;
+    if flags.prefix_size > 0 {
+        opts.prefix_extractor = Some(Arc::new(FixedPrefix::new(flags.prefix_size)));
+    }
+    let bits = flags.range_filter_bits;
+    if bits.is_nan() || bits < 0.0 {
+        return Err(format!("--range_filter_bits={bits} is out of range: 0 (none) or 4..=40"));
+    }
+    if bits > 0.0 {
+        let max_range = flags.range_filter_max;
+        opts.range_filter = Some(RangeFilterOptions { bits_per_key: bits, max_range });
+    }
     Ok(())
 }

@@ -4,13 +4,16 @@
 
 mod compression;
 pub mod flags;
+pub mod key_layout;
 pub mod keys;
 pub mod report;
 pub mod result_line;
+mod scans;
 pub mod workloads;
 
 use crate::dirs::{self, DirState};
 use flags::{apply_db_bench_flags, Flags};
+use key_layout::{KeyLayout, PrefixGen, RangeGen};
 use report::ThreadStats;
 use siftdb::{Db, Error, Options, Result};
 use std::path::{Path, PathBuf};
@@ -37,6 +40,8 @@ const FLAG_OF_FIELD: &[(&str, &str)] = &[
     ("compaction.target_file_size", "--target_file_size_base"),
     ("compression", "--zstd_level"),
     ("max_subcompactions", "--subcompactions"),
+    ("range_filter.bits_per_key", "--range_filter_bits"),
+    ("range_filter.max_range", "--range_filter_max"),
 ];
 
 /// `opts.validate()`, naming the flag behind the refused field.
@@ -112,6 +117,8 @@ pub fn run(flags: &Flags) -> Result<()> {
         "multireadrandom",
         "readseq",
         "seekrandom",
+        "rangeempty",
+        "prefixscan",
         "readwhilewriting",
         "deleterandom",
         "compact",
@@ -120,6 +127,23 @@ pub fn run(flags: &Flags) -> Result<()> {
     if let Some(bad) = names.iter().find(|n| !KNOWN.contains(&n.as_str())) {
         return Err(invalid(format!("unknown benchmark {bad:?} (known: {})", KNOWN.join(","))));
     }
+    // The key layout and the scan benchmarks' generators, checked before anything runs.
+    let layout = KeyLayout::new(flags.num, flags.key_spacing).map_err(invalid)?;
+    key_layout::check_empty_fraction(flags.empty_fraction).map_err(invalid)?;
+    let has = |b: &str| names.iter().any(|n| n == b);
+    let range_gen = match has("rangeempty") {
+        true => Some(
+            RangeGen::new(layout, flags.range_max_width, flags.empty_fraction, flags.range_flavour)
+                .map_err(invalid)?,
+        ),
+        false => None,
+    };
+    let prefix_gen = match has("prefixscan") {
+        true => {
+            Some(PrefixGen::new(layout, flags.prefix_size, flags.empty_fraction).map_err(invalid)?)
+        }
+        false => None,
+    };
     let _tmp;
     let dir: PathBuf = match &flags.db {
         Some(p) => p.clone(),
@@ -153,6 +177,30 @@ pub fn run(flags: &Flags) -> Result<()> {
         c.l0_compaction_trigger,
         c.auto
     );
+    if let Some(p) = &opts.prefix_extractor {
+        println!(
+            "            {} at {} bits/key (prefix)",
+            p.name(),
+            opts.prefix_filter_bits_per_key
+        );
+    }
+    if let Some(r) = &opts.range_filter {
+        println!(
+            "            grafite at {} bits/key, max range {} (range)",
+            r.bits_per_key, r.max_range
+        );
+    }
+    if flags.key_spacing != 1 {
+        println!("Key layout: number v is key number v * {}", flags.key_spacing);
+    }
+    if range_gen.is_some() {
+        println!(
+            "Ranges:     2..={} key numbers, {} of them empty ({})",
+            flags.range_max_width,
+            flags.empty_fraction,
+            flags.range_flavour.name()
+        );
+    }
     println!("Threads:    {}", flags.threads);
     println!("------------------------------------------------");
     println!("DB path: [{}]", dir.display());
@@ -171,6 +219,12 @@ pub fn run(flags: &Flags) -> Result<()> {
         }
         let reads_before = is_point_read(name).then(|| device_reads(&db));
         let mut ctx = Ctx { flags, db: &db, next_seed };
+        // A line after the result line (scan benchmarks' filter figures).
+        let mut note: Option<String> = None;
+        let mut noted = |(st, line): (ThreadStats, Option<String>)| {
+            note = line;
+            Some(st)
+        };
         let st: Option<ThreadStats> = match name.as_str() {
             "fillseq" => Some(ctx.fill(name, true)?),
             "fillrandom" | "overwrite" => Some(ctx.fill(name, false)?),
@@ -178,7 +232,15 @@ pub fn run(flags: &Flags) -> Result<()> {
             "readmissing" => Some(ctx.read_random(name, flags.key_size + 1)?),
             "multireadrandom" => Some(ctx.multi_read_random()?),
             "readseq" => Some(ctx.read_seq()?),
-            "seekrandom" => Some(ctx.seek_random()?),
+            "seekrandom" => noted(ctx.seek_random()?),
+            "rangeempty" => {
+                let gen = range_gen.as_ref().expect("made when rangeempty is listed");
+                noted(ctx.range_empty(gen).map(|(st, l)| (st, Some(l)))?)
+            }
+            "prefixscan" => {
+                let gen = prefix_gen.as_ref().expect("made when prefixscan is listed");
+                noted(ctx.prefix_scan(gen).map(|(st, l)| (st, Some(l)))?)
+            }
             "readwhilewriting" => Some(ctx.read_while_writing()?),
             "deleterandom" => Some(ctx.delete_random()?),
             "compact" => {
@@ -200,6 +262,9 @@ pub fn run(flags: &Flags) -> Result<()> {
         next_seed = ctx.next_seed;
         if let Some(st) = st {
             println!("{}", st.line(name));
+        }
+        if let Some(line) = note {
+            println!("{line}");
         }
         if let Some((reads0, lookups0)) = reads_before {
             let (reads, lookups) = device_reads(&db);

@@ -5,19 +5,22 @@
 //! Semantics follow db_bench: fills write one key per `put` (db_bench's default batch of 1);
 //! `fillseq` writes 0..num in order, `fillrandom` and `overwrite` num keys drawn uniformly from
 //! [0, num) with repeats (about 1 - 1/e = 63.2% of the numbers end up present); reads draw from
-//! [0, num); `readmissing` reads with `key_size + 1` (see keys.rs).
+//! [0, num); `readmissing` reads with `key_size + 1` (see keys.rs). Every number v is written
+//! and read as key number v * `--key_spacing` (key_layout.rs). The scan-filter benchmarks
+//! (rangeempty, prefixscan) are in scans.rs.
 
 use super::flags::Flags;
-use super::keys::{make_key, ValueGen};
+use super::key_layout::KeyLayout;
+use super::keys::ValueGen;
 use super::report::ThreadStats;
 use crate::progress;
 use indicatif::ProgressBar;
 use siftdb::rng::SplitMix64;
 use siftdb::{Db, Result, WriteOptions};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Ops between progress-bar updates.
-const TICK: u64 = 1024;
+pub(super) const TICK: u64 = 1024;
 
 /// What a benchmark's threads share.
 pub struct Ctx<'a> {
@@ -30,7 +33,7 @@ pub struct Ctx<'a> {
 }
 
 /// A thread body: database, its rng, its value source, the shared bar, its stats.
-type Body<'f> = dyn Fn(&Db, &mut SplitMix64, &mut ValueGen, &ProgressBar, &mut ThreadStats) -> Result<()>
+pub(super) type Body<'f> = dyn Fn(&Db, &mut SplitMix64, &mut ValueGen, &ProgressBar, &mut ThreadStats) -> Result<()>
     + Sync
     + 'f;
 
@@ -39,8 +42,13 @@ impl Ctx<'_> {
         WriteOptions { sync: self.flags.sync }
     }
 
+    /// The key layout of the flags (checked by `KeyLayout::new` when the run starts).
+    pub(super) fn layout(&self) -> KeyLayout {
+        KeyLayout { num: self.flags.num, spacing: self.flags.key_spacing }
+    }
+
     /// Runs `body` on `--threads` threads sharing the database and merges their stats.
-    fn parallel(
+    pub(super) fn parallel(
         &mut self,
         phase: &str,
         ops_per_thread: u64,
@@ -83,12 +91,12 @@ impl Ctx<'_> {
     /// fillseq / fillrandom / overwrite: `num` puts per thread.
     pub fn fill(&mut self, name: &str, sequential: bool) -> Result<ThreadStats> {
         let (num, ks, vs) = (self.flags.num, self.flags.key_size, self.flags.value_size);
-        let wo = self.write_opts();
+        let (wo, layout) = (self.write_opts(), self.layout());
         self.parallel(name, num, &|db, rng, values, pb, st| {
             let mut key = Vec::with_capacity(ks);
             for i in 0..num {
                 let k = if sequential { i } else { rng.below(num) };
-                make_key(k, ks, &mut key);
+                layout.key(k, ks, &mut key);
                 db.write_opt(one_put(&key, values.next(vs)), wo)?;
                 st.bytes += (ks + vs) as u64;
                 tick(pb, i);
@@ -100,9 +108,9 @@ impl Ctx<'_> {
 
     /// readrandom (`key_size`) and readmissing (`key_size + 1`).
     pub fn read_random(&mut self, name: &str, key_size: usize) -> Result<ThreadStats> {
-        let (num, reads, secs) = (self.flags.num, self.flags.reads(), self.flags.duration);
+        let (reads, secs, layout) = (self.flags.reads(), self.flags.duration, self.layout());
         self.parallel(name, reads, &|db, rng, _, pb, st| {
-            read_loop(db, rng, pb, st, num, Budget::new(reads, secs), key_size)
+            read_loop(db, rng, pb, st, layout, Budget::new(reads, secs), key_size)
         })
     }
 
@@ -111,6 +119,7 @@ impl Ctx<'_> {
     pub fn multi_read_random(&mut self) -> Result<ThreadStats> {
         let (num, reads, ks) = (self.flags.num, self.flags.reads(), self.flags.key_size);
         let (batch, secs) = (self.flags.batch_size.max(1) as u64, self.flags.duration);
+        let layout = self.layout();
         self.parallel("multireadrandom", reads, &|db, rng, _, pb, st| {
             let mut budget = Budget::new(reads, secs);
             let mut keys: Vec<Vec<u8>> = (0..batch).map(|_| Vec::with_capacity(ks)).collect();
@@ -121,7 +130,7 @@ impl Ctx<'_> {
                     break;
                 }
                 for key in &mut keys[..n] {
-                    make_key(rng.below(num), ks, key);
+                    layout.key(rng.below(num), ks, key);
                 }
                 for (key, got) in keys.iter().zip(db.multi_get(&keys[..n])) {
                     if let Some(v) = got? {
@@ -138,21 +147,31 @@ impl Ctx<'_> {
         })
     }
 
-    /// seekrandom: seek to a random key and read the entry there (db_bench's `seek_nexts` 0).
-    /// Found = the entry's key equals the sought key.
-    pub fn seek_random(&mut self) -> Result<ThreadStats> {
+    /// seekrandom: seek to a random key, read the entry there, then `--seek_nexts` more
+    /// entries with `next` (db_bench's benchmark). Found = the seek's entry has the sought key;
+    /// bytes count that entry when found and every entry read by `next`. Returns the stats and,
+    /// with `--seek_nexts` > 0, a line giving the entries read per seek.
+    pub fn seek_random(&mut self) -> Result<(ThreadStats, Option<String>)> {
         let (num, reads, ks) = (self.flags.num, self.flags.reads(), self.flags.key_size);
-        let secs = self.flags.duration;
-        self.parallel("seekrandom", reads, &|db, rng, _, pb, st| {
+        let (secs, nexts, layout) = (self.flags.duration, self.flags.seek_nexts, self.layout());
+        let entries = AtomicU64::new(0);
+        let st = self.parallel("seekrandom", reads, &|db, rng, _, pb, st| {
             let mut key = Vec::with_capacity(ks);
             let mut budget = Budget::new(reads, secs);
-            let mut i = 0;
+            let (mut i, mut read) = (0, 0);
             while budget.grant(i, 1) == 1 {
-                make_key(rng.below(num), ks, &mut key);
-                if let Some(kv) = db.range(key.as_slice()..)?.next() {
+                layout.key(rng.below(num), ks, &mut key);
+                let mut it = db.range(key.as_slice()..)?;
+                if let Some(kv) = it.next() {
                     let (k, v) = kv?;
+                    read += 1;
                     if k == key {
                         st.found += 1;
+                        st.bytes += (k.len() + v.len()) as u64;
+                    }
+                    for kv in it.take(nexts as usize) {
+                        let (k, v) = kv?;
+                        read += 1;
                         st.bytes += (k.len() + v.len()) as u64;
                     }
                 }
@@ -161,8 +180,11 @@ impl Ctx<'_> {
             }
             st.done = i;
             st.report_found = true;
+            entries.fetch_add(read, Ordering::Relaxed);
             Ok(())
-        })
+        })?;
+        let note = (nexts > 0).then(|| seek_entries_line(entries.into_inner(), st.done, nexts));
+        Ok((st, note))
     }
 
     /// readseq: iterate from the first key, up to `reads` entries per thread.
@@ -187,11 +209,11 @@ impl Ctx<'_> {
     /// deleterandom: `num` deletes of random keys per thread.
     pub fn delete_random(&mut self) -> Result<ThreadStats> {
         let (num, ks) = (self.flags.num, self.flags.key_size);
-        let wo = self.write_opts();
+        let (wo, layout) = (self.write_opts(), self.layout());
         self.parallel("deleterandom", num, &|db, rng, _, pb, st| {
             let mut key = Vec::with_capacity(ks);
             for i in 0..num {
-                make_key(rng.below(num), ks, &mut key);
+                layout.key(rng.below(num), ks, &mut key);
                 let mut b = siftdb::WriteBatch::new();
                 b.delete(&key);
                 db.write_opt(b, wo)?;
@@ -207,7 +229,7 @@ impl Ctx<'_> {
     pub fn read_while_writing(&mut self) -> Result<ThreadStats> {
         let (num, reads, ks, vs) =
             (self.flags.num, self.flags.reads(), self.flags.key_size, self.flags.value_size);
-        let wo = self.write_opts();
+        let (wo, layout) = (self.write_opts(), self.layout());
         let writer_seed = self.next_seed;
         self.next_seed += 1;
         let stop = AtomicBool::new(false);
@@ -218,13 +240,13 @@ impl Ctx<'_> {
                 let mut values = ValueGen::new(writer_seed, vs);
                 let mut key = Vec::with_capacity(ks);
                 while !stop.load(Ordering::Relaxed) {
-                    make_key(rng.below(num), ks, &mut key);
+                    layout.key(rng.below(num), ks, &mut key);
                     db.write_opt(one_put(&key, values.next(vs)), wo)?;
                 }
                 Ok(())
             });
             let readers = self.parallel("readwhilewriting", reads, &|db, rng, _, pb, st| {
-                read_loop(db, rng, pb, st, num, Budget::new(reads, 0), ks)
+                read_loop(db, rng, pb, st, layout, Budget::new(reads, 0), ks)
             });
             stop.store(true, Ordering::Relaxed);
             writer.join().expect("writer thread panicked")?;
@@ -235,7 +257,7 @@ impl Ctx<'_> {
 
 /// When a read loop stops: after `reads` operations, or with `--duration` after that many
 /// seconds (the clock is read once per [`TICK`] operations).
-struct Budget {
+pub(super) struct Budget {
     reads: u64,
     deadline: Option<std::time::Instant>,
     next_check: u64,
@@ -243,14 +265,14 @@ struct Budget {
 
 impl Budget {
     /// One per thread, made when the thread starts.
-    fn new(reads: u64, duration_secs: u64) -> Budget {
+    pub(super) fn new(reads: u64, duration_secs: u64) -> Budget {
         let deadline = (duration_secs > 0)
             .then(|| std::time::Instant::now() + std::time::Duration::from_secs(duration_secs));
         Budget { reads, deadline, next_check: 0 }
     }
 
     /// Operations the next step may do, at most `want` (0 = stop) after `done` operations.
-    fn grant(&mut self, done: u64, want: u64) -> u64 {
+    pub(super) fn grant(&mut self, done: u64, want: u64) -> u64 {
         match self.deadline {
             None => want.min(self.reads.saturating_sub(done)),
             Some(d) => {
@@ -272,14 +294,14 @@ fn read_loop(
     rng: &mut SplitMix64,
     pb: &ProgressBar,
     st: &mut ThreadStats,
-    num: u64,
+    layout: KeyLayout,
     mut budget: Budget,
     key_size: usize,
 ) -> Result<()> {
     let mut key = Vec::with_capacity(key_size);
     let mut i = 0;
     while budget.grant(i, 1) == 1 {
-        make_key(rng.below(num), key_size, &mut key);
+        layout.key(rng.below(layout.num), key_size, &mut key);
         if let Some(v) = db.get(&key)? {
             st.found += 1;
             st.bytes += (key.len() + v.len()) as u64;
@@ -299,8 +321,18 @@ fn one_put(key: &[u8], value: &[u8]) -> siftdb::WriteBatch {
 }
 
 #[inline]
-fn tick(pb: &ProgressBar, i: u64) {
+pub(super) fn tick(pb: &ProgressBar, i: u64) {
     if i % TICK == TICK - 1 {
         pb.inc(TICK);
     }
+}
+
+/// `scan entries : seekrandom X per seek (E entries, S seeks, --seek_nexts=N)`: entries the
+/// seeks and their `next` steps read (not starting with the name, which marks result lines).
+pub(super) fn seek_entries_line(entries: u64, seeks: u64, nexts: u64) -> String {
+    let per = if seeks == 0 { 0.0 } else { entries as f64 / seeks as f64 };
+    format!(
+        "scan entries : seekrandom {per:.4} per seek ({entries} entries, {seeks} seeks, \
+         --seek_nexts={nexts})"
+    )
 }

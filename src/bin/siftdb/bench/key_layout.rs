@@ -1,0 +1,376 @@
+//! The key layout of the scan benchmarks (`--key_spacing`, `rangeempty`, `prefixscan`): which key
+//! numbers a workload writes and reads, and which ranges and prefixes it asks about. No siftdb
+//! types: `tools/rocksdb-bench` compiles this file as is (like keys.rs), so both tools ask the
+//! same questions in the same order from the same seeds.
+//!
+//! Everything is computed in key-number space; keys are [`make_key`] of the numbers, which sort
+//! in numeric order, so a range of `w` consecutive numbers is `w` consecutive keys of the layout.
+//!
+//! - Spacing G (`--key_spacing`): workload number v becomes key number v * G, fills and reads
+//!   alike, so the numbers between two keys form a gap of G - 1. G = 1 is db_bench's layout.
+//! - `rangeempty`: width w uniform in [2, `--range_max_width`]; with probability
+//!   `--empty_fraction` an empty range inside the gap after key v * G (uncorrelated: starting
+//!   at v * G + 1 + r, r uniform so that the range stays in the gap; correlated: starting at
+//!   v * G + 1, right after the key, where SuRF-like filters fail), else a range of w numbers
+//!   holding v * G, at a uniform offset. v is uniform in [0, num).
+//! - `prefixscan`: with `--prefix_size` N <= 8 a prefix is the first N bytes of the 8-byte
+//!   big-endian key number, so group g = number >> 8(8 - N) shares one prefix and covers
+//!   S = 2^(8(8 - N)) numbers. Present groups are those of v * G; absent ones are the groups up
+//!   to the last key's group that hold no multiple of G (none unless G > S), drawn uniformly.
+
+use super::keys::make_key;
+use siftdb::rng::SplitMix64;
+
+/// Where the keys of a workload lie: number v is key number v * `spacing`, v in [0, num).
+#[derive(Debug, Clone, Copy)]
+pub struct KeyLayout {
+    /// Workload numbers are drawn from [0, num).
+    pub num: u64,
+    /// `--key_spacing` G (>= 1).
+    pub spacing: u64,
+}
+
+impl KeyLayout {
+    /// The layout of `--num` and `--key_spacing`; refuses G = 0 and a last gap past 2^64.
+    pub fn new(num: u64, spacing: u64) -> Result<KeyLayout, String> {
+        if spacing == 0 {
+            return Err("--key_spacing=0 is out of range: at least 1 (number v is written as \
+                        key number v * G; 1 = db_bench's layout)"
+                .into());
+        }
+        if num.checked_add(1).and_then(|n| n.checked_mul(spacing)).is_none() {
+            return Err(format!(
+                "--key_spacing={spacing} with --num={num}: the key numbers (up to num * G) do \
+                 not fit in 64 bits"
+            ));
+        }
+        Ok(KeyLayout { num, spacing })
+    }
+
+    /// The key number of workload number `v`.
+    #[inline]
+    pub fn number(&self, v: u64) -> u64 {
+        v * self.spacing
+    }
+
+    /// Writes the key of workload number `v` (`make_key(v * G)`) into `out`.
+    #[inline]
+    pub fn key(&self, v: u64, key_size: usize, out: &mut Vec<u8>) {
+        make_key(self.number(v), key_size, out);
+    }
+}
+
+/// `--empty_fraction`, checked: a share in [0, 1].
+pub fn check_empty_fraction(f: f64) -> Result<f64, String> {
+    if (0.0..=1.0).contains(&f) {
+        Ok(f)
+    } else {
+        Err(format!("--empty_fraction={f} is out of range: a share in 0..=1"))
+    }
+}
+
+/// `--prefix_size`, checked against `--key_size` (0 = no prefix extractor).
+pub fn check_prefix_size(prefix_size: usize, key_size: usize) -> Result<(), String> {
+    if prefix_size > key_size {
+        return Err(format!(
+            "--prefix_size={prefix_size} exceeds --key_size={key_size}: no key would have a prefix"
+        ));
+    }
+    Ok(())
+}
+
+/// Where `rangeempty` puts an empty range in a gap (`--range_flavour`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RangeFlavour {
+    /// At a uniformly random position inside the gap.
+    Uncorrelated,
+    /// Right after an existing key (v * G + 1).
+    Correlated,
+}
+
+impl RangeFlavour {
+    /// `uncorrelated` or `correlated`.
+    pub fn parse(s: &str) -> Result<RangeFlavour, String> {
+        match s {
+            "uncorrelated" => Ok(RangeFlavour::Uncorrelated),
+            "correlated" => Ok(RangeFlavour::Correlated),
+            _ => Err(format!("--range_flavour={s}: expected uncorrelated|correlated")),
+        }
+    }
+
+    /// The flag's spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            RangeFlavour::Uncorrelated => "uncorrelated",
+            RangeFlavour::Correlated => "correlated",
+        }
+    }
+}
+
+/// One `rangeempty` question: does the database hold a key number in [lo, hi]?
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RangeOp {
+    /// First key number of the range.
+    pub lo: u64,
+    /// Last key number of the range (inclusive).
+    pub hi: u64,
+    /// Whether the range was placed in a gap (it then holds no key of the layout).
+    pub empty: bool,
+}
+
+/// `rangeempty`'s generator of ranges.
+#[derive(Debug, Clone, Copy)]
+pub struct RangeGen {
+    layout: KeyLayout,
+    max_width: u64,
+    empty_fraction: f64,
+    flavour: RangeFlavour,
+}
+
+impl RangeGen {
+    /// Checks the flags: widths of at least 2, and gaps wider than the widest range when any
+    /// range is to be empty.
+    pub fn new(
+        layout: KeyLayout,
+        max_width: u64,
+        empty_fraction: f64,
+        flavour: RangeFlavour,
+    ) -> Result<RangeGen, String> {
+        let empty_fraction = check_empty_fraction(empty_fraction)?;
+        if max_width < 2 {
+            return Err(format!("--range_max_width={max_width} is out of range: at least 2"));
+        }
+        if empty_fraction > 0.0 && layout.spacing <= max_width {
+            return Err(format!(
+                "rangeempty: an empty range of up to --range_max_width={max_width} key numbers \
+                 must fit in a gap of --key_spacing - 1, so --key_spacing={} must exceed \
+                 --range_max_width (or set --empty_fraction=0)",
+                layout.spacing
+            ));
+        }
+        if layout.number(layout.num).checked_add(max_width).is_none() {
+            return Err(format!(
+                "--key_spacing={} with --num={}: the ranges run past 2^64",
+                layout.spacing, layout.num
+            ));
+        }
+        Ok(RangeGen { layout, max_width, empty_fraction, flavour })
+    }
+
+    /// The next question (four or five draws from `rng`).
+    pub fn next(&self, rng: &mut SplitMix64) -> RangeOp {
+        let w = 2 + rng.below(self.max_width - 1);
+        let empty = rng.next_f64() < self.empty_fraction;
+        let base = self.layout.number(rng.below(self.layout.num));
+        let lo = match (empty, self.flavour) {
+            // Holds base at a uniform offset (clipped at key number 0).
+            (false, _) => base.saturating_sub(rng.below(w)),
+            // In the gap (base, base + G): G - 1 numbers, G - w start positions.
+            (true, RangeFlavour::Uncorrelated) => base + 1 + rng.below(self.layout.spacing - w),
+            (true, RangeFlavour::Correlated) => base + 1,
+        };
+        RangeOp { lo, hi: lo + w - 1, empty }
+    }
+}
+
+/// One `prefixscan` question: the keys of prefix group `group`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PrefixOp {
+    /// Key numbers `group << shift ..` share the prefix.
+    pub group: u64,
+    /// Whether the group holds no key number of the layout.
+    pub absent: bool,
+}
+
+/// `prefixscan`'s generator of prefixes.
+#[derive(Debug, Clone, Copy)]
+pub struct PrefixGen {
+    layout: KeyLayout,
+    prefix_size: usize,
+    /// log2 of the numbers per group: 8 * (8 - prefix_size).
+    shift: u32,
+    empty_fraction: f64,
+    /// The group of the last key number.
+    last_group: u64,
+    /// Groups in [0, last_group] holding no key number.
+    absent_groups: u64,
+}
+
+impl PrefixGen {
+    /// Checks the flags: 1 <= `--prefix_size` <= 8, and an absent group exists when any
+    /// prefix is to be absent.
+    pub fn new(
+        layout: KeyLayout,
+        prefix_size: usize,
+        empty_fraction: f64,
+    ) -> Result<PrefixGen, String> {
+        let empty_fraction = check_empty_fraction(empty_fraction)?;
+        if !(1..=8).contains(&prefix_size) {
+            return Err(format!(
+                "prefixscan needs --prefix_size in 1..=8 (a prefix of the 8-byte key number), \
+                 got --prefix_size={prefix_size}"
+            ));
+        }
+        let shift = 8 * (8 - prefix_size as u32);
+        let last_group = layout.number(layout.num.saturating_sub(1)) >> shift;
+        let mut gen =
+            PrefixGen { layout, prefix_size, shift, empty_fraction, last_group, absent_groups: 0 };
+        gen.absent_groups = gen.absent_up_to(last_group);
+        if empty_fraction > 0.0 && gen.absent_groups == 0 {
+            let per_group = 1u128 << shift;
+            return Err(format!(
+                "prefixscan: with --prefix_size={prefix_size} a prefix covers {per_group} key \
+                 numbers, and --key_spacing={} --num={} leaves no prefix group without a key; \
+                 use --key_spacing > {per_group} (or set --empty_fraction=0)",
+                layout.spacing, layout.num
+            ));
+        }
+        Ok(gen)
+    }
+
+    /// Groups in [0, g] (g <= last group) holding a key number.
+    fn present_up_to(&self, g: u64) -> u64 {
+        if self.layout.spacing as u128 <= 1u128 << self.shift {
+            // Keys at most a group apart, from number 0: every group up to the last key's.
+            return g + 1;
+        }
+        // Each key in a group of its own: the v in [0, num) with v * G < (g + 1) * S.
+        let end = (g as u128 + 1) << self.shift;
+        end.div_ceil(self.layout.spacing as u128).min(self.layout.num as u128) as u64
+    }
+
+    /// Groups in [0, g] (g <= last group) holding no key number.
+    fn absent_up_to(&self, g: u64) -> u64 {
+        g + 1 - self.present_up_to(g).min(g + 1)
+    }
+
+    /// The next question (two draws from `rng`).
+    pub fn next(&self, rng: &mut SplitMix64) -> PrefixOp {
+        if rng.next_f64() < self.empty_fraction {
+            // The k-th absent group: the smallest g with absent_up_to(g) > k.
+            let k = rng.below(self.absent_groups);
+            let (mut lo, mut hi) = (0, self.last_group);
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                if self.absent_up_to(mid) > k {
+                    hi = mid;
+                } else {
+                    lo = mid + 1;
+                }
+            }
+            PrefixOp { group: lo, absent: true }
+        } else {
+            let n = self.layout.number(rng.below(self.layout.num));
+            PrefixOp { group: n >> self.shift, absent: false }
+        }
+    }
+
+    /// Writes the prefix of `group` (its first key number's first `--prefix_size` key bytes).
+    pub fn prefix(&self, group: u64, out: &mut Vec<u8>) {
+        make_key(group << self.shift, 8, out);
+        out.truncate(self.prefix_size);
+    }
+
+    /// Whether key number `n` has the prefix of `group`.
+    #[cfg(test)]
+    fn holds(&self, group: u64, n: u64) -> bool {
+        n >> self.shift == group
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spacing_one_is_db_bench_layout_and_zero_or_overflow_is_refused() {
+        let l = KeyLayout::new(100, 1).unwrap();
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        l.key(42, 16, &mut a);
+        make_key(42, 16, &mut b);
+        assert_eq!(a, b);
+        assert!(KeyLayout::new(100, 0).unwrap_err().contains("--key_spacing=0"));
+        assert!(KeyLayout::new(u64::MAX / 2, 4).unwrap_err().contains("--key_spacing=4"));
+    }
+
+    #[test]
+    fn empty_ranges_stay_inside_gaps_and_others_hold_a_key() {
+        let layout = KeyLayout::new(1000, 64).unwrap();
+        for flavour in [RangeFlavour::Uncorrelated, RangeFlavour::Correlated] {
+            let gen = RangeGen::new(layout, 16, 0.5, flavour).unwrap();
+            let mut rng = SplitMix64::new(7);
+            let mut empties = 0;
+            for _ in 0..10_000 {
+                let op = gen.next(&mut rng);
+                assert!((2..=16).contains(&(op.hi - op.lo + 1)), "{op:?}");
+                let keys = (op.lo..=op.hi).filter(|n| n % 64 == 0 && n / 64 < 1000).count();
+                assert_eq!(keys, usize::from(!op.empty), "{op:?}");
+                if op.empty {
+                    empties += 1;
+                    if flavour == RangeFlavour::Correlated {
+                        assert_eq!(op.lo % 64, 1, "right after a key: {op:?}");
+                    }
+                }
+            }
+            // Binomial(10000, 0.5): sigma 50.
+            assert!((4750..=5250).contains(&empties), "{empties}");
+        }
+    }
+
+    #[test]
+    fn range_flags_out_of_range_are_errors_naming_the_flags() {
+        let layout = KeyLayout::new(1000, 16).unwrap();
+        let e = RangeGen::new(layout, 16, 0.5, RangeFlavour::Uncorrelated).unwrap_err();
+        assert!(e.contains("--key_spacing=16") && e.contains("--range_max_width"), "{e}");
+        assert!(RangeGen::new(layout, 16, 0.0, RangeFlavour::Uncorrelated).is_ok());
+        let e = RangeGen::new(layout, 8, 2.0, RangeFlavour::Uncorrelated).unwrap_err();
+        assert!(e.contains("--empty_fraction=2"), "{e}");
+        let e = RangeGen::new(layout, 1, 0.5, RangeFlavour::Uncorrelated).unwrap_err();
+        assert!(e.contains("--range_max_width=1"), "{e}");
+        assert!(RangeFlavour::parse("sideways").unwrap_err().contains("--range_flavour"));
+    }
+
+    /// Present and absent groups by brute force, against the generator's arithmetic.
+    fn check_groups(num: u64, spacing: u64, prefix_size: usize) {
+        let layout = KeyLayout::new(num, spacing).unwrap();
+        let gen = PrefixGen::new(layout, prefix_size, 0.5).unwrap();
+        let present: std::collections::BTreeSet<u64> =
+            (0..num).map(|v| layout.number(v) >> gen.shift).collect();
+        let absent: Vec<u64> = (0..=gen.last_group).filter(|g| !present.contains(g)).collect();
+        assert_eq!(gen.absent_groups, absent.len() as u64, "{num} {spacing} {prefix_size}");
+        let mut rng = SplitMix64::new(1);
+        let mut seen = std::collections::BTreeSet::new();
+        for _ in 0..4000 {
+            let op = gen.next(&mut rng);
+            let holds = (0..num).any(|v| gen.holds(op.group, layout.number(v)));
+            assert_eq!(holds, !op.absent, "{op:?}");
+            if op.absent {
+                seen.insert(op.group);
+            }
+        }
+        if absent.len() <= 100 {
+            assert_eq!(seen.len(), absent.len(), "every absent group is drawn");
+        }
+    }
+
+    #[test]
+    fn absent_prefixes_are_exactly_the_groups_without_a_key() {
+        check_groups(200, 512, 7); // every odd group of 256 numbers
+        check_groups(200, 300, 7); // gaps of 300 over groups of 256: some absent groups
+        check_groups(50, 3, 8); // one number per prefix
+        check_groups(30, 70_000, 6); // groups of 65536
+    }
+
+    #[test]
+    fn prefixscan_refuses_layouts_without_absent_prefixes() {
+        let e = PrefixGen::new(KeyLayout::new(1000, 256).unwrap(), 7, 0.5).unwrap_err();
+        assert!(e.contains("--prefix_size=7") && e.contains("--key_spacing=256"), "{e}");
+        assert!(PrefixGen::new(KeyLayout::new(1000, 256).unwrap(), 7, 0.0).is_ok());
+        let e = PrefixGen::new(KeyLayout::new(1000, 512).unwrap(), 0, 0.5).unwrap_err();
+        assert!(e.contains("--prefix_size=0"), "{e}");
+        let mut p = Vec::new();
+        let gen = PrefixGen::new(KeyLayout::new(1000, 512).unwrap(), 7, 0.5).unwrap();
+        gen.prefix(3, &mut p);
+        assert_eq!(p, [0, 0, 0, 0, 0, 0, 3]);
+    }
+}
