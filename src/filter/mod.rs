@@ -13,10 +13,12 @@
 //! | [`Ribbon`] | no (static) | no | ~7.0 (fractional bits) | near the `log2(1/FPR)` bound, 2 blocks per query; the compacted-SST filter |
 //! | [`Xor8`] / [`Xor16`] | no (static) | no | 9.84 (FPR 0.39%) / 19.7 (0.0015%) | three lookups; 1.23 n slots |
 //! | [`BinaryFuse8`] / [`BinaryFuse16`] | no (static) | no | ~9.0 / ~18.1 at 1M keys | xor filter in 1.125 n slots at large n; builds faster |
+//! | [`Grafite`] | no (static) | no | ~B (+0.13) for FPR `l / 2^(B-2)` on ranges of `l` keys | range emptiness ("any key in `[lo, hi]`?"), not points: [`RangeFilter`]; the bound holds for any keys and queries |
 //!
 //! Static filters (ribbon, xor, binary fuse) are built once from a fixed key set, as an SST's key
 //! set is once the file is written, and come close to the `log2(1/FPR)` bits-per-key bound that a
-//! Bloom filter misses by 1.44x. The engine writes the two-bit filter at flush (no extra pass)
+//! Bloom filter misses by 1.44x. [`Grafite`] answers a different question, whether a key range
+//! holds a key, for scans. The engine writes the two-bit filter at flush (no extra pass)
 //! and a ribbon filter at compaction. Measured figures for every row: `cargo run --release
 //! --example filter_table`, reproduced in the README.
 //!
@@ -74,6 +76,7 @@ mod blocked;
 pub mod codec;
 mod counting;
 mod cuckoo;
+mod grafite;
 pub mod hash;
 pub mod math;
 mod prefetch;
@@ -90,6 +93,7 @@ mod xor;
 pub use blocked::{BlockedBloom, BlockedBloomView};
 pub use counting::{CountingBloom, CountingBloomView};
 pub use cuckoo::{cuckoo_fpr, Cuckoo, CuckooBuilder, CuckooView};
+pub use grafite::{Grafite, GrafiteBuilder, GrafiteView};
 pub use hash::{hash_key, hash_keys};
 pub use ribbon::{Ribbon, RibbonBuilder, RibbonView};
 pub use scalable::{ScalableBloom, ScalableBloomView};
@@ -134,11 +138,13 @@ pub enum FilterKind {
     BinaryFuse16,
     /// `Ribbon`, tag 12.
     Ribbon,
+    /// [`Grafite`], tag 13: a range filter, read with [`GrafiteView`] (not [`FilterView`]).
+    Grafite,
 }
 
 impl FilterKind {
     /// Every kind, in tag order.
-    pub const ALL: [FilterKind; 12] = [
+    pub const ALL: [FilterKind; 13] = [
         FilterKind::StandardBloom,
         FilterKind::BlockedBloom,
         FilterKind::TwoBitBloom,
@@ -151,6 +157,7 @@ impl FilterKind {
         FilterKind::BinaryFuse8,
         FilterKind::BinaryFuse16,
         FilterKind::Ribbon,
+        FilterKind::Grafite,
     ];
 
     /// The persisted tag.
@@ -168,6 +175,7 @@ impl FilterKind {
             FilterKind::BinaryFuse8 => 10,
             FilterKind::BinaryFuse16 => 11,
             FilterKind::Ribbon => 12,
+            FilterKind::Grafite => 13,
         }
     }
 
@@ -191,6 +199,7 @@ impl FilterKind {
             FilterKind::BinaryFuse8 => "binary_fuse8",
             FilterKind::BinaryFuse16 => "binary_fuse16",
             FilterKind::Ribbon => "ribbon",
+            FilterKind::Grafite => "grafite",
         }
     }
 
@@ -235,6 +244,21 @@ pub trait Filter: Send + Sync {
 
     /// The stable serialization (design.md, "Filter encoding").
     fn to_bytes(&self) -> Vec<u8>;
+}
+
+/// The query side of a range filter ([`Grafite`], [`GrafiteView`]): "may a key lie in
+/// `[lo, hi]`?".
+///
+/// Invariant: if some key of the set lies in the inclusive range, the answer is `true`: no false
+/// negatives, ever. An empty range answers `true` with at most [`RangeFilter::expected_fpr`] of
+/// its length.
+pub trait RangeFilter {
+    /// Byte keys, inclusive bounds; `lo > hi` is the empty range (`false`).
+    fn may_contain_range(&self, lo: &[u8], hi: &[u8]) -> bool;
+    /// The same over the filter's integer key images.
+    fn may_contain_range_u64(&self, lo: u64, hi: u64) -> bool;
+    /// The false-positive bound for an empty range of `range_len` key images.
+    fn expected_fpr(&self, range_len: u64) -> f64;
 }
 
 /// How full an insertable filter is and what that implies for its false-positive rate.
@@ -308,5 +332,5 @@ pub trait StaticFilter: Filter + Sized {
 
 /// The traits, for `use siftdb::filter::prelude::*`.
 pub mod prelude {
-    pub use super::{BloomShape, Filter, InsertFilter, SetOps, StaticFilter};
+    pub use super::{BloomShape, Filter, InsertFilter, RangeFilter, SetOps, StaticFilter};
 }

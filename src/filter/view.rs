@@ -3,7 +3,7 @@
 //! This is what the engine holds for an SST's filter block: the block's bytes stay where they
 //! were read, and `contains_hash` dispatches on the kind tag to that filter's probe code.
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::filter::blocked::BlockedBloomView;
 use crate::filter::codec::{self, Envelope};
 use crate::filter::counting::CountingBloomView;
@@ -43,7 +43,9 @@ enum Inner<'a> {
 impl<'a> FilterView<'a> {
     /// Parses and validates a serialized filter. Corrupt or truncated bytes are
     /// [`crate::Error::Corruption`]; a valid envelope of an unknown kind is
-    /// [`crate::Error::UnknownFilterKind`].
+    /// [`crate::Error::UnknownFilterKind`]; a range filter ([`crate::filter::Grafite`]) is
+    /// [`crate::Error::InvalidArgument`]: it answers ranges, not points (read it with
+    /// [`crate::filter::GrafiteView::parse`]).
     pub fn parse(bytes: &'a [u8]) -> Result<FilterView<'a>> {
         let env = codec::decode(bytes)?;
         Ok(FilterView { bytes, inner: Self::parse_inner(&env)? })
@@ -63,6 +65,11 @@ impl<'a> FilterView<'a> {
             FilterKind::BinaryFuse8 => Inner::BinaryFuse8(BinaryFuseView::parse(env)?),
             FilterKind::BinaryFuse16 => Inner::BinaryFuse16(BinaryFuseView::parse(env)?),
             FilterKind::TwoBitBloom => Inner::TwoBit(TwoBitBloomView::parse(env)?),
+            FilterKind::Grafite => {
+                return Err(Error::invalid(
+                    "a grafite filter is a range filter: read it with GrafiteView::parse",
+                ))
+            }
         })
     }
 }
