@@ -86,6 +86,7 @@ pub(crate) mod keyspace_options;
 pub(crate) mod manifest;
 pub(crate) mod memtable;
 pub(crate) mod options_validate;
+pub(crate) mod prefix;
 pub(crate) mod range_del;
 pub(crate) mod sst;
 pub(crate) mod table_cache;
@@ -104,5 +105,6 @@ pub use keyspace_options::KeyspaceOptions;
 pub use merge::{MergeOperator, U64AddOperator};
 pub use options::{
     CompactionOptions, Compression, FilterAllocation, FilterConfig, FilterPolicy, LevelBudget,
-    Options, StaticFilterKind, WriteOptions,
+    Options, RangeFilterOptions, StaticFilterKind, WriteOptions,
 };
+pub use prefix::{DelimitedPrefix, FixedPrefix, PrefixExtractor};

@@ -423,9 +423,51 @@ pub struct Options {
     /// (design.md, "Subcompactions"). `1` merges on the compaction thread alone. Valid:
     /// `1..=64`. Default 2.
     pub max_subcompactions: usize,
+    /// How keys map to the prefixes of prefix filters (RocksDB's `prefix_extractor`; see
+    /// [`crate::PrefixExtractor`] for the contract that keeps scans exact). With one, every
+    /// new table carries a prefix filter and every memtable a prefix Bloom, and a scan whose
+    /// keys all share one extracted prefix ([`crate::Db::prefix`], or a range whose bounds
+    /// share it) skips the files and memtables that say "no such prefix". Tables written
+    /// under another extractor name are scanned without theirs. Default `None`.
+    pub prefix_extractor: Option<Arc<dyn crate::PrefixExtractor>>,
+    /// Bits per distinct prefix of the prefix filters (blocked Bloom; 10 gives about 1%).
+    /// Valid: `1.0..=64.0`. Default 10.
+    pub prefix_filter_bits_per_key: f64,
+    /// A range filter in every new table (design.md, "Scan filters"): a range with both ends
+    /// given ([`crate::Db::range`]) skips the files whose range filter proves it empty there.
+    /// Default `None`.
+    pub range_filter: Option<RangeFilterOptions>,
+}
+
+/// The shape of the range filters of [`Options::range_filter`] (a Grafite filter,
+/// [`crate::filter::Grafite`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RangeFilterOptions {
+    /// Bits per key. A range of `l` keys that holds none of a file's keys is reported
+    /// non-empty with probability at most `l / 2^(bits_per_key - 2)`. Valid: `4.0..=40.0`.
+    /// Default 14 (0.4% for ranges of 16 keys).
+    pub bits_per_key: f64,
+    /// The longest range, in keys (more exactly: in units of the filter's key image, design.md
+    /// "grafite"), the bound above is promised for; longer ranges are answered correctly but
+    /// with a weaker bound. Valid: `1..`. Default 16.
+    pub max_range: u64,
+}
+
+impl Default for RangeFilterOptions {
+    fn default() -> Self {
+        RangeFilterOptions { bits_per_key: 14.0, max_range: 16 }
+    }
 }
 
 impl Options {
+    /// The scan filters new tables carry (src/sst/scan_filters.rs).
+    pub(crate) fn scan_filter_spec(&self) -> crate::sst::ScanFilterSpec {
+        crate::sst::ScanFilterSpec {
+            prefix: self.prefix_extractor.clone().map(|e| (e, self.prefix_filter_bits_per_key)),
+            range: self.range_filter,
+        }
+    }
+
     /// The data block compression of files written to `level`: entry `level` of
     /// [`Options::compression_per_level`] (its last entry for deeper levels), or
     /// [`Options::compression`] when that list is empty.
@@ -465,6 +507,9 @@ impl Default for Options {
             storage: None,
             merge_operator: None,
             max_subcompactions: 2,
+            prefix_extractor: None,
+            prefix_filter_bits_per_key: 10.0,
+            range_filter: None,
         }
     }
 }
@@ -500,6 +545,12 @@ impl std::fmt::Debug for Options {
             .field("storage", &self.storage.as_ref().map(|_| "custom"))
             .field("merge_operator", &self.merge_operator.as_ref().map(|m| m.name().to_string()))
             .field("max_subcompactions", &self.max_subcompactions)
+            .field(
+                "prefix_extractor",
+                &self.prefix_extractor.as_ref().map(|p| p.name().to_string()),
+            )
+            .field("prefix_filter_bits_per_key", &self.prefix_filter_bits_per_key)
+            .field("range_filter", &self.range_filter)
             .finish()
     }
 }

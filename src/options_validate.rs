@@ -195,8 +195,30 @@ impl Options {
         check_usize("metadata_block_size", self.metadata_block_size, METADATA_BLOCK_SIZE_RANGE)?;
         check_usize("max_subcompactions", self.max_subcompactions, MAX_SUBCOMPACTIONS_RANGE)?;
         check_filter_policy(&self.filter_policy)?;
+        check_scan_filters(self)?;
         check_compaction(&self.compaction)
     }
+}
+
+/// `range_filter.bits_per_key` range: below 4 bits a Grafite filter answers "maybe" to ranges
+/// of 4 keys or more; above 40 it stores more than the keys' own images would take.
+pub const RANGE_FILTER_BITS_RANGE: RangeInclusive<f64> = 4.0..=40.0;
+
+/// The prefix and range filter settings.
+fn check_scan_filters(o: &Options) -> Result<()> {
+    let b = o.prefix_filter_bits_per_key;
+    if !(b.is_finite() && (1.0..=BITS_PER_KEY_MAX).contains(&b)) {
+        return Err(out_of_range("prefix_filter_bits_per_key", b, "1.0..=64.0"));
+    }
+    if let Some(r) = o.range_filter {
+        if !(r.bits_per_key.is_finite() && RANGE_FILTER_BITS_RANGE.contains(&r.bits_per_key)) {
+            return Err(out_of_range("range_filter.bits_per_key", r.bits_per_key, "4.0..=40.0"));
+        }
+        if r.max_range == 0 {
+            return Err(out_of_range("range_filter.max_range", 0, "at least 1"));
+        }
+    }
+    Ok(())
 }
 
 /// Index and filter blocks can be cached or pinned only in an enabled block cache.
@@ -254,6 +276,32 @@ mod tests {
             ..Options::default()
         };
         both.validate().unwrap();
+    }
+
+    #[test]
+    fn scan_filter_settings_out_of_range_are_refused_by_name() {
+        use crate::options::RangeFilterOptions;
+        for bad in [0.0, 0.5, 65.0, f64::NAN] {
+            let opts = Options { prefix_filter_bits_per_key: bad, ..Options::default() };
+            let msg = opts.validate().unwrap_err().to_string();
+            assert!(msg.contains("prefix_filter_bits_per_key"), "{msg}");
+        }
+        for bad in [3.9, 40.5, f64::INFINITY] {
+            let r = RangeFilterOptions { bits_per_key: bad, ..Default::default() };
+            let opts = Options { range_filter: Some(r), ..Options::default() };
+            let msg = opts.validate().unwrap_err().to_string();
+            assert!(
+                msg.contains("range_filter.bits_per_key") && msg.contains("4.0..=40.0"),
+                "{msg}"
+            );
+        }
+        let r = RangeFilterOptions { max_range: 0, ..Default::default() };
+        let msg = Options { range_filter: Some(r), ..Options::default() }.validate().unwrap_err();
+        assert!(msg.to_string().contains("range_filter.max_range = 0"), "{msg}");
+        for good in [4.0, 14.0, 40.0] {
+            let r = RangeFilterOptions { bits_per_key: good, max_range: 1 };
+            Options { range_filter: Some(r), ..Options::default() }.validate().unwrap();
+        }
     }
 
     #[test]

@@ -104,6 +104,9 @@ pub struct JobSpec {
     /// At most this many subcompactions (threads) per keyspace; 1 merges on the caller's
     /// thread alone (`Options::max_subcompactions`).
     pub max_subcompactions: usize,
+    /// The scan filters every output carries (`Options::prefix_extractor`,
+    /// `Options::range_filter`).
+    pub scan_filters: crate::sst::ScanFilterSpec,
 }
 
 impl JobSpec {
@@ -442,6 +445,7 @@ impl Output<'_> {
         let mut builder = TableBuilder::new(file, spec.layout(self.keyspace).table)?;
         builder.set_keyspace(self.keyspace);
         builder.set_merge_operator(&spec.merge_operator_name);
+        builder.set_scan_filters(spec.scan_filters.clone());
         if let Some(bytes) = spec.layout(self.keyspace).index_partition_bytes {
             builder.partition_index(bytes);
         }

@@ -28,12 +28,14 @@
 //!   tombstone in both directions.
 
 use super::iter::merge::Merge;
+use super::iter::scan_probe::{FileVerdict, ScanProbe};
 use super::iter::source::{FileRun, IKey, Source};
 use super::read_counters::StripedReadCounters;
 use super::SuperVersion;
 use crate::batch::ValueKind;
 use crate::error::Result;
 use crate::merge::{Operands, SharedMergeOperator};
+use crate::prefix::PrefixExtractor;
 use crate::range_del::{Fragments, RangeTombstone};
 use crate::sst::ScanCounters;
 use crate::version::TableFile;
@@ -82,14 +84,34 @@ pub struct DbCursor {
     /// Forward: the entry shown is a merge result held in `saved_key`/`saved_value` (the
     /// merge sits past the key's operands).
     merged: bool,
-    merge_op: Option<SharedMergeOperator>,
+    config: CursorConfig,
     /// The range tombstones visible at `snapshot`, collected at the first positioning.
     tombstones: Option<Arc<Fragments>>,
 }
 
+/// What a cursor takes from the database's options.
+#[derive(Clone, Default)]
+pub(crate) struct CursorConfig {
+    /// The operator that merges operands (`Options::merge_operator`).
+    pub merge_op: Option<SharedMergeOperator>,
+    /// The prefix extractor of the prefix filters (`Options::prefix_extractor`).
+    pub prefix_extractor: Option<Arc<dyn PrefixExtractor>>,
+}
+
+impl CursorConfig {
+    /// The configuration of a database opened with `opts`.
+    pub(crate) fn of(opts: &crate::options::Options) -> CursorConfig {
+        CursorConfig {
+            merge_op: opts.merge_operator.clone(),
+            prefix_extractor: opts.prefix_extractor.clone(),
+        }
+    }
+}
+
 impl DbCursor {
     /// A cursor over `sv` at `snapshot`, restricted to user keys of `keyspace` within
-    /// `lower..upper`.
+    /// `lower..upper`. A range with both ends leaves out the memtables and files its scan
+    /// filters prove empty there (src/db/iter/scan_probe.rs), counting their checks.
     pub(crate) fn new(
         sv: Arc<SuperVersion>,
         reads: Arc<StripedReadCounters>,
@@ -97,37 +119,9 @@ impl DbCursor {
         snapshot: u64,
         lower: Bound<Vec<u8>>,
         upper: Bound<Vec<u8>>,
-        merge_op: Option<SharedMergeOperator>,
+        config: CursorConfig,
     ) -> DbCursor {
-        let start = match &lower {
-            Bound::Included(k) | Bound::Excluded(k) => Some(k.as_slice()),
-            Bound::Unbounded => None,
-        };
-        let end_excl = match &upper {
-            Bound::Excluded(k) => Some(k.as_slice()),
-            _ => None,
-        };
-        let mut sources = Vec::new();
-        for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
-            sources.push(Source::mem(mem.clone()));
-        }
-        for (n, level) in sv.version.levels().iter().enumerate() {
-            let overlaps = |f: &Arc<TableFile>| f.overlaps(keyspace, start, end_excl);
-            let Some(first) = level.iter().position(overlaps) else { continue };
-            let counters: Arc<dyn ScanCounters> = reads.clone();
-            if n == 0 {
-                // L0 files may overlap each other: one source each.
-                for (i, _) in level.iter().enumerate().skip(first).filter(|(_, f)| overlaps(f)) {
-                    let run = FileRun::new(&sv.version, 0, i..i + 1);
-                    sources.push(Source::files(run, counters.clone()));
-                }
-            } else {
-                // A sorted level's files overlapping a key range are consecutive.
-                let end = level.iter().rposition(overlaps).expect("first overlaps") + 1;
-                debug_assert!(level[first..end].iter().all(overlaps));
-                sources.push(Source::files(FileRun::new(&sv.version, n, first..end), counters));
-            }
-        }
+        let sources = Self::sources(&sv, &reads, keyspace, &lower, &upper, &config, true);
         DbCursor {
             merge: Merge::new(sources),
             sv,
@@ -141,24 +135,124 @@ impl DbCursor {
             saved_key: Vec::new(),
             saved_value: Vec::new(),
             merged: false,
-            merge_op,
+            config,
             tombstones: None,
         }
     }
 
+    /// The memtables and the runs of files overlapping `lower..upper` that the scan filters
+    /// do not rule out; `count` the filters' answers in the calling thread's stripe.
+    fn sources(
+        sv: &Arc<SuperVersion>,
+        reads: &Arc<StripedReadCounters>,
+        keyspace: u32,
+        lower: &Bound<Vec<u8>>,
+        upper: &Bound<Vec<u8>>,
+        config: &CursorConfig,
+        count: bool,
+    ) -> Vec<Source> {
+        let start = match lower {
+            Bound::Included(k) | Bound::Excluded(k) => Some(k.as_slice()),
+            Bound::Unbounded => None,
+        };
+        let end_excl = match upper {
+            Bound::Excluded(k) => Some(k.as_slice()),
+            _ => None,
+        };
+        let probe = ScanProbe::new(keyspace, lower, upper, config.prefix_extractor.as_deref());
+        let mut sources = Vec::new();
+        for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
+            if !probe.as_ref().is_some_and(|p| p.skips_mem(mem)) {
+                sources.push(Source::mem(mem.clone()));
+            }
+        }
+        let counters: Arc<dyn ScanCounters> = reads.clone();
+        let stripe = reads.local();
+        // One file alone as a source, unless its filters rule it out.
+        let single = |sources: &mut Vec<Source>, level: usize, i: usize| {
+            let run = FileRun::new(&sv.version, level, i..i + 1);
+            let Some(p) = &probe else {
+                sources.push(Source::files(run, counters.clone()));
+                return;
+            };
+            let c = count.then(|| &stripe.scan_levels[level]);
+            match p.check_file(&sv.version.levels()[level][i], c) {
+                FileVerdict::Skip => {}
+                FileVerdict::Passed if count => {
+                    let check = p.pending(lower, upper);
+                    sources.push(Source::checked_files(run, counters.clone(), check));
+                }
+                _ => sources.push(Source::files(run, counters.clone())),
+            }
+        };
+        for (n, level) in sv.version.levels().iter().enumerate() {
+            let overlaps = |f: &Arc<TableFile>| f.overlaps(keyspace, start, end_excl);
+            let Some(first) = level.iter().position(overlaps) else { continue };
+            if n == 0 {
+                // L0 files may overlap each other: one source each.
+                for (i, _) in level.iter().enumerate().skip(first).filter(|(_, f)| overlaps(f)) {
+                    single(&mut sources, 0, i);
+                }
+                continue;
+            }
+            // A sorted level's files overlapping a key range are consecutive. Only the first
+            // and the last can lack an entry in the range (each file between holds its own
+            // smallest key, which lies inside), so only they are asked, each as a source of
+            // its own.
+            let mut end = level.iter().rposition(overlaps).expect("first overlaps") + 1;
+            debug_assert!(level[first..end].iter().all(overlaps));
+            let mut begin = first;
+            let mut last = None;
+            if probe.is_some() {
+                single(&mut sources, n, begin);
+                begin += 1;
+                if end > begin {
+                    last = Some(end - 1);
+                    end -= 1;
+                }
+            }
+            if begin < end {
+                sources.push(Source::files(
+                    FileRun::new(&sv.version, n, begin..end),
+                    counters.clone(),
+                ));
+            }
+            if let Some(i) = last {
+                single(&mut sources, n, i);
+            }
+        }
+        sources
+    }
+
     /// Another cursor over the same data, snapshot and bounds, positioned nowhere.
     pub(crate) fn twin(&self) -> DbCursor {
-        let mut t = DbCursor::new(
-            self.sv.clone(),
-            self.reads.clone(),
+        // The same sources, asked again but not counted again: the scan's filter answers
+        // were counted once, by this cursor.
+        let sources = Self::sources(
+            &self.sv,
+            &self.reads,
             self.keyspace,
-            self.snapshot,
-            self.lower.clone(),
-            self.upper.clone(),
-            self.merge_op.clone(),
+            &self.lower,
+            &self.upper,
+            &self.config,
+            false,
         );
-        t.tombstones = self.tombstones.clone();
-        t
+        DbCursor {
+            merge: Merge::new(sources),
+            sv: self.sv.clone(),
+            reads: self.reads.clone(),
+            keyspace: self.keyspace,
+            snapshot: self.snapshot,
+            lower: self.lower.clone(),
+            upper: self.upper.clone(),
+            valid: false,
+            forward: true,
+            saved_key: Vec::new(),
+            saved_value: Vec::new(),
+            merged: false,
+            config: self.config.clone(),
+            tombstones: self.tombstones.clone(),
+        }
     }
 
     /// Collects the range tombstones of the cursor's keyspace (once): memtables, then the
@@ -399,7 +493,7 @@ impl DbCursor {
     /// older operands up to a Put (the base), a Delete or the next key (no base), and shows
     /// their merge from `saved_key`/`saved_value`. The merge is left past the operands.
     fn merge_forward(&mut self) -> Result<()> {
-        let op = self.merge_op.clone();
+        let op = self.config.merge_op.clone();
         let mut ops = Operands::new(op.as_ref());
         let e = self.merge.entry().expect("on an operand");
         self.saved_key.clear();
@@ -493,7 +587,7 @@ impl DbCursor {
         self.saved_value = if ops.is_empty() {
             base.unwrap_or_default()
         } else {
-            let mut merging = Operands::new(self.merge_op.as_ref());
+            let mut merging = Operands::new(self.config.merge_op.as_ref());
             for (value, recorded) in ops.into_iter().rev() {
                 merging.check_source(recorded.as_deref(), &self.saved_key)?;
                 merging.list.push(value); // newest first

@@ -174,6 +174,7 @@ fn write_l0_tables_inner(
             let file = inner.storage.create_immutable(&path)?;
             let layout = Layout::of(&inner.opts, &set, keyspace, 0);
             let mut builder = TableBuilder::new(file, layout.table)?;
+            builder.set_scan_filters(inner.opts.scan_filter_spec());
             // Recorded only if the table gets operands; "" when none is configured (a WAL
             // replayed without an operator: the operands' operator is unknown).
             builder.set_merge_operator(op.map_or("", |op| op.name()));

@@ -8,6 +8,7 @@
 //! manifest lock), creating, reopening and dropping them, and the [`Keyspace`] handle, whose
 //! reads and writes run through the same code paths as `Db`'s with the keyspace id threaded in.
 
+use super::cursor::CursorConfig;
 use super::iter::DbIterator;
 use super::read::{self, ReadAt};
 use super::{compact, multi_get, write, DbCursor, DbInner, SuperVersion};
@@ -364,7 +365,7 @@ impl Keyspace {
         self.check_live()?;
         let sv = self.inner.super_version();
         let seq = ReadAt::Latest.sequence(&self.inner);
-        let merge_op = self.inner.opts.merge_operator.clone();
+        let config = CursorConfig::of(&self.inner.opts);
         Ok(DbCursor::new(
             sv,
             self.inner.reads.clone(),
@@ -372,7 +373,7 @@ impl Keyspace {
             seq,
             Bound::Unbounded,
             Bound::Unbounded,
-            merge_op,
+            config,
         ))
     }
 }

@@ -48,6 +48,7 @@ use crate::options::{Options, WriteOptions};
 use crate::storage::{DirLock, Storage};
 use crate::version::Version;
 use arc_swap::ArcSwap;
+use cursor::CursorConfig;
 use parking_lot::{Condvar, Mutex};
 use read_counters::StripedReadCounters;
 use std::collections::BTreeMap;
@@ -342,7 +343,7 @@ impl Db {
         // The super-version before the sequence (design.md, "Read-path concurrency", rule 2).
         let sv = self.inner.super_version();
         let seq = ReadAt::Latest.sequence(&self.inner);
-        let merge_op = self.inner.opts.merge_operator.clone();
+        let config = CursorConfig::of(&self.inner.opts);
         DbCursor::new(
             sv,
             self.inner.reads.clone(),
@@ -350,7 +351,7 @@ impl Db {
             seq,
             Bound::Unbounded,
             Bound::Unbounded,
-            merge_op,
+            config,
         )
     }
 
@@ -596,7 +597,7 @@ impl Snapshot {
     pub fn cursor_in(&self, ks: &Keyspace) -> Result<DbCursor> {
         self.check(ks)?;
         let sv = self.inner.super_version();
-        let merge_op = self.inner.opts.merge_operator.clone();
+        let config = CursorConfig::of(&self.inner.opts);
         Ok(DbCursor::new(
             sv,
             self.inner.reads.clone(),
@@ -604,7 +605,7 @@ impl Snapshot {
             self.seq,
             Bound::Unbounded,
             Bound::Unbounded,
-            merge_op,
+            config,
         ))
     }
 
@@ -653,7 +654,7 @@ impl Snapshot {
     /// A seekable cursor over the entries at the snapshot (see [`Db::cursor`]).
     pub fn cursor(&self) -> DbCursor {
         let sv = self.inner.super_version();
-        let merge_op = self.inner.opts.merge_operator.clone();
+        let config = CursorConfig::of(&self.inner.opts);
         DbCursor::new(
             sv,
             self.inner.reads.clone(),
@@ -661,7 +662,7 @@ impl Snapshot {
             self.seq,
             Bound::Unbounded,
             Bound::Unbounded,
-            merge_op,
+            config,
         )
     }
 }

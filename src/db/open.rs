@@ -14,7 +14,7 @@
 //!    its manifest edit). The replayed memtable is queued as immutable, so the flush thread
 //!    writes it to L0 and only then are the old WALs deleted.
 
-use super::write::{memtable_filter_bits, WriteQueue, WriterState};
+use super::write::{new_memtable, WriteQueue, WriterState};
 use super::{Counters, DbInner, SuperVersion};
 use crate::batch::decode_batch;
 use crate::cache::BlockCache;
@@ -22,7 +22,6 @@ use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
 use crate::filter::hash_key;
 use crate::manifest::{self, Manifest, VersionEdit};
-use crate::memtable::Memtable;
 use crate::options::Options;
 use crate::storage::{FsStorage, Storage};
 use crate::table_cache::TableCache;
@@ -165,10 +164,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         .map(|&n| storage.open(&dir.join(filename::wal_name(n))).map(|f| f.len()).unwrap_or(0))
         .sum();
     let replay_keys = (wal_bytes / WAL_BYTES_PER_ENTRY_GUESS).max(1024);
-    let replayed = Arc::new(Memtable::new(
-        wals.first().copied().unwrap_or(0),
-        memtable_filter_bits(&opts, replay_keys),
-    ));
+    let replayed = Arc::new(new_memtable(&opts, wals.first().copied().unwrap_or(0), replay_keys));
     let mut last_seq = state.last_sequence;
     // The torn tail of the newest WAL is cut only once every record decoded, so an open that
     // fails leaves the files as they were.
@@ -259,7 +255,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     }
 
     let expected = super::write::expected_entries(&opts, None);
-    let mem = Arc::new(Memtable::new(wal_number, memtable_filter_bits(&opts, expected)));
+    let mem = Arc::new(new_memtable(&opts, wal_number, expected));
     let imm = if replayed.is_empty() { Vec::new() } else { vec![replayed] };
     let inner = DbInner {
         dir: dir.to_path_buf(),

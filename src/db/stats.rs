@@ -27,8 +27,10 @@ pub struct LevelStats {
     pub configured_fpr: Option<f64>,
     /// Read counters of point lookups (get, contains_key, multi_get) since open.
     pub reads: ReadStats,
-    /// Data blocks read by iterators and cursors since open (cache hits, misses, file reads;
-    /// the filter fields stay zero: scans do not probe filters).
+    /// Data blocks read by iterators and cursors since open (cache hits, misses, file reads),
+    /// and in the filter fields what the scan filters answered for bounded scans: checks,
+    /// files skipped (`filter_useful`), passed (`filter_positive`) and passed files that held
+    /// an entry of the range (`filter_true_positive`, known at the scan's first positioning).
     pub scan_reads: ReadStats,
 }
 
@@ -368,30 +370,49 @@ impl Stats {
 
     /// Per level, the data blocks iterators and cursors read, per positioning (`seeks`, e.g.
     /// the operations of a seekrandom run): blocks consulted, how many the block cache served,
-    /// and the file reads (device reads with `Options::direct_reads`) and their KiB. Empty
-    /// when no scan read a block.
+    /// and the file reads (device reads with `Options::direct_reads`) and their KiB; then what
+    /// the scan filters (prefix and range filters, design.md "Scan filters") did for bounded
+    /// scans: files asked, files skipped, false positives (a file passed that held no entry of
+    /// the range) and the observed FPR among files without one. Empty when no scan read a
+    /// block or asked a filter.
     pub fn scan_read_table(&self, seeks: u64) -> String {
         let mut s = String::new();
-        if self.levels.iter().all(|l| l.scan_reads.data_blocks_read == 0) {
+        let used =
+            |l: &&LevelStats| l.scan_reads.data_blocks_read > 0 || l.scan_reads.filter_checks > 0;
+        if !self.levels.iter().any(|l| used(&l)) {
             return s;
         }
         let per = |n: u64| if seeks == 0 { 0.0 } else { n as f64 / seeks as f64 };
         let _ = writeln!(
             s,
-            "{:<6} {:>11} {:>12} {:>12} {:>11} {:>10}",
-            "level", "blocks", "cache_hits", "blocks/seek", "file_rd/seek", "KiB/seek"
+            "{:<6} {:>11} {:>12} {:>12} {:>11} {:>10} {:>10} {:>10} {:>9} {:>9}",
+            "level",
+            "blocks",
+            "cache_hits",
+            "blocks/seek",
+            "file_rd/seek",
+            "KiB/seek",
+            "sf_checks",
+            "skipped",
+            "false_pos",
+            "obs_fpr"
         );
-        for l in self.levels.iter().filter(|l| l.scan_reads.data_blocks_read > 0) {
+        for l in self.levels.iter().filter(used) {
             let r = &l.scan_reads;
+            let fpr = r.observed_fpr().map_or("-".into(), |f| format!("{:.3}%", f * 100.0));
             let _ = writeln!(
                 s,
-                "{:<6} {:>11} {:>12} {:>12.4} {:>11.4} {:>10.3}",
+                "{:<6} {:>11} {:>12} {:>12.4} {:>11.4} {:>10.3} {:>10} {:>10} {:>9} {:>9}",
                 format!("L{}", l.level),
                 r.data_blocks_read,
                 r.block_cache_hits,
                 per(r.data_blocks_read),
                 per(r.file_reads),
                 per(r.file_read_bytes) / 1024.0,
+                r.filter_checks,
+                r.filter_useful,
+                r.false_positives(),
+                fpr,
             );
         }
         s

@@ -262,7 +262,7 @@ pub(crate) fn rotate(inner: &DbInner, w: &mut WriterState) -> Result<()> {
     }
     let old = inner.super_version();
     let expected = expected_entries(&inner.opts, Some(&old.mem));
-    let mem = Arc::new(Memtable::new(number, memtable_filter_bits(&inner.opts, expected)));
+    let mem = Arc::new(new_memtable(&inner.opts, number, expected));
     w.wal = WalWriter::new(file);
     w.wal_number = number;
     // Read-modify-write under the write lock: a flush may have installed a new super-version
@@ -295,6 +295,13 @@ pub(crate) fn expected_entries(opts: &Options, previous: Option<&Memtable>) -> u
 /// Bits of the memtable's two-bit filter for `expected` keys, at the flush filter's bits per
 /// key when that is a two-bit filter, else at 16 bits per key (the memtable always filters its
 /// own lookups).
+/// An empty memtable for WAL `wal_number` sized for `expected` entries: its key filter, and a
+/// prefix Bloom of the same size when `Options::prefix_extractor` is set.
+pub(crate) fn new_memtable(opts: &Options, wal_number: u64, expected: u64) -> Memtable {
+    let bits = memtable_filter_bits(opts, expected);
+    Memtable::new(wal_number, bits).with_prefix_filter(opts.prefix_extractor.clone(), bits)
+}
+
 pub(crate) fn memtable_filter_bits(opts: &Options, expected: u64) -> u64 {
     let bpk = match opts.filter_policy.flush {
         FilterConfig::TwoBitBloom { bits_per_key } => bits_per_key,

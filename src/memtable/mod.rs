@@ -20,12 +20,13 @@
 //!    nothing about the tombstones covering it).
 
 use crate::batch::ValueKind;
-#[cfg(test)]
 use crate::filter::hash_key;
 use crate::filter::prelude::*;
 use crate::filter::TwoBitBloom;
+use crate::prefix::PrefixExtractor;
 use crate::range_del::{Fragments, RangeTombstone};
 use skiplist::{Probe, SkipList};
+use std::sync::Arc;
 
 mod skiplist;
 
@@ -97,6 +98,16 @@ pub struct Memtable {
     range_dels: ArcSwap<RangeDels>,
     /// Range tombstones held (0: point lookups skip the tombstone check).
     range_del_count: AtomicU64,
+    /// The prefix Bloom of `Options::prefix_extractor` (design.md, "Scan filters"): the hash
+    /// of every point entry's extracted prefix, set before the entry is inserted (invariant 2
+    /// holds for it as for the key filter).
+    prefix: Option<PrefixBloom>,
+}
+
+/// A memtable's prefix filter and the extractor that fills it.
+struct PrefixBloom {
+    extractor: Arc<dyn PrefixExtractor>,
+    filter: TwoBitBloom,
 }
 
 /// A memtable's range tombstones: per keyspace, the list as written and its fragments.
@@ -123,7 +134,23 @@ impl Memtable {
             mixed_keyspaces: AtomicBool::new(false),
             range_dels: ArcSwap::from_pointee(RangeDels::default()),
             range_del_count: AtomicU64::new(0),
+            prefix: None,
         }
+    }
+
+    /// The same empty memtable with a prefix Bloom of `bits` bits filled through `extractor`
+    /// (no filter when `extractor` is `None`).
+    pub fn with_prefix_filter(
+        mut self,
+        extractor: Option<Arc<dyn PrefixExtractor>>,
+        bits: u64,
+    ) -> Memtable {
+        self.prefix = extractor.map(|extractor| PrefixBloom {
+            extractor,
+            filter: TwoBitBloom::from_shape(bits.max(64), 2)
+                .expect("two-bit shape from a positive bit count is valid"),
+        });
+        self
     }
 
     /// The WAL holding this memtable's writes.
@@ -161,6 +188,11 @@ impl Memtable {
             return;
         }
         self.filter.insert_hash_atomic(key_hash);
+        if let Some(pb) = &self.prefix {
+            if let Some(p) = pb.extractor.prefix(key) {
+                pb.filter.insert_hash_atomic(hash_key(p));
+            }
+        }
         let node_bytes = self.map.insert(keyspace, key, value, seq, kind);
         self.bytes.fetch_add(node_bytes, Ordering::Relaxed);
         self.entries.fetch_add(1, Ordering::Relaxed);
@@ -333,6 +365,20 @@ impl Memtable {
             Bound::Excluded(k) => self.map.seek_back(Some((&probe(k), false))),
         };
         std::iter::successors(last, |e| self.map.prev(e)).map(owned)
+    }
+
+    /// Whether the memtable may hold a key with prefix `prefix` as extracted by `extractor`;
+    /// `None` without a prefix Bloom filled by an extractor of that name.
+    pub fn may_hold_prefix(&self, extractor: &dyn PrefixExtractor, prefix: &[u8]) -> Option<bool> {
+        let pb = self.prefix.as_ref().filter(|pb| pb.extractor.name() == extractor.name())?;
+        Some(pb.filter.contains(prefix))
+    }
+
+    /// Whether some version of a key of `keyspace` in `[lo, hi]` (user keys, both inclusive)
+    /// is in the skip list: one search, nothing copied.
+    pub fn has_entry_in(&self, keyspace: u32, lo: &[u8], hi: &[u8]) -> bool {
+        let from = Probe::new(keyspace, lo, crate::ikey::MAX_SEQ, crate::ikey::LOOKUP_KIND);
+        self.map.seek_from(&from, false).is_some_and(|e| e.keyspace() == keyspace && e.key() <= hi)
     }
 
     /// Approximate bytes held (keys, values, range tombstones and per-entry overhead).

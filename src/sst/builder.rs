@@ -26,6 +26,7 @@ use crate::sst::format::{
 use crate::sst::partitioned_filter::{self, PartitionedFilterSource};
 use crate::sst::partitioned_index;
 use crate::sst::properties::TableProperties;
+use crate::sst::scan_filters::{ScanFilterCollector, ScanFilterSpec};
 use crate::sst::{Compression, TableOptions};
 use crate::storage::WritableFile;
 use std::cmp::Ordering;
@@ -135,6 +136,8 @@ pub struct TableBuilder {
     filter_handle: BlockHandle,
     /// `Some(bytes)`: partition the index into blocks of about `bytes` ([`Self::partition_index`]).
     index_partition_bytes: Option<usize>,
+    /// What the scan filters are built from ([`Self::set_scan_filters`]).
+    scan: Option<ScanFilterCollector>,
 }
 
 impl TableBuilder {
@@ -167,6 +170,7 @@ impl TableBuilder {
                     range_deletions: false,
                     partitioned_filter: false,
                     partitioned_index: false,
+                    scan_filters: false,
                 }),
                 compression: opts.compression.tag(),
                 block_size: opts.block_size as u64,
@@ -180,6 +184,7 @@ impl TableBuilder {
             failed: false,
             filter_handle: BlockHandle::default(),
             index_partition_bytes: None,
+            scan: None,
         })
     }
 
@@ -233,6 +238,9 @@ impl TableBuilder {
         }
         if first || user_key != ikey::user_key(&self.last_key) {
             self.hashes.push(hash_key(user_key));
+            if let Some(scan) = &mut self.scan {
+                scan.add(user_key);
+            }
         }
         if self.data.is_empty() {
             self.block_first_hash = self.hashes.len() - 1;
@@ -263,6 +271,12 @@ impl TableBuilder {
     /// adding operands: the configured operator's name, or `""` when none is configured.
     pub fn set_merge_operator(&mut self, name: &str) {
         self.props.merge_operator = Some(name.to_string());
+    }
+
+    /// Writes the scan filters `spec` asks for (format version 5, src/sst/scan_filters.rs).
+    /// Call before adding entries; an empty spec writes none.
+    pub fn set_scan_filters(&mut self, spec: ScanFilterSpec) {
+        self.scan = (!spec.is_empty()).then(|| ScanFilterCollector::new(spec));
     }
 
     /// Writes the index as a top-level index over index partitions of about `bytes` bytes each
@@ -330,6 +344,16 @@ impl TableBuilder {
             }
             filter_handle = self.write_block(&bytes, Compression::None)?;
         }
+        if let Some(scan) = self.scan.take() {
+            let built = scan.finish()?;
+            if let Some((bytes, name)) = built.prefix {
+                self.props.prefix_filter_block = self.write_block(&bytes, Compression::None)?;
+                self.props.prefix_extractor = Some(name);
+            }
+            if let Some(bytes) = built.range {
+                self.props.range_filter_block = self.write_block(&bytes, Compression::None)?;
+            }
+        }
         let keyspace = self.keyspace.unwrap_or(ikey::DEFAULT_KEYSPACE);
         let frags = Fragments::new(&std::mem::take(&mut self.range_dels));
         if !frags.is_empty() {
@@ -355,6 +379,8 @@ impl TableBuilder {
             range_deletions: !frags.is_empty(),
             partitioned_filter: !cuts.is_empty(),
             partitioned_index: !index_parts.is_empty(),
+            scan_filters: self.props.prefix_filter_block.size > 0
+                || self.props.range_filter_block.size > 0,
         });
         self.props.format_version = version;
         if self.props.merges == 0 {

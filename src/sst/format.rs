@@ -27,8 +27,9 @@ pub const TABLE_MAGIC: u64 = u64::from_le_bytes(*b"SIFTDBST");
 /// range-deletion block (its handle in the properties block); 4 = the filter may be partitioned
 /// (the footer's filter handle names a top-level partition index, src/sst/partitioned_filter.rs),
 /// and so may the index (the footer's index handle names a top-level index over index
-/// partitions, src/sst/partitioned_index.rs).
-pub const FORMAT_VERSION: u32 = 4;
+/// partitions, src/sst/partitioned_index.rs); 5 = the table may carry scan filters (a prefix
+/// filter and a range filter, their handles in the properties block; design.md "Scan filters").
+pub const FORMAT_VERSION: u32 = 5;
 
 /// What a table holds that decides its format version ([`format_version_for`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +46,8 @@ pub struct TableFeatures {
     pub partitioned_filter: bool,
     /// The index is partitioned (a top-level index over index partitions).
     pub partitioned_index: bool,
+    /// The table carries a prefix filter or a range filter.
+    pub scan_filters: bool,
 }
 
 /// The format version a table with `features` is written with: the lowest that can hold them.
@@ -54,8 +57,13 @@ pub struct TableFeatures {
 /// with a range-deletion block is version 3, so an older build refuses it instead of failing on
 /// an unknown key flag or kind, or ignoring the block (and resurrecting deleted keys); a table
 /// with a partitioned filter or index is version 4, so an older build refuses it instead of
-/// parsing a top-level partition index as a filter envelope or as the index.
+/// parsing a top-level partition index as a filter envelope or as the index; a table with scan
+/// filters is version 5, so an older build refuses it rather than scan it without them (which
+/// would be correct but slower than its owner configured; a refusal is the clearer outcome).
 pub fn format_version_for(features: TableFeatures) -> u32 {
+    if features.scan_filters {
+        return 5;
+    }
     if features.partitioned_filter || features.partitioned_index {
         return 4;
     }

@@ -31,6 +31,7 @@ mod partitioned_index;
 mod properties;
 pub mod range_del_block;
 mod reader;
+mod scan_filters;
 mod table_iter;
 
 #[cfg(test)]
@@ -44,6 +45,7 @@ pub use partitioned_filter::PartitionedFilterSource;
 pub use properties::TableProperties;
 pub(crate) use reader::{BlockFetch, FilterVerdict};
 pub use reader::{GetResult, ReadCounters, ReadStats, Table};
+pub use scan_filters::ScanFilterSpec;
 pub use table_iter::TableIter;
 
 /// Per-block compression of data blocks.

@@ -9,7 +9,9 @@
 //! required property as corruption. Names are listed in design.md ("Properties block").
 //! `range_deletions` and `range_del_block` (format version 3) are written only by a table with
 //! range tombstones, and `filter_partitions` (format version 4) only by a table with a
-//! partitioned filter, so every other table's block stays byte for byte what older builds wrote.
+//! partitioned filter, and `prefix_filter_block`, `prefix_extractor` and `range_filter_block`
+//! (format version 5) only by a table with scan filters, so every other table's block stays
+//! byte for byte what older builds wrote.
 
 use crate::error::{Error, Result};
 use crate::sst::format::{get_varint32, put_varint32, BlockHandle};
@@ -74,6 +76,14 @@ pub struct TableProperties {
     /// the footer's index handle names a top-level index over this many index partitions
     /// (src/sst/partitioned_index.rs). Written only when non-zero.
     pub index_partitions: u64,
+    /// Handle of the prefix filter block (format version 5, design.md "Scan filters"); size 0
+    /// without one. Written (with `prefix_extractor`) only by a table that has one.
+    pub prefix_filter_block: BlockHandle,
+    /// Name of the prefix extractor that built the prefix filter (`PrefixExtractor::name`).
+    pub prefix_extractor: Option<String>,
+    /// Handle of the range filter block (format version 5, a `grafite` envelope); size 0
+    /// without one. Written only by a table that has one.
+    pub range_filter_block: BlockHandle,
 }
 
 impl TableProperties {
@@ -106,10 +116,14 @@ impl TableProperties {
         let has_range_dels = self.range_deletions > 0;
         let partitioned = self.filter_partitions > 0;
         let index_parts = self.index_partitions > 0;
+        let prefix_filter = self.prefix_filter_block.size > 0;
+        let range_filter = self.range_filter_block.size > 0;
         let optional = 2 * merge_props as u32
             + 2 * has_range_dels as u32
             + partitioned as u32
-            + index_parts as u32;
+            + index_parts as u32
+            + 2 * prefix_filter as u32
+            + range_filter as u32;
         put_varint32(&mut out, nums.len() as u32 + 2 + optional);
         let mut put = |name: &str, value: &[u8]| {
             put_varint32(&mut out, name.len() as u32);
@@ -140,6 +154,18 @@ impl TableProperties {
         }
         if index_parts {
             put("index_partitions", &self.index_partitions.to_le_bytes());
+        }
+        // Only tables with scan filters (format version 5) carry these.
+        if prefix_filter {
+            let mut h = Vec::with_capacity(20);
+            self.prefix_filter_block.encode_to(&mut h);
+            put("prefix_filter_block", &h);
+            put("prefix_extractor", self.prefix_extractor.as_deref().unwrap_or("").as_bytes());
+        }
+        if range_filter {
+            let mut h = Vec::with_capacity(20);
+            self.range_filter_block.encode_to(&mut h);
+            put("range_filter_block", &h);
         }
         out
     }
@@ -187,6 +213,22 @@ impl TableProperties {
                 (num("range_deletions")?, h)
             }
         };
+        let handle = |name: &str| -> Result<BlockHandle> {
+            match map.get(name.as_bytes()) {
+                None => Ok(BlockHandle::default()),
+                Some(h) => BlockHandle::decode(h)
+                    .map_err(|e| Error::corruption(format!("property {name}: {e}"), None)),
+            }
+        };
+        let prefix_filter_block = handle("prefix_filter_block")?;
+        let prefix_extractor =
+            match map.get(&b"prefix_extractor"[..]) {
+                Some(v) => Some(String::from_utf8(v.to_vec()).map_err(|_| {
+                    Error::corruption("property prefix_extractor is not UTF-8", None)
+                })?),
+                None if prefix_filter_block.size > 0 => return Err(missing("prefix_extractor")),
+                None => None,
+            };
         Ok(TableProperties {
             format_version: small("format_version", u32::MAX as u64)? as u32,
             entries: num("entries")?,
@@ -223,6 +265,9 @@ impl TableProperties {
                 true => num("index_partitions")?,
                 false => 0,
             },
+            prefix_filter_block,
+            prefix_extractor,
+            range_filter_block: handle("range_filter_block")?,
         })
     }
 }

@@ -28,6 +28,7 @@ use crate::sst::index::IndexSearch;
 use crate::sst::meta::{Held, IndexEntry, MetaKind, MetaPolicy, MetaRef, Residence};
 use crate::sst::owned_filter::{OwnedFilter, TableFilter};
 use crate::sst::properties::TableProperties;
+use crate::sst::scan_filters::ScanFilters;
 use crate::sst::table_iter::TableIter;
 use crate::storage::RandomAccessFile;
 use std::path::{Path, PathBuf};
@@ -99,6 +100,8 @@ pub struct Table {
     index_parts: Option<Box<IndexParts>>,
     /// The range-deletion block's tombstones, loaded at open (empty without one).
     range_dels: Fragments,
+    /// The prefix and range filters (format version 5), loaded at open and held here.
+    scan: ScanFilters,
     size: u64,
 }
 
@@ -168,6 +171,7 @@ impl Table {
             partitioned: None,
             index_parts: None,
             range_dels: Fragments::default(),
+            scan: ScanFilters::default(),
             size,
         };
         let raw = t.read_raw(footer.properties)?;
@@ -197,6 +201,7 @@ impl Table {
             }
             t.range_dels = frags;
         }
+        t.scan = t.load_scan_filters()?;
         // A reopen of a `Cached` table (the table cache closed it) finds its index and filter
         // still in the block cache: no read and no second verification.
         let cached_index = t.cached_at_open::<IndexEntry>(footer.index, residence);
@@ -250,6 +255,31 @@ impl Table {
             None => filter.map_loaded(|f| t.place(f, footer.filter, residence)),
         };
         Ok(t)
+    }
+
+    /// Reads and parses the scan filters the properties name (src/sst/scan_filters.rs).
+    fn load_scan_filters(&self) -> Result<ScanFilters> {
+        let (p, r) = (self.props.prefix_filter_block, self.props.range_filter_block);
+        if p.size == 0 && r.size == 0 {
+            return Ok(ScanFilters::default());
+        }
+        if self.props.format_version < 5 {
+            let e = Error::corruption("scan filters in a table below version 5", None);
+            return Err(self.err_at(e, self.footer.properties));
+        }
+        let read = |h: BlockHandle| -> Result<Option<Vec<u8>>> {
+            (h.size > 0).then(|| self.read_raw(h)).transpose()
+        };
+        let name = self.props.prefix_extractor.clone().unwrap_or_default();
+        let prefix = read(p)?.map(|bytes| (bytes, name));
+        let range = read(r)?;
+        ScanFilters::parse(prefix, range)
+            .map_err(|e| self.err_at(e, if r.size > 0 { r } else { p }))
+    }
+
+    /// The table's prefix and range filters (empty when it has none).
+    pub(crate) fn scan_filters(&self) -> &ScanFilters {
+        &self.scan
     }
 
     /// A meta block that a `Cached` table finds in the block cache at open. Cache entries are
@@ -815,14 +845,15 @@ impl Table {
             + if self.range_dels.is_empty() { 0 } else { self.range_dels.memory_bytes() }
     }
 
-    /// What this table holds outside the block cache now: (filter bytes, index bytes with the
-    /// range tombstones). Zero filter and index bytes when they live in the cache; a pinned
-    /// table's are charged to the cache, so they are counted there and not here.
+    /// What this table holds outside the block cache now: (filter bytes with the scan
+    /// filters, index bytes with the range tombstones). Zero filter and index bytes when they
+    /// live in the cache; a pinned table's are charged to the cache, so they are counted there
+    /// and not here. Scan filters are always held by the table.
     pub fn held_memory_bytes(&self) -> (usize, usize) {
         let owned = self.residence == Residence::Owned;
         let range_dels =
             if self.range_dels.is_empty() { 0 } else { self.range_dels.memory_bytes() };
-        let filter = if owned { self.held_filter_bytes } else { 0 };
+        let filter = if owned { self.held_filter_bytes } else { 0 } + self.scan.memory_bytes();
         (filter, if owned { self.index_bytes } else { 0 } + range_dels)
     }
 

@@ -58,7 +58,7 @@ enum Command {
     /// The level table of a database on disk (read only).
     Stats(stats::StatsArgs),
     /// db_bench-compatible benchmarks (same flags, keys and result lines as RocksDB's db_bench).
-    Bench(bench::flags::Flags),
+    Bench(Box<bench::flags::Flags>),
     /// YCSB core workloads a..f (zipfian 0.99), throughput and p50/p99/p99.9 latency per op.
     Ycsb(ycsb::YcsbArgs),
     /// Read-amplification report: blocks read per lookup and observed FPR per level for each

@@ -91,6 +91,23 @@ pub fn run(args: &SstDumpArgs) -> Result<()> {
         p.filter_bytes,
         p.filter_bits_per_key
     );
+    // Scan filters (format version 5), when the table has them.
+    let per_key = |bytes: u64| bytes as f64 * 8.0 / p.distinct_keys.max(1) as f64;
+    if p.prefix_filter_block.size > 0 {
+        say!(
+            "prefix filter     {} bytes ({:.2} bits per distinct key), extractor {}",
+            p.prefix_filter_block.size,
+            per_key(p.prefix_filter_block.size),
+            p.prefix_extractor.as_deref().unwrap_or("")
+        );
+    }
+    if p.range_filter_block.size > 0 {
+        say!(
+            "range filter      grafite: {} bytes, {:.2} bits per distinct key",
+            p.range_filter_block.size,
+            per_key(p.range_filter_block.size)
+        );
+    }
     // Range tombstones are few: always listed, as the table stores them (fragmented).
     say!("range tombstones  {}", p.range_deletions);
     for t in table.range_tombstones().tombstones() {

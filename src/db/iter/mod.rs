@@ -8,9 +8,10 @@
 //! stay alive however the database changes meanwhile.
 
 pub(crate) mod merge;
+pub(crate) mod scan_probe;
 pub(crate) mod source;
 
-use super::cursor::DbCursor;
+use super::cursor::{CursorConfig, DbCursor};
 use super::read::ReadAt;
 use super::DbInner;
 use crate::error::Result;
@@ -73,7 +74,7 @@ impl DbIterator {
         prefix: &[u8],
         at: ReadAt,
     ) -> Result<DbIterator> {
-        let end = match prefix_successor(prefix) {
+        let end = match crate::prefix::successor(prefix) {
             Some(s) => Bound::Excluded(s),
             None => Bound::Unbounded,
         };
@@ -92,9 +93,9 @@ impl DbIterator {
         // The super-version before the sequence (design.md, "Read-path concurrency", rule 2).
         let sv = inner.super_version();
         let snapshot = at.sequence(inner);
-        let merge_op = inner.opts.merge_operator.clone();
+        let config = CursorConfig::of(&inner.opts);
         let mut front =
-            DbCursor::new(sv, inner.reads.clone(), keyspace, snapshot, lower, upper, merge_op);
+            DbCursor::new(sv, inner.reads.clone(), keyspace, snapshot, lower, upper, config);
         front.seek_to_first()?;
         Ok(DbIterator { front, back: None, front_yielded: false, back_yielded: false, done: false })
     }
@@ -166,19 +167,6 @@ impl DoubleEndedIterator for DbIterator {
         let moved = self.advance_back();
         self.item(moved, true)
     }
-}
-
-/// The smallest key greater than every key starting with `prefix`, or `None` if there is none
-/// (the prefix is empty or all 0xFF).
-fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
-    let mut s = prefix.to_vec();
-    while let Some(last) = s.pop() {
-        if last != 0xFF {
-            s.push(last + 1);
-            return Some(s);
-        }
-    }
-    None
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! file alone, or the overlapping files of a deeper level, opened only when the cursor reaches
 //! them: a seek reads one block per level, not one per file).
 
+use super::scan_probe::PendingCheck;
 use crate::batch::ValueKind;
 use crate::error::Result;
 use crate::ikey;
@@ -109,6 +110,9 @@ pub(crate) enum Source {
         current: Option<Entry>,
         /// Where the files' cursors count their block reads.
         counters: Arc<dyn ScanCounters>,
+        /// A scan filter's "maybe" for this (single-file) source, settled at the first
+        /// forward seek (src/db/iter/scan_probe.rs).
+        check: Option<Box<PendingCheck>>,
     },
 }
 
@@ -149,7 +153,18 @@ impl Source {
     /// A source over `files` (non-empty, sorted by key, disjoint), positioned nowhere; no file
     /// is opened until a seek reaches it.
     pub fn files(files: FileRun, counters: Arc<dyn ScanCounters>) -> Source {
-        Source::Files { files, at: 0, iter: None, current: None, counters }
+        Source::Files { files, at: 0, iter: None, current: None, counters, check: None }
+    }
+
+    /// [`Source::files`] over a file whose scan filter answered "maybe": the first forward
+    /// seek counts whether the file held an entry in the range.
+    pub fn checked_files(
+        files: FileRun,
+        counters: Arc<dyn ScanCounters>,
+        check: PendingCheck,
+    ) -> Source {
+        let check = Some(Box::new(check));
+        Source::Files { files, at: 0, iter: None, current: None, counters, check }
     }
 
     /// The merge operator name recorded by the table the current entry comes from (`""` if
@@ -180,7 +195,13 @@ impl Source {
             Source::Files { files, .. } => {
                 let i = files.partition_point(|f| f.meta.largest() < target.key_at());
                 self.open_file(i, |it| it.seek(&target.encode()))?;
-                self.skip_empty_files(true)
+                self.skip_empty_files(true)?;
+                if let Source::Files { check: check @ Some(_), current, counters, files, .. } = self
+                {
+                    let first = current.as_ref().map(Entry::ikey);
+                    check.take().expect("some").settle(first, counters.counters(files.level));
+                }
+                Ok(())
             }
         }
     }
@@ -192,7 +213,8 @@ impl Source {
                 self.mem_restart(false, Bound::Included(&target.mem_key()));
                 Ok(())
             }
-            Source::Files { files, .. } => {
+            Source::Files { files, check, .. } => {
+                *check = None; // settled only by a forward seek
                 let i = files.partition_point(|f| f.meta.smallest() <= target.key_at());
                 if i == 0 {
                     self.open_file(files_len(self), |_| Ok(()))?; // nothing at or before
@@ -211,7 +233,8 @@ impl Source {
                 self.mem_restart(false, Bound::Unbounded);
                 Ok(())
             }
-            Source::Files { files, .. } => {
+            Source::Files { files, check, .. } => {
+                *check = None;
                 let last = files.len() - 1;
                 self.open_file(last, TableIter::seek_to_last)?;
                 self.skip_empty_files(false)
@@ -304,7 +327,7 @@ impl Source {
         i: usize,
         position: impl FnOnce(&mut TableIter) -> Result<()>,
     ) -> Result<()> {
-        if let Source::Files { files, at, iter, current, counters } = self {
+        if let Source::Files { files, at, iter, current, counters, .. } = self {
             *current = None;
             *at = i;
             let Some(file) = files.get(i) else {

@@ -1,6 +1,6 @@
 //! Scans both ways over multi-file levels, L0 files and chunked memtables, against a model.
 
-use super::prefix_successor;
+use crate::prefix::successor as prefix_successor;
 use crate::rng::SplitMix64;
 use crate::storage::MemStorage;
 use crate::{CompactionOptions, Db, Options};

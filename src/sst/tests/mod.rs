@@ -10,6 +10,7 @@ mod partitioned_index;
 mod range_del;
 mod reopen;
 mod roundtrip;
+mod scan_filters;
 mod table_reverse;
 
 use crate::cache::BlockCache;
