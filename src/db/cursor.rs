@@ -187,19 +187,30 @@ impl DbCursor {
         };
         for (n, level) in sv.version.levels().iter().enumerate() {
             let overlaps = |f: &Arc<TableFile>| f.overlaps(keyspace, start, end_excl);
-            let Some(first) = level.iter().position(overlaps) else { continue };
             if n == 0 {
                 // L0 files may overlap each other: one source each.
-                for (i, _) in level.iter().enumerate().skip(first).filter(|(_, f)| overlaps(f)) {
+                for (i, _) in level.iter().enumerate().filter(|(_, f)| overlaps(f)) {
                     single(&mut sources, 0, i);
                 }
                 continue;
             }
-            // A sorted level's files overlapping a key range are consecutive. Only the first
-            // and the last can lack an entry in the range (each file between holds its own
-            // smallest key, which lies inside), so only they are asked, each as a source of
-            // its own.
-            let mut end = level.iter().rposition(overlaps).expect("first overlaps") + 1;
+            // A sorted level's files overlapping a key range are consecutive: found by two
+            // binary searches (a linear scan compared keys with every file of the level, 13%
+            // of a short scan's time in a profile). Only the first and the last can lack an
+            // entry in the range (each file between holds its own smallest key, which lies
+            // inside), so only they are asked, each as a source of its own.
+            let first = level.partition_point(|f| match start {
+                Some(s) => f.meta.largest() < (keyspace, s),
+                None => f.meta.keyspace < keyspace,
+            });
+            let mut end = level.partition_point(|f| match upper {
+                Bound::Excluded(e) => f.meta.smallest() < (keyspace, e.as_slice()),
+                Bound::Included(i) => f.meta.smallest() <= (keyspace, i.as_slice()),
+                Bound::Unbounded => f.meta.keyspace <= keyspace,
+            });
+            if first >= end {
+                continue;
+            }
             debug_assert!(level[first..end].iter().all(overlaps));
             let mut begin = first;
             let mut last = None;
