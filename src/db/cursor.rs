@@ -90,12 +90,15 @@ pub struct DbCursor {
 }
 
 /// What a cursor takes from the database's options.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub(crate) struct CursorConfig {
     /// The operator that merges operands (`Options::merge_operator`).
     pub merge_op: Option<SharedMergeOperator>,
     /// The prefix extractor of the prefix filters (`Options::prefix_extractor`).
     pub prefix_extractor: Option<Arc<dyn PrefixExtractor>>,
+    /// Count the scan filters' answers (off for the back end of a double-ended scan, which
+    /// asks the same files again).
+    count_filters: bool,
 }
 
 impl CursorConfig {
@@ -104,6 +107,7 @@ impl CursorConfig {
         CursorConfig {
             merge_op: opts.merge_operator.clone(),
             prefix_extractor: opts.prefix_extractor.clone(),
+            count_filters: true,
         }
     }
 }
@@ -121,7 +125,7 @@ impl DbCursor {
         upper: Bound<Vec<u8>>,
         config: CursorConfig,
     ) -> DbCursor {
-        let sources = Self::sources(&sv, &reads, keyspace, &lower, &upper, &config, true);
+        let sources = Self::sources(&sv, &reads, keyspace, &lower, &upper, &config);
         DbCursor {
             merge: Merge::new(sources),
             sv,
@@ -141,7 +145,8 @@ impl DbCursor {
     }
 
     /// The memtables and the runs of files overlapping `lower..upper` that the scan filters
-    /// do not rule out; `count` the filters' answers in the calling thread's stripe.
+    /// do not rule out, counting the filters' answers in the calling thread's stripe unless
+    /// `config.count_filters` is off.
     fn sources(
         sv: &Arc<SuperVersion>,
         reads: &Arc<StripedReadCounters>,
@@ -149,8 +154,8 @@ impl DbCursor {
         lower: &Bound<Vec<u8>>,
         upper: &Bound<Vec<u8>>,
         config: &CursorConfig,
-        count: bool,
     ) -> Vec<Source> {
+        let count = config.count_filters;
         let start = match lower {
             Bound::Included(k) | Bound::Excluded(k) => Some(k.as_slice()),
             Bound::Unbounded => None,
@@ -239,31 +244,18 @@ impl DbCursor {
     pub(crate) fn twin(&self) -> DbCursor {
         // The same sources, asked again but not counted again: the scan's filter answers
         // were counted once, by this cursor.
-        let sources = Self::sources(
-            &self.sv,
-            &self.reads,
+        let config = CursorConfig { count_filters: false, ..self.config.clone() };
+        let mut t = DbCursor::new(
+            self.sv.clone(),
+            self.reads.clone(),
             self.keyspace,
-            &self.lower,
-            &self.upper,
-            &self.config,
-            false,
+            self.snapshot,
+            self.lower.clone(),
+            self.upper.clone(),
+            config,
         );
-        DbCursor {
-            merge: Merge::new(sources),
-            sv: self.sv.clone(),
-            reads: self.reads.clone(),
-            keyspace: self.keyspace,
-            snapshot: self.snapshot,
-            lower: self.lower.clone(),
-            upper: self.upper.clone(),
-            valid: false,
-            forward: true,
-            saved_key: Vec::new(),
-            saved_value: Vec::new(),
-            merged: false,
-            config: self.config.clone(),
-            tombstones: self.tombstones.clone(),
-        }
+        t.tombstones = self.tombstones.clone();
+        t
     }
 
     /// Collects the range tombstones of the cursor's keyspace (once): memtables, then the
