@@ -443,9 +443,9 @@ pub struct Options {
 /// [`crate::filter::Grafite`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RangeFilterOptions {
-    /// Bits per key. A range of `l` keys that holds none of a file's keys is reported
-    /// non-empty with probability at most `l / 2^(bits_per_key - 2)`. Valid: `4.0..=40.0`.
-    /// Default 14 (0.4% for ranges of 16 keys).
+    /// Bits per key (the integer part counts). A range of `l` keys that holds none of a
+    /// file's keys is reported non-empty with probability at most `l / 2^(floor(bits_per_key)
+    /// - 2)`. Valid: `4.0..=40.0`. Default 14 (0.4% for ranges of 16 keys).
     pub bits_per_key: f64,
     /// The longest range, in keys (more exactly: in units of the filter's key image, design.md
     /// "grafite"), the bound above is promised for; longer ranges are answered correctly but

@@ -15,6 +15,7 @@ use crate::manifest::FileMeta;
 use crate::sst::index::key_prefix;
 use crate::sst::Table;
 use crate::table_cache::{Slot, TableCache};
+use std::ops::Bound;
 use std::sync::Arc;
 
 /// Number of levels, L0..L6.
@@ -168,18 +169,29 @@ impl TableFile {
         self.meta.smallest() <= key && key <= self.meta.largest()
     }
 
-    /// Whether the file's key range intersects the user keys `[start, end)` of `keyspace`
-    /// (`None` = unbounded within the keyspace).
-    pub fn overlaps(&self, keyspace: u32, start: Option<&[u8]>, end: Option<&[u8]>) -> bool {
-        let after_start = match start {
-            Some(s) => self.meta.largest() >= (keyspace, s),
-            None => self.meta.keyspace >= keyspace,
-        };
-        let before_end = match end {
-            Some(e) => self.meta.smallest() < (keyspace, e),
-            None => self.meta.keyspace <= keyspace,
-        };
-        after_start && before_end
+    /// Whether the file's key range intersects the user keys of `keyspace` within `lower` and
+    /// `upper` (an excluded lower bound is taken as included: a superset).
+    pub fn overlaps(&self, keyspace: u32, lower: &Bound<Vec<u8>>, upper: &Bound<Vec<u8>>) -> bool {
+        self.ends_at_or_after(keyspace, lower) && self.starts_at_or_before(keyspace, upper)
+    }
+
+    /// Whether the file's largest key is at or after `lower` of `keyspace`. In a sorted level
+    /// this is false for a prefix of the files, then true (`partition_point`).
+    pub fn ends_at_or_after(&self, keyspace: u32, lower: &Bound<Vec<u8>>) -> bool {
+        match lower {
+            Bound::Included(s) | Bound::Excluded(s) => self.meta.largest() >= (keyspace, s),
+            Bound::Unbounded => self.meta.keyspace >= keyspace,
+        }
+    }
+
+    /// Whether the file's smallest key is within `upper` of `keyspace`. In a sorted level this
+    /// is true for a prefix of the files, then false.
+    pub fn starts_at_or_before(&self, keyspace: u32, upper: &Bound<Vec<u8>>) -> bool {
+        match upper {
+            Bound::Excluded(e) => self.meta.smallest() < (keyspace, e),
+            Bound::Included(i) => self.meta.smallest() <= (keyspace, i),
+            Bound::Unbounded => self.meta.keyspace <= keyspace,
+        }
     }
 }
 

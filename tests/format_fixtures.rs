@@ -69,6 +69,20 @@ fn opens_with_its_contents(version: u32) {
     assert_holds_the_model(&db, version);
 }
 
+/// The properties of every table a fixture's manifest names.
+fn table_properties(fixture: &Path) -> Vec<siftdb::inspect::sst::TableProperties> {
+    let storage = siftdb::storage::FsStorage::new();
+    let state = siftdb::inspect::manifest::recover(&storage, fixture).unwrap().unwrap();
+    let mut out = Vec::new();
+    for meta in state.levels.iter().flat_map(|l| l.values()) {
+        let path = fixture.join(siftdb::inspect::filename::sst_name(meta.number));
+        let file = siftdb::storage::Storage::open(&storage, &path).unwrap();
+        let t = siftdb::inspect::sst::Table::open(file, meta.number, None, &path).unwrap();
+        out.push(t.properties().clone());
+    }
+    out
+}
+
 #[test]
 fn a_database_written_in_format_v1_opens_with_its_contents() {
     opens_with_its_contents(1);
@@ -89,14 +103,8 @@ fn a_database_written_in_format_v4_with_partitioned_filters_and_indexes_opens() 
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/format_v4");
     // The fixture holds what it is for: a format-4 table whose filter and index are in
     // partitions.
-    let storage = siftdb::storage::FsStorage::new();
-    let state = siftdb::inspect::manifest::recover(&storage, &fixture).unwrap().unwrap();
     let mut partitioned = 0;
-    for meta in state.levels.iter().flat_map(|l| l.values()) {
-        let path = fixture.join(siftdb::inspect::filename::sst_name(meta.number));
-        let file = siftdb::storage::Storage::open(&storage, &path).unwrap();
-        let t = siftdb::inspect::sst::Table::open(file, meta.number, None, &path).unwrap();
-        let p = t.properties();
+    for p in table_properties(&fixture) {
         if p.filter_partitions > 1 && p.index_partitions > 1 {
             assert_eq!(p.format_version, 4);
             partitioned += 1;
@@ -119,14 +127,8 @@ fn a_database_written_in_format_v4_with_partitioned_filters_and_indexes_opens() 
 fn a_database_written_in_format_v5_with_scan_filters_opens() {
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/format_v5");
     // The fixture holds what it is for: format-5 tables with a prefix and a range filter.
-    let storage = siftdb::storage::FsStorage::new();
-    let state = siftdb::inspect::manifest::recover(&storage, &fixture).unwrap().unwrap();
     let mut with_filters = 0;
-    for meta in state.levels.iter().flat_map(|l| l.values()) {
-        let path = fixture.join(siftdb::inspect::filename::sst_name(meta.number));
-        let file = siftdb::storage::Storage::open(&storage, &path).unwrap();
-        let t = siftdb::inspect::sst::Table::open(file, meta.number, None, &path).unwrap();
-        let p = t.properties();
+    for p in table_properties(&fixture) {
         if p.prefix_filter_block.size > 0 && p.range_filter_block.size > 0 {
             assert_eq!(p.format_version, 5);
             assert_eq!(p.prefix_extractor.as_deref(), Some("siftdb.FixedPrefix.4"));

@@ -156,14 +156,6 @@ impl DbCursor {
         config: &CursorConfig,
     ) -> Vec<Source> {
         let count = config.count_filters;
-        let start = match lower {
-            Bound::Included(k) | Bound::Excluded(k) => Some(k.as_slice()),
-            Bound::Unbounded => None,
-        };
-        let end_excl = match upper {
-            Bound::Excluded(k) => Some(k.as_slice()),
-            _ => None,
-        };
         let probe = ScanProbe::new(keyspace, lower, upper, config.prefix_extractor.as_deref());
         let mut sources = Vec::new();
         for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
@@ -191,7 +183,7 @@ impl DbCursor {
             }
         };
         for (n, level) in sv.version.levels().iter().enumerate() {
-            let overlaps = |f: &Arc<TableFile>| f.overlaps(keyspace, start, end_excl);
+            let overlaps = |f: &Arc<TableFile>| f.overlaps(keyspace, lower, upper);
             if n == 0 {
                 // L0 files may overlap each other: one source each.
                 for (i, _) in level.iter().enumerate().filter(|(_, f)| overlaps(f)) {
@@ -204,15 +196,8 @@ impl DbCursor {
             // of a short scan's time in a profile). Only the first and the last can lack an
             // entry in the range (each file between holds its own smallest key, which lies
             // inside), so only they are asked, each as a source of its own.
-            let first = level.partition_point(|f| match start {
-                Some(s) => f.meta.largest() < (keyspace, s),
-                None => f.meta.keyspace < keyspace,
-            });
-            let mut end = level.partition_point(|f| match upper {
-                Bound::Excluded(e) => f.meta.smallest() < (keyspace, e.as_slice()),
-                Bound::Included(i) => f.meta.smallest() <= (keyspace, i.as_slice()),
-                Bound::Unbounded => f.meta.keyspace <= keyspace,
-            });
+            let first = level.partition_point(|f| !f.ends_at_or_after(keyspace, lower));
+            let mut end = level.partition_point(|f| f.starts_at_or_before(keyspace, upper));
             if first >= end {
                 continue;
             }
@@ -264,21 +249,13 @@ impl DbCursor {
         if self.tombstones.is_some() {
             return Ok(());
         }
-        let start = match &self.lower {
-            Bound::Included(k) | Bound::Excluded(k) => Some(k.as_slice()),
-            Bound::Unbounded => None,
-        };
-        let end_excl = match &self.upper {
-            Bound::Excluded(k) => Some(k.as_slice()),
-            _ => None,
-        };
         let ks = self.keyspace;
         let mut list: Vec<RangeTombstone> = Vec::new();
         for mem in std::iter::once(&self.sv.mem).chain(self.sv.imm.iter()) {
             list.extend(mem.range_tombstones(ks).clipped(None, None, self.snapshot));
         }
         for f in self.sv.version.levels().iter().flatten() {
-            if f.info.range_deletions > 0 && f.overlaps(ks, start, end_excl) {
+            if f.info.range_deletions > 0 && f.overlaps(ks, &self.lower, &self.upper) {
                 list.extend(f.table()?.range_tombstones().clipped(None, None, self.snapshot));
             }
         }

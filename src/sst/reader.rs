@@ -267,14 +267,16 @@ impl Table {
             let e = Error::corruption("scan filters in a table below version 5", None);
             return Err(self.err_at(e, self.footer.properties));
         }
-        let read = |h: BlockHandle| -> Result<Option<Vec<u8>>> {
-            (h.size > 0).then(|| self.read_raw(h)).transpose()
-        };
-        let name = self.props.prefix_extractor.clone().unwrap_or_default();
-        let prefix = read(p)?.map(|bytes| (bytes, name));
-        let range = read(r)?;
-        ScanFilters::parse(prefix, range)
-            .map_err(|e| self.err_at(e, if r.size > 0 { r } else { p }))
+        // Each block's error names its own offset.
+        let mut scan = ScanFilters::default();
+        if p.size > 0 {
+            let name = self.props.prefix_extractor.clone().unwrap_or_default();
+            scan.set_prefix(self.read_raw(p)?, name).map_err(|e| self.err_at(e, p))?;
+        }
+        if r.size > 0 {
+            scan.set_range(&self.read_raw(r)?).map_err(|e| self.err_at(e, r))?;
+        }
+        Ok(scan)
     }
 
     /// The table's prefix and range filters (empty when it has none).

@@ -114,21 +114,21 @@ pub(crate) struct ScanFilters {
 }
 
 impl ScanFilters {
-    /// Parses the blocks read at open. A prefix filter of a kind this build does not know is
-    /// dropped (scans then read the file); a corrupt block is an error.
-    pub(crate) fn parse(
-        prefix: Option<(Vec<u8>, String)>,
-        range: Option<Vec<u8>>,
-    ) -> Result<ScanFilters> {
-        let prefix = match prefix {
-            None => None,
-            Some((bytes, name)) => match TableFilter::parse(bytes)? {
-                TableFilter::Loaded(f) => Some((f, name)),
-                TableFilter::Absent | TableFilter::Unknown { .. } => None,
-            },
+    /// Adds the prefix filter read at open, built by the extractor named `name`. A filter of a
+    /// kind this build does not know is dropped (scans then read the file); a corrupt block is
+    /// an error.
+    pub(crate) fn set_prefix(&mut self, bytes: Vec<u8>, name: String) -> Result<()> {
+        self.prefix = match TableFilter::parse(bytes)? {
+            TableFilter::Loaded(f) => Some((f, name)),
+            TableFilter::Absent | TableFilter::Unknown { .. } => None,
         };
-        let range = range.map(|bytes| Grafite::from_bytes(&bytes)).transpose()?;
-        Ok(ScanFilters { prefix, range })
+        Ok(())
+    }
+
+    /// Adds the range filter read at open (a corrupt block is an error).
+    pub(crate) fn set_range(&mut self, bytes: &[u8]) -> Result<()> {
+        self.range = Some(Grafite::from_bytes(bytes)?);
+        Ok(())
     }
 
     /// Whether the table may hold a key with prefix `prefix` (extracted by `extractor`);

@@ -72,14 +72,20 @@ impl<'a> ScanProbe<'a> {
         file: &TableFile,
         counters: Option<&ReadCounters>,
     ) -> FileVerdict {
-        let Ok(table) = file.table() else { return FileVerdict::Unchecked };
-        let filters = table.scan_filters();
-        let by_prefix = self.prefix.and_then(|(e, p)| filters.may_hold_prefix(e, p));
-        let verdict = match (by_prefix, filters.may_hold_range(self.lo, self.hi)) {
-            (Some(false), _) | (_, Some(false)) => FileVerdict::Skip,
-            (None, None) => FileVerdict::Unchecked,
-            _ => FileVerdict::Passed,
-        };
+        // Borrowed from the table cache: no reference count written per file and scan.
+        let verdict = file.with_table(|table| {
+            let filters = table.scan_filters();
+            let by_prefix = self.prefix.and_then(|(e, p)| filters.may_hold_prefix(e, p));
+            if by_prefix == Some(false) {
+                return FileVerdict::Skip; // the range filter's answer would not matter
+            }
+            match (by_prefix, filters.may_hold_range(self.lo, self.hi)) {
+                (_, Some(false)) => FileVerdict::Skip,
+                (None, None) => FileVerdict::Unchecked,
+                _ => FileVerdict::Passed,
+            }
+        });
+        let Ok(verdict) = verdict else { return FileVerdict::Unchecked };
         if let (FileVerdict::Skip, Some(c)) = (verdict, counters) {
             c.filter_checks.fetch_add(1, Relaxed);
             c.filter_useful.fetch_add(1, Relaxed);

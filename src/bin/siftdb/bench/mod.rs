@@ -235,11 +235,11 @@ pub fn run(flags: &Flags) -> Result<()> {
             "seekrandom" => noted(ctx.seek_random()?),
             "rangeempty" => {
                 let gen = range_gen.as_ref().expect("made when rangeempty is listed");
-                noted(ctx.range_empty(gen).map(|(st, l)| (st, Some(l)))?)
+                noted(ctx.range_empty(gen)?)
             }
             "prefixscan" => {
                 let gen = prefix_gen.as_ref().expect("made when prefixscan is listed");
-                noted(ctx.prefix_scan(gen).map(|(st, l)| (st, Some(l)))?)
+                noted(ctx.prefix_scan(gen)?)
             }
             "readwhilewriting" => Some(ctx.read_while_writing()?),
             "deleterandom" => Some(ctx.delete_random()?),

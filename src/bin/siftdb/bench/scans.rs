@@ -8,7 +8,7 @@
 //! passed (`filter_positive`), the data blocks read, and the observed FPR = false positives /
 //! (false positives + skipped). Files without a usable scan filter are read without being
 //! counted there (their blocks are). For rangeempty with `--range_filter_bits` B the configured
-//! FPR is the run's mean of w / 2^(B - 2) (capped at 1) over its widths w, the bound
+//! FPR is the run's mean of w / 2^(floor(B) - 2) (capped at 1) over its widths w, the bound
 //! `RangeFilterOptions::bits_per_key` documents.
 
 use super::key_layout::{PrefixGen, RangeGen};
@@ -26,14 +26,14 @@ struct Tally {
     targeted: AtomicU64,
     /// Entries the scans returned (prefixscan).
     entries: AtomicU64,
-    /// Sum over operations of min(1, w / 2^(B - 2)) (rangeempty with a range filter).
+    /// Sum over operations of min(1, w / 2^(floor(B) - 2)) (rangeempty with a range filter).
     configured_fpr_sum: Mutex<f64>,
 }
 
 impl Ctx<'_> {
     /// rangeempty: does the database hold a key in [lo, hi]? `db.range(lo..=hi)` and at most
     /// its first entry. Found = it has one.
-    pub fn range_empty(&mut self, gen: &RangeGen) -> Result<(ThreadStats, String)> {
+    pub fn range_empty(&mut self, gen: &RangeGen) -> Result<(ThreadStats, Option<String>)> {
         let (reads, ks, secs) = (self.flags.reads(), self.flags.key_size, self.flags.duration);
         let bits = self.flags.range_filter_bits;
         let tally = Tally::default();
@@ -53,8 +53,9 @@ impl Ctx<'_> {
                 }
                 targeted += u64::from(!op.empty);
                 if bits > 0.0 {
+                    // Grafite uses the integer part of the bits per key (r = n 2^(floor(B) - 2)).
                     let width = (op.hi - op.lo + 1) as f64;
-                    fpr_sum += (width / (bits - 2.0).exp2()).min(1.0);
+                    fpr_sum += (width / (bits.floor() - 2.0).exp2()).min(1.0);
                 }
                 tick(pb, i);
                 i += 1;
@@ -71,12 +72,12 @@ impl Ctx<'_> {
             sum / st.done.max(1) as f64
         });
         let line = scan_line("rangeempty", &st, &tally, &scans, None, configured);
-        Ok((st, line))
+        Ok((st, Some(line)))
     }
 
     /// prefixscan: every entry of one `--prefix_size` prefix (`db.prefix(p)`). Found = the
     /// prefix has an entry.
-    pub fn prefix_scan(&mut self, gen: &PrefixGen) -> Result<(ThreadStats, String)> {
+    pub fn prefix_scan(&mut self, gen: &PrefixGen) -> Result<(ThreadStats, Option<String>)> {
         let (reads, secs) = (self.flags.reads(), self.flags.duration);
         let tally = Tally::default();
         let before = self.db.stats();
@@ -108,7 +109,7 @@ impl Ctx<'_> {
         let scans = self.db.stats().since(&before).total_scan_reads();
         let entries = tally.entries.load(Relaxed);
         let line = scan_line("prefixscan", &st, &tally, &scans, Some(entries), None);
-        Ok((st, line))
+        Ok((st, Some(line)))
     }
 }
 
