@@ -85,8 +85,10 @@ pub struct DbCursor {
     /// merge sits past the key's operands).
     merged: bool,
     config: CursorConfig,
-    /// The range tombstones visible at `snapshot`, collected at the first positioning.
+    /// The range tombstones visible at `snapshot`, collected at the first positioning
+    /// (`None`: there are none, the common case, which allocates nothing).
     tombstones: Option<Arc<Fragments>>,
+    tombstones_loaded: bool,
 }
 
 /// What a cursor takes from the database's options.
@@ -141,6 +143,7 @@ impl DbCursor {
             merged: false,
             config,
             tombstones: None,
+            tombstones_loaded: false,
         }
     }
 
@@ -191,13 +194,13 @@ impl DbCursor {
                 }
                 continue;
             }
-            // A sorted level's files overlapping a key range are consecutive: found by two
-            // binary searches (a linear scan compared keys with every file of the level, 13%
-            // of a short scan's time in a profile). Only the first and the last can lack an
+            // A sorted level's files overlapping a key range are consecutive: found by binary
+            // search (a linear scan compared keys with every file of the level, 13% of a
+            // short scan's time in a profile). Only the first and the last can lack an
             // entry in the range (each file between holds its own smallest key, which lies
             // inside), so only they are asked, each as a source of its own.
-            let first = level.partition_point(|f| !f.ends_at_or_after(keyspace, lower));
-            let mut end = level.partition_point(|f| f.starts_at_or_before(keyspace, upper));
+            let std::ops::Range { start: first, mut end } =
+                sv.version.overlapping_in_level(n, keyspace, lower, upper);
             if first >= end {
                 continue;
             }
@@ -240,13 +243,14 @@ impl DbCursor {
             config,
         );
         t.tombstones = self.tombstones.clone();
+        t.tombstones_loaded = self.tombstones_loaded;
         t
     }
 
     /// Collects the range tombstones of the cursor's keyspace (once): memtables, then the
     /// keyspace's files overlapping the bounds whose tables hold any (no other file is opened).
     fn load_tombstones(&mut self) -> Result<()> {
-        if self.tombstones.is_some() {
+        if self.tombstones_loaded {
             return Ok(());
         }
         let ks = self.keyspace;
@@ -254,12 +258,14 @@ impl DbCursor {
         for mem in std::iter::once(&self.sv.mem).chain(self.sv.imm.iter()) {
             list.extend(mem.range_tombstones(ks).clipped(None, None, self.snapshot));
         }
-        for f in self.sv.version.levels().iter().flatten() {
-            if f.info.range_deletions > 0 && f.overlaps(ks, &self.lower, &self.upper) {
+        for f in self.sv.version.range_deletion_files() {
+            if f.overlaps(ks, &self.lower, &self.upper) {
                 list.extend(f.table()?.range_tombstones().clipped(None, None, self.snapshot));
             }
         }
-        self.tombstones = Some(Arc::new(Fragments::new(&list)));
+        let fragments = Fragments::new(&list);
+        self.tombstones = (!fragments.is_empty()).then(|| Arc::new(fragments));
+        self.tombstones_loaded = true;
         Ok(())
     }
 
@@ -271,7 +277,7 @@ impl DbCursor {
         snapshot: u64,
     ) -> ValueKind {
         match tombstones {
-            Some(t) if !t.is_empty() && t.covers(&e.user_key, e.seq, snapshot) => ValueKind::Delete,
+            Some(t) if t.covers(&e.user_key, e.seq, snapshot) => ValueKind::Delete,
             _ => e.kind,
         }
     }

@@ -48,12 +48,15 @@ const GROUP: usize = 16;
 
 /// The first 8 bytes of `user_key`, zero-padded, as a big-endian integer (order-preserving in
 /// the sense of the module documentation).
+/// A key of 8 bytes or more is one load; a shorter one is assembled byte by byte (a
+/// variable-length copy into a buffer was a `memcpy` call and a stalled reload, a tenth of an
+/// absent-prefix scan's time in a profile).
 #[inline]
 pub(crate) fn key_prefix(user_key: &[u8]) -> u64 {
-    let mut b = [0u8; 8];
-    let n = user_key.len().min(8);
-    b[..n].copy_from_slice(&user_key[..n]);
-    u64::from_be_bytes(b)
+    match user_key.first_chunk::<8>() {
+        Some(b) => u64::from_be_bytes(*b),
+        None => user_key.iter().enumerate().fold(0, |v, (i, &c)| v | u64::from(c) << (56 - 8 * i)),
+    }
 }
 
 impl IndexSearch {
@@ -180,6 +183,17 @@ mod tests {
                     assert!(a < b, "{a:?} {b:?}");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn the_prefix_is_the_first_8_bytes_zero_padded() {
+        let mut rng = SplitMix64::new(5);
+        for len in 0..=12 {
+            let key: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
+            let mut padded = [0u8; 8];
+            padded[..len.min(8)].copy_from_slice(&key[..len.min(8)]);
+            assert_eq!(key_prefix(&key), u64::from_be_bytes(padded), "{key:?}");
         }
     }
 

@@ -178,3 +178,58 @@ fn prefix_successor_increments_last_non_ff_byte() {
     assert_eq!(prefix_successor(b"\xff\xff"), None);
     assert_eq!(prefix_successor(b""), None);
 }
+
+/// A level's overlapping run, found by binary search on the briefs, is exactly the files the
+/// linear rule (`TableFile::overlaps`) admits, for every bound kind, in a database of two
+/// keyspaces whose keys often share their first 8 bytes (equal briefs: full-key compares).
+#[test]
+fn a_levels_overlapping_run_is_the_files_the_linear_rule_admits() {
+    use crate::KeyspaceOptions;
+    use std::ops::Bound;
+    let opts = Options {
+        storage: Some(Arc::new(MemStorage::new())),
+        memtable_size: 32 << 10,
+        compaction: CompactionOptions {
+            max_bytes_for_level_base: 128 << 10,
+            target_file_size: 16 << 10,
+            ..CompactionOptions::default()
+        },
+        ..Options::default()
+    };
+    let db = Db::open("/db", opts).unwrap();
+    let other = db.keyspace("other", KeyspaceOptions::default()).unwrap();
+    // Half the keys share the 8-byte prefix "prefix00", the rest are 8-byte numbers.
+    let make = |rng: &mut SplitMix64| -> Vec<u8> {
+        let n = rng.below(40_000) as u32;
+        match rng.below(2) {
+            0 => [b"prefix00".as_slice(), &n.to_be_bytes()].concat(),
+            _ => (u64::from(n) << 40).to_be_bytes().to_vec(),
+        }
+    };
+    let mut rng = SplitMix64::new(77);
+    for _ in 0..12_000 {
+        db.put(make(&mut rng), [7u8; 40]).unwrap();
+        other.put(make(&mut rng), [8u8; 40]).unwrap();
+    }
+    db.compact().unwrap();
+    let sv = db.inner.super_version();
+    let levels = sv.version.levels();
+    assert!(levels.iter().skip(1).any(|l| l.len() >= 8), "several files per sorted level");
+    let bound = |rng: &mut SplitMix64| match rng.below(5) {
+        0 => Bound::Unbounded,
+        1 | 2 => Bound::Included(make(rng)),
+        _ => Bound::Excluded(make(rng)),
+    };
+    for _ in 0..3_000 {
+        let keyspace = [0, other.id(), other.id() + 1][rng.below(3) as usize];
+        let (lower, upper) = (bound(&mut rng), bound(&mut rng));
+        for (level, files) in levels.iter().enumerate().skip(1) {
+            let want: Vec<usize> = (0..files.len())
+                .filter(|&i| files[i].overlaps(keyspace, &lower, &upper))
+                .collect();
+            let got: Vec<usize> =
+                sv.version.overlapping_in_level(level, keyspace, &lower, &upper).collect();
+            assert_eq!(got, want, "level {level}, keyspace {keyspace}, {lower:?}..{upper:?}");
+        }
+    }
+}

@@ -219,13 +219,20 @@ impl<T: Words<u64> + ?Sized> Seq<'_, T> {
         if b1 > b0 && self.low(b1 - 1) >= ul {
             return true;
         }
-        let (c0, c1) = self.bucket(hv);
+        // A short range mostly ends in the next bucket, which starts just past bucket hu's
+        // terminating zero (at bit b1 + hu): no second select (the select was a fifth of an
+        // empty-range scan's time in a profile).
+        let (c0, c1) = if hv == hu + 1 { self.bucket_at(hv, b1 + hu + 1) } else { self.bucket(hv) };
         c0 > b1 || (c1 > c0 && self.low(c0) <= vl)
     }
 
     /// Element indices `[start, end)` of bucket `h` (`h < Z`).
     fn bucket(&self, h: u64) -> (u64, u64) {
-        let first = if h == 0 { 0 } else { self.select0(h - 1) + 1 };
+        self.bucket_at(h, if h == 0 { 0 } else { self.select0(h - 1) + 1 })
+    }
+
+    /// Element indices `[start, end)` of bucket `h`, whose first bit is `first` in `high`.
+    fn bucket_at(&self, h: u64, first: u64) -> (u64, u64) {
         let end = self.next_zero(first);
         (first - h, end - h)
     }
