@@ -11,7 +11,8 @@
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use siftdb::filter::prelude::*;
 use siftdb::filter::{
-    BinaryFuse8, BlockedBloom, Cuckoo, Ribbon, SplitBlockBloom, StandardBloom, TwoBitBloom, Xor8,
+    BinaryFuse4Wise8, BinaryFuse8, BlockedBloom, Cuckoo, Ribbon, SplitBlockBloom, StandardBloom,
+    TwoBitBloom, Xor8,
 };
 use siftdb::rng::SplitMix64;
 use std::hint::black_box;
@@ -157,7 +158,8 @@ fn insert(c: &mut Criterion) {
     g.finish();
 }
 
-/// Static filters: build from 1M keys and query (miss), siftdb vs xorf on the same hashes.
+/// Static filters: build from 1M keys and query (miss), siftdb (xor, 3-wise and 4-wise binary
+/// fuse, ribbon) vs xorf on the same hashes.
 fn statics(c: &mut Criterion) {
     let (n, label) = SIZES[0];
     let k = keys(n);
@@ -167,6 +169,9 @@ fn statics(c: &mut Criterion) {
     g.bench_function("xor8", |b| b.iter(|| Xor8::build(black_box(&k.keys)).unwrap()));
     g.bench_function("binary_fuse8", |b| {
         b.iter(|| BinaryFuse8::build(black_box(&k.keys)).unwrap())
+    });
+    g.bench_function("binary_fuse4_8", |b| {
+        b.iter(|| BinaryFuse4Wise8::build(black_box(&k.keys)).unwrap())
     });
     g.bench_function("ribbon_1pct", |b| {
         b.iter(|| Ribbon::with_false_pos(0.01).build(black_box(&k.keys)).unwrap())
@@ -179,6 +184,7 @@ fn statics(c: &mut Criterion) {
 
     let xor8 = Xor8::build(&k.keys).unwrap();
     let fuse8 = BinaryFuse8::build(&k.keys).unwrap();
+    let fuse4_8 = BinaryFuse4Wise8::build(&k.keys).unwrap();
     let xorf_xor8 = xorf::Xor8::from(&k.keys[..]);
     let xorf_fuse8 = xorf::BinaryFuse8::try_from(&k.keys[..]).unwrap();
     let mut g = c.benchmark_group(format!("static_contains/{label}"));
@@ -186,6 +192,7 @@ fn statics(c: &mut Criterion) {
     g.sample_size(20).measurement_time(Duration::from_secs(3));
     g.bench_function("xor8", |b| b.iter(|| count_single(&xor8, black_box(&k.misses))));
     g.bench_function("binary_fuse8", |b| b.iter(|| count_single(&fuse8, black_box(&k.misses))));
+    g.bench_function("binary_fuse4_8", |b| b.iter(|| count_single(&fuse4_8, black_box(&k.misses))));
     g.bench_function("xorf_xor8", |b| {
         b.iter(|| black_box(&k.misses).iter().filter(|h| xorf_xor8.contains(h)).count())
     });

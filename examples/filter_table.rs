@@ -20,8 +20,8 @@ const KEYS: usize = 1_000_000;
 const NEGATIVES: usize = 1_000_000;
 const BITS_PER_KEY: [f64; 5] = [6.0, 8.0, 10.0, 12.0, 16.0];
 
-/// Static filters: xor and binary fuse (FPR 2^-8, 2^-16), ribbon at 1% and 0.1% targets
-/// (fractional result bits) and at r = 7.
+/// Static filters: xor and 3- and 4-wise binary fuse (FPR 2^-8, 2^-16), ribbon at 1% and 0.1%
+/// targets (fractional result bits) and at r = 7.
 fn static_rows(rows: &mut Vec<Row>, data: &Data) -> Result<()> {
     rows.extend(survey::fingerprint_rows(data)?);
     for target in [0.01, 0.001] {

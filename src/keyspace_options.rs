@@ -7,7 +7,8 @@
 //! policy      := flush_kind:u8 flush_bits:f64 LE static_kind:u8 allocation
 //! flush_kind  := 0 none | 1 two-bit Bloom | 2 blocked Bloom | 3 standard Bloom
 //! static_kind := 0 none | 1 ribbon | 2 binary fuse 8 | 3 binary fuse 16 | 4 xor 8 | 5 xor 16
-//!              | 6 blocked Bloom | 7 standard Bloom
+//!              | 6 blocked Bloom | 7 standard Bloom | 8 4-wise binary fuse 8
+//!              | 9 4-wise binary fuse 16
 //! allocation  := 0 count:u8 budget{count}        per level, L1 first (the last one repeats)
 //!              | 1 bits_per_key:f64 LE            Monkey
 //! budget      := 0 fpr:f64 LE | 1 bits_per_key:f64 LE
@@ -206,6 +207,8 @@ fn static_tag(k: StaticFilterKind) -> u8 {
         StaticFilterKind::Xor16 => 5,
         StaticFilterKind::BlockedBloom => 6,
         StaticFilterKind::StandardBloom => 7,
+        StaticFilterKind::BinaryFuse4Wise8 => 8,
+        StaticFilterKind::BinaryFuse4Wise16 => 9,
     }
 }
 
@@ -219,6 +222,8 @@ fn static_kind_of(tag: u8) -> Option<StaticFilterKind> {
         5 => StaticFilterKind::Xor16,
         6 => StaticFilterKind::BlockedBloom,
         7 => StaticFilterKind::StandardBloom,
+        8 => StaticFilterKind::BinaryFuse4Wise8,
+        9 => StaticFilterKind::BinaryFuse4Wise16,
         _ => return None,
     })
 }
@@ -283,10 +288,10 @@ mod tests {
         for o in all {
             assert_eq!(KeyspaceOptions::decode(&o.encode()).unwrap(), o);
         }
-        for tag in 0..8 {
+        for tag in 0..10 {
             assert_eq!(static_tag(static_kind_of(tag).unwrap()), tag);
         }
-        assert!(static_kind_of(8).is_none());
+        assert!(static_kind_of(10).is_none());
     }
 
     #[test]

@@ -190,6 +190,15 @@ fn compaction_flags_reach_the_engine() {
         assert_eq!(filter, "blocked_bloom", "{level}");
         assert!((9.9..10.6).contains(bits), "{level}: {bits} bits/key");
     }
+    // The 4-wise binary fuse filter by its CLI name: FPR fixed at 2^-8, its bits per key set by
+    // the ~1,000 keys per file (size factor 0.77 + 0.305 ln(6e5) / ln(1000) = 1.36, so ~11).
+    let out = bench_stdout(&[&common[..], &["--compaction_filter=binary_fuse4_8"]].concat());
+    let rows = level_rows(&out);
+    assert!(!rows.is_empty(), "{out}");
+    for (level, filter, bits) in &rows {
+        assert_eq!(filter, "binary_fuse4_8", "{level}");
+        assert!((8.5..13.0).contains(bits), "{level}: {bits} bits/key");
+    }
     // Contradictory filter flags are an invalid argument, not a silent choice.
     let out = Command::new(env!("CARGO_BIN_EXE_siftdb"))
         .args(["bench", "--num=10", "--use_ribbon_filter", "--compaction_filter=xor8"])

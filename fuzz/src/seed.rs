@@ -5,8 +5,8 @@
 
 use siftdb::filter::prelude::*;
 use siftdb::filter::{
-    BinaryFuse16, BinaryFuse8, BlockedBloom, CountingBloom, Ribbon, ScalableBloom, SplitBlockBloom,
-    StandardBloom, TwoBitBloom, Xor16, Xor8,
+    BinaryFuse16, BinaryFuse4Wise16, BinaryFuse4Wise8, BinaryFuse8, BlockedBloom, CountingBloom,
+    Ribbon, ScalableBloom, SplitBlockBloom, StandardBloom, TwoBitBloom, Xor16, Xor8,
 };
 use siftdb::rng::SplitMix64;
 use siftdb::storage::{MemStorage, Storage};
@@ -97,6 +97,8 @@ fn main() {
         ("xor16", Xor16::build(&hashes).unwrap().to_bytes()),
         ("fuse8", BinaryFuse8::build(&hashes).unwrap().to_bytes()),
         ("fuse16", BinaryFuse16::build(&hashes).unwrap().to_bytes()),
+        ("fuse4_8", BinaryFuse4Wise8::build(&hashes).unwrap().to_bytes()),
+        ("fuse4_16", BinaryFuse4Wise16::build(&hashes).unwrap().to_bytes()),
         ("ribbon", Ribbon::build(&hashes).unwrap().to_bytes()),
     ];
     for (name, bytes) in filters {

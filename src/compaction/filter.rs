@@ -16,7 +16,10 @@
 
 use crate::error::Result;
 use crate::filter::prelude::*;
-use crate::filter::{BinaryFuse16, BinaryFuse8, BlockedBloom, Ribbon, StandardBloom, Xor16, Xor8};
+use crate::filter::{
+    BinaryFuse16, BinaryFuse4Wise16, BinaryFuse4Wise8, BinaryFuse8, BlockedBloom, Ribbon,
+    StandardBloom, Xor16, Xor8,
+};
 use crate::options::{
     CompactionOptions, FilterAllocation, FilterPolicy, LevelBudget, StaticFilterKind,
 };
@@ -156,6 +159,8 @@ pub fn build_filter(lf: LevelFilter, hashes: &[u64]) -> Result<Option<(Vec<u8>, 
             }
             StaticFilterKind::BinaryFuse8 => BinaryFuse8::build(hashes)?.to_bytes(),
             StaticFilterKind::BinaryFuse16 => BinaryFuse16::build(hashes)?.to_bytes(),
+            StaticFilterKind::BinaryFuse4Wise8 => BinaryFuse4Wise8::build(hashes)?.to_bytes(),
+            StaticFilterKind::BinaryFuse4Wise16 => BinaryFuse4Wise16::build(hashes)?.to_bytes(),
             StaticFilterKind::Xor8 => Xor8::build(hashes)?.to_bytes(),
             StaticFilterKind::Xor16 => Xor16::build(hashes)?.to_bytes(),
             StaticFilterKind::BlockedBloom => {
@@ -246,7 +251,18 @@ mod tests {
     fn every_kind_builds_and_a_failed_static_build_falls_back_to_blocked_bloom() {
         let hashes = crate::rng::SplitMix64::new(3).hashes(5000);
         use StaticFilterKind::*;
-        for kind in [Ribbon, BinaryFuse8, BinaryFuse16, Xor8, Xor16, BlockedBloom, StandardBloom] {
+        let kinds = [
+            Ribbon,
+            BinaryFuse8,
+            BinaryFuse16,
+            BinaryFuse4Wise8,
+            BinaryFuse4Wise16,
+            Xor8,
+            Xor16,
+            BlockedBloom,
+            StandardBloom,
+        ];
+        for kind in kinds {
             let lf = LevelFilter { kind, fpr: 0.01 };
             let (bytes, fell_back) = build_filter(lf, &hashes).unwrap().unwrap();
             assert!(!fell_back);

@@ -15,8 +15,9 @@
 use crate::error::{Error, Result};
 use crate::filter::prelude::*;
 use crate::filter::{
-    cuckoo_fpr, math, BinaryFuse16, BinaryFuse8, BlockedBloom, CountingBloom, Cuckoo, Ribbon,
-    ScalableBloom, SplitBlockBloom, StandardBloom, TwoBitBloom, Xor16, Xor8,
+    cuckoo_fpr, math, BinaryFuse16, BinaryFuse4Wise16, BinaryFuse4Wise8, BinaryFuse8, BlockedBloom,
+    CountingBloom, Cuckoo, Ribbon, ScalableBloom, SplitBlockBloom, StandardBloom, TwoBitBloom,
+    Xor16, Xor8,
 };
 use crate::rng::SplitMix64;
 use std::hint::black_box;
@@ -166,16 +167,19 @@ pub fn static_row<F: Filter>(
     })
 }
 
-/// Xor and binary fuse filters with 8- and 16-bit fingerprints (FPR `2^-8`, `2^-16`; their bits
-/// per key are fixed by the fingerprint width and the slot overhead).
+/// Xor, binary fuse and 4-wise binary fuse filters with 8- and 16-bit fingerprints (FPR `2^-8`,
+/// `2^-16`; their bits per key are fixed by the fingerprint width and the slot overhead).
 pub fn fingerprint_rows(data: &SurveyData) -> Result<Vec<SurveyRow>> {
     let (p8, p16) = (2f64.powi(-8), 2f64.powi(-16));
     let w = || "3-wise".to_string();
+    let w4 = || "4-wise".to_string();
     Ok(vec![
         static_row("xor8", w(), data, Xor8::build, |_| p8)?,
         static_row("xor16", w(), data, Xor16::build, |_| p16)?,
         static_row("binary_fuse8", w(), data, BinaryFuse8::build, |_| p8)?,
         static_row("binary_fuse16", w(), data, BinaryFuse16::build, |_| p16)?,
+        static_row("binary_fuse4_8", w4(), data, BinaryFuse4Wise8::build, |_| p8)?,
+        static_row("binary_fuse4_16", w4(), data, BinaryFuse4Wise16::build, |_| p16)?,
     ])
 }
 
@@ -277,7 +281,7 @@ pub fn split_block_row(
 /// The FPR-against-memory sweep of `siftdb readamp`: for each budget in `bits`, the standard,
 /// blocked, split-block, two-bit, counting (`bits / 4` counters per key, from 1 counter up) and
 /// Ribbon filters; then the filters whose size is fixed by a fingerprint width at their own
-/// sizes (xor and binary fuse 8/16, cuckoo f = 8/12/16 at 95% load). About `keys` keys per row
+/// sizes (xor and 3- and 4-wise binary fuse 8/16, cuckoo f = 8/12/16 at 95% load). About `keys` keys per row
 /// (the power-of-two filters adjust the count to the budget), `negatives` negatives each.
 pub fn sweep(bits: &[f64], keys: usize, negatives: usize, seed: u64) -> Result<Vec<SurveyRow>> {
     if keys == 0 || negatives == 0 || bits.iter().any(|&b| !(b > 0.0 && b <= 64.0)) {

@@ -37,6 +37,8 @@ enum Inner<'a> {
     Xor16(XorView<'a, u16>),
     BinaryFuse8(BinaryFuseView<'a, u8>),
     BinaryFuse16(BinaryFuseView<'a, u16>),
+    BinaryFuse4Wise8(BinaryFuseView<'a, u8, 4>),
+    BinaryFuse4Wise16(BinaryFuseView<'a, u16, 4>),
     TwoBit(TwoBitBloomView<'a>),
 }
 
@@ -64,6 +66,8 @@ impl<'a> FilterView<'a> {
             FilterKind::Xor16 => Inner::Xor16(XorView::parse(env)?),
             FilterKind::BinaryFuse8 => Inner::BinaryFuse8(BinaryFuseView::parse(env)?),
             FilterKind::BinaryFuse16 => Inner::BinaryFuse16(BinaryFuseView::parse(env)?),
+            FilterKind::BinaryFuse4Wise8 => Inner::BinaryFuse4Wise8(BinaryFuseView::parse(env)?),
+            FilterKind::BinaryFuse4Wise16 => Inner::BinaryFuse4Wise16(BinaryFuseView::parse(env)?),
             FilterKind::TwoBitBloom => Inner::TwoBit(TwoBitBloomView::parse(env)?),
             FilterKind::Grafite => {
                 return Err(Error::invalid(
@@ -92,6 +96,8 @@ impl FilterView<'_> {
             Inner::Xor16(v) => v.prefetch_hash(hash),
             Inner::BinaryFuse8(v) => v.prefetch_hash(hash),
             Inner::BinaryFuse16(v) => v.prefetch_hash(hash),
+            Inner::BinaryFuse4Wise8(v) => v.prefetch_hash(hash),
+            Inner::BinaryFuse4Wise16(v) => v.prefetch_hash(hash),
             Inner::TwoBit(v) => v.prefetch_hash(hash),
         }
     }
@@ -121,6 +127,8 @@ impl Filter for FilterView<'_> {
             Inner::Xor16(v) => v.contains_hash(hash),
             Inner::BinaryFuse8(v) => v.contains_hash(hash),
             Inner::BinaryFuse16(v) => v.contains_hash(hash),
+            Inner::BinaryFuse4Wise8(v) => v.contains_hash(hash),
+            Inner::BinaryFuse4Wise16(v) => v.contains_hash(hash),
             Inner::TwoBit(v) => v.contains_hash(hash),
         }
     }
@@ -158,6 +166,8 @@ impl Filter for FilterView<'_> {
             Inner::Xor16(_) => FilterKind::Xor16,
             Inner::BinaryFuse8(_) => FilterKind::BinaryFuse8,
             Inner::BinaryFuse16(_) => FilterKind::BinaryFuse16,
+            Inner::BinaryFuse4Wise8(_) => FilterKind::BinaryFuse4Wise8,
+            Inner::BinaryFuse4Wise16(_) => FilterKind::BinaryFuse4Wise16,
             Inner::TwoBit(_) => FilterKind::TwoBitBloom,
         }
     }
@@ -176,8 +186,9 @@ mod tests {
     use super::*;
     use crate::filter::prelude::*;
     use crate::filter::{
-        hash_key, BinaryFuse16, BinaryFuse8, BlockedBloom, CountingBloom, Cuckoo, Ribbon,
-        ScalableBloom, StandardBloom, TwoBitBloom, TwoBitConfig, Xor16, Xor8,
+        hash_key, BinaryFuse16, BinaryFuse4Wise16, BinaryFuse4Wise8, BinaryFuse8, BlockedBloom,
+        CountingBloom, Cuckoo, Ribbon, ScalableBloom, StandardBloom, TwoBitBloom, TwoBitConfig,
+        Xor16, Xor8,
     };
 
     /// Serialized filters of every kind holding `keys` (an empty slice: the empty filters).
@@ -202,6 +213,8 @@ mod tests {
             Xor16::build(keys).unwrap().to_bytes(),
             BinaryFuse8::build(keys).unwrap().to_bytes(),
             BinaryFuse16::build(keys).unwrap().to_bytes(),
+            BinaryFuse4Wise8::build(keys).unwrap().to_bytes(),
+            BinaryFuse4Wise16::build(keys).unwrap().to_bytes(),
         ]
     }
 

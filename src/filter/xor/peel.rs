@@ -1,6 +1,7 @@
 //! The construction shared by the xor and binary fuse layouts: hypergraph peeling, then
 //! assignment of the fingerprints in reverse peeling order (module documentation of
-//! [`super`] for the theory).
+//! [`super`] for the theory). Generic over the arity `N` (slots per key, 3 or 4): every loop
+//! over a key's slots runs over a `[usize; N]`, so each arity compiles to its own unrolled code.
 
 use super::{attempt_seed, partition_by_top_bits, sorted_distinct, Fingerprint};
 use super::{MAX_ATTEMPTS, MAX_KEYS};
@@ -11,17 +12,17 @@ use crate::filter::prefetch::prefetch_read;
 use crate::filter::FilterKind;
 use std::borrow::Cow;
 
-/// Where a layout puts a key's three slots.
+/// Where a layout puts a key's `N` slots.
 ///
-/// Invariant every implementation keeps: for every `h`, the three positions are distinct and less
+/// Invariant every implementation keeps: for every `h`, the `N` positions are distinct and less
 /// than [`Layout::slots`]. The probe relies on the bound (no index out of range, even for a
 /// layout read from untrusted bytes: the parsers validate the parameters that imply it), the
 /// construction on the distinctness.
-pub(super) trait Layout {
+pub(super) trait Layout<const N: usize> {
     /// Number of fingerprint slots.
     fn slots(&self) -> usize;
-    /// The three slots of a seed-mixed key hash.
-    fn positions(&self, h: u64) -> [usize; 3];
+    /// The `N` slots of a seed-mixed key hash.
+    fn positions(&self, h: u64) -> [usize; N];
     /// Whether peeling pushes with a branch rather than branch-free. Branch-free wins when a
     /// key's slots are near each other (binary fuse: the slots stay in cache, so mispredictions
     /// dominate); with slots spread over the whole array (xor) the loads miss the cache and a
@@ -31,7 +32,7 @@ pub(super) trait Layout {
 }
 
 /// How a filter type sizes and lays out its array, for [`construct`].
-pub(super) trait Sizing: Layout + Copy {
+pub(super) trait Sizing<const N: usize>: Layout<N> + Copy {
     /// The layout for `n` distinct keys (`n >= 1`).
     fn for_keys(n: usize) -> Self;
     /// The layout attempt number `attempt` uses (same size as `self`, the base layout).
@@ -53,18 +54,18 @@ pub(super) struct Built<L> {
     pub layout: L,
     /// The mixed key hashes in peeling order.
     pub order: Vec<u64>,
-    /// For each key of `order`, the index (0..3) of the position it was peeled from.
+    /// For each key of `order`, the index (0..N) of the position it was peeled from.
     pub which: Vec<u8>,
 }
 
 /// Runs the attempts of a build over non-empty `hashes`.
 ///
 /// Deduplication is optimistic: the first attempt runs on the input as given. Two equal hashes
-/// share all three slots, so neither can ever be peeled: a successful peel proves the input
+/// share all their slots, so neither can ever be peeled: a successful peel proves the input
 /// distinct. After a failure the input is sorted and deduplicated once; if that removed anything
 /// the attempt counter restarts on the distinct set, so a set builds the same filter whether or
 /// not its input repeated keys.
-pub(super) fn construct<L: Sizing>(
+pub(super) fn construct<const N: usize, L: Sizing<N>>(
     hashes: &[u64],
     seed: u64,
     kind: FilterKind,
@@ -106,38 +107,67 @@ pub(super) fn construct<L: Sizing>(
     )))
 }
 
+/// `WRAP[i] = i mod N` for `i < 8`: the position index `(j + t) mod N` of a peeled key's other
+/// slots (`j < N`, `0 < t < N`, so `j + t <= 6`), from a table instead of a division or a branch
+/// the predictor cannot learn.
+struct Wrap<const N: usize>;
+
+impl<const N: usize> Wrap<N> {
+    const TABLE: [u8; 8] = {
+        assert!(N >= 2 && N <= 4, "a slot's state byte holds index xors of 2 bits");
+        let mut t = [0u8; 8];
+        let mut i = 0;
+        while i < 8 {
+            t[i] = (i % N) as u8;
+            i += 1;
+        }
+        t
+    };
+}
+
+/// The positions padded to four entries, so that an index masked with `& 3` needs no bounds
+/// check (entries `N..4` are never selected: indices come from [`Wrap`] or a state byte, < N).
+#[inline(always)]
+fn padded<const N: usize>(ps: [usize; N]) -> [usize; 4] {
+    let mut out = [0usize; 4];
+    out[..N].copy_from_slice(&ps);
+    out
+}
+
 /// Peels the hypergraph of `keys` (distinct seed-mixed hashes) under `layout`.
 ///
 /// On success returns `true` with `keys` rewritten in peeling order and `which[i]` the index
-/// (0..3) of the position `keys[i]` was peeled from. Returns `false` (`keys` then holds an
+/// (0..N) of the position `keys[i]` was peeled from. Returns `false` (`keys` then holds an
 /// unspecified permutation of a prefix) when the hypergraph has a 2-core, or a slot is hit by
 /// more than 63 keys, which only a degenerate layout or repeated keys allow; the caller retries
 /// with another seed.
 ///
 /// Each slot keeps one byte `count << 2 | jx`, where `jx` is the xor of the position indices
-/// (0..3) under which its keys reach it, and the xor of their hashes: a slot with count 1 names
-/// its only key and the index it was reached by, with no search and no list. The hot loops are
-/// branch-free apart from the loop tests: a slot is written to the stack unconditionally and the
-/// stack top advances by 0 or 1, because whether a slot's count drops to 1 is a coin flip the
-/// branch predictor cannot learn.
-pub(super) fn peel<L: Layout>(layout: &L, keys: &mut [u64], which: &mut Vec<u8>) -> bool {
+/// (0..N, N <= 4, so 2 bits) under which its keys reach it, and the xor of their hashes: a slot
+/// with count 1 names its only key and the index it was reached by, with no search and no list.
+/// The hot loops are branch-free apart from the loop tests: a slot is written to the stack
+/// unconditionally and the stack top advances by 0 or 1, because whether a slot's count drops
+/// to 1 is a coin flip the branch predictor cannot learn.
+pub(super) fn peel<const N: usize, L: Layout<N>>(
+    layout: &L,
+    keys: &mut [u64],
+    which: &mut Vec<u8>,
+) -> bool {
+    let wrap = Wrap::<N>::TABLE;
     let m = layout.slots();
     let (mut state, mut xors) = (vec![0u8; m], vec![0u64; m]);
     // Same-length slices: one bounds check covers both arrays.
     let (state, xors) = (&mut state[..m], &mut xors[..m]);
     let mut overflow = false;
     for &k in keys.iter() {
-        let [p0, p1, p2] = layout.positions(k);
-        // The count wrapped from 63 to 0 iff the new byte is below 4.
-        state[p0] = state[p0].wrapping_add(4);
-        overflow |= state[p0] < 4;
-        xors[p0] ^= k;
-        state[p1] = state[p1].wrapping_add(4) ^ 1;
-        overflow |= state[p1] < 4;
-        xors[p1] ^= k;
-        state[p2] = state[p2].wrapping_add(4) ^ 2;
-        overflow |= state[p2] < 4;
-        xors[p2] ^= k;
+        for (j, p) in layout.positions(k).into_iter().enumerate() {
+            // The count wrapped from 63 to 0 iff the new byte is below 4 (the xor with `j`
+            // touches the low two bits only).
+            let st = state[p].wrapping_add(4) ^ j as u8;
+            state[p] = st;
+            overflow |= st < 4;
+            xors[p] ^= k;
+        }
     }
     if overflow {
         return false;
@@ -164,15 +194,15 @@ pub(super) fn peel<L: Layout>(layout: &L, keys: &mut [u64], which: &mut Vec<u8>)
             continue; // emptied since it was stacked
         }
         let k = xors[s];
-        let j = st & 3; // 0..3: the index `k` reaches `s` by
+        let j = usize::from(st & 3); // 0..N: the index `k` reaches `s` by
         keys[peeled] = k;
-        which[peeled] = j;
+        which[peeled] = j as u8;
         peeled += 1;
-        // Detach `k` from its two other slots. Slot `s` keeps count 1 and is never read again: it
+        // Detach `k` from its other slots. Slot `s` keeps count 1 and is never read again: it
         // has left the stack and its count cannot fall from 2 to 1 to re-enter it.
-        let [p0, p1, p2] = layout.positions(k);
-        let ps = [p0, p1, p2, p0];
-        for o in [NEXT[usize::from(j)], NEXT[usize::from(j) + 1]] {
+        let ps = padded(layout.positions(k));
+        for t in 1..N {
+            let o = wrap[j + t];
             let p = ps[usize::from(o & 3)];
             let st = state[p];
             if L::BRANCHY_PUSH {
@@ -191,19 +221,19 @@ pub(super) fn peel<L: Layout>(layout: &L, keys: &mut [u64], which: &mut Vec<u8>)
     peeled == keys.len()
 }
 
-/// `NEXT[j]` and `NEXT[j + 1]` are the two indices other than `j` (0..3), as `(j + 1) mod 3`
-/// and `(j + 2) mod 3`: a table instead of a branch the predictor cannot learn.
-const NEXT: [u8; 4] = [1, 2, 0, 1];
-
 /// Fills the fingerprint array from a peeling order: replayed in reverse, each key's peeled slot
-/// is still zero and its other two slots are final, so setting the peeled slot to
-/// `fp ^ B[other] ^ B[other']` makes the key's xor equal its fingerprint for good.
-pub(super) fn assign<L: Layout, W: Fingerprint>(layout: &L, order: &[u64], which: &[u8]) -> Vec<W> {
+/// is still zero and its other slots are final, so setting the peeled slot to `fp` xor the
+/// others makes the key's xor equal its fingerprint for good.
+pub(super) fn assign<const N: usize, L: Layout<N>, W: Fingerprint>(
+    layout: &L,
+    order: &[u64],
+    which: &[u8],
+) -> Vec<W> {
     let mut fps = vec![W::default(); layout.slots()];
     for (&k, &j) in order.iter().zip(which).rev() {
-        let [p0, p1, p2] = layout.positions(k);
-        let x = W::from_hash(k) ^ fps[p0] ^ fps[p1] ^ fps[p2];
-        fps[[p0, p1, p2, p0][usize::from(j & 3)]] = x; // j < 3: the fourth entry is never picked
+        let ps = layout.positions(k);
+        let x = ps.iter().fold(W::from_hash(k), |x, &p| x ^ fps[p]);
+        fps[padded(ps)[usize::from(j & 3)]] = x; // j < N: a padding entry is never picked
     }
     fps
 }
@@ -211,7 +241,7 @@ pub(super) fn assign<L: Layout, W: Fingerprint>(layout: &L, order: &[u64], which
 /// The membership test shared by every owned filter and view of the family: `h` is the
 /// seed-mixed key hash. An empty array (the empty set) answers `false`.
 #[inline(always)]
-pub(super) fn probe<W: Fingerprint, S: Words<W> + ?Sized, L: Layout>(
+pub(super) fn probe<const N: usize, W: Fingerprint, S: Words<W> + ?Sized, L: Layout<N>>(
     fps: &S,
     layout: &L,
     h: u64,
@@ -219,13 +249,17 @@ pub(super) fn probe<W: Fingerprint, S: Words<W> + ?Sized, L: Layout>(
     if layout.slots() == 0 {
         return false;
     }
-    let [a, b, c] = layout.positions(h);
-    W::from_hash(h) == fps.word(a) ^ fps.word(b) ^ fps.word(c)
+    let x = layout.positions(h).iter().fold(W::default(), |x, &p| x ^ fps.word(p));
+    W::from_hash(h) == x
 }
 
-/// Starts loading the three fingerprints [`probe`] reads for `h` (a hint; no-op when empty).
+/// Starts loading the `N` fingerprints [`probe`] reads for `h` (a hint; no-op when empty).
 #[inline(always)]
-pub(super) fn prefetch<W: Fingerprint, L: Layout>(fps: &LeWords<'_, W>, layout: &L, h: u64) {
+pub(super) fn prefetch<const N: usize, W: Fingerprint, L: Layout<N>>(
+    fps: &LeWords<'_, W>,
+    layout: &L,
+    h: u64,
+) {
     if layout.slots() == 0 {
         return;
     }

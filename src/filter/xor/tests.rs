@@ -1,4 +1,5 @@
-//! Tests shared by the four filters of the family, written once over the [`Under`] trait.
+//! Tests shared by the six filters of the family (xor, 3-wise and 4-wise binary fuse; 8 and 16
+//! bits), written once over the [`Under`] trait; 4-wise specifics are in `fuse4_tests.rs`.
 
 use super::*;
 use crate::error::Result;
@@ -38,6 +39,8 @@ impl_under!(Xor8, 8);
 impl_under!(Xor16, 16);
 impl_under!(BinaryFuse8, 8);
 impl_under!(BinaryFuse16, 16);
+impl_under!(BinaryFuse4Wise8, 8);
+impl_under!(BinaryFuse4Wise16, 16);
 
 /// `n` distinct random hashes, and the same with about 10% of them repeated and shuffled in.
 fn keys_with_duplicates(n: usize, seed: u64) -> (Vec<u64>, Vec<u64>) {
@@ -69,6 +72,8 @@ fn no_false_negatives_at_edge_and_random_sizes_with_duplicates() {
     no_false_negatives::<Xor16>();
     no_false_negatives::<BinaryFuse8>();
     no_false_negatives::<BinaryFuse16>();
+    no_false_negatives::<BinaryFuse4Wise8>();
+    no_false_negatives::<BinaryFuse4Wise16>();
 }
 
 #[test]
@@ -105,11 +110,14 @@ fn empty_filter_rejects_everything() {
     empty_rejects_everything::<Xor16>();
     empty_rejects_everything::<BinaryFuse8>();
     empty_rejects_everything::<BinaryFuse16>();
+    empty_rejects_everything::<BinaryFuse4Wise8>();
+    empty_rejects_everything::<BinaryFuse4Wise16>();
 }
 
 fn fpr_is_two_to_minus_bits<F: Under>(probes: u64) {
-    // The fingerprint is uniform and independent of the xor of the three slots it is compared
-    // with, so FPR = 2^-BITS exactly; tolerance 5 binomial sigmas sqrt(p(1-p)/N).
+    // The fingerprint is uniform and independent of the xor of the three or four slots it is
+    // compared with, so FPR = p = 2^-BITS exactly. The false-positive count is binomial, so
+    // the tolerance is 5 sigmas: |observed - p| <= 5 sqrt(p (1 - p) / probes).
     let keys = SplitMix64::new(21).hashes(200_000);
     let f = F::build(&keys).unwrap();
     let p = 2f64.powi(-(F::BITS as i32));
@@ -124,9 +132,11 @@ fn fpr_is_two_to_minus_bits<F: Under>(probes: u64) {
 fn measured_fpr_is_two_to_minus_fingerprint_bits() {
     fpr_is_two_to_minus_bits::<Xor8>(1_000_000);
     fpr_is_two_to_minus_bits::<BinaryFuse8>(1_000_000);
+    fpr_is_two_to_minus_bits::<BinaryFuse4Wise8>(1_000_000);
     // 10M probes: ~153 expected false positives, so 5 sigmas is +-40%.
     fpr_is_two_to_minus_bits::<Xor16>(10_000_000);
     fpr_is_two_to_minus_bits::<BinaryFuse16>(10_000_000);
+    fpr_is_two_to_minus_bits::<BinaryFuse4Wise16>(10_000_000);
 }
 
 #[test]
@@ -161,6 +171,8 @@ fn round_trip_and_zero_copy_view_agree() {
     round_trip_and_view::<Xor16>();
     round_trip_and_view::<BinaryFuse8>();
     round_trip_and_view::<BinaryFuse16>();
+    round_trip_and_view::<BinaryFuse4Wise8>();
+    round_trip_and_view::<BinaryFuse4Wise16>();
 }
 
 fn corruption_rejected<F: Under>() {
@@ -183,6 +195,8 @@ fn every_byte_flip_and_truncation_is_rejected() {
     corruption_rejected::<Xor16>();
     corruption_rejected::<BinaryFuse8>();
     corruption_rejected::<BinaryFuse16>();
+    corruption_rejected::<BinaryFuse4Wise8>();
+    corruption_rejected::<BinaryFuse4Wise16>();
 }
 
 #[test]
@@ -236,6 +250,8 @@ fn construction_is_deterministic_for_a_seed() {
     deterministic::<Xor16>();
     deterministic::<BinaryFuse8>();
     deterministic::<BinaryFuse16>();
+    deterministic::<BinaryFuse4Wise8>();
+    deterministic::<BinaryFuse4Wise16>();
 }
 
 #[test]
@@ -260,38 +276,76 @@ fn sizing_follows_the_paper_and_handles_tiny_sets() {
     }
 }
 
-/// The three slots of every layout a parser accepts are distinct and in range, for any hash:
-/// the property that keeps probes of adversarial (but checksum-valid) bytes in bounds.
+/// Every position of `layout` for each hash is below `slots`, and the `N` are distinct.
+fn check_slots<const N: usize>(hashes: &[u64], layout: impl Fn(u64) -> [usize; N], slots: usize) {
+    for &h in hashes {
+        let ps = layout(h);
+        assert!(ps.iter().all(|&p| p < slots), "{h:#x}: {ps:?} of {slots}");
+        for i in 0..N {
+            assert!(!ps[i + 1..].contains(&ps[i]), "{h:#x}: {ps:?}");
+        }
+    }
+}
+
+/// The same for every segment length and some segment counts up to the largest the parser
+/// accepts, of a binary fuse arity.
+pub(super) fn check_fuse_layouts<const N: usize>(hashes: &[u64])
+where
+    Arity<N>: FuseArity,
+{
+    use super::fuse_layout::FuseLayout;
+    use super::peel::Layout;
+    for shift in 0..=18 {
+        let len = 1u32 << shift;
+        let max_count = u32::MAX / len - (N as u32 - 1);
+        for count in [1u32, 2, 3, 7, 1000, max_count] {
+            let l = FuseLayout::<N> { segment_length: len, segment_count: count };
+            l.validate().unwrap();
+            check_slots(hashes, |h| l.positions(h), l.slots());
+        }
+        let over = FuseLayout::<N> { segment_length: len, segment_count: max_count + 1 };
+        assert!(len == 1 || over.validate().is_err(), "{over:?}");
+    }
+    // And the parser rejects every layout it cannot keep in range.
+    assert!(FuseLayout::<N> { segment_length: 6, segment_count: 1 }.validate().is_err());
+    assert!(FuseLayout::<N> { segment_length: 4, segment_count: u32::MAX - 1 }.validate().is_err());
+    assert!(FuseLayout::<N> { segment_length: 1 << 19, segment_count: 1 }.validate().is_err());
+    assert!(FuseLayout::<N> { segment_length: 4, segment_count: 0 }.validate().is_err());
+}
+
+/// The slots of every layout a parser accepts are distinct and in range, for any hash: the
+/// property that keeps probes of adversarial (but checksum-valid) bytes in bounds.
 #[test]
 fn slots_are_distinct_and_in_range_for_every_accepted_layout() {
-    use super::binary_fuse::FuseLayout;
     use super::peel::Layout;
     use super::xor_filter::XorLayout;
     let mut rng = SplitMix64::new(81);
     let mut hashes = rng.hashes(2000);
     hashes.extend([0, u64::MAX, 1 << 63, (1 << 18) - 1]);
-    let check = |layout: &dyn Fn(u64) -> [usize; 3], slots: usize| {
-        for &h in &hashes {
-            let [a, b, c] = layout(h);
-            assert!(a < slots && b < slots && c < slots, "{h:#x}: {a} {b} {c} of {slots}");
-            assert!(a != b && b != c && a != c, "{h:#x}: {a} {b} {c}");
-        }
-    };
     for block in [1u32, 2, 3, 1000, u32::MAX / 3, u32::MAX] {
         let l = XorLayout { block };
-        check(&|h| l.positions(h), l.slots());
+        check_slots(&hashes, |h| l.positions(h), l.slots());
     }
-    for shift in 0..=18 {
-        let len = 1u32 << shift;
-        let max_count = u32::MAX / len - 2;
-        for count in [1u32, 2, 3, 7, 1000, max_count] {
-            let l = FuseLayout { segment_length: len, segment_count: count };
-            if l.validate().is_ok() {
-                check(&|h| l.positions(h), l.slots());
-            }
-        }
-    }
-    // And the parser rejects every layout it cannot keep in range.
-    assert!(FuseLayout { segment_length: 6, segment_count: 1 }.validate().is_err());
-    assert!(FuseLayout { segment_length: 4, segment_count: u32::MAX - 1 }.validate().is_err());
+    check_fuse_layouts::<3>(&hashes);
+    check_fuse_layouts::<4>(&hashes);
+}
+
+/// The 3-wise and xor bytes of fixed key sets, as built before the peeling engine became generic
+/// over the arity (hashes of the serialized filters, recorded then): tags 8 to 11 must not
+/// change. The 11,504-key set builds on an odd (halved-layout) attempt.
+#[test]
+fn three_wise_bytes_are_pinned() {
+    let keys = SplitMix64::new(91).hashes(50_000);
+    let b8 = crate::filter::hash_key(&BinaryFuse8::build(&keys).unwrap().to_bytes());
+    let b16 = crate::filter::hash_key(&BinaryFuse16::build(&keys[..3000]).unwrap().to_bytes());
+    let x8 = crate::filter::hash_key(&Xor8::build(&keys).unwrap().to_bytes());
+    let trouble = SplitMix64::new(1000).hashes(11_504);
+    let trouble_filter = BinaryFuse8::build(&trouble).unwrap();
+    let halved = crate::filter::hash_key(&trouble_filter.to_bytes());
+    use super::peel::Sizing;
+    let base = super::fuse_layout::FuseLayout::<3>::for_keys(trouble.len());
+    assert_eq!(trouble_filter.segment_length(), base.segment_length / 2, "a halved layout");
+    let expected =
+        (7433423361576149864, 15255745567234039306, 16483689956428364684, 1977191693401111415);
+    assert_eq!((b8, b16, x8, halved), expected);
 }

@@ -17,7 +17,7 @@ pub(super) struct XorLayout {
     pub(super) block: u32,
 }
 
-impl Sizing for XorLayout {
+impl Sizing<3> for XorLayout {
     /// The paper's sizing: `floor(1.23 n) + 32` slots, rounded down to a multiple of 3.
     fn for_keys(n: usize) -> XorLayout {
         let capacity = (1.23 * n as f64).floor() as u64 + 32;
@@ -25,7 +25,7 @@ impl Sizing for XorLayout {
     }
 }
 
-impl Layout for XorLayout {
+impl Layout<3> for XorLayout {
     const BRANCHY_PUSH: bool = true;
 
     #[inline(always)]
@@ -73,7 +73,7 @@ impl<W: Fingerprint> Xor<W> {
         if hashes.is_empty() {
             return Ok(Xor { seed: 0, keys: 0, layout: XorLayout { block: 0 }, fps: Vec::new() });
         }
-        let built = peel::construct::<XorLayout>(hashes, seed, W::XOR_KIND)?;
+        let built = peel::construct::<3, XorLayout>(hashes, seed, W::XOR_KIND)?;
         let fps = peel::assign(&built.layout, &built.order, &built.which);
         Ok(Xor { seed: built.seed, keys: built.keys as u64, layout: built.layout, fps })
     }

@@ -8,10 +8,12 @@ use crate::options::StaticFilterKind;
 use crate::sst::format::{Footer, FOOTER_LEN};
 use crate::sst::{FilterVerdict, GetResult, MetaPolicy, PartitionedFilterSource, ReadCounters};
 
-const KINDS: [StaticFilterKind; 7] = [
+const KINDS: [StaticFilterKind; 9] = [
     StaticFilterKind::Ribbon,
     StaticFilterKind::BinaryFuse8,
     StaticFilterKind::BinaryFuse16,
+    StaticFilterKind::BinaryFuse4Wise8,
+    StaticFilterKind::BinaryFuse4Wise16,
     StaticFilterKind::Xor8,
     StaticFilterKind::Xor16,
     StaticFilterKind::BlockedBloom,

@@ -19,6 +19,7 @@ pub fn family(filter: &str) -> &str {
     match filter {
         "xor8" | "xor16" => "xor",
         "binary_fuse8" | "binary_fuse16" => "binary_fuse",
+        "binary_fuse4_8" | "binary_fuse4_16" => "binary_fuse4",
         other => other,
     }
 }
