@@ -301,7 +301,7 @@ impl Version {
                         files[first + i].meta.largest() < full
                     });
                 let starts_within = files.get(j).is_some_and(|f| {
-                    at_or_before(f.smallest_brief, brief(keyspace, u), || {
+                    at_or_before(f.smallest_brief, target, || {
                         f.starts_at_or_before(keyspace, upper)
                     })
                 });

@@ -48,6 +48,7 @@ const GROUP: usize = 16;
 
 /// The first 8 bytes of `user_key`, zero-padded, as a big-endian integer (order-preserving in
 /// the sense of the module documentation).
+///
 /// A key of 8 bytes or more is one load; a shorter one is assembled byte by byte (a
 /// variable-length copy into a buffer was a `memcpy` call and a stalled reload, a tenth of an
 /// absent-prefix scan's time in a profile).

@@ -224,9 +224,8 @@ fn a_levels_overlapping_run_is_the_files_the_linear_rule_admits() {
         let keyspace = [0, other.id(), other.id() + 1][rng.below(3) as usize];
         let (lower, upper) = (bound(&mut rng), bound(&mut rng));
         for (level, files) in levels.iter().enumerate().skip(1) {
-            let want: Vec<usize> = (0..files.len())
-                .filter(|&i| files[i].overlaps(keyspace, &lower, &upper))
-                .collect();
+            let want: Vec<usize> =
+                (0..files.len()).filter(|&i| files[i].overlaps(keyspace, &lower, &upper)).collect();
             let got: Vec<usize> =
                 sv.version.overlapping_in_level(level, keyspace, &lower, &upper).collect();
             assert_eq!(got, want, "level {level}, keyspace {keyspace}, {lower:?}..{upper:?}");
