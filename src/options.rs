@@ -90,6 +90,19 @@ pub enum StaticFilterKind {
 }
 
 impl StaticFilterKind {
+    /// Every kind that builds a filter (all but [`StaticFilterKind::None`]).
+    pub const FILTERS: [StaticFilterKind; 9] = [
+        StaticFilterKind::Ribbon,
+        StaticFilterKind::BinaryFuse8,
+        StaticFilterKind::BinaryFuse16,
+        StaticFilterKind::BinaryFuse4Wise8,
+        StaticFilterKind::BinaryFuse4Wise16,
+        StaticFilterKind::Xor8,
+        StaticFilterKind::Xor16,
+        StaticFilterKind::BlockedBloom,
+        StaticFilterKind::StandardBloom,
+    ];
+
     /// Whether the kind's FPR is fixed by its fingerprint width (the per-level budget and Monkey
     /// allocation do not apply).
     pub fn fixed_fpr(self) -> Option<f64> {

@@ -250,26 +250,16 @@ mod tests {
     #[test]
     fn every_kind_builds_and_a_failed_static_build_falls_back_to_blocked_bloom() {
         let hashes = crate::rng::SplitMix64::new(3).hashes(5000);
-        use StaticFilterKind::*;
-        let kinds = [
-            Ribbon,
-            BinaryFuse8,
-            BinaryFuse16,
-            BinaryFuse4Wise8,
-            BinaryFuse4Wise16,
-            Xor8,
-            Xor16,
-            BlockedBloom,
-            StandardBloom,
-        ];
-        for kind in kinds {
+        for kind in StaticFilterKind::FILTERS {
             let lf = LevelFilter { kind, fpr: 0.01 };
             let (bytes, fell_back) = build_filter(lf, &hashes).unwrap().unwrap();
             assert!(!fell_back);
             let v = FilterView::parse(&bytes).unwrap();
             assert!(hashes.iter().all(|&h| v.contains_hash(h)), "{kind:?}");
         }
-        assert!(build_filter(LevelFilter { kind: None, fpr: 1.0 }, &hashes).unwrap().is_none());
+        assert!(build_filter(LevelFilter { kind: StaticFilterKind::None, fpr: 1.0 }, &hashes)
+            .unwrap()
+            .is_none());
         let failing = || Err(crate::Error::FilterFull("forced".into()));
         let (bytes, fell_back) = with_fallback(failing, 7.0, &hashes).unwrap();
         assert!(fell_back);

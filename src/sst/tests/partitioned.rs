@@ -8,18 +8,6 @@ use crate::options::StaticFilterKind;
 use crate::sst::format::{Footer, FOOTER_LEN};
 use crate::sst::{FilterVerdict, GetResult, MetaPolicy, PartitionedFilterSource, ReadCounters};
 
-const KINDS: [StaticFilterKind; 9] = [
-    StaticFilterKind::Ribbon,
-    StaticFilterKind::BinaryFuse8,
-    StaticFilterKind::BinaryFuse16,
-    StaticFilterKind::BinaryFuse4Wise8,
-    StaticFilterKind::BinaryFuse4Wise16,
-    StaticFilterKind::Xor8,
-    StaticFilterKind::Xor16,
-    StaticFilterKind::BlockedBloom,
-    StaticFilterKind::StandardBloom,
-];
-
 /// A partitioned filter of `kind` at 1% cut every `partition_bytes` (estimated).
 fn partitioned(kind: StaticFilterKind, partition_bytes: usize) -> FilterBlockSource {
     let lf = LevelFilter { kind, fpr: 0.01 };
@@ -101,7 +89,7 @@ fn partitioned_filters_of_every_static_kind_have_no_false_negatives() {
     let entries = entries();
     let mut keys: Vec<Vec<u8>> = entries.iter().map(|e| e.0.clone()).collect();
     keys.dedup();
-    for kind in KINDS {
+    for kind in StaticFilterKind::FILTERS {
         let (bytes, summary) = build(&entries, opts(), partitioned(kind, 64));
         let p = &summary.properties;
         assert_eq!(p.format_version, 4, "{kind:?}");
@@ -211,7 +199,7 @@ fn a_lookup_of_a_missing_key_reads_at_most_one_partition() {
 #[test]
 fn a_filter_that_fits_one_partition_is_written_whole_as_before() {
     let entries = simple_entries(40);
-    for kind in KINDS {
+    for kind in StaticFilterKind::FILTERS {
         let lf = LevelFilter { kind, fpr: 0.01 };
         let whole = FilterBlockSource::build(move |h| Ok(build_filter(lf, h)?.unwrap().0));
         let (a, sa) = build(&entries, opts(), whole);

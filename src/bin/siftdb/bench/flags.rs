@@ -328,6 +328,10 @@ impl Flags {
             return Err(format!("--use_ribbon_filter contradicts --compaction_filter={choice:?}"));
         }
         let bits = self.bloom_bits.max(0) as f64;
+        // A kind whose fingerprint width fixes its FPR gets that FPR.
+        let fixed = |kind: StaticFilterKind| {
+            (kind, LevelBudget::Fpr(kind.fixed_fpr().expect("a fixed-width fingerprint kind")))
+        };
         let (kind, budget) = match choice {
             CompactionFilter::None => {
                 return Ok((StaticFilterKind::None, FilterAllocation::PerLevel(vec![])))
@@ -339,20 +343,12 @@ impl Flags {
             CompactionFilter::Ribbon => {
                 (StaticFilterKind::Ribbon, LevelBudget::Fpr(blocked_bloom_fpr_at(10.0)))
             }
-            CompactionFilter::BinaryFuse8 => {
-                (StaticFilterKind::BinaryFuse8, LevelBudget::Fpr(1.0 / 256.0))
-            }
-            CompactionFilter::BinaryFuse16 => {
-                (StaticFilterKind::BinaryFuse16, LevelBudget::Fpr(1.0 / 65536.0))
-            }
-            CompactionFilter::BinaryFuse4Wise8 => {
-                (StaticFilterKind::BinaryFuse4Wise8, LevelBudget::Fpr(1.0 / 256.0))
-            }
-            CompactionFilter::BinaryFuse4Wise16 => {
-                (StaticFilterKind::BinaryFuse4Wise16, LevelBudget::Fpr(1.0 / 65536.0))
-            }
-            CompactionFilter::Xor8 => (StaticFilterKind::Xor8, LevelBudget::Fpr(1.0 / 256.0)),
-            CompactionFilter::Xor16 => (StaticFilterKind::Xor16, LevelBudget::Fpr(1.0 / 65536.0)),
+            CompactionFilter::BinaryFuse8 => fixed(StaticFilterKind::BinaryFuse8),
+            CompactionFilter::BinaryFuse16 => fixed(StaticFilterKind::BinaryFuse16),
+            CompactionFilter::BinaryFuse4Wise8 => fixed(StaticFilterKind::BinaryFuse4Wise8),
+            CompactionFilter::BinaryFuse4Wise16 => fixed(StaticFilterKind::BinaryFuse4Wise16),
+            CompactionFilter::Xor8 => fixed(StaticFilterKind::Xor8),
+            CompactionFilter::Xor16 => fixed(StaticFilterKind::Xor16),
             CompactionFilter::Blocked | CompactionFilter::Standard if bits <= 0.0 => {
                 return Err("--compaction_filter=blocked|standard needs --bloom_bits > 0".into())
             }

@@ -17,6 +17,15 @@
 //!   big-endian key number, so group g = number >> 8(8 - N) shares one prefix and covers
 //!   S = 2^(8(8 - N)) numbers. Present groups are those of v * G; absent ones are the groups up
 //!   to the last key's group that hold no multiple of G (none unless G > S), drawn uniformly.
+//!
+//! Which "non-empty" ranges hold a key: after `fillrandom` only about 1 - 1/e = 63% of the
+//! numbers v were written (uniform draws with repeats). The reads replay the fill's seed, so
+//! their first `num` draws are the fill's own, all written; a `rangeempty` operation takes 3
+//! or 4 draws (width, emptiness, v, and an offset unless the range is correlated and empty)
+//! where a fill took 1, so only about the first num / 4 operations ask about written keys,
+//! and later ones find a key in 63% of their non-empty ranges (`found_share` then falls below
+//! `targeted_share`, and an engine that runs more operations in a fixed `--duration` gets more
+//! truly empty ranges). Compare engines with a fixed `--reads` and `--duration=0`.
 
 use super::keys::make_key;
 use siftdb::rng::SplitMix64;
