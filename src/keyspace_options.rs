@@ -11,6 +11,7 @@
 //!              | 9 4-wise binary fuse 16
 //! allocation  := 0 count:u8 budget{count}        per level, L1 first (the last one repeats)
 //!              | 1 bits_per_key:f64 LE            Monkey
+//!              | 2 bits_per_key:f64 LE            over all runs, L0 included
 //! budget      := 0 fpr:f64 LE | 1 bits_per_key:f64 LE
 //! compression := 0 none | 1 zstd (zstd_level 1..=22) | 2 LZ4
 //! ```
@@ -124,6 +125,10 @@ impl KeyspaceOptions {
                 out.push(1);
                 out.extend_from_slice(&bits_per_key.to_le_bytes());
             }
+            FilterAllocation::AllRuns { bits_per_key } => {
+                out.push(2);
+                out.extend_from_slice(&bits_per_key.to_le_bytes());
+            }
         }
         let (c, level) = match self.compression {
             Compression::None => (0u8, 0i32),
@@ -171,6 +176,9 @@ impl KeyspaceOptions {
                 FilterAllocation::PerLevel(list)
             }
             1 => FilterAllocation::Monkey { bits_per_key: f64_at(&mut c, "keyspace Monkey bits")? },
+            2 => FilterAllocation::AllRuns {
+                bits_per_key: f64_at(&mut c, "keyspace all-runs allocation bits")?,
+            },
             a => return Err(bad(format!("filter allocation {a} is unknown"))),
         };
         let comp = c.u8("keyspace compression")?;
@@ -283,6 +291,15 @@ mod tests {
                 ),
                 compression: Compression::None,
                 block_size: 256 << 20,
+            },
+            KeyspaceOptions {
+                filter_policy: policy(
+                    FilterConfig::TwoBitBloom { bits_per_key: 10.0 },
+                    StaticFilterKind::Ribbon,
+                    FilterAllocation::AllRuns { bits_per_key: 9.5 },
+                ),
+                compression: Compression::Lz4,
+                block_size: 4096,
             },
         ];
         for o in all {

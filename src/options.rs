@@ -58,6 +58,17 @@ impl FilterConfig {
             | FilterConfig::StandardBloom { bits_per_key } => bits_per_key,
         }
     }
+
+    /// The same kind at `bits_per_key` (`None` stays `None`; 0 bits make it `None`).
+    pub fn with_bits_per_key(self, bits_per_key: f64) -> FilterConfig {
+        match self {
+            _ if bits_per_key <= 0.0 => FilterConfig::None,
+            FilterConfig::None => FilterConfig::None,
+            FilterConfig::TwoBitBloom { .. } => FilterConfig::TwoBitBloom { bits_per_key },
+            FilterConfig::BlockedBloom { .. } => FilterConfig::BlockedBloom { bits_per_key },
+            FilterConfig::StandardBloom { .. } => FilterConfig::StandardBloom { bits_per_key },
+        }
+    }
 }
 
 /// The filter family of compaction outputs (files of levels 1 and deeper).
@@ -157,6 +168,17 @@ pub enum FilterAllocation {
     /// 1 get no filter.
     Monkey {
         /// Average filter bits per entry over all compacted levels.
+        bits_per_key: f64,
+    },
+    /// Every run of the tree, L0 included (design.md, "Allocation over all runs"): a total
+    /// budget of `bits_per_key` filter bits per key over L0 (counted as
+    /// `l0_compaction_trigger - 1` files of one memtable's keys) and every level, split so that a
+    /// missing-key lookup's expected wasted block reads are smallest, each run on its own
+    /// kind's FPR curve. The flush filter keeps its kind and takes its bits per key from the
+    /// allocation (the `bits_per_key` in [`FilterPolicy::flush`] is not used); each compaction
+    /// output's FPR is derived from the tree's shape when it is written.
+    AllRuns {
+        /// Average filter bits per key over every run.
         bits_per_key: f64,
     },
 }

@@ -112,6 +112,9 @@ fn check_allocation(a: &FilterAllocation) -> Result<()> {
         FilterAllocation::Monkey { bits_per_key } => {
             check_bits("filter_policy.allocation Monkey.bits_per_key", *bits_per_key)
         }
+        FilterAllocation::AllRuns { bits_per_key } => {
+            check_bits("filter_policy.allocation AllRuns.bits_per_key", *bits_per_key)
+        }
     }
 }
 

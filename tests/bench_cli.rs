@@ -199,6 +199,23 @@ fn compaction_flags_reach_the_engine() {
         assert_eq!(filter, "binary_fuse4_8", "{level}");
         assert!((8.5..13.0).contains(bits), "{level}: {bits} bits/key");
     }
+    // One budget over all runs: after the full compaction every key is in one level, which
+    // gets less than the 4 bits per key because the allocation keeps L0's share for the
+    // memtables still to come (3 runs of a 64 KiB memtable's keys, at more bits per key).
+    let out =
+        bench_stdout(&[&common[..], &["--flush_filter=two_bit", "--all_runs_bits=4"]].concat());
+    let rows = level_rows(&out);
+    assert!(rows.len() == 1 && (1.0..4.0).contains(&rows[0].2), "{rows:?}");
+    for bad in [["--all_runs_bits=8", "--monkey"], ["--all_runs_bits=0", "--monkey=false"]] {
+        let out = Command::new(env!("CARGO_BIN_EXE_siftdb"))
+            .args(["bench", "--num=10", "--bloom_bits=10"])
+            .args(bad)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{bad:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("all_runs") || err.contains("AllRuns"), "{bad:?}: {err}");
+    }
     // Contradictory filter flags are an invalid argument, not a silent choice.
     let out = Command::new(env!("CARGO_BIN_EXE_siftdb"))
         .args(["bench", "--num=10", "--use_ribbon_filter", "--compaction_filter=xor8"])

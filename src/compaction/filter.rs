@@ -14,6 +14,7 @@
 //! `log2(1/K) = (M / c + sum_i n_i log2 n_i) / N` with `N = sum_i n_i`. A level with `K n_i >= 1`
 //! gets no filter (`p_i = 1`, zero bits) and `K` is solved again over the others.
 
+use super::allocation::{allocate, TreeShape};
 use crate::error::Result;
 use crate::filter::prelude::*;
 use crate::filter::{
@@ -21,7 +22,7 @@ use crate::filter::{
     StandardBloom, Xor16, Xor8,
 };
 use crate::options::{
-    CompactionOptions, FilterAllocation, FilterPolicy, LevelBudget, StaticFilterKind,
+    CompactionOptions, FilterAllocation, FilterConfig, FilterPolicy, LevelBudget, StaticFilterKind,
 };
 
 /// Smallest FPR any level is given (Ribbon's lower bound).
@@ -73,9 +74,9 @@ pub fn level_weights(copts: &CompactionOptions, entries: &[u64], bytes: &[u64]) 
         .collect()
 }
 
-/// The filter of compacted level `level >= 1`. `weights[i]` is the weight of level `i` in
-/// Monkey allocation (index 0 ignored; see [`level_weights`]); only Monkey reads it.
-pub fn level_filter(policy: &FilterPolicy, level: usize, weights: &[f64]) -> LevelFilter {
+/// The filter of compacted level `level >= 1` in a tree of `shape` (read by Monkey and
+/// all-runs allocation; see [`level_weights`]).
+pub fn level_filter(policy: &FilterPolicy, level: usize, shape: &TreeShape) -> LevelFilter {
     let kind = policy.compaction;
     if kind == StaticFilterKind::None {
         return LevelFilter { kind, fpr: 1.0 };
@@ -96,15 +97,31 @@ pub fn level_filter(policy: &FilterPolicy, level: usize, weights: &[f64]) -> Lev
             }
         }
         FilterAllocation::Monkey { bits_per_key } => {
-            let levels: Vec<f64> = weights.iter().skip(1).copied().collect();
+            let levels: Vec<f64> = shape.levels.iter().skip(1).copied().collect();
             let p = monkey_fprs(&levels, *bits_per_key, kind.bits_per_log2());
             p.get(level - 1).copied().unwrap_or(1.0)
+        }
+        FilterAllocation::AllRuns { bits_per_key } => {
+            let a = allocate(shape, policy.flush, kind, *bits_per_key);
+            a.level_fprs.get(level).copied().unwrap_or(1.0)
         }
     };
     if fpr >= 1.0 {
         return LevelFilter { kind: StaticFilterKind::None, fpr: 1.0 };
     }
     LevelFilter { kind, fpr: fpr.max(MIN_FPR) }
+}
+
+/// The filter of L0 files in a tree of `shape`: the policy's flush filter, with its bits per
+/// key from the allocation under [`FilterAllocation::AllRuns`].
+pub fn flush_filter(policy: &FilterPolicy, shape: &TreeShape) -> FilterConfig {
+    match policy.allocation {
+        FilterAllocation::AllRuns { bits_per_key } => {
+            let a = allocate(shape, policy.flush, policy.compaction, bits_per_key);
+            policy.flush.with_bits_per_key(a.l0_bits_per_key)
+        }
+        _ => policy.flush,
+    }
 }
 
 /// Monkey's FPR per level for levels of `entries[i]` keys, a total of `bits_per_key` filter
@@ -231,6 +248,10 @@ mod tests {
         assert!((spent - 0.001 * 1.001e6).abs() < 1e-6 * spent, "{p:?}");
     }
 
+    fn no_shape() -> TreeShape {
+        TreeShape { l0_runs: 0.0, l0_run_keys: 0.0, levels: vec![] }
+    }
+
     #[test]
     fn per_level_list_repeats_its_last_entry() {
         let policy = FilterPolicy {
@@ -240,11 +261,11 @@ mod tests {
             ]),
             ..FilterPolicy::default()
         };
-        assert_eq!(level_filter(&policy, 1, &[]).fpr, 0.05);
-        let deep = level_filter(&policy, 5, &[]);
+        assert_eq!(level_filter(&policy, 1, &no_shape()).fpr, 0.05);
+        let deep = level_filter(&policy, 5, &no_shape());
         assert!((deep.fpr - 2f64.powi(-10)).abs() < 1e-12);
         let xor = FilterPolicy { compaction: StaticFilterKind::Xor8, ..policy };
-        assert_eq!(level_filter(&xor, 2, &[]).fpr, 1.0 / 256.0);
+        assert_eq!(level_filter(&xor, 2, &no_shape()).fpr, 1.0 / 256.0);
     }
 
     #[test]

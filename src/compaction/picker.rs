@@ -20,6 +20,7 @@
 //! `bottommost`: no level below the output level holds a file overlapping the inputs' range, so
 //! tombstones that hide nothing older in the compaction can be dropped.
 
+use super::allocation::TreeShape;
 use super::filter::level_filter;
 use crate::manifest::FileMeta;
 use crate::options::{CompactionOptions, FilterPolicy};
@@ -155,14 +156,18 @@ pub fn pick_level<F: HasMeta>(
         .filter(|g| overlaps(g.meta(), key_at(&lo), key_at(&hi)))
         .map(|g| g.meta().number)
         .collect();
-    // Only equality of the two levels' filters matters here; under Monkey they differ anyway,
-    // so the current entry counts serve as weights.
-    let entries: Vec<f64> =
-        levels.iter().map(|l| l.iter().map(|f| f.meta().entries as f64).sum()).collect();
-    let trivial_move = level > 0
-        && chosen.len() == 1
-        && next.is_empty()
-        && level_filter(policy, level, &entries) == level_filter(policy, out, &entries);
+    // Only equality of the two levels' filters matters here; under Monkey and all-runs
+    // allocation they differ anyway, so the current entry counts serve as the shape.
+    let shape = || TreeShape {
+        l0_runs: levels[0].len() as f64,
+        l0_run_keys: levels[0].iter().map(|f| f.meta().entries as f64).sum::<f64>()
+            / levels[0].len().max(1) as f64,
+        levels: levels.iter().map(|l| l.iter().map(|f| f.meta().entries as f64).sum()).collect(),
+    };
+    let trivial_move = level > 0 && chosen.len() == 1 && next.is_empty() && {
+        let shape = shape();
+        level_filter(policy, level, &shape) == level_filter(policy, out, &shape)
+    };
     // Judged over every input: a next-level input may reach past the chosen files' range, and a
     // tombstone there hides what a deeper level holds.
     let all_inputs = chosen

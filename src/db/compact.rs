@@ -24,7 +24,7 @@ use super::{flush, DbInner, SuperVersion};
 use crate::compaction::collapse::compaction_operator;
 use crate::compaction::job::{self, JobEnv, JobSpec, OutputLayout};
 use crate::compaction::picker::{key_at, OwnedKeyAt};
-use crate::compaction::{pick, pick_level, Pick};
+use crate::compaction::{pick, pick_level, Pick, TreeShape};
 use crate::error::{Error, Result};
 use crate::filename;
 use crate::manifest::VersionEdit;
@@ -120,7 +120,7 @@ pub(crate) fn run_pick(inner: &DbInner, p: &Pick) -> Result<()> {
     if !next.is_empty() {
         runs.push(next.clone());
     }
-    let weights = version_weights(&inner.opts, &v);
+    let shape = tree_shape(&inner.opts, &v, inner.l0_run_keys.load(Ordering::Relaxed));
     let recorded: Vec<&str> =
         runs.iter().flatten().filter_map(|f| f.info.merge_operator.as_deref()).collect();
     let (merge_operator, merge_operator_name) =
@@ -132,7 +132,7 @@ pub(crate) fn run_pick(inner: &DbInner, p: &Pick) -> Result<()> {
         let l = Layout::of(&inner.opts, &set, ks, p.output_level);
         OutputLayout {
             table: l.table,
-            filter: l.compaction_filter(p.output_level, &weights),
+            filter: l.compaction_filter(p.output_level, &shape),
             partition_bytes: inner.opts.partition_filters.then_some(inner.opts.metadata_block_size),
             index_partition_bytes: inner
                 .opts
@@ -315,12 +315,23 @@ fn compact_range_jobs(inner: &DbInner, start: Option<&[u8]>, end: Option<&[u8]>)
     Ok(())
 }
 
-/// Monkey's level weights of version `v` (`compaction::filter::level_weights`).
-pub(crate) fn version_weights(opts: &crate::options::Options, v: &Version) -> Vec<f64> {
+/// The runs of version `v` as filter allocation sees them: L0 as `l0_compaction_trigger - 1`
+/// runs (the most L0 files that stay while no compaction is due, where a read-mostly
+/// database rests) of `l0_run_keys` keys (the last flushed memtable's), the levels weighted by
+/// `compaction::filter::level_weights`.
+pub(crate) fn tree_shape(
+    opts: &crate::options::Options,
+    v: &Version,
+    l0_run_keys: u64,
+) -> TreeShape {
     let entries: Vec<u64> =
         v.levels().iter().map(|l| l.iter().map(|f| f.meta.entries).sum()).collect();
     let bytes: Vec<u64> = v.levels().iter().map(|l| l.iter().map(|f| f.meta.size).sum()).collect();
-    crate::compaction::level_weights(&opts.compaction, &entries, &bytes)
+    TreeShape {
+        l0_runs: opts.compaction.l0_compaction_trigger.saturating_sub(1).max(1) as f64,
+        l0_run_keys: l0_run_keys as f64,
+        levels: crate::compaction::level_weights(&opts.compaction, &entries, &bytes),
+    }
 }
 
 fn deepest_level(v: &Version) -> Option<usize> {

@@ -15,6 +15,7 @@
 
 use super::keyspace::Layout;
 use super::{DbInner, SuperVersion};
+use crate::compaction::allocation::flush_filter_bits;
 use crate::compaction::collapse::{collapse, Version};
 use crate::error::Result;
 use crate::filename;
@@ -256,7 +257,11 @@ fn finish_l0(
     o: L0Output,
 ) -> Result<(u32, u64, crate::sst::TableSummary)> {
     let set = inner.keyspaces.load();
-    let config = Layout::of(&inner.opts, &set, o.keyspace, 0).flush_filter;
+    let layout = Layout::of(&inner.opts, &set, o.keyspace, 0);
+    let l0_run_keys = inner.l0_run_keys.load(Ordering::Relaxed);
+    let shape =
+        super::compact::tree_shape(&inner.opts, &inner.super_version().version, l0_run_keys);
+    let (config, nearest) = super::write::l0_filter(&layout.policy, &shape);
     let mut builder = o.builder;
     builder.set_keyspace(o.keyspace);
     // The keyspace's range tombstones all go to its table (design.md, "Range tombstones"):
@@ -264,7 +269,7 @@ fn finish_l0(
     for t in mem.range_tombstones(o.keyspace).tombstones() {
         builder.add_range_tombstone(t)?;
     }
-    let source = flush_filter(inner, config, mem, o.distinct);
+    let source = flush_filter(inner, config, nearest, mem, o.distinct);
     Ok((o.keyspace, o.number, builder.finish(source)?))
 }
 
@@ -304,9 +309,13 @@ fn add_collapsed(
 /// Chooses the filter block of a flushed table (module documentation, "Flush filter rule").
 /// The memtable's filter covers every keyspace it holds, so it is written as is only when the
 /// memtable holds one keyspace; otherwise each table's filter is rebuilt from its own keys.
+/// With `nearest` (an allocated share, `write::l0_filter`) a two-bit filter is sized to the
+/// power of two nearest its bits (`flush_filter_bits`); the memtable's is written as is when
+/// it has that size.
 fn flush_filter(
     inner: &DbInner,
     config: FilterConfig,
+    nearest: bool,
     mem: &Memtable,
     distinct: u64,
 ) -> FilterBlockSource {
@@ -314,20 +323,27 @@ fn flush_filter(
         FilterConfig::None => FilterBlockSource::None,
         FilterConfig::TwoBitBloom { bits_per_key } => {
             let f = mem.filter();
-            let target = <TwoBitBloom as BloomShape>::theoretical_fpr(bits_per_key, 2);
-            let right_size_bits = bits_per_key * distinct.max(1) as f64;
             let info = f.info();
-            if !mem.holds_several_keyspaces()
-                && info.estimated_fpr <= target
-                && (info.bits as f64) <= 2.0 * right_size_bits
-            {
+            let as_planned = if nearest {
+                // The size a rebuild would have (so also its FPR).
+                info.bits == flush_filter_bits(bits_per_key, distinct)
+            } else {
+                let target = <TwoBitBloom as BloomShape>::theoretical_fpr(bits_per_key, 2);
+                let right_size_bits = bits_per_key * distinct.max(1) as f64;
+                info.estimated_fpr <= target && (info.bits as f64) <= 2.0 * right_size_bits
+            };
+            if !mem.holds_several_keyspaces() && as_planned {
                 inner.counters.flush_filter_as_is.fetch_add(1, Ordering::Relaxed);
                 FilterBlockSource::Bytes(f.to_bytes())
             } else {
                 inner.counters.flush_filter_rebuilt.fetch_add(1, Ordering::Relaxed);
                 FilterBlockSource::Build(Box::new(move |hashes: &[u64]| {
-                    let mut f = TwoBitBloom::with_bits_per_key(bits_per_key)
-                        .expected_items(hashes.len() as u64)?;
+                    let n = hashes.len() as u64;
+                    let mut f = if nearest {
+                        TwoBitBloom::from_shape(flush_filter_bits(bits_per_key, n), 2)?
+                    } else {
+                        TwoBitBloom::with_bits_per_key(bits_per_key).expected_items(n)?
+                    };
                     f.insert_batch(hashes);
                     Ok(f.to_bytes())
                 }))
@@ -405,6 +421,7 @@ fn flush_one(inner: &DbInner, mem: &Arc<Memtable>) -> Result<()> {
     });
     drop(manifest);
     inner.obsolete.lock().extend(dead);
+    inner.l0_run_keys.store(mem.len(), Ordering::Relaxed);
     inner.counters.flushes.fetch_add(1, Ordering::Relaxed);
     inner.counters.flush_bytes_written.fetch_add(file_size, Ordering::Relaxed);
     delete_obsolete_wals(inner, log_number);

@@ -13,12 +13,12 @@ use super::iter::DbIterator;
 use super::read::{self, ReadAt};
 use super::{compact, multi_get, write, DbCursor, DbInner, SuperVersion};
 use crate::batch::WriteBatch;
-use crate::compaction::{level_filter, LevelFilter};
+use crate::compaction::{level_filter, LevelFilter, TreeShape};
 use crate::error::{Error, Result};
 use crate::ikey::DEFAULT_KEYSPACE;
 use crate::keyspace_options::{validate_name, KeyspaceOptions, DEFAULT_KEYSPACE_NAME};
 use crate::manifest::{KeyspaceRecord, RecoveredState, VersionEdit};
-use crate::options::{FilterConfig, FilterPolicy, Options};
+use crate::options::{FilterPolicy, Options};
 use crate::sst::TableOptions;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::{Bound, RangeBounds};
@@ -84,9 +84,7 @@ impl KeyspaceSet {
 /// How the files of one keyspace are written: block layout, and filters.
 pub(crate) struct Layout {
     pub table: TableOptions,
-    /// Filter of flushed (L0) files.
-    pub flush_filter: FilterConfig,
-    /// Filter policy whose static part applies to compaction outputs.
+    /// Filter policy: the flush filter for L0 files, the static one for compaction outputs.
     pub policy: FilterPolicy,
 }
 
@@ -101,21 +99,15 @@ impl Layout {
                 let mut table = base;
                 table.block_size = o.block_size;
                 table.compression = super::flush::sst_compression(o.compression);
-                let policy = o.filter_policy.clone();
-                Layout { table, flush_filter: policy.flush, policy }
+                Layout { table, policy: o.filter_policy.clone() }
             }
-            None => Layout {
-                table: base,
-                flush_filter: opts.filter_policy.flush,
-                policy: opts.filter_policy.clone(),
-            },
+            None => Layout { table: base, policy: opts.filter_policy.clone() },
         }
     }
 
-    /// The static filter of compaction outputs at `level` (Monkey `weights` as
-    /// `compaction::level_filter` takes them).
-    pub fn compaction_filter(&self, level: usize, weights: &[f64]) -> LevelFilter {
-        level_filter(&self.policy, level.max(1), weights)
+    /// The static filter of compaction outputs at `level` in a tree of `shape`.
+    pub fn compaction_filter(&self, level: usize, shape: &TreeShape) -> LevelFilter {
+        level_filter(&self.policy, level.max(1), shape)
     }
 }
 

@@ -129,6 +129,9 @@ pub(crate) struct DbInner {
     /// Point-lookup and scan counters, striped per thread (shared with open cursors).
     pub reads: Arc<StripedReadCounters>,
     pub counters: Counters,
+    /// Keys of the last flushed memtable (before the first flush: the memtable size's
+    /// estimate): the size of an L0 run to filter allocation (`compact::tree_shape`).
+    pub l0_run_keys: AtomicU64,
     /// Held while a compaction runs (background or manual): one at a time.
     pub compaction_lock: Mutex<()>,
     /// Files removed from the version, deleted when nothing references them (compact.rs).

@@ -164,7 +164,15 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         .map(|&n| storage.open(&dir.join(filename::wal_name(n))).map(|f| f.len()).unwrap_or(0))
         .sum();
     let replay_keys = (wal_bytes / WAL_BYTES_PER_ENTRY_GUESS).max(1024);
-    let replayed = Arc::new(new_memtable(&opts, wals.first().copied().unwrap_or(0), replay_keys));
+    // An L0 run is a memtable's keys: the mean of the L0 files if any, else the estimate.
+    let l0 = &version.levels()[0];
+    let l0_run_keys = match l0.len() as u64 {
+        0 => super::write::expected_entries(&opts, None),
+        n => l0.iter().map(|f| f.meta.entries).sum::<u64>() / n,
+    };
+    let shape = super::compact::tree_shape(&opts, &version, l0_run_keys);
+    let replay_wal = wals.first().copied().unwrap_or(0);
+    let replayed = Arc::new(new_memtable(&opts, &shape, replay_wal, replay_keys));
     let mut last_seq = state.last_sequence;
     // The torn tail of the newest WAL is cut only once every record decoded, so an open that
     // fails leaves the files as they were.
@@ -255,7 +263,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     }
 
     let expected = super::write::expected_entries(&opts, None);
-    let mem = Arc::new(new_memtable(&opts, wal_number, expected));
+    let mem = Arc::new(new_memtable(&opts, &shape, wal_number, expected));
     let imm = if replayed.is_empty() { Vec::new() } else { vec![replayed] };
     let inner = DbInner {
         dir: dir.to_path_buf(),
@@ -276,6 +284,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         snapshots: Mutex::new(BTreeMap::new()),
         reads: Arc::new(super::read_counters::StripedReadCounters::new()),
         counters: Counters::default(),
+        l0_run_keys: AtomicU64::new(l0_run_keys),
         compaction_lock: Mutex::new(()),
         obsolete: Mutex::new(Vec::new()),
         keyspaces: arc_swap::ArcSwap::from_pointee(super::keyspace::KeyspaceSet::recovered(&state)),

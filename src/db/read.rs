@@ -180,7 +180,8 @@ fn lookup(
 pub(crate) fn stats(inner: &DbInner) -> Stats {
     let sv = inner.super_version();
     let c = &inner.counters;
-    let weights = super::compact::version_weights(&inner.opts, &sv.version);
+    let l0_run_keys = inner.l0_run_keys.load(Ordering::Relaxed);
+    let shape = super::compact::tree_shape(&inner.opts, &sv.version, l0_run_keys);
     let levels = (0..NUM_LEVELS)
         .map(|level| {
             let files = &sv.version.levels()[level];
@@ -198,7 +199,7 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
                 entries: files.iter().map(|f| f.meta.entries).sum(),
                 filter_kinds: kinds,
                 filter_bytes: files.iter().map(|f| f.info.filter_memory_bytes).sum(),
-                configured_fpr: configured_fpr(&inner.opts, level, &weights),
+                configured_fpr: configured_fpr(&inner.opts, level, &shape),
                 reads: inner.reads.level(level),
                 scan_reads: inner.reads.scan_level(level),
             }
@@ -268,11 +269,15 @@ fn keyspace_stats(inner: &DbInner, sv: &SuperVersion) -> Vec<KeyspaceStats> {
 }
 
 /// The FPR the options configure for `level` (see `LevelStats::configured_fpr`).
-pub(crate) fn configured_fpr(opts: &Options, level: usize, weights: &[f64]) -> Option<f64> {
+pub(crate) fn configured_fpr(
+    opts: &Options,
+    level: usize,
+    shape: &crate::compaction::TreeShape,
+) -> Option<f64> {
     use crate::filter::prelude::*;
     use crate::filter::{BlockedBloom, StandardBloom, TwoBitBloom};
     if level == 0 {
-        return match opts.filter_policy.flush {
+        return match crate::compaction::flush_filter(&opts.filter_policy, shape) {
             FilterConfig::None => None,
             FilterConfig::TwoBitBloom { bits_per_key: b } => {
                 Some(<TwoBitBloom as BloomShape>::theoretical_fpr(b, 2))
@@ -291,6 +296,6 @@ pub(crate) fn configured_fpr(opts: &Options, level: usize, weights: &[f64]) -> O
             }
         };
     }
-    let lf = crate::compaction::level_filter(&opts.filter_policy, level, weights);
+    let lf = crate::compaction::level_filter(&opts.filter_policy, level, shape);
     (lf.kind != crate::options::StaticFilterKind::None).then_some(lf.fpr)
 }

@@ -239,6 +239,11 @@ pub struct Flags {
     /// key as the per-level budget) instead of one FPR on every level.
     #[arg(long, default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub monkey: bool,
+    /// siftdb: one filter budget of B bits per key over every run, L0 included
+    /// (`FilterAllocation::AllRuns`): the flush and compaction filters keep their kinds, their
+    /// bits per key come from the allocation.
+    #[arg(long)]
+    pub all_runs_bits: Option<f64>,
     /// siftdb: zstd level when `--compression_type=zstd` (RocksDB's default level is 3).
     #[arg(long, default_value_t = 3)]
     pub zstd_level: i32,
@@ -359,6 +364,14 @@ impl Flags {
                 (StaticFilterKind::StandardBloom, LevelBudget::BitsPerKey(bits))
             }
         };
+        if let Some(bits_per_key) = self.all_runs_bits {
+            if self.monkey {
+                return Err(
+                    "--monkey contradicts --all_runs_bits (one allocation at a time)".into()
+                );
+            }
+            return Ok((kind, FilterAllocation::AllRuns { bits_per_key }));
+        }
         if !self.monkey {
             return Ok((kind, FilterAllocation::PerLevel(vec![budget])));
         }

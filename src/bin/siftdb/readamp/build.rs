@@ -54,16 +54,20 @@ pub enum Policy {
     BinaryFuse,
     /// Two-bit at flush, Ribbon at compaction with Monkey's per-level allocation.
     Monkey,
+    /// Two-bit at flush, Ribbon at compaction, the budget allocated over every run, L0
+    /// included (`FilterAllocation::AllRuns`).
+    AllRuns,
 }
 
 impl Policy {
     /// Every policy, in report order.
-    pub const ALL: [Policy; 5] = [
+    pub const ALL: [Policy; 6] = [
         Policy::NoFilter,
         Policy::TwoBitRibbon,
         Policy::Blocked,
         Policy::BinaryFuse,
         Policy::Monkey,
+        Policy::AllRuns,
     ];
 
     /// Name in the table, the CSV and the plot legend.
@@ -74,13 +78,15 @@ impl Policy {
             Policy::Blocked => "blocked_bloom",
             Policy::BinaryFuse => "two_bit+binary_fuse",
             Policy::Monkey => "two_bit+ribbon_monkey",
+            Policy::AllRuns => "two_bit+ribbon_all_runs",
         }
     }
 
     /// The engine's filter policy at `bits` filter bits per key, or why the policy cannot
     /// spend that budget. Flush filters get `bits` per key; compacted levels get the budget as
     /// `LevelBudget::BitsPerKey(bits)` (converted by the engine to the FPR the kind reaches with
-    /// it) or, for Monkey, as the average over levels 1 and deeper. Binary fuse runs only where
+    /// it) or, for Monkey, as the average over levels 1 and deeper, and for all-runs allocation
+    /// over every run. Binary fuse runs only where
     /// one of its widths (`fuse`, at this file size) is within `tolerance` of `bits`.
     pub fn filter_policy(
         self,
@@ -122,6 +128,11 @@ impl Policy {
                 two_bit,
                 StaticFilterKind::Ribbon,
                 FilterAllocation::Monkey { bits_per_key: bits },
+            ),
+            Policy::AllRuns => p(
+                two_bit,
+                StaticFilterKind::Ribbon,
+                FilterAllocation::AllRuns { bits_per_key: bits },
             ),
         })
     }

@@ -1,0 +1,372 @@
+//! Filter memory over every run of the tree, L0 included: [`FilterAllocation::AllRuns`]
+//! (design.md, "Allocation over all runs").
+//!
+//! A lookup of a missing key probes one filter per run (each L0 file, then one file per
+//! sorted level) and reads a block for each false positive, so its expected wasted reads are
+//! `sum_r p_r`. Run `r` holds `n_r` keys; its filter kind turns `b_r` bits per key into
+//! `p_r = f_r(b_r)`. Minimising `sum_r f_r(b_r)` subject to `sum_r n_r b_r = M` with a
+//! Lagrange multiplier `λ` gives `-f_r'(b_r) = λ n_r` for every run that gets a filter: the
+//! FPR's slope per bit of each run matches its size. For the static kinds
+//! `f(b) = 2^(-b / c)`, so `p_r = λ n_r c / ln 2`, Monkey's rule (`p ∝ n`), and the blocked
+//! and standard Bloom flush filters are taken as such curves too. The default flush filter
+//! is a two-bit Bloom filter whose FPR falls much more slowly with memory (its `f(b)` flattens
+//! past about 20 bits per key, since it sets only two bits per key), so its runs are solved
+//! numerically on its own curve, `BloomShape::theoretical_fpr`. L0 counts as
+//! `l0_compaction_trigger - 1` runs of one memtable's keys each (the most files L0 keeps while
+//! no compaction is due), just as Monkey counts levels at capacity.
+//!
+//! Kinds whose FPR is fixed by their fingerprint width (binary fuse, xor) keep it; the other
+//! runs share what is left. The memtable's two-bit filter has a power-of-two number of words,
+//! so L0's share is snapped to the power of two below or above it (whichever costs less, the
+//! levels solved again with the rest) and L0 filters are sized to the power of two nearest
+//! that share for the keys they really hold (`flush_filter_bits`).
+
+use crate::filter::prelude::*;
+use crate::filter::TwoBitBloom;
+use crate::options::{FilterConfig, StaticFilterKind};
+
+/// The runs a lookup probes: L0 files and sorted levels.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TreeShape {
+    /// L0 files a lookup probes (`l0_compaction_trigger - 1`: the most that stay while no
+    /// compaction is due).
+    pub l0_runs: f64,
+    /// Keys of one L0 file (one memtable).
+    pub l0_run_keys: f64,
+    /// Keys of each level (index 0 unused), at capacity for all but the deepest level
+    /// ([`super::level_weights`]).
+    pub levels: Vec<f64>,
+}
+
+/// Most bits per key a two-bit filter is given (static kinds: `c * 32`, FPR 2^-32).
+const MAX_TWO_BIT_BITS: f64 = 64.0;
+
+/// How one run's FPR falls with its bits per key.
+#[derive(Debug, Clone, Copy)]
+enum Curve {
+    /// `2^(-b / c)` with the kind's `c` (the static kinds, and the blocked and standard Bloom
+    /// flush filters, whose curves this fits within a few percent at their optimal probes).
+    Static(StaticFilterKind),
+    /// The two-bit Bloom filter: two bits in one 32-bit word, far from exponential.
+    TwoBit,
+}
+
+impl Curve {
+    /// The curve of a flush filter kind (`None` for no flush filter).
+    fn of_flush(flush: FilterConfig) -> Option<Curve> {
+        match flush {
+            FilterConfig::None => None,
+            FilterConfig::TwoBitBloom { .. } => Some(Curve::TwoBit),
+            FilterConfig::BlockedBloom { .. } => {
+                Some(Curve::Static(StaticFilterKind::BlockedBloom))
+            }
+            FilterConfig::StandardBloom { .. } => {
+                Some(Curve::Static(StaticFilterKind::StandardBloom))
+            }
+        }
+    }
+
+    fn fpr(self, bits: f64) -> f64 {
+        match self {
+            _ if bits <= 0.0 => 1.0,
+            Curve::Static(k) => 2f64.powf(-bits / k.bits_per_log2()).min(1.0),
+            // Below half a bit per key the filter is nearly all ones (FPR 0.94), and the
+            // Poisson sum over 64+ keys per word would be slow: call it no filter.
+            Curve::TwoBit if bits < 0.5 => 1.0,
+            Curve::TwoBit => <TwoBitBloom as BloomShape>::theoretical_fpr(bits, 2).min(1.0),
+        }
+    }
+
+    fn max_bits(self) -> f64 {
+        match self {
+            Curve::Static(k) => 32.0 * k.bits_per_log2(),
+            Curve::TwoBit => MAX_TWO_BIT_BITS,
+        }
+    }
+
+    /// The bits per key minimising `fpr(b) + lambda * keys * b` (0: no filter is cheaper).
+    fn best_bits(self, lambda: f64, keys: f64) -> f64 {
+        let slope = lambda * keys;
+        let best = match self {
+            // -f'(b) = (ln 2 / c) 2^(-b/c) = slope.
+            Curve::Static(k) => {
+                let c = k.bits_per_log2();
+                c * (std::f64::consts::LN_2 / (c * slope)).log2()
+            }
+            // Ternary search of the convex cost.
+            Curve::TwoBit => {
+                let cost = |b: f64| self.fpr(b) + slope * b;
+                let (mut lo, mut hi) = (0.0, self.max_bits());
+                for _ in 0..40 {
+                    let (m1, m2) = (lo + (hi - lo) / 3.0, hi - (hi - lo) / 3.0);
+                    if cost(m1) <= cost(m2) {
+                        hi = m2;
+                    } else {
+                        lo = m1;
+                    }
+                }
+                let b = (lo + hi) / 2.0;
+                if cost(b) < 1.0 {
+                    b
+                } else {
+                    0.0
+                }
+            }
+        };
+        best.clamp(0.0, self.max_bits())
+    }
+}
+
+/// One class of equal runs in the optimisation.
+#[derive(Debug, Clone, Copy)]
+struct Class {
+    runs: f64,
+    keys: f64,
+    curve: Curve,
+    /// Bits per key fixed by the kind (fixed-width fingerprints), or free.
+    fixed: Option<f64>,
+}
+
+/// Bits per key of each class for multiplier `lambda`.
+fn bits_at(classes: &[Class], lambda: f64) -> Vec<f64> {
+    classes.iter().map(|c| c.fixed.unwrap_or_else(|| c.curve.best_bits(lambda, c.keys))).collect()
+}
+
+/// Bits per key of each class spending `budget` bits in all (`sum runs * keys * bits`), and
+/// the multiplier `λ` that gives them, by bisection on `ln λ` (the spend falls as `λ` grows).
+fn solve(classes: &[Class], budget: f64) -> (Vec<f64>, f64) {
+    let spend =
+        |bits: &[f64]| -> f64 { classes.iter().zip(bits).map(|(c, b)| c.runs * c.keys * b).sum() };
+    let (mut lo, mut hi) = (-120.0f64, 20.0f64);
+    for _ in 0..50 {
+        let mid = (lo + hi) / 2.0;
+        if spend(&bits_at(classes, mid.exp())) > budget {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    (bits_at(classes, hi.exp()), hi.exp())
+}
+
+/// What [`allocate`] decides.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Allocation {
+    /// Bits per key of L0's flush filters (0 without a flush filter).
+    pub l0_bits_per_key: f64,
+    /// FPR of each level (index 0 unused; 1 for no filter).
+    pub level_fprs: Vec<f64>,
+}
+
+/// Splits `bits_per_key` over every run of `shape` (module documentation): L0's runs filtered
+/// by `flush`, levels 1 and deeper by `compaction` (a kind with a tunable FPR). Empty levels
+/// below the deepest get the FPR a one-key level would (so a level about to be written is
+/// never left unfiltered, as in `monkey_fprs`).
+pub fn allocate(
+    shape: &TreeShape,
+    flush: FilterConfig,
+    compaction: StaticFilterKind,
+    bits_per_key: f64,
+) -> Allocation {
+    let mut classes = Vec::new();
+    let l0 = Curve::of_flush(flush).filter(|_| shape.l0_runs > 0.0 && shape.l0_run_keys > 0.0);
+    let l0 = l0.map(|curve| {
+        classes.push(Class { runs: shape.l0_runs, keys: shape.l0_run_keys, curve, fixed: None });
+        classes.len() - 1
+    });
+    let filtered = compaction != StaticFilterKind::None;
+    let curve = Curve::Static(compaction);
+    // A fixed-width kind spends what its FPR costs, `c log2(1/p)` bits per key.
+    let fixed = compaction.fixed_fpr().map(|p| compaction.bits_per_log2() * (1.0 / p).log2());
+    let mut level_class = vec![None; shape.levels.len()];
+    for (l, &keys) in shape.levels.iter().enumerate().skip(1) {
+        if filtered && keys > 0.0 {
+            level_class[l] = Some(classes.len());
+            classes.push(Class { runs: 1.0, keys, curve, fixed });
+        }
+    }
+    // The budget is per key of the whole tree, filtered or not.
+    let total = shape.l0_runs * shape.l0_run_keys + shape.levels.iter().skip(1).sum::<f64>();
+    let budget = bits_per_key * total;
+    let (mut bits, mut lambda) = solve(&classes, budget);
+    if let Some(i) = l0.filter(|&i| bits[i] > 0.0) {
+        (bits, lambda) = snap_l0(&mut classes, i, (bits, lambda), budget);
+    }
+    // An empty level below the deepest gets what a one-key level would at this λ.
+    let one_key_level = fixed.unwrap_or_else(|| curve.best_bits(lambda, 1.0));
+    let level_fprs = (0..shape.levels.len())
+        .map(|l| match level_class[l] {
+            _ if l == 0 || !filtered => 1.0,
+            Some(i) => curve.fpr(bits[i]),
+            None => curve.fpr(one_key_level),
+        })
+        .collect();
+    Allocation { l0_bits_per_key: l0.map_or(0.0, |i| bits[i]), level_fprs }
+}
+
+/// Expected wasted block reads per missing-key lookup: `sum runs * fpr(bits)`.
+fn expected_cost(classes: &[Class], bits: &[f64]) -> f64 {
+    classes.iter().zip(bits).map(|(c, &b)| c.runs * c.curve.fpr(b)).sum()
+}
+
+/// Fixes L0's bits per key at the power-of-two filter size just below or just above its
+/// continuous optimum, whichever costs less once the other runs are solved again for the rest
+/// of the budget, so that the budget holds as spent, not only as planned.
+fn snap_l0(
+    classes: &mut [Class],
+    i: usize,
+    continuous: (Vec<f64>, f64),
+    budget: f64,
+) -> (Vec<f64>, f64) {
+    // With every other run fixed (fingerprint widths), nothing could take up the difference.
+    if classes.iter().enumerate().all(|(j, c)| j == i || c.fixed.is_some()) {
+        return continuous;
+    }
+    let keys = classes[i].keys;
+    let words = (continuous.0[i] * keys / 32.0).max(2.0);
+    let down = 2f64.powf(words.log2().floor());
+    let mut best: Option<(f64, (Vec<f64>, f64))> = None;
+    for size_bits in [32.0 * down, 64.0 * down] {
+        let b0 = size_bits / keys;
+        if classes[i].runs * keys * b0 > budget || b0 > classes[i].curve.max_bits() {
+            continue;
+        }
+        classes[i].fixed = Some(b0);
+        let candidate = solve(classes, budget);
+        let cost = expected_cost(classes, &candidate.0);
+        if best.as_ref().is_none_or(|(c, _)| cost < *c) {
+            best = Some((cost, candidate));
+        }
+    }
+    classes[i].fixed = None;
+    // Neither size fits the budget (a tiny one): L0 keeps its continuous share.
+    best.map_or(continuous, |(_, solution)| solution)
+}
+
+/// Bits of an L0 filter of `bits_per_key` for `keys` keys under [`allocate`]: the power-of-two
+/// number of 32-bit words nearest (in ratio) to `bits_per_key * keys`, at least 2 words.
+pub fn flush_filter_bits(bits_per_key: f64, keys: u64) -> u64 {
+    let words = (bits_per_key * keys.max(1) as f64 / 32.0).max(2.0);
+    32 << (words.log2().round() as u32).min(57)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compaction::filter::monkey_fprs;
+
+    fn shape(l0_runs: f64, l0_run_keys: f64, levels: &[f64]) -> TreeShape {
+        TreeShape { l0_runs, l0_run_keys, levels: levels.to_vec() }
+    }
+
+    #[test]
+    fn without_l0_it_is_monkey() {
+        let s = shape(0.0, 0.0, &[0.0, 1e4, 1e5, 1e6]);
+        for bpk in [2.0, 6.0, 10.0] {
+            let a = allocate(&s, FilterConfig::None, StaticFilterKind::Ribbon, bpk);
+            let m = monkey_fprs(&s.levels[1..], bpk, StaticFilterKind::Ribbon.bits_per_log2());
+            for (p, q) in a.level_fprs[1..].iter().zip(&m) {
+                assert!((p / q - 1.0).abs() < 1e-6, "{bpk}: {:?} vs {m:?}", a.level_fprs);
+            }
+            assert_eq!(a.l0_bits_per_key, 0.0);
+        }
+    }
+
+    /// The spend of an allocation, in bits.
+    fn spent(s: &TreeShape, a: &Allocation, kind: StaticFilterKind) -> f64 {
+        let c = kind.bits_per_log2();
+        let levels: f64 = s.levels[1..]
+            .iter()
+            .zip(&a.level_fprs[1..])
+            .map(|(n, p)| n * c * (1.0 / p).log2())
+            .sum();
+        levels + s.l0_runs * s.l0_run_keys * a.l0_bits_per_key
+    }
+
+    #[test]
+    fn the_budget_is_spent() {
+        let s = shape(4.0, 10_000.0, &[0.0, 3.5e3, 8.2e4, 3.1e5]);
+        let keys = 4.0 * 10_000.0 + 3.5e3 + 8.2e4 + 3.1e5;
+        for bpk in [2.0, 4.0, 8.0, 10.0, 16.0] {
+            for flush in [
+                FilterConfig::TwoBitBloom { bits_per_key: 0.0 },
+                FilterConfig::BlockedBloom { bits_per_key: 0.0 },
+            ] {
+                let a = allocate(&s, flush, StaticFilterKind::Ribbon, bpk);
+                let rel = spent(&s, &a, StaticFilterKind::Ribbon) / (bpk * keys) - 1.0;
+                assert!(rel.abs() < 1e-6, "{bpk} {flush:?}: spent {rel:+e} off the budget");
+            }
+        }
+    }
+
+    #[test]
+    fn a_fixed_width_kind_keeps_its_fpr_and_l0_gets_the_rest() {
+        let s = shape(4.0, 10_000.0, &[0.0, 3.5e3, 8.2e4, 3.1e5]);
+        let flush = FilterConfig::TwoBitBloom { bits_per_key: 0.0 };
+        let kind = StaticFilterKind::BinaryFuse8;
+        let a = allocate(&s, flush, kind, 12.0);
+        assert!(a.level_fprs[1..].iter().all(|&p| (p - 1.0 / 256.0).abs() < 1e-12), "{a:?}");
+        let keys = 4.0 * 10_000.0 + 3.5e3 + 8.2e4 + 3.1e5;
+        let rel = spent(&s, &a, kind) / (12.0 * keys) - 1.0;
+        assert!(rel.abs() < 1e-6, "spent {rel:+e} off the budget");
+    }
+
+    #[test]
+    fn flush_filters_are_sized_to_the_nearest_power_of_two_words() {
+        assert_eq!(flush_filter_bits(10.0, 1000), 8192); // 312.5 words -> 256
+        assert_eq!(flush_filter_bits(10.0, 1200), 16384); // 375 words -> 512
+        assert_eq!(flush_filter_bits(0.0, 1000), 64);
+    }
+
+    #[test]
+    fn l0_gets_more_bits_per_key_than_the_deepest_level_and_beats_a_uniform_split() {
+        // readamp's shape: small L0 runs, a large last level.
+        let s = shape(4.0, 10_000.0, &[0.0, 3.5e3, 8.2e4, 3.1e5]);
+        let flush = FilterConfig::TwoBitBloom { bits_per_key: 0.0 };
+        let kind = StaticFilterKind::Ribbon;
+        let bpk = 10.0;
+        let a = allocate(&s, flush, kind, bpk);
+        let deepest_bits = kind.bits_per_log2() * (1.0 / a.level_fprs[3]).log2();
+        assert!(a.l0_bits_per_key > deepest_bits, "{a:?}");
+        let cost = |l0_bits: f64, fprs: &[f64]| {
+            4.0 * Curve::TwoBit.fpr(l0_bits) + fprs[1..].iter().sum::<f64>()
+        };
+        let uniform = 2f64.powf(-bpk / kind.bits_per_log2());
+        let optimal = cost(a.l0_bits_per_key, &a.level_fprs);
+        assert!(optimal < cost(bpk, &[1.0, uniform, uniform, uniform]) / 2.0, "{optimal}");
+    }
+
+    #[test]
+    fn a_budget_too_small_for_any_filter_leaves_runs_unfiltered() {
+        let s = shape(4.0, 1e4, &[0.0, 1e4, 1e5]);
+        let flush = FilterConfig::TwoBitBloom { bits_per_key: 0.0 };
+        let a = allocate(&s, flush, StaticFilterKind::Ribbon, 1e-6);
+        assert!(a.level_fprs[1..].iter().all(|&p| p > 0.9), "{a:?}");
+        let a = allocate(&s, flush, StaticFilterKind::None, 8.0);
+        assert!(a.level_fprs.iter().all(|&p| p == 1.0));
+        assert!(a.l0_bits_per_key > 8.0);
+    }
+
+    #[test]
+    fn l0_gets_a_power_of_two_filter_and_the_budget_still_holds() {
+        let s = shape(3.0, 10_000.0, &[0.0, 3.5e3, 8.2e4, 3.1e5]);
+        let keys = 3.0 * 10_000.0 + 3.5e3 + 8.2e4 + 3.1e5;
+        let flush = FilterConfig::TwoBitBloom { bits_per_key: 0.0 };
+        for bpk in [4.0, 8.0, 10.0, 16.0] {
+            let a = allocate(&s, flush, StaticFilterKind::Ribbon, bpk);
+            let words = a.l0_bits_per_key * 10_000.0 / 32.0;
+            assert!((words.log2() - words.log2().round()).abs() < 1e-9, "{bpk}: {words} words");
+            assert_eq!(flush_filter_bits(a.l0_bits_per_key, 10_000) as f64, words * 32.0);
+            let rel = spent(&s, &a, StaticFilterKind::Ribbon) / (bpk * keys) - 1.0;
+            assert!(rel.abs() < 1e-6, "{bpk}: spent {rel:+e} off the budget");
+        }
+    }
+
+    #[test]
+    fn an_empty_level_below_the_deepest_gets_the_smallest_fpr() {
+        let s = shape(4.0, 1e4, &[0.0, 1e5, 1e6, 0.0]);
+        let flush = FilterConfig::TwoBitBloom { bits_per_key: 0.0 };
+        let a = allocate(&s, flush, StaticFilterKind::Ribbon, 8.0);
+        assert!(a.level_fprs[3] < a.level_fprs[1], "{a:?}");
+    }
+}
