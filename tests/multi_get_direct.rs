@@ -105,6 +105,8 @@ fn direct_multi_get_counts_what_single_gets_count_and_reads_a_shared_block_once(
     let dir = disk_dir();
     build(dir.path());
     let db = Db::open(dir.path(), options(0)).unwrap();
+    // The counts compare two passes over one version: no compaction may land in between.
+    db.wait_for_compactions().unwrap();
     let mut rng = SplitMix64::new(13);
     // Runs of neighbouring keys, so that several keys of a batch share a block.
     let keys: Vec<Vec<u8>> =

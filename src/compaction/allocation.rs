@@ -11,7 +11,7 @@
 //! and standard Bloom flush filters are taken as such curves too. The default flush filter
 //! is a two-bit Bloom filter whose FPR falls much more slowly with memory (its `f(b)` flattens
 //! past about 20 bits per key, since it sets only two bits per key), so its runs are solved
-//! numerically on its own curve, `BloomShape::theoretical_fpr`. L0 counts as
+//! on its own curve, `BloomShape::theoretical_fpr` tabulated ([`TwoBitCurve`]). L0 counts as
 //! `l0_compaction_trigger - 1` runs of one memtable's keys each (the most files L0 keeps while
 //! no compaction is due), just as Monkey counts levels at capacity.
 //!
@@ -70,10 +70,10 @@ impl Curve {
         match self {
             _ if bits <= 0.0 => 1.0,
             Curve::Static(k) => 2f64.powf(-bits / k.bits_per_log2()).min(1.0),
-            // Below half a bit per key the filter is nearly all ones (FPR 0.94), and the
-            // Poisson sum over 64+ keys per word would be slow: call it no filter.
+            // Below half a bit per key the filter is nearly all ones (FPR 0.94; the table
+            // starts there): call it no filter.
             Curve::TwoBit if bits < 0.5 => 1.0,
-            Curve::TwoBit => <TwoBitBloom as BloomShape>::theoretical_fpr(bits, 2).min(1.0),
+            Curve::TwoBit => two_bit().fpr(bits),
         }
     }
 
@@ -93,20 +93,9 @@ impl Curve {
                 let c = k.bits_per_log2();
                 c * (std::f64::consts::LN_2 / (c * slope)).log2()
             }
-            // Ternary search of the convex cost.
             Curve::TwoBit => {
-                let cost = |b: f64| self.fpr(b) + slope * b;
-                let (mut lo, mut hi) = (0.0, self.max_bits());
-                for _ in 0..40 {
-                    let (m1, m2) = (lo + (hi - lo) / 3.0, hi - (hi - lo) / 3.0);
-                    if cost(m1) <= cost(m2) {
-                        hi = m2;
-                    } else {
-                        lo = m1;
-                    }
-                }
-                let b = (lo + hi) / 2.0;
-                if cost(b) < 1.0 {
+                let b = two_bit().best_bits(slope);
+                if self.fpr(b) + slope * b < 1.0 {
                     b
                 } else {
                     0.0
@@ -114,6 +103,57 @@ impl Curve {
             }
         };
         best.clamp(0.0, self.max_bits())
+    }
+}
+
+/// Steps per bit of [`TwoBitCurve`]'s table.
+const TWO_BIT_STEPS: f64 = 64.0;
+
+/// The two-bit filter's theoretical FPR on `[0.5, MAX_TWO_BIT_BITS]` bits per key, tabulated
+/// once per process from `theoretical_fpr` (a Poisson sum of a few hundred `pow` calls): an
+/// allocation evaluates the curve thousands of times, and every flush, rotation, compaction and
+/// trivial-move check allocates. Between grid points (1/64 bit) it is interpolated linearly,
+/// within 0.1% of the formula; the polyline of a convex curve is convex, so the minimum of
+/// `fpr(b) + slope * b` lies at the grid point where the segments' slope falls to `slope`.
+struct TwoBitCurve {
+    fpr: Vec<f64>,
+}
+
+fn two_bit() -> &'static TwoBitCurve {
+    static CURVE: std::sync::OnceLock<TwoBitCurve> = std::sync::OnceLock::new();
+    CURVE.get_or_init(|| {
+        let n = ((MAX_TWO_BIT_BITS - 0.5) * TWO_BIT_STEPS) as usize + 1;
+        let at = |i: usize| 0.5 + i as f64 / TWO_BIT_STEPS;
+        let fpr = (0..n)
+            .map(|i| <TwoBitBloom as BloomShape>::theoretical_fpr(at(i), 2).min(1.0))
+            .collect();
+        TwoBitCurve { fpr }
+    })
+}
+
+impl TwoBitCurve {
+    fn fpr(&self, bits: f64) -> f64 {
+        let last = self.fpr.len() - 1;
+        let x = ((bits - 0.5) * TWO_BIT_STEPS).clamp(0.0, last as f64);
+        let i = (x as usize).min(last - 1);
+        let t = x - i as f64;
+        self.fpr[i] * (1.0 - t) + self.fpr[i + 1] * t
+    }
+
+    /// The grid point minimising `fpr(b) + slope * b`: the first whose next segment falls by
+    /// at most `slope` per bit (binary search: the segments' fall shrinks along the curve).
+    fn best_bits(&self, slope: f64) -> f64 {
+        let fall = |i: usize| (self.fpr[i] - self.fpr[i + 1]) * TWO_BIT_STEPS;
+        let (mut lo, mut hi) = (0, self.fpr.len() - 1);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if fall(mid) > slope {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        0.5 + lo as f64 / TWO_BIT_STEPS
     }
 }
 
@@ -308,7 +348,29 @@ mod tests {
         assert!(a.level_fprs[1..].iter().all(|&p| (p - 1.0 / 256.0).abs() < 1e-12), "{a:?}");
         let keys = 4.0 * 10_000.0 + 3.5e3 + 8.2e4 + 3.1e5;
         let rel = spent(&s, &a, kind) / (12.0 * keys) - 1.0;
-        assert!(rel.abs() < 1e-6, "spent {rel:+e} off the budget");
+        // L0 alone takes up the difference, on a curve tabulated at 1/64 bit: its bits per key
+        // move in such steps (1/64 of 40,000 keys' bits is 1.5e-4 of the budget).
+        assert!(rel.abs() < 2e-4, "spent {rel:+e} off the budget");
+    }
+
+    #[test]
+    fn the_two_bit_table_follows_the_formula_and_finds_the_minimum_cost() {
+        let curve = two_bit();
+        for i in 0..2000 {
+            let b = 0.5 + i as f64 * 0.0317;
+            let exact = <TwoBitBloom as BloomShape>::theoretical_fpr(b, 2).min(1.0);
+            let rel = curve.fpr(b) / exact - 1.0;
+            assert!(rel.abs() < 1e-3, "{b}: {} vs {exact}", curve.fpr(b));
+        }
+        // The binary search's grid point against a scan of every grid point.
+        for slope in [1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7] {
+            let cost = |b: f64| curve.fpr(b) + slope * b;
+            let best = curve.best_bits(slope);
+            let scan = (0..curve.fpr.len())
+                .map(|i| cost(0.5 + i as f64 / TWO_BIT_STEPS))
+                .fold(f64::INFINITY, f64::min);
+            assert!(cost(best) <= scan * (1.0 + 1e-12), "slope {slope}: {best} bits");
+        }
     }
 
     #[test]
