@@ -85,9 +85,10 @@ impl Policy {
     /// The engine's filter policy at `bits` filter bits per key, or why the policy cannot
     /// spend that budget. Flush filters get `bits` per key; compacted levels get the budget as
     /// `LevelBudget::BitsPerKey(bits)` (converted by the engine to the FPR the kind reaches with
-    /// it) or, for Monkey, as the average over levels 1 and deeper, and for all-runs allocation
-    /// over every run. Binary fuse runs only where
-    /// one of its widths (`fuse`, at this file size) is within `tolerance` of `bits`.
+    /// it) or, for Monkey, as the average over levels 1 and deeper; all-runs allocation takes it
+    /// as the average over every run, L0 included, and sizes the flush filters itself. Binary
+    /// fuse runs only where one of its widths (`fuse`, at this file size) is within `tolerance`
+    /// of `bits`.
     pub fn filter_policy(
         self,
         bits: f64,

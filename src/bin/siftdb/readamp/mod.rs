@@ -10,7 +10,7 @@
 //! `<out>/fpr_vs_bits.svg`.
 //!
 //! Equal memory: every policy is configured with the budget as bits per key at flush and at
-//! compaction; the bits each build actually spent (filter bytes over entries, all levels) are
+//! compaction (all-runs allocation: over the whole tree); the bits each build actually spent (filter bytes over entries, all levels) are
 //! reported, the plots use them as x, and a run further than `--tolerance` from its budget is
 //! marked in the `equal_memory` column. Binary fuse's size is fixed by its fingerprint width, so
 //! it runs only at budgets within `--tolerance` of its own bits per key at the output file size
