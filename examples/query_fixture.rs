@@ -22,7 +22,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Err(format!("{} exists; give a new path", out.display()).into());
     }
     let db = Db::open(out, Options::default())?;
-    let opts = TableOptions { chunk_rows: QUERY_FIXTURE_CHUNK_ROWS, ..TableOptions::default() };
+    let opts =
+        TableOptions { chunk_rows: QUERY_FIXTURE_CHUNK_ROWS, page_rows: QUERY_FIXTURE_PAGE_ROWS };
     let mut t = Table::create(&db, QUERY_FIXTURE_TABLE, query_fixture_schema(), opts)?;
     t.append(&query_fixture_columns())?;
     let chunks = t.chunks().len();

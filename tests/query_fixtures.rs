@@ -73,6 +73,8 @@ fn reads_with_its_rows(name: &str) {
     let mut t = Table::open(&db, QUERY_FIXTURE_TABLE, &query_fixture_schema()).unwrap();
     assert_eq!(t.num_rows(), QUERY_FIXTURE_ROWS);
     assert_eq!(t.chunk_rows(), QUERY_FIXTURE_CHUNK_ROWS);
+    let page_rows = if name == "query_v1" { DEFAULT_PAGE_ROWS } else { QUERY_FIXTURE_PAGE_ROWS };
+    assert_eq!(t.page_rows(), page_rows);
     check_table(&t, &expected);
 
     // This build appends to the old table; old and new chunks read together.
@@ -88,4 +90,9 @@ fn reads_with_its_rows(name: &str) {
 #[test]
 fn query_v1_fixture_reads() {
     reads_with_its_rows("query_v1");
+}
+
+#[test]
+fn query_v2_fixture_reads() {
+    reads_with_its_rows("query_v2");
 }

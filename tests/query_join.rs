@@ -43,7 +43,8 @@ fn load_fact<'a>(db: &'a Db, name: &str, f: &Fixture, sorted: bool) -> Table<'a>
         Field::new("p1", ColumnType::F64),
     ])
     .unwrap();
-    let mut t = Table::create(db, name, schema, TableOptions { chunk_rows: 256 }).unwrap();
+    let mut t =
+        Table::create(db, name, schema, TableOptions { chunk_rows: 256, page_rows: 64 }).unwrap();
     t.append(&[
         Column::with_validity(
             ColumnData::U64(order.iter().map(|&i| f.fk[i].unwrap_or(0)).collect()),
@@ -64,7 +65,8 @@ fn load_dim<'a>(db: &'a Db, f: &Fixture) -> Table<'a> {
         Field::new("attr", ColumnType::I64),
     ])
     .unwrap();
-    let mut t = Table::create(db, "dim", schema, TableOptions { chunk_rows: 128 }).unwrap();
+    let mut t =
+        Table::create(db, "dim", schema, TableOptions { chunk_rows: 128, page_rows: 32 }).unwrap();
     t.append(&[
         Column::new(ColumnData::U64(f.dim_keys.clone())),
         Column::new(ColumnData::U64(f.dim_grp.clone())),

@@ -46,7 +46,8 @@ fn load<'a>(db: &'a Db, rows: &[Row]) -> Table<'a> {
             push(c, v);
         }
     }
-    let mut t = Table::create(db, "t", s, TableOptions { chunk_rows: CHUNK }).unwrap();
+    let mut t = Table::create(db, "t", s, TableOptions { chunk_rows: CHUNK, page_rows: CHUNK / 4 })
+        .unwrap();
     t.append(&cols).unwrap();
     t
 }
@@ -152,6 +153,27 @@ fn min_max_skips_chunks_of_a_sorted_column() {
     assert_eq!((c.chunks_skipped_minmax, c.rows_out), (14, 1));
     let c = check(&t, &rows, vec![in_list("id", vec![Value::U64(3), Value::U64(8997)])], &[1]);
     assert_eq!((c.chunks_skipped_minmax, c.rows_out), (13, 2));
+}
+
+#[test]
+fn page_min_max_skips_pages_and_late_materialisation_decodes_only_their_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    let rows = model(4);
+    let t = load(&db, &rows);
+    // Chunk 2 holds ids [1200, 1797] in 4 pages of 50 rows: ids 1350..=1497 lie in page 1.
+    let c = check(&t, &rows, vec![between("id", Value::U64(1350), Value::U64(1497))], &[0, 2, 4]);
+    assert_eq!(c.chunks_skipped_minmax, 14);
+    assert_eq!(c.pages_skipped_minmax, 3);
+    assert_eq!(c.rows_out, 50);
+    // One page of `id`, then one page each of `delta` and `tag`.
+    assert_eq!(c.pages_decoded, 3);
+    assert_eq!((c.rows_decoded[0], c.rows_decoded[2], c.rows_decoded[4]), (50, 50, 50));
+    assert_eq!((c.rows_decoded[1], c.rows_decoded[3]), (0, 0));
+    // Rows spread over two pages of one chunk: both decoded, the others skipped.
+    let c = check(&t, &rows, vec![in_list("id", vec![Value::U64(1200), Value::U64(1797)])], &[3]);
+    assert_eq!((c.pages_skipped_minmax, c.pages_decoded, c.rows_out), (2, 4, 2));
+    assert_eq!(c.rows_decoded[3], 100);
 }
 
 #[test]

@@ -46,7 +46,9 @@ fn schema_and_chunks_round_trip_through_a_reopen() {
     let dir = tempfile::tempdir().unwrap();
     {
         let db = Db::open(dir.path(), Options::default()).unwrap();
-        let mut t = Table::create(&db, "t1", schema(), TableOptions { chunk_rows: 100 }).unwrap();
+        let mut t =
+            Table::create(&db, "t1", schema(), TableOptions { chunk_rows: 100, page_rows: 30 })
+                .unwrap();
         t.append(&columns(250)).unwrap();
         assert_eq!(t.chunks().len(), 3);
         assert!(matches!(
@@ -116,7 +118,8 @@ fn appending_mismatched_columns_is_rejected() {
 fn corrupt_column_chunk_bytes_are_typed_corruption_errors() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), Options::default()).unwrap();
-    let mut t = Table::create(&db, "t", schema(), TableOptions { chunk_rows: 64 }).unwrap();
+    let mut t =
+        Table::create(&db, "t", schema(), TableOptions { chunk_rows: 64, page_rows: 16 }).unwrap();
     t.append(&columns(64)).unwrap();
     let mut rng = siftdb::rng::SplitMix64::new(8);
     for col in 0..4 {
@@ -145,7 +148,8 @@ fn corrupt_column_chunk_bytes_are_typed_corruption_errors() {
 fn corrupt_chunk_metadata_fails_the_open() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), Options::default()).unwrap();
-    let mut t = Table::create(&db, "t", schema(), TableOptions { chunk_rows: 64 }).unwrap();
+    let mut t =
+        Table::create(&db, "t", schema(), TableOptions { chunk_rows: 64, page_rows: 16 }).unwrap();
     t.append(&columns(100)).unwrap();
     let ks = t.keyspace().clone();
     let mut key = b"m/".to_vec();
@@ -168,7 +172,9 @@ fn query_tables_live_outside_the_users_keyspace() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), Options::default()).unwrap();
     db.put("user", "key").unwrap();
-    let mut t = Table::create(&db, "events", schema(), TableOptions { chunk_rows: 64 }).unwrap();
+    let mut t =
+        Table::create(&db, "events", schema(), TableOptions { chunk_rows: 64, page_rows: 16 })
+            .unwrap();
     t.append(&columns(200)).unwrap();
     // The user's scan sees only the user's keys, and a user key shaped like the old layout's
     // chunk metadata key cannot break the table.

@@ -12,8 +12,13 @@ pub struct ScanCounters {
     pub chunks_skipped_filter: u64,
     /// Chunk filters read and probed.
     pub filters_probed: u64,
-    /// Rows decoded per schema column (predicate columns: whole chunks; other projected
-    /// columns: only the rows that passed, the late materialisation).
+    /// Pages of predicate columns skipped because the predicate excludes their min/max.
+    pub pages_skipped_minmax: u64,
+    /// Pages decoded, all columns together.
+    pub pages_decoded: u64,
+    /// Rows of the decoded pages, per schema column (predicate columns: every page with a row
+    /// still selected that its min/max does not exclude; other projected columns: only pages
+    /// holding a row that passed, the late materialisation).
     pub rows_decoded: Vec<u64>,
     /// Rows returned.
     pub rows_out: u64,
@@ -41,7 +46,12 @@ pub struct JoinCounters {
     pub chunks_unfiltered: u64,
     /// Times the adaptive switch paused the filter.
     pub filter_pauses: u64,
-    /// Rows decoded per probe-table column.
+    /// Key-column pages skipped because their min/max excludes every build key (`ChunkSkip`,
+    /// `Adaptive`).
+    pub pages_skipped_minmax: u64,
+    /// Pages decoded, all probe columns together.
+    pub pages_decoded: u64,
+    /// Rows of the decoded pages per probe-table column.
     pub rows_decoded: Vec<u64>,
     /// Probe rows checked against the probe filter.
     pub rows_checked: u64,

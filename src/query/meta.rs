@@ -38,7 +38,7 @@ pub struct ChunkMeta {
     pub columns: Vec<ColumnMeta>,
 }
 
-fn put_stat(out: &mut Vec<u8>, v: &Value) {
+pub(crate) fn put_stat(out: &mut Vec<u8>, v: &Value) {
     match v {
         Value::U64(x) => out.extend_from_slice(&x.to_le_bytes()),
         Value::I64(x) => out.extend_from_slice(&x.to_le_bytes()),
@@ -51,7 +51,7 @@ fn put_stat(out: &mut Vec<u8>, v: &Value) {
     }
 }
 
-fn get_stat(r: &mut Reader<'_>, ty: ColumnType, field: &str) -> Result<Value> {
+pub(crate) fn get_stat(r: &mut Reader<'_>, ty: ColumnType, field: &str) -> Result<Value> {
     Ok(match ty {
         ColumnType::Bytes => {
             let n = r.u32(field)? as usize;

@@ -17,7 +17,7 @@
 //! # let dir = tempfile::tempdir().unwrap();
 //! let db = siftdb::Db::open(dir.path(), siftdb::Options::default()).unwrap();
 //! let schema = Schema::new(vec![Field::new("id", ColumnType::U64), Field::new("v", ColumnType::F64)]).unwrap();
-//! let mut t = Table::create(&db, "t", schema, TableOptions { chunk_rows: 4 }).unwrap();
+//! let mut t = Table::create(&db, "t", schema, TableOptions { chunk_rows: 4, page_rows: 2 }).unwrap();
 //! t.append(&[
 //!     Column::new(ColumnData::U64((0..10).collect())),
 //!     Column::new(ColumnData::F64((0..10).map(|i| i as f64 / 2.0).collect())),
@@ -29,11 +29,15 @@
 //! ```
 
 mod chunk;
+mod chunk_reader;
 mod codec;
 mod column;
 mod counters;
 mod join;
 mod meta;
+mod page;
+#[cfg(feature = "parquet")]
+mod parquet;
 mod scan;
 mod schema;
 mod table;
@@ -48,4 +52,4 @@ pub use join::{
 pub use meta::{ChunkMeta, ColumnMeta};
 pub use scan::{between, eq, in_list, scan, Predicate, ScanResult, ScanSpec};
 pub use schema::{ColumnType, Field, Schema};
-pub use table::{Table, TableOptions, DEFAULT_CHUNK_ROWS};
+pub use table::{Table, TableOptions, DEFAULT_CHUNK_ROWS, DEFAULT_PAGE_ROWS};

@@ -5,12 +5,15 @@
 //! `in_list` probes the column's chunk filter (a Parquet split-block Bloom filter over the
 //! chunk's distinct values) with every value, and a chunk whose filter rejects them all is
 //! skipped (a filter has no false negatives, so no matching chunk is ever skipped); (3) the
-//! predicate columns are decompressed and evaluated, giving a selection of rows; (4) only if the
-//! selection is non-empty are the other projected columns read, and only the selected rows are
-//! materialised (late materialisation).
+//! predicate columns are read and, page by page, a page whose min/max (the chunk's page index)
+//! excludes the predicate or that holds no selected row is skipped, the others are decoded and
+//! evaluated, giving a selection of rows; (4) only if the selection is non-empty are the other
+//! projected columns read, and only the pages holding selected rows are decoded and only the
+//! selected rows materialised (late materialisation).
 
 use crate::error::{Error, Result};
-use crate::query::chunk::RawChunk;
+use crate::query::chunk::cmp_bits;
+use crate::query::chunk_reader::{ColumnChunk, PageStats};
 use crate::query::column::{Column, Value};
 use crate::query::counters::ScanCounters;
 use crate::query::meta::ChunkMeta;
@@ -59,16 +62,6 @@ pub fn in_list(col: &str, values: Vec<Value>) -> Predicate {
 /// `lo <= col <= hi`.
 pub fn between(col: &str, lo: Value, hi: Value) -> Predicate {
     Predicate::Between { col: col.to_string(), lo, hi }
-}
-
-/// Total order of two stored numeric bit patterns of type `ty`.
-#[inline]
-fn cmp_bits(ty: ColumnType, a: u64, b: u64) -> Ordering {
-    match ty {
-        ColumnType::U64 => a.cmp(&b),
-        ColumnType::I64 => (a as i64).cmp(&(b as i64)),
-        _ => f64::from_bits(a).total_cmp(&f64::from_bits(b)),
-    }
 }
 
 /// The stored bit pattern of a numeric value.
@@ -154,46 +147,63 @@ impl Predicate {
         }
     }
 
-    /// Keeps in `sel` the rows of `raw` that satisfy the predicate.
-    pub(crate) fn filter_rows(&self, raw: &RawChunk, ty: ColumnType, sel: &mut Vec<u32>) {
-        if ty == ColumnType::Bytes {
-            let bytes = |v: &Value| match v {
-                Value::Bytes(b) => b.clone(),
-                _ => Vec::new(),
-            };
-            sel.retain(|&i| {
-                let i = i as usize;
-                raw.is_valid(i) && {
-                    let x = raw.bytes_at(i);
-                    match self {
-                        Predicate::Eq { value, .. } => x == bytes(value).as_slice(),
-                        Predicate::InList { values, .. } => {
-                            values.iter().any(|v| x == bytes(v).as_slice())
-                        }
-                        Predicate::Between { lo, hi, .. } => {
-                            x >= bytes(lo).as_slice() && x <= bytes(hi).as_slice()
-                        }
-                    }
-                }
-            });
-            return;
+    /// True when a page's statistics prove no row of it can match (`None`: no statistics, a
+    /// version-1 chunk).
+    pub(crate) fn excludes_page(&self, stats: Option<&PageStats>) -> bool {
+        match stats.map(|s| &s.minmax) {
+            None => false,
+            Some(None) => true, // every row null
+            Some(Some((min, max))) => self.excludes_range(min, max),
         }
-        let vals: Vec<u64> = self.values().into_iter().map(bits_of).collect();
-        sel.retain(|&i| {
-            let i = i as usize;
-            raw.is_valid(i) && {
-                let x = raw.bits(i);
-                match self {
-                    Predicate::Eq { .. } | Predicate::InList { .. } => {
-                        vals.iter().any(|&v| cmp_bits(ty, x, v) == Ordering::Equal)
-                    }
-                    Predicate::Between { .. } => {
-                        cmp_bits(ty, x, vals[0]) != Ordering::Less
-                            && cmp_bits(ty, x, vals[1]) != Ordering::Greater
-                    }
-                }
-            }
-        });
+    }
+
+    /// The predicate in the stored form of a column of type `ty`, to test rows with.
+    pub(crate) fn row_test(&self, ty: ColumnType) -> RowTest<'_> {
+        let values = self.values();
+        let bits = values.iter().map(|v| bits_of(v)).collect();
+        let bytes = values
+            .iter()
+            .map(|v| match v {
+                Value::Bytes(b) => b.as_slice(),
+                _ => &[],
+            })
+            .collect();
+        RowTest { ty, between: matches!(self, Predicate::Between { .. }), bits, bytes }
+    }
+}
+
+/// A predicate compiled for one column: its values as stored bits or byte slices, so testing a
+/// row neither allocates nor converts.
+pub(crate) struct RowTest<'p> {
+    ty: ColumnType,
+    /// `lo <= x <= hi` with the two values; otherwise `x` equals one of them.
+    between: bool,
+    bits: Vec<u64>,
+    bytes: Vec<&'p [u8]>,
+}
+
+impl RowTest<'_> {
+    /// Whether row `i` of `chunk` (its page loaded) satisfies the predicate (false for null).
+    #[inline]
+    pub(crate) fn matches(&self, chunk: &ColumnChunk, i: usize) -> bool {
+        if !chunk.is_valid(i) {
+            return false;
+        }
+        if self.ty == ColumnType::Bytes {
+            let x = chunk.bytes_at(i);
+            return if self.between {
+                x >= self.bytes[0] && x <= self.bytes[1]
+            } else {
+                self.bytes.contains(&x)
+            };
+        }
+        let x = chunk.bits(i);
+        if self.between {
+            cmp_bits(self.ty, x, self.bits[0]) != Ordering::Less
+                && cmp_bits(self.ty, x, self.bits[1]) != Ordering::Greater
+        } else {
+            self.bits.iter().any(|&v| cmp_bits(self.ty, x, v) == Ordering::Equal)
+        }
     }
 }
 
@@ -229,6 +239,8 @@ pub fn scan(table: &Table<'_>, spec: &ScanSpec) -> Result<ScanResult> {
         .iter()
         .map(|&k| Column::empty(schema.fields[k].ty, schema.fields[k].nullable))
         .collect();
+    let tests: Vec<RowTest<'_>> =
+        preds.iter().map(|(k, p)| p.row_test(schema.fields[*k].ty)).collect();
     let mut row_ids = Vec::new();
     'chunks: for (ci, meta) in table.chunks().iter().enumerate() {
         c.chunks_total += 1;
@@ -255,36 +267,62 @@ pub fn scan(table: &Table<'_>, spec: &ScanSpec) -> Result<ScanResult> {
             }
         }
         let mut sel: Vec<u32> = (0..meta.rows).collect();
-        let mut decoded: Vec<(usize, RawChunk)> = Vec::new();
-        for (k, p) in &preds {
+        let mut read: Vec<(usize, ColumnChunk)> = Vec::new();
+        for ((k, p), test) in preds.iter().zip(&tests) {
             if sel.is_empty() {
                 break;
             }
-            let raw = match decoded.iter().position(|(j, _)| j == k) {
-                Some(at) => &decoded[at].1,
-                None => {
-                    decoded.push((*k, table.read_column(ci, *k)?));
-                    c.rows_decoded[*k] += meta.rows as u64;
-                    &decoded.last().expect("just pushed").1
+            let chunk = column(table, ci, *k, &mut read)?;
+            let mut kept = Vec::with_capacity(sel.len());
+            let mut rest = &sel[..];
+            for page in 0..chunk.page_count() {
+                let rows = chunk.page_rows(page);
+                let (here, after) =
+                    rest.split_at(rest.partition_point(|&i| (i as usize) < rows.end));
+                rest = after;
+                if here.is_empty() {
+                    continue;
                 }
-            };
-            p.filter_rows(raw, schema.fields[*k].ty, &mut sel);
+                if p.excludes_page(chunk.stats(page)) {
+                    c.pages_skipped_minmax += 1;
+                    continue;
+                }
+                let n = chunk.load(page)?;
+                c.pages_decoded += u64::from(n > 0);
+                c.rows_decoded[*k] += n as u64;
+                kept.extend(here.iter().filter(|&&i| test.matches(chunk, i as usize)));
+            }
+            sel = kept;
         }
         if sel.is_empty() {
             continue;
         }
         for (out, &k) in columns.iter_mut().zip(&proj) {
-            if let Some(at) = decoded.iter().position(|(j, _)| *j == k) {
-                decoded[at].1.gather_into(&sel, out)?;
-            } else {
-                let raw = table.read_column(ci, k)?;
-                c.rows_decoded[k] += sel.len() as u64;
-                raw.gather_into(&sel, out)?;
-                decoded.push((k, raw));
-            }
+            let chunk = column(table, ci, k, &mut read)?;
+            let (pages, rows) = chunk.load_rows(&sel)?;
+            c.pages_decoded += pages as u64;
+            c.rows_decoded[k] += rows as u64;
+            chunk.gather_into(&sel, out)?;
         }
         row_ids.extend(sel.iter().map(|&i| meta.first_row + i as u64));
     }
     c.rows_out = row_ids.len() as u64;
     Ok(ScanResult { columns, row_ids, counters: c })
+}
+
+/// Column `k` of chunk `ci`, read once per chunk: from `read` if an earlier step read it.
+fn column<'a>(
+    table: &Table<'_>,
+    ci: usize,
+    k: usize,
+    read: &'a mut Vec<(usize, ColumnChunk)>,
+) -> Result<&'a mut ColumnChunk> {
+    let at = match read.iter().position(|(j, _)| *j == k) {
+        Some(at) => at,
+        None => {
+            read.push((k, table.read_column(ci, k)?));
+            read.len() - 1
+        }
+    };
+    Ok(&mut read[at].1)
 }

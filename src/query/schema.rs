@@ -4,6 +4,7 @@
 
 use crate::error::{Error, Result};
 use crate::query::codec::{push_crc, split_crc, Reader};
+use crate::query::table::{TableOptions, DEFAULT_PAGE_ROWS};
 
 /// The type of a column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -83,7 +84,9 @@ pub struct Schema {
 }
 
 const SCHEMA_MAGIC: &[u8; 4] = b"SQS1";
-const SCHEMA_VERSION: u8 = 1;
+/// Version 2 added `page_rows`; version 1 (no pages) still decodes, with the default page size
+/// for the chunks appended from then on.
+const SCHEMA_VERSION: u8 = 2;
 
 impl Schema {
     /// A schema of `fields`; names must be unique and 1..=255 bytes, at most 65,535 columns.
@@ -123,12 +126,13 @@ impl Schema {
             .ok_or_else(|| Error::invalid(format!("no column named {name:?}")))
     }
 
-    /// The stored encoding (with the table's chunk size).
-    pub(crate) fn encode(&self, chunk_rows: u32) -> Vec<u8> {
+    /// The stored encoding (with the table's chunk and page sizes).
+    pub(crate) fn encode(&self, opts: &TableOptions) -> Vec<u8> {
         let mut out = Vec::with_capacity(16 + self.fields.len() * 16);
         out.extend_from_slice(SCHEMA_MAGIC);
         out.push(SCHEMA_VERSION);
-        out.extend_from_slice(&chunk_rows.to_le_bytes());
+        out.extend_from_slice(&opts.chunk_rows.to_le_bytes());
+        out.extend_from_slice(&opts.page_rows.to_le_bytes());
         out.extend_from_slice(&(self.fields.len() as u16).to_le_bytes());
         for f in &self.fields {
             out.push(f.ty.tag());
@@ -140,20 +144,24 @@ impl Schema {
         out
     }
 
-    /// Decodes a stored schema and its chunk size.
-    pub(crate) fn decode(value: &[u8]) -> Result<(Schema, u32)> {
+    /// Decodes a stored schema and its chunk and page sizes.
+    pub(crate) fn decode(value: &[u8]) -> Result<(Schema, TableOptions)> {
         let body = split_crc(value, "table schema")?;
         let mut r = Reader::new(body, "table schema");
         if r.bytes(4, "magic")? != SCHEMA_MAGIC {
             return Err(r.err("magic", "not SQS1"));
         }
         let version = r.u8("version")?;
-        if version != SCHEMA_VERSION {
+        if version == 0 || version > SCHEMA_VERSION {
             return Err(r.err("version", &format!("unknown version {version}")));
         }
         let chunk_rows = r.u32("chunk_rows")?;
         if chunk_rows == 0 {
             return Err(r.err("chunk_rows", "zero"));
+        }
+        let page_rows = if version >= 2 { r.u32("page_rows")? } else { DEFAULT_PAGE_ROWS };
+        if page_rows == 0 {
+            return Err(r.err("page_rows", "zero"));
         }
         let n = r.u16("column count")? as usize;
         let mut fields = Vec::with_capacity(n.min(r.remaining() / 3));
@@ -172,6 +180,6 @@ impl Schema {
         }
         r.finish()?;
         let schema = Schema::new(fields).map_err(|e| r.err("columns", &e.to_string()))?;
-        Ok((schema, chunk_rows))
+        Ok((schema, TableOptions { chunk_rows, page_rows }))
     }
 }

@@ -7,12 +7,14 @@
 //! BE}` and its chunk filter at `f/{c:u32 BE}{k:u16 BE}`. A chunk's column values, filters and
 //! metadata go into the store in one `WriteBatch`, metadata included, so a crash leaves either
 //! the whole chunk or none of it. The keyspace has no SST filter (every read is of a key the
-//! chunk metadata says exists) and no block compression (column chunks are zstd frames).
+//! chunk metadata says exists) and no block compression (column chunks hold their own
+//! compressed or bit-packed pages).
 
 use crate::error::{Error, Result};
 use crate::filter::SplitBlockBloom;
 use crate::options::{Compression, FilterConfig, FilterPolicy, StaticFilterKind};
-use crate::query::chunk::{encode_column, RawChunk};
+use crate::query::chunk::encode_column;
+use crate::query::chunk_reader::ColumnChunk;
 use crate::query::column::Column;
 use crate::query::meta::ChunkMeta;
 use crate::query::schema::Schema;
@@ -20,18 +22,24 @@ use crate::{Db, Keyspace, KeyspaceOptions, WriteBatch};
 
 /// Default rows per chunk.
 pub const DEFAULT_CHUNK_ROWS: u32 = 65_536;
+/// Default rows per page.
+pub const DEFAULT_PAGE_ROWS: u32 = 4_096;
 
 /// Options of [`Table::create`].
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TableOptions {
     /// Rows per chunk. Default 65,536: large enough that per-chunk costs (one `get` per column,
-    /// one zstd frame) vanish, small enough that min/max skipping has something to skip.
+    /// one chunk filter) vanish, small enough that min/max skipping has something to skip.
     pub chunk_rows: u32,
+    /// Rows per page inside a column chunk (Parquet's data pages). Default 4,096. Each page is
+    /// encoded on its own with its own min/max, so scans skip pages by min/max and late
+    /// materialisation decodes only the pages holding surviving rows.
+    pub page_rows: u32,
 }
 
 impl Default for TableOptions {
     fn default() -> Self {
-        TableOptions { chunk_rows: DEFAULT_CHUNK_ROWS }
+        TableOptions { chunk_rows: DEFAULT_CHUNK_ROWS, page_rows: DEFAULT_PAGE_ROWS }
     }
 }
 
@@ -42,7 +50,7 @@ pub struct Table<'db> {
     ks: Keyspace,
     name: String,
     schema: Schema,
-    chunk_rows: u32,
+    opts: TableOptions,
     chunks: Vec<ChunkMeta>,
 }
 
@@ -51,7 +59,7 @@ impl std::fmt::Debug for Table<'_> {
         f.debug_struct("Table")
             .field("name", &self.name)
             .field("schema", &self.schema)
-            .field("chunk_rows", &self.chunk_rows)
+            .field("opts", &self.opts)
             .field("chunks", &self.chunks.len())
             .finish()
     }
@@ -94,23 +102,19 @@ impl<'db> Table<'db> {
         opts: TableOptions,
     ) -> Result<Table<'db>> {
         check_name(name)?;
-        if opts.chunk_rows == 0 {
-            return Err(Error::invalid("chunk_rows must be positive"));
+        if opts.chunk_rows == 0 || opts.page_rows == 0 {
+            return Err(Error::invalid(format!(
+                "chunk_rows {} and page_rows {} must be positive",
+                opts.chunk_rows, opts.page_rows
+            )));
         }
         let ks = db.internal_keyspace(&keyspace_name(name), keyspace_options())?;
         let key = Table::schema_key();
         if ks.get(&key)?.is_some() {
             return Err(Error::invalid(format!("table {name:?} already exists")));
         }
-        ks.put(&key, schema.encode(opts.chunk_rows))?;
-        Ok(Table {
-            db,
-            ks,
-            name: name.to_string(),
-            schema,
-            chunk_rows: opts.chunk_rows,
-            chunks: Vec::new(),
-        })
+        ks.put(&key, schema.encode(&opts))?;
+        Ok(Table { db, ks, name: name.to_string(), schema, opts, chunks: Vec::new() })
     }
 
     /// Opens table `name`, checking that its stored schema equals `expected` (names, types and
@@ -146,7 +150,7 @@ impl<'db> Table<'db> {
         let missing = || Error::invalid(format!("no table named {name:?}"));
         let ks = db.existing_keyspace(&keyspace_name(name)).ok_or_else(missing)?;
         let value = ks.get(Table::schema_key())?.ok_or_else(missing)?;
-        let (schema, chunk_rows) = Schema::decode(&value)?;
+        let (schema, opts) = Schema::decode(&value)?;
         let mut chunks = Vec::new();
         let mut next_row = 0u64;
         for kv in ks.prefix(b"m/")? {
@@ -163,7 +167,7 @@ impl<'db> Table<'db> {
             next_row += meta.rows as u64;
             chunks.push(meta);
         }
-        Ok(Table { db, ks, name: name.to_string(), schema, chunk_rows, chunks })
+        Ok(Table { db, ks, name: name.to_string(), schema, opts, chunks })
     }
 
     fn schema_key() -> Vec<u8> {
@@ -203,7 +207,13 @@ impl<'db> Table<'db> {
 
     /// Rows per chunk.
     pub fn chunk_rows(&self) -> u32 {
-        self.chunk_rows
+        self.opts.chunk_rows
+    }
+
+    /// Rows per page of the chunks this table appends (chunks written before a table's page
+    /// size existed hold one page each).
+    pub fn page_rows(&self) -> u32 {
+        self.opts.page_rows
     }
 
     /// Metadata of every chunk, in order.
@@ -241,13 +251,13 @@ impl<'db> Table<'db> {
         }
         let mut start = 0;
         while start < rows {
-            let end = (start + self.chunk_rows as usize).min(rows);
+            let end = (start + self.opts.chunk_rows as usize).min(rows);
             let index =
                 u32::try_from(self.chunks.len()).map_err(|_| Error::invalid("too many chunks"))?;
             let mut batch = WriteBatch::new();
             let mut metas = Vec::with_capacity(columns.len());
             for (k, (c, f)) in columns.iter().zip(&self.schema.fields).enumerate() {
-                let enc = encode_column(f, c, start, end)?;
+                let enc = encode_column(f, c, start, end, self.opts.page_rows as usize)?;
                 batch.put_in(&self.ks, self.column_key(b'c', index, k), &enc.value);
                 if let Some(filter) = &enc.filter {
                     batch.put_in(&self.ks, self.column_key(b'f', index, k), filter);
@@ -268,8 +278,8 @@ impl<'db> Table<'db> {
         Ok(())
     }
 
-    /// Reads, checks and decompresses column `col` of chunk `chunk`.
-    pub(crate) fn read_column(&self, chunk: usize, col: usize) -> Result<RawChunk> {
+    /// Reads column `col` of chunk `chunk` and checks its page index; pages decode on demand.
+    pub(crate) fn read_column(&self, chunk: usize, col: usize) -> Result<ColumnChunk> {
         let meta = &self.chunks[chunk];
         let value = self.ks.get(self.column_key(b'c', meta.index, col))?.ok_or_else(|| {
             Error::corruption(
@@ -277,7 +287,7 @@ impl<'db> Table<'db> {
                 None,
             )
         })?;
-        RawChunk::decode(&value, &self.schema.fields[col], meta.rows)
+        ColumnChunk::parse(value, &self.schema.fields[col], meta.rows)
     }
 
     /// Reads the chunk filter of column `col` of chunk `chunk` (`None` if the chunk has no
@@ -294,6 +304,17 @@ impl<'db> Table<'db> {
             )
         })?;
         SplitBlockBloom::from_bytes(&value).map(Some)
+    }
+
+    /// Every row of chunk `chunk`, one column per schema column (for export).
+    pub(crate) fn chunk_columns(&self, chunk: usize) -> Result<Vec<Column>> {
+        (0..self.schema.len())
+            .map(|k| {
+                let mut c = self.read_column(chunk, k)?;
+                c.load_all()?;
+                Ok(c.to_column(self.schema.fields[k].nullable))
+            })
+            .collect()
     }
 
     /// The raw stored bytes of column `col` of chunk `chunk` (for inspection and tests).

@@ -30,15 +30,15 @@ pub use filter::{key_hash, FilterChoice};
 use crate::error::{Error, Result};
 use crate::filter::hash::mix64;
 use crate::filter::{Filter, SplitBlockBloom};
-use crate::query::chunk::RawChunk;
-use crate::query::column::Value;
+use crate::query::chunk_reader::ColumnChunk;
+use crate::query::column::{ColumnData, Value};
 use crate::query::counters::JoinCounters;
 use crate::query::scan::{scan, Predicate, ScanSpec};
-use crate::query::schema::ColumnType;
+use crate::query::schema::{ColumnType, Field};
 use crate::query::table::Table;
 use adaptive::Switch;
 use filter::ProbeFilter;
-use output::{cell_hash, KeyHasher, Output};
+use output::{cell_hash, numeric_cell_hash, KeyHasher, Output};
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::time::Instant;
@@ -156,8 +156,13 @@ pub struct JoinResult {
     pub counters: JoinCounters,
 }
 
-fn key_u64(raw: &RawChunk, i: usize) -> Option<u64> {
-    raw.is_valid(i).then(|| raw.bits(i))
+/// Whether no build key can lie in `[min, max]` of a probe chunk or page (`None`: every probe
+/// key null, or no build key).
+fn outside(minmax: Option<(&Value, &Value)>, build: Option<(u64, u64)>) -> bool {
+    match (minmax, build) {
+        (Some((Value::U64(lo), Value::U64(hi))), Some((bl, bh))) => *hi < bl || *lo > bh,
+        _ => true,
+    }
 }
 
 /// Runs the inner equi-join `build.key = probe.key`. See the module documentation.
@@ -197,7 +202,7 @@ pub fn hash_join(
         }
     }
     let keys: Vec<u64> = heads.keys().copied().collect();
-    let (bmin, bmax) = (keys.iter().min().copied(), keys.iter().max().copied());
+    let build_range = keys.iter().min().copied().zip(keys.iter().max().copied());
     let t = Instant::now();
     let pf = match opts.mode {
         JoinMode::NoFilter => None,
@@ -236,13 +241,7 @@ pub fn hash_join(
         let chunk_end = rows_seen + meta.rows as u64;
         if skip_chunks {
             let km = &meta.columns[pkey];
-            let outside = match (&km.min, &km.max, bmin, bmax) {
-                (Some(Value::U64(lo)), Some(Value::U64(hi)), Some(bl), Some(bh)) => {
-                    *hi < bl || *lo > bh
-                }
-                _ => true, // no build key, or every probe key null
-            };
-            if outside {
+            if outside(km.min.as_ref().zip(km.max.as_ref()), build_range) {
                 c.chunks_skipped_minmax += 1;
                 rows_seen = chunk_end;
                 continue;
@@ -268,66 +267,118 @@ pub fn hash_join(
             c.chunks_unfiltered += 1;
         }
         let pf_ref = if use_filter { pf.as_ref() } else { None };
-        let key_raw = probe.table.read_column(ci, pkey)?;
-        c.rows_decoded[pkey] += meta.rows as u64;
+        let mut key_chunk = probe.table.read_column(ci, pkey)?;
+        let key_nullable = pschema.fields[pkey].nullable;
         let (checked0, passed0) = (c.rows_checked, c.rows_passed);
-        let rows = meta.rows as usize;
         if late {
-            // Filter, then hash lookup, on the key column alone.
+            // Filter, then hash lookup, on the key column alone, page by page.
             let mut matches: Vec<(u32, u32)> = Vec::new();
-            for i in 0..rows {
-                let Some(k) = key_u64(&key_raw, i) else { continue };
-                if !passes_filter(pf_ref, k, &mut c) {
+            let mut keys = Vec::with_capacity(probe.table.page_rows() as usize);
+            let (mut passing, mut all_rows) = (Vec::new(), Vec::new());
+            for page in 0..key_chunk.page_count() {
+                let stats = key_chunk.stats(page);
+                if skip_chunks
+                    && stats.is_some_and(|s| {
+                        outside(s.minmax.as_ref().map(|(a, b)| (a, b)), build_range)
+                    })
+                {
+                    c.pages_skipped_minmax += 1;
                     continue;
                 }
-                c.rows_probed += 1;
-                match heads.get(&k) {
-                    Some(&head) => {
-                        c.rows_matched += 1;
-                        if pf_ref.is_some() {
-                            c.rows_checked_members += 1;
-                        }
-                        matches.push((i as u32, head));
+                let n = key_chunk.load(page)?;
+                c.pages_decoded += u64::from(n > 0);
+                c.rows_decoded[pkey] += n as u64;
+                keys.clear();
+                key_chunk.page_bits_into(page, &mut keys);
+                let first = key_chunk.page_rows(page).start;
+                let null = |j: usize| key_nullable && !key_chunk.is_valid(first + j);
+                // The filter runs over the whole page in one loop; the survivors go on to
+                // the hash table.
+                let candidates: &[u32] = match pf_ref {
+                    Some(f) => {
+                        passing.clear();
+                        f.select(&keys, &mut passing);
+                        let nulls = (0..keys.len()).filter(|&j| null(j)).count();
+                        let null_passed = passing.iter().filter(|&&j| null(j as usize)).count();
+                        c.rows_checked += (keys.len() - nulls) as u64;
+                        c.rows_passed += (passing.len() - null_passed) as u64;
+                        &passing
                     }
-                    None if pf_ref.is_some() => c.false_positives += 1,
-                    None => {}
+                    None => {
+                        if all_rows.len() != keys.len() {
+                            all_rows = (0..keys.len() as u32).collect();
+                        }
+                        &all_rows
+                    }
+                };
+                for &j in candidates {
+                    let (j, k) = (j as usize, keys[j as usize]);
+                    if null(j) {
+                        continue;
+                    }
+                    c.rows_probed += 1;
+                    match heads.get(&k) {
+                        Some(&head) => {
+                            c.rows_matched += 1;
+                            if pf_ref.is_some() {
+                                c.rows_checked_members += 1;
+                            }
+                            matches.push(((first + j) as u32, head));
+                        }
+                        None if pf_ref.is_some() => c.false_positives += 1,
+                        None => {}
+                    }
                 }
             }
             if !matches.is_empty() {
-                // Late materialisation: the other columns, for matched rows only.
-                let mut raws: Vec<Option<RawChunk>> = Vec::with_capacity(pproj.len());
-                for &k in &pproj {
-                    if k == pkey {
-                        raws.push(None);
+                // Late materialisation: the other columns, only the pages of matched rows,
+                // hashed column by column.
+                let rows: Vec<u32> = matches.iter().map(|m| m.0).collect();
+                let mut hashes: Vec<u64> =
+                    rows.iter().map(|&i| mix64(meta.first_row + i as u64, 7)).collect();
+                let mut bits = Vec::with_capacity(rows.len());
+                for (j, &k) in pproj.iter().enumerate() {
+                    let loaded;
+                    let chunk = if k == pkey {
+                        &key_chunk
                     } else {
-                        raws.push(Some(probe.table.read_column(ci, k)?));
-                        c.rows_decoded[k] += matches.len() as u64;
-                    }
+                        let mut chunk = probe.table.read_column(ci, k)?;
+                        let (pages, n) = chunk.load_rows(&rows)?;
+                        c.pages_decoded += pages as u64;
+                        c.rows_decoded[k] += n as u64;
+                        loaded = chunk;
+                        &loaded
+                    };
+                    add_cell_hashes(chunk, &pschema.fields[k], &rows, j, &mut hashes, &mut bits);
                 }
-                for &(i, head) in &matches {
-                    let mut h = mix64(meta.first_row + i as u64, 7);
-                    for (j, r) in raws.iter().enumerate() {
-                        h = h.wrapping_add(cell_hash(
-                            &r.as_ref().unwrap_or(&key_raw).value(i as usize),
-                            j,
-                        ));
-                    }
+                for (&(i, head), &h) in matches.iter().zip(&hashes) {
                     out.emit(meta.first_row + i as u64, h, head, &next, &bhash);
                 }
             }
         } else {
             // Full materialisation of every projected column, then filter and lookup per row.
-            let keys = key_raw.all_bits();
+            let (pages, n) = key_chunk.load_all()?;
+            c.pages_decoded += pages as u64;
+            c.rows_decoded[pkey] += n as u64;
+            let mut keys = Vec::with_capacity(meta.rows as usize);
+            for page in 0..key_chunk.page_count() {
+                key_chunk.page_bits_into(page, &mut keys);
+            }
             let mut cols = Vec::with_capacity(pproj.len());
             for &k in &pproj {
-                let raw = if k == pkey { None } else { Some(probe.table.read_column(ci, k)?) };
-                cols.push(raw.as_ref().unwrap_or(&key_raw).to_column(pschema.fields[k].nullable));
-                if k != pkey {
-                    c.rows_decoded[k] += meta.rows as u64;
+                if k == pkey {
+                    cols.push(key_chunk.to_column(pschema.fields[k].nullable));
+                    continue;
                 }
+                let mut chunk = probe.table.read_column(ci, k)?;
+                let (pages, n) = chunk.load_all()?;
+                c.pages_decoded += pages as u64;
+                c.rows_decoded[k] += n as u64;
+                cols.push(chunk.to_column(pschema.fields[k].nullable));
             }
+            let mut matches: Vec<(u32, u32)> = Vec::new();
             for (i, &k) in keys.iter().enumerate() {
-                if !key_raw.is_valid(i) {
+                if key_nullable && !key_chunk.is_valid(i) {
                     continue;
                 }
                 if !passes_filter(pf_ref, k, &mut c) {
@@ -344,10 +395,29 @@ pub fn hash_join(
                 if pf_ref.is_some() {
                     c.rows_checked_members += 1;
                 }
-                let mut h = mix64(meta.first_row + i as u64, 7);
-                for (j, col) in cols.iter().enumerate() {
-                    h = h.wrapping_add(cell_hash(&col.get(i), j));
+                matches.push((i as u32, head));
+            }
+            // The matched rows are hashed column by column as in late materialisation, so the
+            // two paths differ only in what they decode.
+            let mut hashes: Vec<u64> =
+                matches.iter().map(|&(i, _)| mix64(meta.first_row + i as u64, 7)).collect();
+            for (j, col) in cols.iter().enumerate() {
+                for (h, &(i, _)) in hashes.iter_mut().zip(&matches) {
+                    let i = i as usize;
+                    let cell = match &col.data {
+                        _ if col.is_null(i) => None,
+                        ColumnData::U64(v) => Some(v[i]),
+                        ColumnData::I64(v) => Some(v[i] as u64),
+                        ColumnData::F64(v) => Some(v[i].to_bits()),
+                        ColumnData::Bytes(v) => {
+                            *h = h.wrapping_add(cell_hash(&Value::Bytes(v[i].clone()), j));
+                            continue;
+                        }
+                    };
+                    *h = h.wrapping_add(numeric_cell_hash(col.data.ty(), cell, j));
                 }
+            }
+            for (&(i, head), &h) in matches.iter().zip(&hashes) {
                 out.emit(meta.first_row + i as u64, h, head, &next, &bhash);
             }
         }
@@ -363,6 +433,30 @@ pub fn hash_join(
         p.1 = b.row_ids[p.1 as usize];
     }
     Ok(JoinResult { rows: out.rows, checksum: out.checksum, pairs: out.pairs, counters: c })
+}
+
+/// Adds to `hashes[r]` the checksum hash of column `j` (field `field`, loaded at `rows`) at
+/// row `rows[r]`; `bits` is scratch space.
+fn add_cell_hashes(
+    chunk: &ColumnChunk,
+    field: &Field,
+    rows: &[u32],
+    j: usize,
+    hashes: &mut [u64],
+    bits: &mut Vec<u64>,
+) {
+    if field.ty == ColumnType::Bytes {
+        for (h, &i) in hashes.iter_mut().zip(rows) {
+            *h = h.wrapping_add(cell_hash(&chunk.value(i as usize), j));
+        }
+        return;
+    }
+    bits.clear();
+    chunk.gather_bits(rows, bits);
+    for ((h, &i), &b) in hashes.iter_mut().zip(rows).zip(bits.iter()) {
+        let cell = (!field.nullable || chunk.is_valid(i as usize)).then_some(b);
+        *h = h.wrapping_add(numeric_cell_hash(field.ty, cell, j));
+    }
 }
 
 /// Whether probe key `k` gets past the probe filter (`None`: no filter in use), counting the

@@ -2,6 +2,7 @@
 
 use crate::filter::hash::mix64;
 use crate::query::column::Value;
+use crate::query::schema::ColumnType;
 use std::hash::Hasher;
 
 /// A `Hasher` for `u64` keys: one bijective mix, far cheaper than SipHash.
@@ -24,12 +25,24 @@ impl Hasher for KeyHasher {
 
 /// Hash of one cell for the checksum.
 pub(crate) fn cell_hash(v: &Value, col: usize) -> u64 {
-    let h = match v {
-        Value::Null => 0x9e37_79b9_7f4a_7c15,
-        Value::U64(x) => mix64(*x, 1),
-        Value::I64(x) => mix64(*x as u64, 2),
-        Value::F64(x) => mix64(x.to_bits(), 3),
-        Value::Bytes(b) => crate::filter::hash_key(b),
+    match v {
+        Value::Null => numeric_cell_hash(ColumnType::U64, None, col),
+        Value::U64(x) => numeric_cell_hash(ColumnType::U64, Some(*x), col),
+        Value::I64(x) => numeric_cell_hash(ColumnType::I64, Some(*x as u64), col),
+        Value::F64(x) => numeric_cell_hash(ColumnType::F64, Some(x.to_bits()), col),
+        Value::Bytes(b) => mix64(crate::filter::hash_key(b), col as u64 + 11),
+    }
+}
+
+/// [`cell_hash`] of a numeric cell of type `ty` given as its stored bits (`None`: null), so
+/// a column is hashed from its gathered bits without building [`Value`]s.
+#[inline]
+pub(crate) fn numeric_cell_hash(ty: ColumnType, bits: Option<u64>, col: usize) -> u64 {
+    let h = match (bits, ty) {
+        (None, _) => 0x9e37_79b9_7f4a_7c15,
+        (Some(x), ColumnType::U64) => mix64(x, 1),
+        (Some(x), ColumnType::I64) => mix64(x, 2),
+        (Some(x), _) => mix64(x, 3),
     };
     mix64(h, col as u64 + 11)
 }
