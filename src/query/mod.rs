@@ -50,6 +50,8 @@ pub use join::{
     JoinResult, ProbeSide,
 };
 pub use meta::{ChunkMeta, ColumnMeta};
+#[cfg(feature = "parquet")]
+pub use parquet::ExportStats;
 pub use scan::{between, eq, in_list, scan, Predicate, ScanResult, ScanSpec};
 pub use schema::{ColumnType, Field, Schema};
 pub use table::{Table, TableOptions, DEFAULT_CHUNK_ROWS, DEFAULT_PAGE_ROWS};

@@ -307,6 +307,7 @@ impl<'db> Table<'db> {
     }
 
     /// Every row of chunk `chunk`, one column per schema column (for export).
+    #[cfg(feature = "parquet")]
     pub(crate) fn chunk_columns(&self, chunk: usize) -> Result<Vec<Column>> {
         (0..self.schema.len())
             .map(|k| {
