@@ -242,8 +242,9 @@ impl ColumnChunk {
     }
 
     /// Appends the stored bits of numeric rows `rows` (ascending, their pages loaded; 0 for a
-    /// null) to `out`. A page holding many of the rows is unpacked whole, the others read in
-    /// place row by row.
+    /// null) to `out`. A page all of whose rows are wanted is unpacked straight into `out`, a
+    /// page holding many of them is unpacked whole and indexed, the others read in place row by
+    /// row.
     pub(crate) fn gather_bits(&self, rows: &[u32], out: &mut Vec<u64>) {
         let mut rest = rows;
         let mut page_bits = Vec::new();
@@ -253,7 +254,9 @@ impl ColumnChunk {
             let (here, after) = rest.split_at(rest.partition_point(|&i| (i as usize) < range.end));
             rest = after;
             let page = self.decoded[p].as_ref().expect("page loaded before it is read");
-            if here.len() * 4 >= range.len() {
+            if here.len() == range.len() {
+                page.unpack_into(&self.value, range.len(), out); // every row: no index pass
+            } else if here.len() * 4 >= range.len() {
                 page_bits.clear();
                 page.unpack_into(&self.value, range.len(), &mut page_bits);
                 out.extend(here.iter().map(|&i| page_bits[i as usize - range.start]));

@@ -332,10 +332,26 @@ impl Page {
                     .chunks_exact(8)
                     .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))),
             ),
-            Page::Packed { bitmap, .. } => {
-                out.extend((0..rows).map(|i| self.bits_unchecked(value, i)));
+            Page::Packed { bitmap, ty, reference, width, at } => {
+                // The width is matched once a page, not once a value.
+                let (reference, flip, start) = (*reference, for_key(*ty, 0), out.len());
+                let area = &value[*at..*at + packed_len(rows, *width)];
+                match *width {
+                    0 => out.extend(std::iter::repeat_n(reference ^ flip, rows)),
+                    64 => out.extend(area.chunks_exact(8).map(|c| {
+                        reference.wrapping_add(u64::from_le_bytes(c.try_into().expect("8"))) ^ flip
+                    })),
+                    w => {
+                        let mask = (1u64 << w) - 1;
+                        out.extend((0..rows).map(|i| {
+                            let bit = i * w as usize;
+                            let word = &area[bit / 8..bit / 8 + 8];
+                            let word = u64::from_le_bytes(word.try_into().expect("8 bytes"));
+                            reference.wrapping_add((word >> (bit % 8)) & mask) ^ flip
+                        }))
+                    }
+                }
                 if bitmap.is_some() {
-                    let start = out.len() - rows;
                     for i in 0..rows {
                         if !self.is_valid(i) {
                             out[start + i] = 0;
