@@ -277,10 +277,27 @@ impl ColumnChunk {
         }
     }
 
-    /// Appends rows `sel` (their pages loaded) to `out`, a column of this chunk's type.
+    /// Appends rows `sel` (ascending, their pages loaded) to `out`, a column of this chunk's
+    /// type: numeric rows through [`ColumnChunk::gather_bits`], without a `Value` per cell.
     pub(crate) fn gather_into(&self, sel: &[u32], out: &mut Column) -> Result<()> {
-        for &i in sel {
-            out.push(&self.value(i as usize))?;
+        if self.ty == ColumnType::Bytes {
+            for &i in sel {
+                out.push(&self.value(i as usize))?;
+            }
+            return Ok(());
+        }
+        let mut bits = Vec::with_capacity(sel.len());
+        self.gather_bits(sel, &mut bits);
+        match &mut out.data {
+            ColumnData::U64(v) => v.extend(bits),
+            ColumnData::I64(v) => v.extend(bits.into_iter().map(|b| b as i64)),
+            ColumnData::F64(v) => v.extend(bits.into_iter().map(f64::from_bits)),
+            ColumnData::Bytes(_) => {
+                return Err(Error::invalid("gathering a numeric column into a bytes column"))
+            }
+        }
+        if let Some(valid) = &mut out.validity {
+            valid.extend(sel.iter().map(|&i| self.is_valid(i as usize)));
         }
         Ok(())
     }

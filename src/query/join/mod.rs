@@ -23,6 +23,7 @@
 mod adaptive;
 mod filter;
 mod output;
+mod probe;
 
 pub use adaptive::AdaptiveConfig;
 pub use filter::{key_hash, FilterChoice};
@@ -30,17 +31,15 @@ pub use filter::{key_hash, FilterChoice};
 use crate::error::{Error, Result};
 use crate::filter::hash::mix64;
 use crate::filter::{Filter, SplitBlockBloom};
-use crate::query::chunk_reader::ColumnChunk;
-use crate::query::column::{ColumnData, Value};
+use crate::query::column::Value;
 use crate::query::counters::JoinCounters;
 use crate::query::scan::{scan, Predicate, ScanSpec};
-use crate::query::schema::{ColumnType, Field};
+use crate::query::schema::ColumnType;
 use crate::query::table::Table;
 use adaptive::Switch;
 use filter::ProbeFilter;
-use output::{cell_hash, numeric_cell_hash, KeyHasher, Output};
+use output::{cell_hash, Output};
 use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
 use std::time::Instant;
 
 /// How the probe side uses the filter. See the module documentation.
@@ -186,7 +185,7 @@ pub fn hash_join(
     projection.extend(build.projection.iter().cloned());
     let b = scan(build.table, &ScanSpec { predicates: build.predicates.clone(), projection })?;
     let n = b.row_ids.len();
-    let mut heads: HashMap<u64, u32, BuildHasherDefault<KeyHasher>> = HashMap::default();
+    let mut heads: probe::Heads = HashMap::default();
     let mut next = vec![u32::MAX; n];
     let mut bhash = vec![0u64; n];
     for i in 0..n {
@@ -233,6 +232,14 @@ pub fn hash_join(
 
     let skip_chunks = matches!(opts.mode, JoinMode::ChunkSkip | JoinMode::Adaptive);
     let late = matches!(opts.mode, JoinMode::ScanFilter | JoinMode::ChunkSkip | JoinMode::Adaptive);
+    let side = probe::Side {
+        table: probe.table,
+        key: pkey,
+        projection: &pproj,
+        heads: &heads,
+        build_range,
+        skip_pages: skip_chunks,
+    };
     let mut switch = Switch::new(opts.adaptive);
     let mut out = Output { rows: 0, checksum: 0, pairs: Vec::new(), collect: opts.collect_pairs };
     let mut rows_seen = 0u64;
@@ -267,159 +274,14 @@ pub fn hash_join(
             c.chunks_unfiltered += 1;
         }
         let pf_ref = if use_filter { pf.as_ref() } else { None };
-        let mut key_chunk = probe.table.read_column(ci, pkey)?;
-        let key_nullable = pschema.fields[pkey].nullable;
         let (checked0, passed0) = (c.rows_checked, c.rows_passed);
-        if late {
-            // Filter, then hash lookup, on the key column alone, page by page.
-            let mut matches: Vec<(u32, u32)> = Vec::new();
-            let mut keys = Vec::with_capacity(probe.table.page_rows() as usize);
-            let (mut passing, mut all_rows) = (Vec::new(), Vec::new());
-            for page in 0..key_chunk.page_count() {
-                let stats = key_chunk.stats(page);
-                if skip_chunks
-                    && stats.is_some_and(|s| {
-                        outside(s.minmax.as_ref().map(|(a, b)| (a, b)), build_range)
-                    })
-                {
-                    c.pages_skipped_minmax += 1;
-                    continue;
-                }
-                let n = key_chunk.load(page)?;
-                c.pages_decoded += u64::from(n > 0);
-                c.rows_decoded[pkey] += n as u64;
-                keys.clear();
-                key_chunk.page_bits_into(page, &mut keys);
-                let first = key_chunk.page_rows(page).start;
-                let null = |j: usize| key_nullable && !key_chunk.is_valid(first + j);
-                // The filter runs over the whole page in one loop; the survivors go on to
-                // the hash table.
-                let candidates: &[u32] = match pf_ref {
-                    Some(f) => {
-                        passing.clear();
-                        f.select(&keys, &mut passing);
-                        let nulls = (0..keys.len()).filter(|&j| null(j)).count();
-                        let null_passed = passing.iter().filter(|&&j| null(j as usize)).count();
-                        c.rows_checked += (keys.len() - nulls) as u64;
-                        c.rows_passed += (passing.len() - null_passed) as u64;
-                        &passing
-                    }
-                    None => {
-                        if all_rows.len() != keys.len() {
-                            all_rows = (0..keys.len() as u32).collect();
-                        }
-                        &all_rows
-                    }
-                };
-                for &j in candidates {
-                    let (j, k) = (j as usize, keys[j as usize]);
-                    if null(j) {
-                        continue;
-                    }
-                    c.rows_probed += 1;
-                    match heads.get(&k) {
-                        Some(&head) => {
-                            c.rows_matched += 1;
-                            if pf_ref.is_some() {
-                                c.rows_checked_members += 1;
-                            }
-                            matches.push(((first + j) as u32, head));
-                        }
-                        None if pf_ref.is_some() => c.false_positives += 1,
-                        None => {}
-                    }
-                }
-            }
-            if !matches.is_empty() {
-                // Late materialisation: the other columns, only the pages of matched rows,
-                // hashed column by column.
-                let rows: Vec<u32> = matches.iter().map(|m| m.0).collect();
-                let mut hashes: Vec<u64> =
-                    rows.iter().map(|&i| mix64(meta.first_row + i as u64, 7)).collect();
-                let mut bits = Vec::with_capacity(rows.len());
-                for (j, &k) in pproj.iter().enumerate() {
-                    let loaded;
-                    let chunk = if k == pkey {
-                        &key_chunk
-                    } else {
-                        let mut chunk = probe.table.read_column(ci, k)?;
-                        let (pages, n) = chunk.load_rows(&rows)?;
-                        c.pages_decoded += pages as u64;
-                        c.rows_decoded[k] += n as u64;
-                        loaded = chunk;
-                        &loaded
-                    };
-                    add_cell_hashes(chunk, &pschema.fields[k], &rows, j, &mut hashes, &mut bits);
-                }
-                for (&(i, head), &h) in matches.iter().zip(&hashes) {
-                    out.emit(meta.first_row + i as u64, h, head, &next, &bhash);
-                }
-            }
+        let (matches, hashes) = if late {
+            probe::late(&side, ci, meta, pf_ref, &mut c)?
         } else {
-            // Full materialisation of every projected column, then filter and lookup per row.
-            let (pages, n) = key_chunk.load_all()?;
-            c.pages_decoded += pages as u64;
-            c.rows_decoded[pkey] += n as u64;
-            let mut keys = Vec::with_capacity(meta.rows as usize);
-            for page in 0..key_chunk.page_count() {
-                key_chunk.page_bits_into(page, &mut keys);
-            }
-            let mut cols = Vec::with_capacity(pproj.len());
-            for &k in &pproj {
-                if k == pkey {
-                    cols.push(key_chunk.to_column(pschema.fields[k].nullable));
-                    continue;
-                }
-                let mut chunk = probe.table.read_column(ci, k)?;
-                let (pages, n) = chunk.load_all()?;
-                c.pages_decoded += pages as u64;
-                c.rows_decoded[k] += n as u64;
-                cols.push(chunk.to_column(pschema.fields[k].nullable));
-            }
-            let mut matches: Vec<(u32, u32)> = Vec::new();
-            for (i, &k) in keys.iter().enumerate() {
-                if key_nullable && !key_chunk.is_valid(i) {
-                    continue;
-                }
-                if !passes_filter(pf_ref, k, &mut c) {
-                    continue;
-                }
-                c.rows_probed += 1;
-                let Some(&head) = heads.get(&k) else {
-                    if pf_ref.is_some() {
-                        c.false_positives += 1;
-                    }
-                    continue;
-                };
-                c.rows_matched += 1;
-                if pf_ref.is_some() {
-                    c.rows_checked_members += 1;
-                }
-                matches.push((i as u32, head));
-            }
-            // The matched rows are hashed column by column as in late materialisation, so the
-            // two paths differ only in what they decode.
-            let mut hashes: Vec<u64> =
-                matches.iter().map(|&(i, _)| mix64(meta.first_row + i as u64, 7)).collect();
-            for (j, col) in cols.iter().enumerate() {
-                for (h, &(i, _)) in hashes.iter_mut().zip(&matches) {
-                    let i = i as usize;
-                    let cell = match &col.data {
-                        _ if col.is_null(i) => None,
-                        ColumnData::U64(v) => Some(v[i]),
-                        ColumnData::I64(v) => Some(v[i] as u64),
-                        ColumnData::F64(v) => Some(v[i].to_bits()),
-                        ColumnData::Bytes(v) => {
-                            *h = h.wrapping_add(cell_hash(&Value::Bytes(v[i].clone()), j));
-                            continue;
-                        }
-                    };
-                    *h = h.wrapping_add(numeric_cell_hash(col.data.ty(), cell, j));
-                }
-            }
-            for (&(i, head), &h) in matches.iter().zip(&hashes) {
-                out.emit(meta.first_row + i as u64, h, head, &next, &bhash);
-            }
+            probe::full(&side, ci, meta, pf_ref, &mut c)?
+        };
+        for (&(i, head), &h) in matches.iter().zip(&hashes) {
+            out.emit(meta.first_row + i as u64, h, head, &next, &bhash);
         }
         rows_seen = chunk_end;
         if opts.mode == JoinMode::Adaptive && use_filter {
@@ -433,38 +295,4 @@ pub fn hash_join(
         p.1 = b.row_ids[p.1 as usize];
     }
     Ok(JoinResult { rows: out.rows, checksum: out.checksum, pairs: out.pairs, counters: c })
-}
-
-/// Adds to `hashes[r]` the checksum hash of column `j` (field `field`, loaded at `rows`) at
-/// row `rows[r]`; `bits` is scratch space.
-fn add_cell_hashes(
-    chunk: &ColumnChunk,
-    field: &Field,
-    rows: &[u32],
-    j: usize,
-    hashes: &mut [u64],
-    bits: &mut Vec<u64>,
-) {
-    if field.ty == ColumnType::Bytes {
-        for (h, &i) in hashes.iter_mut().zip(rows) {
-            *h = h.wrapping_add(cell_hash(&chunk.value(i as usize), j));
-        }
-        return;
-    }
-    bits.clear();
-    chunk.gather_bits(rows, bits);
-    for ((h, &i), &b) in hashes.iter_mut().zip(rows).zip(bits.iter()) {
-        let cell = (!field.nullable || chunk.is_valid(i as usize)).then_some(b);
-        *h = h.wrapping_add(numeric_cell_hash(field.ty, cell, j));
-    }
-}
-
-/// Whether probe key `k` gets past the probe filter (`None`: no filter in use), counting the
-/// check in `rows_checked` / `rows_passed` (the adaptive switch reads both).
-fn passes_filter(pf: Option<&ProbeFilter>, k: u64, c: &mut JoinCounters) -> bool {
-    let Some(f) = pf else { return true };
-    c.rows_checked += 1;
-    let pass = f.contains(k);
-    c.rows_passed += u64::from(pass);
-    pass
 }
