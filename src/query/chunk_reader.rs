@@ -124,8 +124,9 @@ impl ColumnChunk {
         let mut r = Reader::new(body, "column chunk");
         check_type(&mut r, field, rows)?;
         let raw_len = r.u32("raw length")? as u64;
+        Page::check_raw_len(raw_len, field.ty, field.nullable, rows as usize)?;
         let raw = decompress(r.rest(), raw_len as usize, "column chunk")?;
-        let page = Page::plain(raw, raw_len, field.ty, field.nullable, rows as usize)?;
+        let page = Page::plain(raw, field.ty, field.nullable, rows as usize)?;
         let entry = PageEntry { bytes: 0..value.len(), stats: None };
         Ok(ColumnChunk {
             ty: field.ty,

@@ -213,9 +213,9 @@ impl Page {
         match r.u8("encoding")? {
             ENCODING_ZSTD => {
                 let raw_len = r.u32("raw length")? as u64;
-                let frame = r.rest();
-                let raw = decompress(frame, raw_len as usize, "column page")?;
-                Page::plain(raw, raw_len, ty, nullable, rows)
+                Page::check_raw_len(raw_len, ty, nullable, rows)?;
+                let raw = decompress(r.rest(), raw_len as usize, "column page")?;
+                Page::plain(raw, ty, nullable, rows)
             }
             ENCODING_PACKED if ty != ColumnType::Bytes => {
                 let bitmap = nullable
@@ -246,14 +246,14 @@ impl Page {
         }
     }
 
-    /// Checks the raw layout (validity, values) of `rows` rows and builds a plain page.
-    pub(crate) fn plain(
-        raw: Vec<u8>,
+    /// Checks a stored raw length (validity, values) against `rows` rows of type `ty`, before
+    /// anything is decompressed: a damaged length never sizes an allocation.
+    pub(crate) fn check_raw_len(
         raw_len: u64,
         ty: ColumnType,
         nullable: bool,
         rows: usize,
-    ) -> Result<Page> {
+    ) -> Result<()> {
         let bitmap_len = if nullable { rows.div_ceil(8) } else { 0 };
         let fixed = match ty {
             ColumnType::Bytes => bitmap_len as u64 + rows as u64 * 4,
@@ -263,12 +263,19 @@ impl Page {
             ColumnType::Bytes => raw_len >= fixed && raw_len <= MAX_RAW_BYTES,
             _ => raw_len == fixed,
         };
-        if !ok || raw.len() as u64 != raw_len {
+        if !ok {
             return Err(Error::corruption(
                 format!("column page: raw length {raw_len} does not fit {rows} rows"),
                 None,
             ));
         }
+        Ok(())
+    }
+
+    /// Builds a plain page from decompressed raw bytes (validity, values) of `rows` rows whose
+    /// length passed [`Page::check_raw_len`].
+    pub(crate) fn plain(raw: Vec<u8>, ty: ColumnType, nullable: bool, rows: usize) -> Result<Page> {
+        let bitmap_len = if nullable { rows.div_ceil(8) } else { 0 };
         let bitmap = nullable.then(|| raw[..bitmap_len].to_vec());
         let mut offsets = Vec::new();
         let mut values_at = bitmap_len;
@@ -460,6 +467,16 @@ mod tests {
             bad[at] ^= 0x20;
             let err = Page::decode(&bad, 0, ColumnType::U64, false, bits.len()).err();
             assert!(err.is_some_and(|e| e.is_corruption()), "flip at {at} went unnoticed");
+        }
+        // A checksummed page whose raw length does not fit its rows is refused before the
+        // length sizes a decompression buffer.
+        for raw_len in [u32::MAX, 300 * 8 + 1, 0] {
+            let mut forged = vec![ENCODING_ZSTD];
+            forged.extend_from_slice(&raw_len.to_le_bytes());
+            forged.extend_from_slice(&zstd::bulk::compress(&[0u8; 16], 1).unwrap());
+            push_crc(&mut forged);
+            let err = Page::decode(&forged, 0, ColumnType::U64, false, bits.len()).err();
+            assert!(err.is_some_and(|e| e.is_corruption()), "raw length {raw_len}");
         }
         // A packed encoding tag on a bytes column is refused, not read as numbers.
         let err = Page::decode(&page, 0, ColumnType::Bytes, false, bits.len()).err();
