@@ -325,6 +325,22 @@ impl ColumnChunk {
     }
 }
 
+/// Decodes a stored column chunk value of `field` holding `rows` rows (either version), every
+/// page checked: for tools and fuzzers (`siftdb::inspect::query`). Also returns rows `sel`
+/// (ascending, each `< rows`) read through the gather path scans use, which must agree.
+pub fn decode_column_chunk(
+    value: Vec<u8>,
+    field: &Field,
+    rows: u32,
+    sel: &[u32],
+) -> Result<(Column, Column)> {
+    let mut chunk = ColumnChunk::parse(value, field, rows)?;
+    chunk.load_all()?;
+    let mut gathered = Column::empty(field.ty, field.nullable);
+    chunk.gather_into(sel, &mut gathered)?;
+    Ok((chunk.to_column(field.nullable), gathered))
+}
+
 /// Reads and checks the `type nullable rows` fields both versions start with.
 fn check_type(r: &mut Reader<'_>, field: &Field, rows: u32) -> Result<()> {
     let tag = r.u8("type tag")?;

@@ -29,7 +29,7 @@
 //! ```
 
 mod chunk;
-mod chunk_reader;
+pub(crate) mod chunk_reader;
 mod codec;
 mod column;
 mod counters;
