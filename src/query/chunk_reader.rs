@@ -50,37 +50,36 @@ impl ColumnChunk {
         }
         let mut r = Reader::new(&value, "column chunk");
         r.u8("version")?;
-        let (header_end, page_rows, entries) = {
-            check_type(&mut r, field, rows)?;
-            let page_rows = r.u32("page rows")? as usize;
-            let npages = r.u32("page count")? as usize;
-            if page_rows == 0 || npages != (rows as usize).div_ceil(page_rows) {
-                return Err(r.err(
-                    "page count",
-                    &format!("{npages} pages of {page_rows} rows for {rows} rows"),
-                ));
+        check_type(&mut r, field, rows)?;
+        let page_rows = r.u32("page rows")? as usize;
+        let npages = r.u32("page count")? as usize;
+        if page_rows == 0 || npages != (rows as usize).div_ceil(page_rows) {
+            return Err(r.err(
+                "page count",
+                &format!("{npages} pages of {page_rows} rows for {rows} rows"),
+            ));
+        }
+        let mut entries = Vec::with_capacity(npages.min(r.remaining() / 9));
+        for p in 0..npages {
+            let page_len = (rows as usize - p * page_rows).min(page_rows) as u32;
+            let len = r.u32("page length")? as usize;
+            let null_count = r.u32("page null count")?;
+            let flags = r.u8("page flags")?;
+            if null_count > page_len || flags > 1 || (flags == 1) != (null_count < page_len) {
+                return Err(r.err("page statistics", "out of range"));
             }
-            let mut entries = Vec::with_capacity(npages.min(r.remaining() / 9));
-            for p in 0..npages {
-                let page_len = (rows as usize - p * page_rows).min(page_rows) as u32;
-                let len = r.u32("page length")? as usize;
-                let null_count = r.u32("page null count")?;
-                let flags = r.u8("page flags")?;
-                if null_count > page_len || flags > 1 || (flags == 1) != (null_count < page_len) {
-                    return Err(r.err("page statistics", "out of range"));
-                }
-                let minmax = if flags == 1 {
-                    Some((
-                        get_stat(&mut r, field.ty, "page min")?,
-                        get_stat(&mut r, field.ty, "page max")?,
-                    ))
-                } else {
-                    None
-                };
-                entries.push((len, PageStats { minmax }));
-            }
-            (value.len() - r.remaining() + 4, page_rows, entries)
-        };
+            let minmax = if flags == 1 {
+                Some((
+                    get_stat(&mut r, field.ty, "page min")?,
+                    get_stat(&mut r, field.ty, "page max")?,
+                ))
+            } else {
+                None
+            };
+            entries.push((len, PageStats { minmax }));
+        }
+        // The page index ends in its CRC.
+        let header_end = value.len() - r.remaining() + 4;
         if header_end > value.len() {
             return Err(Error::corruption(
                 "column chunk: page index: shorter than its checksum",
