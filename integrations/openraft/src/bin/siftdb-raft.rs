@@ -1,0 +1,259 @@
+//! `siftdb-raft`: run a node of the replicated KV service, or talk to a cluster.
+//! `siftdb-raft help` prints the usage.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use siftdb_openraft::client::Client;
+use siftdb_openraft::service::{run_node, NodeConfig, StoreKind};
+use siftdb_openraft::{NodeId, Request};
+
+const USAGE: &str = "\
+usage:
+  siftdb-raft node --id N --addr HOST:PORT --dir DIR [--snapshot-every ENTRIES]
+                   [--store siftdb|rocksdb]   (rocksdb: built with --features rocksdb-peer)
+  siftdb-raft init --addr HOST:PORT --members ID=HOST:PORT,ID=HOST:PORT,...
+  siftdb-raft put --addrs A,B,... KEY VALUE
+  siftdb-raft get --addrs A,B,... KEY          (linearizable, through read_index)
+  siftdb-raft delete --addrs A,B,... KEY
+  siftdb-raft add-learner --addrs A,B,... ID HOST:PORT
+  siftdb-raft promote --addrs A,B,... ID       (makes a learner a voter)
+  siftdb-raft metrics --addr HOST:PORT
+  siftdb-raft bench --addrs A,B,... --op write|read --clients N --seconds S [--keys K]";
+
+/// Flags (`--name value`) and positional arguments of one command line.
+struct Args {
+    flags: BTreeMap<String, String>,
+    positional: Vec<String>,
+}
+
+impl Args {
+    fn parse(args: impl Iterator<Item = String>) -> Result<Args, String> {
+        let mut flags = BTreeMap::new();
+        let mut positional = Vec::new();
+        let mut args = args.peekable();
+        while let Some(a) = args.next() {
+            if let Some(name) = a.strip_prefix("--") {
+                let value = args.next().ok_or(format!("flag --{name} needs a value"))?;
+                if flags.insert(name.to_string(), value).is_some() {
+                    return Err(format!("flag --{name} given twice"));
+                }
+            } else {
+                positional.push(a);
+            }
+        }
+        Ok(Args { flags, positional })
+    }
+
+    fn flag(&mut self, name: &str) -> Result<String, String> {
+        self.flags.remove(name).ok_or(format!("missing --{name}"))
+    }
+
+    fn number<T: std::str::FromStr>(
+        &mut self,
+        name: &str,
+        default: Option<T>,
+    ) -> Result<T, String> {
+        match (self.flags.remove(name), default) {
+            (Some(v), _) => v.parse().map_err(|_| format!("--{name} {v}: not a valid number")),
+            (None, Some(d)) => Ok(d),
+            (None, None) => Err(format!("missing --{name}")),
+        }
+    }
+
+    fn addrs(&mut self) -> Result<Vec<String>, String> {
+        Ok(self.flag("addrs")?.split(',').map(str::to_string).collect())
+    }
+
+    /// Fails on flags or positional arguments nobody asked for; `want` positional ones.
+    fn finish(self, want: usize) -> Result<Vec<String>, String> {
+        if let Some(name) = self.flags.keys().next() {
+            return Err(format!("unknown flag --{name}"));
+        }
+        if self.positional.len() != want {
+            return Err(format!(
+                "expected {want} arguments, got {}: {:?}",
+                self.positional.len(),
+                self.positional
+            ));
+        }
+        Ok(self.positional)
+    }
+}
+
+fn main() -> ExitCode {
+    let mut argv = std::env::args().skip(1);
+    let Some(cmd) = argv.next() else {
+        eprintln!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    if cmd == "help" || cmd == "--help" {
+        println!("{USAGE}");
+        return ExitCode::SUCCESS;
+    }
+    let args = match Args::parse(argv) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("siftdb-raft: {e}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a tokio runtime");
+    match runtime.block_on(run(&cmd, args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("siftdb-raft {cmd}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cmd: &str, mut a: Args) -> Result<(), String> {
+    match cmd {
+        "node" => {
+            let cfg = NodeConfig {
+                id: a.number("id", None)?,
+                addr: a.flag("addr")?,
+                dir: PathBuf::from(a.flag("dir")?),
+                snapshot_every: a.number("snapshot-every", Some(10_000))?,
+                store: match a.flags.remove("store").as_deref() {
+                    None | Some("siftdb") => StoreKind::Siftdb,
+                    Some("rocksdb") => StoreKind::Rocksdb,
+                    Some(other) => {
+                        return Err(format!("--store {other}: expected siftdb or rocksdb"))
+                    }
+                },
+            };
+            if cfg.snapshot_every < 2 {
+                return Err("--snapshot-every must be at least 2".into());
+            }
+            a.finish(0)?;
+            run_node(cfg).await.map_err(|e| e.to_string())
+        }
+        "init" => {
+            let addr = a.flag("addr")?;
+            let mut members = BTreeMap::new();
+            for m in a.flag("members")?.split(',') {
+                let (id, at) =
+                    m.split_once('=').ok_or(format!("--members: '{m}' is not ID=HOST:PORT"))?;
+                let id: NodeId =
+                    id.parse().map_err(|_| format!("--members: '{id}' is not a node id"))?;
+                members.insert(id, at.to_string());
+            }
+            a.finish(0)?;
+            Client::new(vec![addr.clone()]).init(&addr, &members).await
+        }
+        "put" | "delete" | "get" => {
+            let client = Client::new(a.addrs()?);
+            let want = if cmd == "put" { 2 } else { 1 };
+            let mut p = a.finish(want)?;
+            let key = p.remove(0);
+            let req = match cmd {
+                "put" => Request::Set { key, value: p.remove(0) },
+                "delete" => Request::Delete { key },
+                _ => {
+                    match client.read(&key).await? {
+                        Some(v) => println!("{v}"),
+                        None => println!("(absent)"),
+                    }
+                    return Ok(());
+                }
+            };
+            let r = client.write(&req).await?;
+            println!("ok (previous: {})", r.previous.as_deref().unwrap_or("absent"));
+            Ok(())
+        }
+        "add-learner" => {
+            let client = Client::new(a.addrs()?);
+            let p = a.finish(2)?;
+            let id: NodeId = p[0].parse().map_err(|_| format!("'{}' is not a node id", p[0]))?;
+            let log_id = client.add_learner(id, &p[1]).await?;
+            println!("node {id} is a learner (log {log_id})");
+            Ok(())
+        }
+        "promote" => {
+            let addrs = a.addrs()?;
+            let client = Client::new(addrs.clone());
+            let p = a.finish(1)?;
+            let id: NodeId = p[0].parse().map_err(|_| format!("'{}' is not a node id", p[0]))?;
+            let m = client.metrics(&addrs[0]).await?;
+            let mut voters: BTreeSet<NodeId> =
+                m.membership_config.membership().voter_ids().collect();
+            if !m.membership_config.membership().learner_ids().any(|l| l == id)
+                && !voters.contains(&id)
+            {
+                return Err(format!(
+                    "node {id} is neither a learner nor a voter; add it with add-learner first"
+                ));
+            }
+            voters.insert(id);
+            let log_id = client.change_membership(&voters).await?;
+            println!("voters are now {voters:?} (log {log_id})");
+            Ok(())
+        }
+        "metrics" => {
+            let addr = a.flag("addr")?;
+            a.finish(0)?;
+            let m = Client::new(vec![addr.clone()]).metrics(&addr).await?;
+            println!("{}", serde_json::to_string_pretty(&m).map_err(|e| e.to_string())?);
+            Ok(())
+        }
+        "bench" => bench(a).await,
+        other => Err(format!("unknown command '{other}'\n{USAGE}")),
+    }
+}
+
+/// `--clients` concurrent clients each issuing one request at a time for `--seconds`.
+async fn bench(mut a: Args) -> Result<(), String> {
+    let addrs = a.addrs()?;
+    let op = a.flag("op")?;
+    let clients: usize = a.number("clients", None)?;
+    let seconds: f64 = a.number("seconds", None)?;
+    let keys: u64 = a.number("keys", Some(100_000))?;
+    a.finish(0)?;
+    if op != "write" && op != "read" {
+        return Err(format!("--op {op}: expected write or read"));
+    }
+    if clients == 0 || !(seconds > 0.0) || keys == 0 {
+        return Err("--clients, --seconds and --keys must be positive".into());
+    }
+    let done = Arc::new(AtomicU64::new(0));
+    let failed = Arc::new(AtomicU64::new(0));
+    let deadline = Instant::now() + Duration::from_secs_f64(seconds);
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for c in 0..clients as u64 {
+        let client = Client::new(addrs.clone());
+        let (done, failed, op) = (done.clone(), failed.clone(), op.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut i = c;
+            while Instant::now() < deadline {
+                let key = format!("bench{:08}", i % keys);
+                let ok = if op == "write" {
+                    client.write(&Request::Set { key, value: format!("v{i}") }).await.is_ok()
+                } else {
+                    client.read(&key).await.is_ok()
+                };
+                let counter = if ok { &done } else { &failed };
+                counter.fetch_add(1, Ordering::Relaxed);
+                i += clients as u64;
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.map_err(|e| e.to_string())?;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let n = done.load(Ordering::Relaxed);
+    println!(
+        "{op} clients={clients} ops={n} failed={} seconds={secs:.2} ops_per_sec={:.0}",
+        failed.load(Ordering::Relaxed),
+        n as f64 / secs
+    );
+    Ok(())
+}

@@ -1,0 +1,276 @@
+//! A client of the KV service: one-attempt calls that say whether a write certainly did not
+//! happen, certainly happened, or may have (what a linearizability checker needs), and retrying
+//! calls that follow the leader (what the CLI uses).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use openraft::error::{CheckIsLeaderError, ClientWriteError, RaftError};
+use openraft::BasicNode;
+use parking_lot::Mutex;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::service::api;
+use crate::{NodeId, Request, Response};
+
+/// The result of one attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome<T> {
+    /// It happened, with this result.
+    Done(T),
+    /// It certainly did not happen (nothing was sent, or the node refused before proposing:
+    /// not the leader). `leader` is the leader's address when the node named one.
+    Refused {
+        /// Why.
+        why: String,
+        /// The leader's address, when known.
+        leader: Option<String>,
+    },
+    /// It may or may not have happened (a timeout or a broken connection after sending).
+    Unknown(String),
+}
+
+/// A client of a cluster given by its nodes' addresses.
+pub struct Client {
+    http: reqwest::Client,
+    addrs: Vec<String>,
+    /// The address that last answered as leader.
+    leader: Mutex<Option<String>>,
+    /// Give-up time of one attempt.
+    pub attempt_timeout: Duration,
+    /// Give-up time of a retrying call.
+    pub call_timeout: Duration,
+}
+
+impl Client {
+    /// A client of the nodes at `addrs` (`host:port`).
+    pub fn new(addrs: Vec<String>) -> Client {
+        Client {
+            http: reqwest::Client::new(),
+            addrs,
+            leader: Mutex::new(None),
+            attempt_timeout: Duration::from_secs(3),
+            call_timeout: Duration::from_secs(30),
+        }
+    }
+
+    async fn post<B: Serialize, R: DeserializeOwned>(
+        &self,
+        addr: &str,
+        route: &str,
+        body: &B,
+    ) -> Outcome<R> {
+        let sent = self
+            .http
+            .post(format!("http://{addr}{route}"))
+            .timeout(self.attempt_timeout)
+            .json(body)
+            .send()
+            .await;
+        match sent {
+            Ok(reply) => match reply.json::<R>().await {
+                Ok(r) => Outcome::Done(r),
+                Err(e) => Outcome::Unknown(format!("{addr}{route}: reading the reply: {e}")),
+            },
+            Err(e) if e.is_connect() => {
+                Outcome::Refused { why: format!("{addr}: cannot connect: {e}"), leader: None }
+            }
+            Err(e) => Outcome::Unknown(format!("{addr}{route}: {e}")),
+        }
+    }
+
+    async fn get_json<R: DeserializeOwned>(&self, addr: &str, route: &str) -> Result<R, String> {
+        let reply = self
+            .http
+            .get(format!("http://{addr}{route}"))
+            .timeout(self.attempt_timeout)
+            .send()
+            .await
+            .map_err(|e| format!("{addr}{route}: {e}"))?;
+        reply.json().await.map_err(|e| format!("{addr}{route}: {e}"))
+    }
+
+    /// One write attempt at the node `addr`.
+    pub async fn write_once(&self, addr: &str, req: &Request) -> Outcome<Response> {
+        match self.post::<_, api::WriteResult>(addr, "/kv/write", req).await {
+            Outcome::Done(Ok(r)) => Outcome::Done(r),
+            Outcome::Done(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f)))) => {
+                Outcome::Refused {
+                    why: format!("{addr} is not the leader"),
+                    leader: f.leader_node.map(|n| n.addr),
+                }
+            }
+            // A change-membership error cannot come from a plain write; a fatal error means the
+            // node stopped, and whether the entry was committed is unknown.
+            Outcome::Done(Err(e)) => Outcome::Unknown(format!("{addr}: {e}")),
+            Outcome::Refused { why, leader } => Outcome::Refused { why, leader },
+            Outcome::Unknown(w) => Outcome::Unknown(w),
+        }
+    }
+
+    /// One linearizable read attempt at the node `addr`. A read changes nothing, so every
+    /// failure is `Refused`.
+    pub async fn read_once(&self, addr: &str, key: &str) -> Outcome<Option<String>> {
+        match self.post::<_, api::ReadResult>(addr, "/kv/read", &key).await {
+            Outcome::Done(Ok(v)) => Outcome::Done(v),
+            Outcome::Done(Err(RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f)))) => {
+                Outcome::Refused {
+                    why: format!("{addr} is not the leader"),
+                    leader: f.leader_node.map(|n| n.addr),
+                }
+            }
+            Outcome::Done(Err(e)) => Outcome::Refused { why: format!("{addr}: {e}"), leader: None },
+            Outcome::Refused { why, leader } => Outcome::Refused { why, leader },
+            Outcome::Unknown(w) => Outcome::Refused { why: w, leader: None },
+        }
+    }
+
+    /// Where to send the next attempt: the last known leader, else the nodes in turn.
+    fn target(&self, attempt: usize) -> String {
+        match self.leader.lock().clone() {
+            Some(l) if attempt % 4 != 3 => l,
+            _ => self.addrs[attempt % self.addrs.len()].clone(),
+        }
+    }
+
+    /// Waits a little before the next attempt unless a leader was just named.
+    async fn pause_unless_leader_known(&self) {
+        if self.leader.lock().is_none() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    fn after(&self, outcome_leader: Option<String>) {
+        *self.leader.lock() = outcome_leader;
+    }
+
+    /// Writes `req`, following the leader and retrying until `call_timeout`. An error is the
+    /// last attempt's; after an `Unknown` attempt the write may still have happened.
+    pub async fn write(&self, req: &Request) -> Result<Response, String> {
+        let start = Instant::now();
+        let mut attempt = 0;
+        loop {
+            let addr = self.target(attempt);
+            let why = match self.write_once(&addr, req).await {
+                Outcome::Done(r) => {
+                    self.after(Some(addr));
+                    return Ok(r);
+                }
+                Outcome::Refused { why, leader } => {
+                    self.after(leader);
+                    why
+                }
+                Outcome::Unknown(why) => {
+                    self.after(None);
+                    why
+                }
+            };
+            attempt += 1;
+            if start.elapsed() > self.call_timeout {
+                return Err(format!("gave up after {attempt} attempts: {why}"));
+            }
+            self.pause_unless_leader_known().await;
+        }
+    }
+
+    /// Reads `key` linearizably, following the leader and retrying until `call_timeout`.
+    pub async fn read(&self, key: &str) -> Result<Option<String>, String> {
+        let start = Instant::now();
+        let mut attempt = 0;
+        loop {
+            let addr = self.target(attempt);
+            let why = match self.read_once(&addr, key).await {
+                Outcome::Done(v) => {
+                    self.after(Some(addr));
+                    return Ok(v);
+                }
+                Outcome::Refused { why, leader } => {
+                    self.after(leader);
+                    why
+                }
+                Outcome::Unknown(why) => why,
+            };
+            attempt += 1;
+            if start.elapsed() > self.call_timeout {
+                return Err(format!("gave up after {attempt} attempts: {why}"));
+            }
+            self.pause_unless_leader_known().await;
+        }
+    }
+
+    /// The value of `key` in the applied state of the node `addr` (not linearizable).
+    pub async fn local_get(&self, addr: &str, key: &str) -> Result<Option<String>, String> {
+        match self.post::<_, api::LocalResult<Option<String>>>(addr, "/kv/local", &key).await {
+            Outcome::Done(r) => r,
+            Outcome::Refused { why, .. } | Outcome::Unknown(why) => Err(why),
+        }
+    }
+
+    /// Every pair of the applied state of the node `addr`.
+    pub async fn dump(&self, addr: &str) -> Result<Vec<(String, String)>, String> {
+        self.get_json::<api::LocalResult<Vec<(String, String)>>>(addr, "/kv/dump").await?
+    }
+
+    /// The Raft metrics of the node `addr`.
+    pub async fn metrics(
+        &self,
+        addr: &str,
+    ) -> Result<openraft::RaftMetrics<NodeId, BasicNode>, String> {
+        self.get_json(addr, "/cluster/metrics").await
+    }
+
+    /// Initializes the cluster at the node `addr` with `members` (id to address) as voters.
+    pub async fn init(&self, addr: &str, members: &BTreeMap<NodeId, String>) -> Result<(), String> {
+        let nodes: BTreeMap<NodeId, BasicNode> =
+            members.iter().map(|(id, a)| (*id, BasicNode { addr: a.clone() })).collect();
+        match self.post::<_, api::InitResult>(addr, "/cluster/init", &nodes).await {
+            Outcome::Done(r) => r.map_err(|e| e.to_string()),
+            Outcome::Refused { why, .. } | Outcome::Unknown(why) => Err(why),
+        }
+    }
+
+    /// Adds node `id` at `node_addr` as a learner, at the leader; returns once it caught up.
+    pub async fn add_learner(
+        &self,
+        id: NodeId,
+        node_addr: &str,
+    ) -> Result<openraft::LogId<NodeId>, String> {
+        let body = (id, node_addr.to_string());
+        self.membership_call("/cluster/add-learner", &body).await
+    }
+
+    /// Makes `voters` the cluster's voters, at the leader.
+    pub async fn change_membership(
+        &self,
+        voters: &BTreeSet<NodeId>,
+    ) -> Result<openraft::LogId<NodeId>, String> {
+        self.membership_call("/cluster/change-membership", voters).await
+    }
+
+    async fn membership_call<B: Serialize>(
+        &self,
+        route: &str,
+        body: &B,
+    ) -> Result<openraft::LogId<NodeId>, String> {
+        let start = Instant::now();
+        let mut attempt = 0;
+        loop {
+            let addr = self.target(attempt);
+            let why = match self.post::<_, api::MembershipResult>(&addr, route, body).await {
+                Outcome::Done(Ok(log_id)) => return Ok(log_id),
+                Outcome::Done(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f)))) => {
+                    self.after(f.leader_node.map(|n| n.addr));
+                    format!("{addr} is not the leader")
+                }
+                Outcome::Done(Err(e)) => return Err(e.to_string()),
+                Outcome::Refused { why, .. } | Outcome::Unknown(why) => why,
+            };
+            attempt += 1;
+            if start.elapsed() > self.call_timeout {
+                return Err(format!("gave up after {attempt} attempts: {why}"));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! siftdb as the storage of an [openraft](https://docs.rs/openraft/0.9) cluster.
+//!
+//! - [`store::open`] opens a node's directory and returns its log store ([`store::LogStore`],
+//!   openraft's `RaftLogStorage`) and state machine ([`store::StateMachine`], `RaftStateMachine`).
+//!   Both live in one siftdb database, in their own keyspaces; the layout is in README.md.
+//! - [`service`] is a replicated KV service over HTTP built on them (the `siftdb-raft` binary),
+//!   [`client`] its client, [`network`] the Raft RPCs between nodes.
+//!
+//! Quick start, in-process (the storage only):
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use openraft::storage::{RaftLogStorage, RaftStateMachine};
+//! let dir = tempfile::tempdir()?;
+//! let (mut log, mut sm) = siftdb_openraft::store::open(dir.path().join("node-1"), 1)?;
+//! assert_eq!(log.read_vote().await?, None);
+//! assert_eq!(sm.applied_state().await?.0, None);
+//! # Ok(())
+//! # }
+//! ```
+
+pub mod client;
+pub mod network;
+#[cfg(feature = "rocksdb-peer")]
+pub mod peer_rocksdb;
+pub mod service;
+pub mod store;
+
+use std::fmt;
+use std::io::Cursor;
+
+use serde::{Deserialize, Serialize};
+
+/// A node's id in the cluster.
+pub type NodeId = u64;
+
+openraft::declare_raft_types!(
+    /// The openraft types of the KV service: requests are [`Request`], responses [`Response`],
+    /// snapshots travel as bytes (`Cursor<Vec<u8>>`, the format in README.md).
+    pub TypeConfig:
+        D = Request,
+        R = Response,
+        NodeId = NodeId,
+        Node = openraft::BasicNode,
+        Entry = openraft::Entry<TypeConfig>,
+        SnapshotData = Cursor<Vec<u8>>,
+        AsyncRuntime = openraft::TokioRuntime,
+);
+
+/// The openraft handle of one node.
+pub type Raft = openraft::Raft<TypeConfig>;
+
+/// A write the state machine applies.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Request {
+    /// Sets `key` to `value`.
+    Set {
+        /// The key.
+        key: String,
+        /// The value.
+        value: String,
+    },
+    /// Removes `key` (a no-op when it is absent).
+    Delete {
+        /// The key.
+        key: String,
+    },
+}
+
+impl fmt::Display for Request {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Request::Set { key, value } => write!(f, "set {key}={value}"),
+            Request::Delete { key } => write!(f, "delete {key}"),
+        }
+    }
+}
+
+/// What applying a [`Request`] returned: the key's value before it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Response {
+    /// The value the key had before the request, if any.
+    pub previous: Option<String>,
+}
+
+/// The reads the service makes of a state machine (local, not linearizable by themselves).
+pub trait KvRead: Send + Sync + 'static {
+    /// The applied value of `key`.
+    fn get(&self, key: &str) -> Result<Option<String>, String>;
+    /// Every applied pair in key order.
+    fn dump(&self) -> Result<Vec<(String, String)>, String>;
+}

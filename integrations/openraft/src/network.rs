@@ -1,0 +1,94 @@
+//! The Raft RPCs between nodes: JSON over HTTP/1.1 (reqwest), answered by [`crate::service`]'s
+//! `/raft/*` routes. Each reply is the JSON of a `Result`, so a remote Raft error comes back as
+//! itself and a transport failure as openraft's `Unreachable` (nothing sent) or `NetworkError`.
+
+use openraft::error::{
+    InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable,
+};
+use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
+    VoteRequest, VoteResponse,
+};
+use openraft::BasicNode;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::{NodeId, TypeConfig};
+
+/// Makes one [`Connection`] per peer; they share the HTTP client's connection pool.
+#[derive(Clone, Default)]
+pub struct Network {
+    http: reqwest::Client,
+}
+
+/// The RPC sender to one peer.
+pub struct Connection {
+    http: reqwest::Client,
+    target: NodeId,
+    node: BasicNode,
+}
+
+impl RaftNetworkFactory<TypeConfig> for Network {
+    type Network = Connection;
+
+    async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> Connection {
+        Connection { http: self.http.clone(), target, node: node.clone() }
+    }
+}
+
+impl Connection {
+    async fn call<Req, Resp, E>(
+        &self,
+        route: &str,
+        req: &Req,
+        option: &RPCOption,
+    ) -> Result<Resp, RPCError<NodeId, BasicNode, RaftError<NodeId, E>>>
+    where
+        Req: Serialize,
+        Resp: DeserializeOwned,
+        E: std::error::Error + DeserializeOwned,
+    {
+        let url = format!("http://{}/raft/{route}", self.node.addr);
+        let sent = self.http.post(&url).timeout(option.hard_ttl()).json(req).send().await;
+        let reply = match sent {
+            Ok(r) => r,
+            Err(e) if e.is_connect() => return Err(RPCError::Unreachable(Unreachable::new(&e))),
+            Err(e) => return Err(RPCError::Network(NetworkError::new(&e))),
+        };
+        let result: Result<Resp, RaftError<NodeId, E>> =
+            reply.json().await.map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
+        result.map_err(|e| {
+            RPCError::RemoteError(RemoteError::new_with_node(self.target, self.node.clone(), e))
+        })
+    }
+}
+
+impl RaftNetwork<TypeConfig> for Connection {
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
+        self.call("append", &rpc, &option).await
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        rpc: InstallSnapshotRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<
+        InstallSnapshotResponse<NodeId>,
+        RPCError<NodeId, BasicNode, RaftError<NodeId, InstallSnapshotError>>,
+    > {
+        self.call("snapshot", &rpc, &option).await
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<NodeId>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
+        self.call("vote", &rpc, &option).await
+    }
+}

@@ -1,0 +1,219 @@
+//! The replicated KV service: one node's HTTP server. Routes (all JSON; every reply is the JSON
+//! of a `Result`, so errors travel typed):
+//!
+//! | route | body | reply |
+//! |---|---|---|
+//! | `POST /raft/append`, `/raft/vote`, `/raft/snapshot` | openraft's RPC request | its reply |
+//! | `POST /kv/write` | [`Request`] | [`api::WriteResult`] |
+//! | `POST /kv/read` | key (string) | [`api::ReadResult`]: linearizable, through `ensure_linearizable` |
+//! | `POST /kv/local` | key (string) | this node's applied value, not linearizable |
+//! | `GET /kv/dump` | | this node's applied state, every pair in key order |
+//! | `POST /cluster/init` | map of node id to `BasicNode` | [`api::InitResult`] |
+//! | `POST /cluster/add-learner` | `[id, "host:port"]` | [`api::WriteResult`] of the change |
+//! | `POST /cluster/change-membership` | set of voter ids | [`api::MembershipResult`] |
+//! | `GET /cluster/metrics` | | openraft's `RaftMetrics` |
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use openraft::error::{InstallSnapshotError, RaftError};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
+    VoteRequest, VoteResponse,
+};
+use openraft::{BasicNode, Config, SnapshotPolicy};
+
+use crate::network::Network;
+use crate::store;
+use crate::{KvRead, NodeId, Raft, Request, TypeConfig};
+
+/// The reply types of the client routes, shared with [`crate::client`].
+pub mod api {
+    use openraft::error::{CheckIsLeaderError, ClientWriteError, InitializeError, RaftError};
+    use openraft::BasicNode;
+
+    use crate::{NodeId, Response};
+
+    /// `/kv/write`.
+    pub type WriteResult = Result<Response, RaftError<NodeId, ClientWriteError<NodeId, BasicNode>>>;
+    /// `/kv/read`.
+    pub type ReadResult =
+        Result<Option<String>, RaftError<NodeId, CheckIsLeaderError<NodeId, BasicNode>>>;
+    /// `/kv/local` and `/kv/dump`: a storage failure as text.
+    pub type LocalResult<T> = Result<T, String>;
+    /// `/cluster/init`.
+    pub type InitResult = Result<(), RaftError<NodeId, InitializeError<NodeId, BasicNode>>>;
+    /// `/cluster/add-learner` and `/cluster/change-membership`: the log id of the change.
+    pub type MembershipResult =
+        Result<openraft::LogId<NodeId>, RaftError<NodeId, ClientWriteError<NodeId, BasicNode>>>;
+}
+
+/// How to run one node.
+#[derive(Debug, Clone)]
+pub struct NodeConfig {
+    /// The node's id.
+    pub id: NodeId,
+    /// `host:port` it listens on (also its address in the membership).
+    pub addr: String,
+    /// Its directory (created if missing; refused if it holds another node's data).
+    pub dir: PathBuf,
+    /// A snapshot is built every this many applied entries.
+    pub snapshot_every: u64,
+    /// Which engine stores the log and the state machine.
+    pub store: StoreKind,
+}
+
+/// The engine under a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreKind {
+    /// siftdb ([`crate::store`]).
+    Siftdb,
+    /// RocksDB, the comparison peer (`crate::peer_rocksdb`, feature `rocksdb-peer`).
+    Rocksdb,
+}
+
+struct App {
+    raft: Raft,
+    sm: Arc<dyn KvRead>,
+}
+
+type AppState = State<Arc<App>>;
+
+/// Opens the node's storage, starts Raft and serves until SIGTERM or Ctrl-C. The storage is
+/// opened (and a foreign directory refused) before anything listens.
+pub async fn run_node(cfg: NodeConfig) -> Result<(), Box<dyn std::error::Error>> {
+    let config = Config {
+        cluster_name: "siftdb-kv".into(),
+        heartbeat_interval: 100,
+        election_timeout_min: 300,
+        election_timeout_max: 600,
+        snapshot_policy: SnapshotPolicy::LogsSinceLast(cfg.snapshot_every),
+        max_in_snapshot_log_to_keep: cfg.snapshot_every / 2,
+        ..Default::default()
+    }
+    .validate()?;
+    let config = Arc::new(config);
+    let (raft, sm): (Raft, Arc<dyn KvRead>) = match cfg.store {
+        StoreKind::Siftdb => {
+            let (log, sm) = store::open(&cfg.dir, cfg.id)?;
+            (Raft::new(cfg.id, config, Network::default(), log, sm.clone()).await?, Arc::new(sm))
+        }
+        #[cfg(feature = "rocksdb-peer")]
+        StoreKind::Rocksdb => {
+            let (log, sm) = crate::peer_rocksdb::open(&cfg.dir, cfg.id)?;
+            (Raft::new(cfg.id, config, Network::default(), log, sm.clone()).await?, Arc::new(sm))
+        }
+        #[cfg(not(feature = "rocksdb-peer"))]
+        StoreKind::Rocksdb => {
+            return Err(
+                "this build has no RocksDB store: rebuild with --features rocksdb-peer".into()
+            )
+        }
+    };
+    let app = Arc::new(App { raft: raft.clone(), sm });
+    let router = Router::new()
+        .route("/raft/append", post(raft_append))
+        .route("/raft/vote", post(raft_vote))
+        .route("/raft/snapshot", post(raft_snapshot))
+        .route("/kv/write", post(kv_write))
+        .route("/kv/read", post(kv_read))
+        .route("/kv/local", post(kv_local))
+        .route("/kv/dump", get(kv_dump))
+        .route("/cluster/init", post(cluster_init))
+        .route("/cluster/add-learner", post(cluster_add_learner))
+        .route("/cluster/change-membership", post(cluster_change_membership))
+        .route("/cluster/metrics", get(cluster_metrics))
+        .with_state(app);
+    let listener = tokio::net::TcpListener::bind(&cfg.addr).await?;
+    eprintln!("siftdb-raft node {} serving on {} from {}", cfg.id, cfg.addr, cfg.dir.display());
+    axum::serve(listener, router).with_graceful_shutdown(shutdown_signal()).await?;
+    raft.shutdown().await?;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("a SIGTERM handler can be installed");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}
+
+async fn raft_append(
+    State(app): AppState,
+    Json(rpc): Json<AppendEntriesRequest<TypeConfig>>,
+) -> Json<Result<AppendEntriesResponse<NodeId>, RaftError<NodeId>>> {
+    Json(app.raft.append_entries(rpc).await)
+}
+
+async fn raft_vote(
+    State(app): AppState,
+    Json(rpc): Json<VoteRequest<NodeId>>,
+) -> Json<Result<VoteResponse<NodeId>, RaftError<NodeId>>> {
+    Json(app.raft.vote(rpc).await)
+}
+
+async fn raft_snapshot(
+    State(app): AppState,
+    Json(rpc): Json<InstallSnapshotRequest<TypeConfig>>,
+) -> Json<Result<InstallSnapshotResponse<NodeId>, RaftError<NodeId, InstallSnapshotError>>> {
+    Json(app.raft.install_snapshot(rpc).await)
+}
+
+async fn kv_write(State(app): AppState, Json(req): Json<Request>) -> Json<api::WriteResult> {
+    Json(app.raft.client_write(req).await.map(|r| r.data))
+}
+
+async fn kv_read(State(app): AppState, Json(key): Json<String>) -> Json<api::ReadResult> {
+    // ensure_linearizable waits until this node has applied everything committed when the read
+    // arrived (and that it is still the leader), so the local read after it is linearizable.
+    if let Err(e) = app.raft.ensure_linearizable().await {
+        return Json(Err(e));
+    }
+    let value = app.sm.get(&key).map_err(|e| {
+        let io = openraft::StorageIOError::read_state_machine(openraft::AnyError::error(e));
+        RaftError::Fatal(openraft::error::Fatal::StorageError(io.into()))
+    });
+    Json(value)
+}
+
+async fn kv_local(
+    State(app): AppState,
+    Json(key): Json<String>,
+) -> Json<api::LocalResult<Option<String>>> {
+    Json(app.sm.get(&key))
+}
+
+async fn kv_dump(State(app): AppState) -> Json<api::LocalResult<Vec<(String, String)>>> {
+    Json(app.sm.dump())
+}
+
+async fn cluster_init(
+    State(app): AppState,
+    Json(members): Json<BTreeMap<NodeId, BasicNode>>,
+) -> Json<api::InitResult> {
+    Json(app.raft.initialize(members).await)
+}
+
+async fn cluster_add_learner(
+    State(app): AppState,
+    Json((id, addr)): Json<(NodeId, String)>,
+) -> Json<api::MembershipResult> {
+    Json(app.raft.add_learner(id, BasicNode { addr }, true).await.map(|r| r.log_id))
+}
+
+async fn cluster_change_membership(
+    State(app): AppState,
+    Json(voters): Json<BTreeSet<NodeId>>,
+) -> Json<api::MembershipResult> {
+    Json(app.raft.change_membership(voters, false).await.map(|r| r.log_id))
+}
+
+async fn cluster_metrics(State(app): AppState) -> Json<openraft::RaftMetrics<NodeId, BasicNode>> {
+    Json(app.raft.metrics().borrow().clone())
+}

@@ -1,0 +1,137 @@
+//! A node's storage: one siftdb database holding the Raft log and the state machine in their own
+//! keyspaces, plus the current snapshot file. The directory layout and the keys are in README.md
+//! ("Storage layout"); this module opens the directory and refuses one that is not this node's.
+
+mod error;
+mod log_store;
+pub(crate) mod snapshot_file;
+mod state_machine;
+
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+
+use siftdb::{Db, KeyspaceOptions, Options};
+
+pub use error::StoreError;
+pub use log_store::LogStore;
+pub use snapshot_file::{decode_snapshot, encode_snapshot, DecodedSnapshot, SNAPSHOT_MAGIC};
+pub use state_machine::{SnapshotBuilder, StateMachine};
+
+use crate::NodeId;
+
+/// The identity file: written once when the directory is created, checked on every open.
+const NODE_FILE: &str = "NODE";
+/// The siftdb database, under the node directory.
+const DB_DIR: &str = "db";
+/// The current snapshot (snapshot_file.rs's format), replaced by rename.
+pub(crate) const SNAPSHOT_FILE: &str = "snapshot";
+
+/// Keyspace of the log: key = index as 8 big-endian bytes, value = the entry as JSON.
+const LOG_KEYSPACE: &str = "raft_log";
+/// Keyspace of the vote, committed and last purged log ids (JSON) and the node id.
+const RAFT_META_KEYSPACE: &str = "raft_meta";
+/// Keyspace of the state machine's last applied log id, membership and data keyspace's name.
+const SM_META_KEYSPACE: &str = "sm_meta";
+/// Prefix of the state machine's data keyspaces: `sm_data.<generation>`. Installing a snapshot
+/// fills the next generation and switches to it in one write.
+const SM_DATA_PREFIX: &str = "sm_data.";
+
+/// The first line of the NODE file, followed by the node id.
+const NODE_FILE_HEADER: &str = "siftdb-openraft node";
+
+/// Opens (creating if needed) the storage of node `id` in `dir`.
+///
+/// Refuses, changing nothing, a directory that holds another node's data, a non-empty
+/// directory that is not a node directory, and a node whose current snapshot file is corrupt.
+pub fn open(dir: impl AsRef<Path>, id: NodeId) -> Result<(LogStore, StateMachine), StoreError> {
+    let dir = dir.as_ref().to_path_buf();
+    claim_dir(&dir, id)?;
+    let snapshot_path = dir.join(SNAPSHOT_FILE);
+    // Checked before the database is opened, so a corrupt one changes nothing.
+    snapshot_file::read_file(&snapshot_path)?;
+    let db = Arc::new(Db::open(dir.join(DB_DIR), Options::default())?);
+    let raft_meta = db.keyspace(RAFT_META_KEYSPACE, KeyspaceOptions::default())?;
+    match raft_meta.get(b"node_id")? {
+        None => raft_meta.put(b"node_id", id.to_be_bytes())?,
+        Some(v) if v == id.to_be_bytes() => {}
+        Some(v) => {
+            return Err(StoreError::OtherNode {
+                dir,
+                found: format!("node_id key {v:?}"),
+                wanted: id,
+            })
+        }
+    }
+    let log = LogStore::new(
+        db.clone(),
+        db.keyspace(LOG_KEYSPACE, KeyspaceOptions::default())?,
+        raft_meta,
+    )?;
+    let sm = StateMachine::open(db, dir)?;
+    Ok((log, sm))
+}
+
+/// Checks that `dir` is node `id`'s directory, or makes it one if it is missing or empty.
+pub(crate) fn claim_dir(dir: &Path, id: NodeId) -> Result<(), StoreError> {
+    let io = |what: &str, e: std::io::Error| StoreError::Io {
+        what: format!("{what} {}", dir.display()),
+        source: e,
+    };
+    let node_file = dir.join(NODE_FILE);
+    match fs::read_to_string(&node_file) {
+        Ok(text) => {
+            let found = text.trim_end();
+            let Some(n) = found.strip_prefix(NODE_FILE_HEADER).map(str::trim) else {
+                return Err(StoreError::NotANodeDir {
+                    dir: dir.to_path_buf(),
+                    why: format!("its NODE file does not start with '{NODE_FILE_HEADER}'"),
+                });
+            };
+            if n.parse::<NodeId>().ok() != Some(id) {
+                return Err(StoreError::OtherNode {
+                    dir: dir.to_path_buf(),
+                    found: format!("node {n}"),
+                    wanted: id,
+                });
+            }
+            return Ok(());
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io("read the NODE file of", e)),
+    }
+    if dir.exists() {
+        let mut entries = fs::read_dir(dir).map_err(|e| io("list", e))?;
+        if entries.next().is_some() {
+            return Err(StoreError::NotANodeDir {
+                dir: dir.to_path_buf(),
+                why: "it is not empty and has no NODE file".into(),
+            });
+        }
+    } else {
+        fs::create_dir_all(dir).map_err(|e| io("create", e))?;
+    }
+    let tmp = dir.join("NODE.tmp");
+    let mut f = fs::File::create(&tmp).map_err(|e| io("create NODE.tmp in", e))?;
+    f.write_all(format!("{NODE_FILE_HEADER} {id}\n").as_bytes())
+        .map_err(|e| io("write NODE.tmp in", e))?;
+    f.sync_all().map_err(|e| io("sync NODE.tmp in", e))?;
+    fs::rename(&tmp, &node_file).map_err(|e| io("rename NODE.tmp in", e))?;
+    sync_dir(dir).map_err(|e| io("sync", e))
+}
+
+/// fsyncs a directory so a rename or create inside it survives power loss.
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    fs::File::open(dir)?.sync_all()
+}
+
+/// The log key of `index`: big-endian, so keys sort as indexes do.
+fn log_key(index: u64) -> [u8; 8] {
+    index.to_be_bytes()
+}
+
+/// Converts a storage failure into openraft's error with the subject it concerns.
+fn to_any(e: impl std::fmt::Display) -> openraft::AnyError {
+    openraft::AnyError::error(e)
+}

@@ -1,0 +1,25 @@
+//! openraft's own storage test suite (`openraft::testing::Suite`) against the siftdb store.
+
+use openraft::testing::{StoreBuilder, Suite};
+use openraft::StorageError;
+use siftdb_openraft::store::{self, LogStore, StateMachine};
+use siftdb_openraft::{NodeId, TypeConfig};
+use tempfile::TempDir;
+
+/// Each test of the suite gets a fresh node directory; the `TempDir` guard keeps it alive for
+/// the test and removes it after.
+struct Builder;
+
+impl StoreBuilder<TypeConfig, LogStore, StateMachine, TempDir> for Builder {
+    async fn build(&self) -> Result<(TempDir, LogStore, StateMachine), StorageError<NodeId>> {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let (log, sm) = store::open(dir.path().join("node"), 1)
+            .map_err(|e| openraft::StorageIOError::write(openraft::AnyError::error(e)))?;
+        Ok((dir, log, sm))
+    }
+}
+
+#[test]
+fn openraft_storage_suite() -> Result<(), StorageError<NodeId>> {
+    Suite::test_all(Builder)
+}
