@@ -128,6 +128,17 @@ pub fn open(dir: &Path, id: NodeId) -> Result<(RocksLogStore, RocksStateMachine)
     Ok((RocksLogStore { shared: shared.clone() }, RocksStateMachine { shared }))
 }
 
+fn json_or_none<T: serde::de::DeserializeOwned>(
+    bytes: Option<Vec<u8>>,
+) -> Result<Option<T>, StorageIOError<NodeId>> {
+    match bytes {
+        None => Ok(None),
+        Some(b) => serde_json::from_slice(&b)
+            .map(Some)
+            .map_err(|e| StorageIOError::read_state_machine(any(e))),
+    }
+}
+
 fn decode_entry(v: &[u8]) -> Result<Entry<TypeConfig>, StorageIOError<NodeId>> {
     serde_json::from_slice(v).map_err(|e| StorageIOError::read_logs(any(e)))
 }
@@ -417,11 +428,11 @@ impl RaftSnapshotBuilder<TypeConfig> for RocksStateMachine {
         let view = self.shared.db.snapshot();
         let rerr =
             |e: rocksdb::Error| StorageError::from(StorageIOError::read_state_machine(any(e)));
-        let json = |b: Option<Vec<u8>>| b.and_then(|b| serde_json::from_slice(&b).ok());
         let last_applied: Option<LogId<NodeId>> =
-            json(view.get_cf(self.shared.cf("sm_meta"), b"last_applied").map_err(rerr)?).flatten();
+            json_or_none(view.get_cf(self.shared.cf("sm_meta"), b"last_applied").map_err(rerr)?)?
+                .flatten();
         let last_membership: Membership =
-            json(view.get_cf(self.shared.cf("sm_meta"), b"membership").map_err(rerr)?)
+            json_or_none(view.get_cf(self.shared.cf("sm_meta"), b"membership").map_err(rerr)?)?
                 .unwrap_or_default();
         let mut pairs = Vec::new();
         for item in view.iterator_cf(self.shared.cf("sm_data"), IteratorMode::Start) {

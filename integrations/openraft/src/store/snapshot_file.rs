@@ -1,15 +1,6 @@
 //! The snapshot format: what `build_snapshot` writes, what travels to a follower, what
-//! `install_snapshot` checks before it changes anything. Byte table in README.md ("Snapshot
-//! format"). All integers little-endian.
-//!
-//! | bytes | field |
-//! |---|---|
-//! | 8 | magic `SFRSNAP1` |
-//! | 4 | meta length M |
-//! | M | `SnapshotMeta` as JSON |
-//! | 8 | pair count N |
-//! | N x (4 + K + 4 + V) | key length, key, value length, value; keys strictly ascending |
-//! | 4 | CRC-32 (crc32fast) of every byte before it |
+//! `install_snapshot` checks before it changes anything. The byte table is in README.md
+//! ("Snapshot format"), the one description of it; keep the two in step.
 
 use std::fs;
 use std::io::Write;
