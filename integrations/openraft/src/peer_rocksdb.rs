@@ -386,6 +386,7 @@ impl RaftStateMachine<TypeConfig> for RocksStateMachine {
         let _file = self.shared.snapshot_file.lock();
         let (data, m) = (self.shared.cf("sm_data"), self.shared.cf("sm_meta"));
         let mut batch = WriteBatch::default();
+        // Keys are UTF-8, which never holds a 0xff byte: every key sorts below this end.
         batch.delete_range_cf(data, &[][..], &[0xffu8; 64][..]);
         for (k, v) in &decoded.pairs {
             batch.put_cf(data, k, v);
