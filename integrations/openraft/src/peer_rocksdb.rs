@@ -17,15 +17,16 @@ use std::thread::JoinHandle;
 
 use openraft::storage::{LogFlushed, LogState, RaftLogStorage, RaftStateMachine, Snapshot};
 use openraft::{
-    Entry, EntryPayload, LogId, OptionalSend, RaftLogReader, RaftSnapshotBuilder, StorageError,
-    StorageIOError, StoredMembership, Vote,
+    Entry, LogId, OptionalSend, RaftLogReader, RaftSnapshotBuilder, StorageError, StorageIOError,
+    StoredMembership, Vote,
 };
 use parking_lot::Mutex;
 use rocksdb::{ColumnFamily, Direction, IteratorMode, Options, WriteBatch, WriteOptions, DB};
 
+use crate::store::apply::DataWrite;
 use crate::store::snapshot_file::{self, read_file};
 use crate::store::{claim_dir, StoreError, SNAPSHOT_FILE};
-use crate::{KvRead, NodeId, Request, Response, TypeConfig};
+use crate::{KvRead, NodeId, Response, TypeConfig};
 
 type Membership = StoredMembership<NodeId, openraft::BasicNode>;
 type Meta = openraft::SnapshotMeta<NodeId, openraft::BasicNode>;
@@ -315,52 +316,22 @@ impl RaftStateMachine<TypeConfig> for RocksStateMachine {
         I: IntoIterator<Item = Entry<TypeConfig>> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
+        let plan = crate::store::apply::plan(entries, |key| self.get(key))?;
         let (data, meta) = (self.shared.cf("sm_data"), self.shared.cf("sm_meta"));
         let mut batch = WriteBatch::default();
-        let mut pending = std::collections::HashMap::<String, Option<String>>::new();
-        let mut responses = Vec::new();
-        let mut last = None;
-        for entry in entries {
-            last = Some(entry.log_id);
-            responses.push(match entry.payload {
-                EntryPayload::Blank => Response::default(),
-                EntryPayload::Membership(m) => {
-                    let stored = Membership::new(Some(entry.log_id), m);
-                    batch.put_cf(
-                        meta,
-                        b"membership",
-                        serde_json::to_vec(&stored).expect("serializes"),
-                    );
-                    Response::default()
-                }
-                EntryPayload::Normal(req) => {
-                    let key = match &req {
-                        Request::Set { key, .. } | Request::Delete { key } => key.clone(),
-                    };
-                    let previous = match pending.get(&key) {
-                        Some(v) => v.clone(),
-                        None => self
-                            .get(&key)
-                            .map_err(|e| StorageIOError::apply(entry.log_id, any(e)))?,
-                    };
-                    match req {
-                        Request::Set { key, value } => {
-                            batch.put_cf(data, key.as_bytes(), value.as_bytes());
-                            pending.insert(key, Some(value));
-                        }
-                        Request::Delete { key } => {
-                            batch.delete_cf(data, key.as_bytes());
-                            pending.insert(key, None);
-                        }
-                    }
-                    Response { previous }
-                }
-            });
+        for write in &plan.writes {
+            match write {
+                DataWrite::Put(k, v) => batch.put_cf(data, k.as_bytes(), v.as_bytes()),
+                DataWrite::Delete(k) => batch.delete_cf(data, k.as_bytes()),
+            }
         }
-        let Some(last) = last else { return Ok(responses) };
+        if let Some(m) = &plan.membership {
+            batch.put_cf(meta, b"membership", serde_json::to_vec(m).expect("serializes"));
+        }
+        let Some(last) = plan.last else { return Ok(plan.responses) };
         batch.put_cf(meta, b"last_applied", serde_json::to_vec(&Some(last)).expect("serializes"));
         self.shared.write(batch, false).map_err(|e| StorageIOError::apply(last, any(e)))?;
-        Ok(responses)
+        Ok(plan.responses)
     }
 
     async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
@@ -380,9 +351,7 @@ impl RaftStateMachine<TypeConfig> for RocksStateMachine {
     ) -> Result<(), StorageError<NodeId>> {
         let sig = Some(meta.signature());
         let bytes = snapshot.into_inner();
-        let decoded = snapshot_file::decode_snapshot(&bytes).map_err(|w| {
-            StorageIOError::read_snapshot(sig.clone(), any(format!("corrupt snapshot: {w}")))
-        })?;
+        let decoded = snapshot_file::check_received(meta, &bytes)?;
         let _file = self.shared.snapshot_file.lock();
         let (data, m) = (self.shared.cf("sm_data"), self.shared.cf("sm_meta"));
         let mut batch = WriteBatch::default();

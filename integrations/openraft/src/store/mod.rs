@@ -2,6 +2,7 @@
 //! keyspaces, plus the current snapshot file. The directory layout and the keys are in README.md
 //! ("Storage layout"); this module opens the directory and refuses one that is not this node's.
 
+pub(crate) mod apply;
 mod error;
 mod log_store;
 pub(crate) mod snapshot_file;

@@ -90,6 +90,28 @@ pub fn decode_snapshot(bytes: &[u8]) -> Result<DecodedSnapshot, String> {
     Ok(DecodedSnapshot { meta, pairs })
 }
 
+/// Checks a snapshot received for installation: it must decode (see [`decode_snapshot`]) and
+/// carry the meta it was announced with.
+pub(crate) fn check_received(
+    announced: &Meta,
+    bytes: &[u8],
+) -> Result<DecodedSnapshot, openraft::StorageError<NodeId>> {
+    let refuse = |what: String| {
+        let any = openraft::AnyError::error(format!("corrupt snapshot: {what}"));
+        openraft::StorageIOError::read_snapshot(Some(announced.signature()), any).into()
+    };
+    let decoded = decode_snapshot(bytes).map_err(refuse)?;
+    if decoded.meta.last_log_id != announced.last_log_id
+        || decoded.meta.last_membership != announced.last_membership
+    {
+        return Err(refuse(format!(
+            "its own meta {} differs from the announced {}",
+            decoded.meta, announced
+        )));
+    }
+    Ok(decoded)
+}
+
 /// Bounds-checked reads over the snapshot body.
 struct Reader<'a> {
     bytes: &'a [u8],

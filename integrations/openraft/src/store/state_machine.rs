@@ -7,22 +7,21 @@
 //! and drops the old keyspace: a crash leaves either the old state or the new, and an unfinished
 //! generation is dropped when the node opens.
 
-use std::collections::HashMap;
 use std::io::Cursor;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use openraft::storage::{RaftStateMachine, Snapshot};
 use openraft::{
-    EntryPayload, LogId, OptionalSend, RaftSnapshotBuilder, StorageError, StorageIOError,
-    StoredMembership,
+    LogId, OptionalSend, RaftSnapshotBuilder, StorageError, StorageIOError, StoredMembership,
 };
 use parking_lot::{Mutex, RwLock};
 use siftdb::{Db, Keyspace, KeyspaceOptions, WriteBatch, WriteOptions};
 
+use super::apply::DataWrite;
 use super::snapshot_file::{self, Meta};
 use super::{to_any, SM_DATA_PREFIX, SM_META_KEYSPACE, SNAPSHOT_FILE};
-use crate::{NodeId, Request, Response, TypeConfig};
+use crate::{NodeId, Response, TypeConfig};
 
 type Membership = StoredMembership<NodeId, openraft::BasicNode>;
 
@@ -156,48 +155,19 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         I::IntoIter: OptionalSend,
     {
         let data = self.shared.data.read();
+        let plan = super::apply::plan(entries, |key| {
+            let v = data.get(key.as_bytes())?;
+            Ok::<_, siftdb::Error>(v.map(|v| String::from_utf8_lossy(&v).into_owned()))
+        })?;
         let mut batch = WriteBatch::new();
-        // Values written earlier in this batch, which `get` cannot see yet.
-        let mut pending: HashMap<String, Option<String>> = HashMap::new();
-        let mut responses = Vec::new();
-        let mut last: Option<LogId<NodeId>> = None;
-        let mut membership: Option<Membership> = None;
-        for entry in entries {
-            let log_id = entry.log_id;
-            last = Some(log_id);
-            let response = match entry.payload {
-                EntryPayload::Blank => Response::default(),
-                EntryPayload::Membership(m) => {
-                    membership = Some(Membership::new(Some(log_id), m));
-                    Response::default()
-                }
-                EntryPayload::Normal(req) => {
-                    let key = match &req {
-                        Request::Set { key, .. } | Request::Delete { key } => key.clone(),
-                    };
-                    let previous = match pending.get(&key) {
-                        Some(v) => v.clone(),
-                        None => data
-                            .get(key.as_bytes())
-                            .map_err(|e| StorageIOError::apply(log_id, to_any(e)))?
-                            .map(|v| String::from_utf8_lossy(&v).into_owned()),
-                    };
-                    match req {
-                        Request::Set { key, value } => {
-                            batch.put_in(&data, key.as_bytes(), value.as_bytes());
-                            pending.insert(key, Some(value));
-                        }
-                        Request::Delete { key } => {
-                            batch.delete_in(&data, key.as_bytes());
-                            pending.insert(key, None);
-                        }
-                    }
-                    Response { previous }
-                }
+        for write in &plan.writes {
+            match write {
+                DataWrite::Put(k, v) => batch.put_in(&data, k.as_bytes(), v.as_bytes()),
+                DataWrite::Delete(k) => batch.delete_in(&data, k.as_bytes()),
             };
-            responses.push(response);
         }
-        let Some(last) = last else { return Ok(responses) };
+        let (responses, membership) = (plan.responses, plan.membership);
+        let Some(last) = plan.last else { return Ok(responses) };
         batch.put_in(
             &self.shared.meta,
             b"last_applied",
@@ -233,18 +203,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         let sig = Some(meta.signature());
         let bytes = snapshot.into_inner();
         // Every check runs before anything is changed.
-        let decoded = snapshot_file::decode_snapshot(&bytes).map_err(|what| {
-            StorageIOError::read_snapshot(sig.clone(), to_any(format!("corrupt snapshot: {what}")))
-        })?;
-        if decoded.meta.last_log_id != meta.last_log_id
-            || decoded.meta.last_membership != meta.last_membership
-        {
-            let what = format!(
-                "the snapshot's own meta {} differs from the announced {}",
-                decoded.meta, meta
-            );
-            return Err(StorageIOError::read_snapshot(sig, to_any(what)).into());
-        }
+        let decoded = snapshot_file::check_received(meta, &bytes)?;
         let shared = &self.shared;
         let _file = shared.snapshot_file.lock();
         let mut data = shared.data.write();
