@@ -148,11 +148,26 @@ impl Client {
     /// Writes `req`, following the leader and retrying until `call_timeout`. An error is the
     /// last attempt's; after an `Unknown` attempt the write may still have happened.
     pub async fn write(&self, req: &Request) -> Result<Response, String> {
+        self.follow_leader(|addr| async move { self.write_once(&addr, req).await }).await
+    }
+
+    /// Reads `key` linearizably, following the leader and retrying until `call_timeout`.
+    pub async fn read(&self, key: &str) -> Result<Option<String>, String> {
+        self.follow_leader(|addr| async move { self.read_once(&addr, key).await }).await
+    }
+
+    /// Runs `attempt` at the last known leader (else the nodes in turn) until it is done or
+    /// `call_timeout` has passed; a refusal that names the leader sends the next attempt there.
+    async fn follow_leader<T, F, Fut>(&self, attempt: F) -> Result<T, String>
+    where
+        F: Fn(String) -> Fut,
+        Fut: std::future::Future<Output = Outcome<T>>,
+    {
         let start = Instant::now();
-        let mut attempt = 0;
+        let mut attempts = 0;
         loop {
-            let addr = self.target(attempt);
-            let why = match self.write_once(&addr, req).await {
+            let addr = self.target(attempts);
+            let why = match attempt(addr.clone()).await {
                 Outcome::Done(r) => {
                     self.after(Some(addr));
                     return Ok(r);
@@ -166,34 +181,9 @@ impl Client {
                     why
                 }
             };
-            attempt += 1;
+            attempts += 1;
             if start.elapsed() > self.call_timeout {
-                return Err(format!("gave up after {attempt} attempts: {why}"));
-            }
-            self.pause_unless_leader_known().await;
-        }
-    }
-
-    /// Reads `key` linearizably, following the leader and retrying until `call_timeout`.
-    pub async fn read(&self, key: &str) -> Result<Option<String>, String> {
-        let start = Instant::now();
-        let mut attempt = 0;
-        loop {
-            let addr = self.target(attempt);
-            let why = match self.read_once(&addr, key).await {
-                Outcome::Done(v) => {
-                    self.after(Some(addr));
-                    return Ok(v);
-                }
-                Outcome::Refused { why, leader } => {
-                    self.after(leader);
-                    why
-                }
-                Outcome::Unknown(why) => why,
-            };
-            attempt += 1;
-            if start.elapsed() > self.call_timeout {
-                return Err(format!("gave up after {attempt} attempts: {why}"));
+                return Err(format!("gave up after {attempts} attempts: {why}"));
             }
             self.pause_unless_leader_known().await;
         }
