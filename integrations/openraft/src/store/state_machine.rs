@@ -213,6 +213,11 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         let old_name = data.name().to_string();
         let generation: u64 = old_name[SM_DATA_PREFIX.len()..].parse().unwrap_or(0);
         let new_name = format!("{SM_DATA_PREFIX}{}", generation + 1);
+        // A generation left half-filled by an install that failed without a crash (the open
+        // drops those after one) must not lend its pairs to this one.
+        if shared.db.existing_keyspace(&new_name).is_some() {
+            shared.db.drop_keyspace(&new_name).map_err(werr)?;
+        }
         let fresh = shared.db.keyspace(&new_name, KeyspaceOptions::default()).map_err(werr)?;
         let mut batch = WriteBatch::new();
         for (k, v) in &decoded.pairs {
