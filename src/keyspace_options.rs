@@ -9,14 +9,18 @@
 //! static_kind := 0 none | 1 ribbon | 2 binary fuse 8 | 3 binary fuse 16 | 4 xor 8 | 5 xor 16
 //!              | 6 blocked Bloom | 7 standard Bloom | 8 4-wise binary fuse 8
 //!              | 9 4-wise binary fuse 16
-//! allocation  := 0 count:u8 budget{count}        per level, L1 first (the last one repeats)
+//! allocation  := kind:u8 (+ 0x80: optimize_filters_for_hits) then by kind:
+//!                0 count:u8 budget{count}        per level, L1 first (the last one repeats)
 //!              | 1 bits_per_key:f64 LE            Monkey
 //!              | 2 bits_per_key:f64 LE            over all runs, L0 included
+//!              | 3 bits_per_key:f64 LE            over all runs, skew-aware
 //! budget      := 0 fpr:f64 LE | 1 bits_per_key:f64 LE
 //! compression := 0 none | 1 zstd (zstd_level 1..=22) | 2 LZ4
 //! ```
 //! `flush_bits` is 0 for no flush filter; `zstd_level` is 0 unless the compression is zstd. The
-//! options must be consumed exactly.
+//! options must be consumed exactly. Kind 3 and the 0x80 flag are newer than kinds 0-2;
+//! options without them encode as before, so an older build still opens them and refuses the
+//! new ones as an unknown allocation (design.md, "Manifest").
 
 use crate::coding::Cursor;
 use crate::error::{Error, Result};
@@ -25,6 +29,9 @@ use crate::options::{
     StaticFilterKind,
 };
 use crate::options_validate::{BLOCK_SIZE_RANGE, ZSTD_LEVEL_RANGE};
+
+/// Flag bit of the allocation byte: [`FilterPolicy::optimize_filters_for_hits`].
+const OPTIMIZE_FOR_HITS: u8 = 0x80;
 
 /// Name of keyspace 0, which holds everything `Db`'s own methods read and write.
 pub const DEFAULT_KEYSPACE_NAME: &str = "default";
@@ -108,9 +115,10 @@ impl KeyspaceOptions {
         });
         out.extend_from_slice(&p.flush.bits_per_key().to_le_bytes());
         out.push(static_tag(p.compaction));
+        let hits = if p.optimize_filters_for_hits { OPTIMIZE_FOR_HITS } else { 0 };
         match &p.allocation {
             FilterAllocation::PerLevel(list) => {
-                out.push(0);
+                out.push(hits);
                 out.push(list.len().min(255) as u8);
                 for b in list.iter().take(255) {
                     let (tag, x) = match *b {
@@ -122,11 +130,15 @@ impl KeyspaceOptions {
                 }
             }
             FilterAllocation::Monkey { bits_per_key } => {
-                out.push(1);
+                out.push(1 | hits);
                 out.extend_from_slice(&bits_per_key.to_le_bytes());
             }
             FilterAllocation::AllRuns { bits_per_key } => {
-                out.push(2);
+                out.push(2 | hits);
+                out.extend_from_slice(&bits_per_key.to_le_bytes());
+            }
+            FilterAllocation::SkewAware { bits_per_key } => {
+                out.push(3 | hits);
                 out.extend_from_slice(&bits_per_key.to_le_bytes());
             }
         }
@@ -160,7 +172,9 @@ impl KeyspaceOptions {
         let static_kind = c.u8("keyspace static filter kind")?;
         let compaction = static_kind_of(static_kind)
             .ok_or_else(|| bad(format!("static filter kind {static_kind} is unknown")))?;
-        let allocation = match c.u8("keyspace filter allocation")? {
+        let allocation_byte = c.u8("keyspace filter allocation")?;
+        let optimize_filters_for_hits = allocation_byte & OPTIMIZE_FOR_HITS != 0;
+        let allocation = match allocation_byte & !OPTIMIZE_FOR_HITS {
             0 => {
                 let n = c.u8("keyspace filter budgets")? as usize;
                 let mut list = Vec::with_capacity(n.min(MAX_BUDGETS));
@@ -179,7 +193,10 @@ impl KeyspaceOptions {
             2 => FilterAllocation::AllRuns {
                 bits_per_key: f64_at(&mut c, "keyspace all-runs allocation bits")?,
             },
-            a => return Err(bad(format!("filter allocation {a} is unknown"))),
+            3 => FilterAllocation::SkewAware {
+                bits_per_key: f64_at(&mut c, "keyspace skew-aware allocation bits")?,
+            },
+            _ => return Err(bad(format!("filter allocation {allocation_byte} is unknown"))),
         };
         let comp = c.u8("keyspace compression")?;
         let level = i32::from_le_bytes(c.bytes(4, "keyspace zstd level")?.try_into().expect("4"));
@@ -195,7 +212,12 @@ impl KeyspaceOptions {
             return Err(bad(format!("{} bytes after the options", c.remaining())));
         }
         let opts = KeyspaceOptions {
-            filter_policy: FilterPolicy { flush, compaction, allocation },
+            filter_policy: FilterPolicy {
+                flush,
+                compaction,
+                allocation,
+                optimize_filters_for_hits,
+            },
             compression,
             block_size,
         };
@@ -259,7 +281,12 @@ mod tests {
 
     #[test]
     fn options_round_trip_through_their_encoding() {
-        let policy = |flush, compaction, allocation| FilterPolicy { flush, compaction, allocation };
+        let policy = |flush, compaction, allocation| FilterPolicy {
+            flush,
+            compaction,
+            allocation,
+            optimize_filters_for_hits: false,
+        };
         let all = [
             KeyspaceOptions::default(),
             KeyspaceOptions {
@@ -300,6 +327,25 @@ mod tests {
                 ),
                 compression: Compression::Lz4,
                 block_size: 4096,
+            },
+            KeyspaceOptions {
+                filter_policy: FilterPolicy {
+                    optimize_filters_for_hits: true,
+                    ..policy(
+                        FilterConfig::TwoBitBloom { bits_per_key: 12.0 },
+                        StaticFilterKind::Ribbon,
+                        FilterAllocation::SkewAware { bits_per_key: 7.25 },
+                    )
+                },
+                compression: Compression::Lz4,
+                block_size: 4096,
+            },
+            KeyspaceOptions {
+                filter_policy: FilterPolicy {
+                    optimize_filters_for_hits: true,
+                    ..FilterPolicy::default()
+                },
+                ..KeyspaceOptions::default()
             },
         ];
         for o in all {

@@ -181,6 +181,18 @@ pub enum FilterAllocation {
         /// Average filter bits per key over every run.
         bits_per_key: f64,
     },
+    /// [`FilterAllocation::AllRuns`] weighted by the lookups each level really serves
+    /// (skew-aware; design.md, "Skew-aware allocation"): a level's filter saves a block read
+    /// only for lookups of keys the level does not hold, so each level's term in the expected
+    /// wasted reads is weighted by its share of such lookups since the database was opened
+    /// (`ReadStats::absent_key_lookups` over the lookups, smoothed towards 1 while few lookups
+    /// have been seen). Lookups that mostly find their key in upper levels move memory up; a
+    /// level no lookup asks about a key it lacks gets no filter (what
+    /// [`FilterPolicy::optimize_filters_for_hits`] asserts up front). L0 runs keep weight 1.
+    SkewAware {
+        /// Average filter bits per key over every run.
+        bits_per_key: f64,
+    },
 }
 
 /// Which filter each SST gets.
@@ -201,6 +213,14 @@ pub struct FilterPolicy {
     /// FPR per compacted level. Default `PerLevel([Fpr(0.01)])`: 1% on every level (about 7
     /// bits/key with Ribbon).
     pub allocation: FilterAllocation,
+    /// RocksDB's `optimize_filters_for_hits`: compaction outputs to the deepest level of the
+    /// tree get no filter (most of the filter memory, often 90%), for workloads whose lookups
+    /// almost always find their key: a filter on the level that holds the key answers "maybe"
+    /// anyway. Lookups of missing keys then read a block in the deepest level. Under
+    /// [`FilterAllocation::Monkey`], `AllRuns` and `SkewAware` the deepest level's keys also
+    /// leave the budget, so the other runs keep the bits per key they would get without it.
+    /// Default `false`.
+    pub optimize_filters_for_hits: bool,
 }
 
 impl Default for FilterPolicy {
@@ -209,6 +229,7 @@ impl Default for FilterPolicy {
             flush: FilterConfig::TwoBitBloom { bits_per_key: 16.0 },
             compaction: StaticFilterKind::Ribbon,
             allocation: FilterAllocation::PerLevel(vec![LevelBudget::Fpr(0.01)]),
+            optimize_filters_for_hits: false,
         }
     }
 }

@@ -115,6 +115,9 @@ fn check_allocation(a: &FilterAllocation) -> Result<()> {
         FilterAllocation::AllRuns { bits_per_key } => {
             check_bits("filter_policy.allocation AllRuns.bits_per_key", *bits_per_key)
         }
+        FilterAllocation::SkewAware { bits_per_key } => {
+            check_bits("filter_policy.allocation SkewAware.bits_per_key", *bits_per_key)
+        }
     }
 }
 

@@ -206,7 +206,15 @@ fn compaction_flags_reach_the_engine() {
         bench_stdout(&[&common[..], &["--flush_filter=two_bit", "--all_runs_bits=4"]].concat());
     let rows = level_rows(&out);
     assert!(rows.len() == 1 && (1.0..4.0).contains(&rows[0].2), "{rows:?}");
-    for bad in [["--all_runs_bits=8", "--monkey"], ["--all_runs_bits=0", "--monkey=false"]] {
+    // optimize_filters_for_hits: no filter on the deepest level, here the only one.
+    let out = bench_stdout(&[&common[..], &["--optimize_filters_for_hits"]].concat());
+    let rows = level_rows(&out);
+    assert!(rows.len() == 1 && rows[0].1 == "none", "{rows:?}");
+    for bad in [
+        ["--all_runs_bits=8", "--monkey"],
+        ["--all_runs_bits=0", "--monkey=false"],
+        ["--all_runs_bits=8", "--skew_aware_bits=8"],
+    ] {
         let out = Command::new(env!("CARGO_BIN_EXE_siftdb"))
             .args(["bench", "--num=10", "--bloom_bits=10"])
             .args(bad)

@@ -31,6 +31,7 @@ fn options(allocation: FilterAllocation, memtable_size: usize) -> Options {
             flush: FilterConfig::TwoBitBloom { bits_per_key: BITS },
             compaction: StaticFilterKind::Ribbon,
             allocation,
+            optimize_filters_for_hits: false,
         },
         storage: Some(Arc::new(MemStorage::new())),
         max_subcompactions: 1,

@@ -36,6 +36,28 @@ pub struct TreeShape {
     /// Keys of each level (index 0 unused), at capacity for all but the deepest level
     /// ([`super::level_weights`]).
     pub levels: Vec<f64>,
+    /// Share of lookups that asked each level about a key it does not hold (index 0 unused:
+    /// L0 runs weigh 1), as observed ([`lookup_weights`]); read only by skew-aware allocation.
+    /// Missing entries weigh 1.
+    pub absent_share: Vec<f64>,
+}
+
+/// Lookups a skew-aware weight counts as if they had missed every level, so that a few early
+/// lookups cannot strip a level of its filter: the weight moves from 1 towards the observed
+/// share as lookups accumulate, half-way after this many.
+pub const WEIGHT_PRIOR_LOOKUPS: f64 = 10_000.0;
+
+/// Each level's weight from what lookups have asked it: `(absent_l + P) / (lookups + P)` with
+/// `absent_l` the lookups that asked level `l` about a key it does not hold (filtered or not),
+/// `lookups` the point lookups, and `P` = [`WEIGHT_PRIOR_LOOKUPS`] pseudo-lookups of missing
+/// keys. Between 0 and 1 when a level is probed at most once per lookup (one file per sorted
+/// level); clamped there.
+pub fn lookup_weights(lookups: u64, absent_per_level: &[u64]) -> Vec<f64> {
+    let denominator = lookups as f64 + WEIGHT_PRIOR_LOOKUPS;
+    absent_per_level
+        .iter()
+        .map(|&a| ((a as f64 + WEIGHT_PRIOR_LOOKUPS) / denominator).clamp(0.0, 1.0))
+        .collect()
 }
 
 /// Most bits per key a two-bit filter is given (static kinds: `c * 32`, FPR 2^-32).
@@ -162,14 +184,23 @@ impl TwoBitCurve {
 struct Class {
     runs: f64,
     keys: f64,
+    /// Share of lookups for which a false positive here costs a read (1 for every run when
+    /// all lookups are taken to miss; skew-aware allocation observes it).
+    weight: f64,
     curve: Curve,
     /// Bits per key fixed by the kind (fixed-width fingerprints), or free.
     fixed: Option<f64>,
 }
 
 /// Bits per key of each class for multiplier `lambda`.
+/// A run weighted `w` minimises `w f(b) + λ n b`, so it sees the multiplier `λ / w`; a run
+/// with weight 0 is never asked about a key it lacks and gets no filter.
 fn bits_at(classes: &[Class], lambda: f64) -> Vec<f64> {
-    classes.iter().map(|c| c.fixed.unwrap_or_else(|| c.curve.best_bits(lambda, c.keys))).collect()
+    let free = |c: &Class| match c.weight {
+        w if w <= 0.0 => 0.0,
+        w => c.curve.best_bits(lambda / w, c.keys),
+    };
+    classes.iter().map(|c| c.fixed.unwrap_or_else(|| free(c))).collect()
 }
 
 /// Bits per key of each class spending `budget` bits in all (`sum runs * keys * bits`), and
@@ -199,7 +230,8 @@ pub struct Allocation {
 }
 
 /// Splits `bits_per_key` over every run of `shape` (module documentation): L0's runs filtered
-/// by `flush`, levels 1 and deeper by `compaction` (a kind with a tunable FPR). Empty levels
+/// by `flush`, levels 1 and deeper by `compaction` (a kind with a tunable FPR), each level's
+/// term weighted by `shape.absent_share` if `weighted` (skew-aware), else by 1. Empty levels
 /// below the deepest get the FPR a one-key level would (so a level about to be written is
 /// never left unfiltered, as in `monkey_fprs`).
 pub fn allocate(
@@ -207,13 +239,19 @@ pub fn allocate(
     flush: FilterConfig,
     compaction: StaticFilterKind,
     bits_per_key: f64,
+    weighted: bool,
 ) -> Allocation {
     let mut classes = Vec::new();
     let l0 = Curve::of_flush(flush).filter(|_| shape.l0_runs > 0.0 && shape.l0_run_keys > 0.0);
     let l0 = l0.map(|curve| {
-        classes.push(Class { runs: shape.l0_runs, keys: shape.l0_run_keys, curve, fixed: None });
+        let (runs, keys) = (shape.l0_runs, shape.l0_run_keys);
+        classes.push(Class { runs, keys, weight: 1.0, curve, fixed: None });
         classes.len() - 1
     });
+    let weight = |l: usize| match shape.absent_share.get(l) {
+        Some(&w) if weighted => w,
+        _ => 1.0,
+    };
     let filtered = compaction != StaticFilterKind::None;
     let curve = Curve::Static(compaction);
     // A fixed-width kind spends what its FPR costs, `c log2(1/p)` bits per key.
@@ -222,7 +260,7 @@ pub fn allocate(
     for (l, &keys) in shape.levels.iter().enumerate().skip(1) {
         if filtered && keys > 0.0 {
             level_class[l] = Some(classes.len());
-            classes.push(Class { runs: 1.0, keys, curve, fixed });
+            classes.push(Class { runs: 1.0, keys, weight: weight(l), curve, fixed });
         }
     }
     // The budget is per key of the whole tree, filtered or not.
@@ -244,9 +282,9 @@ pub fn allocate(
     Allocation { l0_bits_per_key: l0.map_or(0.0, |i| bits[i]), level_fprs }
 }
 
-/// Expected wasted block reads per missing-key lookup: `sum runs * fpr(bits)`.
+/// Expected wasted block reads per lookup: `sum runs * weight * fpr(bits)`.
 fn expected_cost(classes: &[Class], bits: &[f64]) -> f64 {
-    classes.iter().zip(bits).map(|(c, &b)| c.runs * c.curve.fpr(b)).sum()
+    classes.iter().zip(bits).map(|(c, &b)| c.runs * c.weight * c.curve.fpr(b)).sum()
 }
 
 /// Fixes L0's bits per key at the power-of-two filter size just below or just above its
@@ -296,14 +334,14 @@ mod tests {
     use crate::compaction::filter::monkey_fprs;
 
     fn shape(l0_runs: f64, l0_run_keys: f64, levels: &[f64]) -> TreeShape {
-        TreeShape { l0_runs, l0_run_keys, levels: levels.to_vec() }
+        TreeShape { l0_runs, l0_run_keys, levels: levels.to_vec(), absent_share: vec![] }
     }
 
     #[test]
     fn without_l0_it_is_monkey() {
         let s = shape(0.0, 0.0, &[0.0, 1e4, 1e5, 1e6]);
         for bpk in [2.0, 6.0, 10.0] {
-            let a = allocate(&s, FilterConfig::None, StaticFilterKind::Ribbon, bpk);
+            let a = allocate(&s, FilterConfig::None, StaticFilterKind::Ribbon, bpk, false);
             let m = monkey_fprs(&s.levels[1..], bpk, StaticFilterKind::Ribbon.bits_per_log2());
             for (p, q) in a.level_fprs[1..].iter().zip(&m) {
                 assert!((p / q - 1.0).abs() < 1e-6, "{bpk}: {:?} vs {m:?}", a.level_fprs);
@@ -334,7 +372,7 @@ mod tests {
                 FilterConfig::TwoBitBloom { bits_per_key: 0.0 },
                 FilterConfig::BlockedBloom { bits_per_key: 0.0 },
             ] {
-                let a = allocate(&s, flush, StaticFilterKind::Ribbon, bpk);
+                let a = allocate(&s, flush, StaticFilterKind::Ribbon, bpk, false);
                 let rel = off_budget(&s, &a, StaticFilterKind::Ribbon, bpk);
                 assert!(rel.abs() < 1e-6, "{bpk} {flush:?}: spent {rel:+e} off the budget");
             }
@@ -346,7 +384,7 @@ mod tests {
         let s = shape(4.0, 10_000.0, &[0.0, 3.5e3, 8.2e4, 3.1e5]);
         let flush = FilterConfig::TwoBitBloom { bits_per_key: 0.0 };
         let kind = StaticFilterKind::BinaryFuse8;
-        let a = allocate(&s, flush, kind, 12.0);
+        let a = allocate(&s, flush, kind, 12.0, false);
         assert!(a.level_fprs[1..].iter().all(|&p| (p - 1.0 / 256.0).abs() < 1e-12), "{a:?}");
         let rel = off_budget(&s, &a, kind, 12.0);
         // L0 alone takes up the difference, on a curve tabulated at 1/64 bit: its bits per key
@@ -388,7 +426,7 @@ mod tests {
         let flush = FilterConfig::TwoBitBloom { bits_per_key: 0.0 };
         let kind = StaticFilterKind::Ribbon;
         let bpk = 10.0;
-        let a = allocate(&s, flush, kind, bpk);
+        let a = allocate(&s, flush, kind, bpk, false);
         let deepest_bits = kind.bits_per_log2() * (1.0 / a.level_fprs[3]).log2();
         assert!(a.l0_bits_per_key > deepest_bits, "{a:?}");
         let cost = |l0_bits: f64, fprs: &[f64]| {
@@ -403,9 +441,9 @@ mod tests {
     fn a_budget_too_small_for_any_filter_leaves_runs_unfiltered() {
         let s = shape(4.0, 1e4, &[0.0, 1e4, 1e5]);
         let flush = FilterConfig::TwoBitBloom { bits_per_key: 0.0 };
-        let a = allocate(&s, flush, StaticFilterKind::Ribbon, 1e-6);
+        let a = allocate(&s, flush, StaticFilterKind::Ribbon, 1e-6, false);
         assert!(a.level_fprs[1..].iter().all(|&p| p > 0.9), "{a:?}");
-        let a = allocate(&s, flush, StaticFilterKind::None, 8.0);
+        let a = allocate(&s, flush, StaticFilterKind::None, 8.0, false);
         assert!(a.level_fprs.iter().all(|&p| p == 1.0));
         assert!(a.l0_bits_per_key > 8.0);
     }
@@ -415,7 +453,7 @@ mod tests {
         let s = shape(3.0, 10_000.0, &[0.0, 3.5e3, 8.2e4, 3.1e5]);
         let flush = FilterConfig::TwoBitBloom { bits_per_key: 0.0 };
         for bpk in [4.0, 8.0, 10.0, 16.0] {
-            let a = allocate(&s, flush, StaticFilterKind::Ribbon, bpk);
+            let a = allocate(&s, flush, StaticFilterKind::Ribbon, bpk, false);
             let words = a.l0_bits_per_key * 10_000.0 / 32.0;
             assert!((words.log2() - words.log2().round()).abs() < 1e-9, "{bpk}: {words} words");
             assert_eq!(flush_filter_bits(a.l0_bits_per_key, 10_000) as f64, words * 32.0);
@@ -428,7 +466,43 @@ mod tests {
     fn an_empty_level_below_the_deepest_gets_the_smallest_fpr() {
         let s = shape(4.0, 1e4, &[0.0, 1e5, 1e6, 0.0]);
         let flush = FilterConfig::TwoBitBloom { bits_per_key: 0.0 };
-        let a = allocate(&s, flush, StaticFilterKind::Ribbon, 8.0);
+        let a = allocate(&s, flush, StaticFilterKind::Ribbon, 8.0, false);
         assert!(a.level_fprs[3] < a.level_fprs[1], "{a:?}");
+    }
+
+    #[test]
+    fn weighted_runs_meet_the_weighted_lagrange_condition_and_cost_less() {
+        // Ribbon levels only (no flush filter): p_l = λ n_l c / (w_l ln 2) for every filtered
+        // level, so p_l w_l / n_l is one constant; the budget is spent; and the weighted cost
+        // sum w_l p_l is below that of the unweighted plan at the same memory.
+        let mut s = shape(0.0, 0.0, &[0.0, 1e4, 1e5, 1e6]);
+        s.absent_share = vec![1.0, 1.0, 0.5, 0.05];
+        let (flush, kind) = (FilterConfig::None, StaticFilterKind::Ribbon);
+        let weighted = allocate(&s, flush, kind, 6.0, true);
+        let plain = allocate(&s, flush, kind, 6.0, false);
+        let p = &weighted.level_fprs;
+        let k: Vec<f64> = (1..4).map(|l| p[l] * s.absent_share[l] / s.levels[l]).collect();
+        assert!(k.iter().all(|x| (x / k[0] - 1.0).abs() < 1e-6), "{p:?}");
+        let c = kind.bits_per_log2();
+        let spent: f64 = (1..4).map(|l| s.levels[l] * c * (1.0 / p[l]).log2()).sum();
+        assert!((spent / (6.0 * 1.11e6) - 1.0).abs() < 1e-6, "{spent}");
+        let cost = |a: &Allocation| (1..4).map(|l| s.absent_share[l] * a.level_fprs[l]).sum();
+        let (w, u): (f64, f64) = (cost(&weighted), cost(&plain));
+        assert!(w < 0.8 * u, "{w} vs {u}");
+        // All weights 1: the unweighted plan.
+        s.absent_share = vec![1.0; 4];
+        assert_eq!(allocate(&s, flush, kind, 6.0, true), plain);
+        // Weight 0: no filter there, the budget goes to the others.
+        s.absent_share = vec![1.0, 1.0, 1.0, 0.0];
+        assert_eq!(allocate(&s, flush, kind, 6.0, true).level_fprs[3], 1.0);
+    }
+
+    #[test]
+    fn lookup_weights_start_at_one_and_approach_the_observed_share() {
+        assert_eq!(lookup_weights(0, &[0, 0]), vec![1.0, 1.0]);
+        let w = lookup_weights(1_000_000, &[1_000_000, 0, 250_000]);
+        assert_eq!(w[0], 1.0);
+        assert!((w[1] - WEIGHT_PRIOR_LOOKUPS / 1_010_000.0).abs() < 1e-12);
+        assert!((w[2] - 260_000.0 / 1_010_000.0).abs() < 1e-12);
     }
 }

@@ -81,6 +81,10 @@ pub fn level_filter(policy: &FilterPolicy, level: usize, shape: &TreeShape) -> L
     if kind == StaticFilterKind::None {
         return LevelFilter { kind, fpr: 1.0 };
     }
+    if policy.optimize_filters_for_hits && level >= deepest_level(shape) {
+        return LevelFilter { kind: StaticFilterKind::None, fpr: 1.0 };
+    }
+    let shape = &planned_shape(policy, shape);
     if let Some(fpr) = kind.fixed_fpr() {
         return LevelFilter { kind, fpr };
     }
@@ -102,7 +106,11 @@ pub fn level_filter(policy: &FilterPolicy, level: usize, shape: &TreeShape) -> L
             p.get(level - 1).copied().unwrap_or(1.0)
         }
         FilterAllocation::AllRuns { bits_per_key } => {
-            let a = allocate(shape, policy.flush, kind, *bits_per_key);
+            let a = allocate(shape, policy.flush, kind, *bits_per_key, false);
+            a.level_fprs.get(level).copied().unwrap_or(1.0)
+        }
+        FilterAllocation::SkewAware { bits_per_key } => {
+            let a = allocate(shape, policy.flush, kind, *bits_per_key, true);
             a.level_fprs.get(level).copied().unwrap_or(1.0)
         }
     };
@@ -115,13 +123,35 @@ pub fn level_filter(policy: &FilterPolicy, level: usize, shape: &TreeShape) -> L
 /// The filter of L0 files in a tree of `shape`: the policy's flush filter, with its bits per
 /// key from the allocation under [`FilterAllocation::AllRuns`].
 pub fn flush_filter(policy: &FilterPolicy, shape: &TreeShape) -> FilterConfig {
-    match policy.allocation {
-        FilterAllocation::AllRuns { bits_per_key } => {
-            let a = allocate(shape, policy.flush, policy.compaction, bits_per_key);
-            policy.flush.with_bits_per_key(a.l0_bits_per_key)
-        }
-        _ => policy.flush,
+    let (bits_per_key, weighted) = match policy.allocation {
+        FilterAllocation::AllRuns { bits_per_key } => (bits_per_key, false),
+        FilterAllocation::SkewAware { bits_per_key } => (bits_per_key, true),
+        _ => return policy.flush,
+    };
+    let shape = planned_shape(policy, shape);
+    let a = allocate(&shape, policy.flush, policy.compaction, bits_per_key, weighted);
+    policy.flush.with_bits_per_key(a.l0_bits_per_key)
+}
+
+/// The deepest level of `shape` holding keys, at least 1 (an empty tree's first compaction
+/// output is its deepest level).
+fn deepest_level(shape: &TreeShape) -> usize {
+    (1..shape.levels.len()).rev().find(|&l| shape.levels[l] > 0.0).unwrap_or(1)
+}
+
+/// `shape` as the policy's allocation plans it: with `optimize_filters_for_hits`, the deepest
+/// level (which gets no filter) leaves the plan and its keys leave the budget.
+fn planned_shape<'a>(
+    policy: &FilterPolicy,
+    shape: &'a TreeShape,
+) -> std::borrow::Cow<'a, TreeShape> {
+    if !policy.optimize_filters_for_hits {
+        return std::borrow::Cow::Borrowed(shape);
     }
+    let mut planned = shape.clone();
+    let deepest = deepest_level(shape);
+    planned.levels.iter_mut().skip(deepest).for_each(|keys| *keys = 0.0);
+    std::borrow::Cow::Owned(planned)
 }
 
 /// Monkey's FPR per level for levels of `entries[i]` keys, a total of `bits_per_key` filter
@@ -249,7 +279,7 @@ mod tests {
     }
 
     fn no_shape() -> TreeShape {
-        TreeShape { l0_runs: 0.0, l0_run_keys: 0.0, levels: vec![] }
+        TreeShape { l0_runs: 0.0, l0_run_keys: 0.0, levels: vec![], absent_share: vec![] }
     }
 
     #[test]

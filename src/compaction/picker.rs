@@ -163,6 +163,7 @@ pub fn pick_level<F: HasMeta>(
         l0_run_keys: levels[0].iter().map(|f| f.meta().entries as f64).sum::<f64>()
             / levels[0].len().max(1) as f64,
         levels: levels.iter().map(|l| l.iter().map(|f| f.meta().entries as f64).sum()).collect(),
+        absent_share: vec![],
     };
     let trivial_move = level > 0 && chosen.len() == 1 && next.is_empty() && {
         let shape = shape();

@@ -120,7 +120,15 @@ pub(crate) fn run_pick(inner: &DbInner, p: &Pick) -> Result<()> {
     if !next.is_empty() {
         runs.push(next.clone());
     }
-    let shape = tree_shape(&inner.opts, &v, inner.l0_run_keys.load(Ordering::Relaxed));
+    let l0_run_keys = inner.l0_run_keys.load(Ordering::Relaxed);
+    let mut shape = tree_shape(&inner.opts, &v, l0_run_keys, absent_share(inner));
+    // The output level holds at least the keys written into it: planned as empty (the first
+    // compaction of a tree, whose target level has no files yet), it would get the FPR of a
+    // one-key level and far more than its share of the budget.
+    let written: u64 = runs.iter().flatten().map(|f| f.meta.entries).sum();
+    if let Some(keys) = shape.levels.get_mut(p.output_level) {
+        *keys = keys.max(written as f64);
+    }
     let recorded: Vec<&str> =
         runs.iter().flatten().filter_map(|f| f.info.merge_operator.as_deref()).collect();
     let (merge_operator, merge_operator_name) =
@@ -318,11 +326,13 @@ fn compact_range_jobs(inner: &DbInner, start: Option<&[u8]>, end: Option<&[u8]>)
 /// The runs of version `v` as filter allocation sees them: L0 as `l0_compaction_trigger - 1`
 /// runs (the most L0 files that stay while no compaction is due, where a read-mostly
 /// database rests) of `l0_run_keys` keys (the last flushed memtable's), the levels weighted by
-/// `compaction::filter::level_weights`.
+/// `compaction::filter::level_weights`, and each level's share of lookups of keys it does not
+/// hold ([`absent_share`]; empty at open, before any lookup).
 pub(crate) fn tree_shape(
     opts: &crate::options::Options,
     v: &Version,
     l0_run_keys: u64,
+    absent_share: Vec<f64>,
 ) -> TreeShape {
     let entries: Vec<u64> =
         v.levels().iter().map(|l| l.iter().map(|f| f.meta.entries).sum()).collect();
@@ -331,7 +341,17 @@ pub(crate) fn tree_shape(
         l0_runs: opts.compaction.l0_compaction_trigger.saturating_sub(1).max(1) as f64,
         l0_run_keys: l0_run_keys as f64,
         levels: crate::compaction::level_weights(&opts.compaction, &entries, &bytes),
+        absent_share,
     }
+}
+
+/// Each level's share of point lookups (`get`, `multi_get`'s keys) since open that asked it
+/// about a key it does not hold, smoothed (`compaction::allocation::lookup_weights`): the
+/// weights of skew-aware filter allocation. Sums the per-thread read counters.
+pub(crate) fn absent_share(inner: &DbInner) -> Vec<f64> {
+    let absent: Vec<u64> =
+        (0..NUM_LEVELS).map(|l| inner.reads.level(l).absent_key_lookups()).collect();
+    crate::compaction::allocation::lookup_weights(inner.reads.gets(), &absent)
 }
 
 fn deepest_level(v: &Version) -> Option<usize> {

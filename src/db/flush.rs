@@ -259,8 +259,12 @@ fn finish_l0(
     let set = inner.keyspaces.load();
     let layout = Layout::of(&inner.opts, &set, o.keyspace, 0);
     let l0_run_keys = inner.l0_run_keys.load(Ordering::Relaxed);
-    let shape =
-        super::compact::tree_shape(&inner.opts, &inner.super_version().version, l0_run_keys);
+    let shape = super::compact::tree_shape(
+        &inner.opts,
+        &inner.super_version().version,
+        l0_run_keys,
+        super::compact::absent_share(inner),
+    );
     let (config, nearest) = super::write::l0_filter(&layout.policy, &shape);
     let mut builder = o.builder;
     builder.set_keyspace(o.keyspace);

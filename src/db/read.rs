@@ -181,7 +181,12 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
     let sv = inner.super_version();
     let c = &inner.counters;
     let l0_run_keys = inner.l0_run_keys.load(Ordering::Relaxed);
-    let shape = super::compact::tree_shape(&inner.opts, &sv.version, l0_run_keys);
+    let shape = super::compact::tree_shape(
+        &inner.opts,
+        &sv.version,
+        l0_run_keys,
+        super::compact::absent_share(inner),
+    );
     let levels = (0..NUM_LEVELS)
         .map(|level| {
             let files = &sv.version.levels()[level];

@@ -264,7 +264,12 @@ pub(crate) fn rotate(inner: &DbInner, w: &mut WriterState) -> Result<()> {
     let old = inner.super_version();
     let expected = expected_entries(&inner.opts, Some(&old.mem));
     let l0_run_keys = inner.l0_run_keys.load(Ordering::Relaxed);
-    let shape = super::compact::tree_shape(&inner.opts, &old.version, l0_run_keys);
+    let shape = super::compact::tree_shape(
+        &inner.opts,
+        &old.version,
+        l0_run_keys,
+        super::compact::absent_share(inner),
+    );
     let mem = Arc::new(new_memtable(&inner.opts, &shape, number, expected));
     w.wal = WalWriter::new(file);
     w.wal_number = number;
@@ -309,10 +314,13 @@ pub(crate) fn new_memtable(
 }
 
 /// The flush filter of the default keyspace's L0 files in a tree of `shape`, and whether it is
-/// sized to the nearest power of two (its share under `FilterAllocation::AllRuns`,
+/// sized to the nearest power of two (its share under `FilterAllocation::AllRuns` or `SkewAware`,
 /// compaction/allocation.rs) rather than rounded up (a configured bits per key, a minimum).
 pub(crate) fn l0_filter(policy: &FilterPolicy, shape: &TreeShape) -> (FilterConfig, bool) {
-    let nearest = matches!(policy.allocation, FilterAllocation::AllRuns { .. });
+    let nearest = matches!(
+        policy.allocation,
+        FilterAllocation::AllRuns { .. } | FilterAllocation::SkewAware { .. }
+    );
     (crate::compaction::flush_filter(policy, shape), nearest)
 }
 

@@ -19,6 +19,14 @@ pub struct ReadCounters {
     pub filter_true_positive: AtomicU64,
     /// Lookups in tables whose filter kind this build does not know (treated as "maybe").
     pub filter_unusable: AtomicU64,
+    /// Lookups in tables whose filter gave no answer: no filter, an unknown kind, or a filter
+    /// that could not be read (each read on as "maybe").
+    pub unfiltered_lookups: AtomicU64,
+    /// Of those, lookups that found the key in the table (as a Put, a merge operand or a
+    /// tombstone). With [`ReadCounters::filter_true_positive`] this tells how many lookups
+    /// asked a level about a key it does not hold, filtered or not
+    /// ([`ReadStats::absent_key_lookups`]).
+    pub unfiltered_found: AtomicU64,
     /// Index blocks consulted (the index is pinned in memory: one per lookup past the filter).
     pub index_blocks_read: AtomicU64,
     /// Data blocks consulted, from the cache or the file.
@@ -70,6 +78,10 @@ pub struct ReadStats {
     pub filter_true_positive: u64,
     /// See [`ReadCounters::filter_unusable`].
     pub filter_unusable: u64,
+    /// See [`ReadCounters::unfiltered_lookups`].
+    pub unfiltered_lookups: u64,
+    /// See [`ReadCounters::unfiltered_found`].
+    pub unfiltered_found: u64,
     /// See [`ReadCounters::index_blocks_read`].
     pub index_blocks_read: u64,
     /// See [`ReadCounters::data_blocks_read`].
@@ -105,6 +117,14 @@ impl ReadStats {
         (negatives > 0).then(|| self.false_positives() as f64 / negatives as f64)
     }
 
+    /// Lookups that asked a table about a key it does not hold, whether a filter answered
+    /// (useful, or a false positive) or not: what a perfect filter would have saved. Skew-aware
+    /// filter allocation weighs each level by this count (`FilterAllocation::SkewAware`).
+    pub fn absent_key_lookups(&self) -> u64 {
+        let unfiltered = self.unfiltered_lookups.saturating_sub(self.unfiltered_found);
+        self.filter_useful + self.false_positives() + unfiltered
+    }
+
     /// Field-wise sum.
     pub fn plus(&self, o: &ReadStats) -> ReadStats {
         self.zip(o, u64::wrapping_add)
@@ -122,6 +142,8 @@ impl ReadStats {
             filter_positive: f(self.filter_positive, o.filter_positive),
             filter_true_positive: f(self.filter_true_positive, o.filter_true_positive),
             filter_unusable: f(self.filter_unusable, o.filter_unusable),
+            unfiltered_lookups: f(self.unfiltered_lookups, o.unfiltered_lookups),
+            unfiltered_found: f(self.unfiltered_found, o.unfiltered_found),
             index_blocks_read: f(self.index_blocks_read, o.index_blocks_read),
             data_blocks_read: f(self.data_blocks_read, o.data_blocks_read),
             block_cache_hits: f(self.block_cache_hits, o.block_cache_hits),
@@ -150,6 +172,8 @@ impl ReadCounters {
             filter_positive: self.filter_positive.load(Relaxed),
             filter_true_positive: self.filter_true_positive.load(Relaxed),
             filter_unusable: self.filter_unusable.load(Relaxed),
+            unfiltered_lookups: self.unfiltered_lookups.load(Relaxed),
+            unfiltered_found: self.unfiltered_found.load(Relaxed),
             index_blocks_read: self.index_blocks_read.load(Relaxed),
             data_blocks_read: self.data_blocks_read.load(Relaxed),
             block_cache_hits: self.block_cache_hits.load(Relaxed),

@@ -578,6 +578,7 @@ impl Table {
                 // error) answers "maybe", never a false negative; `get_past_filter` then
                 // reads it again and reports the error.
                 let Ok(Some(f)) = self.filter_entry(Some(counters)) else {
+                    bump(&counters.unfiltered_lookups);
                     return FilterVerdict::Maybe { positive: false };
                 };
                 bump(&counters.filter_checks);
@@ -590,9 +591,13 @@ impl Table {
             }
             TableFilter::Unknown { .. } => {
                 bump(&counters.filter_unusable);
+                bump(&counters.unfiltered_lookups);
                 FilterVerdict::Maybe { positive: false }
             }
-            TableFilter::Absent => FilterVerdict::Maybe { positive: false },
+            TableFilter::Absent => {
+                bump(&counters.unfiltered_lookups);
+                FilterVerdict::Maybe { positive: false }
+            }
         }
     }
 
@@ -693,8 +698,12 @@ impl Table {
                 if found_ks != keyspace || found_key != user_key {
                     return Ok(GetResult::NotFound);
                 }
-                if !seen && positive {
-                    bump(&counters.filter_true_positive);
+                if !seen {
+                    bump(if positive {
+                        &counters.filter_true_positive
+                    } else {
+                        &counters.unfiltered_found
+                    });
                 }
                 seen = true;
                 if seq < covered_below {

@@ -142,9 +142,13 @@ impl Table {
     ) -> FilterVerdict {
         match self.partition_contains(p, key, key_hash, Some(counters)) {
             // Unreadable now: "maybe"; `get_past_filter` reports the error.
-            Err(_) => FilterVerdict::Maybe { positive: false },
+            Err(_) => {
+                bump(&counters.unfiltered_lookups);
+                FilterVerdict::Maybe { positive: false }
+            }
             Ok(None) => {
                 bump(&counters.filter_unusable);
+                bump(&counters.unfiltered_lookups);
                 FilterVerdict::Maybe { positive: false }
             }
             Ok(Some(false)) => {

@@ -244,6 +244,14 @@ pub struct Flags {
     /// bits per key come from the allocation.
     #[arg(long)]
     pub all_runs_bits: Option<f64>,
+    /// siftdb: `--all_runs_bits` weighted by the lookups each level serves, observed since open
+    /// (`FilterAllocation::SkewAware`).
+    #[arg(long)]
+    pub skew_aware_bits: Option<f64>,
+    /// No filter on the deepest level (RocksDB's flag of the same name,
+    /// `FilterPolicy::optimize_filters_for_hits`).
+    #[arg(long, default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub optimize_filters_for_hits: bool,
     /// siftdb: zstd level when `--compression_type=zstd` (RocksDB's default level is 3).
     #[arg(long, default_value_t = 3)]
     pub zstd_level: i32,
@@ -364,13 +372,17 @@ impl Flags {
                 (StaticFilterKind::StandardBloom, LevelBudget::BitsPerKey(bits))
             }
         };
+        let chosen = [self.monkey, self.all_runs_bits.is_some(), self.skew_aware_bits.is_some()];
+        if chosen.iter().filter(|&&c| c).count() > 1 {
+            return Err("--monkey, --all_runs_bits and --skew_aware_bits contradict each other \
+                        (one allocation at a time)"
+                .into());
+        }
         if let Some(bits_per_key) = self.all_runs_bits {
-            if self.monkey {
-                return Err(
-                    "--monkey contradicts --all_runs_bits (one allocation at a time)".into()
-                );
-            }
             return Ok((kind, FilterAllocation::AllRuns { bits_per_key }));
+        }
+        if let Some(bits_per_key) = self.skew_aware_bits {
+            return Ok((kind, FilterAllocation::SkewAware { bits_per_key }));
         }
         if !self.monkey {
             return Ok((kind, FilterAllocation::PerLevel(vec![budget])));
@@ -425,6 +437,7 @@ pub fn apply_db_bench_flags(flags: &Flags, opts: &mut Options) -> Result<(), Str
     let (kind, allocation) = flags.compaction_filter()?;
     opts.filter_policy.compaction = kind;
     opts.filter_policy.allocation = allocation;
+    opts.filter_policy.optimize_filters_for_hits = flags.optimize_filters_for_hits;
     // Ranges (memtable size, level sizes, multiplier, L0 triggers, filter budgets) are checked
     // once, by `Options::validate`, which `bench::run` calls on the result.
     let trig = (

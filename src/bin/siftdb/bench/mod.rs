@@ -31,7 +31,10 @@ const MIN_KEY_SIZE: usize = 8;
 const FLAG_OF_FIELD: &[(&str, &str)] = &[
     ("memtable_size", "--write_buffer_size"),
     ("filter_policy.flush", "--flush_filter/--flush_bits/--bloom_bits"),
-    ("filter_policy.allocation", "--bloom_bits/--compaction_filter/--monkey/--all_runs_bits"),
+    (
+        "filter_policy.allocation",
+        "--bloom_bits/--compaction_filter/--monkey/--all_runs_bits/--skew_aware_bits",
+    ),
     ("compaction.l0_compaction_trigger", "--level0_file_num_compaction_trigger"),
     ("compaction.l0_slowdown_writes_trigger", "--level0_slowdown_writes_trigger"),
     ("compaction.l0_stop_writes_trigger", "--level0_stop_writes_trigger"),

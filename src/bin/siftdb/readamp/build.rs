@@ -57,17 +57,25 @@ pub enum Policy {
     /// Two-bit at flush, Ribbon at compaction, the budget allocated over every run, L0
     /// included (`FilterAllocation::AllRuns`).
     AllRuns,
+    /// `AllRuns` with each level weighted by the lookups it served during the load
+    /// (`FilterAllocation::SkewAware`; the load's lookups follow `--hit_fraction`).
+    SkewAware,
+    /// `AllRuns` over all but the deepest level, which gets no filter
+    /// (`FilterPolicy::optimize_filters_for_hits`).
+    AllRunsForHits,
 }
 
 impl Policy {
     /// Every policy, in report order.
-    pub const ALL: [Policy; 6] = [
+    pub const ALL: [Policy; 8] = [
         Policy::NoFilter,
         Policy::TwoBitRibbon,
         Policy::Blocked,
         Policy::BinaryFuse,
         Policy::Monkey,
         Policy::AllRuns,
+        Policy::SkewAware,
+        Policy::AllRunsForHits,
     ];
 
     /// Name in the table, the CSV and the plot legend.
@@ -79,6 +87,8 @@ impl Policy {
             Policy::BinaryFuse => "two_bit+binary_fuse",
             Policy::Monkey => "two_bit+ribbon_monkey",
             Policy::AllRuns => "two_bit+ribbon_all_runs",
+            Policy::SkewAware => "two_bit+ribbon_skew_aware",
+            Policy::AllRunsForHits => "two_bit+ribbon_all_runs_hits",
         }
     }
 
@@ -97,7 +107,12 @@ impl Policy {
     ) -> std::result::Result<FilterPolicy, String> {
         let two_bit = FilterConfig::TwoBitBloom { bits_per_key: bits };
         let per_level = FilterAllocation::PerLevel(vec![LevelBudget::BitsPerKey(bits)]);
-        let p = |flush, compaction, allocation| FilterPolicy { flush, compaction, allocation };
+        let p = |flush, compaction, allocation| FilterPolicy {
+            flush,
+            compaction,
+            allocation,
+            optimize_filters_for_hits: false,
+        };
         Ok(match self {
             Policy::NoFilter => {
                 p(FilterConfig::None, StaticFilterKind::None, FilterAllocation::PerLevel(vec![]))
@@ -135,6 +150,19 @@ impl Policy {
                 StaticFilterKind::Ribbon,
                 FilterAllocation::AllRuns { bits_per_key: bits },
             ),
+            Policy::SkewAware => p(
+                two_bit,
+                StaticFilterKind::Ribbon,
+                FilterAllocation::SkewAware { bits_per_key: bits },
+            ),
+            Policy::AllRunsForHits => FilterPolicy {
+                optimize_filters_for_hits: true,
+                ..p(
+                    two_bit,
+                    StaticFilterKind::Ribbon,
+                    FilterAllocation::AllRuns { bits_per_key: bits },
+                )
+            },
         })
     }
 }
@@ -156,6 +184,10 @@ pub struct Shape {
     pub file_size: u64,
     /// Seed of key order and values.
     pub seed: u64,
+    /// Lookups after each flush, on the keys loaded so far.
+    pub load_lookups: u64,
+    /// Share of present keys among them (the rest are missing keys in the key range).
+    pub hit_fraction: f64,
 }
 
 /// The 16-byte key of number `i`: 16 decimal digits, so keys sort numerically. Present keys
@@ -196,6 +228,9 @@ pub fn build(dir: &Path, shape: &Shape, policy: FilterPolicy, in_memory: bool) -
     let mut order: Vec<u64> = (0..shape.keys).collect();
     rng.shuffle(&mut order);
     let mut value = vec![0u8; shape.value_size];
+    // A stream of its own, so the keys and values loaded do not depend on the lookups.
+    let mut lookup_rng = SplitMix64::new(shape.seed ^ 0x10ad_100c);
+    let mut loaded = 0;
     for flush_batch in order.chunks(shape.flush_keys.max(1) as usize) {
         for chunk in flush_batch.chunks(100) {
             let mut batch = WriteBatch::new();
@@ -207,6 +242,25 @@ pub fn build(dir: &Path, shape: &Shape, policy: FilterPolicy, in_memory: bool) -
         }
         db.flush()?;
         db.wait_for_compactions()?;
+        loaded += flush_batch.len();
+        load_lookups(&db, shape, &order[..loaded], &mut lookup_rng)?;
     }
     Ok(db)
+}
+
+/// The lookups after a flush: `shape.load_lookups` keys, each present (one of `loaded`) with
+/// probability `shape.hit_fraction`, else missing (an odd number in the key range). Only
+/// skew-aware allocation reads what they leave in the counters; the other policies build the
+/// same files with or without them.
+fn load_lookups(db: &Db, shape: &Shape, loaded: &[u64], rng: &mut SplitMix64) -> Result<()> {
+    let threshold = (shape.hit_fraction * u64::MAX as f64) as u64;
+    for _ in 0..shape.load_lookups {
+        let k = if rng.next_u64() < threshold {
+            2 * loaded[rng.below(loaded.len() as u64) as usize]
+        } else {
+            2 * rng.below(shape.keys) + 1
+        };
+        db.get(key(k))?;
+    }
+    Ok(())
 }

@@ -11,7 +11,7 @@ use std::path::Path;
 /// Header of `readamp.csv`.
 pub const HEADER: &str = "policy,budget_bits_per_key,level,files,entries,filter,filter_bytes,\
 bits_per_key,configured_fpr,observed_fpr,checks_per_missing,blocks_per_missing,\
-predicted_blocks_per_missing,blocks_per_present,equal_memory,note";
+predicted_blocks_per_missing,blocks_per_present,blocks_per_lookup_mix,equal_memory,note";
 
 fn opt(x: Option<f64>) -> String {
     x.map_or(String::new(), |v| format!("{v:.6e}"))
@@ -21,7 +21,7 @@ fn level_line(s: &mut String, run: &Run, equal: &str, r: &LevelRow) {
     let level = r.level.map_or("total".to_string(), |l| format!("L{l}"));
     let _ = writeln!(
         s,
-        "{},{},{level},{},{},{},{},{:.4},{},{},{:.4},{:.6},{:.6},{:.6},{equal},",
+        "{},{},{level},{},{},{},{},{:.4},{},{},{:.4},{:.6},{:.6},{:.6},{:.6},{equal},",
         run.policy.name(),
         run.budget,
         r.files,
@@ -35,6 +35,7 @@ fn level_line(s: &mut String, run: &Run, equal: &str, r: &LevelRow) {
         r.blocks_per_missing,
         r.predicted_per_missing,
         r.blocks_per_present,
+        r.blocks_per_mix,
     );
 }
 
@@ -56,7 +57,7 @@ pub fn readamp_csv(runs: &[Run], tolerance: f64) -> String {
             Err(reason) => {
                 let _ = writeln!(
                     s,
-                    "{},{},total,,,,,,,,,,,,{equal},{}",
+                    "{},{},total,,,,,,,,,,,,,{equal},{}",
                     run.policy.name(),
                     run.budget,
                     reason.replace(',', ";")

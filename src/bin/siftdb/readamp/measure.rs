@@ -35,6 +35,9 @@ pub struct LevelRow {
     pub predicted_per_missing: f64,
     /// Data blocks read per present-key lookup.
     pub blocks_per_present: f64,
+    /// `hit_fraction * blocks_per_present + (1 - hit_fraction) * blocks_per_missing`: a lookup
+    /// of the load's mix.
+    pub blocks_per_mix: f64,
 }
 
 impl LevelRow {
@@ -58,8 +61,9 @@ pub struct Measured {
 }
 
 /// Looks up `lookups` random present keys, then `lookups` random missing keys (odd numbers in
-/// the key range), checking every answer, and returns the per-level figures.
-pub fn measure(db: &Db, keys: u64, lookups: u64, seed: u64) -> Result<Measured> {
+/// the key range), checking every answer, and returns the per-level figures (`hit_fraction`
+/// weighs them into [`LevelRow::blocks_per_mix`]).
+pub fn measure(db: &Db, keys: u64, lookups: u64, seed: u64, hit_fraction: f64) -> Result<Measured> {
     let mut rng = SplitMix64::new(seed ^ 0x5eed_100c);
     let before = db.stats();
     let found = run(db, &mut rng, keys, lookups, 0)?;
@@ -72,7 +76,7 @@ pub fn measure(db: &Db, keys: u64, lookups: u64, seed: u64) -> Result<Measured> 
             None,
         ));
     }
-    Ok(tabulate(&mid.since(&before), &after.since(&mid), lookups))
+    Ok(tabulate(&mid.since(&before), &after.since(&mid), lookups, hit_fraction))
 }
 
 /// Looks up keys `2 i + parity` for random `i < keys`; returns how many were found.
@@ -86,8 +90,9 @@ fn run(db: &Db, rng: &mut SplitMix64, keys: u64, lookups: u64, parity: u64) -> R
     Ok(found)
 }
 
-fn tabulate(present: &Stats, missing: &Stats, lookups: u64) -> Measured {
+fn tabulate(present: &Stats, missing: &Stats, lookups: u64, hit_fraction: f64) -> Measured {
     let per = |n: u64| n as f64 / lookups.max(1) as f64;
+    let mix = |present: f64, missing: f64| hit_fraction * present + (1.0 - hit_fraction) * missing;
     let mut levels = Vec::new();
     for (l, p) in missing.levels.iter().zip(&present.levels) {
         if l.files == 0 && l.reads.data_blocks_read == 0 && p.reads.data_blocks_read == 0 {
@@ -110,6 +115,7 @@ fn tabulate(present: &Stats, missing: &Stats, lookups: u64) -> Measured {
                 None => per(l.reads.data_blocks_read),
             },
             blocks_per_present: per(p.reads.data_blocks_read),
+            blocks_per_mix: mix(per(p.reads.data_blocks_read), per(l.reads.data_blocks_read)),
         });
     }
     let reads = missing.total_reads();
@@ -126,6 +132,7 @@ fn tabulate(present: &Stats, missing: &Stats, lookups: u64) -> Measured {
         blocks_per_missing: sum(|l| l.blocks_per_missing),
         predicted_per_missing: sum(|l| l.predicted_per_missing),
         blocks_per_present: sum(|l| l.blocks_per_present),
+        blocks_per_mix: sum(|l| l.blocks_per_mix),
     };
     Measured { levels, total }
 }

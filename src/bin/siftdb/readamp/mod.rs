@@ -112,6 +112,14 @@ pub struct ReadampArgs {
     /// Seed of keys, values and lookups.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Share of present keys among the lookups made while loading (after each flush, what
+    /// skew-aware allocation observes) and in the `blk/mix` figure: `hit_fraction` times the
+    /// blocks of a present-key lookup plus the rest times those of a missing-key lookup.
+    #[arg(long, default_value_t = 0.5)]
+    hit_fraction: f64,
+    /// Lookups after each flush during the load (0: none).
+    #[arg(long, default_value_t = 2000)]
+    load_lookups: u64,
 }
 
 /// One (policy, budget) of the report.
@@ -154,8 +162,14 @@ impl Run {
 }
 
 pub fn run(args: &ReadampArgs) -> Result<()> {
-    if args.keys < 2 || args.lookups == 0 || args.bits.iter().any(|&b| !(b > 0.0 && b <= 32.0)) {
-        return Err(Error::invalid("readamp: --keys >= 2, --lookups >= 1, --bits in (0, 32]"));
+    if args.keys < 2
+        || args.lookups == 0
+        || args.bits.iter().any(|&b| !(b > 0.0 && b <= 32.0))
+        || !(0.0..=1.0).contains(&args.hit_fraction)
+    {
+        return Err(Error::invalid(
+            "readamp: --keys >= 2, --lookups >= 1, --bits in (0, 32], --hit_fraction in [0, 1]",
+        ));
     }
     let t0 = Instant::now();
     let out = output_dir(args.out.as_deref())?;
@@ -168,12 +182,15 @@ pub fn run(args: &ReadampArgs) -> Result<()> {
         multiplier: args.level_multiplier,
         file_size: args.file_kib << 10,
         seed: args.seed,
+        load_lookups: args.load_lookups,
+        hit_fraction: args.hit_fraction,
     };
     println!(
         "siftdb readamp: {} keys of 16 bytes, {}-byte values, {} keys per flush, L1 {} KiB x{} per level, \
-         {} KiB files; {} present + {} missing lookups per build",
+         {} KiB files; {} present + {} missing lookups per build; {} lookups after each flush, \
+         {:.0}% of present keys",
         args.keys, args.value_size, args.flush_keys, args.level_base_kib, args.level_multiplier,
-        args.file_kib, args.lookups, args.lookups
+        args.file_kib, args.lookups, args.lookups, args.load_lookups, args.hit_fraction * 100.0
     );
     // Entries of a compaction output file: its target size over key + value + about one byte
     // of block overhead per entry (prefix-compressed keys, varint lengths, restarts).
@@ -197,7 +214,7 @@ pub fn run(args: &ReadampArgs) -> Result<()> {
             Ok(fp) => {
                 let dir = tempfile::tempdir().map_err(|e| Error::io("creating a temp dir", e))?;
                 let db = build::build(dir.path(), &shape, fp, !args.on_disk)?;
-                Ok(measure::measure(&db, args.keys, args.lookups, args.seed)?)
+                Ok(measure::measure(&db, args.keys, args.lookups, args.seed, args.hit_fraction)?)
             }
         };
         runs.push(Run { policy, budget, outcome, secs: t.elapsed().as_secs_f64() });
@@ -238,7 +255,7 @@ fn pct(x: Option<f64>) -> String {
 /// 10 bits per key.
 fn print_report(runs: &[Run], args: &ReadampArgs) {
     println!(
-        "\n{:<22} {:>6} {:>9} {:<13} {:>11} {:>11} {:>11} {:>11} {:>10} {:>6}",
+        "\n{:<28} {:>6} {:>9} {:<13} {:>11} {:>11} {:>11} {:>11} {:>9} {:>10} {:>6}",
         "policy",
         "budget",
         "bits/key",
@@ -247,6 +264,7 @@ fn print_report(runs: &[Run], args: &ReadampArgs) {
         "L1+ only",
         "predicted",
         "blk/present",
+        "blk/mix",
         "obs_fpr",
         "secs"
     );
@@ -254,7 +272,7 @@ fn print_report(runs: &[Run], args: &ReadampArgs) {
         let eq = r.equal_memory(args.tolerance);
         match &r.outcome {
             Ok(m) => println!(
-                "{:<22} {:>6} {:>9.2} {:<13} {:>11.4} {:>11.4} {:>11.4} {:>11.4} {:>10} {:>6.1}",
+                "{:<28} {:>6} {:>9.2} {:<13} {:>11.4} {:>11.4} {:>11.4} {:>11.4} {:>9.4} {:>10} {:>6.1}",
                 r.policy.name(),
                 r.budget,
                 m.total.bits_per_key(),
@@ -267,10 +285,11 @@ fn print_report(runs: &[Run], args: &ReadampArgs) {
                     .sum::<f64>(),
                 m.total.predicted_per_missing,
                 m.total.blocks_per_present,
+                m.total.blocks_per_mix,
                 pct(m.total.observed_fpr),
                 r.secs
             ),
-            Err(reason) => println!("{:<22} {:>6} {reason}", r.policy.name(), r.budget),
+            Err(reason) => println!("{:<28} {:>6} {reason}", r.policy.name(), r.budget),
         }
     }
     let near10 =
