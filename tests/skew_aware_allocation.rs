@@ -1,7 +1,8 @@
 //! Skew-aware filter allocation and `optimize_filters_for_hits` (design.md, "Skew-aware
 //! allocation"): the per-level count of lookups for keys a level does not hold, filtered or
-//! not, is exact; `optimize_filters_for_hits` leaves the deepest level unfiltered under every
-//! allocation. The weighted optimum itself is tested in src/compaction/allocation.rs.
+//! not, is exact; the plan shifts between levels by the observed weights as the weighted
+//! optimum says; `optimize_filters_for_hits` leaves the deepest level unfiltered under every
+//! allocation.
 
 use siftdb::storage::MemStorage;
 use siftdb::{
@@ -98,6 +99,67 @@ fn absent_key_lookups_count_every_probe_for_a_key_a_level_lacks_filtered_or_not(
             assert_eq!(r.unfiltered_lookups, 0);
         }
     }
+}
+
+/// Builds L2 with 36,000 keys and L1 with 4,000 keys spread over the same range (so every
+/// lookup asks L1, and L2 unless L1 holds the key), then looks up `hits` present and `misses`
+/// missing keys. Returns the FPRs the allocation now plans for L1 and L2
+/// (`LevelStats::configured_fpr`).
+fn planned_fprs(allocation: FilterAllocation, hits: u64, misses: u64) -> (f64, f64) {
+    let opts = Options {
+        compaction: CompactionOptions {
+            auto: true,
+            max_bytes_for_level_base: 1 << 20,
+            target_file_size: 256 << 10,
+            ..CompactionOptions::default()
+        },
+        ..options(policy(StaticFilterKind::Ribbon, allocation))
+    };
+    let db = Db::open(Path::new("/db"), opts).unwrap();
+    // Flush j holds the keys i = j (mod 10); flushes 0-8 end in L2 (L1 overflows; the full
+    // compaction moves the rest down), flush 9's keys (four flushes of them) in L1.
+    for j in 0..9 {
+        load_where(&db, 0..40_000, |i| i % 10 == j);
+        db.wait_for_compactions().unwrap();
+    }
+    db.compact().unwrap();
+    for part in 0..4 {
+        load_where(&db, 0..40_000, |i| i % 10 == 9 && (i / 10) % 4 == part);
+    }
+    db.wait_for_compactions().unwrap();
+    for i in 0..hits {
+        db.get(key(2 * (i * 13 % 40_000))).unwrap();
+    }
+    for i in 0..misses {
+        db.get(key(2 * (i * 13 % 39_999) + 1)).unwrap();
+    }
+    let s = db.stats();
+    let shape: Vec<(usize, u64)> = s.levels.iter().map(|l| (l.files, l.entries)).collect();
+    assert!(s.levels[1].files > 0 && s.levels[2].files > 0 && s.levels[3].files == 0, "{shape:?}");
+    (s.levels[1].configured_fpr.unwrap(), s.levels[2].configured_fpr.unwrap())
+}
+
+#[test]
+fn skew_aware_allocation_moves_memory_to_the_level_lookups_ask_about_missing_keys() {
+    let skew = FilterAllocation::SkewAware { bits_per_key: 8.0 };
+    let missing_only = planned_fprs(skew.clone(), 0, 50_000);
+    let hits_only = planned_fprs(skew, 200_000, 0);
+    // Both levels span the key range. Missing keys only: every lookup asks both about a key
+    // they lack, weights 1 and 1. Hits only (present keys uniform, 90% of them in L2): L1 is
+    // asked about the 90% it lacks, L2 about none (each key is in L1 or in L2), so with the
+    // prior:
+    // w1 = (0.9 * 200,000 + P) / (200,000 + P) = 0.905 and w2 = P / (200,000 + P) = 0.0476
+    // (P = 10,000). The optimum keeps p w / n equal between the two levels (design.md,
+    // "Skew-aware allocation"), so p2 / p1 must grow by (w1 / w2) = 19.0 from the first plan
+    // to the second; allowed: 20% either way. (Each level's own FPR also depends on the
+    // power-of-two size of L0's flush filters, which the ratio cancels.)
+    let ratio = |(p1, p2): (f64, f64)| p2 / p1;
+    let growth = ratio(hits_only) / ratio(missing_only);
+    eprintln!(
+        "planned (L1, L2) FPR: missing only {missing_only:?}, hits only {hits_only:?}, \
+         p2 / p1 grew {growth:.2}x"
+    );
+    assert!((15.2..22.8).contains(&growth), "{hits_only:?} vs {missing_only:?}: {growth}");
 }
 
 #[test]
