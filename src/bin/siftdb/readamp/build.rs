@@ -6,6 +6,7 @@
 //! same files and levels arise whatever the thread timing (the memtable is sized so it never
 //! fills up on its own).
 
+use crate::ycsb::zipf::{fnv1a64, Zipfian};
 use siftdb::filter::prelude::*;
 use siftdb::filter::{BinaryFuse16, BinaryFuse8};
 use siftdb::rng::SplitMix64;
@@ -188,6 +189,61 @@ pub struct Shape {
     pub load_lookups: u64,
     /// Share of present keys among them (the rest are missing keys in the key range).
     pub hit_fraction: f64,
+    /// Which present keys the lookups ask for.
+    pub present: PresentDist,
+}
+
+/// The distribution of present-key lookups.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PresentDist {
+    /// Every loaded key equally often.
+    Uniform,
+    /// YCSB's scrambled zipfian (theta 0.99): popular keys spread over the key space and over
+    /// the load, so over the levels as the keys are.
+    Zipfian,
+    /// YCSB's latest (workload D): zipfian over recency, the most recently loaded keys the most
+    /// popular, so hot keys sit in L0 and the upper levels.
+    Latest,
+}
+
+/// Draws present keys (their numbers `i`, the key being `key(2 i)`) from the first `loaded`
+/// keys of the load order.
+pub struct PresentKeys {
+    dist: PresentDist,
+    zipf: Zipfian,
+}
+
+impl PresentKeys {
+    /// For `dist`, over at most `keys` keys.
+    pub fn new(dist: PresentDist) -> PresentKeys {
+        PresentKeys { dist, zipf: Zipfian::new(1, ZIPF_THETA) }
+    }
+
+    /// A key number among `order[..loaded]`.
+    pub fn next(&mut self, rng: &mut SplitMix64, order: &[u64], loaded: usize) -> u64 {
+        let n = loaded as u64;
+        match self.dist {
+            PresentDist::Uniform => order[rng.below(n) as usize],
+            PresentDist::Zipfian => {
+                self.zipf.grow(n);
+                order[(fnv1a64(self.zipf.next(rng)) % n) as usize]
+            }
+            PresentDist::Latest => {
+                self.zipf.grow(n);
+                order[loaded - 1 - self.zipf.next(rng).min(n - 1) as usize]
+            }
+        }
+    }
+}
+
+/// YCSB's zipfian exponent.
+const ZIPF_THETA: f64 = 0.99;
+
+/// The order in which [`build`] loads the key numbers `0..shape.keys`.
+pub fn load_order(shape: &Shape) -> Vec<u64> {
+    let mut order: Vec<u64> = (0..shape.keys).collect();
+    SplitMix64::new(shape.seed).shuffle(&mut order);
+    order
 }
 
 /// The 16-byte key of number `i`: 16 decimal digits, so keys sort numerically. Present keys
@@ -230,6 +286,7 @@ pub fn build(dir: &Path, shape: &Shape, policy: FilterPolicy, in_memory: bool) -
     let mut value = vec![0u8; shape.value_size];
     // A stream of its own, so the keys and values loaded do not depend on the lookups.
     let mut lookup_rng = SplitMix64::new(shape.seed ^ 0x10ad_100c);
+    let mut present = PresentKeys::new(shape.present);
     let mut loaded = 0;
     for flush_batch in order.chunks(shape.flush_keys.max(1) as usize) {
         for chunk in flush_batch.chunks(100) {
@@ -243,20 +300,26 @@ pub fn build(dir: &Path, shape: &Shape, policy: FilterPolicy, in_memory: bool) -
         db.flush()?;
         db.wait_for_compactions()?;
         loaded += flush_batch.len();
-        load_lookups(&db, shape, &order[..loaded], &mut lookup_rng)?;
+        load_lookups(&db, shape, (&order, loaded), &mut present, &mut lookup_rng)?;
     }
     Ok(db)
 }
 
-/// The lookups after a flush: `shape.load_lookups` keys, each present (one of `loaded`) with
-/// probability `shape.hit_fraction`, else missing (an odd number in the key range). Only
-/// skew-aware allocation reads what they leave in the counters; the other policies build the
-/// same files with or without them.
-fn load_lookups(db: &Db, shape: &Shape, loaded: &[u64], rng: &mut SplitMix64) -> Result<()> {
+/// The lookups after a flush: `shape.load_lookups` keys, each present (one of the first
+/// `loaded` of `order`, drawn by `present`) with probability `shape.hit_fraction`, else missing
+/// (an odd number in the key range). Only skew-aware allocation reads what they leave in the
+/// counters; the other policies build the same files with or without them.
+fn load_lookups(
+    db: &Db,
+    shape: &Shape,
+    (order, loaded): (&[u64], usize),
+    present: &mut PresentKeys,
+    rng: &mut SplitMix64,
+) -> Result<()> {
     let threshold = (shape.hit_fraction * u64::MAX as f64) as u64;
     for _ in 0..shape.load_lookups {
         let k = if rng.next_u64() < threshold {
-            2 * loaded[rng.below(loaded.len() as u64) as usize]
+            2 * present.next(rng, order, loaded)
         } else {
             2 * rng.below(shape.keys) + 1
         };

@@ -5,7 +5,7 @@
 //! key probes every sorted run whose key range covers it (each L0 file, then one file per deeper
 //! level): a filter "no" costs no block, a false positive or an absent filter one block.
 
-use super::build::key;
+use super::build::{key, PresentDist, PresentKeys};
 use siftdb::rng::SplitMix64;
 use siftdb::{Db, Error, LevelStats, Result, Stats};
 
@@ -60,15 +60,33 @@ pub struct Measured {
     pub total: LevelRow,
 }
 
-/// Looks up `lookups` random present keys, then `lookups` random missing keys (odd numbers in
-/// the key range), checking every answer, and returns the per-level figures (`hit_fraction`
-/// weighs them into [`LevelRow::blocks_per_mix`]).
-pub fn measure(db: &Db, keys: u64, lookups: u64, seed: u64, hit_fraction: f64) -> Result<Measured> {
+/// Looks up `lookups` present keys (drawn by `present` from the load `order`; uniform draws
+/// key numbers directly, as the committed report was made), then `lookups` random missing keys
+/// (odd numbers in the key range), checking every answer, and returns the per-level figures
+/// (`hit_fraction` weighs them into [`LevelRow::blocks_per_mix`]).
+pub fn measure(
+    db: &Db,
+    order: &[u64],
+    (lookups, seed, hit_fraction): (u64, u64, f64),
+    present: PresentDist,
+) -> Result<Measured> {
+    let keys = order.len() as u64;
     let mut rng = SplitMix64::new(seed ^ 0x5eed_100c);
     let before = db.stats();
-    let found = run(db, &mut rng, keys, lookups, 0)?;
+    let mut draw = PresentKeys::new(present);
+    let mut found = 0;
+    for _ in 0..lookups {
+        let i = match present {
+            PresentDist::Uniform => rng.below(keys),
+            _ => draw.next(&mut rng, order, order.len()),
+        };
+        found += u64::from(db.get(key(2 * i))?.is_some());
+    }
     let mid = db.stats();
-    let false_found = run(db, &mut rng, keys, lookups, 1)?;
+    let mut false_found = 0;
+    for _ in 0..lookups {
+        false_found += u64::from(db.get(key(2 * rng.below(keys) + 1))?.is_some());
+    }
     let after = db.stats();
     if found != lookups || false_found != 0 {
         return Err(Error::corruption(
@@ -77,17 +95,6 @@ pub fn measure(db: &Db, keys: u64, lookups: u64, seed: u64, hit_fraction: f64) -
         ));
     }
     Ok(tabulate(&mid.since(&before), &after.since(&mid), lookups, hit_fraction))
-}
-
-/// Looks up keys `2 i + parity` for random `i < keys`; returns how many were found.
-fn run(db: &Db, rng: &mut SplitMix64, keys: u64, lookups: u64, parity: u64) -> Result<u64> {
-    let mut found = 0;
-    for _ in 0..lookups {
-        if db.get(key(2 * rng.below(keys) + parity))?.is_some() {
-            found += 1;
-        }
-    }
-    Ok(found)
 }
 
 fn tabulate(present: &Stats, missing: &Stats, lookups: u64, hit_fraction: f64) -> Measured {

@@ -120,6 +120,9 @@ pub struct ReadampArgs {
     /// Lookups after each flush during the load (0: none).
     #[arg(long, default_value_t = 2000)]
     load_lookups: u64,
+    /// Which present keys are looked up, during the load and in the measurement.
+    #[arg(long, value_enum, default_value = "uniform")]
+    present_dist: build::PresentDist,
 }
 
 /// One (policy, budget) of the report.
@@ -184,13 +187,15 @@ pub fn run(args: &ReadampArgs) -> Result<()> {
         seed: args.seed,
         load_lookups: args.load_lookups,
         hit_fraction: args.hit_fraction,
+        present: args.present_dist,
     };
     println!(
         "siftdb readamp: {} keys of 16 bytes, {}-byte values, {} keys per flush, L1 {} KiB x{} per level, \
-         {} KiB files; {} present + {} missing lookups per build; {} lookups after each flush, \
-         {:.0}% of present keys",
+         {} KiB files; {} present ({:?}) + {} missing lookups per build; {} lookups after each \
+         flush, {:.0}% of present keys",
         args.keys, args.value_size, args.flush_keys, args.level_base_kib, args.level_multiplier,
-        args.file_kib, args.lookups, args.lookups, args.load_lookups, args.hit_fraction * 100.0
+        args.file_kib, args.lookups, args.present_dist, args.lookups, args.load_lookups,
+        args.hit_fraction * 100.0
     );
     // Entries of a compaction output file: its target size over key + value + about one byte
     // of block overhead per entry (prefix-compressed keys, varint lengths, restarts).
@@ -204,6 +209,7 @@ pub fn run(args: &ReadampArgs) -> Result<()> {
     for &b in &args.bits {
         plan.extend(Policy::ALL.iter().filter(|&&p| p != Policy::NoFilter).map(|&p| (p, b)));
     }
+    let order = build::load_order(&shape);
     let pb = progress::bar("readamp", plan.len() as u64);
     let mut runs = Vec::new();
     for (policy, budget) in plan {
@@ -214,7 +220,8 @@ pub fn run(args: &ReadampArgs) -> Result<()> {
             Ok(fp) => {
                 let dir = tempfile::tempdir().map_err(|e| Error::io("creating a temp dir", e))?;
                 let db = build::build(dir.path(), &shape, fp, !args.on_disk)?;
-                Ok(measure::measure(&db, args.keys, args.lookups, args.seed, args.hit_fraction)?)
+                let params = (args.lookups, args.seed, args.hit_fraction);
+                Ok(measure::measure(&db, &order, params, args.present_dist)?)
             }
         };
         runs.push(Run { policy, budget, outcome, secs: t.elapsed().as_secs_f64() });
