@@ -7,14 +7,16 @@ use std::time::Instant;
 
 const HEADER: &str = "policy,budget_bits_per_key,level,files,entries,filter,filter_bytes,\
 bits_per_key,configured_fpr,observed_fpr,checks_per_missing,blocks_per_missing,\
-predicted_blocks_per_missing,blocks_per_present,equal_memory,note";
+predicted_blocks_per_missing,blocks_per_present,blocks_per_lookup_mix,equal_memory,note";
 
-const POLICIES: [&str; 5] = [
+const POLICIES: [&str; 7] = [
     "no_filter",
     "two_bit+ribbon",
     "blocked_bloom",
     "two_bit+binary_fuse",
     "two_bit+ribbon_monkey",
+    "two_bit+ribbon_all_runs",
+    "two_bit+ribbon_skew_aware",
 ];
 
 const LOOKUPS: u64 = 20_000;
@@ -125,6 +127,25 @@ fn readamp_writes_csv_and_svgs_with_sane_figures() {
         assert!((obs - cfg).abs() <= tol, "{r:?}");
         assert_eq!(r["filter"], "blocked_bloom");
     }
+    // The mix column weighs present and missing lookups by the default --hit-fraction 0.5
+    // (rounding: 6 decimals per column).
+    for r in rows.iter().filter(|r| !r["blocks_per_present"].is_empty()) {
+        let mix = 0.5 * num(r, "blocks_per_present") + 0.5 * num(r, "blocks_per_missing");
+        assert!((num(r, "blocks_per_lookup_mix") - mix).abs() < 2e-6, "{r:?}");
+    }
+    // optimize_filters_for_hits: the deepest level has no filter and a missing key reads a
+    // block there whenever a file covers it.
+    let hits: Vec<&Row> = rows
+        .iter()
+        .filter(|r| {
+            r["policy"] == "two_bit+ribbon_all_runs_hits"
+                && r["budget_bits_per_key"] == "10"
+                && r["level"] != "total"
+        })
+        .collect();
+    let deepest = hits.last().expect("rows of two_bit+ribbon_all_runs_hits");
+    assert_eq!((deepest["filter"].as_str(), num(deepest, "filter_bytes")), ("none", 0.0));
+    assert!(hits[..hits.len() - 1].iter().all(|r| r["filter"] != "none"), "{hits:?}");
     // Binary fuse cannot spend 4 bits per key: reported, not silently skipped.
     let fuse4 = find("two_bit+binary_fuse", "4", "total");
     assert_eq!(fuse4["equal_memory"], "unreachable");
