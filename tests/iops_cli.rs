@@ -58,5 +58,15 @@ fn iops_rejects_a_file_shorter_than_one_block_and_out_of_range_flags() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--seconds=0 is out of range"));
     let out = iops(&[b, "--seconds", "1", "--depths", "0"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("--depths value 0 is out of range"));
+    for (sizes, why) in [("6", "--sizes value 6 is out of range"), ("12", "larger than")] {
+        let out = iops(&[b, "--seconds", "1", "--sizes", sizes]);
+        assert!(!out.status.success(), "{sizes}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains(why), "{sizes}");
+    }
+    // Two pages read whole: 8 KiB reads of the 8 KiB file.
+    let out = iops(&[b, "--seconds", "0.2", "--depths", "1", "--sizes", "4,8"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("random 4 KiB reads") && stdout.contains("random 8 KiB reads"));
     assert_eq!(std::fs::read(&path).unwrap(), b"tiny");
 }

@@ -1,7 +1,9 @@
 //! `siftdb iops FILE`: the disk's own random-read limit, to state direct-read figures as a
-//! fraction of it. 4 KiB reads at uniformly random 4 KiB-aligned offsets of an existing file,
-//! with `O_DIRECT` (no page cache), at each queue depth of `--depths` (one thread per
-//! outstanding read, each doing blocking `pread`s), for `--seconds` each.
+//! fraction of it. Reads of 4 KiB (or each size of `--sizes`) at uniformly random 4 KiB-aligned
+//! offsets of an existing file, with `O_DIRECT` (no page cache), at each queue depth of
+//! `--depths` (one thread per outstanding read, each doing blocking `pread`s), for `--seconds`
+//! each. A direct read of an SST block transfers the 4 KiB pages the block spans: one page, or
+//! two when it straddles a page boundary, so `--sizes 4,8` gives the disk's rate for both.
 //!
 //! Read only: the file is opened `O_RDONLY | O_DIRECT` and never created, written or truncated.
 //! Pass a large existing file whose blocks were written (an SST, or `dd if=/dev/urandom of=big
@@ -33,6 +35,9 @@ pub struct IopsArgs {
     /// Seed of the random offsets.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Read sizes in KiB, comma-separated, each a multiple of 4 (one table per size).
+    #[arg(long, value_delimiter = ',', default_value = "4")]
+    pub sizes: Vec<usize>,
 }
 
 /// A QD1 read faster than this (microseconds) did not reach a device (NVMe reads take 10 us
@@ -55,6 +60,11 @@ pub fn run(args: &IopsArgs) -> Result<()> {
     if let Some(&d) = args.depths.iter().find(|&&d| d == 0 || d > 1024) {
         return Err(Error::invalid(format!("--depths value {d} is out of range: 1..=1024")));
     }
+    if let Some(&k) = args.sizes.iter().find(|&&k| k == 0 || k % 4 != 0 || k > 1024) {
+        return Err(Error::invalid(format!(
+            "--sizes value {k} is out of range: a multiple of 4 KiB, 4..=1024"
+        )));
+    }
     let meta = std::fs::metadata(&args.file)
         .map_err(|e| Error::io(format!("inspecting {}", args.file.display()), e))?;
     if !meta.is_file() {
@@ -72,37 +82,51 @@ pub fn run(args: &IopsArgs) -> Result<()> {
         )));
     }
     let file = direct::open(&args.file, false)?;
-    println!(
-        "siftdb iops: {} ({:.1} MiB, {blocks} blocks of 4 KiB), O_DIRECT random 4 KiB reads, {} s per depth",
-        args.file.display(),
-        meta.len() as f64 / (1 << 20) as f64,
-        args.seconds
-    );
-    println!("{:>4} {:>12} {:>10} {:>12}", "QD", "reads/s", "MB/s", "us/read");
-    for &depth in &args.depths {
-        let r = measure(&file, blocks, depth, Duration::from_secs_f64(args.seconds), args.seed)?;
-        let secs = r.elapsed.as_secs_f64();
-        let per_sec = r.reads as f64 / secs;
-        let latency = if r.reads == 0 { 0.0 } else { secs * 1e6 * depth as f64 / r.reads as f64 };
+    for &kib in &args.sizes {
+        let pages = (kib * 1024 / ALIGN) as u64;
+        if pages > blocks {
+            return Err(Error::invalid(format!(
+                "--sizes value {kib} is larger than {} ({} bytes)",
+                args.file.display(),
+                meta.len()
+            )));
+        }
+        let size = pages as usize * ALIGN;
         println!(
-            "{depth:>4} {per_sec:>12.0} {:>10.1} {latency:>12.1}",
-            per_sec * ALIGN as f64 / 1e6
+            "siftdb iops: {} ({:.1} MiB, {blocks} blocks of 4 KiB), O_DIRECT random {kib} KiB reads, {} s per depth",
+            args.file.display(),
+            meta.len() as f64 / (1 << 20) as f64,
+            args.seconds
         );
-        if depth == 1 && r.reads > 0 && latency < FAST_READ_US {
+        println!("{:>4} {:>12} {:>10} {:>12}", "QD", "reads/s", "MB/s", "us/read");
+        for &depth in &args.depths {
+            let duration = Duration::from_secs_f64(args.seconds);
+            let r = measure(&file, (blocks - pages + 1, size), depth, duration, args.seed)?;
+            let secs = r.elapsed.as_secs_f64();
+            let per_sec = r.reads as f64 / secs;
+            let latency =
+                if r.reads == 0 { 0.0 } else { secs * 1e6 * depth as f64 / r.reads as f64 };
             println!(
-                "     note: {latency:.1} us per read is faster than a device read: blocks never \
-                 written (a file made with `fallocate`) read as zeros without I/O; write the \
-                 file first (e.g. `dd if=/dev/urandom of=FILE bs=1M count=4096`)"
+                "{depth:>4} {per_sec:>12.0} {:>10.1} {latency:>12.1}",
+                per_sec * size as f64 / 1e6
             );
+            if depth == 1 && r.reads > 0 && latency < FAST_READ_US {
+                println!(
+                    "     note: {latency:.1} us per read is faster than a device read: blocks \
+                     never written (a file made with `fallocate`) read as zeros without I/O; \
+                     write the file first (e.g. `dd if=/dev/urandom of=FILE bs=1M count=4096`)"
+                );
+            }
         }
     }
     Ok(())
 }
 
-/// `depth` threads reading random blocks until `duration` has passed.
+/// `depth` threads reading `size` bytes at random 4 KiB-aligned offsets (`starts` of them)
+/// until `duration` has passed.
 fn measure(
     file: &std::fs::File,
-    blocks: u64,
+    (starts, size): (u64, usize),
     depth: usize,
     duration: Duration,
     seed: u64,
@@ -116,13 +140,13 @@ fn measure(
                 let stop = &stop;
                 s.spawn(move || -> Result<u64> {
                     let mut rng = SplitMix64::new(seed ^ (t as u64 + 1).wrapping_mul(0x9E37));
-                    let mut buf = AlignedBuf::new(ALIGN)?;
+                    let mut buf = AlignedBuf::new(size)?;
                     let mut reads = 0u64;
                     while !stop.load(Ordering::Relaxed) {
-                        let at = rng.below(blocks) * ALIGN as u64;
+                        let at = rng.below(starts) * ALIGN as u64;
                         let read = file.read_at(buf.bytes_mut(), at);
                         let n = read.map_err(|e| Error::io(format!("reading at {at}"), e))?;
-                        if n != ALIGN {
+                        if n != size {
                             return Err(Error::invalid(format!(
                                 "short read of {n} bytes at {at}: the file shrank"
                             )));
