@@ -219,7 +219,8 @@ pub struct FilterPolicy {
     /// anyway. Lookups of missing keys then read a block in the deepest level. Under
     /// [`FilterAllocation::Monkey`], `AllRuns` and `SkewAware` the deepest level's keys also
     /// leave the budget, so the other runs keep the bits per key they would get without it.
-    /// Default `false`.
+    /// Files written while their level was the deepest keep no filter after a deeper level
+    /// appears, until a compaction rewrites them (as in RocksDB). Default `false`.
     pub optimize_filters_for_hits: bool,
 }
 

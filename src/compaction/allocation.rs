@@ -192,8 +192,7 @@ struct Class {
     fixed: Option<f64>,
 }
 
-/// Bits per key of each class for multiplier `lambda`.
-/// A run weighted `w` minimises `w f(b) + λ n b`, so it sees the multiplier `λ / w`; a run
+/// Bits per key of each class for multiplier `lambda`. A run weighted `w` minimises `w f(b) + λ n b`, so it sees the multiplier `λ / w`; a run
 /// with weight 0 is never asked about a key it lacks and gets no filter.
 fn bits_at(classes: &[Class], lambda: f64) -> Vec<f64> {
     let free = |c: &Class| match c.weight {

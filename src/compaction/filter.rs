@@ -121,7 +121,7 @@ pub fn level_filter(policy: &FilterPolicy, level: usize, shape: &TreeShape) -> L
 }
 
 /// The filter of L0 files in a tree of `shape`: the policy's flush filter, with its bits per
-/// key from the allocation under [`FilterAllocation::AllRuns`].
+/// key from the allocation under [`FilterAllocation::AllRuns`] and `SkewAware`.
 pub fn flush_filter(policy: &FilterPolicy, shape: &TreeShape) -> FilterConfig {
     let (bits_per_key, weighted) = match policy.allocation {
         FilterAllocation::AllRuns { bits_per_key } => (bits_per_key, false),

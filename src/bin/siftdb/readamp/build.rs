@@ -59,7 +59,7 @@ pub enum Policy {
     /// included (`FilterAllocation::AllRuns`).
     AllRuns,
     /// `AllRuns` with each level weighted by the lookups it served during the load
-    /// (`FilterAllocation::SkewAware`; the load's lookups follow `--hit_fraction`).
+    /// (`FilterAllocation::SkewAware`; the load's lookups follow `--hit-fraction`).
     SkewAware,
     /// `AllRuns` over all but the deepest level, which gets no filter
     /// (`FilterPolicy::optimize_filters_for_hits`).
@@ -214,7 +214,7 @@ pub struct PresentKeys {
 }
 
 impl PresentKeys {
-    /// For `dist`, over at most `keys` keys.
+    /// Draws by `dist`.
     pub fn new(dist: PresentDist) -> PresentKeys {
         PresentKeys { dist, zipf: Zipfian::new(1, ZIPF_THETA) }
     }

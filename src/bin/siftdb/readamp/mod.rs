@@ -113,7 +113,7 @@ pub struct ReadampArgs {
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Share of present keys among the lookups made while loading (after each flush, what
-    /// skew-aware allocation observes) and in the `blk/mix` figure: `hit_fraction` times the
+    /// skew-aware allocation observes) and in the `blk/mix` figure: this share times the
     /// blocks of a present-key lookup plus the rest times those of a missing-key lookup.
     #[arg(long, default_value_t = 0.5)]
     hit_fraction: f64,
