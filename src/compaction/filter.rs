@@ -18,8 +18,8 @@ use super::allocation::{allocate, TreeShape};
 use crate::error::Result;
 use crate::filter::prelude::*;
 use crate::filter::{
-    BinaryFuse16, BinaryFuse4Wise16, BinaryFuse4Wise8, BinaryFuse8, BlockedBloom, Ribbon,
-    StandardBloom, Xor16, Xor8,
+    BinaryFuse16, BinaryFuse4Wise16, BinaryFuse4Wise8, BinaryFuse8, BlockedBloom, FilterKind,
+    Ribbon, StandardBloom, Xor16, Xor8,
 };
 use crate::options::{
     CompactionOptions, FilterAllocation, FilterConfig, FilterPolicy, LevelBudget, StaticFilterKind,
@@ -154,6 +154,36 @@ fn planned_shape<'a>(
     std::borrow::Cow::Owned(planned)
 }
 
+/// The FPR a table's filter of `kind` was built for, from the bits per key it holds: the
+/// Bloom kinds' theoretical FPR (the two-bit filter with its two bits per key, the others
+/// with the probes their builders choose for those bits), `2^(-b / c)` for Ribbon (`c` from
+/// [`StaticFilterKind::bits_per_log2`]), the fixed FPR of the fingerprint kinds. `None` for
+/// kinds no table carries. Read by `LevelStats::built_fpr`: the figure the observed FPR of the
+/// level's files should match, where `configured_fpr` is the plan for the next file (design.md,
+/// "Read-amplification report").
+pub fn built_fpr(kind: FilterKind, bits_per_key: f64) -> Option<f64> {
+    use crate::filter::TwoBitBloom;
+    let b = bits_per_key;
+    let fpr = match kind {
+        FilterKind::TwoBitBloom => <TwoBitBloom as BloomShape>::theoretical_fpr(b, 2),
+        FilterKind::BlockedBloom => <BlockedBloom as BloomShape>::theoretical_fpr(
+            b,
+            <BlockedBloom as BloomShape>::probes_for_bits_per_key(b),
+        ),
+        FilterKind::StandardBloom => <StandardBloom as BloomShape>::theoretical_fpr(
+            b,
+            <StandardBloom as BloomShape>::probes_for_bits_per_key(b),
+        ),
+        FilterKind::Ribbon => 2f64.powf(-b / StaticFilterKind::Ribbon.bits_per_log2()),
+        FilterKind::BinaryFuse8 | FilterKind::BinaryFuse4Wise8 | FilterKind::Xor8 => 1.0 / 256.0,
+        FilterKind::BinaryFuse16 | FilterKind::BinaryFuse4Wise16 | FilterKind::Xor16 => {
+            1.0 / 65536.0
+        }
+        _ => return None,
+    };
+    Some(fpr.clamp(0.0, 1.0))
+}
+
 /// Monkey's FPR per level for levels of `entries[i]` keys, a total of `bits_per_key` filter
 /// bits per key over all of them and `c` bits per key per bit of `log2(1/p)`: `p_i = K n_i`
 /// capped at 1 (module documentation). Empty levels get `p = K` (what a first file would get
@@ -276,6 +306,19 @@ mod tests {
         assert_eq!(p[1], 1.0);
         let spent = 1.05 * 1e3 * (1.0 / p[0]).log2();
         assert!((spent - 0.001 * 1.001e6).abs() < 1e-6 * spent, "{p:?}");
+    }
+
+    #[test]
+    fn built_fpr_follows_each_kinds_curve() {
+        let ribbon = built_fpr(FilterKind::Ribbon, 10.5).unwrap();
+        assert!((ribbon - 2f64.powi(-10)).abs() < 1e-12);
+        assert_eq!(built_fpr(FilterKind::BinaryFuse8, 9.0), Some(1.0 / 256.0));
+        assert_eq!(built_fpr(FilterKind::Xor16, 20.0), Some(1.0 / 65536.0));
+        assert_eq!(built_fpr(FilterKind::Cuckoo, 12.0), None);
+        // The two-bit filter: falls with memory, far above a Bloom filter's at 16 bits/key.
+        let two_bit = |b| built_fpr(FilterKind::TwoBitBloom, b).unwrap();
+        assert!(two_bit(8.0) > two_bit(16.0) && two_bit(16.0) > two_bit(32.0));
+        assert!(two_bit(16.0) > 10.0 * built_fpr(FilterKind::BlockedBloom, 16.0).unwrap());
     }
 
     fn no_shape() -> TreeShape {

@@ -205,6 +205,7 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
                 filter_kinds: kinds,
                 filter_bytes: files.iter().map(|f| f.info.filter_memory_bytes).sum(),
                 configured_fpr: configured_fpr(&inner.opts, level, &shape),
+                built_fpr: built_fpr(level, files),
                 reads: inner.reads.level(level),
                 scan_reads: inner.reads.scan_level(level),
             }
@@ -271,6 +272,20 @@ fn keyspace_stats(inner: &DbInner, sv: &SuperVersion) -> Vec<KeyspaceStats> {
         s
     })
     .collect()
+}
+
+/// The FPR the filters of `level`'s `files` were built for (see `LevelStats::built_fpr`).
+fn built_fpr(level: usize, files: &[Arc<crate::version::TableFile>]) -> Option<f64> {
+    let (mut sum, mut weight) = (0.0, 0.0);
+    for f in files {
+        let Some(kind) = f.info.filter_kind else { continue };
+        let bits = f.info.filter_memory_bytes as f64 * 8.0 / f.info.distinct_keys.max(1) as f64;
+        let Some(fpr) = crate::compaction::built_fpr(kind, bits) else { continue };
+        let w = if level == 0 { 1.0 } else { f.meta.entries as f64 };
+        sum += w * fpr;
+        weight += w;
+    }
+    (weight > 0.0).then(|| sum / weight)
 }
 
 /// The FPR the options configure for `level` (see `LevelStats::configured_fpr`).

@@ -25,6 +25,13 @@ pub struct LevelStats {
     /// FPR on L0, the compaction policy's (fixed or Monkey) on deeper levels; `None` without a
     /// filter.
     pub configured_fpr: Option<f64>,
+    /// The FPR the level's filters were built for, from each file's filter kind and bits per
+    /// key (`compaction::built_fpr`): the mean over L0's files (a lookup probes each), the
+    /// entries-weighted mean over a sorted level's (a lookup probes the one covering its key);
+    /// files without a filter left out. It differs from `configured_fpr` where files were built
+    /// under an earlier plan (allocations that follow the tree's shape) or where the flush
+    /// filter's power-of-two size gives more bits than configured. `None` without filters.
+    pub built_fpr: Option<f64>,
     /// Read counters of point lookups (get, contains_key, multi_get) since open.
     pub reads: ReadStats,
     /// Data blocks read by iterators and cursors since open (cache hits, misses, file reads),
@@ -325,7 +332,7 @@ impl Stats {
         let per = |n: u64| if lookups == 0 { 0.0 } else { n as f64 / lookups as f64 };
         let _ = writeln!(
             s,
-            "{:<6} {:>5} {:>9} {:<14} {:>9} {:>9} {:>9} {:>10} {:>10} {:>8} {:>9} {:>11} {:>10} {:>8}",
+            "{:<6} {:>5} {:>9} {:<14} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>8} {:>9} {:>11} {:>10} {:>8}",
             "level",
             "files",
             "entries",
@@ -333,6 +340,7 @@ impl Stats {
             "filter_KiB",
             "bits/key",
             "cfg_fpr",
+            "built_fpr",
             "checks",
             "useful",
             "false_pos",
@@ -345,10 +353,11 @@ impl Stats {
             let fpr = l.reads.observed_fpr().map_or("-".into(), |f| format!("{:.3}%", f * 100.0));
             let kinds =
                 if l.filter_kinds.is_empty() { "none".into() } else { l.filter_kinds.join("+") };
-            let cfg = l.configured_fpr.map_or("-".into(), |f| format!("{:.3}%", f * 100.0));
+            let pct = |x: Option<f64>| x.map_or("-".into(), |f| format!("{:.3}%", f * 100.0));
+            let (cfg, built) = (pct(l.configured_fpr), pct(l.built_fpr));
             let _ = writeln!(
                 s,
-                "{:<6} {:>5} {:>9} {:<14} {:>9.1} {:>9.2} {:>9} {:>10} {:>10} {:>8} {:>9} {:>11.4} {:>10.4} {:>8.3}",
+                "{:<6} {:>5} {:>9} {:<14} {:>9.1} {:>9.2} {:>9} {:>9} {:>10} {:>10} {:>8} {:>9} {:>11.4} {:>10.4} {:>8.3}",
                 format!("L{}", l.level),
                 l.files,
                 l.entries,
@@ -356,6 +365,7 @@ impl Stats {
                 l.filter_bytes as f64 / 1024.0,
                 l.filter_bits_per_key(),
                 cfg,
+                built,
                 l.reads.filter_checks,
                 l.reads.filter_useful,
                 l.reads.false_positives(),

@@ -10,7 +10,7 @@ use std::path::Path;
 
 /// Header of `readamp.csv`.
 pub const HEADER: &str = "policy,budget_bits_per_key,level,files,entries,filter,filter_bytes,\
-bits_per_key,configured_fpr,observed_fpr,checks_per_missing,blocks_per_missing,\
+bits_per_key,configured_fpr,built_fpr,observed_fpr,checks_per_missing,blocks_per_missing,\
 predicted_blocks_per_missing,blocks_per_present,blocks_per_lookup_mix,equal_memory,note";
 
 fn opt(x: Option<f64>) -> String {
@@ -21,7 +21,7 @@ fn level_line(s: &mut String, run: &Run, equal: &str, r: &LevelRow) {
     let level = r.level.map_or("total".to_string(), |l| format!("L{l}"));
     let _ = writeln!(
         s,
-        "{},{},{level},{},{},{},{},{:.4},{},{},{:.4},{:.6},{:.6},{:.6},{:.6},{equal},",
+        "{},{},{level},{},{},{},{},{:.4},{},{},{},{:.4},{:.6},{:.6},{:.6},{:.6},{equal},",
         run.policy.name(),
         run.budget,
         r.files,
@@ -30,6 +30,7 @@ fn level_line(s: &mut String, run: &Run, equal: &str, r: &LevelRow) {
         r.filter_bytes,
         r.bits_per_key(),
         opt(r.configured_fpr),
+        opt(r.built_fpr),
         opt(r.observed_fpr),
         r.checks_per_missing,
         r.blocks_per_missing,
@@ -57,7 +58,7 @@ pub fn readamp_csv(runs: &[Run], tolerance: f64) -> String {
             Err(reason) => {
                 let _ = writeln!(
                     s,
-                    "{},{},total,,,,,,,,,,,,,{equal},{}",
+                    "{},{},total,,,,,,,,,,,,,,{equal},{}",
                     run.policy.name(),
                     run.budget,
                     reason.replace(',', ";")

@@ -24,6 +24,8 @@ pub struct LevelRow {
     pub filter_bytes: u64,
     /// The FPR the policy configures for the level (`None`: no filter, or the totals row).
     pub configured_fpr: Option<f64>,
+    /// The FPR the level's filters were built for (`LevelStats::built_fpr`).
+    pub built_fpr: Option<f64>,
     /// Observed FPR of the missing-key lookups: false positives / negatives probed.
     pub observed_fpr: Option<f64>,
     /// Filter probes per missing-key lookup (sorted runs covering the key that have a filter).
@@ -114,6 +116,7 @@ fn tabulate(present: &Stats, missing: &Stats, lookups: u64, hit_fraction: f64) -
             filter: kinds(l),
             filter_bytes: l.filter_bytes,
             configured_fpr: l.configured_fpr,
+            built_fpr: l.built_fpr,
             observed_fpr: l.reads.observed_fpr(),
             checks_per_missing: checks,
             blocks_per_missing: per(l.reads.data_blocks_read),
@@ -134,6 +137,7 @@ fn tabulate(present: &Stats, missing: &Stats, lookups: u64, hit_fraction: f64) -
         filter: "total".into(),
         filter_bytes: levels.iter().map(|l| l.filter_bytes).sum(),
         configured_fpr: None,
+        built_fpr: None,
         observed_fpr: reads.observed_fpr(),
         checks_per_missing: sum(|l| l.checks_per_missing),
         blocks_per_missing: sum(|l| l.blocks_per_missing),

@@ -305,13 +305,14 @@ fn print_report(runs: &[Run], args: &ReadampArgs) {
         let Ok(m) = &r.outcome else { continue };
         println!("\n{} at {} bits/key, per level:", r.policy.name(), r.budget);
         println!(
-            "{:<6} {:>5} {:>8} {:<14} {:>9} {:>10} {:>10} {:>8} {:>11} {:>11}",
+            "{:<6} {:>5} {:>8} {:<14} {:>9} {:>10} {:>10} {:>10} {:>8} {:>11} {:>11}",
             "level",
             "files",
             "entries",
             "filter",
             "bits/key",
             "cfg_fpr",
+            "built_fpr",
             "obs_fpr",
             "checks",
             "blk/missing",
@@ -319,13 +320,14 @@ fn print_report(runs: &[Run], args: &ReadampArgs) {
         );
         for l in m.levels.iter().chain(std::iter::once(&m.total)) {
             println!(
-                "{:<6} {:>5} {:>8} {:<14} {:>9.2} {:>10} {:>10} {:>8.3} {:>11.4} {:>11.4}",
+                "{:<6} {:>5} {:>8} {:<14} {:>9.2} {:>10} {:>10} {:>10} {:>8.3} {:>11.4} {:>11.4}",
                 l.level.map_or("total".into(), |v| format!("L{v}")),
                 l.files,
                 l.entries,
                 l.filter,
                 l.bits_per_key(),
                 pct(l.configured_fpr),
+                pct(l.built_fpr),
                 pct(l.observed_fpr),
                 l.checks_per_missing,
                 l.blocks_per_missing,
