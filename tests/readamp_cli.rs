@@ -187,3 +187,21 @@ fn readamp_writes_csv_and_svgs_with_sane_figures() {
     let fpr_csv = std::fs::read_to_string(out.join("fpr_vs_bits.csv")).unwrap();
     assert!(fpr_csv.starts_with("filter,config,keys,bits_per_key,fpr,fpr_theory\n"));
 }
+
+#[test]
+fn out_of_range_flags_are_refused_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    for bad in [["--rewrites", "11"], ["--hit-fraction", "1.5"], ["--bits", "40"]] {
+        let out = dir.path().join("report");
+        let output = Command::new(env!("CARGO_BIN_EXE_siftdb"))
+            .args(["readamp", "--out"])
+            .arg(&out)
+            .args(bad)
+            .output()
+            .expect("run siftdb readamp");
+        assert!(!output.status.success(), "{bad:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("--rewrites at most 10"), "{bad:?}: {stderr}");
+        assert!(!out.exists(), "{bad:?} created {}", out.display());
+    }
+}

@@ -191,6 +191,8 @@ pub struct Shape {
     pub hit_fraction: f64,
     /// Which present keys the lookups ask for.
     pub present: PresentDist,
+    /// Times every key is overwritten after the load (same order and flush cadence).
+    pub rewrites: u32,
 }
 
 /// The distribution of present-key lookups.
@@ -288,19 +290,23 @@ pub fn build(dir: &Path, shape: &Shape, policy: FilterPolicy, in_memory: bool) -
     let mut lookup_rng = SplitMix64::new(shape.seed ^ 0x10ad_100c);
     let mut present = PresentKeys::new(shape.present);
     let mut loaded = 0;
-    for flush_batch in order.chunks(shape.flush_keys.max(1) as usize) {
-        for chunk in flush_batch.chunks(100) {
-            let mut batch = WriteBatch::new();
-            for &i in chunk {
-                rng.fill(&mut value);
-                batch.put(key(2 * i), &value);
+    // Pass 0 loads the keys; each rewrite overwrites all of them in the same order, so the
+    // tree keeps its shape while compactions rewrite its files under the final plan.
+    for _pass in 0..=shape.rewrites {
+        for flush_batch in order.chunks(shape.flush_keys.max(1) as usize) {
+            for chunk in flush_batch.chunks(100) {
+                let mut batch = WriteBatch::new();
+                for &i in chunk {
+                    rng.fill(&mut value);
+                    batch.put(key(2 * i), &value);
+                }
+                db.write(batch)?;
             }
-            db.write(batch)?;
+            db.flush()?;
+            db.wait_for_compactions()?;
+            loaded = (loaded + flush_batch.len()).min(order.len());
+            load_lookups(&db, shape, (&order, loaded), &mut present, &mut lookup_rng)?;
         }
-        db.flush()?;
-        db.wait_for_compactions()?;
-        loaded += flush_batch.len();
-        load_lookups(&db, shape, (&order, loaded), &mut present, &mut lookup_rng)?;
     }
     Ok(db)
 }

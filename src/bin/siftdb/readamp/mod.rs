@@ -123,6 +123,11 @@ pub struct ReadampArgs {
     /// Which present keys are looked up, during the load and in the measurement.
     #[arg(long, value_enum, default_value = "uniform")]
     present_dist: build::PresentDist,
+    /// Overwrite every key this many times after the load (same order and flush cadence): the
+    /// tree keeps its shape while compactions rewrite its files, so files built while the
+    /// tree was smaller (under allocations that follow its shape) are replaced. At most 10.
+    #[arg(long, default_value_t = 0)]
+    rewrites: u32,
 }
 
 /// One (policy, budget) of the report.
@@ -169,9 +174,11 @@ pub fn run(args: &ReadampArgs) -> Result<()> {
         || args.lookups == 0
         || args.bits.iter().any(|&b| !(b > 0.0 && b <= 32.0))
         || !(0.0..=1.0).contains(&args.hit_fraction)
+        || args.rewrites > 10
     {
         return Err(Error::invalid(
-            "readamp: --keys >= 2, --lookups >= 1, --bits in (0, 32], --hit_fraction in [0, 1]",
+            "readamp: --keys >= 2, --lookups >= 1, --bits in (0, 32], --hit-fraction in [0, 1], \
+             --rewrites at most 10",
         ));
     }
     let t0 = Instant::now();
@@ -188,6 +195,7 @@ pub fn run(args: &ReadampArgs) -> Result<()> {
         load_lookups: args.load_lookups,
         hit_fraction: args.hit_fraction,
         present: args.present_dist,
+        rewrites: args.rewrites,
     };
     println!(
         "siftdb readamp: {} keys of 16 bytes, {}-byte values, {} keys per flush, L1 {} KiB x{} per level, \
