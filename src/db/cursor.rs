@@ -253,6 +253,12 @@ impl DbCursor {
         if self.tombstones_loaded {
             return Ok(());
         }
+        // Tombstones only hide the sources' entries: with every source ruled out by the scan
+        // filters there is nothing to hide (and a scan of an absent prefix costs no more).
+        if self.merge.is_empty() {
+            self.tombstones_loaded = true;
+            return Ok(());
+        }
         let ks = self.keyspace;
         let mut list: Vec<RangeTombstone> = Vec::new();
         for mem in std::iter::once(&self.sv.mem).chain(self.sv.imm.iter()) {
@@ -327,6 +333,10 @@ impl DbCursor {
     /// Positions on the first entry.
     pub fn seek_to_first(&mut self) -> Result<()> {
         self.count_seek();
+        if self.merge.is_empty() {
+            (self.forward, self.valid) = (true, false);
+            return Ok(());
+        }
         if let Err(e) = self.load_tombstones() {
             return self.check(Err(e));
         }

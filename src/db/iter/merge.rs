@@ -28,6 +28,11 @@ impl Merge {
         Merge { sources, current: None, forward: true }
     }
 
+    /// Whether it merges no source at all (scan filters ruled every one out).
+    pub fn is_empty(&self) -> bool {
+        self.sources.is_empty()
+    }
+
     /// The current entry, if on one.
     pub fn entry(&self) -> Option<&Entry> {
         self.current.and_then(|i| self.sources[i].peek())
