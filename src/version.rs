@@ -23,7 +23,7 @@ pub const NUM_LEVELS: usize = 7;
 
 /// Facts about a table that statistics and compaction need without opening it, taken from the
 /// table when it was first opened (written, or verified at `Db::open`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct TableInfo {
     /// Tombstones among the entries.
     pub deletions: u64,
@@ -33,6 +33,10 @@ pub struct TableInfo {
     pub filter_kind: Option<FilterKind>,
     /// Bytes of memory the filter occupies while the table is open.
     pub filter_memory_bytes: u64,
+    /// The FPR the filter was built for (`LevelStats::built_fpr`): fixed by its parameters
+    /// where they fix it (`FilterView::parameter_fpr`), else estimated from its kind and bits
+    /// per key (`compaction::built_fpr`); `None` without a usable filter.
+    pub filter_fpr: Option<f64>,
     /// Merge operands among the entries.
     pub merges: u64,
     /// The recorded merge operator name of the table's operands (see
@@ -52,6 +56,10 @@ impl TableInfo {
             distinct_keys: p.distinct_keys,
             filter_kind: table.filter_kind(),
             filter_memory_bytes: table.filter_memory_bytes() as u64,
+            filter_fpr: table.filter().and_then(|v| v.parameter_fpr()).or_else(|| {
+                let bits = table.filter_memory_bytes() as f64 * 8.0 / p.distinct_keys.max(1) as f64;
+                table.filter_kind().and_then(|k| crate::compaction::built_fpr(k, bits))
+            }),
             merges: p.merges,
             merge_operator: p.merge_operator.clone(),
             range_deletions: p.range_deletions,

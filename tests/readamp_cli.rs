@@ -146,14 +146,13 @@ fn readamp_writes_csv_and_svgs_with_sane_figures() {
     let deepest = hits.last().expect("rows of two_bit+ribbon_all_runs_hits");
     assert_eq!((deepest["filter"].as_str(), num(deepest, "filter_bytes")), ("none", 0.0));
     assert!(hits[..hits.len() - 1].iter().all(|r| r["filter"] != "none"), "{hits:?}");
-    // A level's observed FPR is what its files were built for (`built_fpr`, from each file's
-    // kind and bits per key), within 5 binomial sigmas sqrt(p (1 - p) / checks) plus 25% model
-    // error, for the kinds whose FPR the bits fix exactly: the two-bit flush filters (their
-    // power-of-two sizes give L0 more bits than configured, which `configured_fpr` misses)
-    // and binary fuse. Ribbon's estimate 2^(-b / 1.05) counts a small file's fixed overhead
-    // as bits, and these files hold about 560 keys; docs/readamp, at 430K keys, has every
-    // kind within 10% in 78 of 81 rows (design.md, "Configured and built FPR").
-    let exact = ["two_bit_bloom", "binary_fuse8"];
+    // A level's observed FPR is what its files were built for (`built_fpr`: Ribbon's and
+    // binary fuse's from their parameters, the two-bit flush filters' from their bits per
+    // key, whose power-of-two sizes give L0 more bits than configured), within 5 binomial
+    // sigmas sqrt(p (1 - p) / checks) plus 25% model error. Blocked Bloom is left out: its
+    // estimate from bits per key runs 10-30% low for these files of about 560 keys
+    // (design.md, "Configured and built FPR").
+    let exact = ["two_bit_bloom", "binary_fuse8", "ribbon"];
     let mut compared = 0;
     for r in rows.iter().filter(|r| exact.contains(&r["filter"].as_str())) {
         let (built, obs) = (num(r, "built_fpr"), num(r, "observed_fpr"));
@@ -162,7 +161,7 @@ fn readamp_writes_csv_and_svgs_with_sane_figures() {
         assert!((obs - built).abs() <= tol, "{r:?}");
         compared += 1;
     }
-    assert!(compared >= 15, "{compared} rows of two-bit and binary fuse filters");
+    assert!(compared >= 40, "{compared} rows of two-bit, binary fuse and Ribbon filters");
     // Binary fuse cannot spend 4 bits per key: reported, not silently skipped.
     let fuse4 = find("two_bit+binary_fuse", "4", "total");
     assert_eq!(fuse4["equal_memory"], "unreachable");

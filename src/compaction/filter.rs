@@ -158,9 +158,9 @@ fn planned_shape<'a>(
 /// Bloom kinds' theoretical FPR (the two-bit filter with its two bits per key, the others
 /// with the probes their builders choose for those bits), `2^(-b / c)` for Ribbon (`c` from
 /// [`StaticFilterKind::bits_per_log2`]), the fixed FPR of the fingerprint kinds. `None` for
-/// kinds no table carries. Read by `LevelStats::built_fpr`: the figure the observed FPR of the
-/// level's files should match, where `configured_fpr` is the plan for the next file (design.md,
-/// "Read-amplification report").
+/// kinds no table carries. A table's `TableInfo::filter_fpr` uses it where the filter's own
+/// parameters do not fix the FPR (the Bloom kinds), or the filter is not held in the table
+/// (design.md, "Configured and built FPR").
 pub fn built_fpr(kind: FilterKind, bits_per_key: f64) -> Option<f64> {
     use crate::filter::TwoBitBloom;
     let b = bits_per_key;

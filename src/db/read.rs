@@ -278,9 +278,7 @@ fn keyspace_stats(inner: &DbInner, sv: &SuperVersion) -> Vec<KeyspaceStats> {
 fn built_fpr(level: usize, files: &[Arc<crate::version::TableFile>]) -> Option<f64> {
     let (mut sum, mut weight) = (0.0, 0.0);
     for f in files {
-        let Some(kind) = f.info.filter_kind else { continue };
-        let bits = f.info.filter_memory_bytes as f64 * 8.0 / f.info.distinct_keys.max(1) as f64;
-        let Some(fpr) = crate::compaction::built_fpr(kind, bits) else { continue };
+        let Some(fpr) = f.info.filter_fpr else { continue };
         let w = if level == 0 { 1.0 } else { f.meta.entries as f64 };
         sum += w * fpr;
         weight += w;

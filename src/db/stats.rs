@@ -25,8 +25,9 @@ pub struct LevelStats {
     /// FPR on L0, the compaction policy's (fixed or Monkey) on deeper levels; `None` without a
     /// filter.
     pub configured_fpr: Option<f64>,
-    /// The FPR the level's filters were built for, from each file's filter kind and bits per
-    /// key (`compaction::built_fpr`): the mean over L0's files (a lookup probes each), the
+    /// The FPR the level's filters were built for (each file's `TableInfo::filter_fpr`: from
+    /// the filter's parameters, or its kind and bits per key): the mean over L0's files (a
+    /// lookup probes each), the
     /// entries-weighted mean over a sorted level's (a lookup probes the one covering its key);
     /// files without a filter left out. It differs from `configured_fpr` where files were built
     /// under an earlier plan (allocations that follow the tree's shape) or where the flush

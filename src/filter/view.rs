@@ -43,6 +43,23 @@ enum Inner<'a> {
 }
 
 impl<'a> FilterView<'a> {
+    /// The FPR the filter's own parameters fix, where they fix it alone: Ribbon's (`2^-r`, or
+    /// its mix of `r` and `r + 1` result bits), and xor's and binary fuse's `2^-8` or `2^-16`.
+    /// `None` for the Bloom kinds and cuckoo, whose FPR also depends on how many keys were
+    /// added (the engine estimates those from bits per key: `compaction::built_fpr`).
+    pub fn parameter_fpr(&self) -> Option<f64> {
+        match &self.inner {
+            Inner::Ribbon(v) => Some(v.fpr()),
+            Inner::Xor8(_) | Inner::BinaryFuse8(_) | Inner::BinaryFuse4Wise8(_) => {
+                Some(1.0 / 256.0)
+            }
+            Inner::Xor16(_) | Inner::BinaryFuse16(_) | Inner::BinaryFuse4Wise16(_) => {
+                Some(1.0 / 65536.0)
+            }
+            _ => None,
+        }
+    }
+
     /// Parses and validates a serialized filter. Corrupt or truncated bytes are
     /// [`crate::Error::Corruption`]; a valid envelope of an unknown kind is
     /// [`crate::Error::UnknownFilterKind`]; a range filter ([`crate::filter::Grafite`]) is
