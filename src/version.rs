@@ -48,6 +48,16 @@ pub struct TableInfo {
 }
 
 impl TableInfo {
+    /// See [`TableInfo::filter_fpr`].
+    fn filter_fpr(table: &Table) -> Option<f64> {
+        let from_parameters = table.filter().and_then(|v| v.parameter_fpr());
+        from_parameters.or_else(|| {
+            let keys = table.properties().distinct_keys.max(1) as f64;
+            let bits = table.filter_memory_bytes() as f64 * 8.0 / keys;
+            table.filter_kind().and_then(|k| crate::compaction::built_fpr(k, bits))
+        })
+    }
+
     /// The facts of an open table.
     pub fn of(table: &Table) -> TableInfo {
         let p = table.properties();
@@ -56,10 +66,7 @@ impl TableInfo {
             distinct_keys: p.distinct_keys,
             filter_kind: table.filter_kind(),
             filter_memory_bytes: table.filter_memory_bytes() as u64,
-            filter_fpr: table.filter().and_then(|v| v.parameter_fpr()).or_else(|| {
-                let bits = table.filter_memory_bytes() as f64 * 8.0 / p.distinct_keys.max(1) as f64;
-                table.filter_kind().and_then(|k| crate::compaction::built_fpr(k, bits))
-            }),
+            filter_fpr: Self::filter_fpr(table),
             merges: p.merges,
             merge_operator: p.merge_operator.clone(),
             range_deletions: p.range_deletions,

@@ -205,7 +205,7 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
                 filter_kinds: kinds,
                 filter_bytes: files.iter().map(|f| f.info.filter_memory_bytes).sum(),
                 configured_fpr: configured_fpr(&inner.opts, level, &shape),
-                built_fpr: built_fpr(level, files),
+                built_fpr: level_built_fpr(level, files),
                 reads: inner.reads.level(level),
                 scan_reads: inner.reads.scan_level(level),
             }
@@ -275,7 +275,7 @@ fn keyspace_stats(inner: &DbInner, sv: &SuperVersion) -> Vec<KeyspaceStats> {
 }
 
 /// The FPR the filters of `level`'s `files` were built for (see `LevelStats::built_fpr`).
-fn built_fpr(level: usize, files: &[Arc<crate::version::TableFile>]) -> Option<f64> {
+fn level_built_fpr(level: usize, files: &[Arc<crate::version::TableFile>]) -> Option<f64> {
     let (mut sum, mut weight) = (0.0, 0.0);
     for f in files {
         let Some(fpr) = f.info.filter_fpr else { continue };

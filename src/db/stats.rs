@@ -27,11 +27,11 @@ pub struct LevelStats {
     pub configured_fpr: Option<f64>,
     /// The FPR the level's filters were built for (each file's `TableInfo::filter_fpr`: from
     /// the filter's parameters, or its kind and bits per key): the mean over L0's files (a
-    /// lookup probes each), the
-    /// entries-weighted mean over a sorted level's (a lookup probes the one covering its key);
-    /// files without a filter left out. It differs from `configured_fpr` where files were built
-    /// under an earlier plan (allocations that follow the tree's shape) or where the flush
-    /// filter's power-of-two size gives more bits than configured. `None` without filters.
+    /// lookup probes each), the entries-weighted mean over a sorted level's (a lookup probes
+    /// the one covering its key); files without a filter left out. It differs from
+    /// `configured_fpr` where files were built under an earlier plan (allocations that follow
+    /// the tree's shape) or where the flush filter's power-of-two size gives more bits than
+    /// configured. `None` without filters.
     pub built_fpr: Option<f64>,
     /// Read counters of point lookups (get, contains_key, multi_get) since open.
     pub reads: ReadStats,
