@@ -462,3 +462,53 @@ fn a_crash_mid_stream_keeps_each_batch_of_merges_all_or_nothing() {
         }
     }
 }
+
+/// Panics when it merges the operand `boom`: a bug in user code run by the compaction thread.
+struct PanicsOnBoom;
+
+impl MergeOperator for PanicsOnBoom {
+    fn name(&self) -> &str {
+        "test.panics_on_boom"
+    }
+
+    fn full_merge(&self, _key: &[u8], existing: Option<&[u8]>, ops: &[&[u8]]) -> Result<Vec<u8>> {
+        assert!(!ops.contains(&&b"boom"[..]), "boom operand");
+        Ok(existing.unwrap_or_default().to_vec())
+    }
+}
+
+#[test]
+fn a_panic_in_the_compaction_thread_turns_the_database_read_only_instead_of_hanging_writers() {
+    let dir = tempfile::tempdir().unwrap();
+    let compaction =
+        CompactionOptions { auto: true, l0_compaction_trigger: 2, ..CompactionOptions::default() };
+    let op: Arc<dyn MergeOperator> = Arc::new(PanicsOnBoom);
+    let o = Options { compaction, ..opts(Some(op)) };
+    let db = Db::open(dir.path(), o).unwrap();
+    // Two L0 files, one with the base and one with the operand: their compaction merges them.
+    db.put("k", "base").unwrap();
+    db.flush().unwrap();
+    db.merge("k", "boom").unwrap();
+    db.flush().unwrap();
+    // Without the guard the thread would die silently: writes would go on until L0 reached the
+    // stop trigger and then wait forever. With it, they fail with the panic named.
+    let start = std::time::Instant::now();
+    let err = loop {
+        match db.put("other", "v") {
+            Err(e) => break e,
+            Ok(()) if start.elapsed() < std::time::Duration::from_secs(60) => {
+                std::thread::sleep(std::time::Duration::from_millis(5))
+            }
+            Ok(()) => panic!("writes still accepted 60 s after the compaction thread panicked"),
+        }
+    };
+    match &err {
+        Error::ReadOnly(why) => {
+            assert!(why.contains("compaction thread panicked") && why.contains("boom"), "{why}")
+        }
+        other => panic!("expected ReadOnly, got {other:?}"),
+    }
+    assert!(matches!(db.flush(), Err(Error::ReadOnly(_))));
+    // Reads of other keys still work; the files are untouched.
+    assert_eq!(db.get("other").unwrap().as_deref(), Some(&b"v"[..]));
+}

@@ -159,12 +159,20 @@ struct RunIter {
     iter: Option<TableIter>,
     seek: Option<Vec<u8>>,
     end: Option<Vec<u8>>,
+    /// [`key_head`] of the current key, kept by `settle` (`None`: the run is exhausted).
+    head: Option<u64>,
 }
 
 impl RunIter {
     /// Moves to the next table while the current one is exhausted, then ends the run if its
-    /// key lies at or past the range's end.
+    /// key lies at or past the range's end; `head` follows.
     fn settle(&mut self) -> Result<()> {
+        let r = self.settle_iter();
+        self.head = self.key().map(key_head);
+        r
+    }
+
+    fn settle_iter(&mut self) -> Result<()> {
         while !self.iter.as_ref().is_some_and(|i| i.valid()) {
             // The finished table's iterator is dropped first, releasing its handle, and its
             // mapped pages with it: a compaction reads each input once, and a full compaction
@@ -196,6 +204,32 @@ impl RunIter {
     fn key(&self) -> Option<&[u8]> {
         self.iter.as_ref().filter(|i| i.valid()).map(|i| i.key())
     }
+
+    /// Whether this run's current key sorts before `other`'s (both valid): the heads decide
+    /// unless they are equal, then the internal keys (ikey::compare).
+    fn before(&self, other: &RunIter) -> bool {
+        match self.head.cmp(&other.head) {
+            std::cmp::Ordering::Equal => {
+                let (a, b) = (self.key().expect("valid"), other.key().expect("valid"));
+                ikey::compare(a, b).is_lt()
+            }
+            o => o.is_lt(),
+        }
+    }
+}
+
+/// The first 8 bytes of an internal key's user key as a big-endian number, zero-padded. Keys
+/// of one keyspace with unequal heads are in the order of their heads: the first differing
+/// byte is within both user keys, or a shorter key ends (padding 0) where the other goes on,
+/// and is then a prefix of it, which sorts first. Equal heads say nothing. The merge compares
+/// heads first: one integer comparison instead of a call to `memcmp` for nearly every pair of
+/// distinct keys.
+fn key_head(key: &[u8]) -> u64 {
+    let user = ikey::user_key(key);
+    let mut b = [0u8; 8];
+    let n = user.len().min(8);
+    b[..n].copy_from_slice(&user[..n]);
+    u64::from_be_bytes(b)
 }
 
 /// Runs the compaction. On error, outputs already written are removed (best effort; any left
@@ -310,6 +344,7 @@ pub(crate) fn run_range(
             iter: None,
             seek: seek.clone(),
             end: range.hi.clone(),
+            head: None,
         })
         .collect();
     for r in &mut runs {
@@ -334,13 +369,12 @@ pub(crate) fn run_range(
         if cancel.load(Ordering::Relaxed) {
             return Ok(());
         }
-        // The smallest current key among the runs (internal-key order; few runs, linear scan).
+        // The smallest current key among the runs (internal-key order; few runs, linear scan
+        // over their heads).
         let mut best: Option<usize> = None;
         for (i, r) in runs.iter().enumerate() {
-            if let Some(k) = r.key() {
-                if best.is_none_or(|b| ikey::compare(k, runs[b].key().expect("valid")).is_lt()) {
-                    best = Some(i);
-                }
+            if r.head.is_some() && best.is_none_or(|b| r.before(&runs[b])) {
+                best = Some(i);
             }
         }
         let Some(b) = best else { break };
@@ -589,4 +623,36 @@ fn emit(
     }
     *group = keep; // empty; its allocation is reused for the next key
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::key_head;
+    use crate::ikey::{self, ValueKind};
+
+    #[test]
+    fn unequal_heads_order_keys_as_the_full_comparison_does() {
+        // Short keys over a small alphabet with 0 in it, so prefixes, zero bytes and padding
+        // all meet; every pair with unequal heads must agree with ikey::compare.
+        let mut rng = crate::rng::SplitMix64::new(5);
+        let keys: Vec<Vec<u8>> = (0..400)
+            .map(|i| {
+                let len = rng.below(12) as usize;
+                let user: Vec<u8> =
+                    (0..len).map(|_| [0u8, 1, 0x7f, 0xff][rng.below(4) as usize]).collect();
+                ikey::encode(&user, i, ValueKind::Put)
+            })
+            .collect();
+        let mut decided = 0;
+        for a in &keys {
+            for b in &keys {
+                let (ha, hb) = (key_head(a), key_head(b));
+                if ha != hb {
+                    decided += 1;
+                    assert_eq!(ha.cmp(&hb), ikey::compare(a, b), "{a:?} {b:?}");
+                }
+            }
+        }
+        assert!(decided > 100_000, "the heads decided only {decided} pairs");
+    }
 }

@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 pub(crate) fn spawn_compactor(inner: Arc<DbInner>) -> Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name("siftdb-compact".into())
-        .spawn(move || compaction_loop(&inner))
+        .spawn(move || inner.run_background("compaction", || compaction_loop(&inner)))
         .map_err(|e| Error::io("spawning the compaction thread", e))
 }
 

@@ -36,7 +36,7 @@ use std::thread::JoinHandle;
 pub(crate) fn spawn_flusher(inner: Arc<DbInner>) -> Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name("siftdb-flush".into())
-        .spawn(move || flush_loop(&inner))
+        .spawn(move || inner.run_background("flush", || flush_loop(&inner)))
         .map_err(|e| crate::Error::io("spawning the flush thread", e))
 }
 

@@ -167,6 +167,27 @@ impl DbInner {
         }
     }
 
+    /// Runs a background thread's loop; a panic in it (a bug) turns the database read-only
+    /// with an error naming the thread and the panic, and wakes every waiter, instead of
+    /// leaving writers throttled or waiting forever for work the thread will never do.
+    pub fn run_background(&self, thread: &str, body: impl FnOnce()) {
+        let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) else {
+            return;
+        };
+        let msg = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a non-text panic payload".into());
+        let mut e = self.bg_error.lock();
+        if e.is_none() {
+            *e = Some(format!("the {thread} thread panicked ({msg}); reopen the database"));
+        }
+        drop(e);
+        let _g = self.bg_lock.lock();
+        self.bg_cv.notify_all();
+    }
+
     /// Records a failure that leaves durable state unknown; the database turns read-only.
     pub fn set_bg_error(&self, err: &Error) {
         let mut e = self.bg_error.lock();
