@@ -131,15 +131,16 @@ impl ScanFilters {
         Ok(())
     }
 
-    /// Whether the table may hold a key with prefix `prefix` (extracted by `extractor`);
+    /// Whether the table may hold a key whose prefix (extracted by `extractor`) hashes to
+    /// `prefix_hash` (`filter::hash_key`: hashed once by the scan, asked of every table);
     /// `None` when the table has no prefix filter built by an extractor of that name.
-    pub(crate) fn may_hold_prefix(
+    pub(crate) fn may_hold_prefix_hash(
         &self,
         extractor: &dyn PrefixExtractor,
-        prefix: &[u8],
+        prefix_hash: u64,
     ) -> Option<bool> {
         let (filter, name) = self.prefix.as_ref()?;
-        (name == extractor.name()).then(|| filter.view().contains(prefix))
+        (name == extractor.name()).then(|| filter.view().contains_hash(prefix_hash))
     }
 
     /// Whether the table may hold a key in `[lo, hi]`; `None` without a range filter.

@@ -30,8 +30,9 @@ pub(crate) struct ScanProbe<'a> {
     keyspace: u32,
     lo: &'a [u8],
     hi: &'a [u8],
-    /// The prefix every key of the range has, with the extractor that proved it.
-    prefix: Option<(&'a dyn PrefixExtractor, &'a [u8])>,
+    /// The prefix every key of the range has, with the extractor that proved it and the
+    /// prefix's hash (hashed once, asked of every file).
+    prefix: Option<(&'a dyn PrefixExtractor, &'a [u8], u64)>,
 }
 
 impl<'a> ScanProbe<'a> {
@@ -50,14 +51,14 @@ impl<'a> ScanProbe<'a> {
         };
         let prefix = extractor
             .and_then(|e| common_prefix(e, lo, hi, hi_excluded).map(|p| (e, p)))
-            .map(|(e, p)| (e as &dyn PrefixExtractor, p));
+            .map(|(e, p)| (e as &dyn PrefixExtractor, p, crate::filter::hash_key(p)));
         Some(ScanProbe { keyspace, lo, hi, prefix })
     }
 
     /// Whether `mem` certainly holds no entry of the range: its prefix Bloom says no, or one
     /// skip-list search finds none.
     pub(crate) fn skips_mem(&self, mem: &Memtable) -> bool {
-        if let Some((extractor, p)) = self.prefix {
+        if let Some((extractor, p, _)) = self.prefix {
             if mem.may_hold_prefix(extractor, p) == Some(false) {
                 return true;
             }
@@ -75,7 +76,7 @@ impl<'a> ScanProbe<'a> {
         // Borrowed from the table cache: no reference count written per file and scan.
         let verdict = file.with_table(|table| {
             let filters = table.scan_filters();
-            let by_prefix = self.prefix.and_then(|(e, p)| filters.may_hold_prefix(e, p));
+            let by_prefix = self.prefix.and_then(|(e, _, h)| filters.may_hold_prefix_hash(e, h));
             if by_prefix == Some(false) {
                 return FileVerdict::Skip; // the range filter's answer would not matter
             }
