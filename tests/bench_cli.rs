@@ -199,6 +199,20 @@ fn compaction_flags_reach_the_engine() {
         assert_eq!(filter, "binary_fuse4_8", "{level}");
         assert!((8.5..13.0).contains(bits), "{level}: {bits} bits/key");
     }
+    // The packed binary fuse filter: at --bloom_bits=10 the width nearest the blocked Bloom's
+    // FPR there (0.957%: 7 bits), or the width --fingerprint_bits gives the level (the full
+    // compaction leaves every key in L2: 9 bits). About 1,800 keys per file: size factor 0.77
+    // + 0.305 ln(6e5) / ln(1800) = 1.31, plus the rounding to whole segments.
+    for (extra, widths) in [(&["--fingerprint_bits=3,9"][..], 9.0), (&[], 7.0)] {
+        let flags = [&common[..], &["--compaction_filter=packed_binary_fuse"], extra].concat();
+        let rows = level_rows(&bench_stdout(&flags));
+        assert!(!rows.is_empty(), "{flags:?}");
+        for (level, filter, bits) in &rows {
+            assert_eq!(filter, "packed_binary_fuse", "{level}");
+            let expected = widths * 1.31;
+            assert!((expected * 0.95..expected * 1.15).contains(bits), "{level}: {bits}");
+        }
+    }
     // One budget over all runs: after the full compaction every key is in one level, which
     // gets less than the 4 bits per key because the allocation keeps L0's share for the
     // memtables still to come (3 runs of a 64 KiB memtable's keys, at more bits per key).
@@ -214,6 +228,7 @@ fn compaction_flags_reach_the_engine() {
         ["--all_runs_bits=8", "--monkey"],
         ["--all_runs_bits=0", "--monkey=false"],
         ["--all_runs_bits=8", "--skew_aware_bits=8"],
+        ["--all_runs_bits=8", "--fingerprint_bits=8"],
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_siftdb"))
             .args(["bench", "--num=10", "--bloom_bits=10"])
@@ -231,6 +246,20 @@ fn compaction_flags_reach_the_engine() {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("contradicts"));
+    for bad in ["--fingerprint_bits=0", "--fingerprint_bits=8,33", "--fingerprint_bits=8,x"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_siftdb"))
+            .args(["bench", "--num=10", "--bloom_bits=10", bad])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains("out of range"), "{bad}: {err}");
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_siftdb"))
+        .args(["bench", "--num=10", "--fingerprint_bits=8"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("needs a compaction filter"), "{err}");
 }
 
 #[test]

@@ -6,7 +6,8 @@
 use siftdb::filter::prelude::*;
 use siftdb::filter::{
     BinaryFuse16, BinaryFuse4Wise16, BinaryFuse4Wise8, BinaryFuse8, BlockedBloom, CountingBloom,
-    Ribbon, ScalableBloom, SplitBlockBloom, StandardBloom, TwoBitBloom, Xor16, Xor8,
+    PackedBinaryFuse, Ribbon, ScalableBloom, SplitBlockBloom, StandardBloom, TwoBitBloom, Xor16,
+    Xor8,
 };
 use siftdb::rng::SplitMix64;
 use siftdb::storage::{MemStorage, Storage};
@@ -99,6 +100,8 @@ fn main() {
         ("fuse16", BinaryFuse16::build(&hashes).unwrap().to_bytes()),
         ("fuse4_8", BinaryFuse4Wise8::build(&hashes).unwrap().to_bytes()),
         ("fuse4_16", BinaryFuse4Wise16::build(&hashes).unwrap().to_bytes()),
+        ("packed_fuse11", PackedBinaryFuse::build(&hashes, 11).unwrap().to_bytes()),
+        ("packed_fuse3_5", PackedBinaryFuse::build_with(&hashes, 5, 3, 1).unwrap().to_bytes()),
         ("ribbon", Ribbon::build(&hashes).unwrap().to_bytes()),
     ];
     for (name, bytes) in filters {

@@ -40,6 +40,10 @@ pub struct TreeShape {
     /// L0 runs weigh 1), as observed ([`lookup_weights`]); read only by skew-aware allocation.
     /// Missing entries weigh 1.
     pub absent_share: Vec<f64>,
+    /// Keys of one compaction output's filter (`target_file_size` over the mean entry size;
+    /// infinite when unknown): what a bit of `log2(1/FPR)` costs the binary fuse kinds
+    /// depends on it ([`StaticFilterKind::bits_per_log2_at`]).
+    pub file_keys: f64,
 }
 
 /// Lookups a skew-aware weight counts as if they had missed every level, so that a few early
@@ -66,9 +70,10 @@ const MAX_TWO_BIT_BITS: f64 = 64.0;
 /// How one run's FPR falls with its bits per key.
 #[derive(Debug, Clone, Copy)]
 enum Curve {
-    /// `2^(-b / c)` with the kind's `c` (the static kinds, and the blocked and standard Bloom
-    /// flush filters, whose curves this fits within a few percent at their optimal probes).
-    Static(StaticFilterKind),
+    /// `2^(-b / c)` with the kind's `c` at the tree's file size (the static kinds, and the
+    /// blocked and standard Bloom flush filters, whose curves this fits within a few percent at
+    /// their optimal probes).
+    Exponential(f64),
     /// The two-bit Bloom filter: two bits in one 32-bit word, far from exponential.
     TwoBit,
 }
@@ -80,10 +85,10 @@ impl Curve {
             FilterConfig::None => None,
             FilterConfig::TwoBitBloom { .. } => Some(Curve::TwoBit),
             FilterConfig::BlockedBloom { .. } => {
-                Some(Curve::Static(StaticFilterKind::BlockedBloom))
+                Some(Curve::Exponential(StaticFilterKind::BlockedBloom.bits_per_log2()))
             }
             FilterConfig::StandardBloom { .. } => {
-                Some(Curve::Static(StaticFilterKind::StandardBloom))
+                Some(Curve::Exponential(StaticFilterKind::StandardBloom.bits_per_log2()))
             }
         }
     }
@@ -91,7 +96,7 @@ impl Curve {
     fn fpr(self, bits: f64) -> f64 {
         match self {
             _ if bits <= 0.0 => 1.0,
-            Curve::Static(k) => 2f64.powf(-bits / k.bits_per_log2()).min(1.0),
+            Curve::Exponential(c) => 2f64.powf(-bits / c).min(1.0),
             // Below half a bit per key the filter is nearly all ones (FPR 0.94; the table
             // starts there): call it no filter.
             Curve::TwoBit if bits < 0.5 => 1.0,
@@ -101,7 +106,7 @@ impl Curve {
 
     fn max_bits(self) -> f64 {
         match self {
-            Curve::Static(k) => 32.0 * k.bits_per_log2(),
+            Curve::Exponential(c) => 32.0 * c,
             Curve::TwoBit => MAX_TWO_BIT_BITS,
         }
     }
@@ -111,10 +116,7 @@ impl Curve {
         let slope = lambda * keys;
         let best = match self {
             // -f'(b) = (ln 2 / c) 2^(-b/c) = slope.
-            Curve::Static(k) => {
-                let c = k.bits_per_log2();
-                c * (std::f64::consts::LN_2 / (c * slope)).log2()
-            }
+            Curve::Exponential(c) => c * (std::f64::consts::LN_2 / (c * slope)).log2(),
             Curve::TwoBit => {
                 let b = two_bit().best_bits(slope);
                 if self.fpr(b) + slope * b < 1.0 {
@@ -252,9 +254,10 @@ pub fn allocate(
         _ => 1.0,
     };
     let filtered = compaction != StaticFilterKind::None;
-    let curve = Curve::Static(compaction);
+    let c = compaction.bits_per_log2_at(shape.file_keys);
+    let curve = Curve::Exponential(c);
     // A fixed-width kind spends what its FPR costs, `c log2(1/p)` bits per key.
-    let fixed = compaction.fixed_fpr().map(|p| compaction.bits_per_log2() * (1.0 / p).log2());
+    let fixed = compaction.fixed_fpr().map(|p| c * (1.0 / p).log2());
     let mut level_class = vec![None; shape.levels.len()];
     for (l, &keys) in shape.levels.iter().enumerate().skip(1) {
         if filtered && keys > 0.0 {
@@ -333,7 +336,8 @@ mod tests {
     use crate::compaction::filter::monkey_fprs;
 
     fn shape(l0_runs: f64, l0_run_keys: f64, levels: &[f64]) -> TreeShape {
-        TreeShape { l0_runs, l0_run_keys, levels: levels.to_vec(), absent_share: vec![] }
+        let levels = levels.to_vec();
+        TreeShape { l0_runs, l0_run_keys, levels, absent_share: vec![], file_keys: f64::INFINITY }
     }
 
     #[test]
@@ -352,7 +356,7 @@ mod tests {
     /// How far an allocation's spend is off its budget of `bpk` bits per key of the whole
     /// tree, relative.
     fn off_budget(s: &TreeShape, a: &Allocation, kind: StaticFilterKind, bpk: f64) -> f64 {
-        let c = kind.bits_per_log2();
+        let c = kind.bits_per_log2_at(s.file_keys);
         let levels: f64 = s.levels[1..]
             .iter()
             .zip(&a.level_fprs[1..])
@@ -361,6 +365,27 @@ mod tests {
         let l0_keys = s.l0_runs * s.l0_run_keys;
         let keys = l0_keys + s.levels[1..].iter().sum::<f64>();
         (levels + l0_keys * a.l0_bits_per_key) / (bpk * keys) - 1.0
+    }
+
+    #[test]
+    fn binary_fuse_levels_are_priced_at_their_file_size() {
+        // 4-wise fuse files of 9,000 keys cost 1.26 bits per bit of log2(1/FPR), not the
+        // large-set 1.075: priced at 1.075 the plan would overspend by 17%.
+        let kind = StaticFilterKind::PackedBinaryFuse;
+        let keys = crate::rng::SplitMix64::new(8).hashes(9000);
+        let built = crate::filter::PackedBinaryFuse::build(&keys, 10).unwrap().bits_per_key();
+        assert!((kind.bits_per_log2_at(9000.0) - built / 10.0).abs() < 1e-9, "{built}");
+        assert!(kind.bits_per_log2_at(9000.0) > 1.2);
+        assert_eq!(kind.bits_per_log2_at(f64::INFINITY), 1.075);
+        assert_eq!(StaticFilterKind::Ribbon.bits_per_log2_at(9000.0), 1.05);
+        let mut s = shape(2.0, 10_000.0, &[0.0, 3.5e3, 8.2e4, 3.1e5]);
+        s.file_keys = 9000.0;
+        let flush = FilterConfig::TwoBitBloom { bits_per_key: 0.0 };
+        for bpk in [4.0, 10.0] {
+            let a = allocate(&s, flush, kind, bpk, false);
+            let rel = off_budget(&s, &a, kind, bpk);
+            assert!(rel.abs() < 1e-6, "{bpk}: spent {rel:+e} off the budget");
+        }
     }
 
     #[test]

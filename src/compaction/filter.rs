@@ -19,7 +19,7 @@ use crate::error::Result;
 use crate::filter::prelude::*;
 use crate::filter::{
     BinaryFuse16, BinaryFuse4Wise16, BinaryFuse4Wise8, BinaryFuse8, BlockedBloom, FilterKind,
-    Ribbon, StandardBloom, Xor16, Xor8,
+    PackedBinaryFuse, Ribbon, StandardBloom, Xor16, Xor8,
 };
 use crate::options::{
     CompactionOptions, FilterAllocation, FilterConfig, FilterPolicy, LevelBudget, StaticFilterKind,
@@ -97,12 +97,15 @@ pub fn level_filter(policy: &FilterPolicy, level: usize, shape: &TreeShape) -> L
                 .unwrap_or(LevelBudget::Fpr(0.01));
             match budget {
                 LevelBudget::Fpr(p) => p,
-                LevelBudget::BitsPerKey(b) => 2f64.powf(-b / kind.bits_per_log2()),
+                LevelBudget::BitsPerKey(b) => {
+                    2f64.powf(-b / kind.bits_per_log2_at(shape.file_keys))
+                }
             }
         }
         FilterAllocation::Monkey { bits_per_key } => {
             let levels: Vec<f64> = shape.levels.iter().skip(1).copied().collect();
-            let p = monkey_fprs(&levels, *bits_per_key, kind.bits_per_log2());
+            let c = kind.bits_per_log2_at(shape.file_keys);
+            let p = monkey_fprs(&levels, *bits_per_key, c);
             p.get(level - 1).copied().unwrap_or(1.0)
         }
         FilterAllocation::AllRuns { bits_per_key } => {
@@ -116,6 +119,11 @@ pub fn level_filter(policy: &FilterPolicy, level: usize, shape: &TreeShape) -> L
     };
     if fpr >= 1.0 {
         return LevelFilter { kind: StaticFilterKind::None, fpr: 1.0 };
+    }
+    if kind == StaticFilterKind::PackedBinaryFuse {
+        // The FPR the built filter has: that of the nearest whole fingerprint width.
+        let bits = PackedBinaryFuse::bits_for_fpr(fpr.max(MIN_FPR));
+        return LevelFilter { kind, fpr: 2f64.powi(-(bits as i32)) };
     }
     LevelFilter { kind, fpr: fpr.max(MIN_FPR) }
 }
@@ -158,7 +166,8 @@ fn planned_shape<'a>(
 /// Bloom kinds' theoretical FPR (the two-bit filter with its two bits per key, the others
 /// with the probes their builders choose for those bits), `2^(-b / c)` for Ribbon (`c` from
 /// [`StaticFilterKind::bits_per_log2`]), the fixed FPR of the fingerprint kinds. `None` for
-/// kinds no table carries. A table's `TableInfo::filter_fpr` uses it where the filter's own
+/// kinds no table carries, and for the packed binary fuse filter, whose width its parameters
+/// hold but its bits per key do not fix (its size factor grows for small key sets). A table's `TableInfo::filter_fpr` uses it where the filter's own
 /// parameters do not fix the FPR (the Bloom kinds), or the filter is not held in the table
 /// (design.md, "Configured and built FPR").
 pub fn built_fpr(kind: FilterKind, bits_per_key: f64) -> Option<f64> {
@@ -238,6 +247,9 @@ pub fn build_filter(lf: LevelFilter, hashes: &[u64]) -> Result<Option<(Vec<u8>, 
             StaticFilterKind::BinaryFuse16 => BinaryFuse16::build(hashes)?.to_bytes(),
             StaticFilterKind::BinaryFuse4Wise8 => BinaryFuse4Wise8::build(hashes)?.to_bytes(),
             StaticFilterKind::BinaryFuse4Wise16 => BinaryFuse4Wise16::build(hashes)?.to_bytes(),
+            StaticFilterKind::PackedBinaryFuse => {
+                PackedBinaryFuse::build(hashes, PackedBinaryFuse::bits_for_fpr(fpr))?.to_bytes()
+            }
             StaticFilterKind::Xor8 => Xor8::build(hashes)?.to_bytes(),
             StaticFilterKind::Xor16 => Xor16::build(hashes)?.to_bytes(),
             StaticFilterKind::BlockedBloom => {
@@ -322,7 +334,13 @@ mod tests {
     }
 
     fn no_shape() -> TreeShape {
-        TreeShape { l0_runs: 0.0, l0_run_keys: 0.0, levels: vec![], absent_share: vec![] }
+        TreeShape {
+            l0_runs: 0.0,
+            l0_run_keys: 0.0,
+            levels: vec![],
+            absent_share: vec![],
+            file_keys: f64::INFINITY,
+        }
     }
 
     #[test]
@@ -339,6 +357,36 @@ mod tests {
         assert!((deep.fpr - 2f64.powi(-10)).abs() < 1e-12);
         let xor = FilterPolicy { compaction: StaticFilterKind::Xor8, ..policy };
         assert_eq!(level_filter(&xor, 2, &no_shape()).fpr, 1.0 / 256.0);
+    }
+
+    #[test]
+    fn packed_fuse_levels_get_the_nearest_whole_width_and_build_it() {
+        // Pebble's widths as per-level FPRs, and a budget between widths: 10 bits per key at
+        // c = 1.075 is FPR 2^-9.30, so width 9.
+        let policy = FilterPolicy {
+            compaction: StaticFilterKind::PackedBinaryFuse,
+            allocation: FilterAllocation::PerLevel(vec![
+                LevelBudget::Fpr(2f64.powi(-16)),
+                LevelBudget::Fpr(2f64.powi(-12)),
+                LevelBudget::Fpr(0.011),
+                LevelBudget::BitsPerKey(10.0),
+            ]),
+            ..FilterPolicy::default()
+        };
+        let hashes = crate::rng::SplitMix64::new(4).hashes(3000);
+        for (level, width) in [(1, 16), (2, 12), (3, 7), (4, 9), (6, 9)] {
+            let lf = level_filter(&policy, level, &no_shape());
+            assert_eq!(lf.fpr, 2f64.powi(-width), "L{level}");
+            let (bytes, _) = build_filter(lf, &hashes).unwrap().unwrap();
+            assert_eq!(FilterView::parse(&bytes).unwrap().parameter_fpr(), Some(lf.fpr));
+        }
+        // Monkey's continuous FPRs become widths too: smaller levels, wider fingerprints.
+        let monkey =
+            FilterPolicy { allocation: FilterAllocation::Monkey { bits_per_key: 8.0 }, ..policy };
+        let shape = TreeShape { levels: vec![0.0, 1e4, 1e5, 1e6], ..no_shape() };
+        let fprs: Vec<f64> = (1..=3).map(|l| level_filter(&monkey, l, &shape).fpr).collect();
+        assert!(fprs.iter().all(|p| (1.0 / p).log2().fract() == 0.0), "{fprs:?}");
+        assert!(fprs[0] < fprs[1] && fprs[1] < fprs[2], "{fprs:?}");
     }
 
     #[test]

@@ -164,6 +164,7 @@ pub fn pick_level<F: HasMeta>(
             / levels[0].len().max(1) as f64,
         levels: levels.iter().map(|l| l.iter().map(|f| f.meta().entries as f64).sum()).collect(),
         absent_share: vec![],
+        file_keys: f64::INFINITY,
     };
     let trivial_move = level > 0 && chosen.len() == 1 && next.is_empty() && {
         let shape = shape();

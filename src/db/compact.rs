@@ -337,11 +337,20 @@ pub(crate) fn tree_shape(
     let entries: Vec<u64> =
         v.levels().iter().map(|l| l.iter().map(|f| f.meta.entries).sum()).collect();
     let bytes: Vec<u64> = v.levels().iter().map(|l| l.iter().map(|f| f.meta.size).sum()).collect();
+    // Keys of one output file, from the mean entry size of the levels below L0.
+    let (below_entries, below_bytes): (u64, u64) =
+        (entries.iter().skip(1).sum(), bytes.iter().skip(1).sum());
+    let file_keys = if below_entries == 0 || below_bytes == 0 {
+        f64::INFINITY
+    } else {
+        opts.compaction.target_file_size as f64 * below_entries as f64 / below_bytes as f64
+    };
     TreeShape {
         l0_runs: opts.compaction.l0_compaction_trigger.saturating_sub(1).max(1) as f64,
         l0_run_keys: l0_run_keys as f64,
         levels: crate::compaction::level_weights(&opts.compaction, &entries, &bytes),
         absent_share,
+        file_keys,
     }
 }
 

@@ -16,8 +16,8 @@ use crate::error::{Error, Result};
 use crate::filter::prelude::*;
 use crate::filter::{
     cuckoo_fpr, math, BinaryFuse16, BinaryFuse4Wise16, BinaryFuse4Wise8, BinaryFuse8, BlockedBloom,
-    CountingBloom, Cuckoo, Ribbon, ScalableBloom, SplitBlockBloom, StandardBloom, TwoBitBloom,
-    Xor16, Xor8,
+    CountingBloom, Cuckoo, PackedBinaryFuse, Ribbon, ScalableBloom, SplitBlockBloom, StandardBloom,
+    TwoBitBloom, Xor16, Xor8,
 };
 use crate::rng::SplitMix64;
 use std::hint::black_box;
@@ -180,7 +180,21 @@ pub fn fingerprint_rows(data: &SurveyData) -> Result<Vec<SurveyRow>> {
         static_row("binary_fuse16", w(), data, BinaryFuse16::build, |_| p16)?,
         static_row("binary_fuse4_8", w4(), data, BinaryFuse4Wise8::build, |_| p8)?,
         static_row("binary_fuse4_16", w4(), data, BinaryFuse4Wise16::build, |_| p16)?,
+        packed_fuse_row(8, data)?,
     ])
+}
+
+/// A 4-wise packed binary fuse row of `w`-bit fingerprints (FPR `2^-w`).
+pub fn packed_fuse_row(w: u32, data: &SurveyData) -> Result<SurveyRow> {
+    let build = |k: &[u64]| PackedBinaryFuse::build(k, w);
+    static_row("packed_binary_fuse", format!("4-wise;w={w}"), data, build, |f| f.fpr())
+}
+
+/// The packed binary fuse row the engine builds for a `bpk` budget: the FPR `2^-(bpk / 1.075)`
+/// (`StaticFilterKind::PackedBinaryFuse::bits_per_log2`) rounded to a whole width.
+pub fn packed_fuse_budget_row(bpk: f64, data: &SurveyData) -> Result<SurveyRow> {
+    let c = crate::options::StaticFilterKind::PackedBinaryFuse.bits_per_log2();
+    packed_fuse_row(PackedBinaryFuse::bits_for_fpr(2f64.powf(-bpk / c)), data)
 }
 
 /// A Ribbon row built for the FPR the engine gives a `bpk` budget: `2^-(bpk / 1.05)`
@@ -279,8 +293,8 @@ pub fn split_block_row(
 }
 
 /// The FPR-against-memory sweep of `siftdb readamp`: for each budget in `bits`, the standard,
-/// blocked, split-block, two-bit, counting (`bits / 4` counters per key, from 1 counter up) and
-/// Ribbon filters; then the filters whose size is fixed by a fingerprint width at their own
+/// blocked, split-block, two-bit, counting (`bits / 4` counters per key, from 1 counter up),
+/// Ribbon and packed binary fuse (the width nearest the budget) filters; then the filters whose size is fixed by a fingerprint width at their own
 /// sizes (xor and 3- and 4-wise binary fuse 8/16, cuckoo f = 8/12/16 at 95% load). About `keys` keys per row
 /// (the power-of-two filters adjust the count to the budget), `negatives` negatives each.
 pub fn sweep(bits: &[f64], keys: usize, negatives: usize, seed: u64) -> Result<Vec<SurveyRow>> {
@@ -302,6 +316,7 @@ pub fn sweep(bits: &[f64], keys: usize, negatives: usize, seed: u64) -> Result<V
             rows.push(counting_row(b / 4.0, &data)?);
         }
         rows.push(ribbon_budget_row(b, &data)?);
+        rows.push(packed_fuse_budget_row(b, &data)?);
     }
     rows.extend(fingerprint_rows(&data)?);
     // Buckets of 4 slots at 95% load: the largest power of two holding at most `keys`.

@@ -13,7 +13,7 @@ use crate::filter::scalable::ScalableBloomView;
 use crate::filter::split_block::{SplitBlockBloom, SplitBlockBloomView};
 use crate::filter::standard::StandardBloomView;
 use crate::filter::two_bit::TwoBitBloomView;
-use crate::filter::xor::{BinaryFuseView, XorView};
+use crate::filter::xor::{BinaryFuseView, PackedBinaryFuseView, XorView};
 use crate::filter::{Filter, FilterKind};
 
 /// A serialized filter of any kind, probed without copying its payload. Not `Copy`: a scalable
@@ -39,12 +39,14 @@ enum Inner<'a> {
     BinaryFuse16(BinaryFuseView<'a, u16>),
     BinaryFuse4Wise8(BinaryFuseView<'a, u8, 4>),
     BinaryFuse4Wise16(BinaryFuseView<'a, u16, 4>),
+    PackedFuse(PackedBinaryFuseView<'a>),
     TwoBit(TwoBitBloomView<'a>),
 }
 
 impl<'a> FilterView<'a> {
     /// The FPR the filter's own parameters fix, where they fix it alone: Ribbon's (`2^-r`, or
-    /// its mix of `r` and `r + 1` result bits), and xor's and binary fuse's `2^-8` or `2^-16`.
+    /// its mix of `r` and `r + 1` result bits), xor's and binary fuse's `2^-8` or `2^-16`, and
+    /// the packed binary fuse filter's `2^-w`.
     /// `None` for the Bloom kinds and cuckoo, whose FPR also depends on how many keys were
     /// added (the engine estimates those from bits per key: `compaction::built_fpr`).
     pub fn parameter_fpr(&self) -> Option<f64> {
@@ -56,6 +58,7 @@ impl<'a> FilterView<'a> {
             Inner::Xor16(_) | Inner::BinaryFuse16(_) | Inner::BinaryFuse4Wise16(_) => {
                 Some(1.0 / 65536.0)
             }
+            Inner::PackedFuse(v) => Some(v.fpr()),
             _ => None,
         }
     }
@@ -85,6 +88,7 @@ impl<'a> FilterView<'a> {
             FilterKind::BinaryFuse16 => Inner::BinaryFuse16(BinaryFuseView::parse(env)?),
             FilterKind::BinaryFuse4Wise8 => Inner::BinaryFuse4Wise8(BinaryFuseView::parse(env)?),
             FilterKind::BinaryFuse4Wise16 => Inner::BinaryFuse4Wise16(BinaryFuseView::parse(env)?),
+            FilterKind::PackedBinaryFuse => Inner::PackedFuse(PackedBinaryFuseView::parse(env)?),
             FilterKind::TwoBitBloom => Inner::TwoBit(TwoBitBloomView::parse(env)?),
             FilterKind::Grafite => {
                 return Err(Error::invalid(
@@ -115,6 +119,7 @@ impl FilterView<'_> {
             Inner::BinaryFuse16(v) => v.prefetch_hash(hash),
             Inner::BinaryFuse4Wise8(v) => v.prefetch_hash(hash),
             Inner::BinaryFuse4Wise16(v) => v.prefetch_hash(hash),
+            Inner::PackedFuse(v) => v.prefetch_hash(hash),
             Inner::TwoBit(v) => v.prefetch_hash(hash),
         }
     }
@@ -146,6 +151,7 @@ impl Filter for FilterView<'_> {
             Inner::BinaryFuse16(v) => v.contains_hash(hash),
             Inner::BinaryFuse4Wise8(v) => v.contains_hash(hash),
             Inner::BinaryFuse4Wise16(v) => v.contains_hash(hash),
+            Inner::PackedFuse(v) => v.contains_hash(hash),
             Inner::TwoBit(v) => v.contains_hash(hash),
         }
     }
@@ -185,6 +191,7 @@ impl Filter for FilterView<'_> {
             Inner::BinaryFuse16(_) => FilterKind::BinaryFuse16,
             Inner::BinaryFuse4Wise8(_) => FilterKind::BinaryFuse4Wise8,
             Inner::BinaryFuse4Wise16(_) => FilterKind::BinaryFuse4Wise16,
+            Inner::PackedFuse(_) => FilterKind::PackedBinaryFuse,
             Inner::TwoBit(_) => FilterKind::TwoBitBloom,
         }
     }

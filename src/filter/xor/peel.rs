@@ -229,10 +229,24 @@ pub(super) fn assign<const N: usize, L: Layout<N>, W: Fingerprint>(
     order: &[u64],
     which: &[u8],
 ) -> Vec<W> {
-    let mut fps = vec![W::default(); layout.slots()];
+    assign_with(layout, order, which, W::from_hash)
+}
+
+/// [`assign`] with the fingerprint function `fp` (of a seed-mixed hash) and any fingerprint
+/// type: the packed filter assigns `u32` values of its width, then packs them.
+pub(super) fn assign_with<const N: usize, L: Layout<N>, T>(
+    layout: &L,
+    order: &[u64],
+    which: &[u8],
+    fp: impl Fn(u64) -> T,
+) -> Vec<T>
+where
+    T: Copy + Default + std::ops::BitXor<Output = T>,
+{
+    let mut fps = vec![T::default(); layout.slots()];
     for (&k, &j) in order.iter().zip(which).rev() {
         let ps = layout.positions(k);
-        let x = ps.iter().fold(W::from_hash(k), |x, &p| x ^ fps[p]);
+        let x = ps.iter().fold(fp(k), |x, &p| x ^ fps[p]);
         fps[padded(ps)[usize::from(j & 3)]] = x; // j < N: a padding entry is never picked
     }
     fps

@@ -52,6 +52,10 @@ pub enum CompactionFilter {
     /// 4-wise binary fuse, 16-bit fingerprints.
     #[value(name = "binary_fuse4_16")]
     BinaryFuse4Wise16,
+    /// 4-wise binary fuse with bit-packed fingerprints of the width nearest the FPR of
+    /// `--bloom_bits` (as for `ribbon`), or of `--fingerprint_bits` per level.
+    #[value(name = "packed_binary_fuse")]
+    PackedBinaryFuse,
     /// Xor, 8-bit fingerprints.
     Xor8,
     /// Xor, 16-bit fingerprints.
@@ -235,6 +239,12 @@ pub struct Flags {
     /// same FPR as RocksDB's Bloom, in about 30% less memory); with `--bloom_bits` < 0, `none`.
     #[arg(long, value_enum)]
     pub compaction_filter: Option<CompactionFilter>,
+    /// siftdb: per-level FPRs as fingerprint widths, L1 first, the last repeating for deeper
+    /// levels (Pebble's `16,16,12,10,8,4`): level i gets FPR 2^-w_i. Exact widths with
+    /// `--compaction_filter=packed_binary_fuse`, the same FPRs with `ribbon`, `blocked` or
+    /// `standard`. Each width 1..=32.
+    #[arg(long)]
+    pub fingerprint_bits: Option<String>,
     /// siftdb: split the compacted levels' filter memory by Monkey's rule (same total bits per
     /// key as the per-level budget) instead of one FPR on every level.
     #[arg(long, default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
@@ -328,6 +338,18 @@ pub fn blocked_bloom_fpr_at(bits_per_key: f64) -> f64 {
     math::blocked_bloom_fpr(512, 512.0 / bits_per_key, k)
 }
 
+/// `--fingerprint_bits`: comma-separated widths 1..=32, as per-level FPRs `2^-w`.
+fn parse_fingerprint_bits(list: &str) -> Result<Vec<LevelBudget>, String> {
+    let widths: Vec<u32> = list
+        .split(',')
+        .map(|w| match w.trim().parse::<u32>() {
+            Ok(w) if (1..=32).contains(&w) => Ok(w),
+            _ => Err(format!("--fingerprint_bits value {w:?} is out of range: an integer 1..=32")),
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(widths.into_iter().map(|w| LevelBudget::Fpr(2f64.powi(-(w as i32)))).collect())
+}
+
 impl Flags {
     /// The compaction-output filter kind and per-level budget the flags select.
     pub fn compaction_filter(&self) -> Result<(StaticFilterKind, FilterAllocation), String> {
@@ -341,6 +363,13 @@ impl Flags {
             return Err(format!("--use_ribbon_filter contradicts --compaction_filter={choice:?}"));
         }
         let bits = self.bloom_bits.max(0) as f64;
+        let per_level_widths =
+            self.fingerprint_bits.as_deref().map(parse_fingerprint_bits).transpose()?;
+        if per_level_widths.is_some() && choice == CompactionFilter::None {
+            return Err("--fingerprint_bits needs a compaction filter: give --bloom_bits or \
+                        --compaction_filter"
+                .into());
+        }
         // A kind whose fingerprint width fixes its FPR gets that FPR.
         let fixed = |kind: StaticFilterKind| {
             (kind, LevelBudget::Fpr(kind.fixed_fpr().expect("a fixed-width fingerprint kind")))
@@ -360,6 +389,10 @@ impl Flags {
             CompactionFilter::BinaryFuse16 => fixed(StaticFilterKind::BinaryFuse16),
             CompactionFilter::BinaryFuse4Wise8 => fixed(StaticFilterKind::BinaryFuse4Wise8),
             CompactionFilter::BinaryFuse4Wise16 => fixed(StaticFilterKind::BinaryFuse4Wise16),
+            CompactionFilter::PackedBinaryFuse => (
+                StaticFilterKind::PackedBinaryFuse,
+                LevelBudget::Fpr(blocked_bloom_fpr_at(if bits > 0.0 { bits } else { 10.0 })),
+            ),
             CompactionFilter::Xor8 => fixed(StaticFilterKind::Xor8),
             CompactionFilter::Xor16 => fixed(StaticFilterKind::Xor16),
             CompactionFilter::Blocked | CompactionFilter::Standard if bits <= 0.0 => {
@@ -377,6 +410,15 @@ impl Flags {
             return Err("--monkey, --all_runs_bits and --skew_aware_bits contradict each other \
                         (one allocation at a time)"
                 .into());
+        }
+        if let Some(budgets) = per_level_widths {
+            if chosen.iter().any(|&c| c) || kind.fixed_fpr().is_some() {
+                return Err(format!(
+                    "--fingerprint_bits sets each level's FPR: it contradicts --monkey, \
+                     --all_runs_bits, --skew_aware_bits and --compaction_filter={choice:?}"
+                ));
+            }
+            return Ok((kind, FilterAllocation::PerLevel(budgets)));
         }
         if let Some(bits_per_key) = self.all_runs_bits {
             return Ok((kind, FilterAllocation::AllRuns { bits_per_key }));

@@ -64,11 +64,14 @@ pub enum Policy {
     /// `AllRuns` over all but the deepest level, which gets no filter
     /// (`FilterPolicy::optimize_filters_for_hits`).
     AllRunsForHits,
+    /// Two-bit at flush, 4-wise packed binary fuse at compaction, the budget allocated over
+    /// every run: each level's fingerprint width is the one nearest its allocated FPR.
+    PackedFuseAllRuns,
 }
 
 impl Policy {
     /// Every policy, in report order.
-    pub const ALL: [Policy; 8] = [
+    pub const ALL: [Policy; 9] = [
         Policy::NoFilter,
         Policy::TwoBitRibbon,
         Policy::Blocked,
@@ -77,6 +80,7 @@ impl Policy {
         Policy::AllRuns,
         Policy::SkewAware,
         Policy::AllRunsForHits,
+        Policy::PackedFuseAllRuns,
     ];
 
     /// Name in the table, the CSV and the plot legend.
@@ -90,6 +94,7 @@ impl Policy {
             Policy::AllRuns => "two_bit+ribbon_all_runs",
             Policy::SkewAware => "two_bit+ribbon_skew_aware",
             Policy::AllRunsForHits => "two_bit+ribbon_all_runs_hits",
+            Policy::PackedFuseAllRuns => "two_bit+packed_fuse_all_runs",
         }
     }
 
@@ -155,6 +160,11 @@ impl Policy {
                 two_bit,
                 StaticFilterKind::Ribbon,
                 FilterAllocation::SkewAware { bits_per_key: bits },
+            ),
+            Policy::PackedFuseAllRuns => p(
+                two_bit,
+                StaticFilterKind::PackedBinaryFuse,
+                FilterAllocation::AllRuns { bits_per_key: bits },
             ),
             Policy::AllRunsForHits => FilterPolicy {
                 optimize_filters_for_hits: true,

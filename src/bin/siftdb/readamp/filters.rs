@@ -14,12 +14,13 @@ pub fn sweep(bits: &[f64], keys: usize, seed: u64) -> Result<Vec<SurveyRow>> {
 }
 
 /// The plot line a survey row belongs to: fingerprint widths of one family share a line
-/// (xor8 and xor16 are the "xor" line), every other filter is its own line.
+/// (xor8 and xor16 are the "xor" line; the packed 4-wise widths join the 4-wise 8 and 16),
+/// every other filter is its own line.
 pub fn family(filter: &str) -> &str {
     match filter {
         "xor8" | "xor16" => "xor",
         "binary_fuse8" | "binary_fuse16" => "binary_fuse",
-        "binary_fuse4_8" | "binary_fuse4_16" => "binary_fuse4",
+        "binary_fuse4_8" | "binary_fuse4_16" | "packed_binary_fuse" => "binary_fuse4",
         other => other,
     }
 }

@@ -270,7 +270,7 @@ fn pct(x: Option<f64>) -> String {
 /// 10 bits per key.
 fn print_report(runs: &[Run], args: &ReadampArgs) {
     println!(
-        "\n{:<28} {:>6} {:>9} {:<13} {:>11} {:>11} {:>11} {:>11} {:>9} {:>10} {:>6}",
+        "\n{:<29} {:>6} {:>9} {:<13} {:>11} {:>11} {:>11} {:>11} {:>9} {:>10} {:>6}",
         "policy",
         "budget",
         "bits/key",
@@ -287,7 +287,7 @@ fn print_report(runs: &[Run], args: &ReadampArgs) {
         let eq = r.equal_memory(args.tolerance);
         match &r.outcome {
             Ok(m) => println!(
-                "{:<28} {:>6} {:>9.2} {:<13} {:>11.4} {:>11.4} {:>11.4} {:>11.4} {:>9.4} {:>10} {:>6.1}",
+                "{:<29} {:>6} {:>9.2} {:<13} {:>11.4} {:>11.4} {:>11.4} {:>11.4} {:>9.4} {:>10} {:>6.1}",
                 r.policy.name(),
                 r.budget,
                 m.total.bits_per_key(),
@@ -304,7 +304,7 @@ fn print_report(runs: &[Run], args: &ReadampArgs) {
                 pct(m.total.observed_fpr),
                 r.secs
             ),
-            Err(reason) => println!("{:<28} {:>6} {reason}", r.policy.name(), r.budget),
+            Err(reason) => println!("{:<29} {:>6} {reason}", r.policy.name(), r.budget),
         }
     }
     let near10 =
@@ -313,7 +313,7 @@ fn print_report(runs: &[Run], args: &ReadampArgs) {
         let Ok(m) = &r.outcome else { continue };
         println!("\n{} at {} bits/key, per level:", r.policy.name(), r.budget);
         println!(
-            "{:<6} {:>5} {:>8} {:<14} {:>9} {:>10} {:>10} {:>10} {:>8} {:>11} {:>11}",
+            "{:<6} {:>5} {:>8} {:<18} {:>9} {:>10} {:>10} {:>10} {:>8} {:>11} {:>11}",
             "level",
             "files",
             "entries",
@@ -328,7 +328,7 @@ fn print_report(runs: &[Run], args: &ReadampArgs) {
         );
         for l in m.levels.iter().chain(std::iter::once(&m.total)) {
             println!(
-                "{:<6} {:>5} {:>8} {:<14} {:>9.2} {:>10} {:>10} {:>10} {:>8.3} {:>11.4} {:>11.4}",
+                "{:<6} {:>5} {:>8} {:<18} {:>9.2} {:>10} {:>10} {:>10} {:>8.3} {:>11.4} {:>11.4}",
                 l.level.map_or("total".into(), |v| format!("L{v}")),
                 l.files,
                 l.entries,
