@@ -101,6 +101,9 @@ fn sst_dump_values_prints_each_entry_with_its_value() {
     let out = ok(&["sst", "dump", sst.to_str().unwrap(), "--values"]);
     assert!(out.contains("\"apple\" @1 Put => \"red\""), "{out}");
     assert!(out.contains("\"pear\" @2 Put => \"green\""), "{out}");
+    // The compacted table's Ribbon filter at the default 1%: its parameters give the FPR.
+    let filter = out.lines().find(|l| l.starts_with("filter ")).expect("a filter line");
+    assert!(filter.contains("ribbon") && filter.contains("FPR "), "{filter}");
 }
 
 #[test]

@@ -86,8 +86,13 @@ pub fn run(args: &SstDumpArgs) -> Result<()> {
         None if p.filter_kind == 0 => "none".to_string(),
         None => format!("unknown (tag {})", p.filter_kind),
     };
+    // The FPR where the filter's own parameters fix it (Ribbon, xor, binary fuse).
+    let fpr = match table.filter().and_then(|f| f.parameter_fpr()) {
+        Some(fpr) => format!(", FPR {:.4}%", fpr * 100.0),
+        None => String::new(),
+    };
     say!(
-        "filter            {kind}: {} bytes, {:.2} bits per distinct key",
+        "filter            {kind}: {} bytes, {:.2} bits per distinct key{fpr}",
         p.filter_bytes,
         p.filter_bits_per_key
     );
