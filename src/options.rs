@@ -158,9 +158,9 @@ impl StaticFilterKind {
 
 impl StaticFilterKind {
     /// [`StaticFilterKind::bits_per_log2`] for filters of `keys` keys each: the binary fuse
-    /// kinds' slots per key, from their sizing formula (1.26 for the 4-wise layout at 9,000
-    /// keys, 1.13 at 100,000, 1.075 from a million up); the other kinds' constants, which hold
-    /// at every size. A `keys` that is not finite gives the large-set constant.
+    /// kinds' slots per key, from their sizing formula (1.22 for the 4-wise layout at 9,000
+    /// keys, 1.13 at 100,000, 1.077 at a million); the other kinds' constants, which hold at
+    /// every size. A `keys` that is not finite gives the large-set constant.
     pub(crate) fn bits_per_log2_at(self, keys: f64) -> f64 {
         use crate::filter::fuse_slots_per_key;
         match self {

@@ -52,9 +52,9 @@ impl TableInfo {
     fn filter_fpr(table: &Table) -> Option<f64> {
         let from_parameters = table.filter().and_then(|v| v.parameter_fpr());
         from_parameters.or_else(|| {
-            let keys = table.properties().distinct_keys.max(1) as f64;
-            let bits = table.filter_memory_bytes() as f64 * 8.0 / keys;
-            table.filter_kind().and_then(|k| crate::compaction::built_fpr(k, bits))
+            let keys = table.properties().distinct_keys.max(1);
+            let bits = table.filter_memory_bytes() as f64 * 8.0 / keys as f64;
+            table.filter_kind().and_then(|k| crate::compaction::built_fpr(k, bits, keys))
         })
     }
 

@@ -200,18 +200,37 @@ fn compaction_flags_reach_the_engine() {
         assert!((8.5..13.0).contains(bits), "{level}: {bits} bits/key");
     }
     // The packed binary fuse filter: at --bloom_bits=10 the width nearest the blocked Bloom's
-    // FPR there (0.957%: 7 bits), or the width --fingerprint_bits gives the level (the full
-    // compaction leaves every key in L2: 9 bits). About 1,800 keys per file: size factor 0.77
-    // + 0.305 ln(6e5) / ln(1800) = 1.31, plus the rounding to whole segments.
-    for (extra, widths) in [(&["--fingerprint_bits=3,9"][..], 9.0), (&[], 7.0)] {
-        let flags = [&common[..], &["--compaction_filter=packed_binary_fuse"], extra].concat();
+    // FPR there (0.957%: 7 bits), or the width --fingerprint_bits gives each level (3 bits on
+    // L1, 9 below). Every table's filter must carry exactly one of those widths, which its
+    // parameters state (`sst dump` prints the FPR 2^-w they fix), and the last level the
+    // deepest one's.
+    for (extra, fprs) in
+        [(&["--fingerprint_bits=3,9"][..], &["12.5000%", "0.1953%"][..]), (&[], &["0.7812%"])]
+    {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = tmp.path().join("db");
+        let db_flag = format!("--db={}", db.display());
+        let flags =
+            [&common[..], &["--compaction_filter=packed_binary_fuse", &db_flag], extra].concat();
         let rows = level_rows(&bench_stdout(&flags));
-        assert!(!rows.is_empty(), "{flags:?}");
-        for (level, filter, bits) in &rows {
-            assert_eq!(filter, "packed_binary_fuse", "{level}");
-            let expected = widths * 1.31;
-            assert!((expected * 0.95..expected * 1.15).contains(bits), "{level}: {bits}");
+        assert!(!rows.is_empty() && rows.iter().all(|r| r.1 == "packed_binary_fuse"), "{rows:?}");
+        let mut seen = HashSet::new();
+        for entry in std::fs::read_dir(&db).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|e| e != "sst") {
+                continue;
+            }
+            let out = Command::new(env!("CARGO_BIN_EXE_siftdb"))
+                .args(["sst", "dump", path.to_str().unwrap()])
+                .output()
+                .unwrap();
+            let out = String::from_utf8(out.stdout).unwrap();
+            let line = out.lines().find(|l| l.starts_with("filter ")).expect("a filter line");
+            let fpr = line.rsplit("FPR ").next().unwrap();
+            assert!(line.contains("packed_binary_fuse") && fprs.contains(&fpr), "{line}");
+            seen.insert(fpr.to_string());
         }
+        assert!(seen.contains(*fprs.last().unwrap()), "{extra:?}: {seen:?}");
     }
     // One budget over all runs: after the full compaction every key is in one level, which
     // gets less than the 4 bits per key because the allocation keeps L0's share for the

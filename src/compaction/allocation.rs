@@ -369,8 +369,8 @@ mod tests {
 
     #[test]
     fn binary_fuse_levels_are_priced_at_their_file_size() {
-        // 4-wise fuse files of 9,000 keys cost 1.26 bits per bit of log2(1/FPR), not the
-        // large-set 1.075: priced at 1.075 the plan would overspend by 17%.
+        // 4-wise fuse files of 9,000 keys cost 1.22 bits per bit of log2(1/FPR) (11,008
+        // slots), not the large-set 1.075: priced at 1.075 the plan would overspend by 14%.
         let kind = StaticFilterKind::PackedBinaryFuse;
         let keys = crate::rng::SplitMix64::new(8).hashes(9000);
         let built = crate::filter::PackedBinaryFuse::build(&keys, 10).unwrap().bits_per_key();

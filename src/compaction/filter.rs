@@ -121,7 +121,11 @@ pub fn level_filter(policy: &FilterPolicy, level: usize, shape: &TreeShape) -> L
         return LevelFilter { kind: StaticFilterKind::None, fpr: 1.0 };
     }
     if kind == StaticFilterKind::PackedBinaryFuse {
-        // The FPR the built filter has: that of the nearest whole fingerprint width.
+        // The FPR the built filter has: that of the nearest whole fingerprint width, or no
+        // filter when that is nearer than one bit (FPR above 2^-0.5).
+        if fpr > std::f64::consts::FRAC_1_SQRT_2 {
+            return LevelFilter { kind: StaticFilterKind::None, fpr: 1.0 };
+        }
         let bits = PackedBinaryFuse::bits_for_fpr(fpr.max(MIN_FPR));
         return LevelFilter { kind, fpr: 2f64.powi(-(bits as i32)) };
     }
@@ -162,15 +166,16 @@ fn planned_shape<'a>(
     std::borrow::Cow::Owned(planned)
 }
 
-/// The FPR a table's filter of `kind` was built for, from the bits per key it holds: the
-/// Bloom kinds' theoretical FPR (the two-bit filter with its two bits per key, the others
-/// with the probes their builders choose for those bits), `2^(-b / c)` for Ribbon (`c` from
-/// [`StaticFilterKind::bits_per_log2`]), the fixed FPR of the fingerprint kinds. `None` for
-/// kinds no table carries, and for the packed binary fuse filter, whose width its parameters
-/// hold but its bits per key do not fix (its size factor grows for small key sets). A table's `TableInfo::filter_fpr` uses it where the filter's own
-/// parameters do not fix the FPR (the Bloom kinds), or the filter is not held in the table
-/// (design.md, "Configured and built FPR").
-pub fn built_fpr(kind: FilterKind, bits_per_key: f64) -> Option<f64> {
+/// The FPR a table's filter of `kind` was built for, from the bits per key it holds over its
+/// `keys` distinct keys: the Bloom kinds' theoretical FPR (the two-bit filter with its two bits
+/// per key, the others with the probes their builders choose for those bits), `2^(-b / c)` for
+/// Ribbon (`c` from [`StaticFilterKind::bits_per_log2`]), the fixed FPR of the fingerprint
+/// kinds, and for the packed binary fuse filter `2^-w` with `w` its bits per key over the
+/// 4-wise layout's slots per key at `keys` (exact for one filter per table; an estimate for a
+/// partitioned one). `None` for kinds no table carries. A table's `TableInfo::filter_fpr` uses
+/// it where the filter's own parameters do not fix the FPR (the Bloom kinds), or the filter is
+/// not held in the table (design.md, "Configured and built FPR").
+pub fn built_fpr(kind: FilterKind, bits_per_key: f64, keys: u64) -> Option<f64> {
     use crate::filter::TwoBitBloom;
     let b = bits_per_key;
     let fpr = match kind {
@@ -187,6 +192,10 @@ pub fn built_fpr(kind: FilterKind, bits_per_key: f64) -> Option<f64> {
         FilterKind::BinaryFuse8 | FilterKind::BinaryFuse4Wise8 | FilterKind::Xor8 => 1.0 / 256.0,
         FilterKind::BinaryFuse16 | FilterKind::BinaryFuse4Wise16 | FilterKind::Xor16 => {
             1.0 / 65536.0
+        }
+        FilterKind::PackedBinaryFuse => {
+            let slots_per_key = crate::filter::fuse_slots_per_key(keys.max(1) as f64, 4);
+            2f64.powf(-(b / slots_per_key).round().clamp(1.0, 32.0))
         }
         _ => return None,
     };
@@ -322,15 +331,22 @@ mod tests {
 
     #[test]
     fn built_fpr_follows_each_kinds_curve() {
-        let ribbon = built_fpr(FilterKind::Ribbon, 10.5).unwrap();
+        let ribbon = built_fpr(FilterKind::Ribbon, 10.5, 1000).unwrap();
         assert!((ribbon - 2f64.powi(-10)).abs() < 1e-12);
-        assert_eq!(built_fpr(FilterKind::BinaryFuse8, 9.0), Some(1.0 / 256.0));
-        assert_eq!(built_fpr(FilterKind::Xor16, 20.0), Some(1.0 / 65536.0));
-        assert_eq!(built_fpr(FilterKind::Cuckoo, 12.0), None);
+        assert_eq!(built_fpr(FilterKind::BinaryFuse8, 9.0, 1000), Some(1.0 / 256.0));
+        assert_eq!(built_fpr(FilterKind::Xor16, 20.0, 1000), Some(1.0 / 65536.0));
+        assert_eq!(built_fpr(FilterKind::Cuckoo, 12.0, 1000), None);
+        // The packed filter's width from its bits per key and key count, as built.
+        let keys = crate::rng::SplitMix64::new(6).hashes(9000);
+        for w in [3, 9, 14] {
+            let f = PackedBinaryFuse::build(&keys, w).unwrap();
+            let fpr = built_fpr(FilterKind::PackedBinaryFuse, f.bits_per_key(), 9000);
+            assert_eq!(fpr, Some(f.fpr()), "w {w}");
+        }
         // The two-bit filter: falls with memory, far above a Bloom filter's at 16 bits/key.
-        let two_bit = |b| built_fpr(FilterKind::TwoBitBloom, b).unwrap();
+        let two_bit = |b| built_fpr(FilterKind::TwoBitBloom, b, 1000).unwrap();
         assert!(two_bit(8.0) > two_bit(16.0) && two_bit(16.0) > two_bit(32.0));
-        assert!(two_bit(16.0) > 10.0 * built_fpr(FilterKind::BlockedBloom, 16.0).unwrap());
+        assert!(two_bit(16.0) > 10.0 * built_fpr(FilterKind::BlockedBloom, 16.0, 1000).unwrap());
     }
 
     fn no_shape() -> TreeShape {
@@ -383,6 +399,12 @@ mod tests {
         // Monkey's continuous FPRs become widths too: smaller levels, wider fingerprints.
         let monkey =
             FilterPolicy { allocation: FilterAllocation::Monkey { bits_per_key: 8.0 }, ..policy };
+        // An FPR nearer no filter than one bit (above 2^-0.5) leaves the level unfiltered.
+        let loose = FilterPolicy {
+            allocation: FilterAllocation::PerLevel(vec![LevelBudget::Fpr(0.75)]),
+            ..policy.clone()
+        };
+        assert_eq!(level_filter(&loose, 1, &no_shape()).kind, StaticFilterKind::None);
         let shape = TreeShape { levels: vec![0.0, 1e4, 1e5, 1e6], ..no_shape() };
         let fprs: Vec<f64> = (1..=3).map(|l| level_filter(&monkey, l, &shape).fpr).collect();
         assert!(fprs.iter().all(|p| (1.0 / p).log2().fract() == 0.0), "{fprs:?}");

@@ -211,8 +211,8 @@ mod tests {
     use crate::filter::prelude::*;
     use crate::filter::{
         hash_key, BinaryFuse16, BinaryFuse4Wise16, BinaryFuse4Wise8, BinaryFuse8, BlockedBloom,
-        CountingBloom, Cuckoo, Ribbon, ScalableBloom, StandardBloom, TwoBitBloom, TwoBitConfig,
-        Xor16, Xor8,
+        CountingBloom, Cuckoo, PackedBinaryFuse, Ribbon, ScalableBloom, StandardBloom, TwoBitBloom,
+        TwoBitConfig, Xor16, Xor8,
     };
 
     /// Serialized filters of every kind holding `keys` (an empty slice: the empty filters).
@@ -239,6 +239,8 @@ mod tests {
             BinaryFuse16::build(keys).unwrap().to_bytes(),
             BinaryFuse4Wise8::build(keys).unwrap().to_bytes(),
             BinaryFuse4Wise16::build(keys).unwrap().to_bytes(),
+            PackedBinaryFuse::build(keys, 11).unwrap().to_bytes(),
+            PackedBinaryFuse::build_with(keys, 5, 3, 1).unwrap().to_bytes(),
         ]
     }
 

@@ -138,9 +138,9 @@ impl Fingerprint for u16 {
 
 /// Slots per key of the binary fuse layout of `arity` (3 or 4; anything else is taken as 4)
 /// built for `keys` distinct keys (the paper's sizing, `fuse_layout.rs`, with its rounding up to
-/// whole segments): a filter's bits per key are this times its fingerprint width. About 1.075
-/// (4-wise) or 1.125 (3-wise) from a million keys up, more for smaller sets: 1.26 for 4-wise at
-/// 9,000 keys.
+/// whole segments): a filter's bits per key are this times its fingerprint width. About 1.077
+/// (4-wise) or 1.13 (3-wise) at a million keys, more for smaller sets: 1.22 for 4-wise at 9,000
+/// keys, 1.28 at 3,000.
 pub(crate) fn fuse_slots_per_key(keys: f64, arity: u32) -> f64 {
     use peel::{Layout, Sizing};
     let n = if keys.is_finite() { keys.clamp(1.0, MAX_KEYS as f64) as usize } else { MAX_KEYS };

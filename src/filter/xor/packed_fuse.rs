@@ -82,8 +82,9 @@ pub struct PackedBinaryFuse {
 }
 
 impl PackedBinaryFuse {
-    /// The width whose FPR `2^-w` is nearest `fpr` on a log scale: `round(log2(1/fpr))`,
-    /// clamped to `1..=32`.
+    /// The width whose FPR `2^-w` is nearest `fpr` on a log scale, `round(log2(1/fpr))`,
+    /// clamped to `1..=32` (so an FPR above `2^-0.5`, nearer no filter than 1 bit, gives 1: the
+    /// engine leaves such a level unfiltered instead).
     pub fn bits_for_fpr(fpr: f64) -> u32 {
         if fpr.is_nan() || fpr >= 0.5 {
             return 1;
@@ -265,18 +266,21 @@ impl<'a> PackedBinaryFuseView<'a> {
         if (keys == 0) != (slots == 0) || keys > slots {
             return Err(invalid(format!("keys {keys} with {slots} slots")));
         }
-        let data = packed_len(slots as usize, bits);
-        if env.payload.len() as u64 != data as u64 + TAIL as u64 {
+        // In u64: up to 2^32 - 1 slots of 32 bits do not fit a 32-bit usize. Once the payload
+        // holds them, every bit index fits u64 and every byte index the payload's usize.
+        let data = (slots * u64::from(bits)).div_ceil(8);
+        if env.payload.len() as u64 != data + TAIL as u64 {
             return Err(Error::corruption(
                 format!(
                     "{kind} payload is {} bytes, parameters imply {} ({slots} fingerprints of \
                      {bits} bits, then {TAIL} zero bytes)",
                     env.payload.len(),
-                    data + TAIL
+                    data + TAIL as u64
                 ),
                 None,
             ));
         }
+        let data = data as usize; // at most the payload's length
         let used_in_last = (slots * u64::from(bits) % 8) as u32;
         let stray_bits =
             data > 0 && used_in_last != 0 && env.payload[data - 1] >> used_in_last != 0;
@@ -339,19 +343,28 @@ fn mask(bits: u32) -> u64 {
     (1u64 << bits) - 1
 }
 
-/// Bytes holding `slots` packed fingerprints of `bits` bits.
+/// Bytes holding `slots` packed fingerprints of `bits` bits (of a filter being built: it fits
+/// memory, so the product fits usize).
 fn packed_len(slots: usize, bits: u32) -> usize {
     (slots * bits as usize).div_ceil(8)
+}
+
+/// The byte holding the first bit of fingerprint `i` and the bit's offset in it. The bit index
+/// is computed in u64: on a 32-bit target `i * bits` can pass `usize::MAX` while the byte index
+/// (at most the payload's length) cannot.
+#[inline(always)]
+fn bit_position(i: usize, bits: u32) -> (usize, u32) {
+    let bit = i as u64 * u64::from(bits);
+    ((bit / 8) as usize, (bit % 8) as u32)
 }
 
 /// Packs `fps` (each below `2^bits`) into the payload: the bit string, then [`TAIL`] zeros.
 fn pack(fps: &[u32], bits: u32) -> Vec<u8> {
     let mut out = vec![0u8; packed_len(fps.len(), bits) + TAIL];
     for (i, &fp) in fps.iter().enumerate() {
-        let bit = i * bits as usize;
-        let at = bit / 8;
+        let (at, shift) = bit_position(i, bits);
         let word = u64::from_le_bytes(out[at..at + 8].try_into().expect("8 bytes"));
-        let word = word | (u64::from(fp) << (bit % 8));
+        let word = word | (u64::from(fp) << shift);
         out[at..at + 8].copy_from_slice(&word.to_le_bytes());
     }
     out
@@ -361,10 +374,9 @@ fn pack(fps: &[u32], bits: u32) -> Vec<u8> {
 /// slots` of `packed_len(slots, bits) + TAIL` bytes, so the 8 bytes read lie inside it).
 #[inline(always)]
 fn field(packed: &[u8], i: usize, bits: u32) -> u32 {
-    let bit = i * bits as usize;
-    let at = bit / 8;
+    let (at, shift) = bit_position(i, bits);
     let word = u64::from_le_bytes(packed[at..at + 8].try_into().expect("8 bytes"));
-    ((word >> (bit % 8)) & mask(bits)) as u32
+    ((word >> shift) & mask(bits)) as u32
 }
 
 #[inline(always)]
@@ -396,6 +408,6 @@ where
         return;
     }
     for p in l.positions(h) {
-        prefetch_read(packed[p * bits as usize / 8..].as_ptr());
+        prefetch_read(packed[bit_position(p, bits).0..].as_ptr());
     }
 }

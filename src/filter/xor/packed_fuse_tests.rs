@@ -182,7 +182,7 @@ fn inconsistent_params_with_a_valid_checksum_are_corruption() {
     assert!(PackedBinaryFuse::from_bytes(&packed(10, 4, 1, 4, 7, &stray_last)).is_ok());
     let mut odd = [0u8; 9]; // 3-wise (1 + 2) * 1 slots of 5 bits = 15 bits: bit 15 unused
     odd[1] = 0x80;
-    let bad: [(&str, Vec<u8>); 10] = [
+    let bad: [(&str, Vec<u8>); 11] = [
         ("width 0", packed(10, 4, 1, 4, 0, &ok)),
         ("width 33", packed(10, 4, 1, 4, 33, &ok)),
         ("arity 2", packed(10, 4, 1, 2, 5, &ok)),
@@ -193,6 +193,9 @@ fn inconsistent_params_with_a_valid_checksum_are_corruption() {
         ("nonzero tail byte", packed(10, 4, 1, 4, 5, &stray_tail)),
         ("bit after the last fingerprint", packed(2, 1, 1, 3, 5, &odd)),
         ("keys without slots", packed(3, 0, 0, 4, 5, &[0u8; 7])),
+        // The largest layout (16,380 + 3 segments of 2^18 slots) of 32-bit fingerprints: 2^37
+        // bits, computed without overflow on any target, against a 7-byte payload.
+        ("2^32 - 2^18 slots of 32 bits", packed(1, 1 << 18, 16_380, 4, 32, &[0u8; 7])),
     ];
     for (what, bytes) in bad {
         let e = PackedBinaryFuse::from_bytes(&bytes).unwrap_err();

@@ -431,7 +431,9 @@ impl Flags {
         }
         if kind.fixed_fpr().is_some() {
             return Err(
-                "--monkey needs a filter with a tunable FPR (ribbon, blocked, standard)".into()
+                "--monkey needs a filter with a tunable FPR (ribbon, packed_binary_fuse, blocked, \
+                 standard)"
+                    .into(),
             );
         }
         // Monkey gets the same total memory as the uniform budget.
