@@ -82,7 +82,7 @@ pub fn run(args: &StatsArgs) -> Result<()> {
         state.last_sequence
     );
     say!(
-        "{:<6} {:>5} {:>12} {:>10} {:>10} {:<16} {:>10} {:>9}",
+        "{:<6} {:>5} {:>12} {:>10} {:>10} {:<18} {:>10} {:>9} {:>10}",
         "level",
         "files",
         "bytes",
@@ -90,7 +90,8 @@ pub fn run(args: &StatsArgs) -> Result<()> {
         "tombstones",
         "filter",
         "filter_KiB",
-        "bits/key"
+        "bits/key",
+        "fpr"
     );
     let (mut total_bytes, mut total_entries, mut total_filter) = (0u64, 0u64, 0u64);
     for (level, files) in state.levels.iter().enumerate() {
@@ -99,6 +100,8 @@ pub fn run(args: &StatsArgs) -> Result<()> {
         }
         let (mut bytes, mut entries, mut dels, mut fbytes) = (0u64, 0u64, 0u64, 0u64);
         let mut kinds: Vec<String> = Vec::new();
+        // The FPR each filter's parameters fix (Ribbon, xor, binary fuse), weighted by entries.
+        let (mut fpr_sum, mut fpr_entries) = (0.0, 0u64);
         for meta in files.values() {
             let path = args.db.join(filename::sst_name(meta.number));
             let t = Table::open(storage.open(&path)?, meta.number, None, &path)?;
@@ -107,14 +110,22 @@ pub fn run(args: &StatsArgs) -> Result<()> {
             entries += p.entries;
             dels += p.deletions;
             fbytes += p.filter_bytes;
+            if let Some(fpr) = t.filter().and_then(|f| f.parameter_fpr()) {
+                fpr_sum += fpr * p.entries as f64;
+                fpr_entries += p.entries;
+            }
             let k = t.filter_kind().map_or("none".to_string(), |k| k.name().to_string());
             if !kinds.contains(&k) {
                 kinds.push(k);
             }
         }
         let bpk = if entries == 0 { 0.0 } else { fbytes as f64 * 8.0 / entries as f64 };
+        let fpr = match fpr_entries {
+            0 => "-".to_string(),
+            n => format!("{:.4}%", fpr_sum / n as f64 * 100.0),
+        };
         say!(
-            "{:<6} {:>5} {:>12} {:>10} {:>10} {:<16} {:>10.1} {:>9.2}",
+            "{:<6} {:>5} {:>12} {:>10} {:>10} {:<18} {:>10.1} {:>9.2} {:>10}",
             format!("L{level}"),
             files.len(),
             bytes,
@@ -122,7 +133,8 @@ pub fn run(args: &StatsArgs) -> Result<()> {
             dels,
             kinds.join("+"),
             fbytes as f64 / 1024.0,
-            bpk
+            bpk,
+            fpr
         );
         total_bytes += bytes;
         total_entries += entries;
@@ -130,12 +142,13 @@ pub fn run(args: &StatsArgs) -> Result<()> {
     }
     let wal = wal_summary(&storage, &args.db, state.log_number)?;
     say!(
-        "{:<6} {:>5} {:>12} {:>10} {:>10} {:<16} {:>10} {:>9}",
+        "{:<6} {:>5} {:>12} {:>10} {:>10} {:<18} {:>10} {:>9} {:>10}",
         "WAL",
         wal.files,
         wal.bytes,
         wal.entries,
         wal.deletions,
+        "-",
         "-",
         "-",
         "-"

@@ -89,23 +89,25 @@ fn allocator() -> Option<(f64, f64)> {
     None
 }
 
-/// The `stats` benchmark's text: files, bytes and filters per level.
+/// The `stats` benchmark's text: files, bytes and filters per level, with the FPR the level's
+/// filters were built for (`LevelStats::built_fpr`: per-level widths and allocations show here).
 pub fn level_summary(stats: &Stats) -> String {
     let mut s = String::from(
-        "Level  Files       Size  Entries  Filter                 Filter KiB  bits/key\n",
+        "Level  Files       Size  Entries  Filter                 Filter KiB  bits/key  built FPR\n",
     );
     for l in stats.levels.iter().filter(|l| l.files > 0) {
         let kinds =
             if l.filter_kinds.is_empty() { "none".into() } else { l.filter_kinds.join("+") };
         s += &format!(
-            "L{:<5} {:>5} {:>10} {:>8}  {:<22} {:>10.1} {:>9.2}\n",
+            "L{:<5} {:>5} {:>10} {:>8}  {:<22} {:>10.1} {:>9.2} {:>10}\n",
             l.level,
             l.files,
             l.bytes,
             l.entries,
             kinds,
             l.filter_bytes as f64 / 1024.0,
-            l.filter_bits_per_key()
+            l.filter_bits_per_key(),
+            l.built_fpr.map_or("-".to_string(), |p| format!("{:.4}%", p * 100.0))
         );
     }
     s += &format!(
