@@ -294,9 +294,10 @@ pub fn split_block_row(
 
 /// The FPR-against-memory sweep of `siftdb readamp`: for each budget in `bits`, the standard,
 /// blocked, split-block, two-bit, counting (`bits / 4` counters per key, from 1 counter up),
-/// Ribbon and packed binary fuse (the width nearest the budget) filters; then the filters whose size is fixed by a fingerprint width at their own
-/// sizes (xor and 3- and 4-wise binary fuse 8/16, cuckoo f = 8/12/16 at 95% load). About `keys` keys per row
-/// (the power-of-two filters adjust the count to the budget), `negatives` negatives each.
+/// Ribbon and packed binary fuse (the width nearest the budget) filters; then the filters
+/// whose size is fixed by a fingerprint width at their own sizes (xor and 3- and 4-wise binary
+/// fuse 8/16, cuckoo f = 8/12/16 at 95% load). About `keys` keys per row (the power-of-two
+/// filters adjust the count to the budget), `negatives` negatives each.
 pub fn sweep(bits: &[f64], keys: usize, negatives: usize, seed: u64) -> Result<Vec<SurveyRow>> {
     if keys == 0 || negatives == 0 || bits.iter().any(|&b| !(b > 0.0 && b <= 64.0)) {
         return Err(Error::invalid("survey sweep: keys and negatives > 0, bits in (0, 64]"));
