@@ -4,6 +4,9 @@
 //! through a mixer. It is not cryptographic. It is here rather than a crate's generator so that a
 //! seed gives the same sequence forever; statistical tests and benchmark key sets depend on it.
 
+/// SplitMix64's Weyl increment (2^64 / golden ratio, odd).
+const GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
+
 /// SplitMix64 generator. `SplitMix64::new(seed)` always yields the same sequence.
 #[derive(Debug, Clone)]
 pub struct SplitMix64 {
@@ -16,10 +19,17 @@ impl SplitMix64 {
         SplitMix64 { state: seed }
     }
 
+    /// The generator `SplitMix64::new(seed)` becomes after `n` calls of
+    /// [`SplitMix64::next_u64`]: the state is a counter, so this is one multiply, not `n` steps
+    /// (a benchmark reading the keys a fill wrote jumps into the fill's sequence).
+    pub fn skipped(seed: u64, n: u64) -> SplitMix64 {
+        SplitMix64 { state: seed.wrapping_add(n.wrapping_mul(GAMMA)) }
+    }
+
     /// The next 64 random bits.
     #[inline]
     pub fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        self.state = self.state.wrapping_add(GAMMA);
         let mut z = self.state;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
@@ -82,6 +92,17 @@ mod tests {
         let mut r = SplitMix64::new(0);
         assert_eq!(r.next_u64(), 0xE220_A839_7B1D_CDAF);
         assert_eq!(r.next_u64(), 0x6E78_9E6A_A1B9_65F4);
+    }
+
+    #[test]
+    fn skipped_continues_the_sequence_where_stepping_would() {
+        for seed in [0, 1, 7, u64::MAX] {
+            let mut stepped = SplitMix64::new(seed);
+            for n in 0..1000u64 {
+                let mut jumped = SplitMix64::skipped(seed, n);
+                assert_eq!(jumped.next_u64(), stepped.next_u64(), "seed {seed}, n {n}");
+            }
+        }
     }
 
     #[test]

@@ -445,6 +445,34 @@ fn rangeempty_finds_exactly_the_ranges_aimed_at_keys_in_both_flavours() {
 }
 
 #[test]
+fn after_fillrandom_ranges_aimed_at_keys_find_them_whatever_the_reads_seed_and_length() {
+    // fillrandom writes about 63% of the numbers. The ranges aimed at keys take them from the
+    // fill's own draws (--fill_seed), so all of them find their key even when the reads use
+    // another seed and ask many more questions than the fill made draws (4 draws per range).
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("--db={}", dir.path().join("db").display());
+    let common = ["--num=2000", "--key_spacing=64", "--write_buffer_size=65536", &db];
+    bench_stdout(&[&["--benchmarks=fillrandom", "--seed=3"][..], &common].concat());
+    let read = |extra: &[&str]| {
+        let base = ["--benchmarks=rangeempty", "--use_existing_db=1", "--reads=20000"];
+        bench_stdout(&[&base[..], &common, extra].concat())
+    };
+    for flavour in ["--range_flavour=uncorrelated", "--range_flavour=correlated"] {
+        let out = read(&["--seed=11", "--fill_seed=3", flavour]);
+        let f = scan_fields(&out, "rangeempty");
+        assert_eq!(field(&f, "found_share"), field(&f, "targeted_share"), "{flavour}: {out}");
+        // Binomial(20000, 0.5) aimed share: sigma 0.0035, 5 sigma 0.018.
+        assert!((field(&f, "targeted_share") - 0.5).abs() < 0.018, "{flavour}");
+        assert!(!out.contains("warning"), "{out}");
+    }
+    // Told the wrong fill, a third of the aimed ranges miss, and the run says so.
+    let out = read(&["--seed=11"]);
+    let f = scan_fields(&out, "rangeempty");
+    assert!(field(&f, "found_share") < 0.4, "{out}");
+    assert!(out.contains("warning: rangeempty:") && out.contains("--fill_seed=11"), "{out}");
+}
+
+#[test]
 fn prefixscan_finds_nothing_under_absent_prefixes() {
     let run = |fraction: &str| {
         bench_stdout(&[

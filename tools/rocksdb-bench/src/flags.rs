@@ -95,6 +95,9 @@ pub struct Flags {
     pub statistics: bool,
     /// Seed base of the per-thread generators (thread i of a benchmark uses base + i).
     pub seed: u64,
+    /// rangeempty and prefixscan: the `--seed` of the fill that wrote the database (default
+    /// `--seed`; key_layout.rs).
+    pub fill_seed: Option<u64>,
     /// Database directory (default: a temporary directory removed at exit).
     pub db: Option<PathBuf>,
     /// Reuse the database at `--db`; fill benchmarks are then skipped.
@@ -236,6 +239,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Flags, String> {
         sync: g.boolean("sync")?,
         statistics: g.boolean("statistics")?,
         seed: g.num("seed", ANY)?.unwrap_or(0),
+        fill_seed: g.num("fill_seed", ANY)?,
         db: g.value("db")?.map(PathBuf::from),
         use_existing_db: g.boolean("use_existing_db")?,
         seek_nexts: g.num("seek_nexts", ANY)?.unwrap_or(0),

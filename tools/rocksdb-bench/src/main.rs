@@ -23,7 +23,7 @@ mod engine;
 mod flags;
 mod workloads;
 
-use key_layout::{KeyLayout, PrefixGen, RangeGen};
+use key_layout::{FillStream, KeyLayout, PrefixGen, RangeGen};
 use result_line::ThreadStats as St;
 use std::path::PathBuf;
 use workloads::Ctx;
@@ -43,12 +43,14 @@ fn run() -> R<()> {
     // The key layout and the scan benchmarks' generators, checked before anything runs.
     let layout = KeyLayout::new(f.num, f.key_spacing)?;
     let has = |b: &str| f.benchmarks.iter().any(|n| n == b);
+    let fill = FillStream { seed: f.fill_seed.unwrap_or(f.seed), num: f.num };
+    let (width, empty) = (f.range_max_width, f.empty_fraction);
     let range_gen = match has("rangeempty") {
-        true => Some(RangeGen::new(layout, f.range_max_width, f.empty_fraction, f.range_flavour)?),
+        true => Some(RangeGen::new(layout, fill, width, empty, f.range_flavour)?),
         false => None,
     };
     let prefix_gen = match has("prefixscan") {
-        true => Some(PrefixGen::new(layout, f.prefix_size, f.empty_fraction)?),
+        true => Some(PrefixGen::new(layout, fill, f.prefix_size, empty)?),
         false => None,
     };
     let _tmp;

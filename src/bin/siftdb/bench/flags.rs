@@ -227,6 +227,11 @@ pub struct Flags {
     /// Seed base of the per-thread random generators (thread i uses seed + i).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// rangeempty and prefixscan: the `--seed` of the process whose fillrandom wrote the
+    /// database (its first thread's draws are the keys known to exist; key_layout.rs).
+    /// Default: `--seed`.
+    #[arg(long)]
+    pub fill_seed: Option<u64>,
     /// siftdb: filter of flushed (L0) SSTs. Default: `blocked` when `--bloom_bits` >= 0 (the
     /// same filter family RocksDB uses, for a like-for-like run), else `none`.
     #[arg(long, value_enum)]

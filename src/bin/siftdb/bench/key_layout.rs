@@ -18,14 +18,16 @@
 //!   S = 2^(8(8 - N)) numbers. Present groups are those of v * G; absent ones are the groups up
 //!   to the last key's group that hold no multiple of G (none unless G > S), drawn uniformly.
 //!
-//! Which "non-empty" ranges hold a key: after `fillrandom` only about 1 - 1/e = 63% of the
-//! numbers v were written (uniform draws with repeats). The reads replay the fill's seed, so
-//! their first `num` draws are the fill's own, all written; a `rangeempty` operation takes 3
-//! or 4 draws (width, emptiness, v, and an offset unless the range is correlated and empty)
-//! where a fill took 1, so only about the first num / 4 operations ask about written keys,
-//! and later ones find a key in 63% of their non-empty ranges (`found_share` then falls below
-//! `targeted_share`, and an engine that runs more operations in a fixed `--duration` gets more
-//! truly empty ranges). Compare engines with a fixed `--reads` and `--duration=0`.
+//! Which numbers exist: `fillseq` writes every v, but `fillrandom` draws `below(num)` from each
+//! of its first `num` outputs, with repeats, so only about 1 - 1/e = 63% of the numbers are
+//! written. The questions that must hit a key (a non-empty range, a present prefix, the key a
+//! correlated range starts after) therefore take their v from the fill's own draws
+//! ([`FillStream`]): draw number j, uniform in [0, num), of the generator the fill's first
+//! thread used (`--fill_seed`, by default `--seed`), reached in one step
+//! (`SplitMix64::skipped`). Every such v was written by that fill, or by `fillseq`, whatever the
+//! reads' seed, thread count or duration; keys drawn twice by the fill are asked about twice as
+//! often. A database the fill stream does not describe (another seed, another workload) shows
+//! as `found_share` below `targeted_share`, and the benchmarks then print a warning.
 
 use super::keys::make_key;
 use siftdb::rng::SplitMix64;
@@ -66,6 +68,25 @@ impl KeyLayout {
     #[inline]
     pub fn key(&self, v: u64, key_size: usize, out: &mut Vec<u8>) {
         make_key(self.number(v), key_size, out);
+    }
+}
+
+/// The workload numbers a fill wrote: its first thread's draws (see the module comment).
+#[derive(Debug, Clone, Copy)]
+pub struct FillStream {
+    /// The seed of the fill's first thread (`--fill_seed`).
+    pub seed: u64,
+    /// The fill's `--num`: its draws, and the range they were drawn from.
+    pub num: u64,
+}
+
+impl FillStream {
+    /// A workload number the fill wrote: its draw number j, for j uniform in [0, num)
+    /// (one draw from `rng`).
+    #[inline]
+    pub fn written(&self, rng: &mut SplitMix64) -> u64 {
+        let j = rng.below(self.num);
+        SplitMix64::skipped(self.seed, j).below(self.num)
     }
 }
 
@@ -131,6 +152,7 @@ pub struct RangeOp {
 #[derive(Debug, Clone, Copy)]
 pub struct RangeGen {
     layout: KeyLayout,
+    fill: FillStream,
     max_width: u64,
     empty_fraction: f64,
     flavour: RangeFlavour,
@@ -141,6 +163,7 @@ impl RangeGen {
     /// range is to be empty.
     pub fn new(
         layout: KeyLayout,
+        fill: FillStream,
         max_width: u64,
         empty_fraction: f64,
         flavour: RangeFlavour,
@@ -163,14 +186,14 @@ impl RangeGen {
                 layout.spacing, layout.num
             ));
         }
-        Ok(RangeGen { layout, max_width, empty_fraction, flavour })
+        Ok(RangeGen { layout, fill, max_width, empty_fraction, flavour })
     }
 
     /// The next question (four or five draws from `rng`).
     pub fn next(&self, rng: &mut SplitMix64) -> RangeOp {
         let w = 2 + rng.below(self.max_width - 1);
         let empty = rng.next_f64() < self.empty_fraction;
-        let base = self.layout.number(rng.below(self.layout.num));
+        let base = self.layout.number(self.fill.written(rng));
         let lo = match (empty, self.flavour) {
             // Holds base at a uniform offset (clipped at key number 0).
             (false, _) => base.saturating_sub(rng.below(w)),
@@ -195,6 +218,7 @@ pub struct PrefixOp {
 #[derive(Debug, Clone, Copy)]
 pub struct PrefixGen {
     layout: KeyLayout,
+    fill: FillStream,
     prefix_size: usize,
     /// log2 of the numbers per group: 8 * (8 - prefix_size).
     shift: u32,
@@ -210,6 +234,7 @@ impl PrefixGen {
     /// prefix is to be absent.
     pub fn new(
         layout: KeyLayout,
+        fill: FillStream,
         prefix_size: usize,
         empty_fraction: f64,
     ) -> Result<PrefixGen, String> {
@@ -222,8 +247,15 @@ impl PrefixGen {
         }
         let shift = 8 * (8 - prefix_size as u32);
         let last_group = layout.number(layout.num.saturating_sub(1)) >> shift;
-        let mut gen =
-            PrefixGen { layout, prefix_size, shift, empty_fraction, last_group, absent_groups: 0 };
+        let mut gen = PrefixGen {
+            layout,
+            fill,
+            prefix_size,
+            shift,
+            empty_fraction,
+            last_group,
+            absent_groups: 0,
+        };
         gen.absent_groups = gen.absent_up_to(last_group);
         if empty_fraction > 0.0 && gen.absent_groups == 0 {
             let per_group = 1u128 << shift;
@@ -301,7 +333,7 @@ impl PrefixGen {
             }
             PrefixOp { group: lo, absent: true }
         } else {
-            let n = self.layout.number(rng.below(self.layout.num));
+            let n = self.layout.number(self.fill.written(rng));
             PrefixOp { group: n >> self.shift, absent: false }
         }
     }
@@ -334,11 +366,52 @@ mod tests {
         assert!(KeyLayout::new(u64::MAX / 2, 4).unwrap_err().contains("--key_spacing=4"));
     }
 
+    fn fill_of(num: u64) -> FillStream {
+        FillStream { seed: 3, num }
+    }
+
+    fn fill(layout: KeyLayout) -> FillStream {
+        fill_of(layout.num)
+    }
+
+    /// The numbers `fillrandom` writes: thread 0 seeded `seed` draws `below(num)` `num` times.
+    fn filled(seed: u64, num: u64) -> std::collections::BTreeSet<u64> {
+        let mut rng = SplitMix64::new(seed);
+        (0..num).map(|_| rng.below(num)).collect()
+    }
+
+    #[test]
+    fn questions_that_must_hit_a_key_ask_about_numbers_the_fill_wrote() {
+        let layout = KeyLayout::new(1000, 64).unwrap();
+        let written = filled(3, 1000);
+        // About 1 - 1/e of the numbers: drawing them uniformly would miss a third.
+        assert!((560..=700).contains(&written.len()), "{}", written.len());
+        for flavour in [RangeFlavour::Uncorrelated, RangeFlavour::Correlated] {
+            let gen = RangeGen::new(layout, fill(layout), 16, 0.5, flavour).unwrap();
+            let mut rng = SplitMix64::new(11); // the reads' seed need not be the fill's
+            for _ in 0..10_000 {
+                let op = gen.next(&mut rng);
+                let hits = (op.lo..=op.hi).filter(|n| n % 64 == 0 && written.contains(&(n / 64)));
+                assert_eq!(hits.count(), usize::from(!op.empty), "{op:?}");
+                if op.empty && flavour == RangeFlavour::Correlated {
+                    assert!(written.contains(&(op.lo / 64)), "after a written key: {op:?}");
+                }
+            }
+        }
+        let gen = PrefixGen::new(KeyLayout::new(1000, 512).unwrap(), fill_of(1000), 7, 0.5);
+        let (gen, mut rng) = (gen.unwrap(), SplitMix64::new(11));
+        for _ in 0..10_000 {
+            let op = gen.next(&mut rng);
+            let holds = written.iter().any(|&v| gen.holds(op.group, v * 512));
+            assert_eq!(holds, !op.absent, "{op:?}");
+        }
+    }
+
     #[test]
     fn empty_ranges_stay_inside_gaps_and_others_hold_a_key() {
         let layout = KeyLayout::new(1000, 64).unwrap();
         for flavour in [RangeFlavour::Uncorrelated, RangeFlavour::Correlated] {
-            let gen = RangeGen::new(layout, 16, 0.5, flavour).unwrap();
+            let gen = RangeGen::new(layout, fill(layout), 16, 0.5, flavour).unwrap();
             let mut rng = SplitMix64::new(7);
             let mut empties = 0;
             for _ in 0..10_000 {
@@ -361,12 +434,15 @@ mod tests {
     #[test]
     fn range_flags_out_of_range_are_errors_naming_the_flags() {
         let layout = KeyLayout::new(1000, 16).unwrap();
-        let e = RangeGen::new(layout, 16, 0.5, RangeFlavour::Uncorrelated).unwrap_err();
+        let e =
+            RangeGen::new(layout, fill(layout), 16, 0.5, RangeFlavour::Uncorrelated).unwrap_err();
         assert!(e.contains("--key_spacing=16") && e.contains("--range_max_width"), "{e}");
-        assert!(RangeGen::new(layout, 16, 0.0, RangeFlavour::Uncorrelated).is_ok());
-        let e = RangeGen::new(layout, 8, 2.0, RangeFlavour::Uncorrelated).unwrap_err();
+        assert!(RangeGen::new(layout, fill(layout), 16, 0.0, RangeFlavour::Uncorrelated).is_ok());
+        let e =
+            RangeGen::new(layout, fill(layout), 8, 2.0, RangeFlavour::Uncorrelated).unwrap_err();
         assert!(e.contains("--empty_fraction=2"), "{e}");
-        let e = RangeGen::new(layout, 1, 0.5, RangeFlavour::Uncorrelated).unwrap_err();
+        let e =
+            RangeGen::new(layout, fill(layout), 1, 0.5, RangeFlavour::Uncorrelated).unwrap_err();
         assert!(e.contains("--range_max_width=1"), "{e}");
         assert!(RangeFlavour::parse("sideways").unwrap_err().contains("--range_flavour"));
     }
@@ -374,7 +450,7 @@ mod tests {
     /// Present and absent groups by brute force, against the generator's arithmetic.
     fn check_groups(num: u64, spacing: u64, prefix_size: usize) {
         let layout = KeyLayout::new(num, spacing).unwrap();
-        let gen = PrefixGen::new(layout, prefix_size, 0.5).unwrap();
+        let gen = PrefixGen::new(layout, fill(layout), prefix_size, 0.5).unwrap();
         let present: std::collections::BTreeSet<u64> =
             (0..num).map(|v| layout.number(v) >> gen.shift).collect();
         let absent: Vec<u64> = (0..=gen.last_group).filter(|g| !present.contains(g)).collect();
@@ -407,13 +483,16 @@ mod tests {
 
     #[test]
     fn prefixscan_refuses_layouts_without_absent_prefixes() {
-        let e = PrefixGen::new(KeyLayout::new(1000, 256).unwrap(), 7, 0.5).unwrap_err();
+        let e =
+            PrefixGen::new(KeyLayout::new(1000, 256).unwrap(), fill_of(1000), 7, 0.5).unwrap_err();
         assert!(e.contains("--prefix_size=7") && e.contains("--key_spacing=256"), "{e}");
-        assert!(PrefixGen::new(KeyLayout::new(1000, 256).unwrap(), 7, 0.0).is_ok());
-        let e = PrefixGen::new(KeyLayout::new(1000, 512).unwrap(), 0, 0.5).unwrap_err();
+        assert!(PrefixGen::new(KeyLayout::new(1000, 256).unwrap(), fill_of(1000), 7, 0.0).is_ok());
+        let e =
+            PrefixGen::new(KeyLayout::new(1000, 512).unwrap(), fill_of(1000), 0, 0.5).unwrap_err();
         assert!(e.contains("--prefix_size=0"), "{e}");
         let mut p = Vec::new();
-        let gen = PrefixGen::new(KeyLayout::new(1000, 512).unwrap(), 7, 0.5).unwrap();
+        let gen =
+            PrefixGen::new(KeyLayout::new(1000, 512).unwrap(), fill_of(1000), 7, 0.5).unwrap();
         gen.prefix(3, &mut p);
         assert_eq!(p, [0, 0, 0, 0, 0, 0, 3]);
     }

@@ -13,7 +13,7 @@ pub mod workloads;
 
 use crate::dirs::{self, DirState};
 use flags::{apply_db_bench_flags, Flags};
-use key_layout::{KeyLayout, PrefixGen, RangeGen};
+use key_layout::{FillStream, KeyLayout, PrefixGen, RangeGen};
 use report::ThreadStats;
 use siftdb::{Db, Error, Options, Result};
 use std::path::{Path, PathBuf};
@@ -134,17 +134,16 @@ pub fn run(flags: &Flags) -> Result<()> {
     let layout = KeyLayout::new(flags.num, flags.key_spacing).map_err(invalid)?;
     key_layout::check_empty_fraction(flags.empty_fraction).map_err(invalid)?;
     let has = |b: &str| names.iter().any(|n| n == b);
+    let fill = FillStream { seed: flags.fill_seed.unwrap_or(flags.seed), num: flags.num };
+    let (width, empty) = (flags.range_max_width, flags.empty_fraction);
     let range_gen = match has("rangeempty") {
-        true => Some(
-            RangeGen::new(layout, flags.range_max_width, flags.empty_fraction, flags.range_flavour)
-                .map_err(invalid)?,
-        ),
+        true => {
+            Some(RangeGen::new(layout, fill, width, empty, flags.range_flavour).map_err(invalid)?)
+        }
         false => None,
     };
     let prefix_gen = match has("prefixscan") {
-        true => {
-            Some(PrefixGen::new(layout, flags.prefix_size, flags.empty_fraction).map_err(invalid)?)
-        }
+        true => Some(PrefixGen::new(layout, fill, flags.prefix_size, empty).map_err(invalid)?),
         false => None,
     };
     let _tmp;
