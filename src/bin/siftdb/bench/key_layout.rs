@@ -12,7 +12,7 @@
 //!   `--empty_fraction` an empty range inside the gap after key v * G (uncorrelated: starting
 //!   at v * G + 1 + r, r uniform so that the range stays in the gap; correlated: starting at
 //!   v * G + 1, right after the key, where SuRF-like filters fail), else a range of w numbers
-//!   holding v * G, at a uniform offset. v is uniform in [0, num).
+//!   holding v * G, at a uniform offset. v is a number the fill wrote (below).
 //! - `prefixscan`: with `--prefix_size` N <= 8 a prefix is the first N bytes of the 8-byte
 //!   big-endian key number, so group g = number >> 8(8 - N) shares one prefix and covers
 //!   S = 2^(8(8 - N)) numbers. Present groups are those of v * G; absent ones are the groups up
@@ -189,7 +189,7 @@ impl RangeGen {
         Ok(RangeGen { layout, fill, max_width, empty_fraction, flavour })
     }
 
-    /// The next question (four or five draws from `rng`).
+    /// The next question (three or four draws from `rng`).
     pub fn next(&self, rng: &mut SplitMix64) -> RangeOp {
         let w = 2 + rng.below(self.max_width - 1);
         let empty = rng.next_f64() < self.empty_fraction;
