@@ -43,7 +43,8 @@ pub struct Flags {
     pub num: u64,
     /// Reads per thread of the read benchmarks (`--reads`, -1 = `num`).
     pub reads: u64,
-    /// Seconds each of readrandom, readmissing and multireadrandom runs; 0 = `reads` operations.
+    /// Seconds each of readrandom, readmissing, multireadrandom, seekrandom, rangeempty and
+    /// prefixscan runs; 0 = `reads` operations.
     pub duration: u64,
     /// Keys per MultiGet call of multireadrandom.
     pub batch_size: usize,

@@ -142,12 +142,14 @@ impl Ctx<'_> {
     /// `--seek_nexts` > 0 also a line of the entries read per seek (siftdb bench's).
     pub fn seek_random(&mut self) -> R<(St, Option<String>)> {
         let (num, reads, ks, db) = (self.f.num, self.f.reads, self.f.key_size, self.db);
-        let (nexts, layout) = (self.f.seek_nexts, self.layout());
+        let (secs, nexts, layout) = (self.f.duration, self.f.seek_nexts, self.layout());
         let entries = AtomicU64::new(0);
         let st = self.parallel(&|rng, _, st| {
             let mut key = Vec::with_capacity(ks);
-            let mut read = 0;
-            for _ in 0..reads {
+            let mut budget = Budget::new(reads, secs);
+            let (mut i, mut read) = (0, 0);
+            while budget.grant(i, 1) == 1 {
+                i += 1;
                 layout.key(rng.below(num), ks, &mut key);
                 let mut it = db.raw_iterator();
                 it.seek(&key);
@@ -166,7 +168,7 @@ impl Ctx<'_> {
                 }
                 it.status()?;
             }
-            st.done = reads;
+            st.done = i;
             st.report_found = true;
             entries.fetch_add(read, Ordering::Relaxed);
             Ok(())
