@@ -227,7 +227,7 @@ impl Ctx<'_> {
         })?;
         let targeted = targeted.into_inner();
         let mut line = scan_line("rangeempty", &st, targeted, None);
-        line += &layout_warning("rangeempty", &st, targeted, self.f);
+        line += &gen.fill().mismatch_warning("rangeempty", st.found, targeted);
         Ok((st, line))
     }
 
@@ -267,7 +267,7 @@ impl Ctx<'_> {
         })?;
         let targeted = targeted.into_inner();
         let mut line = scan_line("prefixscan", &st, targeted, Some(entries.into_inner()));
-        line += &layout_warning("prefixscan", &st, targeted, self.f);
+        line += &gen.fill().mismatch_warning("prefixscan", st.found, targeted);
         Ok((st, line))
     }
 
@@ -389,23 +389,6 @@ fn read_loop(
     st.done = i;
     st.report_found = true;
     Ok(())
-}
-
-/// siftdb bench's warning (src/bin/siftdb/bench/scans.rs) when the operations aimed at keys
-/// the fill wrote and those that found one differ: the database is not the one the key
-/// layout's fill stream describes, so the empty share is not `--empty_fraction`.
-fn layout_warning(name: &str, st: &St, targeted: u64, f: &crate::flags::Flags) -> String {
-    if st.found == targeted {
-        return String::new();
-    }
-    format!(
-        "\nwarning: {name}: {} operations found a key where {targeted} were aimed at one: the \
-         database was not written by fillseq or by fillrandom with --fill_seed={} and \
-         --num={} (key_layout.rs), so the share of empty operations is not --empty_fraction",
-        st.found,
-        f.fill_seed.unwrap_or(f.seed),
-        f.num,
-    )
 }
 
 /// `scan filters : NAME found_share=.. targeted_share=..[ entries/op=..]`: siftdb bench's line

@@ -81,6 +81,23 @@ pub struct FillStream {
 }
 
 impl FillStream {
+    /// The line a scan benchmark adds after its result when `found` operations found a key
+    /// where `targeted` were aimed at one (empty when they agree). With the database this fill
+    /// wrote the two are equal whatever the filters (they never hide a key); otherwise the
+    /// share of empty operations is not the one `--empty_fraction` asked for.
+    pub fn mismatch_warning(&self, name: &str, found: u64, targeted: u64) -> String {
+        if found == targeted {
+            return String::new();
+        }
+        format!(
+            "\nwarning: {name}: {found} operations found a key where {targeted} were aimed at \
+             one: the database was not written by fillseq or by fillrandom with --fill_seed={} \
+             and --num={} (key_layout.rs), so the share of empty operations is not \
+             --empty_fraction",
+            self.seed, self.num,
+        )
+    }
+
     /// A workload number the fill wrote: its draw number j, for j uniform in [0, num)
     /// (one draw from `rng`).
     #[inline]
@@ -187,6 +204,11 @@ impl RangeGen {
             ));
         }
         Ok(RangeGen { layout, fill, max_width, empty_fraction, flavour })
+    }
+
+    /// The fill whose keys the non-empty ranges hold.
+    pub fn fill(&self) -> FillStream {
+        self.fill
     }
 
     /// The next question (three or four draws from `rng`).
@@ -306,6 +328,11 @@ impl PrefixGen {
     /// Groups in [0, g] (g <= last group) holding no key number.
     fn absent_up_to(&self, g: u64) -> u64 {
         g + 1 - self.present_up_to(g).min(g + 1)
+    }
+
+    /// The fill whose keys the present prefixes hold.
+    pub fn fill(&self) -> FillStream {
+        self.fill
     }
 
     /// The next question (draws from `rng`: two, or a few more for an absent prefix).

@@ -11,7 +11,6 @@
 //! FPR is the run's mean of w / 2^(floor(B) - 2) (capped at 1) over its widths w, the bound
 //! `RangeFilterOptions::bits_per_key` documents.
 
-use super::flags::Flags;
 use super::key_layout::{PrefixGen, RangeGen};
 use super::keys::make_key;
 use super::report::ThreadStats;
@@ -73,7 +72,7 @@ impl Ctx<'_> {
             sum / st.done.max(1) as f64
         });
         let mut line = scan_line("rangeempty", &st, &tally, &scans, None, configured);
-        line += &layout_warning("rangeempty", &st, &tally, self.flags);
+        line += &gen.fill().mismatch_warning("rangeempty", st.found, tally.targeted.load(Relaxed));
         Ok((st, Some(line)))
     }
 
@@ -111,29 +110,9 @@ impl Ctx<'_> {
         let scans = self.db.stats().since(&before).total_scan_reads();
         let entries = tally.entries.load(Relaxed);
         let mut line = scan_line("prefixscan", &st, &tally, &scans, Some(entries), None);
-        line += &layout_warning("prefixscan", &st, &tally, self.flags);
+        line += &gen.fill().mismatch_warning("prefixscan", st.found, tally.targeted.load(Relaxed));
         Ok((st, Some(line)))
     }
-}
-
-/// A line for the case where the database is not the one the key layout describes: an
-/// operation aimed at a key the fill wrote found none, or one aimed at a gap or an absent
-/// prefix found a key. With the layout's database the two counts are equal, whatever the
-/// filters (they never hide a key); otherwise the share of empty operations is not the one
-/// `--empty_fraction` asked for. Empty when they agree.
-fn layout_warning(name: &str, st: &ThreadStats, tally: &Tally, flags: &Flags) -> String {
-    let targeted = tally.targeted.load(Relaxed);
-    if st.found == targeted {
-        return String::new();
-    }
-    format!(
-        "\nwarning: {name}: {} operations found a key where {targeted} were aimed at one: the \
-         database was not written by fillseq or by fillrandom with --fill_seed={} and \
-         --num={} (key_layout.rs), so the share of empty operations is not --empty_fraction",
-        st.found,
-        flags.fill_seed.unwrap_or(flags.seed),
-        flags.num,
-    )
 }
 
 /// `scan filters : NAME found_share=.. targeted_share=.. [entries/op=..] skipped/op=..
