@@ -70,3 +70,37 @@ fn iops_rejects_a_file_shorter_than_one_block_and_out_of_range_flags() {
     assert!(stdout.contains("random 4 KiB reads") && stdout.contains("random 8 KiB reads"));
     assert_eq!(std::fs::read(&path).unwrap(), b"tiny");
 }
+
+#[test]
+fn iops_batches_report_a_row_per_batch_size_or_say_io_uring_is_refused() {
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let path = tmp.path().join("data");
+    let mut bytes = vec![0u8; 1 << 20];
+    SplitMix64::new(5).fill(&mut bytes);
+    std::fs::write(&path, &bytes).unwrap();
+    let p = path.to_str().unwrap();
+    let out = iops(&[p, "--seconds", "0.3", "--depths", "1", "--batches", "3,20"]);
+    let (stdout, stderr) =
+        (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    if !out.status.success() {
+        // A sandbox that refuses io_uring: a message naming it, after the depth table.
+        assert!(stderr.contains("io_uring"), "{stdout}{stderr}");
+        return;
+    }
+    let table: Vec<&str> =
+        stdout.lines().skip_while(|l| !l.trim_start().starts_with("batch")).skip(1).collect();
+    for batch in ["3", "20"] {
+        let row = table
+            .iter()
+            .find(|l| l.split_whitespace().next() == Some(batch))
+            .unwrap_or_else(|| panic!("a row for batches of {batch} in {stdout}"));
+        let cols: Vec<f64> = row.split_whitespace().map(|c| c.parse().unwrap()).collect();
+        // reads/s > 0, and us per batch = batch size / reads per second.
+        assert!(cols[1] > 0.0, "{row}");
+        let expect = cols[0] * 1e6 / cols[1];
+        assert!((cols[3] - expect).abs() <= 0.01 * expect + 0.1, "{row}");
+    }
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
+    let out = iops(&[p, "--seconds", "1", "--batches", "0"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--batches value 0 is out of range"));
+}

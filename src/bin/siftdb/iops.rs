@@ -4,6 +4,9 @@
 //! `--depths` (one thread per outstanding read, each doing blocking `pread`s), for `--seconds`
 //! each. A direct read of an SST block transfers the 4 KiB pages the block spans: one page, or
 //! two when it straddles a page boundary, so `--sizes 4,8` gives the disk's rate for both.
+//! `--batches N` adds the limit a batched lookup (`multi_get`) meets: closed batches of N reads
+//! through io_uring, each submitted as it is queued, all waited for before the next batch, so
+//! the queue fills and drains as a batch's block reads do.
 //!
 //! Read only: the file is opened `O_RDONLY | O_DIRECT` and never created, written or truncated.
 //! Pass a large existing file whose blocks were written (an SST, or `dd if=/dev/urandom of=big
@@ -38,6 +41,12 @@ pub struct IopsArgs {
     /// Read sizes in KiB, comma-separated, each a multiple of 4 (one table per size).
     #[arg(long, value_delimiter = ',', default_value = "4")]
     pub sizes: Vec<usize>,
+    /// Closed batches to measure, comma-separated batch sizes (none by default): N reads
+    /// submitted through io_uring one after another, as `multi_get` submits its block reads,
+    /// then all N waited for before the next batch starts. The disk's limit for a batched
+    /// lookup whose batch makes N device reads.
+    #[arg(long, value_delimiter = ',')]
+    pub batches: Vec<usize>,
 }
 
 /// A QD1 read faster than this (microseconds) did not reach a device (NVMe reads take 10 us
@@ -59,6 +68,9 @@ pub fn run(args: &IopsArgs) -> Result<()> {
     }
     if let Some(&d) = args.depths.iter().find(|&&d| d == 0 || d > 1024) {
         return Err(Error::invalid(format!("--depths value {d} is out of range: 1..=1024")));
+    }
+    if let Some(&n) = args.batches.iter().find(|&&n| n == 0 || n > 1024) {
+        return Err(Error::invalid(format!("--batches value {n} is out of range: 1..=1024")));
     }
     if let Some(&k) = args.sizes.iter().find(|&&k| k == 0 || k % 4 != 0 || k > 1024) {
         return Err(Error::invalid(format!(
@@ -118,8 +130,99 @@ pub fn run(args: &IopsArgs) -> Result<()> {
                 );
             }
         }
+        if !args.batches.is_empty() {
+            println!("{:>5} {:>12} {:>10} {:>12}", "batch", "reads/s", "MB/s", "us/batch");
+        }
+        for &batch in &args.batches {
+            let duration = Duration::from_secs_f64(args.seconds);
+            let r = measure_batches(&file, (blocks - pages + 1, size), batch, duration, args.seed)?;
+            let secs = r.elapsed.as_secs_f64();
+            let per_sec = r.reads as f64 / secs;
+            let per_batch =
+                if r.reads == 0 { 0.0 } else { secs * 1e6 * batch as f64 / r.reads as f64 };
+            println!(
+                "{batch:>5} {per_sec:>12.0} {:>10.1} {per_batch:>12.1}",
+                per_sec * size as f64 / 1e6
+            );
+        }
     }
     Ok(())
+}
+
+/// Closed batches of `batch` reads of `size` bytes at random 4 KiB-aligned offsets (`starts`
+/// of them) through one io_uring, until `duration` has passed: each read is submitted as it
+/// is queued (as `multi_get`'s flight does), then the whole batch is waited for.
+fn measure_batches(
+    file: &std::fs::File,
+    (starts, size): (u64, usize),
+    batch: usize,
+    duration: Duration,
+    seed: u64,
+) -> Result<DepthResult> {
+    use io_uring::{opcode, types};
+    use std::os::fd::AsRawFd;
+    let entries = batch.next_power_of_two() as u32;
+    let mut ring = io_uring::IoUring::new(entries).map_err(|e| {
+        Error::io("setting up io_uring for --batches (refused here?)".to_string(), e)
+    })?;
+    let mut bufs: Vec<AlignedBuf> =
+        (0..batch).map(|_| AlignedBuf::new(size)).collect::<Result<_>>()?;
+    let mut rng = SplitMix64::new(seed);
+    let fd = types::Fd(file.as_raw_fd());
+    let start = Instant::now();
+    let deadline = start + duration;
+    let mut reads = 0u64;
+    let enter = |ring: &mut io_uring::IoUring, wait: usize| loop {
+        match ring.submit_and_wait(wait) {
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
+            r => return r.map_err(|e| Error::io("io_uring_enter".to_string(), e)),
+        }
+    };
+    let mut run = |bufs: &mut [AlignedBuf]| -> Result<()> {
+        while Instant::now() < deadline {
+            for (i, buf) in bufs.iter_mut().enumerate() {
+                let at = rng.below(starts) * ALIGN as u64;
+                let bytes = buf.bytes_mut();
+                let entry = opcode::Read::new(fd, bytes.as_mut_ptr(), bytes.len() as u32)
+                    .offset(at)
+                    .build()
+                    .user_data(i as u64);
+                // SAFETY: the buffer is not reused or freed while its read is outstanding: all
+                // `batch` completions are reaped below before the next batch, and on an error
+                // the buffers are leaked (`run`'s caller).
+                unsafe { ring.submission().push(&entry) }.expect("the ring holds a whole batch");
+                enter(&mut ring, 0)?;
+            }
+            let mut done = 0;
+            while done < batch {
+                enter(&mut ring, 1)?;
+                for c in ring.completion() {
+                    let n = c.result();
+                    if n < 0 {
+                        return Err(Error::io(
+                            "a batched read".to_string(),
+                            std::io::Error::from_raw_os_error(-n),
+                        ));
+                    }
+                    if n as usize != size {
+                        return Err(Error::invalid(format!(
+                            "short read of {n} bytes: the file shrank"
+                        )));
+                    }
+                    done += 1;
+                }
+            }
+            reads += batch as u64;
+        }
+        Ok(())
+    };
+    if let Err(e) = run(&mut bufs) {
+        // Reads may still be outstanding: the kernel writes into their buffers until they
+        // complete, so the buffers are leaked rather than freed (a few KiB, once).
+        std::mem::forget(bufs);
+        return Err(e);
+    }
+    Ok(DepthResult { reads, elapsed: start.elapsed() })
 }
 
 /// `depth` threads reading `size` bytes at random 4 KiB-aligned offsets (`starts` of them)
