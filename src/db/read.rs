@@ -118,7 +118,7 @@ fn lookup(
     let mut in_table = |table: &Table, counters: &ReadCounters| -> Result<Step> {
         // Before the filter, and whatever it says.
         covered_below = covered_below.max(table.max_covering_tombstone(key, snapshot));
-        let r = match table.probe_filter(keyspace, key, hash, counters) {
+        let r = match table.probe_filter_in_range(keyspace, key, hash, counters) {
             FilterVerdict::Absent => return Ok(Step::Continue),
             FilterVerdict::Maybe { positive } => {
                 let before = ops.list.len();

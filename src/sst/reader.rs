@@ -563,12 +563,34 @@ impl Table {
         counters: &ReadCounters,
     ) -> FilterVerdict {
         let key = (keyspace, user_key);
-        if self.props.entries == 0
-            || key < ikey::split(&self.props.smallest_key)
-            || key > ikey::split(&self.props.largest_key)
+        if key < ikey::split(&self.props.smallest_key) || key > ikey::split(&self.props.largest_key)
         {
             return FilterVerdict::Absent;
         }
+        self.probe_filter_in_range(keyspace, user_key, key_hash, counters)
+    }
+
+    /// [`Table::probe_filter`] for a key the caller knows lies within the table's key range
+    /// (`TableFile::may_contain_key`, or the level search that found the file): the version's
+    /// file metadata already answered the range check, so the table's own copy of the range,
+    /// behind two more pointers, is not read again (at 50M keys a missing-key lookup is a
+    /// chain of dependent loads from the level search to the filter's lines).
+    pub(crate) fn probe_filter_in_range(
+        &self,
+        keyspace: u32,
+        user_key: &[u8],
+        key_hash: u64,
+        counters: &ReadCounters,
+    ) -> FilterVerdict {
+        let key = (keyspace, user_key);
+        if self.props.entries == 0 {
+            return FilterVerdict::Absent; // range tombstones only
+        }
+        debug_assert!(
+            key >= ikey::split(&self.props.smallest_key)
+                && key <= ikey::split(&self.props.largest_key),
+            "probe_filter_in_range for a key outside the table"
+        );
         if let Some(p) = &self.partitioned {
             return self.probe_partitioned(p, key, key_hash, counters);
         }

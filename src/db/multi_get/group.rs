@@ -174,7 +174,7 @@ impl Batch<'_> {
         s.verdicts.clear();
         s.verdicts.extend(slots.iter().map(|&slot| {
             let i = self.pending[slot];
-            table.probe_filter(self.keyspace, self.keys[i], self.hashes[i], counters)
+            table.probe_filter_in_range(self.keyspace, self.keys[i], self.hashes[i], counters)
         }));
         for (&slot, verdict) in slots.iter().zip(s.verdicts.iter()) {
             let FilterVerdict::Maybe { positive } = *verdict else { continue };
