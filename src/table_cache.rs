@@ -34,6 +34,7 @@ use crate::cache::BlockCache;
 use crate::db::read_counters::StripedCounter;
 use crate::error::{Error, Result};
 use crate::filename;
+use crate::filter::SharedProbeHint;
 use crate::options::MIN_MAX_OPEN_FILES;
 use crate::sst::{MetaPolicy, Table};
 use crate::storage::Storage;
@@ -53,9 +54,20 @@ pub(crate) struct Slot {
     /// The file is at level 0 (as last reported by a version): open it pinned when L0 pinning
     /// is on.
     level0: AtomicBool,
+    /// Where a probe of the open table's filter reads (set when a table is installed, cleared
+    /// when it is closed), so a lookup prefetches the filter's lines from the slot without
+    /// first loading the table: see [`Slot::prefetch_filter`].
+    hint: SharedProbeHint,
 }
 
 impl Slot {
+    /// Starts loading the filter lines a probe of `key_hash` reads, from the slot's probe hint;
+    /// false when it has none (a closed table, or a filter kind without hints). A hint only.
+    #[inline]
+    pub(crate) fn prefetch_filter(&self, key_hash: u64) -> bool {
+        self.hint.prefetch(key_hash)
+    }
+
     /// Marks the slot recently used, writing the bit only when it is clear (a hot table's
     /// line is then only read by lookups).
     #[inline]
@@ -179,6 +191,7 @@ impl TableCache {
             if let Some(i) = st.ring.iter().position(|s| Arc::ptr_eq(s, &slot)) {
                 st.ring.swap_remove(i);
             }
+            slot.hint.set(None);
             slot.table.swap(None)
         };
         drop(dropped);
@@ -270,6 +283,7 @@ impl TableCache {
                 // by a hit. (Set here, one eviction sweep could clear every bit, including a
                 // hot table's, and then evict that table before any reader could set it again.)
                 slot.table.store(Some(Arc::clone(&table)));
+                slot.hint.set(table.probe_hint());
                 slot.referenced.store(false, Ordering::Relaxed);
                 st.ring.push(Arc::clone(slot));
                 if let Some(limit) = self.limit {
@@ -291,6 +305,7 @@ impl TableCache {
             if let Some(i) = st.ring.iter().position(|s| Arc::ptr_eq(s, &slot)) {
                 st.ring.swap_remove(i);
             }
+            slot.hint.set(None);
             slot.table.swap(None)
         };
         drop(dropped);
@@ -368,6 +383,7 @@ fn evict_over(st: &mut State, limit: usize, evicted: &mut Vec<Arc<Table>>) {
         if slot.referenced.swap(false, Ordering::Relaxed) {
             st.hand += 1;
         } else {
+            slot.hint.set(None);
             evicted.extend(slot.table.swap(None));
             st.ring.swap_remove(st.hand);
         }

@@ -9,12 +9,15 @@
 //! sorted by smallest `(keyspace, user key)` and its files' key ranges are disjoint. A file
 //! holds one keyspace.
 
+mod brief_index;
+
 use crate::error::Result;
 use crate::filter::FilterKind;
 use crate::manifest::FileMeta;
 use crate::sst::index::key_prefix;
 use crate::sst::Table;
 use crate::table_cache::{Slot, TableCache};
+use brief_index::BriefIndex;
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -112,6 +115,18 @@ fn first_ending_at_or_after(
     largest_below: impl Fn(usize) -> bool,
 ) -> usize {
     let lo = first_at_or_after(largest_briefs, target);
+    first_ending_at_or_after_from(largest_briefs, lo, target, largest_below)
+}
+
+/// [`first_ending_at_or_after`] given `lo`, the count of `largest_briefs` below `target` (from
+/// a level's [`BriefIndex`]).
+#[inline]
+fn first_ending_at_or_after_from(
+    largest_briefs: &[Brief],
+    lo: usize,
+    target: Brief,
+    largest_below: impl Fn(usize) -> bool,
+) -> usize {
     if largest_briefs.get(lo) != Some(&target) {
         return lo;
     }
@@ -200,7 +215,12 @@ impl TableFile {
     /// holds its filter itself ([`Table::prefetch_filter`]); otherwise nothing.
     #[inline]
     pub fn prefetch_filter(&self, key_hash: u64) {
-        TableCache::peek(&self.slot, |t| t.prefetch_filter(key_hash));
+        // From the slot's probe hint if it has one: the filter's lines start loading without
+        // waiting for the loads of the table and its filter (at 50M keys a missing-key lookup
+        // is a chain of dependent loads from the level search to the filter's lines).
+        if !self.slot.prefetch_filter(key_hash) {
+            TableCache::peek(&self.slot, |t| t.prefetch_filter(key_hash));
+        }
     }
 
     /// Whether `user_key` of `keyspace` lies inside the file's key range.
@@ -241,10 +261,11 @@ pub struct Version {
     /// `levels[0]` newest first; deeper levels sorted by smallest key, disjoint. Private, so
     /// that every change goes through `reindex` (read it with [`Version::levels`]).
     levels: Vec<Vec<Arc<TableFile>>>,
-    /// `largest_brief` of every file of `levels[i]`, in the same order: the level search runs
-    /// over this contiguous array, not over the files (one pointer chase per step, most of the
-    /// search's time in a 10M-key readmissing profile). Rebuilt with the level (`reindex`).
-    largest_briefs: Vec<Vec<Brief>>,
+    /// `largest_brief` of every file of `levels[i]`, in the same order, with a search tree
+    /// over them (src/version/brief_index.rs): the level search runs over these contiguous
+    /// arrays, not over the files (one pointer chase per step, most of the search's time in a
+    /// 10M-key readmissing profile). Rebuilt with the level (`reindex`).
+    largest_briefs: Vec<BriefIndex>,
     /// The files of `levels[i]` that hold range tombstones, in level order (rebuilt with the
     /// level): a scan collects tombstones from these without visiting every file.
     range_deletion_files: Vec<Vec<Arc<TableFile>>>,
@@ -289,8 +310,11 @@ impl Version {
         // among the (rare) files whose largest brief equals the key's, the key bytes decide.
         // (In a 10M-key readmissing profile this search was a third of the time, mostly
         // pointer chasing to the files and their keys' heap bytes, and memcmp.)
-        let briefs = &self.largest_briefs[level];
-        let i = first_ending_at_or_after(briefs, target, |i| files[i].meta.largest() < key);
+        let index = &self.largest_briefs[level];
+        let lo = index.first_at_or_after(target);
+        let i = first_ending_at_or_after_from(index.briefs(), lo, target, |i| {
+            files[i].meta.largest() < key
+        });
         let file = files.get(i)?;
         at_or_before(file.smallest_brief, target, || file.meta.smallest() <= key).then_some(file)
     }
@@ -310,11 +334,14 @@ impl Version {
         if files.is_empty() {
             return 0..0;
         }
-        let briefs = &self.largest_briefs[level];
+        let index = &self.largest_briefs[level];
+        let briefs = index.briefs();
         let first = match lower {
             Bound::Included(l) | Bound::Excluded(l) => {
                 let full = (keyspace, l.as_slice());
-                first_ending_at_or_after(briefs, brief(keyspace, l), |i| {
+                let target = brief(keyspace, l);
+                let lo = index.first_at_or_after(target);
+                first_ending_at_or_after_from(briefs, lo, target, |i| {
                     files[i].meta.largest() < full
                 })
             }
@@ -360,11 +387,12 @@ impl Version {
     /// Rebuilds `largest_briefs[level]` and `range_deletion_files[level]` from `levels[level]`.
     fn reindex(&mut self, level: usize) {
         if self.largest_briefs.len() < self.levels.len() {
-            self.largest_briefs.resize(self.levels.len(), Vec::new());
+            self.largest_briefs.resize(self.levels.len(), BriefIndex::default());
             self.range_deletion_files.resize(self.levels.len(), Vec::new());
         }
         let files = &self.levels[level];
-        self.largest_briefs[level] = files.iter().map(|f| f.largest_brief).collect();
+        self.largest_briefs[level] =
+            BriefIndex::new(files.iter().map(|f| f.largest_brief).collect());
         self.range_deletion_files[level] =
             files.iter().filter(|f| f.info.range_deletions > 0).cloned().collect();
     }

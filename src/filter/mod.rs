@@ -97,6 +97,7 @@ pub use counting::{CountingBloom, CountingBloomView};
 pub use cuckoo::{cuckoo_fpr, Cuckoo, CuckooBuilder, CuckooView};
 pub use grafite::{Grafite, GrafiteBuilder, GrafiteView};
 pub use hash::{hash_key, hash_keys};
+pub(crate) use prefetch::{ProbeHint, SharedProbeHint};
 pub use ribbon::{Ribbon, RibbonBuilder, RibbonView};
 pub use scalable::{ScalableBloom, ScalableBloomView};
 pub use sizing::{BloomBuilder, BloomShape, Sizing};

@@ -124,6 +124,15 @@ impl FilterView<'_> {
         }
     }
 
+    /// Where a probe reads, as plain numbers ([`crate::filter::ProbeHint`]), for the kinds that
+    /// have one (Ribbon); `None` for the others and for an empty filter.
+    pub(crate) fn probe_hint(&self) -> Option<crate::filter::ProbeHint> {
+        match &self.inner {
+            Inner::Ribbon(v) => v.probe_hint(),
+            _ => None,
+        }
+    }
+
     /// Bytes of heap memory the parsed view allocated beyond the bytes it borrows (a scalable
     /// filter's stage list; nothing for the other kinds), allocator headers included.
     pub(crate) fn parsed_heap_bytes(&self) -> usize {

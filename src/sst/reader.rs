@@ -552,6 +552,15 @@ impl Table {
         }
     }
 
+    /// Where a probe of the table's filter reads, as plain numbers, when the table holds its
+    /// whole filter (as [`Table::prefetch_filter`]) and the filter's kind has a hint.
+    pub(crate) fn probe_hint(&self) -> Option<crate::filter::ProbeHint> {
+        match (&self.partitioned, &self.filter) {
+            (None, TableFilter::Loaded(Held::Here(f))) => f.view().probe_hint(),
+            _ => None,
+        }
+    }
+
     /// The first half of [`Table::get`] for `user_key` of `keyspace`: the key-range check (in
     /// `(keyspace, user key)` order) and the filter probe, counted. Batched lookups
     /// (`Db::multi_get`) probe every key's filter before reading any block.

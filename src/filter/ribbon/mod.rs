@@ -58,6 +58,15 @@ use crate::filter::prefetch::prefetch_read;
 use crate::filter::{Filter, FilterKind, StaticFilter};
 use solution::{Layout, W};
 
+/// [`RibbonView::prefetch_hash`] from a probe hint's numbers, `(num_blocks, upper_start_block,
+/// lower_columns)` for the layout, words at address `base` (see `solution::prefetch_at`).
+#[inline(always)]
+pub(crate) fn prefetch_hinted(base: usize, seed: u64, layout: (u64, u64, u32), hash: u64) {
+    let (num_blocks, upper_start_block, lower_columns) = layout;
+    let layout = Layout { num_blocks, upper_start_block, lower_columns };
+    solution::prefetch_at(base, &layout, seed, hash);
+}
+
 /// Step between the seeds of successive attempts (odd, so the seeds never repeat).
 const SEED_STEP: u64 = 0x9E37_79B9_7F4A_7C15;
 /// Keys whose blocks are prefetched together by [`Filter::contains_batch`].
@@ -302,6 +311,18 @@ impl<'a> RibbonView<'a> {
     #[inline]
     pub fn prefetch_hash(&self, hash: u64) {
         solution::prefetch(&self.words, &self.layout, self.seed, hash);
+    }
+
+    /// The numbers a prefetch needs without the view ([`crate::filter::ProbeHint`]); `None`
+    /// for the empty filter.
+    pub(crate) fn probe_hint(&self) -> Option<crate::filter::ProbeHint> {
+        (self.layout.num_blocks > 0).then(|| crate::filter::ProbeHint::Ribbon {
+            base: self.words.ptr(0) as usize,
+            seed: self.seed,
+            num_blocks: self.layout.num_blocks,
+            upper_start_block: self.layout.upper_start_block,
+            lower_columns: self.layout.lower_columns,
+        })
     }
 
     /// Distinct keys the filter was built from.

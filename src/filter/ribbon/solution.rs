@@ -26,7 +26,7 @@ pub(super) const MAX_BLOCKS: u64 = 1 << 32;
 
 /// Shape of the solution: block count and column mix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Layout {
+pub(crate) struct Layout {
     /// `B`: blocks of 128 slots. Zero only for the empty filter.
     pub num_blocks: u64,
     /// `U`: first block with `lower_columns + 1` columns (`U == B`: none has).
@@ -141,9 +141,42 @@ fn unit<W2: Words<u64> + ?Sized>(words: &W2, unit: usize) -> u128 {
 /// and, when its row spills over, of the next block (a hint; no-op for the empty filter).
 #[inline(always)]
 pub(super) fn prefetch(words: &LeWords<'_, u64>, layout: &Layout, seed: u64, hash: u64) {
+    if let Some((first, end)) = probe_span(layout, seed, hash) {
+        // One hint per 64-byte line (8 words) of the span, and one for its last word.
+        let mut w = first;
+        while w < end {
+            prefetch_read(words.ptr(w));
+            w += 8;
+        }
+        prefetch_read(words.ptr(end - 1));
+    }
+}
+
+/// [`prefetch`] from a probe hint's numbers (`crate::filter::ProbeHint`): the words at
+/// address `base`, which may no longer be the filter's (a stale hint, or one read torn by a
+/// concurrent update). A layout that fails validation is skipped; a valid one bounds the span
+/// to two blocks, so any numbers cost at most a few wasted loads, never a fault.
+#[inline(always)]
+pub(crate) fn prefetch_at(base: usize, layout: &Layout, seed: u64, hash: u64) {
+    if layout.validate().is_err() {
+        return;
+    }
+    let Some((first, end)) = probe_span(layout, seed, hash) else { return };
+    let line = |w: usize| base.wrapping_add(w.wrapping_mul(8)) as *const u8;
+    let mut w = first;
+    while w < end {
+        prefetch_read(line(w));
+        w += 8;
+    }
+    prefetch_read(line(end - 1));
+}
+
+/// The words `[first, end)` a probe of `hash` reads (`None`: the empty filter, or none).
+#[inline(always)]
+fn probe_span(layout: &Layout, seed: u64, hash: u64) -> Option<(usize, usize)> {
     let num_starts = layout.num_starts();
     if num_starts == 0 {
-        return;
+        return None;
     }
     let (start, _, _) = key_row(mix64(hash, seed), num_starts);
     let block = start / W;
@@ -155,15 +188,7 @@ pub(super) fn prefetch(words: &LeWords<'_, u64>, layout: &Layout, seed: u64, has
     } else {
         2 * layout.first_unit(block + 2).min(layout.first_unit(layout.num_blocks)) as usize
     };
-    // One hint per 64-byte line (8 words) of the span, and one for its last word.
-    let mut w = first;
-    while w < end {
-        prefetch_read(words.ptr(w));
-        w += 8;
-    }
-    if end > first {
-        prefetch_read(words.ptr(end - 1));
-    }
+    (end > first).then_some((first, end))
 }
 
 /// Membership test shared by the owned filter and its view. `words` must hold
