@@ -124,7 +124,7 @@ impl SharedProbeHint {
 mod tests {
     use super::*;
     use crate::filter::prelude::*;
-    use crate::filter::{hash_key, BlockedBloom, FilterView, Ribbon};
+    use crate::filter::{hash_key, ribbon, BlockedBloom, FilterView, Ribbon};
     use crate::rng::SplitMix64;
 
     #[test]
@@ -157,6 +157,7 @@ mod tests {
     fn any_numbers_in_a_hint_cost_a_prefetch_at_most_never_a_panic() {
         // A torn or stale hint: arbitrary layouts (valid or not) at arbitrary addresses.
         let mut rng = SplitMix64::new(17);
+        let mut valid_layouts = 0u32;
         for i in 0..100_000u64 {
             let pick = |r: &mut SplitMix64, small: u64| {
                 if i % 2 == 0 {
@@ -173,6 +174,12 @@ mod tests {
                 lower_columns: pick(&mut rng, 40) as u32,
             };
             hint.prefetch(rng.next_u64());
+            let ProbeHint::Ribbon { num_blocks, upper_start_block, lower_columns, .. } = hint;
+            let valid = ribbon::hint_layout_valid(num_blocks, upper_start_block, lower_columns);
+            valid_layouts += u32::from(valid.expect("the inline check agrees with validate()"));
         }
+        // Odd rounds draw small numbers, a tenth of which make valid layouts (num_blocks within
+        // 2^32: 1/2; upper_start_block within num_blocks: 1/4; 1..=32 columns: 4/5): ~5,000.
+        assert!(valid_layouts > 2_000, "{valid_layouts} valid layouts");
     }
 }

@@ -67,6 +67,14 @@ pub(crate) fn prefetch_hinted(base: usize, seed: u64, layout: (u64, u64, u32), h
     solution::prefetch_at(base, &layout, seed, hash);
 }
 
+/// Whether a hint's layout numbers are valid, checked both ways: `Layout::is_valid` (the hint
+/// path's inline check) and `Layout::validate`; `None` if they disagree (tests).
+#[cfg(test)]
+pub(crate) fn hint_layout_valid(num_blocks: u64, upper: u64, lower_columns: u32) -> Option<bool> {
+    let layout = Layout { num_blocks, upper_start_block: upper, lower_columns };
+    (layout.is_valid() == layout.validate().is_ok()).then_some(layout.is_valid())
+}
+
 /// Step between the seeds of successive attempts (odd, so the seeds never repeat).
 const SEED_STEP: u64 = 0x9E37_79B9_7F4A_7C15;
 /// Keys whose blocks are prefetched together by [`Filter::contains_batch`].

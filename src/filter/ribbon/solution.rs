@@ -56,6 +56,16 @@ impl Layout {
         Ok(())
     }
 
+    /// `validate().is_ok()`, inlined and without building a message (the probe-hint path
+    /// checks every hint it reads).
+    #[inline(always)]
+    pub fn is_valid(&self) -> bool {
+        self.num_blocks <= MAX_BLOCKS
+            && self.upper_start_block <= self.num_blocks
+            && (1..=32).contains(&self.lower_columns)
+            && self.upper_columns() <= 32
+    }
+
     /// Result columns of blocks `U..B` (equal to the lower count when there are none).
     pub fn upper_columns(&self) -> u32 {
         self.lower_columns + u32::from(self.upper_start_block < self.num_blocks)
@@ -158,7 +168,7 @@ pub(super) fn prefetch(words: &LeWords<'_, u64>, layout: &Layout, seed: u64, has
 /// to two blocks, so any numbers cost at most a few wasted loads, never a fault.
 #[inline(always)]
 pub(crate) fn prefetch_at(base: usize, layout: &Layout, seed: u64, hash: u64) {
-    if layout.validate().is_err() {
+    if !layout.is_valid() {
         return;
     }
     let Some((first, end)) = probe_span(layout, seed, hash) else { return };
