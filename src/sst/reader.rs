@@ -572,18 +572,23 @@ impl Table {
         counters: &ReadCounters,
     ) -> FilterVerdict {
         let key = (keyspace, user_key);
-        if key < ikey::split(&self.props.smallest_key) || key > ikey::split(&self.props.largest_key)
+        if self.props.entries == 0
+            || key < ikey::split(&self.props.smallest_key)
+            || key > ikey::split(&self.props.largest_key)
         {
             return FilterVerdict::Absent;
         }
         self.probe_filter_in_range(keyspace, user_key, key_hash, counters)
     }
 
-    /// [`Table::probe_filter`] for a key the caller knows lies within the table's key range
+    /// [`Table::probe_filter`] for a key the caller found within the file's key range
     /// (`TableFile::may_contain_key`, or the level search that found the file): the version's
-    /// file metadata already answered the range check, so the table's own copy of the range,
-    /// behind two more pointers, is not read again (at 50M keys a missing-key lookup is a
-    /// chain of dependent loads from the level search to the filter's lines).
+    /// file metadata already answered the range check, so the table's own copy of its point
+    /// keys' range, behind two more pointers, is not read again (at 50M keys a missing-key
+    /// lookup is a chain of dependent loads from the level search to the filter's lines). The
+    /// file's range may be wider, covering its range tombstones' extents; a key there that no
+    /// point key of the table bounds is still answered right: the filter holds no such key,
+    /// so it says "absent", or "maybe" as for any absent key, and the index finds no version.
     pub(crate) fn probe_filter_in_range(
         &self,
         keyspace: u32,
@@ -595,11 +600,6 @@ impl Table {
         if self.props.entries == 0 {
             return FilterVerdict::Absent; // range tombstones only
         }
-        debug_assert!(
-            key >= ikey::split(&self.props.smallest_key)
-                && key <= ikey::split(&self.props.largest_key),
-            "probe_filter_in_range for a key outside the table"
-        );
         if let Some(p) = &self.partitioned {
             return self.probe_partitioned(p, key, key_hash, counters);
         }
