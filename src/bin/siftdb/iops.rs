@@ -53,10 +53,19 @@ pub struct IopsArgs {
 /// or more); `run` then warns that the file is probably unwritten.
 const FAST_READ_US: f64 = 5.0;
 
-/// One queue depth's result.
+/// One queue depth's (or batch size's) result.
 struct DepthResult {
     reads: u64,
     elapsed: Duration,
+}
+
+impl DepthResult {
+    /// Reads per second, and the microseconds `n` reads take (0 when none was made).
+    fn rates(&self, n: usize) -> (f64, f64) {
+        let secs = self.elapsed.as_secs_f64();
+        let per_n = if self.reads == 0 { 0.0 } else { secs * 1e6 * n as f64 / self.reads as f64 };
+        (self.reads as f64 / secs, per_n)
+    }
 }
 
 pub fn run(args: &IopsArgs) -> Result<()> {
@@ -114,10 +123,8 @@ pub fn run(args: &IopsArgs) -> Result<()> {
         for &depth in &args.depths {
             let duration = Duration::from_secs_f64(args.seconds);
             let r = measure(&file, (blocks - pages + 1, size), depth, duration, args.seed)?;
-            let secs = r.elapsed.as_secs_f64();
-            let per_sec = r.reads as f64 / secs;
-            let latency =
-                if r.reads == 0 { 0.0 } else { secs * 1e6 * depth as f64 / r.reads as f64 };
+            // `depth` reads are in flight at any time: each takes `depth` reads' share.
+            let (per_sec, latency) = r.rates(depth);
             println!(
                 "{depth:>4} {per_sec:>12.0} {:>10.1} {latency:>12.1}",
                 per_sec * size as f64 / 1e6
@@ -136,10 +143,7 @@ pub fn run(args: &IopsArgs) -> Result<()> {
         for &batch in &args.batches {
             let duration = Duration::from_secs_f64(args.seconds);
             let r = measure_batches(&file, (blocks - pages + 1, size), batch, duration, args.seed)?;
-            let secs = r.elapsed.as_secs_f64();
-            let per_sec = r.reads as f64 / secs;
-            let per_batch =
-                if r.reads == 0 { 0.0 } else { secs * 1e6 * batch as f64 / r.reads as f64 };
+            let (per_sec, per_batch) = r.rates(batch);
             println!(
                 "{batch:>5} {per_sec:>12.0} {:>10.1} {per_batch:>12.1}",
                 per_sec * size as f64 / 1e6
