@@ -436,6 +436,57 @@ mod tests {
     }
 
     #[test]
+    fn an_open_table_with_a_ribbon_filter_leaves_a_probe_hint_in_its_slot_until_closed() {
+        use crate::filter::prelude::*;
+        use crate::filter::{hash_key, Ribbon};
+        let storage = MemStorage::new();
+        storage.create_dir_all(Path::new("/db")).unwrap();
+        // Tables 1..=19 carry a Ribbon filter over their key; table 20 has none.
+        for number in 1..=20u64 {
+            let path = Path::new("/db").join(filename::sst_name(number));
+            let mut b =
+                TableBuilder::new(storage.create(&path).unwrap(), TableOptions::default()).unwrap();
+            let user_key = number.to_be_bytes();
+            b.add(&crate::ikey::encode(&user_key, 1, crate::ikey::ValueKind::Put), b"v").unwrap();
+            let filter = match number {
+                20 => FilterBlockSource::None,
+                _ => FilterBlockSource::Bytes(
+                    Ribbon::build(&[hash_key(&user_key)]).unwrap().to_bytes(),
+                ),
+            };
+            b.finish(filter).unwrap();
+        }
+        let c = cache(&storage, 16).unwrap();
+        let hint = |n: u64| c.slot(n).hint.load();
+        assert_eq!(hint(1), None, "nothing is open yet");
+        let t1 = c.get(1).unwrap();
+        assert!(hint(1).is_some());
+        assert_eq!(hint(1), t1.probe_hint(), "the hint is the open table's");
+        assert!(c.slot(1).prefetch_filter(hash_key(&1u64.to_be_bytes())));
+        drop(t1);
+        c.get(20).unwrap();
+        assert_eq!(hint(20), None, "a table without a filter gives no hint");
+        assert!(!c.slot(20).prefetch_filter(0));
+        // Opening 2..=19 through 16 slots evicts some tables (CLOCK): their hints go.
+        for n in 2..=19 {
+            c.get(n).unwrap();
+        }
+        assert_eq!(c.open_tables(), 16);
+        let mut closed = 0;
+        for n in 1..=19u64 {
+            let open = c.slot(n).table.load().is_some();
+            closed += usize::from(!open);
+            assert_eq!(hint(n).is_some(), open, "table {n}: a hint exactly while open");
+        }
+        assert!(closed >= 3, "{closed} of 19 closed");
+        // A file being deleted: its slot's hint goes with its table.
+        let open = (1..=19).find(|&n| hint(n).is_some()).unwrap();
+        let slot = c.slot(open);
+        c.evict(open);
+        assert_eq!(slot.hint.load(), None);
+    }
+
+    #[test]
     fn a_table_used_between_misses_is_never_evicted() {
         // CLOCK's second chance: the hot table's bit is set again before the hand comes back.
         let storage = MemStorage::new();
