@@ -99,7 +99,7 @@ pub struct TableFile {
 /// a comparison, an equal one does not.
 type Brief = u128;
 
-/// Below 2^96: a keyspace over an 8-byte prefix (`first_at_or_after` relies on it).
+/// Below 2^96: a keyspace over an 8-byte prefix ([`below`] relies on it).
 fn brief(keyspace: u32, user_key: &[u8]) -> Brief {
     ((keyspace as u128) << 64) | key_prefix(user_key) as u128
 }
@@ -157,14 +157,19 @@ fn first_at_or_after(briefs: &[Brief], target: Brief) -> usize {
     while size > 1 {
         let half = size / 2;
         let mid = base + half;
-        // `briefs[mid] < target` as the sign of their difference (briefs are below 2^96, so
-        // it cannot wrap), turned into a mask: LLVM compiled `if`, `select_unpredictable` and
-        // a mask of the comparison itself into a branch.
-        let below = (briefs[mid].wrapping_sub(target) >> 127) as usize;
-        base += half & below.wrapping_neg();
+        // `briefs[mid] < target` turned into a mask.
+        base += half & below(briefs[mid], target).wrapping_neg();
         size -= half;
     }
     base + usize::from(briefs[base] < target)
+}
+
+/// 1 if `brief < target`, else 0, without a branch: the sign of their difference, which cannot
+/// wrap because briefs are below 2^96. (LLVM compiled `if`, `select_unpredictable` and a mask
+/// of the comparison itself into a branch, which mispredicts half the time in a level search.)
+#[inline(always)]
+fn below(brief: Brief, target: Brief) -> usize {
+    (brief.wrapping_sub(target) >> 127) as usize
 }
 
 /// Whether a file's smallest key (briefed `smallest`) is `<=` the key briefed `target`;

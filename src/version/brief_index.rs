@@ -62,11 +62,10 @@ impl BriefIndex {
     }
 }
 
-/// How many of `briefs` are `< target`: the sign of each difference (briefs are below 2^96,
-/// so it cannot wrap), summed.
+/// How many of `briefs` are `< target`, each compared without a branch ([`super::below`]).
 #[inline(always)]
 fn count_below(briefs: &[Brief], target: Brief) -> usize {
-    briefs.iter().map(|&b| (b.wrapping_sub(target) >> 127) as usize).sum()
+    briefs.iter().map(|&b| super::below(b, target)).sum()
 }
 
 #[cfg(test)]
