@@ -245,3 +245,25 @@ fn a_scan_counts_its_data_block_reads_apart_from_lookups_and_a_second_scan_hits_
     let table = db.stats().scan_read_table(3);
     assert!(table.starts_with("level") && table.contains("L0"), "{table}");
 }
+
+#[test]
+fn aligned_lz4_blocks_read_directly_give_the_model_answers() {
+    let tmp = disk_dir();
+    let opts = |direct| Options {
+        block_align: true,
+        compression: siftdb::Compression::Lz4,
+        ..options(direct)
+    };
+    let db = match Db::open(tmp.path().join("db"), opts(true)) {
+        Ok(db) => db,
+        Err(e) => {
+            // tmpfs refuses O_DIRECT: the test above covers the error.
+            assert!(e.to_string().contains("not supported on the file system"), "{e}");
+            return;
+        }
+    };
+    let model = fill(&db, 7);
+    check(&db, &model, "aligned, direct");
+    db.close().unwrap();
+    check(&Db::open(tmp.path().join("db"), opts(false)).unwrap(), &model, "aligned, buffered");
+}

@@ -74,7 +74,8 @@ fn action() -> impl Strategy<Value = Action> {
 }
 
 /// `small_table_cache`: 1 KiB compaction outputs (the smallest `Options::validate` accepts)
-/// read through a table cache of 16 tables.
+/// read through a table cache of 16 tables, their data blocks aligned to pages
+/// (`block_align`: padding between blocks).
 fn options(s: &MemStorage, small_table_cache: bool) -> Options {
     let mut o = Options {
         storage: Some(Arc::new(s.clone())),
@@ -86,6 +87,7 @@ fn options(s: &MemStorage, small_table_cache: bool) -> Options {
     if small_table_cache {
         o.max_open_files = 16;
         o.compaction.target_file_size = 1024;
+        o.block_align = true;
     }
     o
 }

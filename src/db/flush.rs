@@ -93,6 +93,7 @@ pub(crate) fn table_options(opts: &Options, level: usize) -> TableOptions {
         block_size: opts.block_size,
         restart_interval: opts.block_restart_interval,
         compression: sst_compression(opts.compression_for_level(level)),
+        block_align: opts.block_align,
     }
 }
 

@@ -32,7 +32,10 @@ use crate::storage::WritableFile;
 use std::cmp::Ordering;
 use std::ops::Range;
 
+mod page_fit;
 mod partitions;
+
+use page_fit::PageFit;
 
 /// Largest key + value of one entry (keeps every block below `MAX_BLOCK_LEN`).
 const MAX_ENTRY_LEN: usize = MAX_BLOCK_LEN / 2;
@@ -138,6 +141,8 @@ pub struct TableBuilder {
     index_partition_bytes: Option<usize>,
     /// What the scan filters are built from ([`Self::set_scan_filters`]).
     scan: Option<ScanFilterCollector>,
+    /// `Some` with [`TableOptions::block_align`]: where data blocks are cut and placed.
+    fit: Option<PageFit>,
 }
 
 impl TableBuilder {
@@ -185,6 +190,9 @@ impl TableBuilder {
             filter_handle: BlockHandle::default(),
             index_partition_bytes: None,
             scan: None,
+            fit: opts
+                .block_align
+                .then(|| PageFit::new(opts.compression != Compression::None, opts.block_size)),
         })
     }
 
@@ -231,6 +239,13 @@ impl TableBuilder {
         }
         if internal_key.len() + value.len() > MAX_ENTRY_LEN {
             return Err(Error::invalid("entry larger than 512 MiB"));
+        }
+        if let Some(fit) = &self.fit {
+            // Worst case of the entry's bytes: three varints and a restart point.
+            let raw = self.data.size_estimate() + internal_key.len() + value.len() + 19;
+            if !self.data.is_empty() && fit.should_cut(self.offset, raw) {
+                self.flush_data()?;
+            }
         }
         if let Some(handle) = self.pending.take() {
             let sep = separator(&self.last_key, internal_key);
@@ -451,7 +466,10 @@ impl TableBuilder {
     fn flush_data(&mut self) -> Result<()> {
         let raw = self.data.finish();
         let start = self.offset;
-        let handle = self.write_block(&raw, self.opts.compression)?;
+        let handle = match self.fit.is_some() {
+            true => self.write_aligned_block(&raw)?,
+            false => self.write_block(&raw, self.opts.compression)?,
+        };
         // The block's buffer serves the next block: no regrowth from empty per block.
         self.data.recycle(raw);
         self.props.data_blocks += 1;
@@ -474,6 +492,28 @@ impl TableBuilder {
         let framed = (self.buf.len() - start) as u64;
         let handle = BlockHandle { offset: self.offset, size: framed - BLOCK_TRAILER_LEN as u64 };
         self.offset += framed;
+        Ok(handle)
+    }
+
+    /// Frames one data block into the write buffer behind the padding that keeps it within a
+    /// page ([`PageFit`]), returning its handle.
+    fn write_aligned_block(&mut self, raw: &[u8]) -> Result<BlockHandle> {
+        let start = self.buf.len();
+        if let Err(e) = frame_block_into(raw, self.opts.compression, &mut self.buf) {
+            self.buf.truncate(start);
+            return Err(e);
+        }
+        let framed = self.buf.len() - start;
+        let pad = PageFit::padding_before(self.offset, framed);
+        if pad > 0 {
+            self.buf.splice(start..start, std::iter::repeat_n(0u8, pad));
+            self.offset += pad as u64;
+        }
+        if let Some(fit) = &mut self.fit {
+            fit.record(raw.len(), framed);
+        }
+        let handle = BlockHandle { offset: self.offset, size: (framed - BLOCK_TRAILER_LEN) as u64 };
+        self.offset += framed as u64;
         Ok(handle)
     }
 

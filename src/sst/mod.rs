@@ -91,10 +91,21 @@ pub struct TableOptions {
     /// Compression of data blocks (the filter, properties and index blocks are never
     /// compressed). Defaults to [`Compression::None`].
     pub compression: Compression,
+    /// Keep each data block within one 4 KiB page (design.md "Aligned data blocks"): blocks
+    /// are cut where they are predicted to fill the rest of a page, and one that does not fit
+    /// is moved to the next page behind zero padding. A direct read of a block then transfers
+    /// one page, not two. Blocks average somewhat under `block_size`, which acts as at most
+    /// a page's worth. Defaults to false.
+    pub block_align: bool,
 }
 
 impl Default for TableOptions {
     fn default() -> TableOptions {
-        TableOptions { block_size: 4096, restart_interval: 16, compression: Compression::None }
+        TableOptions {
+            block_size: 4096,
+            restart_interval: 16,
+            compression: Compression::None,
+            block_align: false,
+        }
     }
 }

@@ -4,14 +4,13 @@
 use super::*;
 use crate::range_del::RangeTombstone;
 use crate::sst::format::TABLE_MAGIC;
-use crate::sst::Compression;
 
 fn t(start: &str, end: &str, seq: u64) -> RangeTombstone {
     RangeTombstone { start: start.into(), end: end.into(), seq }
 }
 
 fn opts() -> TableOptions {
-    TableOptions { block_size: 4096, restart_interval: 16, compression: Compression::None }
+    TableOptions { block_size: 4096, restart_interval: 16, ..TableOptions::default() }
 }
 
 fn build_with(entries: &[Entry], tombstones: &[RangeTombstone]) -> (Vec<u8>, TableSummary) {

@@ -297,6 +297,11 @@ pub struct Flags {
     /// (`Options::direct_io_for_flush_and_compaction`). db_bench's flag of the same name.
     #[arg(long, default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub use_direct_io_for_flush_and_compaction: bool,
+    /// Keep each data block within one 4 KiB page (`Options::block_align`), so a direct read
+    /// of a block is one page. db_bench's flag of the same name (which RocksDB allows only
+    /// without compression; siftdb's works with it).
+    #[arg(long, default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub block_align: bool,
 }
 
 impl Flags {
@@ -470,6 +475,7 @@ pub fn apply_db_bench_flags(flags: &Flags, opts: &mut Options) -> Result<(), Str
     }
     opts.direct_reads = flags.use_direct_reads;
     opts.direct_io_for_flush_and_compaction = flags.use_direct_io_for_flush_and_compaction;
+    opts.block_align = flags.block_align;
     if let Some(n) = flags.open_files {
         let min = siftdb::options::MIN_MAX_OPEN_FILES;
         if n != -1 && n < min {
