@@ -228,6 +228,13 @@ impl TableFile {
         }
     }
 
+    /// Starts loading the line of the file's prefix filter that a probe of `prefix_hash`
+    /// reads, if the table is open and has one; otherwise nothing. A hint only.
+    #[inline]
+    pub(crate) fn prefetch_prefix_filter(&self, prefix_hash: u64) {
+        TableCache::peek(&self.slot, |t| t.scan_filters().prefetch_prefix(prefix_hash));
+    }
+
     /// Whether `user_key` of `keyspace` lies inside the file's key range.
     pub fn may_contain_key(&self, keyspace: u32, user_key: &[u8]) -> bool {
         let key = (keyspace, user_key);

@@ -43,6 +43,10 @@ use std::ops::Bound;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
+/// Levels whose overlapping files a prefix scan finds (and prefetches the filters of) before
+/// asking them: every level a tree normally has; deeper ones are searched when reached.
+const PREFETCH_LEVELS: usize = crate::version::NUM_LEVELS;
+
 /// A cursor over the entries visible at one moment (taken from [`crate::Db::cursor`] or
 /// [`crate::Snapshot::cursor`]). It starts on no entry: position it with a seek. A method that
 /// fails returns the error and leaves the cursor invalid; a later seek may retry.
@@ -160,6 +164,33 @@ impl DbCursor {
     ) -> Vec<Source> {
         let count = config.count_filters;
         let probe = ScanProbe::new(keyspace, lower, upper, config.prefix_extractor.as_deref());
+        // A sorted level's files overlapping a key range are consecutive: found by binary
+        // search (a linear scan compared keys with every file of the level, 13% of a short
+        // scan's time in a profile). Only the first and the last can lack an entry in the
+        // range (each file between holds its own smallest key, which lies inside), so only
+        // they are asked, each as a source of its own.
+        let overlapping = |n: usize| sv.version.overlapping_in_level(n, keyspace, lower, upper);
+        // With one prefix to ask, the prefix-filter lines of every file to be asked start
+        // loading first, before the memtables are asked, so the probes below overlap their
+        // cache misses instead of waiting for one after another (the probes were 37% of an
+        // absent-prefix scan's time). The spans found here are not searched for again.
+        let mut spans = [const { None }; PREFETCH_LEVELS];
+        if let Some(p) = probe.as_ref().filter(|p| p.has_prefix()) {
+            let levels = sv.version.levels();
+            for f in levels.first().into_iter().flatten() {
+                if f.overlaps(keyspace, lower, upper) {
+                    p.prefetch_file(f);
+                }
+            }
+            for (n, span) in spans.iter_mut().enumerate().take(levels.len()).skip(1) {
+                let r = overlapping(n);
+                if r.start < r.end {
+                    p.prefetch_file(&levels[n][r.start]);
+                    p.prefetch_file(&levels[n][r.end - 1]);
+                }
+                *span = Some(r);
+            }
+        }
         let mut sources = Vec::new();
         for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
             if !probe.as_ref().is_some_and(|p| p.skips_mem(mem)) {
@@ -194,13 +225,8 @@ impl DbCursor {
                 }
                 continue;
             }
-            // A sorted level's files overlapping a key range are consecutive: found by binary
-            // search (a linear scan compared keys with every file of the level, 13% of a
-            // short scan's time in a profile). Only the first and the last can lack an
-            // entry in the range (each file between holds its own smallest key, which lies
-            // inside), so only they are asked, each as a source of its own.
             let std::ops::Range { start: first, mut end } =
-                sv.version.overlapping_in_level(n, keyspace, lower, upper);
+                spans.get_mut(n).and_then(Option::take).unwrap_or_else(|| overlapping(n));
             if first >= end {
                 continue;
             }

@@ -125,6 +125,15 @@ impl ScanFilters {
         Ok(())
     }
 
+    /// Starts loading the cache line of the prefix filter that a probe of `prefix_hash` reads
+    /// (whatever extractor built it: a hint never changes an answer).
+    #[inline]
+    pub(crate) fn prefetch_prefix(&self, prefix_hash: u64) {
+        if let Some((filter, _)) = &self.prefix {
+            filter.view().prefetch_hash(prefix_hash);
+        }
+    }
+
     /// Adds the range filter read at open (a corrupt block is an error).
     pub(crate) fn set_range(&mut self, bytes: &[u8]) -> Result<()> {
         self.range = Some(Grafite::from_bytes(bytes)?);

@@ -66,6 +66,20 @@ impl<'a> ScanProbe<'a> {
         !mem.has_entry_in(self.keyspace, self.lo, self.hi)
     }
 
+    /// Starts loading the line of `file`'s prefix filter this probe will read, when the range
+    /// has one prefix ([`Self::check_file`] then asks it); otherwise nothing.
+    #[inline]
+    pub(crate) fn prefetch_file(&self, file: &TableFile) {
+        if let Some((_, _, hash)) = self.prefix {
+            file.prefetch_prefix_filter(hash);
+        }
+    }
+
+    /// Whether the range has one extracted prefix, so its files' prefix filters are asked.
+    pub(crate) fn has_prefix(&self) -> bool {
+        self.prefix.is_some()
+    }
+
     /// Asks `file`'s filters about the range; a skip is counted in `counters` (a check and a
     /// useful answer), a pass later by [`PendingCheck::settle`].
     pub(crate) fn check_file(
