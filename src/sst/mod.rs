@@ -94,8 +94,8 @@ pub struct TableOptions {
     /// Keep each data block within one 4 KiB page (design.md "Aligned data blocks"): blocks
     /// are cut where they are predicted to fill the rest of a page, and one that does not fit
     /// is moved to the next page behind zero padding. A direct read of a block then transfers
-    /// one page, not two. Blocks average somewhat under `block_size`, which acts as at most
-    /// a page's worth. Defaults to false.
+    /// one page, not two. Blocks then average somewhat under `block_size`, and none is cut
+    /// larger than a page of framed bytes unless one entry alone is. Defaults to false.
     pub block_align: bool,
 }
 
