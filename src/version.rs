@@ -118,8 +118,23 @@ fn first_ending_at_or_after(
     first_ending_at_or_after_from(largest_briefs, lo, target, largest_below)
 }
 
-/// [`first_ending_at_or_after`] given `lo`, the count of `largest_briefs` below `target` (from
-/// a level's [`BriefIndex`]).
+/// [`first_ending_at_or_after`] over a level's largest briefs, counting those below `target`
+/// with the level's search tree.
+#[inline]
+fn first_ending_in(
+    index: &BriefIndex,
+    target: Brief,
+    largest_below: impl Fn(usize) -> bool,
+) -> usize {
+    first_ending_at_or_after_from(
+        index.briefs(),
+        index.first_at_or_after(target),
+        target,
+        largest_below,
+    )
+}
+
+/// [`first_ending_at_or_after`] given `lo`, the count of `largest_briefs` below `target`.
 #[inline]
 fn first_ending_at_or_after_from(
     largest_briefs: &[Brief],
@@ -322,11 +337,8 @@ impl Version {
         // among the (rare) files whose largest brief equals the key's, the key bytes decide.
         // (In a 10M-key readmissing profile this search was a third of the time, mostly
         // pointer chasing to the files and their keys' heap bytes, and memcmp.)
-        let index = &self.largest_briefs[level];
-        let lo = index.first_at_or_after(target);
-        let i = first_ending_at_or_after_from(index.briefs(), lo, target, |i| {
-            files[i].meta.largest() < key
-        });
+        let i =
+            first_ending_in(&self.largest_briefs[level], target, |i| files[i].meta.largest() < key);
         let file = files.get(i)?;
         at_or_before(file.smallest_brief, target, || file.meta.smallest() <= key).then_some(file)
     }
@@ -351,11 +363,7 @@ impl Version {
         let first = match lower {
             Bound::Included(l) | Bound::Excluded(l) => {
                 let full = (keyspace, l.as_slice());
-                let target = brief(keyspace, l);
-                let lo = index.first_at_or_after(target);
-                first_ending_at_or_after_from(briefs, lo, target, |i| {
-                    files[i].meta.largest() < full
-                })
+                first_ending_in(index, brief(keyspace, l), |i| files[i].meta.largest() < full)
             }
             Bound::Unbounded => briefs.partition_point(|&b| b < brief(keyspace, &[])),
         };
