@@ -152,13 +152,7 @@ fn unit<W2: Words<u64> + ?Sized>(words: &W2, unit: usize) -> u128 {
 #[inline(always)]
 pub(super) fn prefetch(words: &LeWords<'_, u64>, layout: &Layout, seed: u64, hash: u64) {
     if let Some((first, end)) = probe_span(layout, seed, hash) {
-        // One hint per 64-byte line (8 words) of the span, and one for its last word.
-        let mut w = first;
-        while w < end {
-            prefetch_read(words.ptr(w));
-            w += 8;
-        }
-        prefetch_read(words.ptr(end - 1));
+        prefetch_lines(first, end, |w| words.ptr(w));
     }
 }
 
@@ -172,13 +166,19 @@ pub(crate) fn prefetch_at(base: usize, layout: &Layout, seed: u64, hash: u64) {
         return;
     }
     let Some((first, end)) = probe_span(layout, seed, hash) else { return };
-    let line = |w: usize| base.wrapping_add(w.wrapping_mul(8)) as *const u8;
+    prefetch_lines(first, end, |w| base.wrapping_add(w.wrapping_mul(8)) as *const u8);
+}
+
+/// Hints the lines of words `[first, end)` (`first < end`), word `w` being at `ptr(w)`: one
+/// per 64-byte line (8 words) of the span, and one for its last word.
+#[inline(always)]
+fn prefetch_lines(first: usize, end: usize, ptr: impl Fn(usize) -> *const u8) {
     let mut w = first;
     while w < end {
-        prefetch_read(line(w));
+        prefetch_read(ptr(w));
         w += 8;
     }
-    prefetch_read(line(end - 1));
+    prefetch_read(ptr(end - 1));
 }
 
 /// The words `[first, end)` a probe of `hash` reads (`None`: the empty filter, or none).
