@@ -8,13 +8,19 @@ fn iops(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_siftdb")).arg("iops").args(args).output().expect("run")
 }
 
+/// A 1 MiB file of seeded random bytes, `data` in `dir`: its path and contents.
+fn random_file(dir: &std::path::Path, seed: u64) -> (std::path::PathBuf, Vec<u8>) {
+    let path = dir.join("data");
+    let mut bytes = vec![0u8; 1 << 20];
+    SplitMix64::new(seed).fill(&mut bytes);
+    std::fs::write(&path, &bytes).unwrap();
+    (path, bytes)
+}
+
 #[test]
 fn iops_on_a_small_file_reports_both_queue_depths_and_leaves_the_file_unchanged() {
     let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let path = tmp.path().join("data");
-    let mut bytes = vec![0u8; 1 << 20];
-    SplitMix64::new(9).fill(&mut bytes);
-    std::fs::write(&path, &bytes).unwrap();
+    let (path, bytes) = random_file(tmp.path(), 9);
     let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
     let out = iops(&[path.to_str().unwrap(), "--seconds", "1"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -74,10 +80,7 @@ fn iops_rejects_a_file_shorter_than_one_block_and_out_of_range_flags() {
 #[test]
 fn iops_batches_report_a_row_per_batch_size_or_say_io_uring_is_refused() {
     let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let path = tmp.path().join("data");
-    let mut bytes = vec![0u8; 1 << 20];
-    SplitMix64::new(5).fill(&mut bytes);
-    std::fs::write(&path, &bytes).unwrap();
+    let (path, bytes) = random_file(tmp.path(), 5);
     let p = path.to_str().unwrap();
     let out = iops(&[p, "--seconds", "0.3", "--depths", "1", "--batches", "3,20"]);
     let (stdout, stderr) =

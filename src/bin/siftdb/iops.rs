@@ -103,6 +103,7 @@ pub fn run(args: &IopsArgs) -> Result<()> {
         )));
     }
     let file = direct::open(&args.file, false)?;
+    let duration = Duration::from_secs_f64(args.seconds);
     for &kib in &args.sizes {
         let pages = (kib * 1024 / ALIGN) as u64;
         if pages > blocks {
@@ -121,7 +122,6 @@ pub fn run(args: &IopsArgs) -> Result<()> {
         );
         println!("{:>4} {:>12} {:>10} {:>12}", "QD", "reads/s", "MB/s", "us/read");
         for &depth in &args.depths {
-            let duration = Duration::from_secs_f64(args.seconds);
             let r = measure(&file, (blocks - pages + 1, size), depth, duration, args.seed)?;
             // `depth` reads are in flight at any time: each takes `depth` reads' share.
             let (per_sec, latency) = r.rates(depth);
@@ -141,7 +141,6 @@ pub fn run(args: &IopsArgs) -> Result<()> {
             println!("{:>5} {:>12} {:>10} {:>12}", "batch", "reads/s", "MB/s", "us/batch");
         }
         for &batch in &args.batches {
-            let duration = Duration::from_secs_f64(args.seconds);
             let r = measure_batches(&file, (blocks - pages + 1, size), batch, duration, args.seed)?;
             let (per_sec, per_batch) = r.rates(batch);
             println!(
