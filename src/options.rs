@@ -229,10 +229,11 @@ pub enum FilterAllocation {
 /// Which filter each SST gets.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FilterPolicy {
-    /// Filter of the L0 files written by a flush. Defaults to `TwoBitBloom { bits_per_key: 16 }`
-    /// (about 1.9% FPR): the memtable's own lock-free filter is written as is when its fill
-    /// keeps the estimated FPR within the configured one (design.md, "Flush filter rule"), so a
-    /// flush costs no extra hashing pass. L0 files are few and short-lived; their filters are
+    /// Filter of the L0 files written by a flush. Defaults to a two-bit Bloom filter sized by
+    /// the default all-runs allocation (its `bits_per_key` is then not read): the memtable's
+    /// own lock-free filter is written as is when it has the planned size and its fill keeps
+    /// the estimated FPR within the planned one (design.md, "Flush filter rule"), so a flush
+    /// costs no extra hashing pass. L0 files are few and short-lived; their filters are
     /// replaced by static filters at compaction.
     pub flush: FilterConfig,
     /// Filter kind of every compaction output. Default [`StaticFilterKind::Ribbon`]: the key
@@ -241,8 +242,12 @@ pub struct FilterPolicy {
     /// after its retries, the file gets a blocked Bloom filter of the same bits per key and
     /// `Stats::filter_fallbacks` counts it.
     pub compaction: StaticFilterKind,
-    /// FPR per compacted level. Default `PerLevel([Fpr(0.01)])`: 1% on every level (about 7
-    /// bits/key with Ribbon).
+    /// How filter memory is shared between runs. Default `AllRuns { bits_per_key: 10.0 }`:
+    /// RocksDB's customary 10 bits per key, over every run of the tree (the L0 files there are
+    /// and each level), split so that a missing-key lookup reads the fewest blocks (design.md,
+    /// "Allocation over all runs"; `siftdb readamp` compares it with the other policies at
+    /// equal memory). `PerLevel([Fpr(0.01)])` is the simple alternative: 1% on every level
+    /// (about 7 bits per key with Ribbon).
     pub allocation: FilterAllocation,
     /// RocksDB's `optimize_filters_for_hits`: compaction outputs to the deepest level of the
     /// tree get no filter (most of the filter memory, often 90%), for workloads whose lookups
@@ -258,9 +263,9 @@ pub struct FilterPolicy {
 impl Default for FilterPolicy {
     fn default() -> Self {
         FilterPolicy {
-            flush: FilterConfig::TwoBitBloom { bits_per_key: 16.0 },
+            flush: FilterConfig::TwoBitBloom { bits_per_key: 10.0 },
             compaction: StaticFilterKind::Ribbon,
-            allocation: FilterAllocation::PerLevel(vec![LevelBudget::Fpr(0.01)]),
+            allocation: FilterAllocation::AllRuns { bits_per_key: 10.0 },
             optimize_filters_for_hits: false,
         }
     }

@@ -232,13 +232,15 @@ fn compaction_flags_reach_the_engine() {
         }
         assert!(seen.contains(*fprs.last().unwrap()), "{extra:?}: {seen:?}");
     }
-    // One budget over all runs: after the full compaction every key is in one level, which
-    // gets less than the 4 bits per key because the allocation keeps L0's share for the
-    // memtables still to come (3 runs of a 64 KiB memtable's keys, at more bits per key).
+    // One budget over all runs: after the full compaction every key is in one level, and no L0
+    // run is left beside it, so that level gets the whole budget of 4 bits per key (Ribbon's
+    // sizes land within a few percent of the plan). Before L0 was counted as it is, the plan
+    // kept a share for 3 memtables' runs that a compacted tree does not have, and the level
+    // got less than 4.
     let out =
         bench_stdout(&[&common[..], &["--flush_filter=two_bit", "--all_runs_bits=4"]].concat());
     let rows = level_rows(&out);
-    assert!(rows.len() == 1 && (1.0..4.0).contains(&rows[0].2), "{rows:?}");
+    assert!(rows.len() == 1 && (3.8..4.3).contains(&rows[0].2), "{rows:?}");
     // optimize_filters_for_hits: no filter on the deepest level, here the only one.
     let out = bench_stdout(&[&common[..], &["--optimize_filters_for_hits"]].concat());
     let rows = level_rows(&out);

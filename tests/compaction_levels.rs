@@ -97,23 +97,27 @@ fn a_million_keys_build_levels_that_match_the_model_and_the_filter_policy() {
     // simulator); well above 1 because data was compacted at all.
     let bound = 3.0 + (deep.len() as f64 - 1.0) * 5.0;
     assert!(s.write_amplification() > 1.5 && s.write_amplification() < bound);
-    // Compacted levels carry the configured static filter (ribbon by default).
+    // Compacted levels carry the configured static filter (ribbon by default), at the FPR the
+    // default all-runs allocation plans for each (10 bits per key over the tree: well under 5%
+    // on every level of this one).
     for l in s.levels.iter().filter(|l| l.level > 0 && l.files > 0) {
         assert_eq!(l.filter_kinds, vec!["ribbon".to_string()], "L{}", l.level);
-        assert_eq!(l.configured_fpr, Some(0.01));
+        assert!(l.configured_fpr.is_some_and(|p| p > 0.0 && p < 0.05), "{l:?}");
     }
     check_model(&db, &model);
 
-    // Observed FPR per compacted level: 100k missing-key lookups probe about one file per
-    // level each. For 25% relative error to be > 5 binomial sigmas, sqrt((1-p)/(N p)) < 0.05,
-    // i.e. N > 400 (1-p)/p = 39,600 negatives at p = 1%; the assertion checks N itself.
+    // Observed FPR per compacted level against the FPR its files were built for (each file
+    // keeps the plan of the tree it was written into): 100k missing-key lookups probe about
+    // one file per level each. For 25% relative error to be > 5 binomial sigmas,
+    // sqrt((1-p)/(N p)) < 0.05, i.e. N > 400 (1-p)/p negatives (39,600 at p = 1%); the
+    // assertion checks N itself.
     let d = missing_lookups(&db, 100_000, 7, &model);
     for l in d.levels.iter().filter(|l| l.level > 0 && l.files > 0) {
         let negatives = l.reads.filter_useful + l.reads.false_positives();
-        let cfg = l.configured_fpr.unwrap();
+        let cfg = l.built_fpr.unwrap();
         let obs = l.reads.observed_fpr().unwrap();
         eprintln!(
-            "L{}: configured {:.4}% observed {:.4}% over {negatives} negatives",
+            "L{}: built for {:.4}% observed {:.4}% over {negatives} negatives",
             l.level,
             cfg * 100.0,
             obs * 100.0

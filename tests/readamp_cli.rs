@@ -185,6 +185,35 @@ fn readamp_writes_csv_and_svgs_with_sane_figures() {
     assert!(fpr.contains("classic Bloom, theory"));
     let fpr_csv = std::fs::read_to_string(out.join("fpr_vs_bits.csv")).unwrap();
     assert!(fpr_csv.starts_with("filter,config,keys,bits_per_key,fpr,fpr_theory\n"));
+
+    // equal_memory.csv: per budget, the default's own measured point first (its bits and
+    // blocks are the totals row of readamp.csv), then policies read off their curves at those
+    // bits, each at most as far from the default as their measured points around it allow.
+    let eq = std::fs::read_to_string(out.join("equal_memory.csv")).unwrap();
+    let mut lines = eq.lines();
+    assert_eq!(
+        lines.next(),
+        Some("default_budget,bits_per_key,policy,blocks_per_missing,measured,over_default")
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    for budget in ["4", "10"] {
+        let at: Vec<&Vec<&str>> = rows.iter().filter(|r| r[0] == budget).collect();
+        let own = at.first().unwrap_or_else(|| panic!("no rows at {budget}: {eq}"));
+        assert_eq!((own[2], own[4], own[5]), ("two_bit+ribbon_all_runs", "yes", "1.0000"));
+        let total = find("two_bit+ribbon_all_runs", budget, "total");
+        let bits: f64 = own[1].parse().unwrap();
+        assert!((bits - num(total, "bits_per_key")).abs() < 1e-3, "{own:?}");
+        let blocks: f64 = own[3].parse().unwrap();
+        assert!((blocks - num(total, "blocks_per_missing")).abs() < 1e-5, "{own:?}");
+        for r in &at[1..] {
+            assert_eq!(r[4], "interpolated", "{r:?}");
+            let (b, over): (f64, f64) = (r[3].parse().unwrap(), r[5].parse().unwrap());
+            assert!((b / blocks - over).abs() < 1e-3, "{r:?}");
+        }
+    }
+    // Two budgets per policy: a policy brackets the default's bits at 4 or at 10 only if its
+    // own points span them, so it is read at most once per budget and never extrapolated.
+    assert!(rows.iter().all(|r| r[2] != "no_filter"), "{eq}");
 }
 
 #[test]

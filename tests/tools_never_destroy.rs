@@ -211,7 +211,13 @@ fn readamp_overwrites_a_directory_holding_only_its_own_outputs() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(
         names(&dir),
-        ["blocks_per_lookup.svg", "fpr_vs_bits.csv", "fpr_vs_bits.svg", "readamp.csv"]
+        [
+            "blocks_per_lookup.svg",
+            "equal_memory.csv",
+            "fpr_vs_bits.csv",
+            "fpr_vs_bits.svg",
+            "readamp.csv"
+        ]
     );
     let csv = std::fs::read_to_string(dir.join("readamp.csv")).unwrap();
     assert!(csv.starts_with("policy,"), "{csv}");
@@ -225,7 +231,7 @@ fn readamp_without_out_writes_into_a_new_directory_it_prints() {
     let line = stdout.lines().find(|l| l.starts_with("output directory: ")).expect("printed");
     let dir = PathBuf::from(line.trim_start_matches("output directory: "));
     assert!(dir.file_name().unwrap().to_string_lossy().starts_with("siftdb-readamp-"));
-    assert_eq!(names(&dir).len(), 4, "{:?}", names(&dir));
+    assert_eq!(names(&dir).len(), 5, "{:?}", names(&dir));
     // The directory is this test run's own (just created by the command it ran).
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -65,7 +65,7 @@ pub fn lookup_weights(lookups: u64, absent_per_level: &[u64]) -> Vec<f64> {
 }
 
 /// Most bits per key a two-bit filter is given (static kinds: `c * 32`, FPR 2^-32).
-const MAX_TWO_BIT_BITS: f64 = 64.0;
+const MAX_TWO_BIT_BITS: f64 = 256.0;
 
 /// How one run's FPR falls with its bits per key.
 #[derive(Debug, Clone, Copy)]

@@ -38,6 +38,15 @@ pub struct LevelFilter {
 }
 
 impl LevelFilter {
+    /// Whether a file built with this filter may stand where `planned` is wanted without being
+    /// rewritten (a trivial move): the same kind, at least as selective. A moved file then
+    /// costs no extra block reads, only the memory of the smaller FPR: under Monkey and
+    /// all-runs allocation deeper levels plan larger FPRs, and insisting on equality would
+    /// rewrite every file a sequential load moves down.
+    pub fn serves_for(&self, planned: &LevelFilter) -> bool {
+        self.kind == planned.kind && self.fpr <= planned.fpr * (1.0 + 1e-9)
+    }
+
     /// Bits per key this filter is expected to spend: `c log2(1/fpr)`.
     pub fn bits_per_key(&self) -> f64 {
         if self.kind == StaticFilterKind::None || self.fpr >= 1.0 {

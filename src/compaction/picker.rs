@@ -13,8 +13,9 @@
 //!   overlapping Ln+1 files / its own bytes, RocksDB's `kMinOverlappingRatio`), which minimises
 //!   the bytes rewritten per byte moved down; ties go to the smaller key. With it come the
 //!   overlapping files of Ln+1.
-//! * Trivial move: when a single Ln file (n >= 1) overlaps nothing in Ln+1 and both levels get
-//!   the same configured filter, the file is moved by a manifest edit without rewriting. L0
+//! * Trivial move: when a single Ln file (n >= 1) overlaps nothing in Ln+1 and Ln's configured
+//!   filter serves for Ln+1's (the same kind, an FPR no larger: `LevelFilter::serves_for`),
+//!   the file is moved by a manifest edit without rewriting. L0
 //!   files are never moved trivially, so every file below L0 carries the compaction filter.
 //!
 //! `bottommost`: no level below the output level holds a file overlapping the inputs' range, so
@@ -156,8 +157,8 @@ pub fn pick_level<F: HasMeta>(
         .filter(|g| overlaps(g.meta(), key_at(&lo), key_at(&hi)))
         .map(|g| g.meta().number)
         .collect();
-    // Only equality of the two levels' filters matters here; under Monkey and all-runs
-    // allocation they differ anyway, so the current entry counts serve as the shape.
+    // Only how the two levels' filters compare matters here, so the current entry counts
+    // serve as the shape.
     let shape = || TreeShape {
         l0_runs: levels[0].len() as f64,
         l0_run_keys: levels[0].iter().map(|f| f.meta().entries as f64).sum::<f64>()
@@ -168,7 +169,7 @@ pub fn pick_level<F: HasMeta>(
     };
     let trivial_move = level > 0 && chosen.len() == 1 && next.is_empty() && {
         let shape = shape();
-        level_filter(policy, level, &shape) == level_filter(policy, out, &shape)
+        level_filter(policy, level, &shape).serves_for(&level_filter(policy, out, &shape))
     };
     // Judged over every input: a next-level input may reach past the chosen files' range, and a
     // tombstone there hides what a deeper level holds.

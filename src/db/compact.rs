@@ -121,7 +121,9 @@ pub(crate) fn run_pick(inner: &DbInner, p: &Pick) -> Result<()> {
         runs.push(next.clone());
     }
     let l0_run_keys = inner.l0_run_keys.load(Ordering::Relaxed);
-    let mut shape = tree_shape(&inner.opts, &v, l0_run_keys, absent_share(inner));
+    let l0_inputs = if p.level == 0 { inputs.len() } else { 0 };
+    let l0_runs = l0_runs_beside(&v, l0_inputs, 0);
+    let mut shape = tree_shape(&inner.opts, &v, (l0_runs, l0_run_keys), absent_share(inner));
     // The output level holds at least the keys written into it: planned as empty (the first
     // compaction of a tree, whose target level has no files yet), it would get the FPR of a
     // one-key level and far more than its share of the budget.
@@ -323,15 +325,15 @@ fn compact_range_jobs(inner: &DbInner, start: Option<&[u8]>, end: Option<&[u8]>)
     Ok(())
 }
 
-/// The runs of version `v` as filter allocation sees them: L0 as `l0_compaction_trigger - 1`
-/// runs (the most L0 files that stay while no compaction is due, where a read-mostly
-/// database rests) of `l0_run_keys` keys (the last flushed memtable's), the levels weighted by
-/// `compaction::filter::level_weights`, and each level's share of lookups of keys it does not
-/// hold ([`absent_share`]; empty at open, before any lookup).
+/// The runs of version `v` as filter allocation sees them: L0 as `l0_runs` runs (the L0 files
+/// the filter being sized will share the tree with: [`l0_runs_beside`]) of `l0_run_keys` keys
+/// (the last flushed memtable's), the levels weighted by `compaction::filter::level_weights`,
+/// and each level's share of lookups of keys it does not hold ([`absent_share`]; empty at
+/// open, before any lookup).
 pub(crate) fn tree_shape(
     opts: &crate::options::Options,
     v: &Version,
-    l0_run_keys: u64,
+    (l0_runs, l0_run_keys): (usize, u64),
     absent_share: Vec<f64>,
 ) -> TreeShape {
     let entries: Vec<u64> =
@@ -346,12 +348,21 @@ pub(crate) fn tree_shape(
         opts.compaction.target_file_size as f64 * below_entries as f64 / below_bytes as f64
     };
     TreeShape {
-        l0_runs: opts.compaction.l0_compaction_trigger.saturating_sub(1).max(1) as f64,
+        l0_runs: l0_runs as f64,
         l0_run_keys: l0_run_keys as f64,
         levels: crate::compaction::level_weights(&opts.compaction, &entries, &bytes),
         absent_share,
         file_keys,
     }
+}
+
+/// The L0 runs a filter about to be built will sit beside, counted from the tree as it is
+/// (design.md, "Allocation over all runs"): `v`'s L0 files, less `leaving` (a compaction's L0
+/// inputs), plus `arriving` (memtables that will be flushed before or as the filter's own run).
+/// Counting the live runs, not the most L0 may hold, keeps a compacted or read-mostly tree
+/// from reserving budget for L0 files it does not have.
+pub(crate) fn l0_runs_beside(v: &Version, leaving: usize, arriving: usize) -> usize {
+    v.levels()[0].len().saturating_sub(leaving) + arriving
 }
 
 /// Each level's share of point lookups (`get`, `multi_get`'s keys) since open that asked it

@@ -259,11 +259,12 @@ fn finish_l0(
 ) -> Result<(u32, u64, crate::sst::TableSummary)> {
     let set = inner.keyspaces.load();
     let layout = Layout::of(&inner.opts, &set, o.keyspace, 0);
-    let l0_run_keys = inner.l0_run_keys.load(Ordering::Relaxed);
+    let v = inner.super_version().version.clone();
+    let l0 = super::compact::l0_runs_beside(&v, 0, 1);
     let shape = super::compact::tree_shape(
         &inner.opts,
-        &inner.super_version().version,
-        l0_run_keys,
+        &v,
+        (l0, inner.l0_run_keys.load(Ordering::Relaxed)),
         super::compact::absent_share(inner),
     );
     let (config, nearest) = super::write::l0_filter(&layout.policy, &shape);

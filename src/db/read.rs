@@ -180,11 +180,12 @@ fn lookup(
 pub(crate) fn stats(inner: &DbInner) -> Stats {
     let sv = inner.super_version();
     let c = &inner.counters;
-    let l0_run_keys = inner.l0_run_keys.load(Ordering::Relaxed);
+    // The plan of the next compaction output: beside the L0 files there are now.
+    let l0 = super::compact::l0_runs_beside(&sv.version, 0, 0);
     let shape = super::compact::tree_shape(
         &inner.opts,
         &sv.version,
-        l0_run_keys,
+        (l0, inner.l0_run_keys.load(Ordering::Relaxed)),
         super::compact::absent_share(inner),
     );
     let levels = (0..NUM_LEVELS)

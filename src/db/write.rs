@@ -263,11 +263,13 @@ pub(crate) fn rotate(inner: &DbInner, w: &mut WriterState) -> Result<()> {
     }
     let old = inner.super_version();
     let expected = expected_entries(&inner.opts, Some(&old.mem));
-    let l0_run_keys = inner.l0_run_keys.load(Ordering::Relaxed);
+    // When the new memtable is flushed, the frozen ones (`old.imm` and `old.mem`) will have
+    // gone to L0 before it.
+    let l0 = super::compact::l0_runs_beside(&old.version, 0, old.imm.len() + 2);
     let shape = super::compact::tree_shape(
         &inner.opts,
         &old.version,
-        l0_run_keys,
+        (l0, inner.l0_run_keys.load(Ordering::Relaxed)),
         super::compact::absent_share(inner),
     );
     let mem = Arc::new(new_memtable(&inner.opts, &shape, number, expected));

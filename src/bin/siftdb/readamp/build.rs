@@ -47,7 +47,8 @@ impl FuseBits {
 pub enum Policy {
     /// No filter anywhere: the baseline.
     NoFilter,
-    /// siftdb's default shape: two-bit Bloom at flush, Ribbon at compaction, same budget.
+    /// Two-bit Bloom at flush, Ribbon at compaction, the same bits per key on every run (the
+    /// default of siftdb before all-runs allocation became it).
     TwoBitRibbon,
     /// Cache-line-blocked Bloom at flush and at compaction (RocksDB's filter family).
     Blocked,
@@ -56,7 +57,7 @@ pub enum Policy {
     /// Two-bit at flush, Ribbon at compaction with Monkey's per-level allocation.
     Monkey,
     /// Two-bit at flush, Ribbon at compaction, the budget allocated over every run, L0
-    /// included (`FilterAllocation::AllRuns`).
+    /// included (`FilterAllocation::AllRuns`): siftdb's default policy.
     AllRuns,
     /// `AllRuns` with each level weighted by the lookups it served during the load
     /// (`FilterAllocation::SkewAware`; the load's lookups follow `--hit-fraction`).
@@ -342,4 +343,24 @@ fn load_lookups(
         db.get(key(k))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The report's default (`compare::DEFAULT` at 10 bits per key) is the engine's
+    /// `FilterPolicy::default()`: the same kinds and allocation (the flush filter's own
+    /// `bits_per_key` is not read under all-runs allocation).
+    #[test]
+    fn the_reported_default_is_the_engine_default() {
+        let fuse = FuseBits { fuse8: 10.0, fuse16: 20.0 };
+        let reported = super::super::compare::DEFAULT.filter_policy(10.0, fuse, 0.1).unwrap();
+        let engine = FilterPolicy::default();
+        assert_eq!(reported.allocation, engine.allocation);
+        assert_eq!(reported.compaction, engine.compaction);
+        assert_eq!(reported.optimize_filters_for_hits, engine.optimize_filters_for_hits);
+        let kind = |c: FilterConfig| std::mem::discriminant(&c);
+        assert_eq!(kind(reported.flush), kind(engine.flush));
+    }
 }

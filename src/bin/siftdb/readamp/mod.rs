@@ -6,7 +6,8 @@
 //! differs), looks up present and missing keys, and reports per level and in total: data blocks
 //! read per lookup, observed against configured FPR, and filter bytes. Then it measures every
 //! filter of `siftdb::filter` on its own (`filter::survey`). Outputs: a table on stdout,
-//! `<out>/readamp.csv`, `<out>/fpr_vs_bits.csv`, `<out>/blocks_per_lookup.svg` and
+//! `<out>/readamp.csv`, `<out>/equal_memory.csv` (every policy read at the default policy's
+//! measured memory: [`compare`]), `<out>/fpr_vs_bits.csv`, `<out>/blocks_per_lookup.svg` and
 //! `<out>/fpr_vs_bits.svg`.
 //!
 //! Equal memory: every policy is configured with the budget as bits per key at flush and at
@@ -17,6 +18,7 @@
 //! (measured first: about 10.3 for 8-bit and 20.6 for 16-bit fingerprints at 9,000 keys).
 
 mod build;
+mod compare;
 mod csv;
 mod filters;
 mod measure;
@@ -31,8 +33,13 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// The files readamp writes, and the only names a reused `--out` directory may hold.
-const OUTPUTS: [&str; 4] =
-    ["readamp.csv", "fpr_vs_bits.csv", "blocks_per_lookup.svg", "fpr_vs_bits.svg"];
+const OUTPUTS: [&str; 5] = [
+    "readamp.csv",
+    "equal_memory.csv",
+    "fpr_vs_bits.csv",
+    "blocks_per_lookup.svg",
+    "fpr_vs_bits.svg",
+];
 
 /// The output directory: `--out` if it is new, empty or holds only [`OUTPUTS`] (readamp never
 /// overwrites a file it did not write), else a fresh directory it creates.
@@ -46,7 +53,8 @@ fn output_dir(out: Option<&Path>) -> Result<PathBuf> {
         return Ok(dir.keep());
     };
     let accepted = "readamp reuses a directory only if it holds nothing but its own outputs \
-                    (readamp.csv, fpr_vs_bits.csv, blocks_per_lookup.svg, fpr_vs_bits.svg)";
+                    (readamp.csv, equal_memory.csv, fpr_vs_bits.csv, blocks_per_lookup.svg, \
+                    fpr_vs_bits.svg)";
     match dirs::classify(out)? {
         DirState::Absent => std::fs::create_dir_all(out)
             .map_err(|e| Error::io(format!("creating {}", out.display()), e))?,
@@ -238,18 +246,22 @@ pub fn run(args: &ReadampArgs) -> Result<()> {
     pb.finish_and_clear();
     let db_secs = t0.elapsed().as_secs_f64();
     print_report(&runs, args);
+    let comparisons = compare::compare(&runs);
+    compare::print(&comparisons);
 
     let t = Instant::now();
     let fpr_rows = filters::sweep(&args.bits, args.fpr_keys, args.seed)?;
     let sweep_secs = t.elapsed().as_secs_f64();
     let names: Vec<&'static str> = Policy::ALL.iter().map(|p| p.name()).collect();
-    let [readamp_csv, fpr_csv, blocks_svg, fpr_svg] = OUTPUTS.map(|name| out.join(name));
+    let [readamp_csv, equal_csv, fpr_csv, blocks_svg, fpr_svg] = OUTPUTS.map(|n| out.join(n));
     csv::write(&readamp_csv, &csv::readamp_csv(&runs, args.tolerance))?;
+    csv::write(&equal_csv, &compare::csv(&comparisons))?;
     csv::write(&fpr_csv, &csv::fpr_csv(&fpr_rows))?;
     plot::blocks_per_lookup(&blocks_svg, &runs, &names)?;
     plot::fpr_vs_bits(&fpr_svg, &fpr_rows)?;
     println!(
-        "\nwrote {0}/readamp.csv, {0}/fpr_vs_bits.csv, {0}/blocks_per_lookup.svg, {0}/fpr_vs_bits.svg",
+        "\nwrote {0}/readamp.csv, {0}/equal_memory.csv, {0}/fpr_vs_bits.csv, \
+         {0}/blocks_per_lookup.svg, {0}/fpr_vs_bits.svg",
         out.display()
     );
     println!(
