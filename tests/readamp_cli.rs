@@ -186,34 +186,41 @@ fn readamp_writes_csv_and_svgs_with_sane_figures() {
     let fpr_csv = std::fs::read_to_string(out.join("fpr_vs_bits.csv")).unwrap();
     assert!(fpr_csv.starts_with("filter,config,keys,bits_per_key,fpr,fpr_theory\n"));
 
-    // equal_memory.csv: per budget, the default's own measured point first (its bits and
-    // blocks are the totals row of readamp.csv), then policies read off their curves at those
-    // bits, each at most as far from the default as their measured points around it allow.
+    // equal_memory.csv: at each measured point inside the default's curve, the default read
+    // first (measured at its own points: the totals row of readamp.csv), then every policy
+    // whose curve covers those bits, as blocks and as a multiple of the default's.
     let eq = std::fs::read_to_string(out.join("equal_memory.csv")).unwrap();
     let mut lines = eq.lines();
     assert_eq!(
         lines.next(),
-        Some("default_budget,bits_per_key,policy,blocks_per_missing,measured,over_default")
+        Some("budget,measured_policy,bits_per_key,policy,blocks_per_missing,measured,over_default")
     );
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let default = "two_bit+ribbon_all_runs";
     for budget in ["4", "10"] {
-        let at: Vec<&Vec<&str>> = rows.iter().filter(|r| r[0] == budget).collect();
-        let own = at.first().unwrap_or_else(|| panic!("no rows at {budget}: {eq}"));
-        assert_eq!((own[2], own[4], own[5]), ("two_bit+ribbon_all_runs", "yes", "1.0000"));
-        let total = find("two_bit+ribbon_all_runs", budget, "total");
-        let bits: f64 = own[1].parse().unwrap();
+        let own: Vec<&Vec<&str>> =
+            rows.iter().filter(|r| r[0] == budget && r[1] == default).collect();
+        assert_eq!((own[0][3], own[0][5], own[0][6]), (default, "yes", "1.0000"), "{own:?}");
+        let total = find(default, budget, "total");
+        let bits: f64 = own[0][2].parse().unwrap();
         assert!((bits - num(total, "bits_per_key")).abs() < 1e-3, "{own:?}");
-        let blocks: f64 = own[3].parse().unwrap();
+        let blocks: f64 = own[0][4].parse().unwrap();
         assert!((blocks - num(total, "blocks_per_missing")).abs() < 1e-5, "{own:?}");
-        for r in &at[1..] {
-            assert_eq!(r[4], "interpolated", "{r:?}");
-            let (b, over): (f64, f64) = (r[3].parse().unwrap(), r[5].parse().unwrap());
+        for r in &own[1..] {
+            let (b, over): (f64, f64) = (r[4].parse().unwrap(), r[6].parse().unwrap());
             assert!((b / blocks - over).abs() < 1e-3, "{r:?}");
         }
     }
-    // Two budgets per policy: a policy brackets the default's bits at 4 or at 10 only if its
-    // own points span them, so it is read at most once per budget and never extrapolated.
-    assert!(rows.iter().all(|r| r[2] != "no_filter"), "{eq}");
+    // Wherever the default is read at another policy's point, it comes first; a policy read at
+    // its own point is measured there.
+    for r in &rows {
+        let first = rows.iter().find(|q| q[0] == r[0] && q[1] == r[1]).unwrap();
+        assert_eq!(first[3], default, "{r:?}");
+        if r[3] == r[1] {
+            assert_eq!(r[5], "yes", "{r:?}");
+        }
+    }
+    assert!(rows.iter().all(|r| r[1] != "no_filter" && r[3] != "no_filter"), "{eq}");
 }
 
 #[test]

@@ -325,11 +325,13 @@ fn compact_range_jobs(inner: &DbInner, start: Option<&[u8]>, end: Option<&[u8]>)
     Ok(())
 }
 
-/// The runs of version `v` as filter allocation sees them: L0 as `l0_runs` runs (the L0 files
-/// the filter being sized will share the tree with: [`l0_runs_beside`]) of `l0_run_keys` keys
-/// (the last flushed memtable's), the levels weighted by `compaction::filter::level_weights`,
-/// and each level's share of lookups of keys it does not hold ([`absent_share`]; empty at
-/// open, before any lookup).
+/// The runs of version `v` as filter allocation sees them: L0 as the `l0_runs` runs the filter
+/// being sized will share the tree with ([`l0_runs_beside`]), but at least
+/// `(l0_compaction_trigger - 1) / 2`, L0's mean occupancy while writes go on (it climbs from 0
+/// to the trigger and a compaction empties it), each of `l0_run_keys` keys (the last flushed
+/// memtable's); the levels weighted by `compaction::filter::level_weights`; and each level's
+/// share of lookups of keys it does not hold ([`absent_share`]; empty at open, before any
+/// lookup). Design.md, "Allocation over all runs", says why the mean.
 pub(crate) fn tree_shape(
     opts: &crate::options::Options,
     v: &Version,
@@ -348,7 +350,8 @@ pub(crate) fn tree_shape(
         opts.compaction.target_file_size as f64 * below_entries as f64 / below_bytes as f64
     };
     TreeShape {
-        l0_runs: l0_runs as f64,
+        l0_runs: (l0_runs as f64)
+            .max(opts.compaction.l0_compaction_trigger.saturating_sub(1) as f64 / 2.0),
         l0_run_keys: l0_run_keys as f64,
         levels: crate::compaction::level_weights(&opts.compaction, &entries, &bytes),
         absent_share,

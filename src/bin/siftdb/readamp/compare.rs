@@ -2,14 +2,17 @@
 //!
 //! Each build spends its own bits per key (flush filters are powers of two, fixed-width kinds
 //! spend what their width costs, files keep the FPR they were built with while the tree grows),
-//! so two policies run at the same budget rarely spend the same memory. For each budget this
-//! takes the default policy's measured point (bits per key spent, data blocks per missing
-//! lookup) and reads every other policy's blocks at those same bits off its own measured curve:
-//! `ln(blocks)` interpolated linearly in bits between the two measured points around it (a
-//! filter's FPR falls exponentially with its bits, so the interpolation is exact for one static
-//! filter and close for a sum of them). A policy whose points do not bracket the default's bits
-//! is not compared there (no extrapolation), nor is one with no false positive at either
-//! neighbour (a log axis has no place for 0).
+//! so two policies run at the same budget rarely spend the same memory. Every policy's measured
+//! points (bits per key spent, data blocks per missing lookup) form its curve; a policy is read
+//! at any bits inside its curve by interpolating `ln(blocks)` linearly in bits between the two
+//! measured points around it (a filter's FPR falls exponentially with its bits, so this is exact
+//! for one static filter and close for a sum of them), never outside it (no extrapolation), and
+//! not next to a measured zero (a log has no place for 0).
+//!
+//! The comparison is made at every measured point of every policy that lies inside the
+//! default's curve: there the default and every other policy whose curve covers those bits are
+//! read, and the default's blocks are set against the fewest. A point no other policy covers
+//! is not compared (it is not a win).
 
 use super::build::Policy;
 use super::Run;
@@ -25,32 +28,34 @@ pub struct Reading {
     pub policy: Policy,
     /// Blocks per missing lookup at the compared bits per key (measured or interpolated).
     pub blocks: f64,
-    /// Whether `blocks` was measured at exactly these bits (the default's own point).
+    /// Whether `blocks` was measured at exactly these bits.
     pub measured: bool,
 }
 
-/// One budget's comparison.
+/// The comparison at one measured point.
 #[derive(Debug, Clone)]
 pub struct Comparison {
-    /// The budget the default was configured with.
+    /// The budget of the run measured here.
     pub budget: f64,
-    /// Bits per key the default spent: where every policy is read.
+    /// The policy of that run.
+    pub source: Policy,
+    /// Bits per key the run spent: where every policy is read.
     pub bits: f64,
-    /// The default first, then every policy whose curve brackets `bits`, best (fewest blocks)
-    /// first.
+    /// The default first, then every other policy whose curve covers `bits`, best (fewest
+    /// blocks) first.
     pub readings: Vec<Reading>,
 }
 
 impl Comparison {
-    /// The default's blocks over the best policy's: 1 when the default is the best.
-    pub fn default_over_best(&self) -> f64 {
-        let best = self.readings.iter().map(|r| r.blocks).fold(f64::INFINITY, f64::min);
-        self.readings[0].blocks / best
+    /// The best other policy, if any covers these bits.
+    pub fn best_other(&self) -> Option<&Reading> {
+        self.readings.get(1)
     }
 
-    /// The policy with the fewest blocks.
-    pub fn best(&self) -> &Reading {
-        self.readings.iter().min_by(|a, b| a.blocks.total_cmp(&b.blocks)).expect("default")
+    /// The default's blocks over the best other policy's (below 1: the default reads fewer);
+    /// `None` where no other policy covers these bits.
+    pub fn default_over_best(&self) -> Option<f64> {
+        self.best_other().map(|b| self.readings[0].blocks / b.blocks)
     }
 }
 
@@ -67,91 +72,101 @@ fn curve(runs: &[Run], policy: Policy) -> Vec<(f64, f64)> {
 }
 
 /// `ln(blocks)` interpolated linearly in bits at `x` between the measured points bracketing it
-/// (module documentation); `None` outside the measured range or next to a zero.
-pub fn read_at(pts: &[(f64, f64)], x: f64) -> Option<f64> {
+/// (module documentation), and whether `x` is a measured point; `None` outside the measured
+/// range or next to a zero.
+pub fn read_at(pts: &[(f64, f64)], x: f64) -> Option<(f64, bool)> {
     let hi = pts.iter().position(|&(b, _)| b >= x)?;
     let (x1, y1) = pts[hi];
     if x1 == x {
-        return Some(y1);
+        return Some((y1, true));
     }
     let (x0, y0) = pts[hi.checked_sub(1)?];
     if y0 <= 0.0 || y1 <= 0.0 || x1 <= x0 {
         return None;
     }
     let t = (x - x0) / (x1 - x0);
-    Some((y0.ln() * (1.0 - t) + y1.ln() * t).exp())
+    Some(((y0.ln() * (1.0 - t) + y1.ln() * t).exp(), false))
 }
 
-/// One comparison per budget the default ran at (module documentation).
+/// One comparison per measured point inside the default's curve (module documentation), in
+/// run order.
 pub fn compare(runs: &[Run]) -> Vec<Comparison> {
-    let others: Vec<(Policy, Vec<(f64, f64)>)> = Policy::ALL
+    let curves: Vec<(Policy, Vec<(f64, f64)>)> = Policy::ALL
         .iter()
-        .filter(|&&p| p != DEFAULT && p != Policy::NoFilter)
+        .filter(|&&p| p != Policy::NoFilter)
         .map(|&p| (p, curve(runs, p)))
         .collect();
+    let default_curve = &curves.iter().find(|(p, _)| *p == DEFAULT).expect("in ALL").1;
     runs.iter()
-        .filter(|r| r.policy == DEFAULT)
-        .filter_map(|r| r.outcome.as_ref().ok().map(|m| (r.budget, m)))
-        .map(|(budget, m)| {
-            let bits = m.total.bits_per_key();
-            let own =
-                Reading { policy: DEFAULT, blocks: m.total.blocks_per_missing, measured: true };
-            let mut read: Vec<Reading> = others
+        .filter(|r| r.policy != Policy::NoFilter)
+        .filter_map(|r| r.outcome.as_ref().ok().map(|m| (r, m.total.bits_per_key())))
+        .filter_map(|(r, bits)| {
+            let (blocks, measured) = read_at(default_curve, bits)?;
+            let own = Reading { policy: DEFAULT, blocks, measured };
+            let mut others: Vec<Reading> = curves
                 .iter()
+                .filter(|(p, _)| *p != DEFAULT)
                 .filter_map(|(p, pts)| {
-                    let blocks = read_at(pts, bits)?;
-                    Some(Reading { policy: *p, blocks, measured: false })
+                    let (blocks, measured) = read_at(pts, bits)?;
+                    Some(Reading { policy: *p, blocks, measured })
                 })
                 .collect();
-            read.sort_by(|a, b| a.blocks.total_cmp(&b.blocks));
-            Comparison { budget, bits, readings: std::iter::once(own).chain(read).collect() }
+            others.sort_by(|a, b| a.blocks.total_cmp(&b.blocks));
+            let readings = std::iter::once(own).chain(others).collect();
+            Some(Comparison { budget: r.budget, source: r.policy, bits, readings })
         })
         .collect()
 }
 
-/// The text of `equal_memory.csv`: one row per budget and policy read there.
+/// The text of `equal_memory.csv`: one row per measured point and policy read there.
 pub fn csv(comparisons: &[Comparison]) -> String {
     let mut s = String::from(
-        "default_budget,bits_per_key,policy,blocks_per_missing,measured,over_default\n",
+        "budget,measured_policy,bits_per_key,policy,blocks_per_missing,measured,over_default\n",
     );
     for c in comparisons {
         let own = c.readings[0].blocks;
         for r in &c.readings {
             let _ = writeln!(
                 s,
-                "{},{:.4},{},{:.6},{},{:.4}",
+                "{},{},{:.4},{},{:.6},{},{:.4}",
                 c.budget,
+                c.source.name(),
                 c.bits,
                 r.policy.name(),
                 r.blocks,
                 if r.measured { "yes" } else { "interpolated" },
-                r.blocks / own
+                if own > 0.0 { r.blocks / own } else { f64::NAN }
             );
         }
     }
     s
 }
 
-/// The verdict table on stdout: per budget, the default against the best policy at its bits.
+/// The comparison on stdout, one line per point another policy covers, by bits per key; a
+/// ratio above 1 is a point where the default reads more blocks than the best other policy.
 pub fn print(comparisons: &[Comparison]) {
     println!(
-        "\nat equal measured memory ({} at each budget; the others read off their curves):",
+        "\nat equal measured memory: {} against the best other policy at every measured point",
         DEFAULT.name()
     );
     println!(
-        "{:>6} {:>9} {:>12} {:<29} {:>12} {:>14}",
-        "budget", "bits/key", "default_blk", "best", "best_blk", "default/best"
+        "{:>9} {:<29} {:>6} {:>12} {:<29} {:>12} {:>13}",
+        "bits/key", "measured", "budget", "default_blk", "best other", "best_blk", "default/best"
     );
-    for c in comparisons {
-        let best = c.best();
+    let mut sorted: Vec<&Comparison> =
+        comparisons.iter().filter(|c| c.default_over_best().is_some()).collect();
+    sorted.sort_by(|a, b| a.bits.total_cmp(&b.bits));
+    for c in sorted {
+        let best = c.best_other().expect("compared");
         println!(
-            "{:>6} {:>9.2} {:>12.5} {:<29} {:>12.5} {:>14.3}",
-            c.budget,
+            "{:>9.2} {:<29} {:>6} {:>12.5} {:<29} {:>12.5} {:>13.3}",
             c.bits,
+            c.source.name(),
+            c.budget,
             c.readings[0].blocks,
             best.policy.name(),
             best.blocks,
-            c.default_over_best()
+            c.default_over_best().expect("compared")
         );
     }
 }
@@ -163,13 +178,14 @@ mod tests {
     #[test]
     fn reads_are_log_linear_between_the_bracketing_points_and_never_extrapolated() {
         let pts = [(4.0, 0.1), (8.0, 0.01), (12.0, 0.0)];
-        assert_eq!(read_at(&pts, 4.0), Some(0.1));
-        let mid = read_at(&pts, 6.0).unwrap();
+        assert_eq!(read_at(&pts, 4.0), Some((0.1, true)));
+        let (mid, measured) = read_at(&pts, 6.0).unwrap();
+        assert!(!measured);
         assert!((mid - 0.1f64.sqrt() * 0.01f64.sqrt()).abs() < 1e-12, "{mid}");
         assert_eq!(read_at(&pts, 3.9), None);
         assert_eq!(read_at(&pts, 12.1), None);
         // Next to a zero there is no log to interpolate.
         assert_eq!(read_at(&pts, 10.0), None);
-        assert_eq!(read_at(&pts, 12.0), Some(0.0));
+        assert_eq!(read_at(&pts, 12.0), Some((0.0, true)));
     }
 }
