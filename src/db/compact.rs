@@ -122,7 +122,7 @@ pub(crate) fn run_pick(inner: &DbInner, p: &Pick) -> Result<()> {
     }
     let l0_run_keys = inner.l0_run_keys.load(Ordering::Relaxed);
     let l0_inputs = if p.level == 0 { inputs.len() } else { 0 };
-    let l0_runs = l0_runs_beside(&v, l0_inputs);
+    let l0_runs = l0_runs_beside(&v, l0_inputs, 0);
     let mut shape = tree_shape(&inner.opts, &v, (l0_runs, l0_run_keys), absent_share(inner));
     // The output level holds at least the keys written into it: planned as empty (the first
     // compaction of a tree, whose target level has no files yet), it would get the FPR of a
@@ -359,12 +359,13 @@ pub(crate) fn tree_shape(
     }
 }
 
-/// The L0 runs a compaction output will sit beside, counted from the tree as it is (design.md,
-/// "Allocation over all runs"): `v`'s L0 files less `leaving` (the compaction's L0 inputs).
-/// `tree_shape` raises the count to L0's mean occupancy, so a compacted or read-mostly tree
-/// reserves only that much budget for L0 files it does not have.
-pub(crate) fn l0_runs_beside(v: &Version, leaving: usize) -> usize {
-    v.levels()[0].len().saturating_sub(leaving)
+/// The L0 runs a filter about to be built will sit beside, counted from the tree as it is
+/// (design.md, "Allocation over all runs"): `v`'s L0 files, less `leaving` (a compaction's L0
+/// inputs), plus `arriving` (memtables that will be flushed before or as the filter's own run).
+/// Counting the live runs, not the most L0 may hold, keeps a compacted or read-mostly tree
+/// from reserving budget for L0 files it does not have.
+pub(crate) fn l0_runs_beside(v: &Version, leaving: usize, arriving: usize) -> usize {
+    v.levels()[0].len().saturating_sub(leaving) + arriving
 }
 
 /// Each level's share of point lookups (`get`, `multi_get`'s keys) since open that asked it

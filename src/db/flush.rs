@@ -260,12 +260,11 @@ fn finish_l0(
     let set = inner.keyspaces.load();
     let layout = Layout::of(&inner.opts, &set, o.keyspace, 0);
     let v = inner.super_version().version.clone();
-    // Its own run; `tree_shape` raises it to L0's mean occupancy, as at rotation (write.rs), so
-    // the memtable's filter sized then has the planned size now and is written as is.
+    let l0 = super::compact::l0_runs_beside(&v, 0, 1);
     let shape = super::compact::tree_shape(
         &inner.opts,
         &v,
-        (1, inner.l0_run_keys.load(Ordering::Relaxed)),
+        (l0, inner.l0_run_keys.load(Ordering::Relaxed)),
         super::compact::absent_share(inner),
     );
     let (config, nearest) = super::write::l0_filter(&layout.policy, &shape);

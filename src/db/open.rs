@@ -170,8 +170,9 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         0 => super::write::expected_entries(&opts, None),
         n => l0.iter().map(|f| f.meta.entries).sum::<u64>() / n,
     };
-    // The replayed memtable's own run, as at rotation (write.rs).
-    let shape = super::compact::tree_shape(&opts, &version, (1, l0_run_keys), vec![]);
+    // The replayed memtable will be one more L0 run.
+    let l0_runs = super::compact::l0_runs_beside(&version, 0, 1);
+    let shape = super::compact::tree_shape(&opts, &version, (l0_runs, l0_run_keys), vec![]);
     let replay_wal = wals.first().copied().unwrap_or(0);
     let replayed = Arc::new(new_memtable(&opts, &shape, replay_wal, replay_keys));
     let mut last_seq = state.last_sequence;

@@ -181,7 +181,7 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
     let sv = inner.super_version();
     let c = &inner.counters;
     // The plan of the next compaction output: beside the L0 files there are now.
-    let l0 = super::compact::l0_runs_beside(&sv.version, 0);
+    let l0 = super::compact::l0_runs_beside(&sv.version, 0, 0);
     let shape = super::compact::tree_shape(
         &inner.opts,
         &sv.version,

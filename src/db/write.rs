@@ -263,13 +263,13 @@ pub(crate) fn rotate(inner: &DbInner, w: &mut WriterState) -> Result<()> {
     }
     let old = inner.super_version();
     let expected = expected_entries(&inner.opts, Some(&old.mem));
-    // The memtable's own run, raised by `tree_shape` to L0's mean occupancy: a flush filter is
-    // sized for the L0 it lives in on average, not for the files of the moment, which change
-    // between this rotation and the flush (flush.rs counts the same way).
+    // When the new memtable is flushed, the frozen ones (`old.imm` and `old.mem`) will have
+    // gone to L0 before it.
+    let l0 = super::compact::l0_runs_beside(&old.version, 0, old.imm.len() + 2);
     let shape = super::compact::tree_shape(
         &inner.opts,
         &old.version,
-        (1, inner.l0_run_keys.load(Ordering::Relaxed)),
+        (l0, inner.l0_run_keys.load(Ordering::Relaxed)),
         super::compact::absent_share(inner),
     );
     let mem = Arc::new(new_memtable(&inner.opts, &shape, number, expected));
