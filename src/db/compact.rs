@@ -363,7 +363,8 @@ pub(crate) fn tree_shape(
 /// (design.md, "Allocation over all runs"): `v`'s L0 files, less `leaving` (a compaction's L0
 /// inputs), plus `arriving` (memtables that will be flushed before or as the filter's own run).
 /// Counting the live runs, not the most L0 may hold, keeps a compacted or read-mostly tree
-/// from reserving budget for L0 files it does not have.
+/// from reserving budget for L0 files it does not have beyond L0's mean occupancy (the floor
+/// [`tree_shape`] puts under this count).
 pub(crate) fn l0_runs_beside(v: &Version, leaving: usize, arriving: usize) -> usize {
     v.levels()[0].len().saturating_sub(leaving) + arriving
 }

@@ -1,4 +1,4 @@
-//! Policies compared at equal measured memory: `equal_memory.csv` and the verdict table.
+//! Policies compared at equal measured memory: `equal_memory.csv` and its table on stdout.
 //!
 //! Each build spends its own bits per key (flush filters are powers of two, fixed-width kinds
 //! spend what their width costs, files keep the FPR they were built with while the tree grows),
@@ -22,7 +22,7 @@ use std::fmt::Write as _;
 pub const DEFAULT: Policy = Policy::AllRuns;
 
 /// A policy's blocks per missing lookup read off its curve at one point.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Reading {
     /// The policy.
     pub policy: Policy,

@@ -11,11 +11,13 @@
 //! `<out>/fpr_vs_bits.svg`.
 //!
 //! Equal memory: every policy is configured with the budget as bits per key at flush and at
-//! compaction (all-runs allocation: over the whole tree); the bits each build actually spent (filter bytes over entries, all levels) are
-//! reported, the plots use them as x, and a run further than `--tolerance` from its budget is
-//! marked in the `equal_memory` column. Binary fuse's size is fixed by its fingerprint width, so
-//! it runs only at budgets within `--tolerance` of its own bits per key at the output file size
-//! (measured first: about 10.3 for 8-bit and 20.6 for 16-bit fingerprints at 9,000 keys).
+//! compaction (all-runs allocation: over the whole tree); the bits each build actually spent
+//! (filter bytes over entries, all levels) are reported, the plots use them as x, and a run
+//! further than `--tolerance` from its budget is marked in readamp.csv's `equal_memory` column;
+//! equal_memory.csv then compares the policies at the bits they really spent ([`compare`]).
+//! Binary fuse's size is fixed by its fingerprint width, so it runs only at budgets within
+//! `--tolerance` of its own bits per key at the output file size (measured first: about 10.3
+//! for 8-bit and 20.6 for 16-bit fingerprints at 9,000 keys).
 
 mod build;
 mod compare;
