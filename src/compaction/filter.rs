@@ -57,6 +57,34 @@ impl LevelFilter {
     }
 }
 
+/// Entries a compaction moves from one level to the next (its inputs from the upper level; the
+/// lower level's inputs are rewritten in place), so that filters are planned on the tree as
+/// the compaction or trivial move leaves it.
+#[derive(Debug, Clone, Copy)]
+pub struct LevelMove {
+    /// The level the entries leave.
+    pub from: usize,
+    /// The level they join.
+    pub to: usize,
+    /// Entries moved.
+    pub entries: u64,
+    /// Their bytes.
+    pub bytes: u64,
+}
+
+impl LevelMove {
+    /// Moves the entries and bytes between per-level counts.
+    pub fn apply(&self, entries: &mut [u64], bytes: &mut [u64]) {
+        if self.from >= entries.len() || self.to >= entries.len() {
+            return;
+        }
+        entries[self.from] = entries[self.from].saturating_sub(self.entries);
+        bytes[self.from] = bytes[self.from].saturating_sub(self.bytes);
+        entries[self.to] += self.entries;
+        bytes[self.to] += self.bytes;
+    }
+}
+
 /// Monkey's weight of each level (index 0, L0, is ignored): the entries a level holds at
 /// capacity, `target_bytes(l) / bytes_per_entry`, for the levels above the deepest non-empty
 /// one; for the deepest, its actual entries but at least the capacity of the level above it

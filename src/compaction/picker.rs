@@ -22,7 +22,7 @@
 //! tombstones that hide nothing older in the compaction can be dropped.
 
 use super::allocation::TreeShape;
-use super::filter::level_filter;
+use super::filter::{level_filter, level_weights, LevelMove};
 use crate::manifest::FileMeta;
 use crate::options::{CompactionOptions, FilterPolicy};
 use crate::version::TableFile;
@@ -102,7 +102,7 @@ pub fn pick<F: HasMeta>(
     let s = scores(levels, opts);
     let (level, &score) =
         s.iter().enumerate().filter(|(_, &x)| x >= 1.0).max_by(|a, b| a.1.total_cmp(b.1))?;
-    let mut p = pick_level(levels, level, policy, None)?;
+    let mut p = pick_level(levels, level, (opts, policy), None)?;
     p.score = score;
     Some(p)
 }
@@ -114,7 +114,7 @@ pub fn pick<F: HasMeta>(
 pub fn pick_level<F: HasMeta>(
     levels: &[Vec<F>],
     level: usize,
-    policy: &FilterPolicy,
+    (opts, policy): (&CompactionOptions, &FilterPolicy),
     range: Option<(KeyAt<'_>, KeyAt<'_>)>,
 ) -> Option<Pick> {
     let out = level + 1;
@@ -157,15 +157,24 @@ pub fn pick_level<F: HasMeta>(
         .filter(|g| overlaps(g.meta(), key_at(&lo), key_at(&hi)))
         .map(|g| g.meta().number)
         .collect();
-    // Only how the two levels' filters compare matters here, so the current entry counts
-    // serve as the shape.
-    let shape = || TreeShape {
-        l0_runs: levels[0].len() as f64,
-        l0_run_keys: levels[0].iter().map(|f| f.meta().entries as f64).sum::<f64>()
-            / levels[0].len().max(1) as f64,
-        levels: levels.iter().map(|l| l.iter().map(|f| f.meta().entries as f64).sum()).collect(),
-        absent_share: vec![],
-        file_keys: f64::INFINITY,
+    // Only how the two levels' filters compare matters here: the levels are weighed as the
+    // compaction job weighs them (`level_weights`), on the tree as the move would leave it, so
+    // a file moved into an empty level below the deepest is judged against that level as the
+    // new deepest, not as a level of one file's keys.
+    let shape = || {
+        let sum = |l: &Vec<F>, f: fn(&FileMeta) -> u64| l.iter().map(|g| f(g.meta())).sum();
+        let mut entries: Vec<u64> = levels.iter().map(|l| sum(l, |m| m.entries)).collect();
+        let mut bytes: Vec<u64> = levels.iter().map(|l| sum(l, |m| m.size)).collect();
+        let f = chosen[0].meta();
+        LevelMove { from: level, to: out, entries: f.entries, bytes: f.size }
+            .apply(&mut entries, &mut bytes);
+        TreeShape {
+            l0_runs: levels[0].len() as f64,
+            l0_run_keys: entries[0] as f64 / levels[0].len().max(1) as f64,
+            levels: level_weights(opts, &entries, &bytes),
+            absent_share: vec![],
+            file_keys: f64::INFINITY,
+        }
     };
     let trivial_move = level > 0 && chosen.len() == 1 && next.is_empty() && {
         let shape = shape();

@@ -146,9 +146,55 @@ fn bottommost_is_judged_over_every_input_not_only_the_chosen_files() {
     levels[1].push(meta(1, "c", "f"));
     levels[2].push(meta(2, "a", "g"));
     levels[3].push(meta(3, "a", "b"));
-    let p = pick_level(&levels, 1, &FilterPolicy::default(), None).expect("a pick");
+    let p = pick_level(&levels, 1, (&CompactionOptions::default(), &FilterPolicy::default()), None)
+        .expect("a pick");
     assert_eq!(p.next_inputs, vec![2]);
     assert!(!p.bottommost);
     levels[3][0] = meta(3, "x", "y");
-    assert!(pick_level(&levels, 1, &FilterPolicy::default(), None).unwrap().bottommost);
+    assert!(
+        pick_level(&levels, 1, (&CompactionOptions::default(), &FilterPolicy::default()), None)
+            .unwrap()
+            .bottommost
+    );
+}
+
+#[test]
+fn a_file_moves_down_trivially_when_its_filter_serves_the_level_it_joins() {
+    // L1 holds two non-overlapping files and is the deepest level; a file of L1 moved into the
+    // empty L2 makes L2 the deepest. Under plans that give deeper levels larger FPRs (the
+    // default all-runs allocation, Monkey), L2 is weighed as that deepest level, so the file's
+    // filter serves there and the move needs no rewrite; a per-level plan that asks more of
+    // L2 than of L1 makes it a rewrite.
+    let meta = |number, lo: &str, hi: &str| FileMeta {
+        number,
+        size: 4 << 20,
+        smallest_key: lo.into(),
+        largest_key: hi.into(),
+        smallest_seq: 0,
+        largest_seq: 0,
+        entries: 40_000,
+        keyspace: 0,
+    };
+    let mut levels: Vec<Vec<FileMeta>> = vec![Vec::new(); NUM_LEVELS];
+    levels[1].push(meta(1, "a", "c"));
+    levels[1].push(meta(2, "d", "f"));
+    let opts = CompactionOptions::default();
+    let monkey = FilterPolicy {
+        allocation: crate::options::FilterAllocation::Monkey { bits_per_key: 10.0 },
+        ..FilterPolicy::default()
+    };
+    for policy in [FilterPolicy::default(), monkey] {
+        let p = pick_level(&levels, 1, (&opts, &policy), None).expect("a pick");
+        assert!(p.trivial_move, "{policy:?}: {p:?}");
+    }
+    use crate::options::{FilterAllocation, LevelBudget};
+    let stricter_below = FilterPolicy {
+        allocation: FilterAllocation::PerLevel(vec![
+            LevelBudget::Fpr(0.01),
+            LevelBudget::Fpr(0.001),
+        ]),
+        ..FilterPolicy::default()
+    };
+    let p = pick_level(&levels, 1, (&opts, &stricter_below), None).expect("a pick");
+    assert!(!p.trivial_move, "{p:?}");
 }

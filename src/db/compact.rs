@@ -24,7 +24,7 @@ use super::{flush, DbInner, SuperVersion};
 use crate::compaction::collapse::compaction_operator;
 use crate::compaction::job::{self, JobEnv, JobSpec, OutputLayout};
 use crate::compaction::picker::{key_at, OwnedKeyAt};
-use crate::compaction::{pick, pick_level, Pick, TreeShape};
+use crate::compaction::{pick, pick_level, LevelMove, Pick, TreeShape};
 use crate::error::{Error, Result};
 use crate::filename;
 use crate::manifest::VersionEdit;
@@ -123,7 +123,16 @@ pub(crate) fn run_pick(inner: &DbInner, p: &Pick) -> Result<()> {
     let l0_run_keys = inner.l0_run_keys.load(Ordering::Relaxed);
     let l0_inputs = if p.level == 0 { inputs.len() } else { 0 };
     let l0_runs = l0_runs_beside(&v, l0_inputs, 0);
-    let mut shape = tree_shape(&inner.opts, &v, (l0_runs, l0_run_keys), absent_share(inner));
+    // Planned on the tree as this compaction leaves it: a first compaction into an empty level
+    // makes it the deepest, weighted as such (`level_weights`), not as a level of its few keys.
+    let moved = LevelMove {
+        from: p.level,
+        to: p.output_level,
+        entries: inputs.iter().map(|f| f.meta.entries).sum(),
+        bytes: inputs.iter().map(|f| f.meta.size).sum(),
+    };
+    let mut shape =
+        tree_shape(&inner.opts, &v, (l0_runs, l0_run_keys), absent_share(inner), Some(moved));
     // The output level holds at least the keys written into it: planned as empty (the first
     // compaction of a tree, whose target level has no files yet), it would get the FPR of a
     // one-key level and far more than its share of the budget.
@@ -285,8 +294,8 @@ fn compact_range_jobs(inner: &DbInner, start: Option<&[u8]>, end: Option<&[u8]>)
             break;
         }
         let (lo, hi) = bounds(&v, start, end);
-        if let Some(mut p) = pick_level(v.levels(), level, policy, Some((key_at(&lo), key_at(&hi))))
-        {
+        let with = (&inner.opts.compaction, policy);
+        if let Some(mut p) = pick_level(v.levels(), level, with, Some((key_at(&lo), key_at(&hi)))) {
             if level + 1 == deepest.max(1) {
                 // Moving a file onto the last level keeps its garbage; rewrite it instead.
                 p.trivial_move = false;
@@ -332,15 +341,22 @@ fn compact_range_jobs(inner: &DbInner, start: Option<&[u8]>, end: Option<&[u8]>)
 /// memtable's); the levels weighted by `compaction::filter::level_weights`; and each level's
 /// share of lookups of keys it does not hold ([`absent_share`]; empty at open, before any
 /// lookup). Design.md, "Allocation over all runs", says why the mean.
+/// With `moved`, the levels are weighed as they will be once a compaction has moved those
+/// entries down.
 pub(crate) fn tree_shape(
     opts: &crate::options::Options,
     v: &Version,
     (l0_runs, l0_run_keys): (usize, u64),
     absent_share: Vec<f64>,
+    moved: Option<LevelMove>,
 ) -> TreeShape {
-    let entries: Vec<u64> =
+    let mut entries: Vec<u64> =
         v.levels().iter().map(|l| l.iter().map(|f| f.meta.entries).sum()).collect();
-    let bytes: Vec<u64> = v.levels().iter().map(|l| l.iter().map(|f| f.meta.size).sum()).collect();
+    let mut bytes: Vec<u64> =
+        v.levels().iter().map(|l| l.iter().map(|f| f.meta.size).sum()).collect();
+    if let Some(m) = moved {
+        m.apply(&mut entries, &mut bytes);
+    }
     // Keys of one output file, from the mean entry size of the levels below L0.
     let (below_entries, below_bytes): (u64, u64) =
         (entries.iter().skip(1).sum(), bytes.iter().skip(1).sum());

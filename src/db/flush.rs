@@ -266,6 +266,7 @@ fn finish_l0(
         &v,
         (l0, inner.l0_run_keys.load(Ordering::Relaxed)),
         super::compact::absent_share(inner),
+        None,
     );
     let (config, nearest) = super::write::l0_filter(&layout.policy, &shape);
     let mut builder = o.builder;

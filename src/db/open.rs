@@ -172,7 +172,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     };
     // The replayed memtable will be one more L0 run.
     let l0_runs = super::compact::l0_runs_beside(&version, 0, 1);
-    let shape = super::compact::tree_shape(&opts, &version, (l0_runs, l0_run_keys), vec![]);
+    let shape = super::compact::tree_shape(&opts, &version, (l0_runs, l0_run_keys), vec![], None);
     let replay_wal = wals.first().copied().unwrap_or(0);
     let replayed = Arc::new(new_memtable(&opts, &shape, replay_wal, replay_keys));
     let mut last_seq = state.last_sequence;

@@ -187,6 +187,7 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
         &sv.version,
         (l0, inner.l0_run_keys.load(Ordering::Relaxed)),
         super::compact::absent_share(inner),
+        None,
     );
     let levels = (0..NUM_LEVELS)
         .map(|level| {

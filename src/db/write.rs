@@ -271,6 +271,7 @@ pub(crate) fn rotate(inner: &DbInner, w: &mut WriterState) -> Result<()> {
         &old.version,
         (l0, inner.l0_run_keys.load(Ordering::Relaxed)),
         super::compact::absent_share(inner),
+        None,
     );
     let mem = Arc::new(new_memtable(&inner.opts, &shape, number, expected));
     w.wal = WalWriter::new(file);
