@@ -193,7 +193,10 @@ fn readamp_writes_csv_and_svgs_with_sane_figures() {
     let mut lines = eq.lines();
     assert_eq!(
         lines.next(),
-        Some("budget,measured_policy,bits_per_key,policy,blocks_per_missing,measured,over_default")
+        Some(
+            "budget,measured_policy,bits_per_key,policy,blocks_per_missing,measured,over_default,\
+             sigma"
+        )
     );
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
     let default = "two_bit+ribbon_all_runs";
@@ -209,6 +212,11 @@ fn readamp_writes_csv_and_svgs_with_sane_figures() {
         for r in &own[1..] {
             let (b, over): (f64, f64) = (r[4].parse().unwrap(), r[6].parse().unwrap());
             assert!((b / blocks - over).abs() < 1e-3, "{r:?}");
+            // Poisson: sqrt(1/n_default + 1/n_other) over the counted blocks.
+            let n = |x: f64| x * LOOKUPS as f64;
+            let sigma: f64 = r[7].parse().unwrap();
+            let expected = (1.0 / n(blocks) + 1.0 / n(b)).sqrt();
+            assert!((sigma - expected).abs() < 1e-3 * expected.max(1.0), "{r:?}");
         }
     }
     // Wherever the default is read at another policy's point, it comes first; a policy read at

@@ -13,6 +13,12 @@
 //! default's curve: there the default and every other policy whose curve covers those bits are
 //! read, and the default's blocks are set against the fewest. A point no other policy covers
 //! is not compared (it is not a win).
+//!
+//! Each figure counts blocks over the build's missing-key lookups, a Poisson count, so a
+//! ratio of two of them carries a relative standard error of about `sqrt(1/n_a + 1/n_b)` for
+//! `n` the blocks counted (for an interpolated reading, its blocks per lookup times the
+//! lookups): `sigma` in the table and the CSV, so that a gap of a few percent over a few
+//! hundred blocks is not read as a difference.
 
 use super::build::Policy;
 use super::Run;
@@ -47,6 +53,13 @@ pub struct Comparison {
 }
 
 impl Comparison {
+    /// The relative standard error of `blocks / readings[0].blocks` over `lookups` lookups
+    /// (module documentation); infinite where either count is 0.
+    pub fn ratio_sigma(&self, other: &Reading, lookups: u64) -> f64 {
+        let n = |blocks: f64| blocks * lookups as f64;
+        (1.0 / n(self.readings[0].blocks) + 1.0 / n(other.blocks)).sqrt()
+    }
+
     /// The best other policy, if any covers these bits.
     pub fn best_other(&self) -> Option<&Reading> {
         self.readings.get(1)
@@ -118,24 +131,27 @@ pub fn compare(runs: &[Run]) -> Vec<Comparison> {
         .collect()
 }
 
-/// The text of `equal_memory.csv`: one row per measured point and policy read there.
-pub fn csv(comparisons: &[Comparison]) -> String {
+/// The text of `equal_memory.csv`: one row per measured point and policy read there, with the
+/// relative standard error of `over_default` over `lookups` missing-key lookups.
+pub fn csv(comparisons: &[Comparison], lookups: u64) -> String {
     let mut s = String::from(
-        "budget,measured_policy,bits_per_key,policy,blocks_per_missing,measured,over_default\n",
+        "budget,measured_policy,bits_per_key,policy,blocks_per_missing,measured,over_default,\
+         sigma\n",
     );
     for c in comparisons {
         let own = c.readings[0].blocks;
         for r in &c.readings {
             let _ = writeln!(
                 s,
-                "{},{},{:.4},{},{:.6},{},{:.4}",
+                "{},{},{:.4},{},{:.6},{},{:.4},{:.4}",
                 c.budget,
                 c.source.name(),
                 c.bits,
                 r.policy.name(),
                 r.blocks,
                 if r.measured { "yes" } else { "interpolated" },
-                if own > 0.0 { r.blocks / own } else { f64::NAN }
+                if own > 0.0 { r.blocks / own } else { f64::NAN },
+                c.ratio_sigma(r, lookups)
             );
         }
     }
@@ -144,14 +160,21 @@ pub fn csv(comparisons: &[Comparison]) -> String {
 
 /// The comparison on stdout, one line per point another policy covers, by bits per key; a
 /// ratio above 1 is a point where the default reads more blocks than the best other policy.
-pub fn print(comparisons: &[Comparison]) {
+pub fn print(comparisons: &[Comparison], lookups: u64) {
     println!(
         "\nat equal measured memory: {} against the best other policy at every measured point",
         DEFAULT.name()
     );
     println!(
-        "{:>9} {:<29} {:>6} {:>12} {:<29} {:>12} {:>13}",
-        "bits/key", "measured", "budget", "default_blk", "best other", "best_blk", "default/best"
+        "{:>9} {:<29} {:>6} {:>12} {:<29} {:>12} {:>13} {:>7}",
+        "bits/key",
+        "measured",
+        "budget",
+        "default_blk",
+        "best other",
+        "best_blk",
+        "default/best",
+        "sigma"
     );
     let mut sorted: Vec<&Comparison> =
         comparisons.iter().filter(|c| c.default_over_best().is_some()).collect();
@@ -159,14 +182,15 @@ pub fn print(comparisons: &[Comparison]) {
     for c in sorted {
         let best = c.best_other().expect("compared");
         println!(
-            "{:>9.2} {:<29} {:>6} {:>12.5} {:<29} {:>12.5} {:>13.3}",
+            "{:>9.2} {:<29} {:>6} {:>12.5} {:<29} {:>12.5} {:>13.3} {:>6.1}%",
             c.bits,
             c.source.name(),
             c.budget,
             c.readings[0].blocks,
             best.policy.name(),
             best.blocks,
-            c.default_over_best().expect("compared")
+            c.default_over_best().expect("compared"),
+            100.0 * c.ratio_sigma(best, lookups)
         );
     }
 }

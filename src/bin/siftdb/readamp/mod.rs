@@ -249,7 +249,7 @@ pub fn run(args: &ReadampArgs) -> Result<()> {
     let db_secs = t0.elapsed().as_secs_f64();
     print_report(&runs, args);
     let comparisons = compare::compare(&runs);
-    compare::print(&comparisons);
+    compare::print(&comparisons, args.lookups);
 
     let t = Instant::now();
     let fpr_rows = filters::sweep(&args.bits, args.fpr_keys, args.seed)?;
@@ -257,7 +257,7 @@ pub fn run(args: &ReadampArgs) -> Result<()> {
     let names: Vec<&'static str> = Policy::ALL.iter().map(|p| p.name()).collect();
     let [readamp_csv, equal_csv, fpr_csv, blocks_svg, fpr_svg] = OUTPUTS.map(|n| out.join(n));
     csv::write(&readamp_csv, &csv::readamp_csv(&runs, args.tolerance))?;
-    csv::write(&equal_csv, &compare::csv(&comparisons))?;
+    csv::write(&equal_csv, &compare::csv(&comparisons, args.lookups))?;
     csv::write(&fpr_csv, &csv::fpr_csv(&fpr_rows))?;
     plot::blocks_per_lookup(&blocks_svg, &runs, &names)?;
     plot::fpr_vs_bits(&fpr_svg, &fpr_rows)?;
