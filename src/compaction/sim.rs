@@ -128,20 +128,25 @@ fn simulated_write_amplification_is_within_the_leveled_bound() {
     assert!(scores(&sim.levels, &opts).iter().all(|&s| s < 1.0));
 }
 
-#[test]
-fn bottommost_is_judged_over_every_input_not_only_the_chosen_files() {
-    // L1 [c, f] picks L2 [a, g], which reaches past it over L3 [a, b]: a tombstone at "a" in
-    // the L2 file still hides L3's "a", so the compaction is not bottommost.
-    let meta = |number, lo: &str, hi: &str| FileMeta {
+/// A file's metadata for the picker: its number, key range, entries and bytes.
+fn file_meta(number: u64, (lo, hi): (&str, &str), entries: u64, size: u64) -> FileMeta {
+    FileMeta {
         number,
-        size: 100,
+        size,
         smallest_key: lo.into(),
         largest_key: hi.into(),
         smallest_seq: 0,
         largest_seq: 0,
-        entries: 1,
+        entries,
         keyspace: 0,
-    };
+    }
+}
+
+#[test]
+fn bottommost_is_judged_over_every_input_not_only_the_chosen_files() {
+    // L1 [c, f] picks L2 [a, g], which reaches past it over L3 [a, b]: a tombstone at "a" in
+    // the L2 file still hides L3's "a", so the compaction is not bottommost.
+    let meta = |number, lo, hi| file_meta(number, (lo, hi), 1, 100);
     let mut levels: Vec<Vec<FileMeta>> = vec![Vec::new(); NUM_LEVELS];
     levels[1].push(meta(1, "c", "f"));
     levels[2].push(meta(2, "a", "g"));
@@ -165,16 +170,7 @@ fn a_file_moves_down_trivially_when_its_filter_serves_the_level_it_joins() {
     // default all-runs allocation, Monkey), L2 is weighed as that deepest level, so the file's
     // filter serves there and the move needs no rewrite; a per-level plan that asks more of
     // L2 than of L1 makes it a rewrite.
-    let meta = |number, lo: &str, hi: &str| FileMeta {
-        number,
-        size: 4 << 20,
-        smallest_key: lo.into(),
-        largest_key: hi.into(),
-        smallest_seq: 0,
-        largest_seq: 0,
-        entries: 40_000,
-        keyspace: 0,
-    };
+    let meta = |number, lo, hi| file_meta(number, (lo, hi), 40_000, 4 << 20);
     let mut levels: Vec<Vec<FileMeta>> = vec![Vec::new(); NUM_LEVELS];
     levels[1].push(meta(1, "a", "c"));
     levels[1].push(meta(2, "d", "f"));
