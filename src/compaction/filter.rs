@@ -15,12 +15,14 @@
 //! gets no filter (`p_i = 1`, zero bits) and `K` is solved again over the others.
 
 use super::allocation::{allocate, TreeShape};
+use super::picker::HasMeta;
 use crate::error::Result;
 use crate::filter::prelude::*;
 use crate::filter::{
     BinaryFuse16, BinaryFuse4Wise16, BinaryFuse4Wise8, BinaryFuse8, BlockedBloom, FilterKind,
     PackedBinaryFuse, Ribbon, StandardBloom, Xor16, Xor8,
 };
+use crate::manifest::FileMeta;
 use crate::options::{
     CompactionOptions, FilterAllocation, FilterConfig, FilterPolicy, LevelBudget, StaticFilterKind,
 };
@@ -72,9 +74,24 @@ pub struct LevelMove {
     pub bytes: u64,
 }
 
+/// Entries and bytes of each level of `levels`, after `moved` if given: what
+/// [`level_weights`] weighs, for the compaction job and the picker alike.
+pub fn level_counts<F: HasMeta>(
+    levels: &[Vec<F>],
+    moved: Option<LevelMove>,
+) -> (Vec<u64>, Vec<u64>) {
+    let sum = |l: &Vec<F>, f: fn(&FileMeta) -> u64| l.iter().map(|g| f(g.meta())).sum();
+    let mut entries: Vec<u64> = levels.iter().map(|l| sum(l, |m| m.entries)).collect();
+    let mut bytes: Vec<u64> = levels.iter().map(|l| sum(l, |m| m.size)).collect();
+    if let Some(m) = moved {
+        m.apply(&mut entries, &mut bytes);
+    }
+    (entries, bytes)
+}
+
 impl LevelMove {
     /// Moves the entries and bytes between per-level counts.
-    pub fn apply(&self, entries: &mut [u64], bytes: &mut [u64]) {
+    fn apply(&self, entries: &mut [u64], bytes: &mut [u64]) {
         if self.from >= entries.len() || self.to >= entries.len() {
             return;
         }

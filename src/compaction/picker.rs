@@ -22,7 +22,7 @@
 //! tombstones that hide nothing older in the compaction can be dropped.
 
 use super::allocation::TreeShape;
-use super::filter::{level_filter, level_weights, LevelMove};
+use super::filter::{level_counts, level_filter, level_weights, LevelMove};
 use crate::manifest::FileMeta;
 use crate::options::{CompactionOptions, FilterPolicy};
 use crate::version::TableFile;
@@ -162,12 +162,9 @@ pub fn pick_level<F: HasMeta>(
     // a file moved into an empty level below the deepest is judged against that level as the
     // new deepest, not as a level of one file's keys.
     let shape = || {
-        let sum = |l: &Vec<F>, f: fn(&FileMeta) -> u64| l.iter().map(|g| f(g.meta())).sum();
-        let mut entries: Vec<u64> = levels.iter().map(|l| sum(l, |m| m.entries)).collect();
-        let mut bytes: Vec<u64> = levels.iter().map(|l| sum(l, |m| m.size)).collect();
         let f = chosen[0].meta();
-        LevelMove { from: level, to: out, entries: f.entries, bytes: f.size }
-            .apply(&mut entries, &mut bytes);
+        let moved = LevelMove { from: level, to: out, entries: f.entries, bytes: f.size };
+        let (entries, bytes) = level_counts(levels, Some(moved));
         TreeShape {
             l0_runs: levels[0].len() as f64,
             l0_run_keys: entries[0] as f64 / levels[0].len().max(1) as f64,

@@ -133,9 +133,8 @@ pub(crate) fn run_pick(inner: &DbInner, p: &Pick) -> Result<()> {
     };
     let mut shape =
         tree_shape(&inner.opts, &v, (l0_runs, l0_run_keys), absent_share(inner), Some(moved));
-    // The output level holds at least the keys written into it: planned as empty (the first
-    // compaction of a tree, whose target level has no files yet), it would get the FPR of a
-    // one-key level and far more than its share of the budget.
+    // The output level weighs at least the keys written into it (a level below the deepest is
+    // weighed at its capacity, which an overfull one exceeds).
     let written: u64 = runs.iter().flatten().map(|f| f.meta.entries).sum();
     if let Some(keys) = shape.levels.get_mut(p.output_level) {
         *keys = keys.max(written as f64);
@@ -341,6 +340,7 @@ fn compact_range_jobs(inner: &DbInner, start: Option<&[u8]>, end: Option<&[u8]>)
 /// memtable's); the levels weighted by `compaction::filter::level_weights`; and each level's
 /// share of lookups of keys it does not hold ([`absent_share`]; empty at open, before any
 /// lookup). Design.md, "Allocation over all runs", says why the mean.
+///
 /// With `moved`, the levels are weighed as they will be once a compaction has moved those
 /// entries down.
 pub(crate) fn tree_shape(
@@ -350,13 +350,7 @@ pub(crate) fn tree_shape(
     absent_share: Vec<f64>,
     moved: Option<LevelMove>,
 ) -> TreeShape {
-    let mut entries: Vec<u64> =
-        v.levels().iter().map(|l| l.iter().map(|f| f.meta.entries).sum()).collect();
-    let mut bytes: Vec<u64> =
-        v.levels().iter().map(|l| l.iter().map(|f| f.meta.size).sum()).collect();
-    if let Some(m) = moved {
-        m.apply(&mut entries, &mut bytes);
-    }
+    let (entries, bytes) = crate::compaction::filter::level_counts(v.levels(), moved);
     // Keys of one output file, from the mean entry size of the levels below L0.
     let (below_entries, below_bytes): (u64, u64) =
         (entries.iter().skip(1).sum(), bytes.iter().skip(1).sum());
