@@ -318,8 +318,10 @@ impl DirectBatch {
         use std::os::fd::AsRawFd;
         let at = round_down(offset);
         let skip = (offset - at) as usize;
-        let span = match (file.direct_fd(), batch_buf(round_up(skip + len))) {
-            (Some(fd), Ok(buf)) => Some(self.flight.add(fd.as_raw_fd(), at, buf)),
+        let need = round_up(skip + len);
+        let span = match (file.direct_fd(), batch_buf(need)) {
+            // `need` bytes, not the buffer's size: a spare buffer is at least SPARE_LEN.
+            (Some(fd), Ok(buf)) => Some(self.flight.add(fd.as_raw_fd(), at, buf, need)),
             _ => None, // read the ordinary way
         };
         self.files.push(file);
@@ -495,6 +497,29 @@ mod tests {
         let big = r.read_at(1, 2_000_000).unwrap();
         assert_eq!(&big[..], &data[1..2_000_001]);
         assert_eq!(r.read_at(data.len() as u64 - 1, 1).unwrap(), vec![data[data.len() - 1]]);
+    }
+
+    #[test]
+    fn a_batched_read_asks_the_device_for_its_aligned_span_only() {
+        let dir = test_dir();
+        let path = dir.path().join("000003.sst");
+        let data: Vec<u8> = (0..16 * ALIGN).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        let file: std::sync::Arc<dyn RandomAccessFile> =
+            std::sync::Arc::new(DirectReadFile::open(&path).unwrap());
+        let Some(mut batch) = DirectBatch::new() else {
+            assert!(!crate::storage::uring::available(), "only a refused io_uring gives none");
+            return;
+        };
+        // A block inside one page, one across a page boundary: buffers are at least SPARE_LEN
+        // (16 KiB), but the device reads one and two pages.
+        let (a, b) = (batch.add(file.clone(), 5000, 300), batch.add(file, 8000, 400));
+        let (sa, sb) = (batch.requests[a].0.unwrap(), batch.requests[b].0.unwrap());
+        assert_eq!(batch.flight.requested(sa), ALIGN);
+        assert_eq!(batch.flight.requested(sb), 2 * ALIGN);
+        let got = batch.finish();
+        assert_eq!(got[a].as_ref().unwrap().as_ref().unwrap().bytes(), &data[5000..5300]);
+        assert_eq!(got[b].as_ref().unwrap().as_ref().unwrap().bytes(), &data[8000..8400]);
     }
 
     #[test]

@@ -28,12 +28,15 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 /// this was measured on reaches its random-read limit (design.md).
 pub const DEPTH: usize = 32;
 
-/// One aligned read: `buf.len()` bytes at `at` (both multiples of `ALIGN`) of `fd`.
+/// One aligned read: `len` bytes at `at` (both multiples of `ALIGN`) of `fd` into `buf`.
 pub(crate) struct Span {
     /// The file; the caller keeps it open until the flight is waited for or dropped.
     pub fd: RawFd,
     /// Aligned file offset.
     pub at: u64,
+    /// Bytes to read: at most `buf.len()`, which may be larger (a reused buffer). The device
+    /// transfers this many, so it is the span the caller needs, not the buffer's size.
+    pub len: usize,
     /// Aligned destination; `None` after a failed ring leaked it.
     pub buf: Option<AlignedBuf>,
     /// Bytes read or the error; `None` if the span was not submitted.
@@ -125,12 +128,20 @@ impl Flight {
         Some(Flight { spans: Vec::new(), next: 0, in_flight: 0, _not_send })
     }
 
-    /// Adds and submits a read of `buf.len()` bytes at `at` (both aligned) of `fd`, which the
-    /// caller keeps open until the flight is waited for or dropped. Returns its number.
-    pub(crate) fn add(&mut self, fd: RawFd, at: u64, buf: AlignedBuf) -> usize {
-        self.spans.push(Span { fd, at, buf: Some(buf), result: None });
+    /// Adds and submits a read of `len <= buf.len()` bytes at `at` (both aligned) of `fd`,
+    /// which the caller keeps open until the flight is waited for or dropped. Returns its
+    /// number.
+    pub(crate) fn add(&mut self, fd: RawFd, at: u64, buf: AlignedBuf, len: usize) -> usize {
+        assert!(len <= buf.len(), "a span reads into its own buffer");
+        self.spans.push(Span { fd, at, len, buf: Some(buf), result: None });
         self.pump(0);
         self.spans.len() - 1
+    }
+
+    /// Bytes span `n` asks the device for.
+    #[cfg(test)]
+    pub(crate) fn requested(&self, n: usize) -> usize {
+        self.spans[n].len
     }
 
     /// Waits for every read; each span's `result` is set, except for spans the ring never
@@ -181,7 +192,7 @@ impl Flight {
             while self.next < self.spans.len() && self.in_flight < DEPTH {
                 let s = &mut self.spans[self.next];
                 let buf = s.buf.as_mut().expect("spans come with their buffers").bytes_mut();
-                let len = u32::try_from(buf.len()).unwrap_or(u32::MAX);
+                let len = u32::try_from(s.len).unwrap_or(u32::MAX);
                 let entry = opcode::Read::new(types::Fd(s.fd), buf.as_mut_ptr(), len)
                     .offset(s.at)
                     .build()
@@ -263,7 +274,7 @@ mod tests {
             return;
         }
         // More spans than DEPTH, one at a misaligned offset (EINVAL under O_DIRECT), one past
-        // the end (0 bytes).
+        // the end (0 bytes). Each buffer is twice the span: only the span is read.
         let mut offsets: Vec<u64> =
             (0..3 * DEPTH as u64).map(|i| (i * 37 % 99) * ALIGN as u64).collect();
         offsets[5] = 100;
@@ -271,7 +282,7 @@ mod tests {
         let mut flight = Flight::new().unwrap();
         assert!(Flight::new().is_none(), "one flight per thread at a time");
         for &at in &offsets {
-            flight.add(file.as_raw_fd(), at, AlignedBuf::new(2 * ALIGN).unwrap());
+            flight.add(file.as_raw_fd(), at, AlignedBuf::new(4 * ALIGN).unwrap(), 2 * ALIGN);
         }
         let spans = flight.wait();
         assert!(Flight::new().is_some(), "a waited flight is closed");
@@ -302,11 +313,12 @@ mod tests {
         };
         // More than the ring holds: some submitted, some not yet, when the flight is dropped.
         for i in 0..(2 * DEPTH as u64) {
-            flight.add(file.as_raw_fd(), (i % 64) * ALIGN as u64, AlignedBuf::new(ALIGN).unwrap());
+            let at = (i % 64) * ALIGN as u64;
+            flight.add(file.as_raw_fd(), at, AlignedBuf::new(ALIGN).unwrap(), ALIGN);
         }
         drop(flight);
         let mut again = Flight::new().expect("the dropped flight closed");
-        again.add(file.as_raw_fd(), 0, AlignedBuf::new(ALIGN).unwrap());
+        again.add(file.as_raw_fd(), 0, AlignedBuf::new(ALIGN).unwrap(), ALIGN);
         let spans = again.wait();
         assert_eq!(spans[0].result.as_ref().unwrap().as_ref().unwrap(), &ALIGN);
         assert!(spans[0].buf.as_ref().unwrap().bytes().iter().all(|&b| b == 7));
