@@ -509,7 +509,9 @@ pub struct Options {
     /// limit, leaving the rest for the WAL, manifest, LOCK and directory handles, tables a
     /// running scan or compaction still holds after the cache evicted them, and the
     /// application's own files and sockets (fjall keeps about 900 of 1024 for tables; siftdb
-    /// leaves more room because its iterators may hold evicted tables).
+    /// leaves more room because its iterators may hold evicted tables). A limited value is
+    /// capped at `Db::open` to half the process's soft `RLIMIT_NOFILE` at that moment (at least
+    /// 16), so the default also works under a lower `ulimit -n`; `-1` is never capped.
     pub max_open_files: i32,
     /// Put the whole (unpartitioned) filter blocks that open tables hold (the default, without
     /// `cache_index_and_filter_blocks`) on transparent huge pages: 2 MiB-aligned chunks advised

@@ -121,8 +121,9 @@ impl std::fmt::Debug for TableCache {
 
 impl TableCache {
     /// A cache of the tables in `dir` holding at most `max_open_files` of them (`-1` =
-    /// unlimited). Other values below [`MIN_MAX_OPEN_FILES`] are an `InvalidArgument` error.
-    /// Opened tables read data blocks through `block_cache`.
+    /// unlimited), and no more than half the process's soft descriptor limit now
+    /// ([`descriptor_share`]). Other values below [`MIN_MAX_OPEN_FILES`] are an
+    /// `InvalidArgument` error. Opened tables read data blocks through `block_cache`.
     pub fn new(
         storage: Arc<dyn Storage>,
         dir: PathBuf,
@@ -131,7 +132,10 @@ impl TableCache {
     ) -> Result<TableCache> {
         let limit = match max_open_files {
             -1 => None,
-            n if n >= MIN_MAX_OPEN_FILES => Some(n as usize),
+            n if n >= MIN_MAX_OPEN_FILES => {
+                let share = descriptor_share().unwrap_or(usize::MAX);
+                Some((n as usize).min(share).max(MIN_MAX_OPEN_FILES as usize))
+            }
             n => {
                 return Err(Error::invalid(format!(
                     "Options::max_open_files = {n} is out of range: -1 (unlimited) or \
@@ -369,6 +373,27 @@ pub struct HeldMemory {
     pub readers: u64,
     /// Open tables whose index and filter are pinned in the block cache.
     pub pinned_tables: usize,
+}
+
+/// Half the process's soft limit on open descriptors (`RLIMIT_NOFILE`), the most tables a
+/// limited cache keeps open; `None` where there is no limit or it cannot be read. The other
+/// half is left for the WAL, manifest, LOCK and directory handles, tables a running scan or
+/// compaction still holds after the cache evicted them, and the application's own files: so
+/// the default `max_open_files` (512, sized for the common 1024) also works under a lower
+/// `ulimit -n`, where it would otherwise fail with "Too many open files".
+pub(crate) fn descriptor_share() -> Option<usize> {
+    #[cfg(unix)]
+    {
+        let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        // SAFETY: getrlimit only writes the struct passed by pointer.
+        let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0;
+        if !ok || lim.rlim_cur == libc::RLIM_INFINITY {
+            return None;
+        }
+        Some(usize::try_from(lim.rlim_cur / 2).unwrap_or(usize::MAX))
+    }
+    #[cfg(not(unix))]
+    None
 }
 
 /// CLOCK: while more than `limit` slots are open, advance the hand; a slot with its bit set
