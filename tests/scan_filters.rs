@@ -245,3 +245,27 @@ fn empty_short_ranges_skip_files_at_the_configured_rate() {
     let tp: u64 = d.levels.iter().map(|l| l.scan_reads.filter_true_positive).sum();
     assert!(tp >= 500, "only {tp} true positives for 500 non-empty ranges");
 }
+
+/// A prefix whose every memtable and file the filters rule out makes an iterator without a
+/// cursor (design.md, "Scan filters"): it is empty from both ends, counts one positioning like
+/// any scan, and counts each skipped file once.
+#[test]
+fn a_scan_every_source_rules_out_is_empty_both_ways_and_counted_like_any_scan() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path().join("db"), options(true)).unwrap();
+    for i in 0..2_000 {
+        db.put(key(2 * (i % 20), i), b"v").unwrap();
+    }
+    db.flush().unwrap(); // the memtable is empty again: it is ruled out without a probe
+    let files: usize = db.stats().levels.iter().map(|l| l.files).sum();
+    assert!(files >= 2, "{files} files");
+    let (seeks, skipped) = (db.stats().seeks, skipped_files(&db));
+    let mut it = db.prefix("p07").unwrap(); // an odd prefix: never written
+    assert!(it.next_back().is_none() && it.next().is_none() && it.next_back().is_none());
+    assert_eq!(db.stats().seeks, seeks + 1);
+    let ruled_out = skipped_files(&db) - skipped;
+    assert!(ruled_out >= 1 && ruled_out <= files as u64, "{ruled_out} of {files}");
+    // The same prefix's neighbour, which files hold, still reads them.
+    assert_eq!(db.prefix("p08").unwrap().count(), 100);
+    assert!(collect(db.prefix("p08").unwrap().rev()).len() == 100);
+}

@@ -131,7 +131,21 @@ impl DbCursor {
         upper: Bound<Vec<u8>>,
         config: CursorConfig,
     ) -> DbCursor {
-        let sources = Self::sources(&sv, &reads, keyspace, &lower, &upper, &config);
+        let filters = (config.prefix_extractor.as_deref(), config.count_filters);
+        let sources = Self::sources(&sv, &reads, keyspace, (&lower, &upper), filters);
+        Self::with_sources(sv, reads, keyspace, snapshot, (lower, upper), config, sources)
+    }
+
+    /// A cursor over `sources`, which [`DbCursor::sources`] chose for the same arguments.
+    pub(crate) fn with_sources(
+        sv: Arc<SuperVersion>,
+        reads: Arc<StripedReadCounters>,
+        keyspace: u32,
+        snapshot: u64,
+        (lower, upper): (Bound<Vec<u8>>, Bound<Vec<u8>>),
+        config: CursorConfig,
+        sources: Vec<Source>,
+    ) -> DbCursor {
         DbCursor {
             merge: Merge::new(sources),
             sv,
@@ -152,18 +166,17 @@ impl DbCursor {
     }
 
     /// The memtables and the runs of files overlapping `lower..upper` that the scan filters
-    /// do not rule out, counting the filters' answers in the calling thread's stripe unless
-    /// `config.count_filters` is off.
-    fn sources(
+    /// (asked with the prefix `extractor`) do not rule out, counting the filters' answers in
+    /// the calling thread's stripe if `count`. Empty when nothing can hold an entry of the
+    /// range: no cursor is needed then.
+    pub(crate) fn sources(
         sv: &Arc<SuperVersion>,
         reads: &Arc<StripedReadCounters>,
         keyspace: u32,
-        lower: &Bound<Vec<u8>>,
-        upper: &Bound<Vec<u8>>,
-        config: &CursorConfig,
+        (lower, upper): (&Bound<Vec<u8>>, &Bound<Vec<u8>>),
+        (extractor, count): (Option<&dyn PrefixExtractor>, bool),
     ) -> Vec<Source> {
-        let count = config.count_filters;
-        let probe = ScanProbe::new(keyspace, lower, upper, config.prefix_extractor.as_deref());
+        let probe = ScanProbe::new(keyspace, lower, upper, extractor);
         // A sorted level's files overlapping a key range are consecutive: found by binary
         // search (a linear scan compared keys with every file of the level, 13% of a short
         // scan's time in a profile). Only the first and the last can lack an entry in the
@@ -197,13 +210,15 @@ impl DbCursor {
                 sources.push(Source::mem(mem.clone()));
             }
         }
-        let counters: Arc<dyn ScanCounters> = reads.clone();
+        // Cloned per file source only: a scan whose files are all ruled out writes no
+        // reference count.
+        let counters = || -> Arc<dyn ScanCounters> { reads.clone() };
         let stripe = reads.local();
         // One file alone as a source, unless its filters rule it out.
         let single = |sources: &mut Vec<Source>, level: usize, i: usize| {
             let run = FileRun::new(&sv.version, level, i..i + 1);
             let Some(p) = &probe else {
-                sources.push(Source::files(run, counters.clone()));
+                sources.push(Source::files(run, counters()));
                 return;
             };
             let c = count.then(|| &stripe.scan_levels[level]);
@@ -211,9 +226,9 @@ impl DbCursor {
                 FileVerdict::Skip => {}
                 FileVerdict::Passed if count => {
                     let check = p.pending(lower, upper);
-                    sources.push(Source::checked_files(run, counters.clone(), check));
+                    sources.push(Source::checked_files(run, counters(), check));
                 }
-                _ => sources.push(Source::files(run, counters.clone())),
+                _ => sources.push(Source::files(run, counters())),
             }
         };
         for (n, level) in sv.version.levels().iter().enumerate() {
@@ -242,10 +257,7 @@ impl DbCursor {
                 }
             }
             if begin < end {
-                sources.push(Source::files(
-                    FileRun::new(&sv.version, n, begin..end),
-                    counters.clone(),
-                ));
+                sources.push(Source::files(FileRun::new(&sv.version, n, begin..end), counters()));
             }
             if let Some(i) = last {
                 single(&mut sources, n, i);

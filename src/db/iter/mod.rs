@@ -2,7 +2,9 @@
 //! snapshot. Each end is a [`DbCursor`] (src/db/cursor.rs) over the same super-version and
 //! bounds; the back cursor is built on the first `next_back`, so a forward-only scan pays for
 //! one. The ends meet in the middle: an end stops when its next key is not strictly beyond the
-//! last key the other end yielded.
+//! last key the other end yielded. A range that no memtable or file can hold (the scan filters
+//! ruled each out, or none overlaps it) builds no cursor at all: the scan of an absent prefix
+//! costs its filter probes and little else.
 //!
 //! The iterator holds the super-version it started from, so the memtables and files it reads
 //! stay alive however the database changes meanwhile.
@@ -44,7 +46,8 @@ use std::sync::Arc;
 /// # Ok::<(), siftdb::Error>(())
 /// ```
 pub struct DbIterator {
-    front: DbCursor,
+    /// `None` for a range no source can hold (the iterator is `done` from the start).
+    front: Option<DbCursor>,
     back: Option<DbCursor>,
     /// Whether the front cursor's current entry was yielded (it starts on an entry not yet
     /// yielded). Likewise for the back cursor.
@@ -91,23 +94,46 @@ impl DbIterator {
         at: ReadAt,
     ) -> Result<DbIterator> {
         // The super-version before the sequence (design.md, "Read-path concurrency", rule 2).
-        let sv = inner.super_version();
+        // Borrowed (no reference count written) until a cursor needs to own it.
+        let sv = inner.sv.load();
         let snapshot = at.sequence(inner);
-        let config = CursorConfig::of(&inner.opts);
-        let mut front =
-            DbCursor::new(sv, inner.reads.clone(), keyspace, snapshot, lower, upper, config);
-        front.seek_to_first()?;
-        Ok(DbIterator { front, back: None, front_yielded: false, back_yielded: false, done: false })
+        let extractor = inner.opts.prefix_extractor.as_deref();
+        let bounds = (&lower, &upper);
+        let sources = DbCursor::sources(&sv, &inner.reads, keyspace, bounds, (extractor, true));
+        let mut it = DbIterator {
+            front: None,
+            back: None,
+            front_yielded: false,
+            back_yielded: false,
+            done: sources.is_empty(),
+        };
+        if sources.is_empty() {
+            // Counted as the positioning a cursor would have made.
+            inner.reads.local().seeks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            return Ok(it);
+        }
+        let (reads, config) = (inner.reads.clone(), CursorConfig::of(&inner.opts));
+        let bounds = (lower, upper);
+        let sv = arc_swap::Guard::into_inner(sv);
+        let front = DbCursor::with_sources(sv, reads, keyspace, snapshot, bounds, config, sources);
+        it.front.insert(front).seek_to_first()?;
+        Ok(it)
+    }
+
+    /// The front cursor (built unless the iterator was done from the start).
+    fn front(&mut self) -> &mut DbCursor {
+        self.front.as_mut().expect("an iterator with no cursor is done")
     }
 
     /// Moves the front end and checks it against the back end.
     fn advance_front(&mut self) -> Result<bool> {
         if self.front_yielded {
-            self.front.next()?;
+            self.front().next()?;
         }
         self.front_yielded = true;
+        let front = self.front.as_ref().expect("an iterator with no cursor is done");
         let back = self.back.as_ref().filter(|_| self.back_yielded);
-        Ok(self.front.valid() && back.is_none_or(|b| self.front.key() < b.key()))
+        Ok(front.valid() && back.is_none_or(|b| front.key() < b.key()))
     }
 
     /// Moves the back end and checks it against the front end.
@@ -116,14 +142,14 @@ impl DbIterator {
             Some(b) if self.back_yielded => b.prev()?,
             Some(_) => {}
             None => {
-                let mut b = self.front.twin();
+                let mut b = self.front().twin();
                 b.seek_to_last()?;
                 self.back = Some(b);
             }
         }
         self.back_yielded = true;
         let b = self.back.as_ref().expect("back cursor built");
-        let front = Some(&self.front).filter(|_| self.front_yielded);
+        let front = self.front.as_ref().filter(|_| self.front_yielded);
         Ok(b.valid() && front.is_none_or(|f| b.key() > f.key()))
     }
 
@@ -132,7 +158,8 @@ impl DbIterator {
     fn item(&mut self, moved: Result<bool>, back: bool) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
         match moved {
             Ok(true) => {
-                let c = if back { self.back.as_ref().expect("back cursor") } else { &self.front };
+                let c = if back { &self.back } else { &self.front };
+                let c = c.as_ref().expect("a cursor that moved");
                 Some(Ok((c.key().to_vec(), c.value().to_vec())))
             }
             Ok(false) => {
