@@ -82,14 +82,8 @@ if has rocksdb-debian && ! command -v db_bench >/dev/null; then
 fi
 ROCKSDB="$ROOT/tools/rocksdb-bench/target/release/rocksdb-bench"
 if has rocksdb; then
-  # librocksdb-sys runs bindgen, which needs libclang (and clang's headers).
-  if ! dpkg -s libclang-dev >/dev/null 2>&1; then
-    echo "compare.sh: installing libclang-dev and clang for the rocksdb crate's bindgen (apt-get)" >&2
-    $SUDO apt-get update -qq && $SUDO apt-get install -y -qq libclang-dev clang >&2
-  fi
   echo "compare.sh: building tools/rocksdb-bench (release; the first build compiles RocksDB's C++)" >&2
-  # From its own directory, so its .cargo/config.toml (-C target-cpu=native) applies.
-  if ! (cd "$ROOT/tools/rocksdb-bench" && nice -n 19 cargo build --release --quiet); then
+  if ! "$ROOT/scripts/build_rocksdb_bench.sh"; then
     if (( ENGINES_GIVEN )); then
       echo "compare.sh: tools/rocksdb-bench failed to build" >&2; exit 1
     fi

@@ -42,8 +42,7 @@ SIFTDB="$ROOT/target/release/siftdb"
 ROCKSDB="$ROOT/tools/rocksdb-bench/target/release/rocksdb-bench"
 (cd "$ROOT" && cargo build --release --quiet --bin siftdb)
 if [[ ",$ENGINES," == *",rocksdb,"* ]]; then
-  (cd "$ROOT/tools/rocksdb-bench" && nice -n 19 cargo build --release --quiet) ||
-    die "tools/rocksdb-bench did not build"
+  "$ROOT/scripts/build_rocksdb_bench.sh" || die "tools/rocksdb-bench did not build"
 fi
 COMMON=(--key_size=16 --value_size=100 --bloom_bits=10 --compression_type="$COMPRESSION"
         --write_buffer_size=8388608 --target_file_size_base=8388608

@@ -132,9 +132,7 @@ for e in "${want[@]}"; do
         echo "scale.sh: note: tools/rocksdb-bench does not exist; engine rocksdb skipped" >&2
       else
         echo "scale.sh: building tools/rocksdb-bench (release)" >&2
-        # From its own directory, so its .cargo/config.toml (-C target-cpu=native) applies:
-        # other flags would rebuild RocksDB's C++ from scratch (over an hour on 2 cores).
-        (cd "$ROOT/tools/rocksdb-bench" && nice -n 19 cargo build --release --quiet) &&
+        "$ROOT/scripts/build_rocksdb_bench.sh" &&
           RUN_ENGINES+=(rocksdb) || echo "scale.sh: note: rocksdb-bench did not build; skipped" >&2
       fi ;;
     rocksdb-debian)
