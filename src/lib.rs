@@ -89,6 +89,7 @@ pub(crate) mod options_validate;
 pub(crate) mod prefix;
 pub(crate) mod range_del;
 pub(crate) mod sst;
+pub(crate) mod stripe;
 pub(crate) mod table_cache;
 pub(crate) mod version;
 pub(crate) mod wal;

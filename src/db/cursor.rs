@@ -40,7 +40,6 @@ use crate::range_del::{Fragments, RangeTombstone};
 use crate::sst::ScanCounters;
 use crate::version::TableFile;
 use std::ops::Bound;
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 /// Levels whose overlapping files a prefix scan finds (and prefetches the filters of) before
@@ -351,7 +350,8 @@ impl DbCursor {
 
     /// Counts a positioning in the calling thread's stripe (`rocksdb.number.db.seek`).
     fn count_seek(&self) {
-        self.reads.local().seeks.fetch_add(1, Relaxed);
+        let stripe = self.reads.local();
+        stripe.add(&stripe.seeks, 1);
     }
 
     /// Positions on the first entry whose key is `>= key`.

@@ -33,7 +33,6 @@ use crate::memtable::MemLookup;
 use crate::merge::{Operands, SharedMergeOperator};
 use crate::sst::ReadCounters;
 use crate::version::NUM_LEVELS;
-use std::sync::atomic::Ordering;
 
 /// One key's answer.
 type Answer = Result<Option<Vec<u8>>>;
@@ -41,13 +40,13 @@ type Answer = Result<Option<Vec<u8>>>;
 /// The values of `keys` of `keyspace` at `at`, in the order of `keys`.
 pub(crate) fn multi_get(inner: &DbInner, keyspace: u32, keys: &[&[u8]], at: ReadAt) -> Vec<Answer> {
     let counters = inner.reads.local();
-    counters.gets.fetch_add(keys.len() as u64, Ordering::Relaxed);
+    counters.add(&counters.gets, keys.len() as u64);
     let sv = inner.sv.load();
     let snapshot = at.sequence(inner); // after the super-version: see ReadAt
     let merge_op = inner.opts.merge_operator.as_ref();
     let answers = lookup_all(&sv, &counters.levels, keyspace, keys, snapshot, merge_op);
     let found = answers.iter().filter(|a| matches!(a, Ok(Some(_)))).count();
-    counters.gets_found.fetch_add(found as u64, Ordering::Relaxed);
+    counters.add(&counters.gets_found, found as u64);
     answers
 }
 

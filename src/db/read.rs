@@ -70,13 +70,13 @@ fn point_lookup(
     // The thread's own counter stripe and a borrowed super-version: no cache line that another
     // core's lookups write (design.md, "Read-path concurrency").
     let counters = inner.reads.local();
-    counters.gets.fetch_add(1, Ordering::Relaxed);
+    counters.add(&counters.gets, 1);
     let sv = inner.sv.load();
     let snapshot = at.sequence(inner);
     let mut operands = Operands::new(inner.opts.merge_operator.as_ref());
     let result = lookup(&sv, &counters.levels, keyspace, key, snapshot, copy_value, &mut operands)?;
     if result.is_some() {
-        counters.gets_found.fetch_add(1, Ordering::Relaxed);
+        counters.add(&counters.gets_found, 1);
     }
     Ok(result)
 }

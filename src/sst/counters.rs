@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// Read-path counters. The engine keeps one per level and maps the fields to RocksDB ticker
 /// names; all fields count events (relaxed atomics, safe to share between threads).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ReadCounters {
     /// Lookups that probed a filter (`filter_useful + filter_positive`).
     pub filter_checks: AtomicU64,
@@ -53,6 +53,16 @@ pub struct ReadCounters {
     /// Filter blocks not found there and read from the file again
     /// (`rocksdb.block.cache.filter.miss`; each is a file read, not counted in `file_reads`).
     pub filter_cache_misses: AtomicU64,
+    /// The copy of the engine's striped counters these belong to (`crate::stripe`), whose
+    /// owning thread adds without a locked instruction; `stripe::NONE` for counters of their
+    /// own, which always add atomically.
+    stripe: usize,
+}
+
+impl Default for ReadCounters {
+    fn default() -> Self {
+        ReadCounters::in_stripe(crate::stripe::NONE)
+    }
 }
 
 /// Where a table cursor counts the data blocks it reads: the engine's per-thread scan counters
@@ -188,7 +198,41 @@ impl ReadCounters {
     }
 }
 
-#[inline]
-pub(crate) fn bump(c: &AtomicU64) {
-    c.fetch_add(1, Relaxed);
+impl ReadCounters {
+    /// Counters of copy `stripe` of the engine's striped counters (src/db/read_counters.rs).
+    pub(crate) fn in_stripe(stripe: usize) -> ReadCounters {
+        let z = || AtomicU64::new(0);
+        ReadCounters {
+            filter_checks: z(),
+            filter_useful: z(),
+            filter_positive: z(),
+            filter_true_positive: z(),
+            filter_unusable: z(),
+            unfiltered_lookups: z(),
+            unfiltered_found: z(),
+            index_blocks_read: z(),
+            data_blocks_read: z(),
+            block_cache_hits: z(),
+            block_cache_misses: z(),
+            file_reads: z(),
+            file_read_bytes: z(),
+            index_cache_hits: z(),
+            index_cache_misses: z(),
+            filter_cache_hits: z(),
+            filter_cache_misses: z(),
+            stripe,
+        }
+    }
+
+    /// Adds one to `c`, a field of these counters (`crate::stripe::add`).
+    #[inline]
+    pub(crate) fn bump(&self, c: &AtomicU64) {
+        crate::stripe::add(self.stripe, c, 1);
+    }
+
+    /// Adds `n` to `c`, a field of these counters.
+    #[inline]
+    pub(crate) fn add(&self, c: &AtomicU64, n: u64) {
+        crate::stripe::add(self.stripe, c, n);
+    }
 }

@@ -19,7 +19,6 @@ use crate::ikey::{self, ValueKind};
 use crate::range_del::Fragments;
 use crate::sst::block::{Block, BlockIter};
 use crate::sst::buffers;
-use crate::sst::counters::bump;
 pub use crate::sst::counters::{ReadCounters, ReadStats};
 use crate::sst::format::{
     unframe_block, unframe_block_from, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN,
@@ -32,7 +31,6 @@ use crate::sst::scan_filters::ScanFilters;
 use crate::sst::table_iter::TableIter;
 use crate::storage::RandomAccessFile;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 mod batch;
@@ -69,7 +67,8 @@ pub(crate) enum FilterVerdict {
 }
 
 /// A (hit, miss) counter pair of [`ReadCounters`].
-type HitMiss<'a> = (&'a std::sync::atomic::AtomicU64, &'a std::sync::atomic::AtomicU64);
+type HitMiss<'a> =
+    (&'a ReadCounters, &'a std::sync::atomic::AtomicU64, &'a std::sync::atomic::AtomicU64);
 
 /// An open SST. See the module documentation.
 pub struct Table {
@@ -353,11 +352,11 @@ impl Table {
     ) -> Result<Arc<T>> {
         if let Some(cache) = &self.cache {
             if let Some(v) = cache.get_kind::<T>(self.number, h.offset, T::KIND) {
-                counted.inspect(|(hit, _)| bump(hit));
+                counted.inspect(|(c, hit, _)| c.bump(hit));
                 return Ok(v);
             }
         }
-        counted.inspect(|(_, miss)| bump(miss));
+        counted.inspect(|(c, _, miss)| c.bump(miss));
         let v = Arc::new(load()?);
         if let Some(cache) = &self.cache {
             cache.insert_kind(self.number, h.offset, Arc::clone(&v), v.memory_bytes(), T::KIND);
@@ -368,7 +367,7 @@ impl Table {
     /// The index block and its search, from the table or the cache.
     #[inline]
     fn index_entry(&self, counters: Option<&ReadCounters>) -> Result<MetaRef<'_, IndexEntry>> {
-        let counted = counters.map(|c| (&c.index_cache_hits, &c.index_cache_misses));
+        let counted = counters.map(|c| (c, &c.index_cache_hits, &c.index_cache_misses));
         self.meta(&self.index, self.footer.index, counted, || self.load_index())
     }
 
@@ -380,7 +379,7 @@ impl Table {
         counters: Option<&ReadCounters>,
     ) -> Result<Option<MetaRef<'_, OwnedFilter>>> {
         let TableFilter::Loaded(held) = &self.filter else { return Ok(None) };
-        let counted = counters.map(|c| (&c.filter_cache_hits, &c.filter_cache_misses));
+        let counted = counters.map(|c| (c, &c.filter_cache_hits, &c.filter_cache_misses));
         let load = || match self.load_filter(false)? {
             TableFilter::Loaded(f) => Ok(f),
             _ => {
@@ -475,19 +474,19 @@ impl Table {
         fill_cache: bool,
     ) -> Result<Arc<Block>> {
         if let Some(c) = counters {
-            bump(&c.data_blocks_read);
+            c.bump(&c.data_blocks_read);
         }
         if let Some(cache) = &self.cache {
             if let Some(b) = cache.get(self.number, h.offset) {
-                counters.inspect(|c| bump(&c.block_cache_hits));
+                counters.inspect(|c| c.bump(&c.block_cache_hits));
                 return Ok(b);
             }
-            counters.inspect(|c| bump(&c.block_cache_misses));
+            counters.inspect(|c| c.bump(&c.block_cache_misses));
         }
         let raw = self.read_data(h)?;
         if let Some(c) = counters {
-            bump(&c.file_reads);
-            c.file_read_bytes.fetch_add(h.size + BLOCK_TRAILER_LEN as u64, Relaxed);
+            c.bump(&c.file_reads);
+            c.add(&c.file_read_bytes, h.size + BLOCK_TRAILER_LEN as u64);
         }
         let block = Arc::new(Block::new(raw).map_err(|e| self.err_at(e, h))?);
         if fill_cache {
@@ -609,24 +608,24 @@ impl Table {
                 // error) answers "maybe", never a false negative; `get_past_filter` then
                 // reads it again and reports the error.
                 let Ok(Some(f)) = self.filter_entry(Some(counters)) else {
-                    bump(&counters.unfiltered_lookups);
+                    counters.bump(&counters.unfiltered_lookups);
                     return FilterVerdict::Maybe { positive: false };
                 };
-                bump(&counters.filter_checks);
+                counters.bump(&counters.filter_checks);
                 if !f.view().contains_hash(key_hash) {
-                    bump(&counters.filter_useful);
+                    counters.bump(&counters.filter_useful);
                     return FilterVerdict::Absent;
                 }
-                bump(&counters.filter_positive);
+                counters.bump(&counters.filter_positive);
                 FilterVerdict::Maybe { positive: true }
             }
             TableFilter::Unknown { .. } => {
-                bump(&counters.filter_unusable);
-                bump(&counters.unfiltered_lookups);
+                counters.bump(&counters.filter_unusable);
+                counters.bump(&counters.unfiltered_lookups);
                 FilterVerdict::Maybe { positive: false }
             }
             TableFilter::Absent => {
-                bump(&counters.unfiltered_lookups);
+                counters.bump(&counters.unfiltered_lookups);
                 FilterVerdict::Maybe { positive: false }
             }
         }
@@ -700,7 +699,7 @@ impl Table {
         let (mut h, mut first_block) = match first {
             Some((h, block)) => (h, Some(block)),
             None => {
-                bump(&counters.index_blocks_read);
+                counters.bump(&counters.index_blocks_read);
                 let index_entry = self.index_entry(Some(counters))?;
                 let Some(h) = self.data_handle_for(&index_entry, &lookup, Some(counters))? else {
                     return Ok(GetResult::NotFound);
@@ -730,7 +729,7 @@ impl Table {
                     return Ok(GetResult::NotFound);
                 }
                 if !seen {
-                    bump(if positive {
+                    counters.bump(if positive {
                         &counters.filter_true_positive
                     } else {
                         &counters.unfiltered_found

@@ -109,7 +109,8 @@ impl DbIterator {
         };
         if sources.is_empty() {
             // Counted as the positioning a cursor would have made.
-            inner.reads.local().seeks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let stripe = inner.reads.local();
+            stripe.add(&stripe.seeks, 1);
             return Ok(it);
         }
         let (reads, config) = (inner.reads.clone(), CursorConfig::of(&inner.opts));

@@ -12,7 +12,6 @@ use crate::prefix::{common_prefix, PrefixExtractor};
 use crate::sst::ReadCounters;
 use crate::version::TableFile;
 use std::ops::Bound;
-use std::sync::atomic::Ordering::Relaxed;
 
 /// What the filters said about one file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,8 +106,8 @@ impl<'a> ScanProbe<'a> {
         });
         let Ok(verdict) = verdict else { return FileVerdict::Unchecked };
         if let (FileVerdict::Skip, Some(c)) = (verdict, counters) {
-            c.filter_checks.fetch_add(1, Relaxed);
-            c.filter_useful.fetch_add(1, Relaxed);
+            c.bump(&c.filter_checks);
+            c.bump(&c.filter_useful);
         }
         verdict
     }
@@ -146,10 +145,10 @@ impl PendingCheck {
             };
             k.keyspace == self.keyspace && above && below
         });
-        counters.filter_checks.fetch_add(1, Relaxed);
-        counters.filter_positive.fetch_add(1, Relaxed);
+        counters.bump(&counters.filter_checks);
+        counters.bump(&counters.filter_positive);
         if in_range {
-            counters.filter_true_positive.fetch_add(1, Relaxed);
+            counters.bump(&counters.filter_true_positive);
         }
     }
 }

@@ -38,7 +38,7 @@ impl Table {
         snapshot_seq: u64,
         counters: &ReadCounters,
     ) -> Result<Option<BlockHandle>> {
-        bump(&counters.index_blocks_read);
+        counters.bump(&counters.index_blocks_read);
         let index_entry = self.index_entry(Some(counters))?;
         let target = ikey::lookup_key_in(keyspace, user_key, snapshot_seq);
         self.data_handle_for(&index_entry, &target, Some(counters))
@@ -52,13 +52,13 @@ impl Table {
         counters: &ReadCounters,
         defer: bool,
     ) -> Result<BlockFetch> {
-        bump(&counters.data_blocks_read);
+        counters.bump(&counters.data_blocks_read);
         if let Some(cache) = &self.cache {
             if let Some(b) = cache.get(self.number, h.offset) {
-                bump(&counters.block_cache_hits);
+                counters.bump(&counters.block_cache_hits);
                 return Ok(BlockFetch::Ready(b));
             }
-            bump(&counters.block_cache_misses);
+            counters.bump(&counters.block_cache_misses);
         }
         if defer && self.file.direct_fd().is_some() {
             self.check_handle(h)?;
@@ -72,9 +72,9 @@ impl Table {
     /// Counts a lookup served by a block that another key of the same batch fetched (see the
     /// module documentation).
     pub(crate) fn count_shared_block(&self, counters: &ReadCounters) {
-        bump(&counters.data_blocks_read);
+        counters.bump(&counters.data_blocks_read);
         if self.cache.is_some() {
-            bump(&counters.block_cache_hits);
+            counters.bump(&counters.block_cache_hits);
         }
     }
 
@@ -102,8 +102,8 @@ impl Table {
     /// The tail of [`Table::data_block`]'s miss path: counts the file read, builds the block
     /// from its contents and inserts it into the cache.
     fn install(&self, h: BlockHandle, raw: Vec<u8>, counters: &ReadCounters) -> Result<Arc<Block>> {
-        bump(&counters.file_reads);
-        counters.file_read_bytes.fetch_add(h.size + BLOCK_TRAILER_LEN as u64, Relaxed);
+        counters.bump(&counters.file_reads);
+        counters.add(&counters.file_read_bytes, h.size + BLOCK_TRAILER_LEN as u64);
         let block = Arc::new(Block::new(raw).map_err(|e| self.err_at(e, h))?);
         if let Some(cache) = &self.cache {
             let charge = block.arc_heap_bytes();

@@ -112,7 +112,7 @@ impl Table {
         counters: Option<&ReadCounters>,
     ) -> Result<Option<bool>> {
         let h = self.footer.filter;
-        let counted = counters.map(|c| (&c.filter_cache_hits, &c.filter_cache_misses));
+        let counted = counters.map(|c| (c, &c.filter_cache_hits, &c.filter_cache_misses));
         let top = self.meta(&p.top, h, counted, || self.load_partition_index())?;
         let target = ikey::lookup_key_in(keyspace, user_key, ikey::MAX_SEQ);
         let Some((i, ph)) = top.partition_for(&target).map_err(|e| self.err_at(e, h))? else {
@@ -143,22 +143,22 @@ impl Table {
         match self.partition_contains(p, key, key_hash, Some(counters)) {
             // Unreadable now: "maybe"; `get_past_filter` reports the error.
             Err(_) => {
-                bump(&counters.unfiltered_lookups);
+                counters.bump(&counters.unfiltered_lookups);
                 FilterVerdict::Maybe { positive: false }
             }
             Ok(None) => {
-                bump(&counters.filter_unusable);
-                bump(&counters.unfiltered_lookups);
+                counters.bump(&counters.filter_unusable);
+                counters.bump(&counters.unfiltered_lookups);
                 FilterVerdict::Maybe { positive: false }
             }
             Ok(Some(false)) => {
-                bump(&counters.filter_checks);
-                bump(&counters.filter_useful);
+                counters.bump(&counters.filter_checks);
+                counters.bump(&counters.filter_useful);
                 FilterVerdict::Absent
             }
             Ok(Some(true)) => {
-                bump(&counters.filter_checks);
-                bump(&counters.filter_positive);
+                counters.bump(&counters.filter_checks);
+                counters.bump(&counters.filter_positive);
                 FilterVerdict::Maybe { positive: true }
             }
         }

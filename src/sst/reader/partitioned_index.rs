@@ -80,7 +80,7 @@ impl Table {
                 }
             };
         }
-        let counted = counters.map(|c| (&c.index_cache_hits, &c.index_cache_misses));
+        let counted = counters.map(|c| (c, &c.index_cache_hits, &c.index_cache_misses));
         self.cached(h, counted, || self.load_index_partition(h))
     }
 
