@@ -94,21 +94,33 @@ pub(crate) fn common_prefix<'k>(
     upper_excluded: bool,
 ) -> Option<&'k [u8]> {
     let p = extractor.prefix(lower)?;
-    let successor_of_p = upper_excluded && successor(p).as_deref() == Some(upper);
+    let successor_of_p = upper_excluded && is_successor(p, upper);
     (upper.starts_with(p) || successor_of_p).then_some(p)
 }
 
 /// The smallest key greater than every key starting with `prefix`, or `None` if there is none
 /// (the prefix is empty or all 0xFF).
 pub(crate) fn successor(prefix: &[u8]) -> Option<Vec<u8>> {
-    let mut s = prefix.to_vec();
-    while let Some(last) = s.pop() {
-        if last != 0xFF {
-            s.push(last + 1);
-            return Some(s);
+    let n = successor_len(prefix)?;
+    let mut s = prefix[..n].to_vec();
+    s[n - 1] += 1;
+    Some(s)
+}
+
+/// Whether `key == successor(prefix)`, without building it.
+fn is_successor(prefix: &[u8], key: &[u8]) -> bool {
+    match successor_len(prefix) {
+        Some(n) => {
+            key.len() == n && key[..n - 1] == prefix[..n - 1] && key[n - 1] == prefix[n - 1] + 1
         }
+        None => false,
     }
-    None
+}
+
+/// The length of [`successor`]`(prefix)`: it is `prefix[..n]` with its last byte (not 0xFF)
+/// increased by one. `None` when every byte is 0xFF.
+pub(crate) fn successor_len(prefix: &[u8]) -> Option<usize> {
+    prefix.iter().rposition(|&b| b != 0xFF).map(|i| i + 1)
 }
 
 #[cfg(test)]
@@ -141,5 +153,22 @@ mod tests {
         assert_eq!(common_prefix(&f, b"us", b"user", false), None);
         assert_eq!(successor(b"ab\xff"), Some(b"ac".to_vec()));
         assert_eq!(successor(b"\xff\xff"), None);
+    }
+
+    #[test]
+    fn successor_len_and_is_successor_agree_with_successor() {
+        let long = [7u8; 70];
+        for p in [&b""[..], b"a", b"ab\xff", b"\xff\xff", b"a\xff\xff", b"\x00", &long] {
+            let s = successor(p);
+            assert_eq!(successor_len(p), s.as_ref().map(Vec::len), "{p:?}");
+            let near = s.clone().map(|mut k| {
+                k.push(0); // one byte longer
+                k
+            });
+            for k in [s.clone(), near, Some(p.to_vec()), Some(b"zz".to_vec())].into_iter().flatten()
+            {
+                assert_eq!(is_successor(p, &k), s.as_deref() == Some(&k[..]), "{p:?} {k:?}");
+            }
+        }
     }
 }

@@ -258,13 +258,13 @@ impl TableFile {
 
     /// Whether the file's key range intersects the user keys of `keyspace` within `lower` and
     /// `upper` (an excluded lower bound is taken as included: a superset).
-    pub fn overlaps(&self, keyspace: u32, lower: &Bound<Vec<u8>>, upper: &Bound<Vec<u8>>) -> bool {
+    pub fn overlaps(&self, keyspace: u32, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> bool {
         self.ends_at_or_after(keyspace, lower) && self.starts_at_or_before(keyspace, upper)
     }
 
     /// Whether the file's largest key is at or after `lower` of `keyspace`. In a sorted level
     /// this is false for a prefix of the files, then true (`partition_point`).
-    pub fn ends_at_or_after(&self, keyspace: u32, lower: &Bound<Vec<u8>>) -> bool {
+    pub fn ends_at_or_after(&self, keyspace: u32, lower: Bound<&[u8]>) -> bool {
         match lower {
             Bound::Included(s) | Bound::Excluded(s) => self.meta.largest() >= (keyspace, s),
             Bound::Unbounded => self.meta.keyspace >= keyspace,
@@ -273,13 +273,19 @@ impl TableFile {
 
     /// Whether the file's smallest key is within `upper` of `keyspace`. In a sorted level this
     /// is true for a prefix of the files, then false.
-    pub fn starts_at_or_before(&self, keyspace: u32, upper: &Bound<Vec<u8>>) -> bool {
+    pub fn starts_at_or_before(&self, keyspace: u32, upper: Bound<&[u8]>) -> bool {
         match upper {
             Bound::Excluded(e) => self.meta.smallest() < (keyspace, e),
             Bound::Included(i) => self.meta.smallest() <= (keyspace, i),
             Bound::Unbounded => self.meta.keyspace <= keyspace,
         }
     }
+}
+
+/// `b` with its key borrowed (the form [`TableFile::overlaps`] and
+/// [`Version::overlapping_in_level`] take).
+pub(crate) fn borrowed(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    b.as_ref().map(Vec::as_slice)
 }
 
 /// The files of every level at one point in time.
@@ -351,8 +357,8 @@ impl Version {
         &self,
         level: usize,
         keyspace: u32,
-        lower: &Bound<Vec<u8>>,
-        upper: &Bound<Vec<u8>>,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
     ) -> std::ops::Range<usize> {
         let files = &self.levels[level];
         if files.is_empty() {
@@ -362,7 +368,7 @@ impl Version {
         let briefs = index.briefs();
         let first = match lower {
             Bound::Included(l) | Bound::Excluded(l) => {
-                let full = (keyspace, l.as_slice());
+                let full = (keyspace, l);
                 first_ending_in(index, brief(keyspace, l), |i| files[i].meta.largest() < full)
             }
             Bound::Unbounded => briefs.partition_point(|&b| b < brief(keyspace, &[])),
@@ -382,7 +388,7 @@ impl Version {
                     span *= 2;
                 }
                 let rest = &rest[..span.min(rest.len())];
-                let full = (keyspace, u.as_slice());
+                let full = (keyspace, u);
                 let j = first
                     + first_ending_at_or_after(rest, target, |i| {
                         files[first + i].meta.largest() < full

@@ -38,7 +38,7 @@ use crate::merge::{Operands, SharedMergeOperator};
 use crate::prefix::PrefixExtractor;
 use crate::range_del::{Fragments, RangeTombstone};
 use crate::sst::ScanCounters;
-use crate::version::TableFile;
+use crate::version::{borrowed, TableFile};
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -131,7 +131,8 @@ impl DbCursor {
         config: CursorConfig,
     ) -> DbCursor {
         let filters = (config.prefix_extractor.as_deref(), config.count_filters);
-        let sources = Self::sources(&sv, &reads, keyspace, (&lower, &upper), filters);
+        let bounds = (borrowed(&lower), borrowed(&upper));
+        let sources = Self::sources(&sv, &reads, keyspace, bounds, filters);
         Self::with_sources(sv, reads, keyspace, snapshot, (lower, upper), config, sources)
     }
 
@@ -172,7 +173,7 @@ impl DbCursor {
         sv: &Arc<SuperVersion>,
         reads: &Arc<StripedReadCounters>,
         keyspace: u32,
-        (lower, upper): (&Bound<Vec<u8>>, &Bound<Vec<u8>>),
+        (lower, upper): (Bound<&[u8]>, Bound<&[u8]>),
         (extractor, count): (Option<&dyn PrefixExtractor>, bool),
     ) -> Vec<Source> {
         let probe = ScanProbe::new(keyspace, lower, upper, extractor);
@@ -302,7 +303,7 @@ impl DbCursor {
             list.extend(mem.range_tombstones(ks).clipped(None, None, self.snapshot));
         }
         for f in self.sv.version.range_deletion_files() {
-            if f.overlaps(ks, &self.lower, &self.upper) {
+            if f.overlaps(ks, borrowed(&self.lower), borrowed(&self.upper)) {
                 list.extend(f.table()?.range_tombstones().clipped(None, None, self.snapshot));
             }
         }

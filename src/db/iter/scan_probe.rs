@@ -38,8 +38,8 @@ impl<'a> ScanProbe<'a> {
     /// The probe of a range of `keyspace`; `None` unless both ends are given.
     pub(crate) fn new(
         keyspace: u32,
-        lower: &'a Bound<Vec<u8>>,
-        upper: &'a Bound<Vec<u8>>,
+        lower: Bound<&'a [u8]>,
+        upper: Bound<&'a [u8]>,
         extractor: Option<&'a dyn PrefixExtractor>,
     ) -> Option<ScanProbe<'a>> {
         let (Bound::Included(lo) | Bound::Excluded(lo)) = lower else { return None };
@@ -113,8 +113,9 @@ impl<'a> ScanProbe<'a> {
     }
 
     /// The check a passed file's source settles at its first positioning.
-    pub(crate) fn pending(&self, lower: &Bound<Vec<u8>>, upper: &Bound<Vec<u8>>) -> PendingCheck {
-        PendingCheck { keyspace: self.keyspace, lower: lower.clone(), upper: upper.clone() }
+    pub(crate) fn pending(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> PendingCheck {
+        let owned = |b: Bound<&[u8]>| b.map(<[u8]>::to_vec);
+        PendingCheck { keyspace: self.keyspace, lower: owned(lower), upper: owned(upper) }
     }
 }
 

@@ -3,6 +3,7 @@
 use crate::prefix::successor as prefix_successor;
 use crate::rng::SplitMix64;
 use crate::storage::MemStorage;
+use crate::version::borrowed;
 use crate::{CompactionOptions, Db, Options};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -179,6 +180,45 @@ fn prefix_successor_increments_last_non_ff_byte() {
     assert_eq!(prefix_successor(b""), None);
 }
 
+/// Prefix scans whose upper bound is built on the stack (prefixes up to 64 bytes) and on the
+/// heap (longer), with 0xFF bytes where the successor carries, match the model.
+#[test]
+fn prefix_scans_of_short_long_and_ff_ending_prefixes_match_a_model() {
+    let db = Db::open(
+        "/db",
+        Options { storage: Some(Arc::new(MemStorage::new())), ..Options::default() },
+    )
+    .unwrap();
+    let mut model = Model::new();
+    let mut rng = SplitMix64::new(3);
+    let stems: Vec<Vec<u8>> = vec![
+        b"a".to_vec(),
+        b"a\xff".to_vec(),
+        b"a\xff\xff".to_vec(),
+        vec![9u8; 63],
+        vec![9u8; 64],
+        vec![9u8; 70],
+        [vec![5u8; 65], vec![0xFF]].concat(),
+    ];
+    for stem in &stems {
+        for _ in 0..20 {
+            let mut k = stem.clone();
+            k.extend((0..rng.below(3)).map(|_| rng.below(256) as u8));
+            db.put(&k, b"v").unwrap();
+            model.insert(k, b"v".to_vec());
+        }
+    }
+    db.flush().unwrap();
+    for stem in &stems {
+        for cut in [stem.len(), stem.len().saturating_sub(1)] {
+            let p = &stem[..cut];
+            let got: Vec<Vec<u8>> = db.prefix(p).unwrap().map(|kv| kv.unwrap().0).collect();
+            let want: Vec<Vec<u8>> = model.keys().filter(|k| k.starts_with(p)).cloned().collect();
+            assert_eq!(got, want, "prefix {p:?}");
+        }
+    }
+}
+
 /// A level's overlapping run, found by binary search on the briefs, is exactly the files the
 /// linear rule (`TableFile::overlaps`) admits, for every bound kind, in a database of two
 /// keyspaces whose keys often share their first 8 bytes (equal briefs: full-key compares).
@@ -224,10 +264,13 @@ fn a_levels_overlapping_run_is_the_files_the_linear_rule_admits() {
         let keyspace = [0, other.id(), other.id() + 1][rng.below(3) as usize];
         let (lower, upper) = (bound(&mut rng), bound(&mut rng));
         for (level, files) in levels.iter().enumerate().skip(1) {
-            let want: Vec<usize> =
-                (0..files.len()).filter(|&i| files[i].overlaps(keyspace, &lower, &upper)).collect();
-            let got: Vec<usize> =
-                sv.version.overlapping_in_level(level, keyspace, &lower, &upper).collect();
+            let want: Vec<usize> = (0..files.len())
+                .filter(|&i| files[i].overlaps(keyspace, borrowed(&lower), borrowed(&upper)))
+                .collect();
+            let got: Vec<usize> = sv
+                .version
+                .overlapping_in_level(level, keyspace, borrowed(&lower), borrowed(&upper))
+                .collect();
             assert_eq!(got, want, "level {level}, keyspace {keyspace}, {lower:?}..{upper:?}");
         }
     }
