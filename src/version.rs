@@ -288,6 +288,11 @@ pub(crate) fn borrowed(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
     b.as_ref().map(Vec::as_slice)
 }
 
+/// `b` with its key copied (the form a cursor keeps).
+pub(crate) fn owned(b: Bound<&[u8]>) -> Bound<Vec<u8>> {
+    b.map(<[u8]>::to_vec)
+}
+
 /// The files of every level at one point in time.
 #[derive(Clone, Default)]
 pub struct Version {

@@ -17,6 +17,7 @@ use super::cursor::{CursorConfig, DbCursor};
 use super::read::ReadAt;
 use super::DbInner;
 use crate::error::Result;
+use crate::version::owned;
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
@@ -125,7 +126,6 @@ impl DbIterator {
             return Ok(it);
         }
         let (reads, config) = (inner.reads.clone(), CursorConfig::of(&inner.opts));
-        let owned = |b: Bound<&[u8]>| b.map(<[u8]>::to_vec);
         let bounds = (owned(lower), owned(upper));
         let sv = arc_swap::Guard::into_inner(sv);
         let front = DbCursor::with_sources(sv, reads, keyspace, snapshot, bounds, config, sources);

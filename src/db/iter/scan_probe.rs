@@ -10,7 +10,7 @@ use super::source::IKey;
 use crate::memtable::Memtable;
 use crate::prefix::{common_prefix, PrefixExtractor};
 use crate::sst::ReadCounters;
-use crate::version::TableFile;
+use crate::version::{owned, TableFile};
 use std::ops::Bound;
 
 /// What the filters said about one file.
@@ -114,7 +114,6 @@ impl<'a> ScanProbe<'a> {
 
     /// The check a passed file's source settles at its first positioning.
     pub(crate) fn pending(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> PendingCheck {
-        let owned = |b: Bound<&[u8]>| b.map(<[u8]>::to_vec);
         PendingCheck { keyspace: self.keyspace, lower: owned(lower), upper: owned(upper) }
     }
 }
