@@ -7,7 +7,8 @@ use std::time::Instant;
 
 const HEADER: &str = "policy,budget_bits_per_key,level,files,entries,filter,filter_bytes,\
 bits_per_key,configured_fpr,built_fpr,observed_fpr,checks_per_missing,blocks_per_missing,\
-predicted_blocks_per_missing,blocks_per_present,blocks_per_lookup_mix,equal_memory,note";
+predicted_blocks_per_missing,blocks_per_present,blocks_per_lookup_mix,file_reads_per_missing,\
+file_reads_per_present,us_per_missing,us_per_present,equal_memory,note";
 
 const POLICIES: [&str; 7] = [
     "no_filter",
@@ -28,27 +29,53 @@ fn num(r: &Row, col: &str) -> f64 {
     r[col].parse().unwrap_or_else(|_| panic!("{col} = {:?} in {r:?}", r[col]))
 }
 
-fn run_tiny(out: &std::path::Path) -> String {
+/// Runs readamp at a tiny size with these budgets, lookups per build and `extra` flags;
+/// `Err(stdout and stderr)` if it fails.
+fn try_tiny(
+    out: &std::path::Path,
+    (bits, lookups): (&str, u64),
+    extra: &[&str],
+) -> Result<String, String> {
     let t = Instant::now();
     let output = Command::new(env!("CARGO_BIN_EXE_siftdb"))
         .args(["readamp", "--out"])
         .arg(out)
-        .args(["--bits", "4,10", "--keys", "30000", "--flush-keys", "2000"])
+        .args(["--bits", bits, "--keys", "30000", "--flush-keys", "2000"])
         .args(["--level-base-kib", "64", "--file-kib", "64", "--level-multiplier", "4"])
-        .args(["--lookups", &LOOKUPS.to_string(), "--fpr-keys", "20000"])
+        .args(["--lookups", &lookups.to_string(), "--fpr-keys", "20000"])
         // Files of ~560 keys make binary fuse ~12.8 bits/key: a wide tolerance lets it run at 10.
         .args(["--tolerance", "0.35"])
+        .args(extra)
+        // Builds on disk go to a temporary directory under TMPDIR: the output's parent.
+        .env("TMPDIR", out.parent().unwrap())
         .output()
         .expect("run siftdb readamp");
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(
-        output.status.success(),
-        "readamp failed: {stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    if !output.status.success() {
+        return Err(format!("{stdout}\n{}", String::from_utf8_lossy(&output.stderr)));
+    }
     // About 5 s in release on the 2-core machine; the guard is loose because it is shared.
     assert!(t.elapsed().as_secs() < 60, "tiny readamp took {:?}", t.elapsed());
-    stdout
+    Ok(stdout)
+}
+
+fn run_tiny(out: &std::path::Path) -> String {
+    try_tiny(out, ("4,10", LOOKUPS), &[]).unwrap_or_else(|e| panic!("readamp failed: {e}"))
+}
+
+/// The rows of `readamp.csv` in `out`, each checked to have one field per column.
+fn read_rows(out: &std::path::Path) -> Vec<Row> {
+    let csv = std::fs::read_to_string(out.join("readamp.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(lines.next(), Some(HEADER));
+    let cols: Vec<&str> = HEADER.split(',').collect();
+    lines
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            assert_eq!(f.len(), cols.len(), "row {l}");
+            cols.iter().map(|c| c.to_string()).zip(f.into_iter().map(String::from)).collect()
+        })
+        .collect()
 }
 
 #[test]
@@ -59,17 +86,7 @@ fn readamp_writes_csv_and_svgs_with_sane_figures() {
     assert!(stdout.contains("blk/missing") && stdout.contains("two_bit+ribbon"), "{stdout}");
 
     // CSV: the header, then rows of exactly as many fields.
-    let csv = std::fs::read_to_string(out.join("readamp.csv")).unwrap();
-    let mut lines = csv.lines();
-    assert_eq!(lines.next(), Some(HEADER));
-    let cols: Vec<&str> = HEADER.split(',').collect();
-    let rows: Vec<Row> = lines
-        .map(|l| {
-            let f: Vec<&str> = l.split(',').collect();
-            assert_eq!(f.len(), cols.len(), "row {l}");
-            cols.iter().map(|c| c.to_string()).zip(f.into_iter().map(String::from)).collect()
-        })
-        .collect();
+    let rows = read_rows(&out);
     let find = |policy: &str, budget: &str, level: &str| {
         rows.iter()
             .find(|r| {
@@ -132,6 +149,21 @@ fn readamp_writes_csv_and_svgs_with_sane_figures() {
     for r in rows.iter().filter(|r| !r["blocks_per_present"].is_empty()) {
         let mix = 0.5 * num(r, "blocks_per_present") + 0.5 * num(r, "blocks_per_missing");
         assert!((num(r, "blocks_per_lookup_mix") - mix).abs() < 2e-6, "{r:?}");
+    }
+    // A file read is a block the cache did not serve (index and filter blocks stay pinned
+    // outside the cache by default): never more than the blocks read. Timings sit on the
+    // totals rows only.
+    for r in rows.iter().filter(|r| !r["blocks_per_present"].is_empty()) {
+        for kind in ["missing", "present"] {
+            let (reads, blocks) =
+                (num(r, &format!("file_reads_per_{kind}")), num(r, &format!("blocks_per_{kind}")));
+            assert!(reads <= blocks + 1e-6, "{kind}: {r:?}");
+        }
+        let total = r["level"] == "total";
+        assert_eq!(r["us_per_missing"].is_empty(), !total, "{r:?}");
+        if total {
+            assert!(num(r, "us_per_missing") > 0.0 && num(r, "us_per_present") > 0.0, "{r:?}");
+        }
     }
     // optimize_filters_for_hits: the deepest level has no filter and a missing key reads a
     // block there whenever a file covers it.
@@ -231,6 +263,40 @@ fn readamp_writes_csv_and_svgs_with_sane_figures() {
     assert!(rows.iter().all(|r| r[1] != "no_filter" && r[3] != "no_filter"), "{eq}");
 }
 
+/// With `--direct-reads` and no block cache every block a lookup reads is a device read, at
+/// every level, for missing and present keys; the blocks are those of the in-memory builds'
+/// arithmetic (a present key reads at least its own block).
+#[test]
+fn direct_reads_without_a_cache_read_every_block_from_the_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("report");
+    // Few lookups: without a filter a missing key costs about five device reads (~50 us each
+    // on the 2-core machine's disk).
+    let flags = ["--load-lookups", "0", "--direct-reads", "--cache-mib", "0"];
+    let stdout = match try_tiny(&out, ("10", 2000), &flags) {
+        Ok(stdout) => stdout,
+        Err(e) => {
+            // tmpfs refuses O_DIRECT, with a typed error naming it (tests/direct_io.rs).
+            assert!(e.contains("not supported on the file system"), "{e}");
+            return;
+        }
+    };
+    assert!(stdout.contains("read with O_DIRECT through a 0 MiB block cache"), "{stdout}");
+    assert!(stdout.contains("device reads and microseconds per lookup"), "{stdout}");
+    let rows = read_rows(&out);
+    let measured: Vec<&Row> = rows.iter().filter(|r| !r["blocks_per_present"].is_empty()).collect();
+    assert!(measured.len() >= 3 * POLICIES.len(), "{} rows", measured.len());
+    for r in measured {
+        for kind in ["missing", "present"] {
+            let (reads, blocks) =
+                (num(r, &format!("file_reads_per_{kind}")), num(r, &format!("blocks_per_{kind}")));
+            assert!((reads - blocks).abs() < 2e-6, "{kind}: {r:?}");
+        }
+    }
+    let total = rows.iter().find(|r| r["policy"] == "no_filter" && r["level"] == "total").unwrap();
+    assert!(num(total, "file_reads_per_present") >= 1.0, "{total:?}");
+}
+
 #[test]
 fn out_of_range_flags_are_refused_before_anything_is_written() {
     let dir = tempfile::tempdir().unwrap();
@@ -247,4 +313,14 @@ fn out_of_range_flags_are_refused_before_anything_is_written() {
         assert!(stderr.contains("--rewrites at most 10"), "{bad:?}: {stderr}");
         assert!(!out.exists(), "{bad:?} created {}", out.display());
     }
+    // A cache size without direct reads would size nothing.
+    let out = dir.path().join("report");
+    let output = Command::new(env!("CARGO_BIN_EXE_siftdb"))
+        .args(["readamp", "--cache-mib", "8", "--out"])
+        .arg(&out)
+        .output()
+        .expect("run siftdb readamp");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success() && stderr.contains("--direct-reads"), "{stderr}");
+    assert!(!out.exists());
 }

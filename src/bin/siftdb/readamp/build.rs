@@ -269,18 +269,38 @@ pub fn key(i: u64) -> [u8; 16] {
     k
 }
 
-/// Opens a new database in `dir` with `policy` and loads the shape's keys (module docs). With
-/// `in_memory` the files live in a `MemStorage` instead of the file system: the same files and
-/// the same block counts (they are counted above the storage), without fsync waits, which on a
-/// shared machine dominate the wall time of these small builds.
-pub fn build(dir: &Path, shape: &Shape, policy: FilterPolicy, in_memory: bool) -> Result<Db> {
+/// Where a build's files live and how its tables are read.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Io {
+    /// In a `MemStorage`: the same files and the same block counts (they are counted above the
+    /// storage), without fsync waits, which on a shared machine dominate the wall time of these
+    /// small builds. The default.
+    Memory,
+    /// Real files, read through memory maps (the engine's default).
+    Disk,
+    /// Real files read with `O_DIRECT` through a block cache of `cache_bytes` (0: none), so
+    /// every file read is a device read.
+    Direct {
+        /// `Options::block_cache_bytes`.
+        cache_bytes: usize,
+    },
+}
+
+/// Opens a new database in `dir` with `policy` and loads the shape's keys (module docs), its
+/// files kept and read as `io` says.
+pub fn build(dir: &Path, shape: &Shape, policy: FilterPolicy, io: Io) -> Result<Db> {
     // Four times a flush batch (entry = key + value + about 32 bytes of memtable overhead), so
     // only the explicit flushes below cut L0 files.
     let batch_bytes = shape.flush_keys as usize * (16 + shape.value_size + 32);
     let opts = Options {
         memtable_size: (4 * batch_bytes).max(1 << 16),
         filter_policy: policy,
-        storage: in_memory.then(|| Arc::new(MemStorage::new()) as Arc<dyn Storage>),
+        storage: (io == Io::Memory).then(|| Arc::new(MemStorage::new()) as Arc<dyn Storage>),
+        direct_reads: matches!(io, Io::Direct { .. }),
+        block_cache_bytes: match io {
+            Io::Direct { cache_bytes } => cache_bytes,
+            _ => Options::default().block_cache_bytes,
+        },
         compaction: CompactionOptions {
             max_bytes_for_level_base: shape.level_base,
             max_bytes_for_level_multiplier: shape.multiplier,

@@ -11,17 +11,22 @@ use std::path::Path;
 /// Header of `readamp.csv`.
 pub const HEADER: &str = "policy,budget_bits_per_key,level,files,entries,filter,filter_bytes,\
 bits_per_key,configured_fpr,built_fpr,observed_fpr,checks_per_missing,blocks_per_missing,\
-predicted_blocks_per_missing,blocks_per_present,blocks_per_lookup_mix,equal_memory,note";
+predicted_blocks_per_missing,blocks_per_present,blocks_per_lookup_mix,file_reads_per_missing,\
+file_reads_per_present,us_per_missing,us_per_present,equal_memory,note";
 
 fn opt(x: Option<f64>) -> String {
     x.map_or(String::new(), |v| format!("{v:.6e}"))
 }
 
-fn level_line(s: &mut String, run: &Run, equal: &str, r: &LevelRow) {
+/// One row; `times` (microseconds per missing and per present lookup) on the totals row only.
+fn level_line(s: &mut String, run: &Run, equal: &str, r: &LevelRow, times: Option<(f64, f64)>) {
     let level = r.level.map_or("total".to_string(), |l| format!("L{l}"));
+    let (us_missing, us_present) = times
+        .map_or((String::new(), String::new()), |(m, p)| (format!("{m:.3}"), format!("{p:.3}")));
     let _ = writeln!(
         s,
-        "{},{},{level},{},{},{},{},{:.4},{},{},{},{:.4},{:.6},{:.6},{:.6},{:.6},{equal},",
+        "{},{},{level},{},{},{},{},{:.4},{},{},{},{:.4},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},\
+         {us_missing},{us_present},{equal},",
         run.policy.name(),
         run.budget,
         r.files,
@@ -37,6 +42,8 @@ fn level_line(s: &mut String, run: &Run, equal: &str, r: &LevelRow) {
         r.predicted_per_missing,
         r.blocks_per_present,
         r.blocks_per_mix,
+        r.file_reads_per_missing,
+        r.file_reads_per_present,
     );
 }
 
@@ -51,14 +58,16 @@ pub fn readamp_csv(runs: &[Run], tolerance: f64) -> String {
         let equal = run.equal_memory(tolerance);
         match &run.outcome {
             Ok(m) => {
-                for r in m.levels.iter().chain(std::iter::once(&m.total)) {
-                    level_line(&mut s, run, &equal, r);
+                for r in &m.levels {
+                    level_line(&mut s, run, &equal, r, None);
                 }
+                let times = (m.us_per_missing, m.us_per_present);
+                level_line(&mut s, run, &equal, &m.total, Some(times));
             }
             Err(reason) => {
                 let _ = writeln!(
                     s,
-                    "{},{},total,,,,,,,,,,,,,,{equal},{}",
+                    "{},{},total,,,,,,,,,,,,,,,,,,{equal},{}",
                     run.policy.name(),
                     run.budget,
                     reason.replace(',', ";")

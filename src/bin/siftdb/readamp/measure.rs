@@ -4,10 +4,15 @@
 //! file), so the figures count work, independent of what the cache happens to hold. A missing
 //! key probes every sorted run whose key range covers it (each L0 file, then one file per deeper
 //! level): a filter "no" costs no block, a false positive or an absent filter one block.
+//!
+//! File reads are the reads that left the block cache (data blocks, and index and filter blocks
+//! evicted from it): device reads when the database was opened with `direct_reads`, a copy from
+//! the page cache or the storage otherwise. They depend on the cache; the blocks do not.
 
 use super::build::{key, PresentDist, PresentKeys};
 use siftdb::rng::SplitMix64;
-use siftdb::{Db, Error, LevelStats, Result, Stats};
+use siftdb::{Db, Error, LevelStats, ReadStats, Result, Stats};
+use std::time::Instant;
 
 /// Figures of one level, or of the whole tree (`level == None`).
 #[derive(Debug, Clone, Default)]
@@ -37,6 +42,10 @@ pub struct LevelRow {
     pub predicted_per_missing: f64,
     /// Data blocks read per present-key lookup.
     pub blocks_per_present: f64,
+    /// File reads per missing-key lookup (module docs).
+    pub file_reads_per_missing: f64,
+    /// File reads per present-key lookup.
+    pub file_reads_per_present: f64,
     /// `hit_fraction * blocks_per_present + (1 - hit_fraction) * blocks_per_missing`: a lookup
     /// of the load's mix.
     pub blocks_per_mix: f64,
@@ -60,6 +69,10 @@ pub struct Measured {
     pub levels: Vec<LevelRow>,
     /// Sums over the levels (FPR: pooled false positives over pooled negatives).
     pub total: LevelRow,
+    /// Wall-clock microseconds per present-key lookup (one thread, answers checked).
+    pub us_per_present: f64,
+    /// Wall-clock microseconds per missing-key lookup.
+    pub us_per_missing: f64,
 }
 
 /// Looks up `lookups` present keys (drawn by `present` from the load `order`; uniform draws
@@ -77,6 +90,7 @@ pub fn measure(
     let before = db.stats();
     let mut draw = PresentKeys::new(present);
     let mut found = 0;
+    let t = Instant::now();
     for _ in 0..lookups {
         let i = match present {
             PresentDist::Uniform => rng.below(keys),
@@ -84,11 +98,14 @@ pub fn measure(
         };
         found += u64::from(db.get(key(2 * i))?.is_some());
     }
+    let present_secs = t.elapsed().as_secs_f64();
     let mid = db.stats();
     let mut false_found = 0;
+    let t = Instant::now();
     for _ in 0..lookups {
         false_found += u64::from(db.get(key(2 * rng.below(keys) + 1))?.is_some());
     }
+    let missing_secs = t.elapsed().as_secs_f64();
     let after = db.stats();
     if found != lookups || false_found != 0 {
         return Err(Error::corruption(
@@ -96,7 +113,15 @@ pub fn measure(
             None,
         ));
     }
-    Ok(tabulate(&mid.since(&before), &after.since(&mid), lookups, hit_fraction))
+    let mut m = tabulate(&mid.since(&before), &after.since(&mid), lookups, hit_fraction);
+    m.us_per_present = present_secs * 1e6 / lookups as f64;
+    m.us_per_missing = missing_secs * 1e6 / lookups as f64;
+    Ok(m)
+}
+
+/// Reads of a level's files that the block cache did not serve (module docs).
+fn file_reads(r: &ReadStats) -> u64 {
+    r.file_reads + r.index_cache_misses + r.filter_cache_misses
 }
 
 fn tabulate(present: &Stats, missing: &Stats, lookups: u64, hit_fraction: f64) -> Measured {
@@ -125,6 +150,8 @@ fn tabulate(present: &Stats, missing: &Stats, lookups: u64, hit_fraction: f64) -
                 None => per(l.reads.data_blocks_read),
             },
             blocks_per_present: per(p.reads.data_blocks_read),
+            file_reads_per_missing: per(file_reads(&l.reads)),
+            file_reads_per_present: per(file_reads(&p.reads)),
             blocks_per_mix: mix(per(p.reads.data_blocks_read), per(l.reads.data_blocks_read)),
         });
     }
@@ -143,9 +170,11 @@ fn tabulate(present: &Stats, missing: &Stats, lookups: u64, hit_fraction: f64) -
         blocks_per_missing: sum(|l| l.blocks_per_missing),
         predicted_per_missing: sum(|l| l.predicted_per_missing),
         blocks_per_present: sum(|l| l.blocks_per_present),
+        file_reads_per_missing: sum(|l| l.file_reads_per_missing),
+        file_reads_per_present: sum(|l| l.file_reads_per_present),
         blocks_per_mix: sum(|l| l.blocks_per_mix),
     };
-    Measured { levels, total }
+    Measured { levels, total, us_per_present: 0.0, us_per_missing: 0.0 }
 }
 
 fn kinds(l: &LevelStats) -> String {

@@ -25,6 +25,7 @@ mod csv;
 mod filters;
 mod measure;
 mod plot;
+mod report;
 
 use crate::dirs::{self, DirState};
 use crate::progress;
@@ -119,6 +120,16 @@ pub struct ReadampArgs {
     /// (`siftdb::storage::MemStorage`); the counts are the same, the builds slower.
     #[arg(long)]
     on_disk: bool,
+    /// Read the tables with `O_DIRECT` (implies `--on-disk`; the temporary directory must be on
+    /// a file system that allows it, set `TMPDIR` to choose one) through a block cache of
+    /// `--cache-mib`, so every file read is a device read: the report adds device reads and
+    /// microseconds per lookup. The block counts are the same as without.
+    #[arg(long)]
+    direct_reads: bool,
+    /// Block cache of the `--direct-reads` builds in MiB (0: none). Default 8, the cache the
+    /// direct-read benchmarks use (`scripts/direct.sh`).
+    #[arg(long)]
+    cache_mib: Option<u64>,
     /// Seed of keys, values and lookups.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -185,12 +196,25 @@ pub fn run(args: &ReadampArgs) -> Result<()> {
         || args.bits.iter().any(|&b| !(b > 0.0 && b <= 32.0))
         || !(0.0..=1.0).contains(&args.hit_fraction)
         || args.rewrites > 10
+        || args.cache_mib.is_some_and(|m| m > 1 << 20)
     {
         return Err(Error::invalid(
             "readamp: --keys >= 2, --lookups >= 1, --bits in (0, 32], --hit-fraction in [0, 1], \
-             --rewrites at most 10",
+             --rewrites at most 10, --cache-mib at most 1048576",
         ));
     }
+    if args.cache_mib.is_some() && !args.direct_reads {
+        return Err(Error::invalid(
+            "readamp: --cache-mib sizes the block cache of --direct-reads builds; give both",
+        ));
+    }
+    let io = if args.direct_reads {
+        build::Io::Direct { cache_bytes: (args.cache_mib.unwrap_or(8) << 20) as usize }
+    } else if args.on_disk {
+        build::Io::Disk
+    } else {
+        build::Io::Memory
+    };
     let t0 = Instant::now();
     let out = output_dir(args.out.as_deref())?;
     println!("output directory: {}", out.display());
@@ -215,6 +239,14 @@ pub fn run(args: &ReadampArgs) -> Result<()> {
         args.file_kib, args.lookups, args.present_dist, args.lookups, args.load_lookups,
         args.hit_fraction * 100.0
     );
+    match io {
+        build::Io::Memory => println!("files in memory (MemStorage)"),
+        build::Io::Disk => println!("files on disk, read through memory maps"),
+        build::Io::Direct { cache_bytes } => println!(
+            "files on disk, read with O_DIRECT through a {} MiB block cache",
+            cache_bytes >> 20
+        ),
+    }
     // Entries of a compaction output file: its target size over key + value + about one byte
     // of block overhead per entry (prefix-compressed keys, varint lengths, restarts).
     let keys_per_file = (shape.file_size / (16 + args.value_size as u64 + 1)) as usize;
@@ -237,7 +269,7 @@ pub fn run(args: &ReadampArgs) -> Result<()> {
             Err(reason) => Err(reason),
             Ok(fp) => {
                 let dir = tempfile::tempdir().map_err(|e| Error::io("creating a temp dir", e))?;
-                let db = build::build(dir.path(), &shape, fp, !args.on_disk)?;
+                let db = build::build(dir.path(), &shape, fp, io)?;
                 let params = (args.lookups, args.seed, args.hit_fraction);
                 Ok(measure::measure(&db, &order, params, args.present_dist)?)
             }
@@ -247,7 +279,10 @@ pub fn run(args: &ReadampArgs) -> Result<()> {
     }
     pb.finish_and_clear();
     let db_secs = t0.elapsed().as_secs_f64();
-    print_report(&runs, args);
+    report::print_report(&runs, args);
+    if io != build::Io::Memory {
+        report::print_file_reads(&runs, io);
+    }
     let comparisons = compare::compare(&runs);
     compare::print(&comparisons, args.lookups);
 
@@ -273,88 +308,4 @@ pub fn run(args: &ReadampArgs) -> Result<()> {
         t0.elapsed().as_secs_f64()
     );
     Ok(())
-}
-
-fn pct(x: Option<f64>) -> String {
-    x.map_or("-".into(), |v| format!("{:.4}%", v * 100.0))
-}
-
-/// The totals of every run (with the blocks per missing lookup spent below L0, where the
-/// compaction filter and its allocation act), then the per-level figures at the budget nearest
-/// 10 bits per key.
-fn print_report(runs: &[Run], args: &ReadampArgs) {
-    println!(
-        "\n{:<29} {:>6} {:>9} {:<13} {:>11} {:>11} {:>11} {:>11} {:>9} {:>10} {:>6}",
-        "policy",
-        "budget",
-        "bits/key",
-        "equal_memory",
-        "blk/missing",
-        "L1+ only",
-        "predicted",
-        "blk/present",
-        "blk/mix",
-        "obs_fpr",
-        "secs"
-    );
-    for r in runs {
-        let eq = r.equal_memory(args.tolerance);
-        match &r.outcome {
-            Ok(m) => println!(
-                "{:<29} {:>6} {:>9.2} {:<13} {:>11.4} {:>11.4} {:>11.4} {:>11.4} {:>9.4} {:>10} {:>6.1}",
-                r.policy.name(),
-                r.budget,
-                m.total.bits_per_key(),
-                eq,
-                m.total.blocks_per_missing,
-                m.levels
-                    .iter()
-                    .filter(|l| l.level != Some(0))
-                    .map(|l| l.blocks_per_missing)
-                    .sum::<f64>(),
-                m.total.predicted_per_missing,
-                m.total.blocks_per_present,
-                m.total.blocks_per_mix,
-                pct(m.total.observed_fpr),
-                r.secs
-            ),
-            Err(reason) => println!("{:<29} {:>6} {reason}", r.policy.name(), r.budget),
-        }
-    }
-    let near10 =
-        args.bits.iter().copied().min_by(|a, b| (a - 10.0).abs().total_cmp(&(b - 10.0).abs()));
-    for r in runs.iter().filter(|r| r.budget == 0.0 || Some(r.budget) == near10) {
-        let Ok(m) = &r.outcome else { continue };
-        println!("\n{} at {} bits/key, per level:", r.policy.name(), r.budget);
-        println!(
-            "{:<6} {:>5} {:>8} {:<18} {:>9} {:>10} {:>10} {:>10} {:>8} {:>11} {:>11}",
-            "level",
-            "files",
-            "entries",
-            "filter",
-            "bits/key",
-            "cfg_fpr",
-            "built_fpr",
-            "obs_fpr",
-            "checks",
-            "blk/missing",
-            "blk/present"
-        );
-        for l in m.levels.iter().chain(std::iter::once(&m.total)) {
-            println!(
-                "{:<6} {:>5} {:>8} {:<18} {:>9.2} {:>10} {:>10} {:>10} {:>8.3} {:>11.4} {:>11.4}",
-                l.level.map_or("total".into(), |v| format!("L{v}")),
-                l.files,
-                l.entries,
-                l.filter,
-                l.bits_per_key(),
-                pct(l.configured_fpr),
-                pct(l.built_fpr),
-                pct(l.observed_fpr),
-                l.checks_per_missing,
-                l.blocks_per_missing,
-                l.blocks_per_present
-            );
-        }
-    }
 }
