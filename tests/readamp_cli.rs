@@ -297,10 +297,33 @@ fn direct_reads_without_a_cache_read_every_block_from_the_device() {
     assert!(num(total, "file_reads_per_present") >= 1.0, "{total:?}");
 }
 
+/// `--jobs 2` measures the builds two at a time: every figure but the microseconds is the same
+/// as one at a time, row for row.
+#[test]
+fn builds_on_two_threads_report_what_one_thread_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |jobs: &str| {
+        let out = dir.path().join(format!("report-{jobs}"));
+        try_tiny(&out, ("10", 5000), &["--jobs", jobs]).unwrap_or_else(|e| panic!("{e}"));
+        read_rows(&out)
+    };
+    let (one, two) = (run("1"), run("2"));
+    assert_eq!(one.len(), two.len());
+    assert!(one.len() > POLICIES.len());
+    for (a, b) in one.iter().zip(&two) {
+        for (col, v) in a {
+            if !col.starts_with("us_per_") {
+                assert_eq!(v, &b[col], "{col}: {a:?} against {b:?}");
+            }
+        }
+    }
+}
+
 #[test]
 fn out_of_range_flags_are_refused_before_anything_is_written() {
     let dir = tempfile::tempdir().unwrap();
-    for bad in [["--rewrites", "11"], ["--hit-fraction", "1.5"], ["--bits", "40"]] {
+    for bad in [["--rewrites", "11"], ["--hit-fraction", "1.5"], ["--bits", "40"], ["--jobs", "0"]]
+    {
         let out = dir.path().join("report");
         let output = Command::new(env!("CARGO_BIN_EXE_siftdb"))
             .args(["readamp", "--out"])

@@ -23,6 +23,7 @@ mod build;
 mod compare;
 mod csv;
 mod filters;
+mod jobs;
 mod measure;
 mod plot;
 mod report;
@@ -32,6 +33,7 @@ use crate::progress;
 use build::{Policy, Shape};
 use measure::Measured;
 use siftdb::{Error, Result};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -130,6 +132,10 @@ pub struct ReadampArgs {
     /// direct-read benchmarks use (`scripts/direct.sh`).
     #[arg(long)]
     cache_mib: Option<u64>,
+    /// Builds measured at once (each build is one writer thread plus its flush and compaction;
+    /// the counts do not depend on this, the microseconds per lookup do: keep 1 to time).
+    #[arg(long, default_value_t = 1)]
+    jobs: usize,
     /// Seed of keys, values and lookups.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -197,10 +203,11 @@ pub fn run(args: &ReadampArgs) -> Result<()> {
         || !(0.0..=1.0).contains(&args.hit_fraction)
         || args.rewrites > 10
         || args.cache_mib.is_some_and(|m| m > 1 << 20)
+        || !(1..=64).contains(&args.jobs)
     {
         return Err(Error::invalid(
             "readamp: --keys >= 2, --lookups >= 1, --bits in (0, 32], --hit-fraction in [0, 1], \
-             --rewrites at most 10, --cache-mib at most 1048576",
+             --rewrites at most 10, --cache-mib at most 1048576, --jobs in 1..=64",
         ));
     }
     if args.cache_mib.is_some() && !args.direct_reads {
@@ -261,9 +268,7 @@ pub fn run(args: &ReadampArgs) -> Result<()> {
     }
     let order = build::load_order(&shape);
     let pb = progress::bar("readamp", plan.len() as u64);
-    let mut runs = Vec::new();
-    for (policy, budget) in plan {
-        pb.set_message(format!("{} @{budget}", policy.name()));
+    let one = |&(policy, budget): &(Policy, f64)| -> Result<Run> {
         let t = Instant::now();
         let outcome = match policy.filter_policy(budget, fuse, args.tolerance) {
             Err(reason) => Err(reason),
@@ -274,9 +279,22 @@ pub fn run(args: &ReadampArgs) -> Result<()> {
                 Ok(measure::measure(&db, &order, params, args.present_dist)?)
             }
         };
-        runs.push(Run { policy, budget, outcome, secs: t.elapsed().as_secs_f64() });
+        let run = Run { policy, budget, outcome, secs: t.elapsed().as_secs_f64() };
         pb.inc(1);
-    }
+        pb.set_message(format!("{} @{budget}", policy.name()));
+        if !std::io::stderr().is_terminal() {
+            // Long runs by hand log to files: one line a build instead of the bar.
+            eprintln!(
+                "readamp: {}/{} {} @{budget} done in {:.1} s",
+                pb.position(),
+                plan.len(),
+                policy.name(),
+                run.secs
+            );
+        }
+        Ok(run)
+    };
+    let runs = jobs::run_all(&plan, args.jobs, one)?;
     pb.finish_and_clear();
     let db_secs = t0.elapsed().as_secs_f64();
     report::print_report(&runs, args);
