@@ -44,6 +44,14 @@ impl WritableFile for MemWritableFile {
     }
 }
 
+impl Drop for MemWritableFile {
+    /// A closed file stops growing: give back the spare capacity its appends doubled into
+    /// (up to half of it), which a storage holding a whole database otherwise keeps per file.
+    fn drop(&mut self) {
+        self.node.lock().data.shrink_to_fit();
+    }
+}
+
 pub(super) struct MemRandomAccessFile {
     pub(super) state: Arc<Mutex<State>>,
     pub(super) node: NodeRef,

@@ -199,3 +199,24 @@ fn truncate_is_durable_and_zero_extends() {
     s.truncate(&p("f"), 4).unwrap();
     assert_eq!(s.read_all(&p("f")).unwrap(), b"ab\0\0");
 }
+
+/// A file whose writer is gone keeps no spare capacity from its appends' doublings (a storage
+/// holding a whole database would otherwise carry up to twice its bytes), and reads the same.
+#[test]
+fn a_closed_file_gives_back_its_spare_capacity() {
+    let s = MemStorage::new();
+    s.create_dir_all(Path::new("/db")).unwrap();
+    let mut w = s.create(&p("t")).unwrap();
+    let chunk: Vec<u8> = (0..1000u32).map(|i| i as u8).collect();
+    for _ in 0..300 {
+        w.append(&chunk).unwrap();
+    }
+    let node = s.state.lock().live[&p("t")].clone();
+    assert!(node.lock().data.capacity() > 300_000, "appends grow by doubling");
+    drop(w);
+    assert_eq!(node.lock().data.capacity(), 300_000);
+    let r = s.open(&p("t")).unwrap();
+    let mut buf = vec![0u8; 1000];
+    r.read_exact_at(299_000, &mut buf).unwrap();
+    assert_eq!(buf, chunk);
+}
