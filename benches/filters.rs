@@ -11,8 +11,8 @@
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use siftdb::filter::prelude::*;
 use siftdb::filter::{
-    BinaryFuse4Wise8, BinaryFuse8, BlockedBloom, Cuckoo, Ribbon, SplitBlockBloom, StandardBloom,
-    TwoBitBloom, Xor8,
+    BinaryFuse4Wise8, BinaryFuse8, BlockedBloom, BumpedRibbon, Cuckoo, Ribbon, SplitBlockBloom,
+    StandardBloom, TwoBitBloom, Xor8,
 };
 use siftdb::rng::SplitMix64;
 use std::hint::black_box;
@@ -70,6 +70,7 @@ fn contains(c: &mut Criterion) {
         let blocked: BlockedBloom = filled(&k);
         let split: SplitBlockBloom = filled(&k);
         let ribbon = Ribbon::with_false_pos(0.01).build(&k.keys).unwrap();
+        let bumped = BumpedRibbon::with_false_pos(0.01).build(&k.keys).unwrap();
         let fast = fastbloom_filled(&k);
         let mut g = c.benchmark_group(format!("contains/{label}"));
         g.throughput(Throughput::Elements(QUERIES as u64));
@@ -86,6 +87,9 @@ fn contains(c: &mut Criterion) {
             });
             g.bench_function(BenchmarkId::new("ribbon_1pct", case), |b| {
                 b.iter(|| count_single(&ribbon, black_box(hashes)))
+            });
+            g.bench_function(BenchmarkId::new("bumped_ribbon_1pct", case), |b| {
+                b.iter(|| count_single(&bumped, black_box(hashes)))
             });
             g.bench_function(BenchmarkId::new("fastbloom", case), |b| {
                 b.iter(|| black_box(hashes).iter().filter(|&&h| fast.contains_hash(h)).count())
@@ -175,6 +179,9 @@ fn statics(c: &mut Criterion) {
     });
     g.bench_function("ribbon_1pct", |b| {
         b.iter(|| Ribbon::with_false_pos(0.01).build(black_box(&k.keys)).unwrap())
+    });
+    g.bench_function("bumped_ribbon_1pct", |b| {
+        b.iter(|| BumpedRibbon::with_false_pos(0.01).build(black_box(&k.keys)).unwrap())
     });
     g.bench_function("xorf_xor8", |b| b.iter(|| xorf::Xor8::from(black_box(&k.keys[..]))));
     g.bench_function("xorf_binary_fuse8", |b| {

@@ -13,15 +13,16 @@
 //! `siftdb readamp`); this example only chooses the rows.
 
 use siftdb::filter::survey::{self, SurveyData as Data, SurveyRow as Row};
-use siftdb::filter::Ribbon;
+use siftdb::filter::{BumpedRibbon, Ribbon};
 use siftdb::Result;
 
 const KEYS: usize = 1_000_000;
 const NEGATIVES: usize = 1_000_000;
 const BITS_PER_KEY: [f64; 5] = [6.0, 8.0, 10.0, 12.0, 16.0];
 
-/// Static filters: xor and 3- and 4-wise binary fuse (FPR 2^-8, 2^-16), ribbon at 1% and 0.1%
-/// targets (fractional result bits) and at r = 7, packed binary fuse at 4 to 12 bits.
+/// Static filters: xor and 3- and 4-wise binary fuse (FPR 2^-8, 2^-16), ribbon and bumped
+/// ribbon at 1% and 0.1% targets (fractional result bits) and at r = 7, packed binary fuse at 4
+/// to 12 bits.
 fn static_rows(rows: &mut Vec<Row>, data: &Data) -> Result<()> {
     rows.extend(survey::fingerprint_rows(data)?);
     for target in [0.01, 0.001] {
@@ -31,6 +32,14 @@ fn static_rows(rows: &mut Vec<Row>, data: &Data) -> Result<()> {
     }
     let build = |k: &[u64]| Ribbon::with_result_bits(7).build(k);
     rows.push(survey::static_row("ribbon", "r=7;w=128".into(), data, build, |f| f.fpr())?);
+    for target in [0.01, 0.001] {
+        let build = |k: &[u64]| BumpedRibbon::with_false_pos(target).build(k);
+        let config = format!("target={target};w=128");
+        rows.push(survey::static_row("bumped_ribbon", config, data, build, |f| f.fpr())?);
+    }
+    let build = |k: &[u64]| BumpedRibbon::with_result_bits(7).build(k);
+    let config = "r=7;w=128".into();
+    rows.push(survey::static_row("bumped_ribbon", config, data, build, |f| f.fpr())?);
     // Packed binary fuse at the widths between the byte-wide filters' 8 and 16.
     for w in [4, 7, 10, 12] {
         rows.push(survey::packed_fuse_row(w, data)?);

@@ -8,7 +8,7 @@
 //! flush_kind  := 0 none | 1 two-bit Bloom | 2 blocked Bloom | 3 standard Bloom
 //! static_kind := 0 none | 1 ribbon | 2 binary fuse 8 | 3 binary fuse 16 | 4 xor 8 | 5 xor 16
 //!              | 6 blocked Bloom | 7 standard Bloom | 8 4-wise binary fuse 8
-//!              | 9 4-wise binary fuse 16 | 10 packed binary fuse
+//!              | 9 4-wise binary fuse 16 | 10 packed binary fuse | 11 bumped ribbon
 //! allocation  := kind:u8 (+ 0x80: optimize_filters_for_hits) then by kind:
 //!                0 count:u8 budget{count}        per level, L1 first (the last one repeats)
 //!              | 1 bits_per_key:f64 LE            Monkey
@@ -240,6 +240,7 @@ fn static_tag(k: StaticFilterKind) -> u8 {
         StaticFilterKind::BinaryFuse4Wise8 => 8,
         StaticFilterKind::BinaryFuse4Wise16 => 9,
         StaticFilterKind::PackedBinaryFuse => 10,
+        StaticFilterKind::BumpedRibbon => 11,
     }
 }
 
@@ -256,6 +257,7 @@ fn static_kind_of(tag: u8) -> Option<StaticFilterKind> {
         8 => StaticFilterKind::BinaryFuse4Wise8,
         9 => StaticFilterKind::BinaryFuse4Wise16,
         10 => StaticFilterKind::PackedBinaryFuse,
+        11 => StaticFilterKind::BumpedRibbon,
         _ => return None,
     })
 }
@@ -353,10 +355,10 @@ mod tests {
         for o in all {
             assert_eq!(KeyspaceOptions::decode(&o.encode()).unwrap(), o);
         }
-        for tag in 0..11 {
+        for tag in 0..12 {
             assert_eq!(static_tag(static_kind_of(tag).unwrap()), tag);
         }
-        assert!(static_kind_of(11).is_none());
+        assert!(static_kind_of(12).is_none());
     }
 
     #[test]

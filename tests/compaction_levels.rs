@@ -97,11 +97,11 @@ fn a_million_keys_build_levels_that_match_the_model_and_the_filter_policy() {
     // simulator); well above 1 because data was compacted at all.
     let bound = 3.0 + (deep.len() as f64 - 1.0) * 5.0;
     assert!(s.write_amplification() > 1.5 && s.write_amplification() < bound);
-    // Compacted levels carry the configured static filter (ribbon by default), at the FPR the
+    // Compacted levels carry the configured static filter (bumped ribbon by default), at the FPR the
     // default all-runs allocation plans for each (10 bits per key over the tree: well under 5%
     // on every level of this one).
     for l in s.levels.iter().filter(|l| l.level > 0 && l.files > 0) {
-        assert_eq!(l.filter_kinds, vec!["ribbon".to_string()], "L{}", l.level);
+        assert_eq!(l.filter_kinds, vec!["bumped_ribbon".to_string()], "L{}", l.level);
         assert!(l.configured_fpr.is_some_and(|p| p > 0.0 && p < 0.05), "{l:?}");
     }
     check_model(&db, &model);

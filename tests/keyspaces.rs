@@ -188,7 +188,7 @@ fn each_keyspace_writes_its_files_with_its_own_options_even_unopened_after_reope
         assert_eq!(ks.iter().map(|k| k.name.as_str()).collect::<Vec<_>>(), ["default", "z", "p"]);
         assert_eq!(ks[2].filter_kinds, vec!["none"]);
         assert_eq!(ks[1].filter_kinds, vec!["xor16"], "z's own static filter");
-        assert_eq!(ks[0].filter_kinds, vec!["ribbon"], "the database's");
+        assert_eq!(ks[0].filter_kinds, vec!["bumped_ribbon"], "the database's");
     }
     let t = tables(&storage, dir);
     assert!(t.iter().any(|x| x.0 == 1 && x.1 == 1 && x.3 == 1024), "{t:?}");

@@ -184,7 +184,7 @@ fn readamp_writes_csv_and_svgs_with_sane_figures() {
     // sigmas sqrt(p (1 - p) / checks) plus 25% model error. Blocked Bloom is left out: its
     // estimate from bits per key runs 10-30% low for these files of about 560 keys
     // (design.md, "Configured and built FPR").
-    let exact = ["two_bit_bloom", "binary_fuse8", "ribbon"];
+    let exact = ["two_bit_bloom", "binary_fuse8", "ribbon", "bumped_ribbon"];
     let mut compared = 0;
     for r in rows.iter().filter(|r| exact.contains(&r["filter"].as_str())) {
         let (built, obs) = (num(r, "built_fpr"), num(r, "observed_fpr"));
@@ -231,7 +231,7 @@ fn readamp_writes_csv_and_svgs_with_sane_figures() {
         )
     );
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
-    let default = "two_bit+ribbon_all_runs";
+    let default = "two_bit+bumped_ribbon_all_runs";
     for budget in ["4", "10"] {
         let own: Vec<&Vec<&str>> =
             rows.iter().filter(|r| r[0] == budget && r[1] == default).collect();
@@ -346,4 +346,23 @@ fn out_of_range_flags_are_refused_before_anything_is_written() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success() && stderr.contains("--direct-reads"), "{stderr}");
     assert!(!out.exists());
+}
+
+#[test]
+fn policies_narrow_the_plan_and_unknown_names_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("two");
+    let two = "two_bit+bumped_ribbon_all_runs,two_bit+ribbon_all_runs";
+    try_tiny(&out, ("10", 2000), &["--policies", two]).unwrap_or_else(|e| panic!("{e}"));
+    let rows = read_rows(&out);
+    let mut policies: Vec<&str> = rows.iter().map(|r| r["policy"].as_str()).collect();
+    policies.dedup();
+    assert_eq!(policies, ["two_bit+ribbon_all_runs", "two_bit+bumped_ribbon_all_runs"]);
+    // The default policy's compacted levels carry bumped ribbon filters.
+    let bumped = |r: &&Row| r["policy"] == "two_bit+bumped_ribbon_all_runs";
+    assert!(rows.iter().filter(bumped).any(|r| r["filter"] == "bumped_ribbon"), "{rows:?}");
+    let refused = dir.path().join("refused");
+    let err = try_tiny(&refused, ("10", 2000), &["--policies", "nope"]).unwrap_err();
+    assert!(err.contains("unknown policy \"nope\""), "{err}");
+    assert!(!refused.exists(), "nothing is written for a refused flag");
 }

@@ -6,7 +6,7 @@
 use siftdb::filter::prelude::*;
 use siftdb::filter::{
     BinaryFuse16, BinaryFuse4Wise16, BinaryFuse4Wise8, BinaryFuse8, BlockedBloom, CountingBloom,
-    PackedBinaryFuse, Ribbon, ScalableBloom, SplitBlockBloom, StandardBloom, TwoBitBloom, Xor16,
+    BumpedRibbon, PackedBinaryFuse, Ribbon, ScalableBloom, SplitBlockBloom, StandardBloom, TwoBitBloom, Xor16,
     Xor8,
 };
 use siftdb::rng::SplitMix64;
@@ -103,6 +103,8 @@ fn main() {
         ("packed_fuse11", PackedBinaryFuse::build(&hashes, 11).unwrap().to_bytes()),
         ("packed_fuse3_5", PackedBinaryFuse::build_with(&hashes, 5, 3, 1).unwrap().to_bytes()),
         ("ribbon", Ribbon::build(&hashes).unwrap().to_bytes()),
+        // Enough keys for a bumped layer before the last (standard) one.
+        ("bumped_ribbon", BumpedRibbon::build(&SplitMix64::new(5).hashes(3000)).unwrap().to_bytes()),
     ];
     for (name, bytes) in filters {
         put("filter_view", name, &bytes);

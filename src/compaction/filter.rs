@@ -19,8 +19,8 @@ use super::picker::HasMeta;
 use crate::error::Result;
 use crate::filter::prelude::*;
 use crate::filter::{
-    BinaryFuse16, BinaryFuse4Wise16, BinaryFuse4Wise8, BinaryFuse8, BlockedBloom, FilterKind,
-    PackedBinaryFuse, Ribbon, StandardBloom, Xor16, Xor8,
+    BinaryFuse16, BinaryFuse4Wise16, BinaryFuse4Wise8, BinaryFuse8, BlockedBloom, BumpedRibbon,
+    FilterKind, PackedBinaryFuse, Ribbon, StandardBloom, Xor16, Xor8,
 };
 use crate::manifest::FileMeta;
 use crate::options::{
@@ -243,6 +243,7 @@ pub fn built_fpr(kind: FilterKind, bits_per_key: f64, keys: u64) -> Option<f64> 
             <StandardBloom as BloomShape>::probes_for_bits_per_key(b),
         ),
         FilterKind::Ribbon => 2f64.powf(-b / StaticFilterKind::Ribbon.bits_per_log2()),
+        FilterKind::BumpedRibbon => 2f64.powf(-b / StaticFilterKind::BumpedRibbon.bits_per_log2()),
         FilterKind::BinaryFuse8 | FilterKind::BinaryFuse4Wise8 | FilterKind::Xor8 => 1.0 / 256.0,
         FilterKind::BinaryFuse16 | FilterKind::BinaryFuse4Wise16 | FilterKind::Xor16 => {
             1.0 / 65536.0
@@ -305,6 +306,9 @@ pub fn build_filter(lf: LevelFilter, hashes: &[u64]) -> Result<Option<(Vec<u8>, 
             StaticFilterKind::None => unreachable!("handled by the caller"),
             StaticFilterKind::Ribbon => {
                 Ribbon::with_false_pos(fpr.clamp(MIN_FPR, 0.5)).build(hashes)?.to_bytes()
+            }
+            StaticFilterKind::BumpedRibbon => {
+                BumpedRibbon::with_false_pos(fpr.clamp(MIN_FPR, 0.5)).build(hashes)?.to_bytes()
             }
             StaticFilterKind::BinaryFuse8 => BinaryFuse8::build(hashes)?.to_bytes(),
             StaticFilterKind::BinaryFuse16 => BinaryFuse16::build(hashes)?.to_bytes(),
@@ -420,6 +424,7 @@ mod tests {
                 LevelBudget::Fpr(0.05),
                 LevelBudget::BitsPerKey(1.05 * 10.0),
             ]),
+            compaction: StaticFilterKind::Ribbon,
             ..FilterPolicy::default()
         };
         assert_eq!(level_filter(&policy, 1, &no_shape()).fpr, 0.05);

@@ -98,7 +98,9 @@ pub use cuckoo::{cuckoo_fpr, Cuckoo, CuckooBuilder, CuckooView};
 pub use grafite::{Grafite, GrafiteBuilder, GrafiteView};
 pub use hash::{hash_key, hash_keys};
 pub(crate) use prefetch::{ProbeHint, SharedProbeHint};
-pub use ribbon::{Ribbon, RibbonBuilder, RibbonView};
+pub use ribbon::{
+    BumpedRibbon, BumpedRibbonBuilder, BumpedRibbonView, Ribbon, RibbonBuilder, RibbonView,
+};
 pub use scalable::{ScalableBloom, ScalableBloomView};
 pub use sizing::{BloomBuilder, BloomShape, Sizing};
 pub use split_block::{SplitBlockBloom, SplitBlockBloomView};
@@ -152,11 +154,13 @@ pub enum FilterKind {
     BinaryFuse4Wise16,
     /// [`PackedBinaryFuse`] (binary fuse, fingerprints of 1..=32 bits bit-packed), tag 16.
     PackedBinaryFuse,
+    /// [`BumpedRibbon`] (bumped ribbon, BuRR), tag 17.
+    BumpedRibbon,
 }
 
 impl FilterKind {
     /// Every kind, in tag order.
-    pub const ALL: [FilterKind; 16] = [
+    pub const ALL: [FilterKind; 17] = [
         FilterKind::StandardBloom,
         FilterKind::BlockedBloom,
         FilterKind::TwoBitBloom,
@@ -173,6 +177,7 @@ impl FilterKind {
         FilterKind::BinaryFuse4Wise8,
         FilterKind::BinaryFuse4Wise16,
         FilterKind::PackedBinaryFuse,
+        FilterKind::BumpedRibbon,
     ];
 
     /// The persisted tag.
@@ -194,6 +199,7 @@ impl FilterKind {
             FilterKind::BinaryFuse4Wise8 => 14,
             FilterKind::BinaryFuse4Wise16 => 15,
             FilterKind::PackedBinaryFuse => 16,
+            FilterKind::BumpedRibbon => 17,
         }
     }
 
@@ -221,6 +227,7 @@ impl FilterKind {
             FilterKind::BinaryFuse4Wise8 => "binary_fuse4_8",
             FilterKind::BinaryFuse4Wise16 => "binary_fuse4_16",
             FilterKind::PackedBinaryFuse => "packed_binary_fuse",
+            FilterKind::BumpedRibbon => "bumped_ribbon",
         }
     }
 

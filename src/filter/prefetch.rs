@@ -27,8 +27,8 @@ pub fn prefetch_read<T>(ptr: *const T) {
 }
 
 /// Where a filter's probe of a hash reads, as plain numbers copied out of an open filter, for
-/// kinds whose probe position is arithmetic on a few parameters (Ribbon, the default filter of
-/// compaction outputs; other kinds have none). Kept beside a table-cache slot
+/// kinds whose probe position is arithmetic on a few parameters (Ribbon, and the first layer
+/// of bumped Ribbon, the default filter of compaction outputs; other kinds have none). Kept beside a table-cache slot
 /// ([`SharedProbeHint`]), it lets a point lookup start loading the filter lines as soon as it
 /// has found the file, before it has walked from the file to its open table and its filter.
 /// Only ever used for prefetch hints: a stale hint (its filter since freed) costs a wasted
@@ -147,6 +147,14 @@ mod tests {
         }
         shared.set(None);
         assert_eq!(shared.load(), None);
+        // A bumped ribbon's hint is its first layer's, inside its bytes.
+        let bumped = crate::filter::BumpedRibbon::build(&keys).unwrap().to_bytes();
+        let bview = FilterView::parse(&bumped).unwrap();
+        let ProbeHint::Ribbon { base, .. } = bview.probe_hint().expect("non-empty: a hint");
+        assert!(bumped.as_ptr_range().contains(&(base as *const u8)), "base inside the filter");
+        shared.set(bview.probe_hint());
+        assert!(keys.iter().all(|&k| shared.prefetch(k) && bview.contains_hash(k)));
+        shared.set(None);
         // Other kinds have none.
         let mut bloom = BlockedBloom::with_false_pos(0.01).expected_items(5000).unwrap();
         keys.iter().for_each(|&h| bloom.insert_hash(h));

@@ -16,8 +16,8 @@ use crate::error::{Error, Result};
 use crate::filter::prelude::*;
 use crate::filter::{
     cuckoo_fpr, math, BinaryFuse16, BinaryFuse4Wise16, BinaryFuse4Wise8, BinaryFuse8, BlockedBloom,
-    CountingBloom, Cuckoo, PackedBinaryFuse, Ribbon, ScalableBloom, SplitBlockBloom, StandardBloom,
-    TwoBitBloom, Xor16, Xor8,
+    BumpedRibbon, CountingBloom, Cuckoo, PackedBinaryFuse, Ribbon, ScalableBloom, SplitBlockBloom,
+    StandardBloom, TwoBitBloom, Xor16, Xor8,
 };
 use crate::rng::SplitMix64;
 use std::hint::black_box;
@@ -205,6 +205,15 @@ pub fn ribbon_budget_row(bpk: f64, data: &SurveyData) -> Result<SurveyRow> {
     static_row("ribbon", format!("bpk={bpk};w=128"), data, build, |f| f.fpr())
 }
 
+/// A bumped Ribbon row built for the FPR the engine gives a `bpk` budget: `2^-(bpk / 1.01)`
+/// (`StaticFilterKind::BumpedRibbon::bits_per_log2`), clamped to `[2^-32, 1/2]`.
+pub fn bumped_ribbon_budget_row(bpk: f64, data: &SurveyData) -> Result<SurveyRow> {
+    let c = crate::options::StaticFilterKind::BumpedRibbon.bits_per_log2();
+    let target = 2f64.powf(-bpk / c).clamp(2f64.powi(-32), 0.5);
+    let build = |k: &[u64]| BumpedRibbon::with_false_pos(target).build(k);
+    static_row("bumped_ribbon", format!("bpk={bpk};w=128"), data, build, |f| f.fpr())
+}
+
 /// A scalable Bloom filter starting at 1/1000 of the keys and growing (factor 2) to hold all
 /// of them, at a 1% compound target with tightening ratio `ratio`.
 pub fn scalable_row(ratio: f64, data: &SurveyData) -> Result<SurveyRow> {
@@ -317,6 +326,7 @@ pub fn sweep(bits: &[f64], keys: usize, negatives: usize, seed: u64) -> Result<V
             rows.push(counting_row(b / 4.0, &data)?);
         }
         rows.push(ribbon_budget_row(b, &data)?);
+        rows.push(bumped_ribbon_budget_row(b, &data)?);
         rows.push(packed_fuse_budget_row(b, &data)?);
     }
     rows.extend(fingerprint_rows(&data)?);

@@ -8,7 +8,7 @@ use crate::filter::blocked::BlockedBloomView;
 use crate::filter::codec::{self, Envelope};
 use crate::filter::counting::CountingBloomView;
 use crate::filter::cuckoo::CuckooView;
-use crate::filter::ribbon::RibbonView;
+use crate::filter::ribbon::{BumpedRibbonView, RibbonView};
 use crate::filter::scalable::ScalableBloomView;
 use crate::filter::split_block::{SplitBlockBloom, SplitBlockBloomView};
 use crate::filter::standard::StandardBloomView;
@@ -31,6 +31,7 @@ enum Inner<'a> {
     Counting(CountingBloomView<'a>),
     Scalable(ScalableBloomView<'a>),
     Ribbon(RibbonView<'a>),
+    BumpedRibbon(BumpedRibbonView<'a>),
     Blocked(BlockedBloomView<'a>),
     SplitBlock(SplitBlockBloomView<'a>),
     Xor8(XorView<'a, u8>),
@@ -52,6 +53,7 @@ impl<'a> FilterView<'a> {
     pub fn parameter_fpr(&self) -> Option<f64> {
         match &self.inner {
             Inner::Ribbon(v) => Some(v.fpr()),
+            Inner::BumpedRibbon(v) => Some(v.fpr()),
             Inner::Xor8(_) | Inner::BinaryFuse8(_) | Inner::BinaryFuse4Wise8(_) => {
                 Some(1.0 / 256.0)
             }
@@ -80,6 +82,7 @@ impl<'a> FilterView<'a> {
             FilterKind::CountingBloom => Inner::Counting(CountingBloomView::parse(env)?),
             FilterKind::ScalableBloom => Inner::Scalable(ScalableBloomView::parse(env)?),
             FilterKind::Ribbon => Inner::Ribbon(RibbonView::parse(env)?),
+            FilterKind::BumpedRibbon => Inner::BumpedRibbon(BumpedRibbonView::parse(env)?),
             FilterKind::BlockedBloom => Inner::Blocked(BlockedBloomView::parse(env)?),
             FilterKind::SplitBlockBloom => Inner::SplitBlock(SplitBlockBloomView::parse(env)?),
             FilterKind::Xor8 => Inner::Xor8(XorView::parse(env)?),
@@ -111,6 +114,7 @@ impl FilterView<'_> {
             Inner::Cuckoo(v) => v.prefetch_hash(hash),
             Inner::Counting(_) | Inner::Scalable(_) => {}
             Inner::Ribbon(v) => v.prefetch_hash(hash),
+            Inner::BumpedRibbon(v) => v.prefetch_hash(hash),
             Inner::Blocked(v) => v.prefetch_hash(hash),
             Inner::SplitBlock(v) => v.prefetch_hash(hash),
             Inner::Xor8(v) => v.prefetch_hash(hash),
@@ -125,10 +129,12 @@ impl FilterView<'_> {
     }
 
     /// Where a probe reads, as plain numbers ([`crate::filter::ProbeHint`]), for the kinds that
-    /// have one (Ribbon); `None` for the others and for an empty filter.
+    /// have one (Ribbon, and bumped Ribbon's first layer); `None` for the others and for an
+    /// empty filter.
     pub(crate) fn probe_hint(&self) -> Option<crate::filter::ProbeHint> {
         match &self.inner {
             Inner::Ribbon(v) => v.probe_hint(),
+            Inner::BumpedRibbon(v) => v.probe_hint(),
             _ => None,
         }
     }
@@ -138,6 +144,7 @@ impl FilterView<'_> {
     pub(crate) fn parsed_heap_bytes(&self) -> usize {
         match &self.inner {
             Inner::Scalable(v) => v.heap_bytes(),
+            Inner::BumpedRibbon(v) => v.heap_bytes(),
             _ => 0,
         }
     }
@@ -152,6 +159,7 @@ impl Filter for FilterView<'_> {
             Inner::Counting(v) => v.contains_hash(hash),
             Inner::Scalable(v) => v.contains_hash(hash),
             Inner::Ribbon(v) => v.contains_hash(hash),
+            Inner::BumpedRibbon(v) => v.contains_hash(hash),
             Inner::Blocked(v) => v.contains_hash(hash),
             Inner::SplitBlock(v) => v.contains_hash(hash),
             Inner::Xor8(v) => v.contains_hash(hash),
@@ -192,6 +200,7 @@ impl Filter for FilterView<'_> {
             Inner::Counting(_) => FilterKind::CountingBloom,
             Inner::Scalable(_) => FilterKind::ScalableBloom,
             Inner::Ribbon(_) => FilterKind::Ribbon,
+            Inner::BumpedRibbon(_) => FilterKind::BumpedRibbon,
             Inner::Blocked(_) => FilterKind::BlockedBloom,
             Inner::SplitBlock(_) => FilterKind::SplitBlockBloom,
             Inner::Xor8(_) => FilterKind::Xor8,

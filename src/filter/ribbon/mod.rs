@@ -47,6 +47,10 @@
 //! design.md ("ribbon (tag 12)").
 
 mod banding;
+mod bumped;
+#[cfg(test)]
+mod bumped_tests;
+mod bumping;
 mod solution;
 #[cfg(test)]
 mod tests;
@@ -57,6 +61,8 @@ use crate::filter::hash::mix64;
 use crate::filter::prefetch::prefetch_read;
 use crate::filter::{Filter, FilterKind, StaticFilter};
 use solution::{Layout, W};
+
+pub use bumped::{BumpedRibbon, BumpedRibbonBuilder, BumpedRibbonView};
 
 /// [`RibbonView::prefetch_hash`] from a probe hint's numbers, `(num_blocks, upper_start_block,
 /// lower_columns)` for the layout, words at address `base` (see `solution::prefetch_at`).
@@ -87,6 +93,32 @@ enum Target {
     ResultBits(u32),
 }
 
+impl Target {
+    /// An FPR target outside `[2^-32, 1/2]` or result bits outside `1..=32` are
+    /// [`Error::InvalidArgument`].
+    fn validate(&self) -> Result<()> {
+        match *self {
+            Target::Fpr(p) if !(2f64.powi(-32)..=0.5).contains(&p) => {
+                Err(Error::invalid(format!("ribbon FPR {p} is not in [2^-32, 0.5]")))
+            }
+            Target::ResultBits(r) if !(1..=32).contains(&r) => {
+                Err(Error::invalid(format!("ribbon result bits {r} not in 1..=32")))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The layout of `num_blocks` blocks that meets the target.
+    fn layout(&self, num_blocks: u64) -> Layout {
+        match *self {
+            Target::Fpr(p) => banding::layout_for_fpr(p, num_blocks),
+            Target::ResultBits(r) => {
+                Layout { num_blocks, upper_start_block: num_blocks, lower_columns: r }
+            }
+        }
+    }
+}
+
 /// Builder of a [`Ribbon`]: the target FPR (or fixed result bits) and the seed.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RibbonBuilder {
@@ -106,26 +138,13 @@ impl RibbonBuilder {
     /// answers "no" to everything). An FPR target outside `[2^-32, 1/2]` or result bits outside
     /// `1..=32` are [`Error::InvalidArgument`]; a key count beyond 2^39 slots too.
     pub fn build(&self, hashes: &[u64]) -> Result<Ribbon> {
-        match self.target {
-            Target::Fpr(p) if !(2f64.powi(-32)..=0.5).contains(&p) => {
-                return Err(Error::invalid(format!("ribbon FPR {p} is not in [2^-32, 0.5]")))
-            }
-            Target::ResultBits(r) if !(1..=32).contains(&r) => {
-                return Err(Error::invalid(format!("ribbon result bits {r} not in 1..=32")))
-            }
-            _ => {}
-        }
+        self.target.validate()?;
         let mut seed = self.seed;
         let mut h1s = banding::mixed_sorted(hashes, seed);
         let n = h1s.len() as u64;
         let num_blocks = banding::num_blocks_for(n)
             .ok_or_else(|| Error::invalid(format!("{n} keys exceed the ribbon size limit")))?;
-        let layout = match self.target {
-            Target::Fpr(p) => banding::layout_for_fpr(p, num_blocks),
-            Target::ResultBits(r) => {
-                Layout { num_blocks, upper_start_block: num_blocks, lower_columns: r }
-            }
-        };
+        let layout = self.target.layout(num_blocks);
         let mut band = banding::Band { coeffs: Vec::new(), results: Vec::new() };
         for attempt in 0..Ribbon::MAX_ATTEMPTS {
             if attempt > 0 {

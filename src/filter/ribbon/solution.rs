@@ -211,11 +211,19 @@ pub(super) fn probe<W2: Words<u64> + ?Sized>(
     seed: u64,
     hash: u64,
 ) -> bool {
-    let num_starts = layout.num_starts();
-    if num_starts == 0 {
+    if layout.num_starts() == 0 {
         return false; // the empty filter holds nothing
     }
-    let (start, coeff, result) = key_row(mix64(hash, seed), num_starts);
+    probe_mixed(words, layout, mix64(hash, seed))
+}
+
+/// [`probe`] of a key whose hash is already mixed with the seed (`h1`), in a non-empty layout
+/// (a bumped ribbon layer, which mixed it to find the key's bucket).
+#[inline(always)]
+pub(super) fn probe_mixed<W2: Words<u64> + ?Sized>(words: &W2, layout: &Layout, h1: u64) -> bool {
+    let num_starts = layout.num_starts();
+    debug_assert!(num_starts > 0);
+    let (start, coeff, result) = key_row(h1, num_starts);
     let block = start / W;
     let offset = (start % W) as u32;
     let cols = layout.columns(block);

@@ -57,7 +57,7 @@ pub enum Policy {
     /// Two-bit at flush, Ribbon at compaction with Monkey's per-level allocation.
     Monkey,
     /// Two-bit at flush, Ribbon at compaction, the budget allocated over every run, L0
-    /// included (`FilterAllocation::AllRuns`): siftdb's default policy.
+    /// included (`FilterAllocation::AllRuns`): siftdb's default policy until bumped Ribbon.
     AllRuns,
     /// `AllRuns` with each level weighted by the lookups it served during the load
     /// (`FilterAllocation::SkewAware`; the load's lookups follow `--hit-fraction`).
@@ -68,11 +68,14 @@ pub enum Policy {
     /// Two-bit at flush, 4-wise packed binary fuse at compaction, the budget allocated over
     /// every run: each level's fingerprint width is the one nearest its allocated FPR.
     PackedFuseAllRuns,
+    /// Two-bit at flush, bumped Ribbon (BuRR) at compaction, the budget allocated over every
+    /// run: siftdb's default policy (`FilterPolicy::default()` at the budget).
+    BumpedAllRuns,
 }
 
 impl Policy {
     /// Every policy, in report order.
-    pub const ALL: [Policy; 9] = [
+    pub const ALL: [Policy; 10] = [
         Policy::NoFilter,
         Policy::TwoBitRibbon,
         Policy::Blocked,
@@ -82,6 +85,7 @@ impl Policy {
         Policy::SkewAware,
         Policy::AllRunsForHits,
         Policy::PackedFuseAllRuns,
+        Policy::BumpedAllRuns,
     ];
 
     /// Name in the table, the CSV and the plot legend.
@@ -96,6 +100,7 @@ impl Policy {
             Policy::SkewAware => "two_bit+ribbon_skew_aware",
             Policy::AllRunsForHits => "two_bit+ribbon_all_runs_hits",
             Policy::PackedFuseAllRuns => "two_bit+packed_fuse_all_runs",
+            Policy::BumpedAllRuns => "two_bit+bumped_ribbon_all_runs",
         }
     }
 
@@ -165,6 +170,11 @@ impl Policy {
             Policy::PackedFuseAllRuns => p(
                 two_bit,
                 StaticFilterKind::PackedBinaryFuse,
+                FilterAllocation::AllRuns { bits_per_key: bits },
+            ),
+            Policy::BumpedAllRuns => p(
+                two_bit,
+                StaticFilterKind::BumpedRibbon,
                 FilterAllocation::AllRuns { bits_per_key: bits },
             ),
             Policy::AllRunsForHits => FilterPolicy {

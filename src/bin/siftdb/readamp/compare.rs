@@ -25,7 +25,7 @@ use super::Run;
 use std::fmt::Write as _;
 
 /// The policy siftdb's `FilterPolicy::default()` is (at its budget; `tests` check the match).
-pub const DEFAULT: Policy = Policy::AllRuns;
+pub const DEFAULT: Policy = Policy::BumpedAllRuns;
 
 /// A policy's blocks per missing lookup read off its curve at one point.
 #[derive(Debug, Clone)]
