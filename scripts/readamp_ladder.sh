@@ -9,8 +9,13 @@
 #
 #   scripts/readamp_ladder.sh [--keys 1000000,10000000,50000000] [--dists uniform,zipfian]
 #                             [--bits 4,5,8,8.5,10,16] [--out DIR] [--in-memory | --direct-reads]
-#                             [--jobs N]
+#                             [--jobs N] [--policies LIST]
 #
+# --policies LIST: readamp's `--policies` (report names, comma separated; default every
+# policy): `--keys 50000000 --policies two_bit+bumped_ribbon_all_runs` runs the default alone,
+# the affordable 50M rung (on disk, two builds at a time loaded 60% of their keys in 29 min on
+# the 2-core machine: about 50 min a build pair; the full rung is 9 policies per budget and the
+# no-filter baseline).
 # --jobs N: readamp's `--jobs` (N builds at once; the counts are the same, the microseconds per
 # lookup are not: keep 1, the default, with --direct-reads).
 # --direct-reads: readamp's `--direct-reads` (O_DIRECT through an 8 MiB block cache), so each
@@ -25,7 +30,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 KEYS="1000000,10000000,50000000"; DISTS="uniform,zipfian"; BITS="4,5,8,8.5,10,16"
-OUT="/var/tmp/siftdb-readamp-ladder-$(date +%Y%m%d-%H%M%S)"; DISK="--on-disk"; JOBS=1
+OUT="/var/tmp/siftdb-readamp-ladder-$(date +%Y%m%d-%H%M%S)"; DISK="--on-disk"; JOBS=1; POLICIES=""
 die() { echo "readamp_ladder.sh: $*" >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -36,6 +41,7 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --keys) KEYS="$2" ;; --dists) DISTS="$2" ;; --bits) BITS="$2" ;; --out) OUT="$2" ;;
     --jobs) JOBS="$2" ;;
+    --policies) POLICIES="$2" ;;
     *) die "unknown argument $1 (see the header of $0)" ;;
   esac
   shift 2
@@ -61,7 +67,7 @@ for keys in ${KEYS//,/ }; do
     start=$(date +%s)
     # shellcheck disable=SC2086 # DISK is one flag or nothing
     "$BIN" readamp --keys "$keys" --present-dist "$dist" --bits "$BITS" $DISK --jobs "$JOBS" \
-      --out "$rung" \
+      ${POLICIES:+--policies "$POLICIES"} --out "$rung" \
       > "$rung.log"
     mv "$rung.log" "$rung/readamp.log"
     {

@@ -169,7 +169,8 @@ impl StaticFilterKind {
 impl StaticFilterKind {
     /// [`StaticFilterKind::bits_per_log2`] for filters of `keys` keys each: the binary fuse
     /// kinds' slots per key, from their sizing formula (1.22 for the 4-wise layout at 9,000
-    /// keys, 1.13 at 100,000, 1.077 at a million); the other kinds' constants, which hold at
+    /// keys, 1.13 at 100,000, 1.077 at a million); Ribbon's 1.05 for bumped Ribbon filters of
+    /// 4,096 keys or fewer (one standard layer); the other kinds' constants, which hold at
     /// every size. A `keys` that is not finite gives the large-set constant.
     pub(crate) fn bits_per_log2_at(self, keys: f64) -> f64 {
         use crate::filter::fuse_slots_per_key;
@@ -181,6 +182,12 @@ impl StaticFilterKind {
             StaticFilterKind::BinaryFuse4Wise8
             | StaticFilterKind::BinaryFuse4Wise16
             | StaticFilterKind::PackedBinaryFuse => fuse_slots_per_key(keys, 4),
+            // A bumped ribbon of this few keys is one standard ribbon layer.
+            StaticFilterKind::BumpedRibbon
+                if keys <= crate::filter::BUMPED_RIBBON_SINGLE_LAYER_KEYS as f64 =>
+            {
+                StaticFilterKind::Ribbon.bits_per_log2()
+            }
             _ => self.bits_per_log2(),
         }
     }
@@ -246,9 +253,9 @@ pub struct FilterPolicy {
     /// costs no extra hashing pass. L0 files are few and short-lived; their filters are
     /// replaced by static filters at compaction.
     pub flush: FilterConfig,
-    /// Filter kind of every compaction output. Default [`StaticFilterKind::Ribbon`]: the key
-    /// set of an output file is known when it is finished, so a static filter (built once from
-    /// the collected hashes) gives the lowest memory per FPR. If a static construction fails
+    /// Filter kind of every compaction output. Default [`StaticFilterKind::BumpedRibbon`]: the
+    /// key set of an output file is known when it is finished, so a static filter (built once
+    /// from the collected hashes) gives the lowest memory per FPR. If a static construction fails
     /// after its retries, the file gets a blocked Bloom filter of the same bits per key and
     /// `Stats::filter_fallbacks` counts it.
     pub compaction: StaticFilterKind,

@@ -98,6 +98,7 @@ pub use cuckoo::{cuckoo_fpr, Cuckoo, CuckooBuilder, CuckooView};
 pub use grafite::{Grafite, GrafiteBuilder, GrafiteView};
 pub use hash::{hash_key, hash_keys};
 pub(crate) use prefetch::{ProbeHint, SharedProbeHint};
+pub(crate) use ribbon::BUMPED_RIBBON_SINGLE_LAYER_KEYS;
 pub use ribbon::{
     BumpedRibbon, BumpedRibbonBuilder, BumpedRibbonView, Ribbon, RibbonBuilder, RibbonView,
 };

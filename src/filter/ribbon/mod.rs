@@ -63,6 +63,8 @@ use crate::filter::{Filter, FilterKind, StaticFilter};
 use solution::{Layout, W};
 
 pub use bumped::{BumpedRibbon, BumpedRibbonBuilder, BumpedRibbonView};
+/// Key count up to which a bumped ribbon is a single standard ribbon layer.
+pub(crate) const BUMPED_RIBBON_SINGLE_LAYER_KEYS: usize = bumping::LAST_LAYER_KEYS;
 
 /// [`RibbonView::prefetch_hash`] from a probe hint's numbers, `(num_blocks, upper_start_block,
 /// lower_columns)` for the layout, words at address `base` (see `solution::prefetch_at`).
