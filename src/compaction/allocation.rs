@@ -380,7 +380,8 @@ mod tests {
         assert_eq!(StaticFilterKind::Ribbon.bits_per_log2_at(9000.0), 1.05);
         // Bumped ribbon is one standard layer up to 4,096 keys, bumped layers above.
         assert_eq!(StaticFilterKind::BumpedRibbon.bits_per_log2_at(2000.0), 1.05);
-        assert_eq!(StaticFilterKind::BumpedRibbon.bits_per_log2_at(9000.0), 1.01);
+        assert_eq!(StaticFilterKind::BumpedRibbon.bits_per_log2_at(9000.0), 1.01 + 0.03);
+        assert_eq!(StaticFilterKind::BumpedRibbon.bits_per_log2_at(f64::INFINITY), 1.01);
         let mut s = shape(2.0, 10_000.0, &[0.0, 3.5e3, 8.2e4, 3.1e5]);
         s.file_keys = 9000.0;
         let flush = FilterConfig::TwoBitBloom { bits_per_key: 0.0 };
