@@ -333,6 +333,42 @@ pub fn flush_filter_bits(bits_per_key: f64, keys: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The fewest blocks per missing lookup any filter on the compacted levels could give a
+    /// tree of `l0_runs` two-bit L0 runs of 10,000 keys and `levels` (keys, checks per missing
+    /// lookup), at `bpk` bits per key over the whole tree: the levels at the information bound
+    /// (`log2(1/p)` bits per key, c = 1), L0 on the two-bit curve, sizes continuous (the
+    /// engine's power-of-two L0 sizes can only cost more).
+    fn bound_with_two_bit_l0(l0_runs: f64, levels: &[(f64, f64)], bpk: f64) -> f64 {
+        let l0 =
+            Class { runs: l0_runs, keys: 10_000.0, weight: 1.0, curve: Curve::TwoBit, fixed: None };
+        let mut classes = vec![l0];
+        for &(keys, weight) in levels {
+            let curve = Curve::Exponential(1.0);
+            classes.push(Class { runs: 1.0, keys, weight, curve, fixed: None });
+        }
+        let total = l0_runs * 10_000.0 + levels.iter().map(|l| l.0).sum::<f64>();
+        let (bits, _) = solve(&classes, bpk * total);
+        expected_cost(&classes, &bits)
+    }
+
+    #[test]
+    fn two_bit_l0_runs_put_issue_16s_targets_out_of_reach_of_small_trees() {
+        // docs/readamp_4levels as the default's builds end: 2 L0 runs, L2-L4 with the checks
+        // per missing lookup its CSV reports. Even ideal compacted filters read more than 0.07
+        // blocks at 5 bits/key, and only just 0.01 at 8.5 (the default: 0.081 and 0.0111).
+        let four = [(87_000.0, 0.81), (898_000.0, 0.935), (3_295_000.0, 0.998)];
+        let at5 = bound_with_two_bit_l0(2.0, &four, 5.0);
+        let at85 = bound_with_two_bit_l0(2.0, &four, 8.5);
+        assert!((0.07..0.08).contains(&at5), "{at5}");
+        assert!((0.0095..0.0105).contains(&at85), "{at85}");
+        // docs/readamp (430K keys): 3 L0 runs hold 7% of the keys, and L0 alone is out of reach.
+        let three = [(3_465.0, 0.087), (82_228.0, 0.766), (314_307.0, 0.987)];
+        assert!(bound_with_two_bit_l0(3.0, &three, 8.5) > 0.03);
+        assert!(bound_with_two_bit_l0(3.0, &three, 5.0) > 0.1);
+        // Without L0 runs the same 4.3M levels meet both targets at the bound.
+        assert!(bound_with_two_bit_l0(0.0, &four, 5.0) < 0.06);
+    }
     use crate::compaction::filter::monkey_fprs;
 
     fn shape(l0_runs: f64, l0_run_keys: f64, levels: &[f64]) -> TreeShape {
