@@ -102,31 +102,47 @@ pub(super) fn band(h1s: &[u64], layout: &Layout, band: &mut Band) -> bool {
     let mask = super::solution::column_mask(layout.upper_columns());
     for &h1 in h1s {
         let (start, coeff, result) = key_row(h1, starts);
-        if !insert(&mut band.coeffs, &mut band.results, start as usize, coeff, result & mask) {
+        // A row implied by stored ones (consistent) is fine; a contradiction fails the attempt.
+        let row = insert(&mut band.coeffs, &mut band.results, start as usize, coeff, result & mask);
+        if row == (Inserted::Reduced { consistent: false }) {
             return false;
         }
     }
     true
 }
 
+/// What [`insert`] did with a row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Inserted {
+    /// Stored as the row whose leading 1 is at this slot.
+    At(usize),
+    /// Reduced to zero coefficients by stored rows: implied by them if `consistent` (its
+    /// result reduced to zero too, e.g. a hash collision), contradicting them otherwise.
+    Reduced { consistent: bool },
+}
+
 /// Inserts one row with its leading 1 at slot `i`. Invariant: the row's highest set bit is at
 /// most `start + 127 <= m - 1`, and XOR with a stored row (whose bits lie in `i..i + 128`, also
-/// `<= m - 1`) cannot raise it, so `i` stays in bounds. Returns `false` only when the row reduces
-/// to zero coefficients with a non-zero result: an inconsistent system. A row reducing to all
-/// zero (coefficients and result) is implied by stored rows, e.g. a hash collision, and is fine.
+/// `<= m - 1`) cannot raise it, so `i` stays in bounds.
 #[inline]
-fn insert(coeffs: &mut [u128], results: &mut [u32], mut i: usize, mut c: u128, mut r: u32) -> bool {
+pub(super) fn insert(
+    coeffs: &mut [u128],
+    results: &mut [u32],
+    mut i: usize,
+    mut c: u128,
+    mut r: u32,
+) -> Inserted {
     loop {
         let stored = coeffs[i];
         if stored == 0 {
             coeffs[i] = c;
             results[i] = r;
-            return true;
+            return Inserted::At(i);
         }
         c ^= stored;
         r ^= results[i];
         if c == 0 {
-            return r == 0;
+            return Inserted::Reduced { consistent: r == 0 };
         }
         let tz = c.trailing_zeros();
         i += tz as usize;
@@ -170,15 +186,17 @@ mod tests {
         let mut coeffs = vec![0u128; 256];
         let mut results = vec![0u32; 256];
         // A covers slots {3, 4, 6}, B slots {4, 5}.
-        assert!(insert(&mut coeffs, &mut results, 3, 0b1011, 5));
-        assert!(insert(&mut coeffs, &mut results, 4, 0b11, 6));
+        assert_eq!(insert(&mut coeffs, &mut results, 3, 0b1011, 5), Inserted::At(3));
+        assert_eq!(insert(&mut coeffs, &mut results, 4, 0b11, 6), Inserted::At(4));
         // A ^ B = slots {3, 5, 6}: implied with result 5 ^ 6 = 3, nothing new is stored ...
-        assert!(insert(&mut coeffs, &mut results, 3, 0b1101, 3));
+        let implied = Inserted::Reduced { consistent: true };
+        assert_eq!(insert(&mut coeffs, &mut results, 3, 0b1101, 3), implied);
         assert!(coeffs[5..].iter().all(|&c| c == 0));
         // ... and contradictory with any other result.
-        assert!(!insert(&mut coeffs, &mut results, 3, 0b1101, 1));
+        let contradiction = Inserted::Reduced { consistent: false };
+        assert_eq!(insert(&mut coeffs, &mut results, 3, 0b1101, 1), contradiction);
         // Slots {3, 4, 5} reduce by A to {5, 6}, stored at slot 5 with result 7 ^ 5.
-        assert!(insert(&mut coeffs, &mut results, 3, 0b111, 7));
+        assert_eq!(insert(&mut coeffs, &mut results, 3, 0b111, 7), Inserted::At(5));
         assert_eq!((coeffs[5], results[5]), (0b11, 2));
     }
 

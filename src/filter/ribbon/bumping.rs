@@ -17,7 +17,7 @@
 //! rows removed are exactly the last ones stored (same bucket, same class): no kept row was
 //! reduced by a removed one.
 
-use super::banding::{self, Band};
+use super::banding::{self, Band, Inserted};
 use super::solution::{self, key_row, Layout, W};
 use crate::filter::codec::Words;
 use crate::filter::hash::fast_range64;
@@ -178,9 +178,11 @@ pub(super) fn band_layer(
                 class = c;
                 stored.clear();
             }
-            match insert(&mut coeffs, &mut results, start as usize, coeff, result & mask) {
-                Some(pivot) => stored.push((pivot, h1)),
-                None => {
+            // A row that reduces to zero is bumped even if its result reduced to zero too: it
+            // would rest on rows a later bump of this bucket may take out.
+            match banding::insert(&mut coeffs, &mut results, start as usize, coeff, result & mask) {
+                Inserted::At(pivot) => stored.push((pivot, h1)),
+                Inserted::Reduced { .. } => {
                     set_threshold(&mut meta, bucket, c);
                     full = true;
                     for (pivot, kept) in stored.drain(..) {
@@ -196,35 +198,6 @@ pub(super) fn band_layer(
     }
     let words = solution::back_substitute(&coeffs, &results, layout);
     (meta, words, bumped)
-}
-
-/// Inserts a row with its leading 1 at slot `i` (as `banding::insert`), returning the slot it
-/// was stored at, or `None` when it reduces to zero coefficients. Such a row is bumped even if
-/// its result also reduced to zero: it would depend on rows that a later bump may take out.
-#[inline]
-fn insert(
-    coeffs: &mut [u128],
-    results: &mut [u32],
-    mut i: usize,
-    mut c: u128,
-    mut r: u32,
-) -> Option<usize> {
-    loop {
-        let stored = coeffs[i];
-        if stored == 0 {
-            coeffs[i] = c;
-            results[i] = r;
-            return Some(i);
-        }
-        c ^= stored;
-        r ^= results[i];
-        if c == 0 {
-            return None;
-        }
-        let tz = c.trailing_zeros();
-        i += tz as usize;
-        c >>= tz;
-    }
 }
 
 /// The last layer: a standard ribbon of `keys` in `layout_for(blocks)`, trying `attempts` seeds
