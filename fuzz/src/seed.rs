@@ -5,9 +5,9 @@
 
 use siftdb::filter::prelude::*;
 use siftdb::filter::{
-    BinaryFuse16, BinaryFuse4Wise16, BinaryFuse4Wise8, BinaryFuse8, BlockedBloom, CountingBloom,
-    BumpedRibbon, PackedBinaryFuse, Ribbon, ScalableBloom, SplitBlockBloom, StandardBloom, TwoBitBloom, Xor16,
-    Xor8,
+    BinaryFuse16, BinaryFuse4Wise16, BinaryFuse4Wise8, BinaryFuse8, BlockedBloom, BumpedRibbon,
+    CountingBloom, PackedBinaryFuse, Ribbon, ScalableBloom, SplitBlockBloom, StandardBloom,
+    TwoBitBloom, Xor16, Xor8,
 };
 use siftdb::rng::SplitMix64;
 use siftdb::storage::{MemStorage, Storage};
@@ -104,7 +104,10 @@ fn main() {
         ("packed_fuse3_5", PackedBinaryFuse::build_with(&hashes, 5, 3, 1).unwrap().to_bytes()),
         ("ribbon", Ribbon::build(&hashes).unwrap().to_bytes()),
         // Enough keys for a bumped layer before the last (standard) one.
-        ("bumped_ribbon", BumpedRibbon::build(&SplitMix64::new(5).hashes(3000)).unwrap().to_bytes()),
+        (
+            "bumped_ribbon",
+            BumpedRibbon::build(&SplitMix64::new(5).hashes(6000)).unwrap().to_bytes(),
+        ),
     ];
     for (name, bytes) in filters {
         put("filter_view", name, &bytes);
