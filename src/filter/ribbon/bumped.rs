@@ -58,26 +58,36 @@ impl BumpedRibbonBuilder {
     /// does ([`Error::FilterFull`] only if that fails too).
     pub fn build(&self, hashes: &[u64]) -> Result<BumpedRibbon> {
         self.target.validate()?;
-        let mut keys = hashes.to_vec();
-        keys.sort_unstable();
-        keys.dedup();
-        let num_keys = keys.len() as u64;
+        let th = Thresholds::for_layers(bumping::BUCKET_LOG2, bumping::SLOTS_PER_KEY);
+        let mut seed = self.seed;
+        // Each layer mixes the previous layer's mixed hashes (the key hashes for the first)
+        // with its own seed: `mix64` is a bijection, so they stay distinct (deduplicating the
+        // first layer's deduplicates the keys), and sorted they are in start order.
+        let mut h1s = super::banding::mixed_sorted(hashes, seed);
+        let num_keys = h1s.len() as u64;
         if banding_limit_exceeded(num_keys) {
             return Err(Error::invalid(format!("{num_keys} keys exceed the ribbon size limit")));
         }
-        let th = Thresholds::for_layers(bumping::BUCKET_LOG2, bumping::SLOTS_PER_KEY);
         let mut layers = Vec::new();
-        let mut seed = self.seed;
-        // Each layer mixes the previous layer's mixed hashes (the key hashes for the first)
-        // with its own seed: `mix64` is a bijection, so they stay distinct, and sorted they are
-        // in start order.
-        while keys.len() > bumping::LAST_LAYER_KEYS && layers.len() < bumping::MAX_BUMPED_LAYERS {
-            let h1s = super::banding::mixed_sorted(&keys, seed);
+        // The hashes the next layer mixes: the keys', until a layer bumps some of its own.
+        let mut keys: Vec<u64> = Vec::new();
+        let mut remaining = h1s.len();
+        while remaining > bumping::LAST_LAYER_KEYS && layers.len() < bumping::MAX_BUMPED_LAYERS {
+            if !layers.is_empty() {
+                h1s = super::banding::mixed_sorted(&keys, seed);
+            }
             let layout = self.target.layout(bumping::bumped_layer_blocks(h1s.len()));
             let (meta, words, bumped) = bumping::band_layer(&h1s, &layout, &th);
             layers.push(BuiltLayer { seed, layout, meta, words });
             seed = seed.wrapping_add(SEED_STEP);
+            remaining = bumped.len();
             keys = bumped;
+        }
+        if layers.is_empty() {
+            // One standard layer (4,096 keys or fewer): it mixes the distinct key hashes.
+            keys = hashes.to_vec();
+            keys.sort_unstable();
+            keys.dedup();
         }
         if !keys.is_empty() {
             let target = self.target;
