@@ -75,12 +75,12 @@ impl FilterConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StaticFilterKind {
     /// Standard Ribbon (`siftdb::filter::Ribbon`): about `1.05 log2(1/FPR)` bits per key, any
-    /// FPR in `[2^-32, 1/2]`; builds about 2.5x faster than `BumpedRibbon`. The default
+    /// FPR in `[2^-32, 1/2]`; builds about 3x faster than `BumpedRibbon`. The default
     /// until filter tag 17.
     Ribbon,
     /// Bumped Ribbon (`siftdb::filter::BumpedRibbon`, BuRR): the same FPRs and probe as
     /// Ribbon in about `1.01 log2(1/FPR)` bits per key (3-4.4% fewer than Ribbon), at a build
-    /// time about 2.5x Ribbon's. The default. A siftdb older than filter tag 17 reads such
+    /// time about 3x Ribbon's. The default. A siftdb older than filter tag 17 reads such
     /// files without their filter, and refuses a manifest whose keyspace options name this kind
     /// (design.md, "bumped_ribbon").
     BumpedRibbon,

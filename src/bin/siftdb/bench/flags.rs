@@ -41,7 +41,7 @@ pub enum CompactionFilter {
     /// for).
     Ribbon,
     /// Bumped Ribbon (BuRR) at the FPR of `--bloom_bits` (siftdb's default): as `ribbon` in 3-4%
-    /// fewer bits, built in about 2.5x the time.
+    /// fewer bits, built in about 3x the time.
     #[value(name = "bumped_ribbon")]
     BumpedRibbon,
     /// Binary fuse, 8-bit fingerprints (FPR fixed at 0.39%, ~9 bits/key).
