@@ -1,14 +1,9 @@
 use super::bumping::LAST_LAYER_KEYS;
+use super::tests::measured_fpr;
 use super::*;
 use crate::filter::math;
 use crate::filter::FilterView;
 use crate::rng::SplitMix64;
-
-fn measured_fpr(f: &impl Filter, probes: u64, seed: u64) -> f64 {
-    let mut rng = SplitMix64::new(seed);
-    let fp = (0..probes).filter(|_| f.contains_hash(rng.next_u64())).count();
-    fp as f64 / probes as f64
-}
 
 #[test]
 fn no_false_negatives_across_sizes_with_duplicates() {

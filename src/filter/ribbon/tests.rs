@@ -4,8 +4,8 @@ use crate::filter::FilterView;
 use crate::rng::SplitMix64;
 
 /// Measured FPR over `probes` fresh random hashes (disjoint from the keys with overwhelming
-/// probability: 64-bit values).
-fn measured_fpr(f: &Ribbon, probes: u64, seed: u64) -> f64 {
+/// probability: 64-bit values). Shared with the bumped ribbon's tests.
+pub(super) fn measured_fpr(f: &impl Filter, probes: u64, seed: u64) -> f64 {
     let mut rng = SplitMix64::new(seed);
     let fp = (0..probes).filter(|_| f.contains_hash(rng.next_u64())).count();
     fp as f64 / probes as f64
