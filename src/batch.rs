@@ -65,9 +65,25 @@ pub struct WriteBatch {
     invalid: Option<String>,
     /// Merge records among the records (a batch with merges needs a merge operator).
     merges: u32,
-    /// The keyspaces other than the default that records name, with their names: the write
-    /// checks each is still live (a dropped keyspace fails the whole batch).
-    keyspaces: Vec<(u32, Arc<str>)>,
+    /// The keyspace handles the records were added through (the default keyspace's too): the
+    /// write checks each belongs to the database written and is still live (a foreign handle or
+    /// a dropped keyspace fails the whole batch).
+    keyspaces: Vec<KeyspaceRef>,
+}
+
+/// A keyspace handle a batch's records name: its id and name, and the database it belongs to
+/// (`DbInner::instance`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct KeyspaceRef {
+    pub id: u32,
+    pub name: Arc<str>,
+    pub db: u64,
+}
+
+impl KeyspaceRef {
+    fn of(ks: &crate::Keyspace) -> KeyspaceRef {
+        KeyspaceRef { id: ks.id(), name: ks.name_arc().clone(), db: ks.db_instance() }
+    }
 }
 
 impl Default for WriteBatch {
@@ -146,18 +162,12 @@ impl WriteBatch {
         key: impl AsRef<[u8]>,
         value: impl AsRef<[u8]>,
     ) -> &mut Self {
-        self.put_in_id(ks.id(), ks.name_arc(), key.as_ref(), value.as_ref())
-    }
-
-    /// [`WriteBatch::put_in`] by keyspace id and name.
-    pub(crate) fn put_in_id(
-        &mut self,
-        keyspace: u32,
-        name: &Arc<str>,
-        key: &[u8],
-        value: &[u8],
-    ) -> &mut Self {
-        self.push_record(ValueKind::Put, Some((keyspace, name)), key, Some(value))
+        self.push_record(
+            ValueKind::Put,
+            Some(KeyspaceRef::of(ks)),
+            key.as_ref(),
+            Some(value.as_ref()),
+        )
     }
 
     /// [`WriteBatch::merge`] into `key` of keyspace `ks`.
@@ -167,13 +177,13 @@ impl WriteBatch {
         key: impl AsRef<[u8]>,
         operand: impl AsRef<[u8]>,
     ) -> &mut Self {
-        let keyspace = Some((ks.id(), ks.name_arc()));
+        let keyspace = Some(KeyspaceRef::of(ks));
         self.push_record(ValueKind::Merge, keyspace, key.as_ref(), Some(operand.as_ref()))
     }
 
     /// Adds a delete of `key` in keyspace `ks` (see [`WriteBatch::put_in`]).
     pub fn delete_in(&mut self, ks: &crate::Keyspace, key: impl AsRef<[u8]>) -> &mut Self {
-        self.push_record(ValueKind::Delete, Some((ks.id(), ks.name_arc())), key.as_ref(), None)
+        self.push_record(ValueKind::Delete, Some(KeyspaceRef::of(ks)), key.as_ref(), None)
     }
 
     /// [`WriteBatch::delete_range`] in keyspace `ks`.
@@ -183,7 +193,7 @@ impl WriteBatch {
         start: impl AsRef<[u8]>,
         end: impl AsRef<[u8]>,
     ) -> &mut Self {
-        self.push_delete_range(Some((ks.id(), ks.name_arc())), start.as_ref(), end.as_ref())
+        self.push_delete_range(Some(KeyspaceRef::of(ks)), start.as_ref(), end.as_ref())
     }
 
     /// Whether the batch holds a merge record.
@@ -193,11 +203,13 @@ impl WriteBatch {
 
     fn push_delete_range(
         &mut self,
-        keyspace: Option<(u32, &Arc<str>)>,
+        keyspace: Option<KeyspaceRef>,
         start: &[u8],
         end: &[u8],
     ) -> &mut Self {
         if start == end {
+            // Nothing is written, but the handle is still checked like any other.
+            self.note_keyspace(keyspace);
             return self;
         }
         if start > end && self.invalid.is_none() {
@@ -216,23 +228,21 @@ impl WriteBatch {
     fn push_record(
         &mut self,
         kind: ValueKind,
-        keyspace: Option<(u32, &Arc<str>)>,
+        keyspace: Option<KeyspaceRef>,
         key: &[u8],
         value: Option<&[u8]>,
     ) -> &mut Self {
         self.check(key, value);
         // One exact reservation instead of up to three doubling reallocations.
         self.rep.reserve(Self::put_size(key, value.unwrap_or_default()));
-        match keyspace {
-            Some((id, name)) if id != DEFAULT_KEYSPACE => {
+        match keyspace.as_ref().map(|k| k.id) {
+            Some(id) if id != DEFAULT_KEYSPACE => {
                 self.rep.push(kind.tag() | KEYSPACE_FLAG);
                 put_varint32(&mut self.rep, id);
-                if !self.keyspaces.iter().any(|(k, _)| *k == id) {
-                    self.keyspaces.push((id, name.clone()));
-                }
             }
             _ => self.rep.push(kind.tag()),
         }
+        self.note_keyspace(keyspace);
         put_length_prefixed(&mut self.rep, key);
         if let Some(v) = value {
             put_length_prefixed(&mut self.rep, v);
@@ -242,8 +252,17 @@ impl WriteBatch {
         self
     }
 
-    /// The keyspaces other than the default that the records name, with their names.
-    pub(crate) fn keyspaces(&self) -> &[(u32, Arc<str>)] {
+    /// Remembers the handle a record was added through (once per handle).
+    fn note_keyspace(&mut self, keyspace: Option<KeyspaceRef>) {
+        if let Some(k) = keyspace {
+            if !self.keyspaces.contains(&k) {
+                self.keyspaces.push(k);
+            }
+        }
+    }
+
+    /// The keyspace handles the records were added through.
+    pub(crate) fn keyspaces(&self) -> &[KeyspaceRef] {
         &self.keyspaces
     }
 
@@ -318,10 +337,8 @@ impl WriteBatch {
         self.rep.extend_from_slice(&other.rep[HEADER..]);
         self.count = self.count.saturating_add(other.count);
         self.merges = self.merges.saturating_add(other.merges);
-        for (id, name) in &other.keyspaces {
-            if !self.keyspaces.iter().any(|(k, _)| k == id) {
-                self.keyspaces.push((*id, name.clone()));
-            }
+        for k in &other.keyspaces {
+            self.note_keyspace(Some(k.clone()));
         }
     }
 
@@ -450,7 +467,8 @@ mod tests {
     fn keyspace_records_round_trip_and_default_ones_stay_unflagged() {
         let name: Arc<str> = Arc::from("events");
         let mut b = WriteBatch::new();
-        b.put(b"k", b"0").put_in_id(300, &name, b"k", b"1");
+        let events = KeyspaceRef { id: 300, name: name.clone(), db: 1 };
+        b.put(b"k", b"0").push_record(ValueKind::Put, Some(events.clone()), b"k", Some(b"1"));
         let bytes = b.encode(9);
         assert_eq!(bytes[HEADER], ValueKind::Put.tag(), "a default record carries no flag");
         let d = decode_batch(&bytes).unwrap();
@@ -459,7 +477,7 @@ mod tests {
             d.records[1],
             BatchRecord { kind: ValueKind::Put, keyspace: 300, key: b"k", value: b"1" }
         );
-        assert_eq!(b.keyspaces(), &[(300, name)]);
+        assert_eq!(b.keyspaces(), &[events]);
         for len in HEADER..bytes.len() {
             assert!(decode_batch(&bytes[..len]).unwrap_err().is_corruption(), "len {len}");
         }

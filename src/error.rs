@@ -42,9 +42,14 @@ pub enum Error {
         /// Why it is not a database ("it has no CURRENT file", ...).
         why: String,
     },
-    /// A write was refused because an earlier fsync failed; the database is read-only until it is
-    /// reopened. Carries the description of the original failure.
+    /// A write was refused because the database is read-only: an earlier WAL or manifest write
+    /// or sync failed, or a background thread panicked (read-only until reopened), or the
+    /// database was opened read-only. Carries the description of the cause.
     ReadOnly(String),
+    /// The database was closed (`Db::close`, or the `Db` was dropped): a `Keyspace`,
+    /// `Snapshot`, iterator or cursor taken from it serves nothing more (design.md, "Life
+    /// cycle").
+    Closed,
     /// A merge operator could not merge a key's operands (an operand or base value it cannot
     /// read, such as a value that is not 8 bytes for `siftdb.u64add`).
     MergeFailed {
@@ -121,7 +126,8 @@ impl fmt::Display for Error {
             Error::NotADatabase { dir, why } => {
                 write!(f, "{} is not a siftdb database: {why}", dir.display())
             }
-            Error::ReadOnly(why) => write!(f, "database is read-only after a failed sync: {why}"),
+            Error::ReadOnly(why) => write!(f, "database is read-only: {why}"),
+            Error::Closed => write!(f, "database is closed"),
             Error::MergeFailed { operator, key, what } => {
                 write!(f, "merge operator {operator} failed on key {}: {what}", key.escape_ascii())
             }

@@ -44,7 +44,7 @@ pub(crate) fn spawn_compactor(inner: Arc<DbInner>) -> Result<JoinHandle<()>> {
 }
 
 fn next_pick(inner: &DbInner) -> Option<Pick> {
-    if !inner.opts.compaction.auto || inner.bg_error.lock().is_some() {
+    if !inner.opts.compaction.auto || inner.life.is_read_only() {
         return None;
     }
     let v = inner.super_version().version.clone();
@@ -56,7 +56,7 @@ fn compaction_loop(inner: &DbInner) {
         {
             let mut g = inner.bg_lock.lock();
             loop {
-                if inner.shutting_down.load(Ordering::SeqCst) {
+                if inner.is_closing() {
                     return;
                 }
                 if next_pick(inner).is_some() {
@@ -434,7 +434,7 @@ pub(crate) fn throttle(inner: &DbInner) -> Result<()> {
     let start = Instant::now();
     if n >= stop {
         let mut g = inner.bg_lock.lock();
-        while l0() >= stop && !inner.shutting_down.load(Ordering::SeqCst) {
+        while l0() >= stop && !inner.is_closing() {
             inner.check_writable()?;
             inner.bg_cv.wait_for(&mut g, Duration::from_millis(10));
         }

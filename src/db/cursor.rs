@@ -104,15 +104,18 @@ pub(crate) struct CursorConfig {
     /// Count the scan filters' answers (off for the back end of a double-ended scan, which
     /// asks the same files again).
     count_filters: bool,
+    /// The database's life cycle: a cursor of a closed database moves no more.
+    life: Arc<super::Lifecycle>,
 }
 
 impl CursorConfig {
     /// The configuration of a database opened with `opts`.
-    pub(crate) fn of(opts: &crate::options::Options) -> CursorConfig {
+    pub(crate) fn of(inner: &super::DbInner) -> CursorConfig {
         CursorConfig {
-            merge_op: opts.merge_operator.clone(),
-            prefix_extractor: opts.prefix_extractor.clone(),
+            merge_op: inner.opts.merge_operator.clone(),
+            prefix_extractor: inner.opts.prefix_extractor.clone(),
             count_filters: true,
+            life: inner.life.clone(),
         }
     }
 }
@@ -357,6 +360,7 @@ impl DbCursor {
 
     /// Positions on the first entry whose key is `>= key`.
     pub fn seek(&mut self, key: &[u8]) -> Result<()> {
+        self.check_open()?;
         self.count_seek();
         let r = self.load_tombstones().and_then(|()| self.seek_inner(key));
         self.check(r)
@@ -364,6 +368,7 @@ impl DbCursor {
 
     /// Positions on the last entry whose key is `<= key`.
     pub fn seek_for_prev(&mut self, key: &[u8]) -> Result<()> {
+        self.check_open()?;
         self.count_seek();
         let r = self.load_tombstones().and_then(|()| self.seek_for_prev_inner(key));
         self.check(r)
@@ -371,6 +376,7 @@ impl DbCursor {
 
     /// Positions on the first entry.
     pub fn seek_to_first(&mut self) -> Result<()> {
+        self.check_open()?;
         self.count_seek();
         if self.merge.is_empty() {
             (self.forward, self.valid) = (true, false);
@@ -389,6 +395,7 @@ impl DbCursor {
 
     /// Positions on the last entry.
     pub fn seek_to_last(&mut self) -> Result<()> {
+        self.check_open()?;
         self.count_seek();
         if let Err(e) = self.load_tombstones() {
             return self.check(Err(e));
@@ -416,6 +423,7 @@ impl DbCursor {
         if !self.valid {
             return Ok(());
         }
+        self.check_open()?;
         let r = self.next_inner();
         self.check(r)
     }
@@ -425,6 +433,7 @@ impl DbCursor {
         if !self.valid {
             return Ok(());
         }
+        self.check_open()?;
         let r = self.prev_inner();
         self.check(r)
     }
@@ -631,6 +640,13 @@ impl DbCursor {
         };
         self.valid = true;
         Ok(())
+    }
+
+    /// Fails with [`crate::Error::Closed`] (leaving the cursor on no entry) once the database is
+    /// closing.
+    fn check_open(&mut self) -> Result<()> {
+        let r = self.config.life.check_open();
+        self.check(r)
     }
 
     fn check(&mut self, r: Result<()>) -> Result<()> {

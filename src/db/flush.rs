@@ -45,10 +45,10 @@ fn flush_loop(inner: &DbInner) {
         let next = {
             let mut g = inner.bg_lock.lock();
             loop {
-                if inner.shutting_down.load(Ordering::SeqCst) {
+                if inner.is_closing() {
                     return;
                 }
-                if inner.bg_error.lock().is_none() {
+                if !inner.life.is_read_only() {
                     if let Some(m) = inner.super_version().imm.last().cloned() {
                         break m;
                     }

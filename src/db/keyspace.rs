@@ -270,8 +270,14 @@ impl Keyspace {
         Arc::ptr_eq(&self.inner, inner)
     }
 
-    /// Fails if the keyspace was dropped.
+    /// The open database this handle belongs to ([`DbInner::instance`]).
+    pub(crate) fn db_instance(&self) -> u64 {
+        self.inner.instance
+    }
+
+    /// Fails if the database was closed or the keyspace dropped.
     pub(crate) fn check_live(&self) -> Result<()> {
+        self.inner.life.check_open()?;
         if self.inner.keyspaces.load().is_live(self.id) {
             Ok(())
         } else {
@@ -357,7 +363,7 @@ impl Keyspace {
         self.check_live()?;
         let sv = self.inner.super_version();
         let seq = ReadAt::Latest.sequence(&self.inner);
-        let config = CursorConfig::of(&self.inner.opts);
+        let config = CursorConfig::of(&self.inner);
         Ok(DbCursor::new(
             sv,
             self.inner.reads.clone(),
@@ -378,14 +384,18 @@ pub(crate) fn names(inner: &DbInner) -> Vec<String> {
         .collect()
 }
 
-/// Fails unless every keyspace `batch` names is live (a dropped one fails the whole batch).
+/// Fails unless every keyspace handle `batch` names belongs to this database and is live (a
+/// foreign handle or a dropped keyspace fails the whole batch).
 pub(crate) fn check_batch(inner: &DbInner, batch: &WriteBatch) -> Result<()> {
     if batch.keyspaces().is_empty() {
         return Ok(());
     }
+    if let Some(k) = batch.keyspaces().iter().find(|k| k.db != inner.instance) {
+        return Err(Error::invalid(format!("keyspace '{}' belongs to another database", k.name)));
+    }
     let set = inner.keyspaces.load();
-    match batch.keyspaces().iter().find(|(id, _)| !set.is_live(*id)) {
-        Some((_, name)) => Err(Error::invalid(format!("keyspace '{name}' was dropped"))),
+    match batch.keyspaces().iter().find(|k| !set.is_live(k.id)) {
+        Some(k) => Err(Error::invalid(format!("keyspace '{}' was dropped", k.name))),
         None => Ok(()),
     }
 }

@@ -24,6 +24,7 @@ mod destroy;
 mod flush;
 mod iter;
 pub(crate) mod keyspace;
+mod lifecycle;
 mod multi_get;
 mod open;
 mod read;
@@ -49,12 +50,13 @@ use crate::storage::{DirLock, Storage};
 use crate::version::Version;
 use arc_swap::ArcSwap;
 use cursor::CursorConfig;
+pub(crate) use lifecycle::Lifecycle;
 use parking_lot::{Condvar, Mutex};
 use read_counters::StripedReadCounters;
 use std::collections::BTreeMap;
 use std::ops::{Bound, RangeBounds};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -121,9 +123,12 @@ pub(crate) struct DbInner {
     /// (stalled writers, `Db::flush`).
     pub bg_lock: Mutex<()>,
     pub bg_cv: Condvar,
-    pub shutting_down: AtomicBool,
-    /// Set after a failed WAL/manifest write or sync: the database refuses writes until reopened.
-    pub bg_error: Mutex<Option<String>>,
+    /// Open, read-only after a failure, closing, closed (lifecycle.rs): checked by every call
+    /// of every handle; iterators and cursors hold it too.
+    pub life: Arc<Lifecycle>,
+    /// This open database among all opened in the process (never reused): a batch naming a
+    /// keyspace handle of another database is refused.
+    pub instance: u64,
     /// Live snapshots: sequence -> count (compaction keeps versions they can see).
     pub snapshots: Mutex<BTreeMap<u64, usize>>,
     /// Point-lookup and scan counters, striped per thread (shared with open cursors).
@@ -138,7 +143,24 @@ pub(crate) struct DbInner {
     pub obsolete: Mutex<Vec<Arc<crate::version::TableFile>>>,
     /// The live and dropped keyspaces; replaced (never modified) under the manifest lock.
     pub keyspaces: ArcSwap<keyspace::KeyspaceSet>,
-    pub _lock: Box<dyn DirLock>,
+    /// The directory lock, released when the database is closed (`None` after that, and for
+    /// a read-only open, which takes none).
+    pub lock: Mutex<Option<Box<dyn DirLock>>>,
+}
+
+/// The text of a caught panic's payload.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a non-text panic payload".into())
+}
+
+/// A fresh [`DbInner::instance`].
+pub(crate) fn next_instance() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 impl DbInner {
@@ -159,12 +181,15 @@ impl DbInner {
         self.next_file.fetch_add(1, Ordering::SeqCst)
     }
 
-    /// Fails if an earlier write or sync failed.
+    /// Fails with [`Error::ReadOnly`] if an earlier write or sync failed, with
+    /// [`Error::Closed`] once the database is closing.
     pub fn check_writable(&self) -> Result<()> {
-        match &*self.bg_error.lock() {
-            Some(why) => Err(Error::ReadOnly(why.clone())),
-            None => Ok(()),
-        }
+        self.life.check_writable()
+    }
+
+    /// Whether the database is closing or closed (background threads stop).
+    pub fn is_closing(&self) -> bool {
+        self.life.is_closing()
     }
 
     /// Runs a background thread's loop; a panic in it (a bug) turns the database read-only
@@ -174,36 +199,25 @@ impl DbInner {
         let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) else {
             return;
         };
-        let msg = payload
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "a non-text panic payload".into());
-        let mut e = self.bg_error.lock();
-        if e.is_none() {
-            *e = Some(format!("the {thread} thread panicked ({msg}); reopen the database"));
-        }
-        drop(e);
+        let msg = panic_message(payload.as_ref());
+        self.life
+            .set_read_only(format!("the {thread} thread panicked ({msg}); reopen the database"));
         let _g = self.bg_lock.lock();
         self.bg_cv.notify_all();
     }
 
     /// Records a failure that leaves durable state unknown; the database turns read-only.
     pub fn set_bg_error(&self, err: &Error) {
-        let mut e = self.bg_error.lock();
-        if e.is_none() {
-            *e = Some(err.to_string());
-        }
-        drop(e);
+        self.life.set_read_only(err.to_string());
         self.bg_cv.notify_all();
     }
 }
 
 /// An embedded siftdb database. `Send + Sync`: share it across threads by reference or `Arc`.
-/// Dropping it stops the background threads after the work in progress; unflushed writes stay
-/// in the WAL and are replayed by the next open. The directory lock is released when the last
-/// handle on the database goes: the `Db` and any `Snapshot` or iterator taken from it (drop
-/// those before reopening, as with RocksDB).
+/// Dropping it closes it as [`Db::close`] does: unflushed writes stay in the WAL and are
+/// replayed by the next open, the directory lock is released, and every [`Keyspace`],
+/// [`Snapshot`], iterator and cursor taken from it fails from then on with [`Error::Closed`]
+/// (design.md, "Life cycle").
 pub struct Db {
     inner: Arc<DbInner>,
     flusher: Option<JoinHandle<()>>,
@@ -240,10 +254,25 @@ impl Db {
     /// Opens (or, with `create_if_missing`, creates) the database in directory `path`,
     /// replaying any WAL written since the last flush. The options are checked first
     /// ([`Options::validate`]): an out-of-range field fails before anything touches the disk.
+    ///
+    /// A panic in user code during recovery (the prefix extractor or merge operator replaying
+    /// the WAL) is returned as [`Error::InvalidArgument`] carrying its message; the directory
+    /// lock is released.
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
         opts.validate()?;
-        let inner = open::open(path.as_ref(), opts)?;
-        flush::flush_recovered(&inner)?;
+        let recover = std::panic::AssertUnwindSafe(|| {
+            let inner = open::open(path.as_ref(), opts)?;
+            flush::flush_recovered(&inner)?;
+            Ok(inner)
+        });
+        let inner = std::panic::catch_unwind(recover).unwrap_or_else(|payload| {
+            Err(Error::invalid(format!(
+                "opening {} panicked ({}): a prefix extractor or merge operator that panics on \
+                 the recovered data is the usual cause",
+                path.as_ref().display(),
+                panic_message(payload.as_ref())
+            )))
+        })?;
         let flusher = flush::spawn_flusher(inner.clone())?;
         let compactor = compact::spawn_compactor(inner.clone())?;
         Ok(Db { inner, flusher: Some(flusher), compactor: Some(compactor), closed: false })
@@ -367,7 +396,7 @@ impl Db {
         // The super-version before the sequence (design.md, "Read-path concurrency", rule 2).
         let sv = self.inner.super_version();
         let seq = ReadAt::Latest.sequence(&self.inner);
-        let config = CursorConfig::of(&self.inner.opts);
+        let config = CursorConfig::of(&self.inner);
         DbCursor::new(
             sv,
             self.inner.reads.clone(),
@@ -513,23 +542,26 @@ impl Db {
         write::sync_wal(&self.inner)
     }
 
-    /// Closes the database as dropping it does (stops the background threads after the work in
-    /// progress, deletes obsolete files, fsyncs the WAL), but returns the error of that final
-    /// WAL sync, which `Drop` can only ignore. `Ok` means every acknowledged write is durable.
-    /// The directory lock is released once snapshots and iterators taken from this `Db` are
-    /// dropped too.
+    /// Closes the database as dropping it does, but returns the error of the final WAL sync,
+    /// which `Drop` can only ignore. `Ok` means every acknowledged write is durable.
+    ///
+    /// Closing refuses new calls through every handle taken from this `Db` ([`Keyspace`],
+    /// [`Snapshot`], iterators, cursors) with [`Error::Closed`] (calls already past their check
+    /// finish first), stops the background threads (a writer stalled for a flush gives up
+    /// with `Closed`; its write was not acknowledged), deletes obsolete files, cuts and fsyncs
+    /// the WAL, and releases the directory lock, so the database can be reopened at once even
+    /// while such handles live.
     pub fn close(mut self) -> Result<()> {
         self.shutdown()
     }
 
-    /// Stops the background threads, purges obsolete files and syncs the WAL; once (`Drop`
-    /// after `close` does nothing more).
+    /// The closing of [`Db::close`]; once (`Drop` after `close` does nothing more).
     fn shutdown(&mut self) -> Result<()> {
         if self.closed {
             return Ok(());
         }
         self.closed = true;
-        self.inner.shutting_down.store(true, Ordering::SeqCst);
+        self.inner.life.begin_close();
         {
             let _g = self.inner.bg_lock.lock();
             self.inner.bg_cv.notify_all();
@@ -546,9 +578,13 @@ impl Db {
         // log is closed first, so a mapped log's cut to its length is in that sync: the next
         // open starts a newer log, and a log that is not the newest must never come back from
         // a power loss ending in reserved zeros (design.md, "Appending through a map").
-        let mut w = self.inner.writer.lock();
-        w.wal.close()?;
-        w.wal.sync()
+        let synced = {
+            let mut w = self.inner.writer.lock();
+            w.wal.close().and_then(|()| w.wal.sync())
+        };
+        self.inner.lock.lock().take();
+        self.inner.life.finish_close();
+        synced
     }
 }
 
@@ -621,7 +657,7 @@ impl Snapshot {
     pub fn cursor_in(&self, ks: &Keyspace) -> Result<DbCursor> {
         self.check(ks)?;
         let sv = self.inner.super_version();
-        let config = CursorConfig::of(&self.inner.opts);
+        let config = CursorConfig::of(&self.inner);
         Ok(DbCursor::new(
             sv,
             self.inner.reads.clone(),
@@ -678,7 +714,7 @@ impl Snapshot {
     /// A seekable cursor over the entries at the snapshot (see [`Db::cursor`]).
     pub fn cursor(&self) -> DbCursor {
         let sv = self.inner.super_version();
-        let config = CursorConfig::of(&self.inner.opts);
+        let config = CursorConfig::of(&self.inner);
         DbCursor::new(
             sv,
             self.inner.reads.clone(),

@@ -39,6 +39,9 @@ type Answer = Result<Option<Vec<u8>>>;
 
 /// The values of `keys` of `keyspace` at `at`, in the order of `keys`.
 pub(crate) fn multi_get(inner: &DbInner, keyspace: u32, keys: &[&[u8]], at: ReadAt) -> Vec<Answer> {
+    if inner.life.check_open().is_err() {
+        return keys.iter().map(|_| Err(crate::Error::Closed)).collect();
+    }
     let counters = inner.reads.local();
     counters.add(&counters.gets, keys.len() as u64);
     let sv = inner.sv.load();

@@ -30,7 +30,7 @@ use crate::wal::{read_wal, WalWriter};
 use parking_lot::{Condvar, Mutex};
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 /// Bytes of WAL assumed per replayed entry when sizing the recovery memtable's filter.
@@ -281,8 +281,8 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         manifest: Mutex::new(manifest),
         bg_lock: Mutex::new(()),
         bg_cv: Condvar::new(),
-        shutting_down: AtomicBool::new(false),
-        bg_error: Mutex::new(None),
+        life: Arc::new(super::Lifecycle::open()),
+        instance: super::next_instance(),
         snapshots: Mutex::new(BTreeMap::new()),
         reads: Arc::new(super::read_counters::StripedReadCounters::new()),
         counters: Counters::default(),
@@ -290,7 +290,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         compaction_lock: Mutex::new(()),
         obsolete: Mutex::new(Vec::new()),
         keyspaces: arc_swap::ArcSwap::from_pointee(super::keyspace::KeyspaceSet::recovered(&state)),
-        _lock: lock,
+        lock: Mutex::new(Some(lock)),
         opts,
     };
     Ok(Arc::new(inner))

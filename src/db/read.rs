@@ -67,6 +67,7 @@ fn point_lookup(
     at: ReadAt,
     copy_value: bool,
 ) -> Result<Option<Vec<u8>>> {
+    inner.life.check_open()?;
     // The thread's own counter stripe and a borrowed super-version: no cache line that another
     // core's lookups write (design.md, "Read-path concurrency").
     let counters = inner.reads.local();

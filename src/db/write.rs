@@ -9,6 +9,12 @@
 //!
 //! A failed WAL append or sync leaves the log in an unknown state: the database turns read-only
 //! (`DbInner::set_bg_error`) and never retries the sync.
+//!
+//! User code on the write path (the prefix extractor) runs first, outside every lock, under
+//! `catch_unwind`: its panic fails that write with nothing logged. A panic anywhere in a
+//! leader's commit (a bug, or user code that panics only the second time) turns the database
+//! read-only and fails the whole group, whose tickets are still popped so no writer waits
+//! forever; the group's WAL record, if appended, comes back whole at the next open.
 
 use super::{DbInner, SuperVersion};
 use crate::batch::WriteBatch;
@@ -66,13 +72,14 @@ pub(crate) struct WriteQueue {
 /// Writes `batch` atomically, durably if `sync`.
 pub(crate) fn write(inner: &DbInner, batch: WriteBatch, sync: bool) -> Result<()> {
     batch.validate()?;
+    inner.check_writable()?;
+    super::keyspace::check_batch(inner, &batch)?;
     if batch.has_merges() && inner.opts.merge_operator.is_none() {
         return Err(Error::invalid(
             "a merge needs a merge operator, and Options::merge_operator is None",
         ));
     }
-    inner.check_writable()?;
-    super::keyspace::check_batch(inner, &batch)?;
+    vet_user_code(inner, &batch)?;
     if batch.is_empty() {
         // Nothing to log, but a synced write promises that every earlier write is durable.
         return if sync { sync_wal(inner) } else { Ok(()) };
@@ -91,7 +98,7 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, sync: bool) -> Result<()
         // Writers arriving meanwhile queue behind this ticket exactly as behind any leader.
         drop(st);
         let mut batch = batch;
-        let result = commit_group(inner, &mut batch, sync);
+        let result = commit_guarded(inner, &mut batch, sync);
         inner.counters.write_groups.fetch_add(1, Ordering::Relaxed);
         inner.counters.write_batches.fetch_add(1, Ordering::Relaxed);
         let mut st = q.state.lock();
@@ -146,7 +153,7 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, sync: bool) -> Result<()
         }
         m
     };
-    let result = commit_group(inner, &mut merged, any_sync);
+    let result = commit_guarded(inner, &mut merged, any_sync);
     inner.counters.write_groups.fetch_add(1, Ordering::Relaxed);
     inner.counters.write_batches.fetch_add(group.len() as u64, Ordering::Relaxed);
 
@@ -178,6 +185,42 @@ pub(crate) fn sync_wal(inner: &DbInner) -> Result<()> {
         return Err(e);
     }
     Ok(())
+}
+
+/// Runs the prefix extractor (user code) on every point record's key, as the memtable will,
+/// and turns a panic into [`Error::InvalidArgument`] naming the extractor and the key. Only
+/// `prefix()` runs here, not the hashing, so the second call in the memtable costs little.
+fn vet_user_code(inner: &DbInner, batch: &WriteBatch) -> Result<()> {
+    let Some(extractor) = inner.opts.prefix_extractor.as_deref() else {
+        return Ok(());
+    };
+    for r in batch.iter().filter(|r| r.kind != crate::ikey::ValueKind::RangeDelete) {
+        let call = std::panic::AssertUnwindSafe(|| extractor.prefix(r.key).map(<[u8]>::len));
+        if let Err(payload) = std::panic::catch_unwind(call) {
+            return Err(Error::invalid(format!(
+                "the prefix extractor {:?} panicked on key {:?} ({}); nothing was written",
+                extractor.name(),
+                r.key.escape_ascii().to_string(),
+                super::panic_message(payload.as_ref())
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// [`commit_group`], with a panic inside it turned into a read-only database and an error for
+/// the group (the caller then pops the group's tickets as after any failure).
+fn commit_guarded(inner: &DbInner, batch: &mut WriteBatch, sync: bool) -> Result<()> {
+    let commit = std::panic::AssertUnwindSafe(|| commit_group(inner, batch, sync));
+    std::panic::catch_unwind(commit).unwrap_or_else(|payload| {
+        let why = format!(
+            "a write panicked ({}); its record may be in the WAL and comes back whole at the \
+             next open; reopen the database",
+            super::panic_message(payload.as_ref())
+        );
+        inner.life.set_read_only(why.clone());
+        Err(Error::ReadOnly(why))
+    })
 }
 
 /// Appends the merged batch to the WAL, applies it to the memtable and publishes it.
@@ -368,6 +411,7 @@ impl Error {
                 Error::NotADatabase { dir: dir.clone(), why: why.clone() }
             }
             Error::ReadOnly(s) => Error::ReadOnly(s.clone()),
+            Error::Closed => Error::Closed,
             Error::MergeFailed { operator, key, what } => Error::MergeFailed {
                 operator: operator.clone(),
                 key: key.clone(),

@@ -55,6 +55,9 @@ pub struct DbIterator {
     front_yielded: bool,
     back_yielded: bool,
     done: bool,
+    /// The database's life cycle: an iterator of a closed database ends with
+    /// [`crate::Error::Closed`].
+    life: Arc<super::Lifecycle>,
 }
 
 impl DbIterator {
@@ -107,6 +110,7 @@ impl DbIterator {
     ) -> Result<DbIterator> {
         // The super-version before the sequence (design.md, "Read-path concurrency", rule 2).
         // Borrowed (no reference count written) until a cursor needs to own it.
+        inner.life.check_open()?;
         let sv = inner.sv.load();
         let snapshot = at.sequence(inner);
         let extractor = inner.opts.prefix_extractor.as_deref();
@@ -118,6 +122,7 @@ impl DbIterator {
             front_yielded: false,
             back_yielded: false,
             done: sources.is_empty(),
+            life: inner.life.clone(),
         };
         if sources.is_empty() {
             // Counted as the positioning a cursor would have made.
@@ -125,7 +130,7 @@ impl DbIterator {
             stripe.add(&stripe.seeks, 1);
             return Ok(it);
         }
-        let (reads, config) = (inner.reads.clone(), CursorConfig::of(&inner.opts));
+        let (reads, config) = (inner.reads.clone(), CursorConfig::of(inner));
         let bounds = (owned(lower), owned(upper));
         let sv = arc_swap::Guard::into_inner(sv);
         let front = DbCursor::with_sources(sv, reads, keyspace, snapshot, bounds, config, sources);
@@ -194,6 +199,10 @@ impl Iterator for DbIterator {
         if self.done {
             return None;
         }
+        if let Err(e) = self.life.check_open() {
+            self.done = true;
+            return Some(Err(e));
+        }
         let moved = self.advance_front();
         self.item(moved, false)
     }
@@ -203,6 +212,10 @@ impl DoubleEndedIterator for DbIterator {
     fn next_back(&mut self) -> Option<Self::Item> {
         if self.done {
             return None;
+        }
+        if let Err(e) = self.life.check_open() {
+            self.done = true;
+            return Some(Err(e));
         }
         let moved = self.advance_back();
         self.item(moved, true)
