@@ -472,21 +472,35 @@ fn run_model(dir: &Path, storage: Option<&MemStorage>, seed: u64, power_loss: bo
                 flushes += 1;
             }
             _ => {
-                // 988..=989: close and reopen. A snapshot keeps the engine state (and its
-                // directory lock) alive, so like RocksDB's ReleaseSnapshot-before-Close,
-                // snapshots are checked and released before the handle closes.
+                // 988..=989: close and reopen. A snapshot serves nothing after the close, so
+                // the live ones are checked and released before it.
                 for (s, m, m2) in snaps.drain(..) {
                     check_snapshot(&mut rng, &s, &ks2, (&m, &m2), op);
                 }
+                // Handles that outlive the close: closing releases the directory lock, and
+                // each of them then fails with Error::Closed (design.md, "Life cycle").
+                let old_snap = db.snapshot();
+                let mut old_iter = db.scan().unwrap();
+                let old_ks = ks2.clone();
                 if let (true, Some(s)) = (power_loss, storage) {
                     // Power loss while the database is open (its destructor, which syncs the
                     // WAL, must not get to run first); the crash kills the old handles, so the
                     // drop below cannot make anything durable.
                     s.crash_drop_unsynced();
                 }
-                drop((ks2, db)); // a keyspace handle keeps the engine state alive too
-                db = Db::open(dir, options(storage, small)).expect("reopen");
+                drop((ks2, db));
+                db = Db::open(dir, options(storage, small)).expect("reopen beside old handles");
                 ks2 = ks2_open(&db);
+                let closed = |r: siftdb::Result<()>| matches!(r, Err(siftdb::Error::Closed));
+                assert!(closed(old_ks.put(b"k", b"v")), "op {op}: keyspace put after close");
+                assert!(closed(old_ks.get(b"k").map(drop)), "op {op}: keyspace get after close");
+                assert!(closed(old_snap.get(b"k").map(drop)), "op {op}: snapshot after close");
+                match old_iter.next() {
+                    Some(Err(siftdb::Error::Closed)) => {}
+                    None if model.is_empty() => {}
+                    other => panic!("op {op}: iterator after close gave {other:?}"),
+                }
+                drop((old_snap, old_iter, old_ks));
                 reopens += 1;
                 assert_eq!(
                     collect(ks2.scan().unwrap()),

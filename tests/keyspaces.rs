@@ -305,7 +305,7 @@ fn dropping_a_keyspace_frees_its_files_and_a_recreated_name_starts_empty() {
     assert!(keys(again.scan().unwrap()).is_empty(), "old data never reappears");
     assert_eq!(again.get("unflushed").unwrap(), None);
     assert!(big.get("k1").is_err(), "the old handle stays dropped");
-    drop((big, again)); // handles keep the database (and its lock) alive, as snapshots do
+    drop((big, again));
     drop(db);
     let db = Db::open(dir.path(), Options::default()).unwrap();
     let again = db.keyspace("big", KeyspaceOptions::default()).unwrap();

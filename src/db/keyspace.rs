@@ -209,9 +209,10 @@ pub(crate) fn drop_keyspace(inner: &DbInner, name: &str) -> Result<()> {
 }
 
 /// A handle on one keyspace of a database (from [`crate::Db::keyspace`]): the `Db` read and
-/// write methods, confined to the keyspace. `Clone`, `Send` and `Sync`; it keeps the database's
-/// shared state alive like a [`crate::Snapshot`] does. After the keyspace is dropped every call
-/// returns [`Error::InvalidArgument`]` ("keyspace 'x' was dropped")`.
+/// write methods, confined to the keyspace. `Clone`, `Send` and `Sync`. After the keyspace is
+/// dropped every call returns [`Error::InvalidArgument`]` ("keyspace 'x' was dropped")`; after
+/// the database is closed, [`Error::Closed`]. A batch naming it is refused by any other
+/// database.
 ///
 /// ```
 /// # let dir = tempfile::tempdir().unwrap();
