@@ -28,7 +28,7 @@ use crate::options::{
     Compression, FilterAllocation, FilterConfig, FilterPolicy, LevelBudget, Options,
     StaticFilterKind,
 };
-use crate::options_validate::{BLOCK_SIZE_RANGE, ZSTD_LEVEL_RANGE};
+use crate::options_validate::{BLOCK_SIZE_RANGE, MAX_LEVEL_BUDGETS, ZSTD_LEVEL_RANGE};
 
 /// Flag bit of the allocation byte: [`FilterPolicy::optimize_filters_for_hits`].
 const OPTIMIZE_FOR_HITS: u8 = 0x80;
@@ -39,8 +39,6 @@ pub const DEFAULT_KEYSPACE_NAME: &str = "default";
 pub const MAX_KEYSPACE_NAME_LEN: usize = 255;
 /// Names starting with this are reserved for siftdb's own keyspaces (the query layer's tables).
 pub const RESERVED_PREFIX: &str = "__";
-/// Most budgets a per-level allocation may list (one per level below L0).
-const MAX_BUDGETS: usize = crate::version::NUM_LEVELS - 1;
 
 /// The options of one keyspace: every file of the keyspace is written with them (flush and
 /// compaction outputs alike). They are persisted in the manifest, so a background compaction of
@@ -91,12 +89,6 @@ impl KeyspaceOptions {
         if let Compression::Zstd(level) = self.compression {
             if !ZSTD_LEVEL_RANGE.contains(&level) {
                 return Err(out_of_range("compression Zstd level", level, "1..=22"));
-            }
-        }
-        if let FilterAllocation::PerLevel(list) = &self.filter_policy.allocation {
-            if list.len() > MAX_BUDGETS {
-                let range = format!("0..={MAX_BUDGETS} budgets");
-                return Err(out_of_range("filter_policy.allocation length", list.len(), &range));
             }
         }
         crate::options_validate::check_filter_policy(&self.filter_policy)
@@ -177,7 +169,7 @@ impl KeyspaceOptions {
         let allocation = match allocation_byte & !OPTIMIZE_FOR_HITS {
             0 => {
                 let n = c.u8("keyspace filter budgets")? as usize;
-                let mut list = Vec::with_capacity(n.min(MAX_BUDGETS));
+                let mut list = Vec::with_capacity(n.min(MAX_LEVEL_BUDGETS));
                 for _ in 0..n {
                     let tag = c.u8("keyspace filter budget kind")?;
                     let x = f64_at(&mut c, "keyspace filter budget")?;

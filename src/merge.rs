@@ -14,7 +14,9 @@
 //! Names: every table holding operands records the operator's [`MergeOperator::name`] in its
 //! properties (`merge_operator`); merging operands of a table whose recorded name differs from
 //! the configured operator's is [`Error::InvalidArgument`] naming both, so a renamed or
-//! replaced operator never silently mis-merges old operands.
+//! replaced operator never silently mis-merges old operands. An operator renamed without a
+//! change of meaning lists its old names in [`MergeOperator::former_names`]: tables recording
+//! one of them are merged as its own, and compaction rewrites them under the current name.
 
 use crate::error::{Error, Result};
 use std::sync::Arc;
@@ -39,6 +41,15 @@ pub trait MergeOperator: Send + Sync {
     /// the meaning of operands changes: a table whose recorded name differs from the configured
     /// operator's is refused instead of being merged wrongly.
     fn name(&self) -> &str;
+
+    /// Names this operator was recorded under before a rename that kept the meaning of its
+    /// operands. Tables recording one of them are read and compacted with this operator as if
+    /// they recorded [`MergeOperator::name`] (compaction outputs record the current name), so
+    /// a rename loses nothing and never leaves tables under two names that no single operator
+    /// could merge. Default: none.
+    fn former_names(&self) -> &[&str] {
+        &[]
+    }
 
     /// The value of `key` given its `existing` value (`None`: no value, or deleted) and the
     /// `operands` merged onto it since, oldest first. An error (an operand this operator cannot
@@ -107,11 +118,17 @@ impl MergeOperator for U64AddOperator {
 /// The configured operator, shared (`Options::merge_operator`).
 pub type SharedMergeOperator = Arc<dyn MergeOperator>;
 
+/// Whether operands recorded under `name` are `op`'s: its name or one of its former names.
+pub(crate) fn answers_to(op: &dyn MergeOperator, name: &str) -> bool {
+    name == op.name() || op.former_names().contains(&name)
+}
+
 /// The operator that may merge operands recorded under `recorded` (a table's `merge_operator`
 /// property; `None` for memtable operands, which the configured operator wrote). An empty
 /// recorded name means the operands were flushed by an open without an operator (WAL replay):
 /// their operator is unknown, and any configured one is accepted. No operator configured, or a
-/// different name, is [`Error::InvalidArgument`] naming the key and both names.
+/// name the operator does not answer to ([`answers_to`]), is [`Error::InvalidArgument`] naming
+/// the key and both names.
 pub(crate) fn operator_for<'a>(
     configured: Option<&'a SharedMergeOperator>,
     recorded: Option<&str>,
@@ -126,7 +143,7 @@ pub(crate) fn operator_for<'a>(
         )));
     };
     match recorded {
-        Some(r) if !r.is_empty() && r != op.name() => Err(Error::invalid(format!(
+        Some(r) if !r.is_empty() && !answers_to(op.as_ref(), r) => Err(Error::invalid(format!(
             "key {}: its table's merge operands were written by operator {r:?}, but the \
              configured merge operator is {:?}",
             key.escape_ascii(),

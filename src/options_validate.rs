@@ -33,10 +33,13 @@ pub const RESTART_INTERVAL_RANGE: RangeInclusive<usize> = 1..=65_535;
 pub const MAX_IMMUTABLE_RANGE: RangeInclusive<usize> = 1..=1_000;
 /// zstd levels siftdb accepts (the documented range of [`Compression::Zstd`]).
 pub const ZSTD_LEVEL_RANGE: RangeInclusive<i32> = 1..=22;
-/// Filter bits per key, for every filter setting given in bits: above 0 (0 bits is no filter,
-/// which has its own spelling) and at most 64 (past about 46 bits per key every siftdb filter is
-/// already below the 2^-32 FPR floor).
+/// Filter bits per key, for every filter setting given in bits: at least one bit per million
+/// keys (below, every siftdb filter admits all but about one key in a million, and 0 bits is
+/// no filter, which has its own spelling) and at most 64 (past about 46 bits per key every
+/// siftdb filter is already below the 2^-32 FPR floor).
 pub const BITS_PER_KEY_MAX: f64 = 64.0;
+/// The low end of the bits-per-key range ([`BITS_PER_KEY_MAX`]).
+pub const BITS_PER_KEY_MIN: f64 = 1e-6;
 /// Smallest target FPR: the compaction filters cannot go below 2^-32.
 pub const MIN_FPR: f64 = 1.0 / 4_294_967_296.0;
 /// Smallest `target_file_size` and `max_bytes_for_level_base`: with less, compaction cuts about
@@ -64,12 +67,12 @@ fn check_usize(field: &str, value: usize, range: RangeInclusive<usize>) -> Resul
     }
 }
 
-/// Bits per key: finite, in `(0, 64]`.
+/// Bits per key: finite, in `[1e-6, 64]`.
 fn check_bits(field: &str, bits: f64) -> Result<()> {
-    if bits.is_finite() && bits > 0.0 && bits <= BITS_PER_KEY_MAX {
+    if (BITS_PER_KEY_MIN..=BITS_PER_KEY_MAX).contains(&bits) {
         Ok(())
     } else {
-        Err(out_of_range(field, bits, "bits per key in (0, 64]; use no filter for 0"))
+        Err(out_of_range(field, bits, "bits per key in [1e-6, 64]; use no filter for 0"))
     }
 }
 
@@ -93,9 +96,18 @@ fn check_flush_filter(f: &FilterConfig) -> Result<()> {
     }
 }
 
+/// Most budgets a `FilterAllocation::PerLevel` list holds: one per compacted level, L1 to L6
+/// (the last entry already repeats for the deeper levels, so more could only be a mistake).
+pub const MAX_LEVEL_BUDGETS: usize = crate::version::NUM_LEVELS - 1;
+
+/// The one check of an allocation, for the database's options and a keyspace's alike.
 fn check_allocation(a: &FilterAllocation) -> Result<()> {
     match a {
         FilterAllocation::PerLevel(list) => {
+            if list.len() > MAX_LEVEL_BUDGETS {
+                let range = format!("0..={MAX_LEVEL_BUDGETS} budgets, one per level L1..L6");
+                return Err(out_of_range("filter_policy.allocation length", list.len(), &range));
+            }
             for (i, budget) in list.iter().enumerate() {
                 match *budget {
                     LevelBudget::Fpr(p) => {

@@ -69,13 +69,142 @@ fn commands_on_a_missing_or_foreign_directory_print_one_line_and_change_nothing(
 }
 
 #[test]
-fn a_locked_database_is_one_clear_line() {
+fn a_locked_database_is_one_clear_line_for_writes_and_readable_beside_its_writer() {
     let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().to_str().unwrap();
     let db = siftdb::Db::open(tmp.path(), siftdb::Options::default()).unwrap();
     db.put("k", "v").unwrap();
-    fails(&["get", tmp.path().to_str().unwrap(), "k"], "already open");
+    fails(&["put", d, "k", "w"], "already open");
+    // Reads open the database read-only: no lock, and the writer's WAL is replayed.
+    assert_eq!(ok(&["get", d, "k"]), "v\n");
+    assert_eq!(ok(&["scan", d]), "k => v\n");
     drop(db);
-    assert_eq!(ok(&["get", tmp.path().to_str().unwrap(), "k"]), "v\n");
+    assert_eq!(ok(&["get", d, "k"]), "v\n");
+}
+
+/// Every file of `dir` by name with its bytes.
+fn contents(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (e.file_name().into_string().unwrap(), std::fs::read(e.path()).unwrap())
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn commands_that_only_read_leave_every_byte_of_the_database_as_it_was() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let d = dir.to_str().unwrap();
+    {
+        let db = siftdb::Db::open(&dir, siftdb::Options::default()).unwrap();
+        let ks = db.keyspace("other", siftdb::KeyspaceOptions::default()).unwrap();
+        for i in 0..50 {
+            db.put(format!("k{i:02}"), "flushed").unwrap();
+            ks.put(format!("o{i:02}"), "x").unwrap();
+        }
+        db.flush().unwrap();
+        db.put("k99", "in the WAL only").unwrap();
+        db.close().unwrap();
+    }
+    let before = contents(&dir);
+    let file = |prefix: &str, suffix: &str| {
+        let name =
+            before.iter().map(|(n, _)| n).find(|n| n.starts_with(prefix) && n.ends_with(suffix));
+        dir.join(name.expect("a file")).to_str().unwrap().to_string()
+    };
+    let (sst, log, manifest) = (file("", ".sst"), file("", ".log"), file("MANIFEST-", ""));
+    assert_eq!(ok(&["get", d, "k99"]), "in the WAL only\n");
+    assert_eq!(ok(&["get", d, "--keyspace", "other", "o07"]), "x\n");
+    assert_eq!(ok(&["scan", d, "--prefix", "k0", "--keys-only"]).lines().count(), 10);
+    assert_eq!(ok(&["dump", d]).lines().count(), 51);
+    assert_eq!(ok(&["dump", d, "--keyspace", "other"]).lines().count(), 50);
+    assert_eq!(ok(&["keyspaces", d]), "default\nother\n");
+    ok(&["stats", d]);
+    ok(&["sst", "dump", &sst, "--values"]);
+    ok(&["wal", "dump", "--values", &log]);
+    ok(&["manifest", "dump", &manifest]);
+    fails(&["get", d, "missing"], "not found");
+    fails(&["scan", d, "--keyspace", "nope"], "no keyspace");
+    assert_eq!(contents(&dir), before, "a read-only command changed the database");
+}
+
+/// Adds 8-byte counters like siftdb.u64add, under another name.
+struct AppAdd;
+
+impl siftdb::MergeOperator for AppAdd {
+    fn name(&self) -> &str {
+        "app.add"
+    }
+    fn full_merge(
+        &self,
+        key: &[u8],
+        base: Option<&[u8]>,
+        operands: &[&[u8]],
+    ) -> siftdb::Result<Vec<u8>> {
+        siftdb::U64AddOperator.full_merge(key, base, operands)
+    }
+}
+
+fn with_operator(op: std::sync::Arc<dyn siftdb::MergeOperator>) -> siftdb::Options {
+    siftdb::Options { merge_operator: Some(op), ..siftdb::Options::default() }
+}
+
+/// Fails with one line on stderr mentioning `expect`, having printed nothing on stdout.
+fn refused_before_printing(args: &[&str], expect: &str) {
+    let out = siftdb(args);
+    assert!(out.stdout.is_empty(), "{args:?} printed {:?}", String::from_utf8_lossy(&out.stdout));
+    fails(args, expect);
+}
+
+#[test]
+fn scan_merges_with_the_operator_the_tables_name_or_refuses_before_printing() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Operands of siftdb.u64add in a table and in the WAL: merged without --u64.
+    let counters = tmp.path().join("counters");
+    {
+        let db =
+            siftdb::Db::open(&counters, with_operator(std::sync::Arc::new(siftdb::U64AddOperator)))
+                .unwrap();
+        db.put("a", "1").unwrap();
+        db.merge("ctr", 5u64.to_le_bytes()).unwrap();
+        db.flush().unwrap();
+        db.merge("ctr", 7u64.to_le_bytes()).unwrap();
+        db.put("z", "2").unwrap();
+    }
+    let c = counters.to_str().unwrap();
+    let twelve = "\\x0c\\x00\\x00\\x00\\x00\\x00\\x00\\x00";
+    assert_eq!(ok(&["scan", c]), format!("a => 1\nctr => {twelve}\nz => 2\n"));
+    assert_eq!(ok(&["dump", c, "--u64"]), "a => 1\nctr => 12\nz => 2\n");
+
+    // Operands of another operator in a table: refused before the first entry ("a") is printed.
+    let app = tmp.path().join("app");
+    {
+        let db = siftdb::Db::open(&app, with_operator(std::sync::Arc::new(AppAdd))).unwrap();
+        db.put("a", "1").unwrap();
+        db.merge("ctr", 5u64.to_le_bytes()).unwrap();
+        db.flush().unwrap();
+    }
+    let a = app.to_str().unwrap();
+    refused_before_printing(&["scan", a], "operator \"app.add\"");
+    refused_before_printing(&["dump", a, "--u64"], "operator \"app.add\"");
+    assert_eq!(ok(&["get", a, "a"]), "1\n");
+
+    // Operands only in the WAL name no operator: refused without --u64, merged with it.
+    let wal = tmp.path().join("wal");
+    {
+        let db = siftdb::Db::open(&wal, with_operator(std::sync::Arc::new(siftdb::U64AddOperator)))
+            .unwrap();
+        db.put("a", "1").unwrap();
+        db.merge("ctr", 5u64.to_le_bytes()).unwrap();
+    }
+    let w = wal.to_str().unwrap();
+    refused_before_printing(&["scan", w], "pass --u64");
+    assert_eq!(ok(&["scan", w, "--u64"]), "a => 1\nctr => 5\n");
 }
 
 #[test]
@@ -145,7 +274,8 @@ fn merge_with_u64_adds_to_a_counter_and_the_dumps_show_merge_records() {
     fails(&["merge", ds, "ctr", "7"], "needs --u64");
     fails(&["merge", ds, "ctr", "seven", "--u64"], "not a decimal u64");
     assert_eq!(ok(&["get", ds, "ctr", "--u64"]), "12\n");
-    fails(&["get", ds, "ctr"], "no merge operator is configured");
+    // Without --u64 the operator is the one the tables name; the value prints as bytes.
+    assert_eq!(ok(&["get", ds, "ctr"]), "\\x0c\\x00\\x00\\x00\\x00\\x00\\x00\\x00\n");
     let sst = std::fs::read_dir(&d)
         .unwrap()
         .map(|e| e.unwrap().path())

@@ -92,7 +92,9 @@ fn zstd_levels_outside_one_to_twenty_two_are_refused() {
 
 #[test]
 fn flush_filter_bits_per_key_zero_nan_and_huge_are_refused() {
-    for (bits, shown) in [(0.0, "= 0 "), (f64::NAN, "NaN"), (-3.0, "-3"), (65.0, "65")] {
+    for (bits, shown) in
+        [(0.0, "= 0 "), (f64::NAN, "NaN"), (-3.0, "-3"), (65.0, "65"), (1e-7, "0.0000001")]
+    {
         for flush in [
             FilterConfig::TwoBitBloom { bits_per_key: bits },
             FilterConfig::BlockedBloom { bits_per_key: bits },
@@ -102,7 +104,7 @@ fn flush_filter_bits_per_key_zero_nan_and_huge_are_refused() {
                 filter_policy: FilterPolicy { flush, ..FilterPolicy::default() },
                 ..Options::default()
             };
-            refused(opts, &["filter_policy.flush.bits_per_key", shown, "(0, 64]"]);
+            refused(opts, &["filter_policy.flush.bits_per_key", shown, "[1e-6, 64]"]);
         }
     }
 }
@@ -131,7 +133,7 @@ fn level_fpr_budgets_outside_the_unit_interval_or_nan_are_refused() {
 fn level_bits_per_key_budgets_outside_the_range_are_refused() {
     refused(
         with_allocation(FilterAllocation::PerLevel(vec![LevelBudget::BitsPerKey(0.0)])),
-        &["allocation[0] (L1) BitsPerKey = 0", "(0, 64]"],
+        &["allocation[0] (L1) BitsPerKey = 0", "[1e-6, 64]"],
     );
     refused(
         with_allocation(FilterAllocation::PerLevel(vec![LevelBudget::BitsPerKey(f64::INFINITY)])),
@@ -224,4 +226,68 @@ fn a_zstd_level_out_of_range_in_compression_per_level_is_refused() {
         ..Options::default()
     };
     refused(opts, &["compression_per_level[1] Zstd level = 23", "1..=22"]);
+}
+
+/// The flush filters whose false-positive estimate sums a Poisson mix with mean
+/// `block bits / bits_per_key` keys per block.
+fn tiny_flush_filters(bits_per_key: f64) -> [FilterConfig; 2] {
+    [FilterConfig::BlockedBloom { bits_per_key }, FilterConfig::TwoBitBloom { bits_per_key }]
+}
+
+#[test]
+fn the_smallest_accepted_filter_budget_flushes_and_reads_back() {
+    // 1e-6 bits per key is 5.12e8 keys per 512-bit block: the estimate of its FPR is summed in
+    // a bounded number of terms (src/filter/math.rs); it used to take longer than any test.
+    for flush in tiny_flush_filters(1e-6) {
+        let tmp = tempfile::tempdir().unwrap();
+        let opts = Options {
+            filter_policy: FilterPolicy { flush, ..FilterPolicy::default() },
+            ..Options::default()
+        };
+        let db = Db::open(tmp.path(), opts).unwrap();
+        for i in 0..1000u32 {
+            db.put(i.to_be_bytes(), b"v").unwrap();
+        }
+        db.flush().unwrap();
+        db.compact().unwrap();
+        assert_eq!(db.get(7u32.to_be_bytes()).unwrap(), Some(b"v".to_vec()), "{flush:?}");
+        assert_eq!(db.get(5000u32.to_be_bytes()).unwrap(), None, "{flush:?}");
+    }
+    for flush in tiny_flush_filters(9e-7) {
+        let opts = Options {
+            filter_policy: FilterPolicy { flush, ..FilterPolicy::default() },
+            ..Options::default()
+        };
+        refused(opts, &["filter_policy.flush.bits_per_key", "[1e-6, 64]"]);
+    }
+}
+
+fn budgets(n: usize) -> Options {
+    with_allocation(FilterAllocation::PerLevel(vec![LevelBudget::Fpr(0.01); n]))
+}
+
+#[test]
+fn per_level_budgets_follow_one_rule_for_the_database_and_its_keyspaces() {
+    // Seven or more budgets (there are six levels below L0): refused by Db::open, and by the
+    // keyspace options made from the same options, with the same words.
+    for n in [7, 20] {
+        refused(budgets(n), &[&format!("filter_policy.allocation length = {n}"), "0..=6"]);
+        let ks = siftdb::KeyspaceOptions::from(&budgets(n));
+        let msg = ks.validate().unwrap_err().to_string();
+        assert!(
+            msg.contains(&format!("allocation length = {n}")) && msg.contains("0..=6"),
+            "{msg}"
+        );
+    }
+    // Up to six: accepted by both, so the documented way to open the default keyspace works.
+    for n in [0, 1, 6] {
+        let tmp = tempfile::tempdir().unwrap();
+        let opts = budgets(n);
+        let db = Db::open(tmp.path(), opts.clone()).unwrap();
+        let ks = db.keyspace("default", siftdb::KeyspaceOptions::from(&opts)).unwrap();
+        ks.put("k", "v").unwrap();
+        let other = db.keyspace("other", siftdb::KeyspaceOptions::from(&opts)).unwrap();
+        other.put("k", "w").unwrap();
+        assert_eq!(db.get("k").unwrap(), Some(b"v".to_vec()));
+    }
 }

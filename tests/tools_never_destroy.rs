@@ -235,3 +235,122 @@ fn readamp_without_out_writes_into_a_new_directory_it_prints() {
     // The directory is this test run's own (just created by the command it ran).
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A siftdb database a user made (no tool marker), with one key.
+fn user_database(root: &Path) -> PathBuf {
+    let dir = root.join("users-db");
+    let db = siftdb::Db::open(&dir, siftdb::Options::default()).unwrap();
+    db.put("mine", "precious").unwrap();
+    db.flush().unwrap();
+    db.close().unwrap();
+    dir
+}
+
+fn still_holds_the_users_key(dir: &Path) {
+    let db = siftdb::Db::open(dir, siftdb::Options::default()).unwrap();
+    assert_eq!(db.get("mine").unwrap(), Some(b"precious".to_vec()));
+}
+
+#[test]
+fn bench_refuses_a_siftdb_database_it_did_not_create_unless_told_to_destroy_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = user_database(tmp.path());
+    let before = snapshot(&dir);
+    let out = siftdb(TINY_BENCH, &[("--db", &dir)]);
+    refused_with_one_line(&out, &["did not create", "SIFTDB-BENCH", "--destroy_existing_db"]);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("micros/op"));
+    assert_eq!(snapshot(&dir), before);
+    still_holds_the_users_key(&dir);
+
+    let args = [TINY_BENCH, &["--destroy_existing_db"]].concat();
+    let out = siftdb(&args, &[("--db", &dir)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(names(&dir).contains(&"SIFTDB-BENCH".to_string()));
+    let db = siftdb::Db::open(&dir, siftdb::Options::default()).unwrap();
+    assert_eq!(db.get("mine").unwrap(), None, "replaced by the bench database, as asked");
+}
+
+#[test]
+fn bench_marks_its_database_and_a_later_run_replaces_only_that() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let out = siftdb(TINY_BENCH, &[("--db", &dir)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(names(&dir).contains(&"SIFTDB-BENCH".to_string()));
+    // The marker alone does not make a symlink or directory under its name bench's.
+    std::fs::remove_file(dir.join("SIFTDB-BENCH")).unwrap();
+    std::fs::create_dir(dir.join("SIFTDB-BENCH")).unwrap();
+    let before = snapshot(&dir);
+    let out = siftdb(TINY_BENCH, &[("--db", &dir)]);
+    refused_with_one_line(&out, &["refusing to use --db"]);
+    assert_eq!(snapshot(&dir), before);
+}
+
+const TINY_YCSB: &[&str] = &["ycsb", "--records", "200", "--operations", "200"];
+
+#[test]
+fn ycsb_refuses_a_siftdb_database_it_did_not_create_and_reuses_its_own() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = user_database(tmp.path());
+    let before = snapshot(&dir);
+    let out = siftdb(TINY_YCSB, &[("--db", &dir)]);
+    refused_with_one_line(&out, &["refusing to use --db", "did not create", "SIFTDB-YCSB"]);
+    assert_eq!(snapshot(&dir), before);
+    still_holds_the_users_key(&dir);
+
+    let own = tmp.path().join("ycsb");
+    for _ in 0..2 {
+        let out = siftdb(TINY_YCSB, &[("--db", &own)]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert!(names(&own).contains(&"SIFTDB-YCSB".to_string()));
+    let precious = precious_dir(tmp.path());
+    let before = snapshot(&precious);
+    let out = siftdb(TINY_YCSB, &[("--db", &precious)]);
+    refused_with_one_line(&out, &["precious.txt"]);
+    assert_eq!(snapshot(&precious), before);
+}
+
+#[test]
+fn crashtest_refuses_an_existing_database() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = user_database(tmp.path());
+    let before = snapshot(&dir);
+    let out = siftdb(&["crashtest", "--cycles", "1"], &[("--dir", &dir)]);
+    refused_with_one_line(&out, &["refusing to use --dir", "siftdb database"]);
+    assert_eq!(snapshot(&dir), before);
+    still_holds_the_users_key(&dir);
+}
+
+#[test]
+fn readamp_refuses_a_symlink_named_like_its_output() {
+    let tmp = tempfile::tempdir().unwrap();
+    let target = tmp.path().join("target.txt");
+    std::fs::write(&target, b"the user's file").unwrap();
+    let dir = tmp.path().join("report");
+    std::fs::create_dir(&dir).unwrap();
+    std::os::unix::fs::symlink(&target, dir.join("readamp.csv")).unwrap();
+    let before = snapshot(&dir);
+    let out = siftdb(TINY_READAMP, &[("--out", &dir)]);
+    refused_with_one_line(&out, &["refusing to use --out", "readamp.csv", "not a regular file"]);
+    assert_eq!(snapshot(&dir), before);
+    assert_eq!(std::fs::read(&target).unwrap(), b"the user's file");
+}
+
+#[test]
+fn the_engine_never_writes_through_a_symlink_planted_as_current_tmp() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = user_database(tmp.path());
+    let target = tmp.path().join("victim.txt");
+    std::fs::write(&target, b"not siftdb's").unwrap();
+    std::os::unix::fs::symlink(&target, dir.join("CURRENT.tmp")).unwrap();
+    match siftdb::Db::open(&dir, siftdb::Options::default()) {
+        Err(siftdb::Error::Io { context, .. }) => {
+            assert!(context.contains("symbolic link"), "{context}")
+        }
+        other => panic!("expected an I/O error naming the link, got {:?}", other.map(|_| ())),
+    }
+    assert_eq!(std::fs::read(&target).unwrap(), b"not siftdb's");
+    std::fs::remove_file(dir.join("CURRENT.tmp")).unwrap();
+    still_holds_the_users_key(&dir);
+}

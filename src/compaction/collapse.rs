@@ -23,34 +23,37 @@
 
 use crate::error::{Error, Result};
 use crate::ikey::ValueKind;
-use crate::merge::{MergeOperator, SharedMergeOperator};
+use crate::merge::{answers_to, MergeOperator, SharedMergeOperator};
 use std::collections::BTreeSet;
 
 /// The operator a compaction merges with and the name its outputs record, from the names the
 /// inputs holding operands recorded (`""`: unknown, flushed without an operator).
-/// - Every known name is the configured operator's: merge with it, record its name.
-/// - The inputs agree on one other name (the operator was renamed or replaced, or none is
-///   configured): copy the operands unchanged and record that name, so they stay readable by
-///   their own operator and are refused by any other.
-/// - Two different known names: [`Error::InvalidArgument`] naming them; the outputs could not
+/// - Every known name is one the configured operator answers to (its name or a former name,
+///   [`MergeOperator::former_names`]): merge with it, record its current name.
+/// - The inputs agree on one name the configured operator does not answer to (the operator was
+///   replaced, or none is configured): copy the operands unchanged and record that name, so
+///   they stay readable by their own operator and are refused by any other.
+/// - Any other mix of names: [`Error::InvalidArgument`] naming them; the outputs could not
 ///   record both, and merging or relabelling either would silently change what it means.
 pub fn compaction_operator(
     configured: Option<&SharedMergeOperator>,
     recorded: &[&str],
 ) -> Result<(Option<SharedMergeOperator>, String)> {
     let known: BTreeSet<&str> = recorded.iter().copied().filter(|n| !n.is_empty()).collect();
-    let mut names = known.iter();
-    match (configured, names.next(), names.next()) {
-        (Some(op), None, _) => Ok((Some(op.clone()), op.name().to_string())),
-        (Some(op), Some(&only), None) if only == op.name() => {
-            Ok((Some(op.clone()), op.name().to_string()))
+    if let Some(op) = configured {
+        if known.iter().all(|n| answers_to(op.as_ref(), n)) {
+            return Ok((Some(op.clone()), op.name().to_string()));
         }
-        (_, Some(&only), None) => Ok((None, only.to_string())),
-        (None, None, _) => Ok((None, String::new())),
-        (_, Some(_), Some(_)) => Err(Error::invalid(format!(
+    }
+    let mut names = known.iter();
+    match (names.next(), names.next()) {
+        (None, _) => Ok((None, String::new())),
+        (Some(&only), None) => Ok((None, only.to_string())),
+        (Some(_), Some(_)) => Err(Error::invalid(format!(
             "compaction input tables hold merge operands of several operators ({known:?}; \
-             configured: {:?}): they cannot be merged or recorded together",
-            configured.map(|op| op.name())
+             configured: {:?}, former names {:?}): they cannot be merged or recorded together",
+            configured.map(|op| op.name()),
+            configured.map(|op| op.former_names()).unwrap_or_default()
         ))),
     }
 }
@@ -247,6 +250,29 @@ mod tests {
         let e = compaction_operator(Some(&op), &["app.max", "siftdb.u64add"]).err().unwrap();
         assert!(e.to_string().contains("app.max") && e.to_string().contains("siftdb.u64add"));
         assert!(compaction_operator(None, &["a", "b"]).is_err());
+    }
+
+    #[test]
+    fn an_operator_merges_and_relabels_the_operands_of_its_former_names() {
+        struct Renamed;
+        impl MergeOperator for Renamed {
+            fn name(&self) -> &str {
+                "app.add.v2"
+            }
+            fn former_names(&self) -> &[&str] {
+                &["app.add"]
+            }
+            fn full_merge(&self, k: &[u8], b: Option<&[u8]>, ops: &[&[u8]]) -> Result<Vec<u8>> {
+                U64AddOperator.full_merge(k, b, ops)
+            }
+        }
+        let op: SharedMergeOperator = std::sync::Arc::new(Renamed);
+        let (got, name) = compaction_operator(Some(&op), &["app.add", "app.add.v2", ""]).unwrap();
+        assert_eq!((got.is_some(), name.as_str()), (true, "app.add.v2"));
+        let (got, name) = compaction_operator(Some(&op), &["app.add"]).unwrap();
+        assert_eq!((got.is_some(), name.as_str()), (true, "app.add.v2"));
+        // A name it does not answer to beside one it does: refused as any two operators are.
+        assert!(compaction_operator(Some(&op), &["app.add", "app.max"]).is_err());
     }
 
     #[test]

@@ -278,6 +278,26 @@ impl Db {
         Ok(Db { inner, flusher: Some(flusher), compactor: Some(compactor), closed: false })
     }
 
+    /// Opens the database in directory `path` for reads only, writing nothing: no LOCK file is
+    /// taken or created, no WAL or manifest is started, a torn WAL tail is left in place (the
+    /// replay ignores it, as [`Db::open`] does), no file is deleted and no background thread
+    /// runs. Reads see everything [`Db::open`] would recover, including writes still only in
+    /// the WALs. It works on a read-only file system, on a copy, and beside a process that has
+    /// the database open for writing (it takes no lock); it then sees the state at its open,
+    /// and a file that writer deletes later (compaction, WAL cleanup) makes the reads that need
+    /// it fail with [`Error::Io`], never return a wrong answer. `create_if_missing` and
+    /// `error_if_exists` are ignored: a directory without a database is
+    /// [`Error::InvalidArgument`].
+    ///
+    /// Every write, flush, compaction, checkpoint, keyspace creation or drop and
+    /// [`Db::sync_wal`] fails with [`Error::ReadOnly`] ("... opened read-only ..."); open
+    /// existing keyspaces with [`Db::existing_keyspace`].
+    pub fn open_read_only(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        opts.validate()?;
+        let inner = open::open_read_only(path.as_ref(), opts)?;
+        Ok(Db { inner, flusher: None, compactor: None, closed: false })
+    }
+
     /// Sets `key` to `value` (buffered durability; see [`WriteOptions`]).
     pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
         let (key, value) = (key.as_ref(), value.as_ref());

@@ -18,18 +18,20 @@ use super::write::{new_memtable, WriteQueue, WriterState};
 use super::{Counters, DbInner, SuperVersion};
 use crate::batch::decode_batch;
 use crate::cache::BlockCache;
+use crate::compaction::TreeShape;
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
 use crate::filter::hash_key;
 use crate::manifest::{self, Manifest, VersionEdit};
+use crate::memtable::Memtable;
 use crate::options::Options;
-use crate::storage::{FsStorage, Storage};
+use crate::storage::{DirLock, FsStorage, Storage};
 use crate::table_cache::TableCache;
 use crate::version::{TableFile, Version, NUM_LEVELS};
 use crate::wal::{read_wal, WalWriter};
 use parking_lot::{Condvar, Mutex};
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
@@ -67,7 +69,11 @@ fn refuse_foreign_directory(storage: &dyn Storage, dir: &Path) -> Result<()> {
     Ok(())
 }
 
-pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
+/// The storage and table cache of a database in `dir`, as `opts` configure them.
+fn engine_parts(
+    dir: &Path,
+    opts: &Options,
+) -> Result<(Arc<dyn Storage>, Option<Arc<BlockCache>>, Arc<TableCache>)> {
     let storage: Arc<dyn Storage> = opts.storage.clone().unwrap_or_else(|| {
         Arc::new(
             FsStorage::with_mmap(opts.mmap_reads)
@@ -86,34 +92,39 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             )
             .with_huge_page_filters(opts.filters_on_huge_pages),
     );
-    if opts.create_if_missing {
-        storage.create_dir_all(dir)?;
-    }
-    if !storage.exists(dir)? {
-        return Err(Error::invalid(format!("database directory {} does not exist", dir.display())));
-    }
-    refuse_foreign_directory(&*storage, dir)?;
-    let lock = storage.lock(&dir.join(filename::LOCK))?;
-    // Direct I/O refused by the file system fails here, never silently falls back.
-    storage.check_io_modes(&dir.join(filename::LOCK))?;
+    Ok((storage, cache, tables))
+}
 
-    let mut existed = false;
-    let state = match manifest::recover(&*storage, dir)? {
-        Some(state) => {
-            existed = true;
-            if opts.error_if_exists {
-                return Err(Error::invalid(format!("database {} already exists", dir.display())));
-            }
-            state
-        }
-        None => {
-            if !opts.create_if_missing {
-                return Err(Error::invalid(format!("no database in {}", dir.display())));
-            }
-            manifest::RecoveredState::empty(0)
-        }
-    };
+/// What recovery (steps 2 to 4) reads from a database directory, before anything is written.
+struct Recovered {
+    state: manifest::RecoveredState,
+    /// The directory's file names when recovery listed them.
+    names: Vec<String>,
+    /// Above every file number the manifest or the directory holds.
+    next_file: u64,
+    version: Version,
+    /// The WALs replayed, oldest first.
+    wals: Vec<u64>,
+    /// Every record of `wals`, in one memtable.
+    replayed: Arc<Memtable>,
+    last_seq: u64,
+    /// The newest WAL's torn tail: its path and valid length (the caller decides whether to cut
+    /// it).
+    torn_tail: Option<(PathBuf, u64)>,
+    shape: TreeShape,
+    l0_run_keys: u64,
+}
 
+/// Opens every table `state` names and replays the WALs into one memtable. Reads only: an
+/// error leaves the directory as it was.
+fn recover_files(
+    dir: &Path,
+    opts: &Options,
+    storage: &dyn Storage,
+    tables: &Arc<TableCache>,
+    state: manifest::RecoveredState,
+    existed: bool,
+) -> Result<Recovered> {
     let names = storage.list(dir)?;
     let max_seen = names
         .iter()
@@ -121,7 +132,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         .map(|(_, n)| n)
         .max()
         .unwrap_or(0);
-    let mut next_file = state.next_file_number.max(max_seen + 1).max(1);
+    let next_file = state.next_file_number.max(max_seen + 1).max(1);
 
     // Tables: each is opened (and verified) once to take its `TableInfo`; the table cache
     // keeps the most recent `max_open_files` of them open.
@@ -167,18 +178,16 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     // An L0 run is a memtable's keys: the mean of the L0 files if any, else the estimate.
     let l0 = &version.levels()[0];
     let l0_run_keys = match l0.len() as u64 {
-        0 => super::write::expected_entries(&opts, None),
+        0 => super::write::expected_entries(opts, None),
         n => l0.iter().map(|f| f.meta.entries).sum::<u64>() / n,
     };
     // The replayed memtable will be one more L0 run.
     let l0_runs = super::compact::l0_runs_beside(&version, 0, 1);
-    let shape = super::compact::tree_shape(&opts, &version, (l0_runs, l0_run_keys), vec![], None);
+    let shape = super::compact::tree_shape(opts, &version, (l0_runs, l0_run_keys), vec![], None);
     let replay_wal = wals.first().copied().unwrap_or(0);
-    let replayed = Arc::new(new_memtable(&opts, &shape, replay_wal, replay_keys));
+    let replayed = Arc::new(new_memtable(opts, &shape, replay_wal, replay_keys));
     let mut last_seq = state.last_sequence;
-    // The torn tail of the newest WAL is cut only once every record decoded, so an open that
-    // fails leaves the files as they were.
-    let mut truncate = None;
+    let mut torn_tail = None;
     for (i, &n) in wals.iter().enumerate() {
         let path = dir.join(filename::wal_name(n));
         let rec = read_wal(storage.open(&path)?, &path)?;
@@ -190,7 +199,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
                     what: "incomplete record in a WAL that is not the newest".into(),
                 });
             }
-            truncate = Some((path.clone(), rec.valid_len));
+            torn_tail = Some((path.clone(), rec.valid_len));
         }
         for (r, record) in rec.records.iter().enumerate() {
             // The record passed its CRC, so a batch that does not decode was written wrong or
@@ -209,9 +218,117 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             }
         }
     }
+    Ok(Recovered {
+        state,
+        names,
+        next_file,
+        version,
+        wals,
+        replayed,
+        last_seq,
+        torn_tail,
+        shape,
+        l0_run_keys,
+    })
+}
 
-    if let Some((path, len)) = truncate {
-        storage.truncate(&path, len)?;
+/// What an open adds to the recovered state: where writes go and who holds the directory.
+struct WritePath {
+    wal: WalWriter,
+    wal_number: u64,
+    manifest: Manifest,
+    next_file: u64,
+    /// `None` for a read-only open, which takes no lock.
+    lock: Option<Box<dyn DirLock>>,
+    /// `Some` for a database that refuses writes from the start (`open_read_only`).
+    read_only: Option<String>,
+}
+
+/// The engine state over `rec` (its replayed memtable queued as immutable) and `path`.
+fn assemble(
+    dir: &Path,
+    opts: Options,
+    (storage, cache, tables): (Arc<dyn Storage>, Option<Arc<BlockCache>>, Arc<TableCache>),
+    rec: Recovered,
+    path: WritePath,
+) -> DbInner {
+    let expected = super::write::expected_entries(&opts, None);
+    let mem = Arc::new(new_memtable(&opts, &rec.shape, path.wal_number, expected));
+    let imm = if rec.replayed.is_empty() { Vec::new() } else { vec![rec.replayed] };
+    let last_seq = rec.last_seq;
+    DbInner {
+        dir: dir.to_path_buf(),
+        storage,
+        cache,
+        tables,
+        sv: arc_swap::ArcSwap::from_pointee(SuperVersion {
+            mem,
+            imm,
+            version: Arc::new(rec.version),
+        }),
+        sv_install: Mutex::new(()),
+        visible_seq: AtomicU64::new(last_seq),
+        next_file: AtomicU64::new(path.next_file),
+        write: WriteQueue::default(),
+        writer: Mutex::new(WriterState { wal: path.wal, wal_number: path.wal_number, last_seq }),
+        manifest: Mutex::new(path.manifest),
+        bg_lock: Mutex::new(()),
+        bg_cv: Condvar::new(),
+        life: Arc::new(match path.read_only {
+            Some(why) => super::Lifecycle::read_only(why),
+            None => super::Lifecycle::open(),
+        }),
+        instance: super::next_instance(),
+        snapshots: Mutex::new(BTreeMap::new()),
+        reads: Arc::new(super::read_counters::StripedReadCounters::new()),
+        counters: Counters::default(),
+        l0_run_keys: AtomicU64::new(rec.l0_run_keys),
+        compaction_lock: Mutex::new(()),
+        obsolete: Mutex::new(Vec::new()),
+        keyspaces: arc_swap::ArcSwap::from_pointee(super::keyspace::KeyspaceSet::recovered(
+            &rec.state,
+        )),
+        lock: Mutex::new(path.lock),
+        opts,
+    }
+}
+
+pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
+    let parts = engine_parts(dir, &opts)?;
+    let storage = parts.0.clone();
+    if opts.create_if_missing {
+        storage.create_dir_all(dir)?;
+    }
+    if !storage.exists(dir)? {
+        return Err(Error::invalid(format!("database directory {} does not exist", dir.display())));
+    }
+    refuse_foreign_directory(&*storage, dir)?;
+    let lock = storage.lock(&dir.join(filename::LOCK))?;
+    // Direct I/O refused by the file system fails here, never silently falls back.
+    storage.check_io_modes(&dir.join(filename::LOCK))?;
+
+    let mut existed = false;
+    let state = match manifest::recover(&*storage, dir)? {
+        Some(state) => {
+            existed = true;
+            if opts.error_if_exists {
+                return Err(Error::invalid(format!("database {} already exists", dir.display())));
+            }
+            state
+        }
+        None => {
+            if !opts.create_if_missing {
+                return Err(Error::invalid(format!("no database in {}", dir.display())));
+            }
+            manifest::RecoveredState::empty(0)
+        }
+    };
+    let rec = recover_files(dir, &opts, &*storage, &parts.2, state, existed)?;
+
+    // The torn tail of the newest WAL is cut only once every record decoded, so an open that
+    // fails leaves the files as they were.
+    if let Some((path, len)) = &rec.torn_tail {
+        storage.truncate(path, *len)?;
     }
     // A killed process may have left the replayed records with the OS only, and a process
     // whose closing WAL sync failed may have left them nowhere: `Db::open` flushes them to a
@@ -220,6 +337,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     // a failed sync: see flush_recovered.)
 
     // New WAL, then a new manifest holding a snapshot of everything.
+    let mut next_file = rec.next_file;
     let wal_number = next_file;
     next_file += 1;
     let wal_path = dir.join(filename::wal_name(wal_number));
@@ -229,27 +347,28 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let wal_file = storage.create_log(&wal_path)?;
     let manifest_number = next_file;
     next_file += 1;
-    let log_number = if replayed.is_empty() { wal_number } else { wals[0] };
+    let log_number = if rec.replayed.is_empty() { wal_number } else { rec.wals[0] };
     let snapshot = VersionEdit {
         log_number: Some(log_number),
         next_file_number: Some(next_file),
-        last_sequence: Some(last_seq),
-        added: version
+        last_sequence: Some(rec.last_seq),
+        added: rec
+            .version
             .levels()
             .iter()
             .enumerate()
             .flat_map(|(l, files)| files.iter().map(move |f| (l as u32, f.meta.clone())))
             .collect(),
-        keyspaces: state.keyspaces.values().cloned().collect(),
-        dropped_keyspaces: state.dropped_keyspaces.iter().copied().collect(),
+        keyspaces: rec.state.keyspaces.values().cloned().collect(),
+        dropped_keyspaces: rec.state.dropped_keyspaces.iter().copied().collect(),
         ..VersionEdit::default()
     };
     let manifest = Manifest::create(&*storage, dir, manifest_number, &snapshot)?;
 
     // Remove what the new manifest does not name: old manifests, orphan SSTs, stale WALs.
     let live: std::collections::HashSet<u64> =
-        version.levels().iter().flatten().map(|f| f.meta.number).collect();
-    for name in &names {
+        rec.version.levels().iter().flatten().map(|f| f.meta.number).collect();
+    for name in &rec.names {
         match filename::parse_file_name(name) {
             Some((FileKind::Manifest, n)) if n != manifest_number => {
                 let _ = storage.remove(&dir.join(name));
@@ -264,34 +383,35 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         }
     }
 
-    let expected = super::write::expected_entries(&opts, None);
-    let mem = Arc::new(new_memtable(&opts, &shape, wal_number, expected));
-    let imm = if replayed.is_empty() { Vec::new() } else { vec![replayed] };
-    let inner = DbInner {
-        dir: dir.to_path_buf(),
-        storage,
-        cache,
-        tables,
-        sv: arc_swap::ArcSwap::from_pointee(SuperVersion { mem, imm, version: Arc::new(version) }),
-        sv_install: Mutex::new(()),
-        visible_seq: AtomicU64::new(last_seq),
-        next_file: AtomicU64::new(next_file),
-        write: WriteQueue::default(),
-        writer: Mutex::new(WriterState { wal: WalWriter::new(wal_file), wal_number, last_seq }),
-        manifest: Mutex::new(manifest),
-        bg_lock: Mutex::new(()),
-        bg_cv: Condvar::new(),
-        life: Arc::new(super::Lifecycle::open()),
-        instance: super::next_instance(),
-        snapshots: Mutex::new(BTreeMap::new()),
-        reads: Arc::new(super::read_counters::StripedReadCounters::new()),
-        counters: Counters::default(),
-        l0_run_keys: AtomicU64::new(l0_run_keys),
-        compaction_lock: Mutex::new(()),
-        obsolete: Mutex::new(Vec::new()),
-        keyspaces: arc_swap::ArcSwap::from_pointee(super::keyspace::KeyspaceSet::recovered(&state)),
-        lock: Mutex::new(Some(lock)),
-        opts,
+    let wal = WalWriter::new(wal_file);
+    let path =
+        WritePath { wal, wal_number, manifest, next_file, lock: Some(lock), read_only: None };
+    Ok(Arc::new(assemble(dir, opts, parts, rec, path)))
+}
+
+/// Opens the database in `dir` for reads only (`Db::open_read_only`): recovery steps 2 to 4
+/// without a single write. No LOCK is taken or created, a torn WAL tail is left in place (the
+/// replay ignores it), no WAL or manifest is started, nothing is deleted. The database refuses
+/// every write from the start (`DbInner::check_writable`), and its WAL writer and manifest
+/// refuse appends as a second line.
+pub(crate) fn open_read_only(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
+    let parts = engine_parts(dir, &opts)?;
+    let storage = parts.0.clone();
+    let Some(state) = manifest::recover(&*storage, dir)? else {
+        return Err(Error::invalid(format!("no database in {}", dir.display())));
     };
-    Ok(Arc::new(inner))
+    // Direct I/O refused by the file system fails here, never silently falls back.
+    storage.check_io_modes(&dir.join(filename::CURRENT))?;
+    let rec = recover_files(dir, &opts, &*storage, &parts.2, state, true)?;
+    let why = format!("{} was opened read-only (Db::open_read_only)", dir.display());
+    let path = WritePath {
+        wal: WalWriter::read_only(&why),
+        // Never created: writes are refused before a memtable could name a WAL.
+        wal_number: rec.next_file,
+        manifest: Manifest::read_only(&why),
+        next_file: rec.next_file,
+        lock: None,
+        read_only: Some(why),
+    };
+    Ok(Arc::new(assemble(dir, opts, parts, rec, path)))
 }

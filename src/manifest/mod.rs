@@ -64,6 +64,12 @@ impl Manifest {
         Ok(Manifest { writer })
     }
 
+    /// A manifest that refuses every edit with [`Error::ReadOnly`] carrying `why` and writes
+    /// nothing (the manifest of a database opened read-only).
+    pub(crate) fn read_only(why: &str) -> Manifest {
+        Manifest { writer: WalWriter::read_only(why) }
+    }
+
     /// Appends `edit` and syncs it. After an error the manifest accepts nothing more
     /// ([`Error::ReadOnly`]); whether the edit is durable is unknown.
     pub fn append(&mut self, edit: &VersionEdit) -> Result<()> {

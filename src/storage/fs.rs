@@ -176,14 +176,25 @@ struct FsDirLock {
 
 impl DirLock for FsDirLock {}
 
+/// Creates (or truncates) `path` with `opts`, refusing a symbolic link at `path`
+/// (`O_NOFOLLOW`): the engine writes only files it names in its own directory, and a link
+/// planted under one of those names (`CURRENT.tmp`, a WAL) must not make it truncate and
+/// overwrite the link's target.
+fn create_no_follow(opts: &mut OpenOptions, path: &Path) -> Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    opts.create(true).truncate(true).custom_flags(libc::O_NOFOLLOW).open(path).map_err(|e| {
+        if e.raw_os_error() == Some(libc::ELOOP) {
+            let why = format!("refusing to create {}: it is a symbolic link", path.display());
+            Error::io(why, e)
+        } else {
+            io_err("creating", path, e)
+        }
+    })
+}
+
 impl Storage for FsStorage {
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)
-            .map_err(|e| io_err("creating", path, e))?;
+        let file = create_no_follow(OpenOptions::new().write(true), path)?;
         Ok(Box::new(FsWritableFile { file, path: path.to_path_buf(), len: 0 }))
     }
 
@@ -191,13 +202,7 @@ impl Storage for FsStorage {
         #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
         if self.mmap_wal {
             // Read and write: a shared writable map needs both.
-            let file = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .open(path)
-                .map_err(|e| io_err("creating", path, e))?;
+            let file = create_no_follow(OpenOptions::new().read(true).write(true), path)?;
             let window = super::mmap_log::WINDOW_BYTES;
             return Ok(match super::mmap_log::MmapLogFile::new(file, path, window) {
                 Ok(log) => Box::new(log),

@@ -105,6 +105,13 @@ impl WalWriter {
         self.file.close().inspect_err(|e| self.failed = Some(e.to_string()))
     }
 
+    /// A writer whose every append fails with [`Error::ReadOnly`] carrying `why`, while
+    /// `close` and `sync` succeed (they have nothing to make durable): the log of a database
+    /// opened read-only, which `Db::close` closes and syncs like any other.
+    pub(crate) fn read_only(why: &str) -> WalWriter {
+        WalWriter::new(Box::new(RefusingFile(why.to_string())))
+    }
+
     #[cfg(test)]
     /// The log's end offset (its length once every append has reached the file).
     pub fn offset(&self) -> u64 {
@@ -116,5 +123,20 @@ impl WalWriter {
             Some(why) => Err(Error::ReadOnly(format!("log writer failed earlier: {why}"))),
             None => Ok(()),
         }
+    }
+}
+
+/// An empty file that refuses appends (the log behind [`WalWriter::read_only`]).
+struct RefusingFile(String);
+
+impl WritableFile for RefusingFile {
+    fn append(&mut self, _data: &[u8]) -> Result<()> {
+        Err(Error::ReadOnly(self.0.clone()))
+    }
+    fn sync(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn len(&self) -> u64 {
+        0
     }
 }

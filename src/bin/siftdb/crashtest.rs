@@ -45,7 +45,8 @@ pub struct CrashtestArgs {
     /// Seed of the writes and of the kill delays.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Database directory (default: a temporary directory removed at exit).
+    /// Database directory (default: a temporary directory removed at exit): a new or empty
+    /// directory (anything else, a siftdb database included, is refused).
     #[arg(long)]
     dir: Option<PathBuf>,
     /// Longest time a child runs before it is killed, in milliseconds.
@@ -210,6 +211,7 @@ pub fn run(args: &CrashtestArgs) -> Result<()> {
             tmp.path().to_path_buf()
         }
     };
+    crate::dirs::check_new_or_empty(&dir, "--dir", "crashtest")?;
     let exe = std::env::current_exe().map_err(|e| siftdb::Error::io("finding this binary", e))?;
     let mut rng = SplitMix64::new(args.seed);
     let mut state = {

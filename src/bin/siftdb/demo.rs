@@ -9,9 +9,8 @@
 //! Missing keys fall inside the SSTs' key ranges (present keys are the even numbers, missing
 //! ones the odd numbers in between), so only filters can reject them without a block read.
 
-use crate::dirs::{self, DirState};
+use crate::dirs;
 use crate::progress;
-use siftdb::inspect::filename;
 use siftdb::rng::SplitMix64;
 use siftdb::{CompactionOptions, Db, Error, Options, Result, WriteBatch};
 use std::path::{Path, PathBuf};
@@ -25,28 +24,7 @@ const DEMO_MARKER: &str = "SIFTDB-DEMO";
 /// Checks that the demo may write into `dir`; returns whether it must write the marker (the
 /// directory is new or empty).
 fn check_dir(dir: &Path) -> Result<bool> {
-    let accepted = "the demo writes only into a new or empty directory or an earlier demo \
-                    database";
-    match dirs::classify(dir)? {
-        DirState::Absent | DirState::Empty => Ok(true),
-        DirState::Database => Err(dirs::refuse(
-            "--db",
-            dir,
-            &format!("it holds a siftdb database the demo did not create (no {DEMO_MARKER})"),
-            accepted,
-        )),
-        DirState::Other(why) => {
-            let names = dirs::entries(dir).unwrap_or_default();
-            let ours = names.iter().any(|n| n == DEMO_MARKER)
-                && names.iter().any(|n| n == filename::CURRENT)
-                && names.iter().all(|n| n == DEMO_MARKER || filename::parse_file_name(n).is_some());
-            if ours {
-                Ok(false)
-            } else {
-                Err(dirs::refuse("--db", dir, &why, accepted))
-            }
-        }
-    }
+    dirs::check_writable_tool_dir(dir, "--db", DEMO_MARKER, "demo")
 }
 
 /// Arguments of the demo.
@@ -119,8 +97,7 @@ pub fn run(args: &DemoArgs) -> Result<()> {
     };
     let db = Db::open(&dir, opts)?;
     if mark {
-        std::fs::write(dir.join(DEMO_MARKER), "a database created by `siftdb demo`\n")
-            .map_err(|e| Error::io(format!("writing {}", dir.join(DEMO_MARKER).display()), e))?;
+        dirs::write_marker(&dir, DEMO_MARKER, "demo")?;
     }
     let mut rng = SplitMix64::new(args.seed);
 

@@ -8,6 +8,12 @@
 //! non-printable bytes escaped (`\xNN`), or as hex with `--hex`. `--u64` opens the database
 //! with the built-in merge operator `siftdb.u64add` (counters): `merge` then takes a decimal
 //! operand, and 8-byte values print as decimal numbers.
+//!
+//! Commands that only read (`get`, `scan`, `dump`, `keyspaces`) open the database with
+//! `Db::open_read_only`: they write nothing, and work beside a process that has it open and on
+//! a read-only copy. They merge operands with `siftdb.u64add` when the tables name it (or with
+//! `--u64`); `scan` and `dump` check before printing anything that every operand they may meet
+//! can be merged, and otherwise refuse naming the operator.
 
 use clap::{Args, Subcommand};
 use siftdb::{Db, Error, MergeOperator, Options, Result, U64AddOperator};
@@ -140,7 +146,7 @@ pub struct CheckpointArgs {
 pub fn run(cmd: &LdbCommand) -> Result<()> {
     match cmd {
         LdbCommand::Get(a) => {
-            let db = open(&a.db, false)?;
+            let (db, _) = open_read_only(&a.db)?;
             let ks = keyspace(&db, &a.db, false)?;
             match ks.get(decode(&a.key, a.db.hex)?)? {
                 Some(v) => println!("{}", show_value(&v, &a.db)),
@@ -193,7 +199,8 @@ pub fn run(cmd: &LdbCommand) -> Result<()> {
             db.close()?;
         }
         LdbCommand::Scan(a) => {
-            let db = open(&a.db, false)?;
+            let (db, mergeable) = open_read_only(&a.db)?;
+            mergeable?;
             let ks = keyspace(&db, &a.db, false)?;
             let hex = a.db.hex;
             let iter = match (&a.prefix, &a.from, &a.to) {
@@ -214,7 +221,8 @@ pub fn run(cmd: &LdbCommand) -> Result<()> {
             }
         }
         LdbCommand::Dump(a) => {
-            let db = open(a, false)?;
+            let (db, mergeable) = open_read_only(a)?;
+            mergeable?;
             print_entries(keyspace(&db, a, false)?.scan()?, None, false, a)?;
         }
         LdbCommand::Checkpoint(a) => {
@@ -229,7 +237,7 @@ pub fn run(cmd: &LdbCommand) -> Result<()> {
             db.close()?;
         }
         LdbCommand::Keyspaces(a) => {
-            let db = open(a, false)?;
+            let (db, _) = open_read_only(a)?;
             for name in db.keyspace_names() {
                 println!("{name}");
             }
@@ -252,17 +260,112 @@ fn keyspace(db: &Db, a: &DbArgs, create: bool) -> Result<siftdb::Keyspace> {
 
 fn open(args: &DbArgs, create: bool) -> Result<Db> {
     let dir: &Path = &args.db;
-    if !create && !dir.join("CURRENT").exists() {
-        return Err(Error::invalid(format!(
-            "{} is not a siftdb database (no CURRENT file)",
-            dir.display()
-        )));
+    if !create {
+        is_database(dir)?;
     }
     let merge_operator: Option<Arc<dyn MergeOperator>> = match args.u64 {
         true => Some(Arc::new(U64AddOperator)),
         false => None,
     };
     Db::open(dir, Options { create_if_missing: create, merge_operator, ..Options::default() })
+}
+
+fn is_database(dir: &Path) -> Result<()> {
+    if dir.join("CURRENT").exists() {
+        return Ok(());
+    }
+    Err(Error::invalid(format!("{} is not a siftdb database (no CURRENT file)", dir.display())))
+}
+
+/// The database of a command that only reads, opened without writing a byte, with the
+/// merge operator `siftdb.u64add` under `--u64` or when the operands of the keyspace all name it;
+/// and whether a scan of the keyspace can merge every operand it may meet (the refusal a scan
+/// returns before printing anything: operands of another operator, or operands with no
+/// recorded operator and no operator configured).
+fn open_read_only(args: &DbArgs) -> Result<(Db, Result<()>)> {
+    let dir: &Path = &args.db;
+    is_database(dir)?;
+    let ops = Operands::of(dir, args.keyspace.as_deref().unwrap_or("default"))?;
+    let u64add = args.u64 || (!ops.named.is_empty() && ops.foreign().is_none());
+    let merge_operator: Option<Arc<dyn MergeOperator>> = match u64add {
+        true => Some(Arc::new(U64AddOperator)),
+        false => None,
+    };
+    let db = Db::open_read_only(dir, Options { merge_operator, ..Options::default() })?;
+    let show = dir.display();
+    let mergeable = match ops.foreign() {
+        Some(name) => Err(Error::invalid(format!(
+            "{show} holds merge operands of operator {name:?}; the siftdb CLI can merge only \
+             siftdb.u64add operands (read these keys with the program that configures {name:?})"
+        ))),
+        None if ops.unnamed && !u64add => Err(Error::invalid(format!(
+            "{show} holds merge operands whose operator is not recorded (in the WAL, or in \
+             tables flushed without one); pass --u64 if they are siftdb.u64add counters"
+        ))),
+        None => Ok(()),
+    };
+    Ok((db, mergeable))
+}
+
+/// The merge operands a database holds, as its files record them (read through
+/// `siftdb::inspect`, writing nothing).
+struct Operands {
+    /// Operator names recorded by the live tables holding operands (never empty names).
+    named: std::collections::BTreeSet<String>,
+    /// Whether some operands have no recorded operator: in the live WALs, or in a table
+    /// flushed by an open without one.
+    unnamed: bool,
+}
+
+impl Operands {
+    /// The operands of keyspace `keyspace` in the database `dir`.
+    fn of(dir: &Path, keyspace: &str) -> Result<Operands> {
+        use siftdb::inspect::{filename, ikey::ValueKind, manifest, sst::Table, wal};
+        use siftdb::storage::{FsStorage, Storage};
+        let storage = FsStorage::new();
+        let state = manifest::recover(&storage, dir)?
+            .ok_or_else(|| Error::invalid(format!("{} holds no database", dir.display())))?;
+        // A keyspace that does not exist has no operands (the command then fails on it).
+        let id = match keyspace {
+            "default" => Some(0),
+            name => state.keyspaces.values().find(|k| k.name == name).map(|k| k.id),
+        };
+        let wanted = |ks: u32| id == Some(ks);
+        let mut found = Operands { named: Default::default(), unnamed: false };
+        for meta in state.levels.iter().flat_map(|l| l.values()).filter(|m| wanted(m.keyspace)) {
+            let path = dir.join(filename::sst_name(meta.number));
+            let table = Table::open(storage.open(&path)?, meta.number, None, &path)?;
+            let p = table.properties();
+            match p.merge_operator.as_deref() {
+                _ if p.merges == 0 => {}
+                Some("") | None => found.unnamed = true,
+                Some(name) => {
+                    found.named.insert(name.to_string());
+                }
+            }
+        }
+        for name in storage.list(dir)? {
+            let Some((filename::FileKind::Wal, n)) = filename::parse_file_name(&name) else {
+                continue;
+            };
+            if n < state.log_number {
+                continue;
+            }
+            let path = dir.join(&name);
+            for record in wal::read_wal(storage.open(&path)?, &path)?.records {
+                let batch = wal::decode_batch(&record)?;
+                if batch.records.iter().any(|r| r.kind == ValueKind::Merge && wanted(r.keyspace)) {
+                    found.unnamed = true;
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// A recorded operator other than the one the CLI has.
+    fn foreign(&self) -> Option<&str> {
+        self.named.iter().map(String::as_str).find(|n| *n != U64AddOperator.name())
+    }
 }
 
 /// A value for printing: an 8-byte counter as a decimal number with `--u64`, else `encode`.

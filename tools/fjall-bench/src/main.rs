@@ -169,27 +169,60 @@ fn parallel(
 /// `fjall` subdirectory, so the directory holds nothing fjall-bench did not put there.
 const MARKER: &str = "FJALL-BENCH";
 
-/// Opens the database in `path/fjall`. When `fresh`, `path` must be absent, empty, or a
-/// directory an earlier run created (it holds [`MARKER`]), which is then deleted; anything else
-/// is refused, never deleted (siftdb's tools delete only what they created).
+/// Checks that `path` may be used fresh: absent, empty, or a directory an earlier run created
+/// (its [`MARKER`], a plain file, and the engine's `fjall` subdirectory, nothing else).
+/// Anything else is refused, never deleted (siftdb's tools delete only what they created).
+/// Returns whether an earlier run's `fjall` subdirectory is there to delete.
+fn check_fresh(path: &std::path::Path) -> R<bool> {
+    let names = match std::fs::read_dir(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e.into()),
+        Ok(entries) => {
+            entries.map(|e| e.map(|e| e.file_name())).collect::<std::io::Result<Vec<_>>>()?
+        }
+    };
+    let refuse = |why: String| -> R<bool> {
+        Err(format!(
+            "refusing to use --db {}: {why}; fjall-bench reuses only a directory holding \
+             nothing but its {MARKER} file and its fjall subdirectory: give a new or empty \
+             directory",
+            path.display()
+        )
+        .into())
+    };
+    // By type, not name alone: a link named like the marker or the database is not ours.
+    let is = |name: &str, dir: bool| {
+        std::fs::symlink_metadata(path.join(name)).is_ok_and(|m| {
+            if dir {
+                m.is_dir()
+            } else {
+                m.is_file()
+            }
+        })
+    };
+    if names.is_empty() {
+        return Ok(false);
+    }
+    if !is(MARKER, false) {
+        return refuse(format!(
+            "it is not empty and fjall-bench did not create it (no {MARKER} file)"
+        ));
+    }
+    for name in &names {
+        let ours = (name == MARKER && is(MARKER, false)) || (name == "fjall" && is("fjall", true));
+        if !ours {
+            return refuse(format!("it holds {name:?}, which fjall-bench did not create"));
+        }
+    }
+    Ok(names.iter().any(|n| n == "fjall"))
+}
+
+/// Opens the database in `path/fjall`. When `fresh`, `path` must pass [`check_fresh`]; only an
+/// earlier run's `fjall` subdirectory is deleted, then `path` is marked as fjall-bench's.
 fn open(path: &std::path::Path, f: &Flags, fresh: bool) -> R<(Database, Keyspace)> {
     if fresh {
-        match std::fs::read_dir(path) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e.into()),
-            Ok(mut entries) => {
-                if entries.next().is_some() {
-                    if !path.join(MARKER).is_file() {
-                        return Err(format!(
-                            "refusing to use --db {}: it is not empty and fjall-bench did not \
-                             create it (no {MARKER} file); give a new or empty directory",
-                            path.display()
-                        )
-                        .into());
-                    }
-                    std::fs::remove_dir_all(path)?;
-                }
-            }
+        if check_fresh(path)? {
+            std::fs::remove_dir_all(path.join("fjall"))?;
         }
         std::fs::create_dir_all(path)?;
         std::fs::write(path.join(MARKER), "a database directory created by fjall-bench\n")?;
@@ -419,5 +452,44 @@ impl std::ops::Deref for TempDir {
 impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A new scratch directory of this test process (`create_dir` fails on an existing name),
+    /// removed on drop.
+    fn scratch(name: &str) -> TempDir {
+        let p =
+            std::env::temp_dir().join(format!("fjall-bench-test-{}-{name}", std::process::id()));
+        std::fs::create_dir(&p).unwrap();
+        TempDir(p)
+    }
+
+    #[test]
+    fn only_the_engine_subdirectory_of_its_own_directory_is_deleted() {
+        let s = scratch("own");
+        let dir = s.join("db");
+        assert!(!check_fresh(&dir).unwrap(), "absent: nothing to delete");
+        std::fs::create_dir_all(dir.join("fjall")).unwrap();
+        std::fs::write(dir.join(MARKER), b"m").unwrap();
+        assert!(check_fresh(&dir).unwrap(), "an earlier run's database may be deleted");
+        // A file added later: refused, and nothing deleted.
+        std::fs::write(dir.join("notes.txt"), b"the user's").unwrap();
+        let e = check_fresh(&dir).unwrap_err().to_string();
+        assert!(e.contains("notes.txt"), "{e}");
+        std::fs::remove_file(dir.join("notes.txt")).unwrap();
+        // A symlink in place of the engine directory is not the tool's.
+        std::fs::remove_dir_all(dir.join("fjall")).unwrap();
+        std::os::unix::fs::symlink(&*s, dir.join("fjall")).unwrap();
+        assert!(check_fresh(&dir).is_err());
+        // A directory the tool did not mark.
+        let foreign = s.join("foreign");
+        std::fs::create_dir_all(&foreign).unwrap();
+        std::fs::write(foreign.join("precious"), b"x").unwrap();
+        let e = check_fresh(&foreign).unwrap_err().to_string();
+        assert!(e.contains(MARKER), "{e}");
     }
 }

@@ -93,33 +93,62 @@ pub fn db_path(dir: &Path) -> PathBuf {
     dir.join("rocksdb")
 }
 
-/// Checks that `dir` may be used fresh: absent, empty, or created by an earlier run (it holds
-/// [`MARKER`]). Anything else is refused, never deleted (siftdb's tools delete only what they
-/// created). Returns whether an earlier run's directory is there to delete.
+/// Checks that `dir` may be used fresh: absent, empty, or created by an earlier run (its
+/// [`MARKER`], a plain file, and the engine's `rocksdb` subdirectory, nothing else). Anything
+/// else is refused, never deleted (siftdb's tools delete only what they created). Returns
+/// whether an earlier run's database subdirectory is there to delete.
 pub fn check_fresh(dir: &Path) -> R<bool> {
-    let empty = match std::fs::read_dir(dir) {
+    let names = match std::fs::read_dir(dir) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
         Err(e) => return Err(format!("--db {}: {e}", dir.display()).into()),
-        Ok(mut entries) => entries.next().is_none(),
+        Ok(entries) => entries
+            .map(|e| e.map(|e| e.file_name()))
+            .collect::<std::io::Result<Vec<_>>>()
+            .map_err(|e| format!("--db {}: {e}", dir.display()))?,
     };
-    match empty {
-        true => Ok(false),
-        false if dir.join(MARKER).is_file() => Ok(true),
-        false => Err(format!(
-            "refusing to use --db {}: it is not empty and rocksdb-bench did not create it (no \
-             {MARKER} file); give a new or empty directory",
+    let refuse = |why: String| -> R<bool> {
+        Err(format!(
+            "refusing to use --db {}: {why}; rocksdb-bench reuses only a directory holding \
+             nothing but its {MARKER} file and its rocksdb subdirectory: give a new or empty \
+             directory",
             dir.display()
         )
-        .into()),
+        .into())
+    };
+    // By type, not name alone: a link named like the marker or the database is not ours.
+    let is = |name: &str, want_dir: bool| {
+        std::fs::symlink_metadata(dir.join(name)).is_ok_and(|m| {
+            if want_dir {
+                m.is_dir()
+            } else {
+                m.is_file()
+            }
+        })
+    };
+    if names.is_empty() {
+        return Ok(false);
     }
+    if !is(MARKER, false) {
+        return refuse(format!(
+            "it is not empty and rocksdb-bench did not create it (no {MARKER} file)"
+        ));
+    }
+    for name in &names {
+        let ours =
+            (name == MARKER && is(MARKER, false)) || (name == "rocksdb" && is("rocksdb", true));
+        if !ours {
+            return refuse(format!("it holds {name:?}, which rocksdb-bench did not create"));
+        }
+    }
+    Ok(names.iter().any(|n| n == "rocksdb"))
 }
 
-/// Opens the database in `dir/rocksdb`; when `fresh`, first empties `dir` (see [`check_fresh`])
-/// and marks it as rocksdb-bench's.
+/// Opens the database in `dir/rocksdb`; when `fresh`, first deletes an earlier run's database
+/// subdirectory (see [`check_fresh`]) and marks `dir` as rocksdb-bench's.
 pub fn open(dir: &Path, opts: &Options, fresh: bool) -> R<DB> {
     if fresh {
         if check_fresh(dir)? {
-            std::fs::remove_dir_all(dir)?;
+            std::fs::remove_dir_all(db_path(dir))?;
         }
         std::fs::create_dir_all(dir)?;
         std::fs::write(dir.join(MARKER), "a database directory created by rocksdb-bench\n")?;
@@ -210,6 +239,20 @@ mod tests {
         assert!(e.contains("refusing") && e.contains(MARKER), "{e}");
         assert!(open(&s.0, &options(&flags("")), true).is_err());
         assert_eq!(std::fs::read(s.0.join("precious")).unwrap(), b"keep me");
+    }
+
+    #[test]
+    fn a_file_added_to_its_own_directory_later_is_refused_and_kept() {
+        let s = Scratch::new("added");
+        let dir = s.0.join("db");
+        let opts = options(&flags(""));
+        drop(open(&dir, &opts, true).unwrap());
+        std::fs::write(dir.join("notes.txt"), b"the user's").unwrap();
+        let e = check_fresh(&dir).unwrap_err().to_string();
+        assert!(e.contains("notes.txt"), "{e}");
+        assert!(open(&dir, &opts, true).is_err());
+        assert_eq!(std::fs::read(dir.join("notes.txt")).unwrap(), b"the user's");
+        assert!(db_path(&dir).is_dir(), "the database is kept too");
     }
 
     #[test]

@@ -218,10 +218,16 @@ pub struct Flags {
     #[arg(long, default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub sync: bool,
     /// Database directory (default: a fresh temporary directory, removed at exit). A new or
-    /// empty directory is used as is; a siftdb database is deleted first with `Db::destroy`
-    /// (unless `--use_existing_db`); a directory holding anything else is refused.
+    /// empty directory is used as is (bench marks its database with a SIFTDB-BENCH file); a
+    /// database an earlier bench run created is deleted first with `Db::destroy` (unless
+    /// `--use_existing_db`); any other siftdb database only with `--destroy_existing_db`; a
+    /// directory holding anything else is refused.
     #[arg(long)]
     pub db: Option<PathBuf>,
+    /// Let a fresh run delete (with `Db::destroy`, siftdb's own files only) a siftdb database
+    /// at `--db` that bench did not create. db_bench's flag of the same name.
+    #[arg(long, default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub destroy_existing_db: bool,
     /// Keep the database at `--db` instead of starting fresh (fill benchmarks then refuse to run).
     #[arg(long, default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub use_existing_db: bool,

@@ -11,7 +11,7 @@ pub mod result_line;
 mod scans;
 pub mod workloads;
 
-use crate::dirs::{self, DirState};
+use crate::dirs::{self, ToolDir};
 use flags::{apply_db_bench_flags, Flags};
 use key_layout::{FillStream, KeyLayout, PrefixGen, RangeGen};
 use report::ThreadStats;
@@ -60,28 +60,58 @@ fn validate(opts: &Options) -> Result<()> {
     })
 }
 
-/// What `open(dir, _, true)` will do with `dir`: `Ok(true)` if it holds a siftdb database to
-/// delete first, `Ok(false)` if it is absent or empty; a directory holding anything else is
-/// refused. `run` asks before it prints anything, `open` again right before deleting.
-fn fresh_dir_check(dir: &Path) -> Result<bool> {
-    match dirs::classify(dir)? {
-        DirState::Absent | DirState::Empty => Ok(false),
-        DirState::Database => Ok(true),
-        DirState::Other(why) => Err(dirs::refuse(
+/// The file that marks a database `siftdb bench` created: a later fresh run deletes only a
+/// database carrying it (or any siftdb database with `--destroy_existing_db`).
+const BENCH_MARKER: &str = "SIFTDB-BENCH";
+
+/// What `open(dir, _, true)` does with `dir` before it creates the database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fresh {
+    /// Absent or empty: nothing to delete.
+    Empty,
+    /// An earlier bench database (its marker): deleted, marker last.
+    Ours,
+    /// A siftdb database without the marker, which `--destroy_existing_db` allows deleting.
+    Destroy,
+}
+
+/// What `open(dir, _, true)` will do with `dir`; a directory holding anything but an earlier
+/// bench database is refused, a siftdb database bench did not create too unless
+/// `destroy_existing` (`--destroy_existing_db`). `run` asks before it prints anything, `open`
+/// again right before deleting.
+fn fresh_dir_check(dir: &Path, destroy_existing: bool) -> Result<Fresh> {
+    let accepted = "bench deletes only a database an earlier bench run created (holding \
+                    SIFTDB-BENCH): give a new or empty directory";
+    match dirs::tool_dir(dir, BENCH_MARKER)? {
+        ToolDir::New => Ok(Fresh::Empty),
+        ToolDir::Ours => Ok(Fresh::Ours),
+        ToolDir::ForeignDatabase if destroy_existing => Ok(Fresh::Destroy),
+        ToolDir::ForeignDatabase => Err(dirs::refuse(
             "--db",
             dir,
-            &why,
-            "bench deletes only a siftdb database: give a new or empty directory",
+            &format!("it holds a siftdb database bench did not create (no {BENCH_MARKER})"),
+            &format!("{accepted}, or pass --destroy_existing_db to delete this database"),
         )),
+        ToolDir::Other(why) => Err(dirs::refuse("--db", dir, &why, accepted)),
     }
 }
 
-/// Opens the database; when `fresh`, an old siftdb database in `dir` is first deleted with
-/// `Db::destroy` (which deletes only siftdb's own files). A directory holding anything else is
-/// refused before anything is written.
-fn open(dir: &Path, opts: &Options, fresh: bool) -> Result<Db> {
-    if fresh && fresh_dir_check(dir)? {
-        Db::destroy(dir)?;
+/// Opens the database; when `fresh`, an earlier bench database in `dir` (or, with
+/// `destroy_existing`, any siftdb database) is first deleted with `Db::destroy` (which deletes
+/// only siftdb's own files), and the new database gets the bench marker. A directory holding
+/// anything else is refused before anything is written.
+fn open(dir: &Path, opts: &Options, fresh: bool, destroy_existing: bool) -> Result<Db> {
+    if fresh {
+        let state = fresh_dir_check(dir, destroy_existing)?;
+        if state != Fresh::Empty && dir.join("CURRENT").is_file() {
+            Db::destroy(dir)?;
+        }
+        if state == Fresh::Ours {
+            // Last, so an interrupted delete leaves a directory a later run still knows as its.
+            let marker = dir.join(BENCH_MARKER);
+            std::fs::remove_file(&marker)
+                .map_err(|e| Error::io(format!("removing {}", marker.display()), e))?;
+        }
     }
     // `--use_existing_db=1` measures the database that is there, as db_bench does: a missing
     // one is an error (checked before the open, which would create a LOCK file), never a new
@@ -92,7 +122,14 @@ fn open(dir: &Path, opts: &Options, fresh: bool) -> Result<Db> {
             dir.display()
         )));
     }
-    Db::open(dir, Options { create_if_missing: fresh && opts.create_if_missing, ..opts.clone() })
+    let db = Db::open(
+        dir,
+        Options { create_if_missing: fresh && opts.create_if_missing, ..opts.clone() },
+    )?;
+    if fresh {
+        dirs::write_marker(dir, BENCH_MARKER, "bench")?;
+    }
+    Ok(db)
 }
 
 /// Runs the benchmarks named by `--benchmarks`, printing one db_bench result line each.
@@ -155,7 +192,7 @@ pub fn run(flags: &Flags) -> Result<()> {
         }
     };
     if !flags.use_existing_db {
-        fresh_dir_check(&dir)?;
+        fresh_dir_check(&dir, flags.destroy_existing_db)?;
     }
     println!("Keys:       {} bytes each", flags.key_size);
     println!("Values:     {} bytes each", flags.value_size);
@@ -207,7 +244,7 @@ pub fn run(flags: &Flags) -> Result<()> {
     println!("------------------------------------------------");
     println!("DB path: [{}]", dir.display());
 
-    let mut db = open(&dir, &opts, !flags.use_existing_db)?;
+    let mut db = open(&dir, &opts, !flags.use_existing_db, flags.destroy_existing_db)?;
     let mut next_seed = flags.seed;
     for name in &names {
         let fresh = matches!(name.as_str(), "fillseq" | "fillrandom");
@@ -217,7 +254,7 @@ pub fn run(flags: &Flags) -> Result<()> {
                 continue;
             }
             drop(db);
-            db = open(&dir, &opts, true)?;
+            db = open(&dir, &opts, true, flags.destroy_existing_db)?;
         }
         let reads_before = is_point_read(name).then(|| device_reads(&db));
         let mut ctx = Ctx { flags, db: &db, next_seed };

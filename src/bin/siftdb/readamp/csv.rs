@@ -91,7 +91,18 @@ pub fn fpr_csv(rows: &[SurveyRow]) -> String {
     s
 }
 
-/// Writes `text` to `path`.
+/// Writes `text` to `path`, refusing to follow a symbolic link there (`O_NOFOLLOW`): readamp
+/// overwrites only files it wrote itself, never the target of a link named like one.
 pub fn write(path: &Path, text: &str) -> Result<()> {
-    std::fs::write(path, text).map_err(|e| Error::io(format!("writing {}", path.display()), e))
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let err = |e| Error::io(format!("writing {}", path.display()), e);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(err)?;
+    f.write_all(text.as_bytes()).map_err(err)
 }

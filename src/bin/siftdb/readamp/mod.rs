@@ -68,11 +68,21 @@ fn output_dir(out: Option<&Path>) -> Result<PathBuf> {
             return Err(dirs::refuse("--out", out, "it is not a directory", accepted))
         }
         DirState::Database | DirState::Other(_) => {
-            if let Some(foreign) =
-                dirs::entries(out)?.into_iter().find(|n| !OUTPUTS.contains(&n.as_str()))
-            {
+            let names = dirs::entries(out)?;
+            if let Some(foreign) = names.iter().find(|n| !OUTPUTS.contains(&n.as_str())) {
                 let why = format!("it holds {foreign:?}, which readamp did not write");
                 return Err(dirs::refuse("--out", out, &why, accepted));
+            }
+            // A name alone does not make a file readamp's: a symbolic link (or a directory)
+            // named like an output would have its target overwritten.
+            for name in &names {
+                let meta = std::fs::symlink_metadata(out.join(name)).map_err(|e| {
+                    Error::io(format!("inspecting {}", out.join(name).display()), e)
+                })?;
+                if !meta.file_type().is_file() {
+                    let why = format!("its {name:?} is not a regular file readamp wrote");
+                    return Err(dirs::refuse("--out", out, &why, accepted));
+                }
             }
         }
     }

@@ -154,30 +154,35 @@ pub fn blocks_per_lookup(path: &Path, runs: &[Run], policies: &[&'static str]) -
             color: None,
         });
     }
-    let root = SVGBackend::new(path, (1280, 560)).into_drawing_area();
-    root.fill(&WHITE).map_err(plot_err)?;
-    let (left, right) = root.split_horizontally(640);
-    draw_panel(
-        &left,
-        &Panel {
-            title: "Missing-key lookups",
-            y_label: "data blocks read per lookup",
-            log_y: true,
-            lines: &missing,
-            legend: SeriesLabelPosition::LowerLeft,
-        },
-    )?;
-    draw_panel(
-        &right,
-        &Panel {
-            title: "Present-key lookups",
-            y_label: "data blocks read per lookup",
-            log_y: false,
-            lines: &present,
-            legend: SeriesLabelPosition::MiddleRight,
-        },
-    )?;
-    root.present().map_err(plot_err)
+    // Rendered into memory, then written without following a link at `path` (csv::write).
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (1280, 560)).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        let (left, right) = root.split_horizontally(640);
+        draw_panel(
+            &left,
+            &Panel {
+                title: "Missing-key lookups",
+                y_label: "data blocks read per lookup",
+                log_y: true,
+                lines: &missing,
+                legend: SeriesLabelPosition::LowerLeft,
+            },
+        )?;
+        draw_panel(
+            &right,
+            &Panel {
+                title: "Present-key lookups",
+                y_label: "data blocks read per lookup",
+                log_y: false,
+                lines: &present,
+                legend: SeriesLabelPosition::MiddleRight,
+            },
+        )?;
+        root.present().map_err(plot_err)?;
+    }
+    super::csv::write(path, &svg)
 }
 
 /// `fpr_vs_bits.svg`: measured FPR against bits per key (log y), one line per filter family of
@@ -201,17 +206,21 @@ pub fn fpr_vs_bits(path: &Path, rows: &[SurveyRow]) -> Result<()> {
         dashed: true,
         color: Some(RGBColor(190, 190, 190)),
     });
-    let root = SVGBackend::new(path, (960, 640)).into_drawing_area();
-    root.fill(&WHITE).map_err(plot_err)?;
-    draw_panel(
-        &root,
-        &Panel {
-            title: "Measured false-positive rate against filter memory",
-            y_label: "false-positive rate",
-            log_y: true,
-            lines: &lines,
-            legend: SeriesLabelPosition::LowerLeft,
-        },
-    )?;
-    root.present().map_err(plot_err)
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (960, 640)).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        draw_panel(
+            &root,
+            &Panel {
+                title: "Measured false-positive rate against filter memory",
+                y_label: "false-positive rate",
+                log_y: true,
+                lines: &lines,
+                legend: SeriesLabelPosition::LowerLeft,
+            },
+        )?;
+        root.present().map_err(plot_err)?;
+    }
+    super::csv::write(path, &svg)
 }

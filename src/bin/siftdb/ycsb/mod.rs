@@ -18,6 +18,7 @@
 pub mod hist;
 pub mod zipf;
 
+use crate::dirs;
 use crate::progress;
 use hist::Histogram;
 use siftdb::rng::SplitMix64;
@@ -45,7 +46,9 @@ pub struct YcsbArgs {
     /// Bytes per record (YCSB: 10 fields x 100 bytes).
     #[arg(long, default_value_t = 1000)]
     pub record_size: usize,
-    /// Database directory (default: a temporary directory removed at exit).
+    /// Database directory (default: a temporary directory removed at exit): a new or empty
+    /// directory, or a database an earlier ycsb run created (marked SIFTDB-YCSB). Anything
+    /// else, another siftdb database included, is refused; ycsb deletes nothing.
     #[arg(long)]
     pub db: Option<PathBuf>,
     /// Seed of the client threads' generators (thread i uses seed + i).
@@ -85,6 +88,9 @@ fn value(rng: &mut SplitMix64, len: usize) -> Vec<u8> {
     v
 }
 
+/// The file that marks a database `siftdb ycsb` created (and may load again).
+const YCSB_MARKER: &str = "SIFTDB-YCSB";
+
 /// Loads the records, runs the workload, prints the report.
 pub fn run(args: &YcsbArgs) -> Result<()> {
     let workload = args.workload.to_ascii_lowercase();
@@ -100,7 +106,11 @@ pub fn run(args: &YcsbArgs) -> Result<()> {
             _tmp.path().join("db")
         }
     };
+    let mark = dirs::check_writable_tool_dir(&dir, "--db", YCSB_MARKER, "ycsb")?;
     let db = Db::open(&dir, Options::default())?;
+    if mark {
+        dirs::write_marker(&dir, YCSB_MARKER, "ycsb")?;
+    }
 
     // Load phase: records 0..records, batches of 100.
     let mut rng = SplitMix64::new(args.seed ^ 0x10ad);
