@@ -108,17 +108,26 @@ pub(crate) fn open_error(path: &Path, e: std::io::Error) -> Error {
 }
 
 /// Opens `path` with `O_DIRECT`: read-only, or (`create`) created/truncated write-only. A file
-/// system that refuses `O_DIRECT` gives [`Error::InvalidArgument`] naming the path.
+/// system that refuses `O_DIRECT` gives [`Error::InvalidArgument`] naming the path. A created
+/// file is opened with `O_NOFOLLOW`, as `FsStorage::create` does: the engine never writes
+/// through a symbolic link planted under one of its names.
 #[cfg(target_os = "linux")]
 pub fn open(path: &Path, create: bool) -> Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
     let mut o = std::fs::OpenOptions::new();
+    let mut flags = libc::O_DIRECT;
     if create {
         o.write(true).create(true).truncate(true);
+        flags |= libc::O_NOFOLLOW;
     } else {
         o.read(true);
     }
-    o.custom_flags(libc::O_DIRECT).open(path).map_err(|e| open_error(path, e))
+    o.custom_flags(flags).open(path).map_err(|e| match e.raw_os_error() {
+        Some(libc::ELOOP) if create => {
+            Error::invalid(format!("refusing to create {}: it is a symbolic link", path.display()))
+        }
+        _ => open_error(path, e),
+    })
 }
 
 /// Direct I/O is implemented for Linux only.
@@ -530,6 +539,18 @@ mod tests {
         w.append(b"hello, direct").unwrap();
         drop(w);
         assert_eq!(std::fs::read(&path).unwrap(), b"hello, direct");
+    }
+
+    #[test]
+    fn a_direct_create_never_writes_through_a_symlink() {
+        let dir = test_dir();
+        let target = dir.path().join("precious");
+        std::fs::write(&target, b"not siftdb's").unwrap();
+        let link = dir.path().join("000009.sst");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let e = DirectWritableFile::create(&link).err().expect("a symlink is refused");
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        assert_eq!(std::fs::read(&target).unwrap(), b"not siftdb's");
     }
 
     #[test]
