@@ -225,7 +225,7 @@ fn install(
     // "compaction.manifest_sync" is the compaction's own switch for it (src/testing.rs).
     let appended =
         crate::testing::within("compaction.manifest_sync", "manifest.append_sync", || {
-            manifest.append(&edit)
+            manifest.append(&edit, &inner.manifest_rollover())
         });
     if let Err(e) = appended {
         inner.set_bg_error(&e);
