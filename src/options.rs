@@ -573,7 +573,17 @@ pub struct Options {
     /// given ([`crate::Db::range`]) skips the files whose range filter proves it empty there.
     /// Default `None`.
     pub range_filter: Option<RangeFilterOptions>,
+    /// Size in bytes past which the manifest rolls over while the database is open (RocksDB's
+    /// `max_manifest_file_size`): the next edit that takes it past the larger of this and twice
+    /// the manifest's opening snapshot starts a new manifest holding a snapshot of the state,
+    /// and the old one is deleted (design.md, "Manifest"). Bounds the manifest's disk space and
+    /// the next open's replay. Valid: `1024..`. Default 4 MiB.
+    pub max_manifest_file_size: u64,
 }
+
+/// Default of [`Options::max_manifest_file_size`]: about 30,000 edits of ~140 bytes, replayed
+/// in milliseconds at open, rolled over (a snapshot and four syncs) once per that many edits.
+pub const MAX_MANIFEST_FILE_SIZE_DEFAULT: u64 = 4 << 20;
 
 /// The shape of the range filters of [`Options::range_filter`] (a Grafite filter,
 /// [`crate::filter::Grafite`]).
@@ -647,6 +657,7 @@ impl Default for Options {
             prefix_extractor: None,
             prefix_filter_bits_per_key: 10.0,
             range_filter: None,
+            max_manifest_file_size: MAX_MANIFEST_FILE_SIZE_DEFAULT,
         }
     }
 }
@@ -689,6 +700,7 @@ impl std::fmt::Debug for Options {
             )
             .field("prefix_filter_bits_per_key", &self.prefix_filter_bits_per_key)
             .field("range_filter", &self.range_filter)
+            .field("max_manifest_file_size", &self.max_manifest_file_size)
             .finish()
     }
 }

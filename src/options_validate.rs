@@ -54,6 +54,11 @@ pub const MULTIPLIER_MAX: f64 = 1000.0;
 pub const MAX_SUBCOMPACTIONS_RANGE: RangeInclusive<usize> =
     1..=crate::compaction::subcompaction::MAX_SUBCOMPACTIONS;
 
+/// Smallest `max_manifest_file_size`: a few edits. Any size works (the manifest also rolls
+/// over only at twice its snapshot), but below this a manifest would roll over after every
+/// edit or two, four syncs each.
+pub const MIN_MANIFEST_FILE_SIZE: u64 = 1 << 10;
+
 /// The error for `field = value` outside `range`.
 fn out_of_range(field: &str, value: impl Display, range: &str) -> Error {
     Error::invalid(format!("{field} = {value} is out of range (valid: {range})"))
@@ -212,6 +217,14 @@ impl Options {
         check_meta_blocks(self)?;
         check_usize("metadata_block_size", self.metadata_block_size, METADATA_BLOCK_SIZE_RANGE)?;
         check_usize("max_subcompactions", self.max_subcompactions, MAX_SUBCOMPACTIONS_RANGE)?;
+        if self.max_manifest_file_size < MIN_MANIFEST_FILE_SIZE {
+            let range = format!("{MIN_MANIFEST_FILE_SIZE}..={}", u64::MAX);
+            return Err(out_of_range(
+                "max_manifest_file_size",
+                self.max_manifest_file_size,
+                &range,
+            ));
+        }
         check_filter_policy(&self.filter_policy)?;
         check_scan_filters(self)?;
         check_compaction(&self.compaction)
@@ -344,6 +357,19 @@ mod tests {
         let opts = Options { block_size: 0, ..Options::default() };
         let msg = opts.validate().unwrap_err().to_string();
         assert!(msg.contains("block_size = 0") && msg.contains("64..=268435456"), "{msg}");
+    }
+
+    #[test]
+    fn max_manifest_file_size_below_1_kib_is_refused_by_name() {
+        for bad in [0, 1023] {
+            let opts = Options { max_manifest_file_size: bad, ..Options::default() };
+            let msg = opts.validate().unwrap_err().to_string();
+            assert!(msg.contains(&format!("max_manifest_file_size = {bad}")), "{msg}");
+            assert!(msg.contains("1024..="), "{msg}");
+        }
+        for good in [1024, u64::MAX] {
+            Options { max_manifest_file_size: good, ..Options::default() }.validate().unwrap();
+        }
     }
 
     #[test]

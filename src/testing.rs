@@ -103,6 +103,65 @@ mod imp {
         s.clear();
         ANY.store(false, Ordering::SeqCst);
     }
+
+    use super::OutputHook;
+    static OUTPUT_HOOK: Mutex<Option<OutputHook>> = Mutex::new(None);
+
+    pub fn set_compaction_output_hook(hook: Option<OutputHook>) {
+        *OUTPUT_HOOK.lock() = hook;
+    }
+
+    pub fn compaction_output_started(at: &super::OutputStart<'_>) {
+        // Cloned out of the lock: the hook may block or panic.
+        let hook = OUTPUT_HOOK.lock().clone();
+        if let Some(hook) = hook {
+            hook(at);
+        }
+    }
+}
+
+/// Where a compaction is when it has just created an output file (the argument of the hook
+/// [`set_compaction_output_hook`] installs).
+pub struct OutputStart<'a> {
+    /// Index of the subcompaction (key range) creating the file; 0 runs on the thread that
+    /// runs the compaction.
+    pub range: usize,
+    /// The file's number.
+    pub number: u64,
+    /// Whether the database is closing (`Db::close` or its drop began).
+    pub closing: &'a (dyn Fn() -> bool + Sync),
+    /// Begins closing the database, as the first step of `Db::close` does (a test stops a
+    /// manual compaction with it, since no close can overlap `Db::compact`).
+    pub begin_close: &'a (dyn Fn() + Sync),
+}
+
+/// A compaction output hook (see [`set_compaction_output_hook`]).
+pub type OutputHook = std::sync::Arc<dyn Fn(&OutputStart<'_>) + Send + Sync>;
+
+/// Installs (`Some`) or removes a process-wide hook every compaction calls right after creating
+/// an output file, on the thread creating it: a test panics in it to fail a subcompaction
+/// thread, or blocks in it to hold a compaction mid-run. Without the `fault-injection` feature
+/// this does nothing and returns `false`.
+pub fn set_compaction_output_hook(hook: Option<OutputHook>) -> bool {
+    #[cfg(feature = "fault-injection")]
+    {
+        imp::set_compaction_output_hook(hook);
+        true
+    }
+    #[cfg(not(feature = "fault-injection"))]
+    {
+        let _ = hook;
+        false
+    }
+}
+
+/// Calls the hook of [`set_compaction_output_hook`], if any.
+#[inline]
+pub(crate) fn compaction_output_started(at: &OutputStart<'_>) {
+    #[cfg(feature = "fault-injection")]
+    imp::compaction_output_started(at);
+    #[cfg(not(feature = "fault-injection"))]
+    let _ = at;
 }
 
 /// Whether durability point `point` is active (always, unless a test disabled it).

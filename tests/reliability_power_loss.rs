@@ -9,11 +9,13 @@
 //! acknowledged flush) is present and the state is a prefix of the history (no hole, batches all
 //! or nothing). Small memtables make rotations and background flushes happen on their own.
 //!
-//! Two workloads: `MAIN` (writes, flushes, reopens and a kill, with automatic compaction on
-//! its default trigger) and `COMPACTION` (automatic compaction off, so its compactions are
+//! Three workloads: `MAIN` (writes, flushes, reopens and a kill, with automatic compaction on
+//! its default trigger), `COMPACTION` (automatic compaction off, so its compactions are
 //! deterministic: explicit `Db::compact` and `Db::compact_range` steps with small output files,
 //! so every compaction writes several outputs, syncs them and the directory, and makes one
-//! manifest edit). Sweeping every operation of `COMPACTION` crashes at each of those sync
+//! manifest edit) and `ROLLOVER` (`COMPACTION`'s kind of script with the smallest
+//! `max_manifest_file_size`, so the manifest rolls over every few edits while the database is
+//! open). Sweeping every operation of `COMPACTION` and `ROLLOVER` crashes at each of those sync
 //! points, and between them, in every fate.
 //!
 //! Sharpness: with any one durability point of the engine disabled (`siftdb::testing::skip`),
@@ -38,6 +40,11 @@ struct Workload {
     shape: Shape,
     /// Automatic compaction off and small output files (the `COMPACTION` workload).
     explicit_compaction: bool,
+    /// `Options::max_manifest_file_size` (`None`: the default).
+    max_manifest_file_size: Option<u64>,
+    /// Fewest compactions the script must make (so each sync point of one is crashed at
+    /// several times).
+    min_compactions: u64,
 }
 
 const MAIN: Workload = Workload {
@@ -53,6 +60,8 @@ const MAIN: Workload = Workload {
         compact_percent: 0,
     },
     explicit_compaction: false,
+    max_manifest_file_size: None,
+    min_compactions: 0,
 };
 
 const COMPACTION: Workload = Workload {
@@ -68,6 +77,27 @@ const COMPACTION: Workload = Workload {
         compact_percent: 12,
     },
     explicit_compaction: true,
+    max_manifest_file_size: None,
+    min_compactions: 6,
+};
+
+const ROLLOVER: Workload = Workload {
+    name: "rollover",
+    seed: 0x0011_0FE5,
+    // Flushes and compactions often, reopens only the two every script has: a manifest rolls
+    // over after about ten edits, and an open starts a new one.
+    shape: Shape {
+        ops: 80,
+        keys: 24,
+        pad: 48,
+        sync_percent: 35,
+        flush_percent: 20,
+        reopen_percent: 0,
+        compact_percent: 10,
+    },
+    explicit_compaction: true,
+    max_manifest_file_size: Some(1024),
+    min_compactions: 3,
 };
 
 /// The workload whose sweep must notice a disabled `point`.
@@ -94,6 +124,9 @@ fn options(storage: &MemStorage, w: &Workload) -> Options {
         block_size: 256,
         block_cache_bytes: 1 << 16,
         compaction,
+        max_manifest_file_size: w
+            .max_manifest_file_size
+            .unwrap_or(Options::default().max_manifest_file_size),
         ..Options::default()
     }
 }
@@ -149,10 +182,18 @@ fn power_loss_at_every_operation_keeps_acknowledged_writes_and_a_prefix() {
     testing::restore_all();
     let mut trials = 0;
     let mut failures = Vec::new();
-    for w in [&MAIN, &COMPACTION] {
+    for w in [&MAIN, &COMPACTION, &ROLLOVER] {
         let steps = script(w.seed, w.shape);
         let ops = ops(&steps);
         let (total, compactions) = workload_ops(w, &steps);
+        if w.max_manifest_file_size.is_some() {
+            // Every rollover adds at least 10 storage operations (manifest write and sync,
+            // directory sync, CURRENT.tmp write and sync, rename, directory sync, removal).
+            let plain = Workload { max_manifest_file_size: None, ..*w };
+            let extra = total - workload_ops(&plain, &steps).0;
+            eprintln!("power loss, {} workload: about {} rollovers", w.name, extra / 10);
+            assert!(extra >= 30, "the {} workload rolled over too little ({extra})", w.name);
+        }
         let before = trials;
         for i in 0..=total {
             for fate in 0..FATES {
@@ -168,10 +209,7 @@ fn power_loss_at_every_operation_keeps_acknowledged_writes_and_a_prefix() {
             w.name,
             trials - before
         );
-        if w.explicit_compaction {
-            // Enough compactions that each sync point of one is crashed at several times.
-            assert!(compactions >= 6, "only {compactions} compactions");
-        }
+        assert!(compactions >= w.min_compactions, "{}: only {compactions} compactions", w.name);
     }
     eprintln!("power loss: {trials} trials, {} failures", failures.len());
     assert!(trials >= 1000, "only {trials} trials");

@@ -36,7 +36,7 @@
 use super::collapse::{collapse, Version};
 use super::filter::{build_filter, LevelFilter};
 use super::subcompaction;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::filename;
 use crate::ikey::{self, ValueKind};
 use crate::manifest::FileMeta;
@@ -47,6 +47,7 @@ use crate::sst::{
 use crate::storage::Storage;
 use crate::table_cache::TableCache;
 use crate::version::TableFile;
+use parking_lot::Mutex;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -62,6 +63,17 @@ pub struct JobEnv<'a> {
     pub new_file_number: &'a (dyn Fn() -> u64 + Sync),
     /// The table cache: opens the inputs as the merge reaches them, and the finished outputs.
     pub tables: &'a Arc<TableCache>,
+    /// Whether the database is closing: every range stops at its next entry and the job
+    /// fails with [`closing`], its outputs removed.
+    pub closing: &'a (dyn Fn() -> bool + Sync),
+    /// Begins closing the database (handed to the test hook `testing::OutputStart` only).
+    pub begin_close: &'a (dyn Fn() + Sync),
+}
+
+/// The error of a job stopped because the database is closing (not a failure of the job: the
+/// database keeps its state, and only the closing caller sees it).
+pub fn closing() -> Error {
+    Error::Closed
 }
 
 /// How the outputs of one keyspace are written.
@@ -232,13 +244,16 @@ fn key_head(key: &[u8]) -> u64 {
     u64::from_be_bytes(b)
 }
 
-/// Runs the compaction. On error, outputs already written are removed (best effort; any left
-/// are orphans the next open deletes).
+/// Runs the compaction. On error or panic (returned as an error), every output file the job
+/// created is removed (best effort; any left are orphans the next open deletes): each file's
+/// number enters `made` before the file is created, whichever thread creates it, so a failure
+/// anywhere, a panicking subcompaction thread's included, leaves no file of the job behind.
 pub fn run(env: &JobEnv<'_>, spec: JobSpec) -> Result<JobResult> {
-    let mut made: Vec<u64> = Vec::new();
-    let r = run_inner(env, spec, &mut made);
+    let made: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_inner(env, spec, &made)))
+        .unwrap_or_else(|payload| Err(panicked("compaction", payload)));
     if r.is_err() {
-        for n in made {
+        for n in made.into_inner() {
             env.tables.evict(n);
             let _ = env.storage.remove(&env.dir.join(filename::sst_name(n)));
         }
@@ -246,7 +261,17 @@ pub fn run(env: &JobEnv<'_>, spec: JobSpec) -> Result<JobResult> {
     r
 }
 
-fn run_inner(env: &JobEnv<'_>, mut spec: JobSpec, made: &mut Vec<u64>) -> Result<JobResult> {
+/// The error for a panic of a compaction thread, naming the thread and the panic's message.
+pub(crate) fn panicked(thread: &str, payload: Box<dyn std::any::Any + Send>) -> Error {
+    let msg = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a non-text panic payload".into());
+    Error::invalid(format!("a {thread} thread panicked ({msg})"))
+}
+
+fn run_inner(env: &JobEnv<'_>, mut spec: JobSpec, made: &Mutex<Vec<u64>>) -> Result<JobResult> {
     let mut res = JobResult {
         bytes_read: spec.runs.iter().flatten().map(|f| f.meta.size).sum(),
         ..JobResult::default()
@@ -308,25 +333,26 @@ pub(crate) struct KeyspaceInput<'a> {
     pub tombstones: &'a Tombstones,
 }
 
-/// What the merge of one key range made (file numbers also on failure, to delete them).
+/// What the merge of one key range made.
 #[derive(Default)]
 pub(crate) struct RangeOutput {
-    /// Numbers of the files created, finished or not.
-    pub made: Vec<u64>,
     /// The finished outputs, in key order.
     pub metas: Vec<FileMeta>,
     /// Entry and fallback counts.
     pub res: JobResult,
 }
 
-/// Merges the runs of one keyspace, restricted to `range`, into outputs of that keyspace.
-/// Stops early (returning `Ok` with what it made) once `cancel` is set: another range failed.
+/// Merges the runs of one keyspace, restricted to `range` (the `index`th of the keyspace's
+/// ranges), into outputs of that keyspace, whose numbers it adds to `made` before creating
+/// them. Stops early (returning `Ok` with what it made) once `cancel` is set (another range
+/// failed), and with [`closing`] once the database is closing (`env.closing`).
 pub(crate) fn run_range(
     env: &JobEnv<'_>,
     spec: &JobSpec,
     input: &KeyspaceInput<'_>,
-    range: &KeyRange,
+    (index, range): (usize, &KeyRange),
     cancel: &AtomicBool,
+    made: &Mutex<Vec<u64>>,
     part: &mut RangeOutput,
 ) -> Result<()> {
     let keyspace = input.keyspace;
@@ -350,9 +376,10 @@ pub(crate) fn run_range(
     for r in &mut runs {
         r.settle()?;
     }
-    let (made, metas, res) = (&mut part.made, &mut part.metas, &mut part.res);
+    let (metas, res) = (&mut part.metas, &mut part.res);
     let mut out = Output {
         builder: None,
+        range: index,
         keyspace,
         fallback: Arc::new(AtomicBool::new(false)),
         tombstones: &input.tombstones.surviving,
@@ -368,6 +395,9 @@ pub(crate) fn run_range(
     loop {
         if cancel.load(Ordering::Relaxed) {
             return Ok(());
+        }
+        if (env.closing)() {
+            return Err(closing());
         }
         // The smallest current key among the runs (internal-key order; few runs, linear scan
         // over their heads).
@@ -447,6 +477,8 @@ fn surviving_tombstones(all: &Fragments, spec: &JobSpec) -> Fragments {
 struct Output<'t> {
     /// The builder, its file number and its keyspace.
     builder: Option<(TableBuilder, u64, u32)>,
+    /// Index of the key range among its keyspace's subcompactions.
+    range: usize,
     /// The keyspace of every output.
     keyspace: u32,
     fallback: Arc<AtomicBool>,
@@ -472,10 +504,16 @@ const SPARE_BUFFERS: usize = 64;
 
 impl Output<'_> {
     /// Creates the next output file.
-    fn start(&mut self, env: &JobEnv<'_>, spec: &JobSpec, made: &mut Vec<u64>) -> Result<()> {
+    fn start(&mut self, env: &JobEnv<'_>, spec: &JobSpec, made: &Mutex<Vec<u64>>) -> Result<()> {
         let number = (env.new_file_number)();
-        made.push(number);
+        made.lock().push(number);
         let file = env.storage.create_immutable(&env.dir.join(filename::sst_name(number)))?;
+        crate::testing::compaction_output_started(&crate::testing::OutputStart {
+            range: self.range,
+            number,
+            closing: env.closing,
+            begin_close: env.begin_close,
+        });
         let mut builder = TableBuilder::new(file, spec.layout(self.keyspace).table)?;
         builder.set_keyspace(self.keyspace);
         builder.set_merge_operator(&spec.merge_operator_name);
@@ -560,7 +598,7 @@ fn emit(
     group: &mut Vec<Version>,
     out: &mut Output<'_>,
     metas: &mut Vec<FileMeta>,
-    made: &mut Vec<u64>,
+    made: &Mutex<Vec<u64>>,
     res: &mut JobResult,
 ) -> Result<()> {
     // Versions every reader that can see them finds under a newer range tombstone go first

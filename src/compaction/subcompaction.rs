@@ -16,14 +16,17 @@
 //! ends its outputs' tombstones there, so its files claim keys up to `b` at most and the next
 //! range's files start above `b` (src/range_del.rs, `Fragments::largest_key`).
 //!
-//! Failure: a failing range sets a shared flag the others poll per entry, so they stop early;
-//! the first error is returned and every file any range created is handed to the caller's
-//! `made` list, which `job::run` deletes. Nothing is installed.
+//! Failure: a failing or panicking range (a panic is caught on the range's own thread, the
+//! caller's included, and becomes its error) sets a shared flag the others poll per entry, so
+//! they stop early; the first error is returned. Every range records each output's number in
+//! the job's shared `made` list before creating the file, so `job::run` deletes every file any
+//! range created. Nothing is installed.
 
-use super::job::{run_range, JobEnv, JobSpec, KeyRange, KeyspaceInput, RangeOutput};
+use super::job::{panicked, run_range, JobEnv, JobSpec, KeyRange, KeyspaceInput, RangeOutput};
 use crate::error::{Error, Result};
 use crate::manifest::FileMeta;
 use crate::version::TableFile;
+use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -127,18 +130,21 @@ fn fraction_below(smallest: &[u8], largest: &[u8], cut: &[u8]) -> f64 {
 }
 
 /// Merges each range of one keyspace (the first on this thread, the others on scoped threads)
-/// and returns their outputs in range order. On failure every file made is in `made`.
+/// and returns their outputs in range order. Every file made, on success or failure, is in
+/// `made` (numbers enter it before their files are created).
 pub(crate) fn run_ranges(
     env: &JobEnv<'_>,
     spec: &JobSpec,
     input: &KeyspaceInput<'_>,
     ranges: &[KeyRange],
-    made: &mut Vec<u64>,
+    made: &Mutex<Vec<u64>>,
 ) -> Result<Vec<RangeOutput>> {
     let cancel = AtomicBool::new(false);
-    let run_one = |range: &KeyRange| {
+    let run_one = |index: usize, range: &KeyRange| {
         let mut part = RangeOutput::default();
-        let r = run_range(env, spec, input, range, &cancel, &mut part);
+        let run = || run_range(env, spec, input, (index, range), &cancel, made, &mut part);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run))
+            .unwrap_or_else(|payload| Err(panicked("subcompaction", payload)));
         if r.is_err() {
             cancel.store(true, Ordering::Relaxed);
         }
@@ -146,22 +152,25 @@ pub(crate) fn run_ranges(
     };
     let results: Vec<(Result<()>, RangeOutput)> = match ranges {
         [] => Vec::new(),
-        [only] => vec![run_one(only)],
+        [only] => vec![run_one(0, only)],
         [first, rest @ ..] => std::thread::scope(|s| {
             let handles: Vec<_> = rest
                 .iter()
-                .map(|range| {
+                .enumerate()
+                .map(|(i, range)| {
                     std::thread::Builder::new()
                         .name("siftdb-subcompact".into())
-                        .spawn_scoped(s, || run_one(range))
+                        .spawn_scoped(s, move || run_one(i + 1, range))
                 })
                 .collect();
-            let mut results = vec![run_one(first)];
+            let mut results = vec![run_one(0, first)];
             for h in handles {
                 results.push(match h {
-                    Ok(h) => h.join().unwrap_or_else(|_| {
+                    // `run_one` catches the range's panic; one escaping it is a panic in the
+                    // error path itself.
+                    Ok(h) => h.join().unwrap_or_else(|payload| {
                         cancel.store(true, Ordering::Relaxed);
-                        (Err(Error::invalid("a subcompaction thread panicked")), Default::default())
+                        (Err(panicked("subcompaction", payload)), Default::default())
                     }),
                     Err(e) => {
                         cancel.store(true, Ordering::Relaxed);
@@ -175,7 +184,6 @@ pub(crate) fn run_ranges(
     let mut first_err = None;
     let mut parts: Vec<RangeOutput> = Vec::with_capacity(results.len());
     for (r, part) in results {
-        made.extend_from_slice(&part.made);
         if let Err(e) = r {
             first_err.get_or_insert(e);
         }

@@ -11,6 +11,12 @@
 //! adds every output and deletes every input. A crash before the edit is durable leaves the
 //! old file set (the outputs are orphans that the next open deletes); after, the new one.
 //!
+//! Closing: a running job (background or manual) polls `DbInner::shutting_down` per entry
+//! merged; once the database is closing it stops, removes its outputs and installs nothing
+//! (`job::closing`). That is no failure: the database's state is the one before the job, so
+//! no background error is recorded, and `Db::close` waits for at most one entry of merging
+//! per range, not for the whole compaction.
+//!
 //! Obsolete files: inputs removed by an installed edit go to `DbInner::obsolete`. A file there
 //! is deleted once the list holds the only reference to it (`Arc::strong_count == 1`): no
 //! version a reader or iterator still holds names it, and the manifest no longer does; its
@@ -73,10 +79,18 @@ fn compaction_loop(inner: &DbInner) {
             }
         };
         if let Err(e) = r {
-            inner.set_bg_error(&e);
+            fail(inner, &e);
         }
         let _g = inner.bg_lock.lock();
         inner.bg_cv.notify_all();
+    }
+}
+
+/// Records a failed compaction: the database turns read-only, unless the job was stopped because
+/// the database is closing (module documentation; it installed nothing and left no file).
+fn fail(inner: &DbInner, e: &Error) {
+    if !inner.is_closing() {
+        inner.set_bg_error(e);
     }
 }
 
@@ -172,11 +186,17 @@ pub(crate) fn run_pick(inner: &DbInner, p: &Pick) -> Result<()> {
         scan_filters: inner.opts.scan_filter_spec(),
     };
     let new_number = || inner.new_file_number();
+    let closing = || inner.is_closing();
+    let begin_close = || {
+        inner.life.begin_close();
+    };
     let env = JobEnv {
         storage: &*inner.storage,
         dir: &inner.dir,
         new_file_number: &new_number,
         tables: &inner.tables,
+        closing: &closing,
+        begin_close: &begin_close,
     };
     let res = job::run(&env, spec)?;
     let mut deleted: Vec<(usize, u64)> = inputs.iter().map(|f| (p.level, f.meta.number)).collect();
@@ -192,8 +212,14 @@ pub(crate) fn run_pick(inner: &DbInner, p: &Pick) -> Result<()> {
     // On failure the outputs stay on disk: a failed manifest append or sync does not mean the
     // edit is absent (its bytes may be in the file), so deleting them could leave the manifest
     // naming missing files. If the edit did not land, the next open deletes them as orphans.
-    // (Found by tests/reliability_io_errors.rs.)
-    install(inner, &edit, &deleted, &added)?;
+    // (Found by tests/reliability_io_errors.rs.) Their tables leave the table cache: no version
+    // names them, so nothing would ever evict them.
+    if let Err(e) = install(inner, &edit, &deleted, &added) {
+        for f in &res.outputs {
+            inner.tables.evict(f.meta.number);
+        }
+        return Err(e);
+    }
     c.compactions.fetch_add(1, Ordering::Relaxed);
     c.compaction_bytes_read.fetch_add(res.bytes_read, Ordering::Relaxed);
     c.compaction_bytes_written.fetch_add(res.bytes_written, Ordering::Relaxed);
@@ -225,7 +251,7 @@ fn install(
     // "compaction.manifest_sync" is the compaction's own switch for it (src/testing.rs).
     let appended =
         crate::testing::within("compaction.manifest_sync", "manifest.append_sync", || {
-            manifest.append(&edit)
+            manifest.append(&edit, &inner.manifest_rollover())
         });
     if let Err(e) = appended {
         inner.set_bg_error(&e);
@@ -282,9 +308,14 @@ fn compact_range_jobs(inner: &DbInner, start: Option<&[u8]>, end: Option<&[u8]>)
     inner.check_writable()?;
     // A failed compaction turns the database read-only, as it does on the background thread:
     // a failed fsync of an output or of the directory is never retried. (Found by
-    // tests/reliability_io_errors.rs once its workload compacted explicitly.)
-    let run_pick =
-        |inner: &DbInner, p: &Pick| run_pick(inner, p).inspect_err(|e| inner.set_bg_error(e));
+    // tests/reliability_io_errors.rs once its workload compacted explicitly.) Once the
+    // database is closing no further job starts, and a running one stops (`fail`).
+    let run_pick = |inner: &DbInner, p: &Pick| {
+        if inner.is_closing() {
+            return Err(job::closing());
+        }
+        run_pick(inner, p).inspect_err(|e| fail(inner, e))
+    };
     let policy = &inner.opts.filter_policy;
     for level in 0..NUM_LEVELS - 1 {
         let v = inner.super_version().version.clone();

@@ -22,7 +22,7 @@ use crate::filename;
 use crate::filter::prelude::*;
 use crate::filter::{BlockedBloom, StandardBloom, TwoBitBloom};
 use crate::ikey::{self, ValueKind};
-use crate::manifest::{FileMeta, VersionEdit};
+use crate::manifest::{FileMeta, Rollover, VersionEdit};
 use crate::memtable::Memtable;
 use crate::options::{Compression, FilterConfig, Options};
 use crate::range_del::Fragments;
@@ -415,7 +415,7 @@ fn flush_one(inner: &DbInner, mem: &Arc<Memtable>) -> Result<()> {
         added: files.iter().map(|f| (0, f.meta.clone())).collect(),
         ..VersionEdit::default()
     };
-    manifest.append(&edit)?;
+    manifest.append(&edit, &inner.manifest_rollover())?;
     inner.install_super_version(|cur| {
         // Every flushed file is newer than the L0 files before it; among themselves they hold
         // disjoint keyspaces, so their order does not matter.
@@ -434,6 +434,19 @@ fn flush_one(inner: &DbInner, mem: &Arc<Memtable>) -> Result<()> {
     delete_obsolete_wals(inner, log_number);
     super::compact::purge_obsolete(inner);
     Ok(())
+}
+
+impl DbInner {
+    /// What `Manifest::append` needs to roll the manifest over (every caller appends with it,
+    /// so the manifest rolls over whatever kind of edit makes it large).
+    pub(crate) fn manifest_rollover(&self) -> Rollover<'_> {
+        Rollover {
+            storage: &*self.storage,
+            dir: &self.dir,
+            next_file: &self.next_file,
+            max_file_size: self.opts.max_manifest_file_size,
+        }
+    }
 }
 
 /// Removes WAL files numbered below `log_number`. Failures are ignored: a leftover WAL is

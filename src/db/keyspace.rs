@@ -146,7 +146,7 @@ pub(crate) fn open_keyspace(
             }],
             ..VersionEdit::default()
         };
-        if let Err(e) = manifest.append(&edit) {
+        if let Err(e) = manifest.append(&edit, &inner.manifest_rollover()) {
             inner.set_bg_error(&e);
             return Err(e);
         }
@@ -189,7 +189,7 @@ pub(crate) fn drop_keyspace(inner: &DbInner, name: &str) -> Result<()> {
         dropped_keyspaces: vec![id],
         ..VersionEdit::default()
     };
-    if let Err(e) = manifest.append(&edit) {
+    if let Err(e) = manifest.append(&edit, &inner.manifest_rollover()) {
         inner.set_bg_error(&e);
         return Err(e);
     }

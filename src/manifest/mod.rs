@@ -3,10 +3,11 @@
 //! names the live manifest. Format and crash-safety argument: `design.md`, section "Manifest".
 //!
 //! Life cycle: [`Manifest::create`] writes a new manifest whose first edit is a full snapshot
-//! and installs it through `CURRENT`; [`Manifest::append`] logs one more edit durably;
-//! [`recover`] replays the manifest `CURRENT` names. There is no way to reopen a manifest for
-//! appending: after recovery the engine starts a new one from [`RecoveredState::snapshot_edit`]
-//! (which also drops any torn tail of the old one).
+//! and installs it through `CURRENT`; [`Manifest::append`] logs one more edit durably and rolls
+//! the manifest over (a new one from a snapshot of the state, then the old one removed) once it
+//! grows large; [`recover`] replays the manifest `CURRENT` names. There is no way to reopen a
+//! manifest for appending: after recovery the engine starts a new one from
+//! [`RecoveredState::snapshot_edit`] (which also drops any torn tail of the old one).
 
 mod edit;
 
@@ -21,11 +22,35 @@ use crate::storage::{join, Storage};
 use crate::wal::{WalReader, WalWriter};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// An open manifest being appended to.
 #[derive(Debug)]
 pub struct Manifest {
     writer: WalWriter,
+    /// The state the manifest describes: its snapshot with every appended edit applied (what
+    /// the next open would recover from it, and what a rollover's snapshot records).
+    state: RecoveredState,
+    /// Bytes of the manifest's first record, the snapshot.
+    snapshot_bytes: u64,
+    /// Bytes of the manifest file.
+    size: u64,
+    /// Why the manifest accepts no more edits (a rollover failed or an edit was refused);
+    /// failed appends of the log itself are remembered by `writer`.
+    failed: Option<String>,
+}
+
+/// What [`Manifest::append`] needs to roll the manifest over.
+pub struct Rollover<'a> {
+    /// The file system of the database.
+    pub storage: &'a dyn Storage,
+    /// The database directory.
+    pub dir: &'a Path,
+    /// The engine's file-number allocator (WALs, tables and manifests share its numbers): a new
+    /// manifest takes its number from it.
+    pub next_file: &'a AtomicU64,
+    /// `Options::max_manifest_file_size`.
+    pub max_file_size: u64,
 }
 
 impl Manifest {
@@ -52,7 +77,7 @@ impl Manifest {
         }
         let path = join(dir, &filename::manifest_name(number));
         let mut writer = WalWriter::new(storage.create(&path)?);
-        writer.add_record(&snapshot.encode())?;
+        let snapshot_bytes = writer.add_record(&snapshot.encode())?;
         if crate::testing::enabled("manifest.create_sync") {
             writer.sync()?;
         }
@@ -61,23 +86,94 @@ impl Manifest {
             storage.sync_dir(dir)?;
         }
         set_current(storage, dir, number)?;
-        Ok(Manifest { writer })
+        Ok(Manifest { writer, state: check, snapshot_bytes, size: snapshot_bytes, failed: None })
     }
 
     /// A manifest that refuses every edit with [`Error::ReadOnly`] carrying `why` and writes
     /// nothing (the manifest of a database opened read-only).
     pub(crate) fn read_only(why: &str) -> Manifest {
-        Manifest { writer: WalWriter::read_only(why) }
+        Manifest {
+            writer: WalWriter::read_only(why),
+            state: RecoveredState::empty(0),
+            snapshot_bytes: 0,
+            size: 0,
+            failed: Some(why.to_string()),
+        }
     }
 
-    /// Appends `edit` and syncs it. After an error the manifest accepts nothing more
-    /// ([`Error::ReadOnly`]); whether the edit is durable is unknown.
-    pub fn append(&mut self, edit: &VersionEdit) -> Result<()> {
-        self.writer.add_record(&edit.encode())?;
+    /// Appends `edit` and syncs it, then rolls the manifest over if it has grown past
+    /// [`Manifest::rollover_size`]: a new manifest numbered from `env.next_file` holding a
+    /// snapshot of the state is written and made current ([`Manifest::create`]), and the old
+    /// file removed. The edit is checked against the state first: one that recovery would
+    /// reject is refused before it reaches the file. After an error the manifest accepts
+    /// nothing more ([`Error::ReadOnly`]) and whether the edit is durable is unknown to the
+    /// caller (it is durable when only the rollover failed, in whichever manifest `CURRENT`
+    /// names: both hold it).
+    pub fn append(&mut self, edit: &VersionEdit, env: &Rollover<'_>) -> Result<()> {
+        if let Some(why) = &self.failed {
+            return Err(Error::ReadOnly(format!("the manifest failed earlier: {why}")));
+        }
+        let checked = self.state.apply(edit).and_then(|()| match self.state.misnumbered_file() {
+            Some(what) => Err(Error::invalid(what)),
+            None => Ok(()),
+        });
+        if let Err(e) = checked {
+            // The state may be partly changed: nothing more may be appended or snapshotted.
+            let why = format!("a version edit recovery would reject was refused: {e}");
+            self.failed = Some(why.clone());
+            return Err(Error::invalid(why));
+        }
+        self.size = self.writer.add_record(&edit.encode())?;
         if crate::testing::enabled("manifest.append_sync") {
             self.writer.sync()?;
         }
+        if self.size > self.rollover_size(env.max_file_size) {
+            self.roll_over(env)?;
+        }
         Ok(())
+    }
+
+    /// The size past which the manifest rolls over: `max_file_size`, but at least twice its
+    /// snapshot, so rolling over never costs more than the edits appended since (a database of
+    /// many files whose snapshot alone passes `max_file_size` would otherwise roll over at
+    /// every edit).
+    pub fn rollover_size(&self, max_file_size: u64) -> u64 {
+        max_file_size.max(self.snapshot_bytes.saturating_mul(2))
+    }
+
+    /// Number of the manifest file.
+    pub fn number(&self) -> u64 {
+        self.state.manifest_number
+    }
+
+    /// Replaces this manifest by a new one holding a snapshot of its state. Every appended edit
+    /// is already synced here, so a crash anywhere leaves `CURRENT` naming a manifest that
+    /// holds every edit: the old one, or the new complete one (`Manifest::create`); the old
+    /// file is removed only once `CURRENT` names the new one durably. A failure leaves the
+    /// manifest refusing further edits: after a failed rename or directory sync of `CURRENT`
+    /// the engine cannot know which manifest the next open reads, so no later edit has a
+    /// durable place; and a failed write or sync of the new files is a failing device, which
+    /// the engine never retries (design.md, "Manifest").
+    fn roll_over(&mut self, env: &Rollover<'_>) -> Result<()> {
+        let number = env.next_file.fetch_add(1, Ordering::SeqCst);
+        let mut snapshot = self.state.snapshot_edit();
+        // Above every number handed out, this manifest's and those of files a running flush or
+        // compaction is writing but no edit names yet.
+        let next = env.next_file.load(Ordering::SeqCst).max(self.state.next_file_number);
+        snapshot.next_file_number = Some(next);
+        match Manifest::create(env.storage, env.dir, number, &snapshot) {
+            Ok(new) => {
+                let old = std::mem::replace(self, new);
+                // Best effort: a manifest `CURRENT` does not name is removed by the next open.
+                let _ = env.storage.remove(&join(env.dir, &filename::manifest_name(old.number())));
+                Ok(())
+            }
+            Err(e) => {
+                let name = filename::manifest_name(number);
+                self.failed = Some(format!("rolling the manifest over to {name} failed: {e}"));
+                Err(e)
+            }
+        }
     }
 }
 
@@ -195,6 +291,16 @@ impl RecoveredState {
         Ok(())
     }
 
+    /// What is wrong if a live file's number is not below the next file number (recovery's
+    /// check of a whole manifest, which [`Manifest::append`] makes after every edit).
+    fn misnumbered_file(&self) -> Option<String> {
+        let max_file = self.levels.iter().filter_map(|f| f.keys().next_back()).max();
+        let next = self.next_file_number;
+        max_file
+            .filter(|&&n| n >= next)
+            .map(|n| format!("live file {n} is not below next file number {next}"))
+    }
+
     /// One edit that recreates this state (for the first record of a new manifest).
     pub fn snapshot_edit(&self) -> VersionEdit {
         let mut edit = VersionEdit {
@@ -276,10 +382,8 @@ pub fn recover(storage: &dyn Storage, dir: &Path) -> Result<Option<RecoveredStat
     if seen != [true; 3] {
         return Err(corrupt("manifest never sets log, next-file and sequence numbers".into()));
     }
-    let max_file = state.levels.iter().filter_map(|f| f.keys().next_back()).max();
-    if let Some(&n) = max_file.filter(|&&n| n >= state.next_file_number) {
-        let next = state.next_file_number;
-        return Err(corrupt(format!("live file {n} is not below next file number {next}")));
+    if let Some(what) = state.misnumbered_file() {
+        return Err(corrupt(what));
     }
     Ok(Some(state))
 }

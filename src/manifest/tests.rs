@@ -1,5 +1,6 @@
 use super::*;
 use crate::manifest::edit::OPTIONAL_TAG;
+use crate::storage::mem::{DataFate, DirFate};
 use crate::storage::MemStorage;
 
 fn dir() -> &'static Path {
@@ -30,6 +31,14 @@ fn snapshot(log: u64, next: u64, seq: u64, files: &[(u32, u64)]) -> VersionEdit 
         e.add_file(level, meta(n, format!("k{n}").as_bytes()));
     }
     e
+}
+
+/// Numbers for the manifests of [`keep`] (which never rolls over).
+static UNUSED_NUMBERS: AtomicU64 = AtomicU64::new(1 << 20);
+
+/// Appends that never roll the manifest over.
+fn keep(s: &MemStorage) -> Rollover<'_> {
+    Rollover { storage: s, dir: dir(), next_file: &UNUSED_NUMBERS, max_file_size: u64::MAX }
 }
 
 fn storage() -> MemStorage {
@@ -114,7 +123,7 @@ fn create_append_recover_round_trip() {
     e3.delete_file(1, 13);
     e3.add_file(2, meta(13, b"b"));
     for e in [&e1, &e2, &e3] {
-        m.append(e).unwrap();
+        m.append(e, &keep(&s)).unwrap();
     }
     let state = recover(&s, dir()).unwrap().unwrap();
     assert_eq!(files(&state), [(2, 13)]);
@@ -173,7 +182,7 @@ fn three_edits() -> (MemStorage, Vec<u8>) {
     for n in 3..6 {
         let mut e = VersionEdit { last_sequence: Some(n * 100), ..Default::default() };
         e.add_file(0, meta(n, b"x"));
-        m.append(&e).unwrap();
+        m.append(&e, &keep(&s)).unwrap();
     }
     let bytes = s.read_all(&dir().join(filename::manifest_name(1))).unwrap();
     (s, bytes)
@@ -210,7 +219,7 @@ fn failed_append_sync_then_crash_keeps_or_drops_the_edit_whole() {
         let mut e = VersionEdit::default();
         e.add_file(0, meta(4, &[7; 5000]));
         s.fail_after(1, true); // the append succeeds, its sync fails
-        assert!(m.append(&e).is_err());
+        assert!(m.append(&e, &keep(&s)).is_err());
         s.crash_keep_random_prefix(seed);
         let state = recover(&s, dir()).unwrap().unwrap();
         assert!(files(&state).is_empty() || files(&state) == [(0, 4)], "seed {seed}");
@@ -249,8 +258,17 @@ fn inconsistent_edits_and_bad_current_are_corruption() {
     ahead.add_file(3, meta(10, b"z"));
     for bad in [ghost, ahead] {
         let s = storage();
-        let mut m = Manifest::create(&s, dir(), 1, &snapshot(2, 10, 0, &[])).unwrap();
-        m.append(&bad).unwrap();
+        let first = snapshot(2, 10, 0, &[]);
+        let mut m = Manifest::create(&s, dir(), 1, &first).unwrap();
+        // `append` refuses such an edit (before writing it, and everything after it) ...
+        assert!(m.append(&bad, &keep(&s)).is_err());
+        assert_eq!(recover(&s, dir()).unwrap().unwrap().edits, 1);
+        assert!(m.append(&VersionEdit::default(), &keep(&s)).is_err());
+        // ... and recovery finds it corrupt when one is in the file.
+        let mut w = crate::wal::WalWriter::new(s.create(&dir().join("MANIFEST-000001")).unwrap());
+        w.add_record(&first.encode()).unwrap();
+        w.add_record(&bad.encode()).unwrap();
+        w.sync().unwrap();
         assert!(recover(&s, dir()).unwrap_err().is_corruption());
     }
     // A snapshot without the counters is refused before anything is written.
@@ -323,4 +341,169 @@ fn malformed_keyspace_fields_are_corruption() {
     let mut bad_name = bytes.clone();
     bad_name[6 + 4 + 4] = 0xFF; // the name's one byte: not UTF-8
     assert!(VersionEdit::decode(&bad_name).unwrap_err().to_string().contains("UTF-8"));
+}
+
+/// A seeded sequence of flush- and compaction-like edits over files numbered from `next`:
+/// each adds a new L0 file or moves every L0 file into one L1 file.
+fn churn(seed: u64, n: usize, next: &AtomicU64) -> Vec<VersionEdit> {
+    let mut rng = crate::rng::SplitMix64::new(seed);
+    let mut l0: Vec<u64> = Vec::new();
+    let mut l1: Option<u64> = None;
+    let mut edits = Vec::new();
+    for i in 0..n {
+        let number = next.fetch_add(1, Ordering::SeqCst);
+        let mut e = VersionEdit {
+            next_file_number: Some(next.load(Ordering::SeqCst)),
+            last_sequence: Some(i as u64 * 10),
+            ..VersionEdit::default()
+        };
+        if l0.len() < 3 || rng.below(3) > 0 {
+            e.add_file(0, meta(number, format!("k{number}").as_bytes()));
+            l0.push(number);
+        } else {
+            for n in l0.drain(..) {
+                e.delete_file(0, n);
+            }
+            if let Some(old) = l1.replace(number) {
+                e.delete_file(1, old);
+            }
+            e.add_file(1, meta(number, b"a"));
+        }
+        edits.push(e);
+    }
+    edits
+}
+
+/// Manifest files in `dir()`.
+fn manifests(s: &MemStorage) -> Vec<String> {
+    let names = s.list(dir()).unwrap();
+    names.into_iter().filter(|n| n.starts_with("MANIFEST-")).collect()
+}
+
+#[test]
+fn appends_roll_the_manifest_over_past_its_size_keeping_one_file_and_the_state() {
+    let s = storage();
+    let next = AtomicU64::new(3);
+    let mut m = Manifest::create(&s, dir(), 2, &snapshot(1, 3, 0, &[])).unwrap();
+    let env = Rollover { storage: &s, dir: dir(), next_file: &next, max_file_size: 1024 };
+    let mut model = RecoveredState::empty(0);
+    model.apply(&snapshot(1, 3, 0, &[])).unwrap();
+    let mut rollovers = 0;
+    for e in churn(7, 300, &next) {
+        let before = m.number();
+        m.append(&e, &env).unwrap();
+        model.apply(&e).unwrap();
+        rollovers += usize::from(m.number() != before);
+        // One manifest, named by CURRENT, numbered from the allocator, never past its limit
+        // by more than one edit, and recovering to the state of every edit so far.
+        let names = manifests(&s);
+        assert_eq!(names, [filename::manifest_name(m.number())]);
+        assert!(m.number() < next.load(Ordering::SeqCst));
+        let size = s.open(&dir().join(&names[0])).unwrap().len();
+        assert!(size <= m.rollover_size(1024) + 256, "{size} bytes");
+        let got = recover(&s, dir()).unwrap().unwrap();
+        assert_eq!(files(&got), files(&model));
+        assert_eq!(got.last_sequence, model.last_sequence);
+        assert!(got.next_file_number >= model.next_file_number);
+        if m.number() != before {
+            // The snapshot's next file number is above every number handed out.
+            assert!(got.next_file_number >= next.load(Ordering::SeqCst));
+        }
+    }
+    assert!(rollovers >= 10, "only {rollovers} rollovers");
+}
+
+#[test]
+fn a_large_snapshot_rolls_over_at_twice_its_size_not_at_every_edit() {
+    let s = storage();
+    let files: Vec<(u32, u64)> = (10..60).map(|n| (2, n)).collect();
+    let first = snapshot(1, 100, 0, &files);
+    let mut m = Manifest::create(&s, dir(), 2, &first).unwrap();
+    let snapshot_bytes = s.open(&dir().join("MANIFEST-000002")).unwrap().len();
+    assert!(snapshot_bytes > 1024, "the snapshot alone passes the limit");
+    let next = AtomicU64::new(100);
+    let env = Rollover { storage: &s, dir: dir(), next_file: &next, max_file_size: 1024 };
+    let len =
+        |m: &Manifest| s.open(&dir().join(filename::manifest_name(m.number()))).unwrap().len();
+    let (mut snapshot_len, mut prev_len, mut rollovers) = (snapshot_bytes, snapshot_bytes, 0);
+    for e in churn(3, 200, &next) {
+        let before = m.number();
+        m.append(&e, &env).unwrap();
+        if m.number() != before {
+            // The old manifest had grown past twice its snapshot with this edit (at most its
+            // encoding plus two record headers of log framing).
+            let with_edit = prev_len + e.encode().len() as u64 + 14;
+            assert!(with_edit > 2 * snapshot_len, "rolled over at {with_edit} bytes");
+            snapshot_len = len(&m);
+            rollovers += 1;
+        }
+        prev_len = len(&m);
+    }
+    assert!(rollovers >= 2, "{rollovers} rollovers");
+}
+
+#[test]
+fn a_cut_at_every_storage_operation_of_a_rollover_keeps_every_synced_edit() {
+    let first = snapshot(1, 3, 0, &[]);
+    let next0 = 3;
+    let edits = churn(11, 12, &AtomicU64::new(next0));
+    // Appends that roll over at the last edit: the limit just below the manifest's size then.
+    let probe = storage();
+    let mut m = Manifest::create(&probe, dir(), 2, &first).unwrap();
+    let never = AtomicU64::new(1 << 20);
+    let env = Rollover { storage: &probe, dir: dir(), next_file: &never, max_file_size: u64::MAX };
+    for e in &edits[..edits.len() - 1] {
+        m.append(e, &env).unwrap();
+    }
+    let limit = probe.open(&dir().join("MANIFEST-000002")).unwrap().len() + 1;
+    let ops_before_last = probe.op_count();
+    let next = AtomicU64::new(next0 + edits.len() as u64);
+    let env = Rollover { storage: &probe, dir: dir(), next_file: &next, max_file_size: limit };
+    m.append(edits.last().unwrap(), &env).unwrap();
+    assert_ne!(m.number(), 2, "the last edit rolls the manifest over");
+    let total = probe.op_count() - ops_before_last;
+    assert!(total >= 10, "an append with a rollover is at least 10 operations: {total}");
+    let with = |n: usize| {
+        let mut st = RecoveredState::empty(0);
+        st.apply(&first).unwrap();
+        edits[..n].iter().for_each(|e| st.apply(e).unwrap());
+        files(&st)
+    };
+    let crashes: [fn(&MemStorage); 4] = [
+        MemStorage::crash_drop_unsynced,
+        MemStorage::crash_lose_unsynced_dir_entries,
+        |s| s.crash_keep_random_prefix(5),
+        |s| s.crash(DataFate::KeepRandomPrefix(9), DirFate::RandomSubset(13)),
+    ];
+    for n in 0..=total {
+        for (c, crash) in crashes.iter().enumerate() {
+            let s = storage();
+            let mut m = Manifest::create(&s, dir(), 2, &first).unwrap();
+            let keep =
+                Rollover { storage: &s, dir: dir(), next_file: &never, max_file_size: u64::MAX };
+            for e in &edits[..edits.len() - 1] {
+                m.append(e, &keep).unwrap();
+            }
+            let next = AtomicU64::new(next0 + edits.len() as u64);
+            let env = Rollover { storage: &s, dir: dir(), next_file: &next, max_file_size: limit };
+            s.fail_after(n, true); // operation n and everything after it fail: power is cut
+            let appended = m.append(edits.last().unwrap(), &env).is_ok();
+            // The last operation, removing the old manifest, may fail: the next open removes it.
+            assert_eq!(appended, n + 1 >= total, "op {n}");
+            if !appended {
+                let again = m.append(&VersionEdit::default(), &env).unwrap_err();
+                assert!(matches!(again, Error::ReadOnly(_)), "op {n}: {again}");
+            }
+            crash(&s);
+            let got = recover(&s, dir()).unwrap_or_else(|e| panic!("op {n} crash {c}: {e}"));
+            let got = files(&got.unwrap());
+            // The edit's own append and sync are the first two operations: a cut after them
+            // (in the rollover) must keep it.
+            if n >= 2 {
+                assert_eq!(got, with(edits.len()), "op {n} crash {c}");
+            } else {
+                assert!(got == with(edits.len()) || got == with(edits.len() - 1), "op {n}");
+            }
+        }
+    }
 }
