@@ -108,7 +108,7 @@ fn trial(
     variant: u64,
 ) -> Result<(), String> {
     let dir = Path::new("/db");
-    let storage = MemStorage::new();
+    let storage = realistic_storage();
     storage.fail_after(fail_at, true);
     let out = run_with(dir, &options(&storage, w), steps, &|| storage.kill_process());
     match fate {
@@ -137,7 +137,7 @@ fn trial(
 /// Storage operations the uninterrupted workload performs.
 /// Storage operations and compactions of the uninterrupted workload.
 fn workload_ops(w: &Workload, steps: &[Step]) -> (u64, u64) {
-    let storage = MemStorage::new();
+    let storage = realistic_storage();
     let out = run_with(Path::new("/db"), &options(&storage, w), steps, &|| storage.kill_process());
     assert!(!out.failed, "the {} workload runs cleanly without faults", w.name);
     (storage.op_count(), out.compactions)
