@@ -11,18 +11,69 @@
 
 mod brief_index;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::filter::FilterKind;
 use crate::manifest::FileMeta;
 use crate::sst::index::key_prefix;
 use crate::sst::Table;
 use crate::table_cache::{Slot, TableCache};
 use brief_index::BriefIndex;
+use std::collections::BTreeMap;
 use std::ops::Bound;
+use std::path::Path;
 use std::sync::Arc;
 
 /// Number of levels, L0..L6.
 pub const NUM_LEVELS: usize = 7;
+
+/// Checks that a replayed manifest's file set (`levels[l]`: the files of level `l`, by number)
+/// is one a [`Version`] can serve, before any of it is used: no file on a level at or beyond
+/// [`NUM_LEVELS`] (the manifest format allows 16; a table there would be unreadable, and the
+/// cleanup at open would delete it as an orphan), and the files of each sorted level (L1+)
+/// have disjoint `(keyspace, user key)` ranges (a level search finds at most one candidate
+/// file, so an overlap hides keys). A violation is corruption of `manifest`.
+pub fn check_recovered_levels(levels: &[BTreeMap<u64, FileMeta>], manifest: &Path) -> Result<()> {
+    let corrupt = |what: String| {
+        Err(Error::Corruption { file: Some(manifest.to_path_buf()), offset: None, what })
+    };
+    for (level, files) in levels.iter().enumerate() {
+        if level >= NUM_LEVELS {
+            if let Some(meta) = files.values().next() {
+                return corrupt(format!(
+                    "table {} is at level {level}, but this build has levels 0..={} only \
+                     ({} tables at that level)",
+                    crate::filename::sst_name(meta.number),
+                    NUM_LEVELS - 1,
+                    files.len()
+                ));
+            }
+            continue;
+        }
+        if level == 0 {
+            continue;
+        }
+        let mut sorted: Vec<&FileMeta> = files.values().collect();
+        sorted.sort_by(|a, b| a.smallest().cmp(&b.smallest()));
+        for pair in sorted.windows(2) {
+            let (a, b) = (pair[0], pair[1]);
+            if a.largest() >= b.smallest() {
+                return corrupt(format!(
+                    "tables {} and {} of level {level} overlap (keyspace {} keys \"{}\"..=\"{}\" and \
+                     keyspace {} keys \"{}\"..=\"{}\")",
+                    crate::filename::sst_name(a.number),
+                    crate::filename::sst_name(b.number),
+                    a.keyspace,
+                    a.smallest_key.escape_ascii(),
+                    a.largest_key.escape_ascii(),
+                    b.keyspace,
+                    b.smallest_key.escape_ascii(),
+                    b.largest_key.escape_ascii(),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
 
 /// Facts about a table that statistics and compaction need without opening it, taken from the
 /// table when it was first opened (written, or verified at `Db::open`).

@@ -3,7 +3,6 @@
 
 use std::collections::HashMap;
 use std::process::Command;
-use std::time::Instant;
 
 const HEADER: &str = "policy,budget_bits_per_key,level,files,entries,filter,filter_bytes,\
 bits_per_key,configured_fpr,built_fpr,observed_fpr,checks_per_missing,blocks_per_missing,\
@@ -36,7 +35,6 @@ fn try_tiny(
     (bits, lookups): (&str, u64),
     extra: &[&str],
 ) -> Result<String, String> {
-    let t = Instant::now();
     let output = Command::new(env!("CARGO_BIN_EXE_siftdb"))
         .args(["readamp", "--out"])
         .arg(out)
@@ -54,8 +52,6 @@ fn try_tiny(
     if !output.status.success() {
         return Err(format!("{stdout}\n{}", String::from_utf8_lossy(&output.stderr)));
     }
-    // About 5 s in release on the 2-core machine; the guard is loose because it is shared.
-    assert!(t.elapsed().as_secs() < 60, "tiny readamp took {:?}", t.elapsed());
     Ok(stdout)
 }
 

@@ -1,6 +1,9 @@
 //! The kill -9 crash loop, bounded (issue 7): `siftdb crashtest` with 300 cycles (the child
 //! writes synced batches while a second thread compacts) must report no lost acknowledged
-//! write, no hole and no failed open, with kills landing in recovery and in compactions. Longer runs:
+//! write, no hole and no failed open. Every kill is aimed by the child's progress (after its
+//! `start` line, its n-th `compact`, or its n-th acknowledgement; one cycle in ten kills the
+//! first open of a new directory), so what a run covers follows from its seed and cycle count,
+//! not from the machine's speed. Longer runs:
 //! `cargo run --release -- crashtest --cycles 100000 --seed N --dir /path`.
 
 use std::process::Command;
@@ -10,8 +13,9 @@ use std::process::Command;
 struct Summary {
     acked: u64,
     compactions: u64,
-    kills_in_recovery: u64,
-    kills_in_compaction: u64,
+    aimed_recovery: u64,
+    aimed_compaction: u64,
+    creations: u64,
 }
 
 /// Runs `cycles` kill/recover cycles with `seed`; asserts the run is clean (no lost acknowledged
@@ -44,32 +48,24 @@ fn run_clean(cycles: u32, seed: u64) -> Summary {
     Summary {
         acked: count("acknowledged writes "),
         compactions: count("compactions "),
-        kills_in_recovery: count("kills during recovery "),
-        kills_in_compaction: count("during compaction "),
+        aimed_recovery: count("kills aimed at recovery "),
+        aimed_compaction: count("at compaction "),
+        creations: count("at creation "),
     }
 }
 
 #[test]
 fn three_hundred_kill_9_cycles_lose_no_acknowledged_write() {
-    // The loop must actually acknowledge writes, compact, and kill the child inside recovery
-    // and inside compactions, or it proves little. (A run of seed 11 on a shared 2-core machine
-    // counted 7,640 writes, 372 compactions, 84 kills in recovery, 110 in compaction.) Where the
-    // kills land depends on the machine's speed and load, so a run that falls short of a floor
-    // is followed by more rounds of 300 cycles (each one must be clean too), at most 4 in all.
-    let mut total = Summary::default();
-    for round in 0..4u64 {
-        let s = run_clean(300, 11 + round);
-        total.acked += s.acked;
-        total.compactions += s.compactions;
-        total.kills_in_recovery += s.kills_in_recovery;
-        total.kills_in_compaction += s.kills_in_compaction;
-        if total.acked >= 300
-            && total.compactions >= 50
-            && total.kills_in_recovery >= 10
-            && total.kills_in_compaction >= 10
-        {
-            return;
-        }
-    }
-    panic!("1,200 cycles without enough coverage: {total:?}");
+    // Each floor follows from the kill plan of seed 11 and the child's work-driven compactions
+    // (one per 16 acknowledged writes, each finished before the next is asked for), whatever
+    // the machine's speed: a kill aimed at `ack n` comes after n + 1 acknowledgements, one aimed
+    // at the n-th `compact` after 16n. Where the kills land (recovery, compaction) depends on
+    // timing and is printed, not asserted.
+    let s = run_clean(300, 11);
+    eprintln!("{s:?}");
+    assert!(s.creations >= 30, "{s:?}");
+    assert!(s.aimed_recovery >= 10, "{s:?}");
+    assert!(s.aimed_compaction >= 30, "{s:?}");
+    assert!(s.acked >= 10_000, "{s:?}");
+    assert!(s.compactions >= 300, "{s:?}");
 }

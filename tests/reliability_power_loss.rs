@@ -141,7 +141,7 @@ fn trial(
     variant: u64,
 ) -> Result<(), String> {
     let dir = Path::new("/db");
-    let storage = MemStorage::new();
+    let storage = realistic_storage();
     storage.fail_after(fail_at, true);
     let out = run_with(dir, &options(&storage, w), steps, &|| storage.kill_process());
     match fate {
@@ -170,7 +170,7 @@ fn trial(
 /// Storage operations the uninterrupted workload performs.
 /// Storage operations and compactions of the uninterrupted workload.
 fn workload_ops(w: &Workload, steps: &[Step]) -> (u64, u64) {
-    let storage = MemStorage::new();
+    let storage = realistic_storage();
     let out = run_with(Path::new("/db"), &options(&storage, w), steps, &|| storage.kill_process());
     assert!(!out.failed, "the {} workload runs cleanly without faults", w.name);
     (storage.op_count(), out.compactions)
@@ -253,4 +253,55 @@ fn disabling_any_durability_point_is_detected() {
         }
     }
     assert!(undetected.is_empty(), "disabling {undetected:?} went unnoticed");
+}
+
+/// A file system as the engine meets it on Linux: new directories need their parent synced,
+/// and logs are reserved in zero-filled windows (the mapped WAL) until closed.
+fn realistic_storage() -> MemStorage {
+    MemStorage::new().with_volatile_directories().with_preallocated_logs(4096)
+}
+
+#[test]
+fn power_loss_at_every_step_of_a_creation_leaves_a_directory_that_opens() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    testing::restore_all();
+    // Nested: the creation makes `/a`, `/a/b` and `/a/b/db`.
+    let dir = Path::new("/a/b/db");
+    let opts =
+        |s: &MemStorage| Options { storage: Some(Arc::new(s.clone())), ..Options::default() };
+    let total = {
+        let s = realistic_storage();
+        drop(Db::open(dir, opts(&s)).unwrap());
+        s.op_count()
+    };
+    let mut failures = Vec::new();
+    for i in 0..=total {
+        for fate in 0..FATES {
+            let s = realistic_storage();
+            s.fail_after(i, true);
+            drop(Db::open(dir, opts(&s))); // cut at operation `i`: an error, or the whole creation
+            match fate {
+                0 => s.crash_drop_unsynced(),
+                1 => s.crash_keep_random_prefix(i),
+                2 => s.crash_lose_unsynced_dir_entries(),
+                _ => s.crash(DataFate::KeepRandomPrefix(i), DirFate::RandomSubset(i ^ 0xC0FFEE)),
+            }
+            let check = || -> siftdb::Result<Option<Vec<u8>>> {
+                let db = Db::open(dir, opts(&s))?;
+                let mut b = siftdb::WriteBatch::new();
+                b.put("k", "v");
+                db.write_opt(b, siftdb::WriteOptions { sync: true })?;
+                drop(db);
+                s.crash_drop_unsynced();
+                Db::open(dir, opts(&s))?.get("k")
+            };
+            match check() {
+                Ok(Some(v)) if v == b"v" => {}
+                other => failures.push(format!("cut at op {i} fate {fate}: {other:?}")),
+            }
+        }
+    }
+    eprintln!("creation: {total} storage operations, {} trials", (total + 1) * FATES as u64);
+    assert!(total >= 10, "a creation of {total} operations");
+    assert!(failures.is_empty(), "{failures:#?}");
 }

@@ -37,11 +37,9 @@ pub(crate) fn checkpoint(inner: &DbInner, target: &Path) -> Result<()> {
     }
     let _manifest = inner.manifest.lock();
     let sv = inner.super_version();
-    storage.create_dir_all(target)?;
-    // The new directory's own entry must survive a power loss too.
-    if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
-        storage.sync_dir(parent)?;
-    }
+    // The new directory's own entry, and those of any parents made for it, must survive a
+    // power loss too.
+    crate::storage::create_dir_all_durably(storage, target)?;
 
     let mut edit = VersionEdit::default();
     for (level, files) in sv.version.levels().iter().enumerate() {

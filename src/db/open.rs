@@ -39,9 +39,11 @@ use std::sync::Arc;
 const WAL_BYTES_PER_ENTRY_GUESS: u64 = 32;
 
 /// A directory without `CURRENT` is a new database only if it holds nothing but what an
-/// interrupted creation leaves (LOCK, CURRENT.tmp, a manifest, empty WALs). Foreign files, or
-/// tables and non-empty WALs (a database whose CURRENT was lost), are an error, raised before
-/// anything is written (not even the LOCK file), so the directory is left as it was.
+/// interrupted creation leaves (LOCK, CURRENT.tmp, a manifest, WALs without a record: a
+/// creation killed after the first WAL was made leaves it empty, or zero-filled to the mapped
+/// WAL's preallocation). Foreign files, or tables and WALs holding a complete record (a
+/// database whose CURRENT was lost), are an error, raised before anything is written (not even
+/// the LOCK file), so the directory is left as it was.
 fn refuse_foreign_directory(storage: &dyn Storage, dir: &Path) -> Result<()> {
     if storage.exists(&dir.join(filename::CURRENT))? {
         return Ok(());
@@ -55,7 +57,7 @@ fn refuse_foreign_directory(storage: &dyn Storage, dir: &Path) -> Result<()> {
                 )))
             }
             Some((FileKind::Sst, _)) => true,
-            Some((FileKind::Wal, _)) => !storage.open(&dir.join(&name))?.is_empty(),
+            Some((FileKind::Wal, _)) => wal_holds_data(storage, &dir.join(&name))?,
             Some(_) => false,
         };
         if data {
@@ -67,6 +69,16 @@ fn refuse_foreign_directory(storage: &dyn Storage, dir: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whether a WAL holds something a creation never writes: a complete, CRC-valid record, or
+/// damage the reader cannot call a torn tail (bytes it cannot account for count as data).
+fn wal_holds_data(storage: &dyn Storage, path: &Path) -> Result<bool> {
+    let file = storage.open(path)?;
+    if file.is_empty() {
+        return Ok(false);
+    }
+    Ok(read_wal(file, path).map_or(true, |rec| !rec.records.is_empty()))
 }
 
 /// The storage and table cache of a database in `dir`, as `opts` configure them.
@@ -136,8 +148,10 @@ fn recover_files(
 
     // Tables: each is opened (and verified) once to take its `TableInfo`; the table cache
     // keeps the most recent `max_open_files` of them open.
+    let manifest_path = dir.join(filename::manifest_name(state.manifest_number));
+    crate::version::check_recovered_levels(&state.levels, &manifest_path)?;
     let mut levels = vec![Vec::new(); NUM_LEVELS];
-    for (level, files) in state.levels.iter().enumerate().take(NUM_LEVELS) {
+    for (level, files) in state.levels.iter().enumerate() {
         for meta in files.values() {
             tables.note_level(meta.number, level); // before the open: L0 tables may be pinned
             let table = tables.open(meta.number)?;
@@ -297,7 +311,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let parts = engine_parts(dir, &opts)?;
     let storage = parts.0.clone();
     if opts.create_if_missing {
-        storage.create_dir_all(dir)?;
+        crate::storage::create_dir_all_durably(&*storage, dir)?;
     }
     if !storage.exists(dir)? {
         return Err(Error::invalid(format!("database directory {} does not exist", dir.display())));

@@ -19,8 +19,19 @@
 //! bumps a generation number: handles opened before the crash fail with an I/O error from then
 //! on, so a leftover engine cannot scribble on the post-crash state.
 //!
-//! Simplifications: directories are created durably (the engine creates its directory once);
-//! a failed operation has no effect; `create` of an existing name makes a new node (the old one
+//! Directories: by default a directory is durable as soon as `create_dir_all` makes it. A storage
+//! made with [`MemStorage::with_volatile_directories`] holds a new directory's entry in its
+//! parent like a file's: durable only after `sync_dir` of the parent (`""` or `"."` for a
+//! relative one-component path); a crash that reverts it loses the directory and everything
+//! under it. File-system roots (`/`, `""`, `"."`) always exist.
+//!
+//! Preallocated logs: a storage made with [`MemStorage::with_preallocated_logs`] models the
+//! mapped WAL (src/storage/mmap_log.rs), which reserves its file in zero-filled windows and cuts
+//! it to its length only when closed: a log created by `create_log` and not yet closed (or
+//! dropped by a live process) is left by a killed process or a crash zero-filled up to the next
+//! window boundary (at least one window).
+//!
+//! Simplifications: removing a directory is durable at once; a failed operation has no effect; `create` of an existing name makes a new node (the old one
 //! stays reachable through the durable namespace until the next `sync_dir`).
 //!
 //! Fault injection counts every fallible call on the storage and on its handles (one "operation"
@@ -77,6 +88,21 @@ struct Node {
     synced_len: usize,
     /// A sync of this file failed: later syncs make nothing durable until a crash.
     poisoned: bool,
+    /// Window of a preallocated log still open for appending (0: none); see the module doc.
+    prealloc: usize,
+}
+
+impl Node {
+    /// A killed process or a crash leaves an open preallocated log zero-filled to the end of
+    /// its current window; from then on it is a plain file.
+    fn fill_reservation(&mut self) {
+        if self.prealloc > 0 {
+            let w = self.prealloc;
+            let len = self.data.len().max(1).div_ceil(w) * w;
+            self.data.resize(len, 0);
+            self.prealloc = 0;
+        }
+    }
 }
 
 type NodeRef = Arc<Mutex<Node>>;
@@ -88,6 +114,12 @@ struct State {
     live: BTreeMap<PathBuf, NodeRef>,
     durable: BTreeMap<PathBuf, NodeRef>,
     dirs: BTreeSet<PathBuf>,
+    /// The directories a crash keeps (all of `dirs` unless `volatile_dirs`).
+    durable_dirs: BTreeSet<PathBuf>,
+    /// New directories need a `sync_dir` of their parent to survive a crash.
+    volatile_dirs: bool,
+    /// Window of the logs `create_log` makes (0: logs are plain files).
+    log_window: usize,
     locks: BTreeSet<PathBuf>,
     /// Operations counted so far (see the module doc).
     ops: u64,
@@ -121,6 +153,21 @@ fn parent(path: &Path) -> &Path {
     path.parent().unwrap_or(Path::new(""))
 }
 
+/// A directory that always exists and is held by no other: `/`, `""` (relative paths' base)
+/// and `"."`.
+fn is_root(path: &Path) -> bool {
+    path == Path::new(".") || path.parent().is_none()
+}
+
+/// `"."` names the same directory as `""` (the base of relative paths).
+fn norm(dir: &Path) -> &Path {
+    if dir == Path::new(".") {
+        Path::new("")
+    } else {
+        dir
+    }
+}
+
 fn not_found(op: &str, path: &Path) -> Error {
     Error::io(format!("{op} {}", path.display()), std::io::Error::from(ErrorKind::NotFound))
 }
@@ -146,7 +193,21 @@ impl State {
     }
 
     fn dir_exists(&self, dir: &Path) -> bool {
-        dir.as_os_str().is_empty() || self.dirs.contains(dir)
+        is_root(dir) || self.dirs.contains(dir)
+    }
+
+    /// After a crash rewrote `dirs`: drops directories whose parent is gone, then files whose
+    /// directory is gone (nothing reaches them any more).
+    fn prune_unreachable(&mut self) {
+        // Sorted order visits a parent before its children.
+        let dirs: Vec<PathBuf> = self.dirs.iter().cloned().collect();
+        for d in dirs {
+            if !self.dir_exists(parent(&d)) {
+                self.dirs.remove(&d);
+            }
+        }
+        let dirs = &self.dirs;
+        self.live.retain(|p, _| is_root(parent(p)) || dirs.contains(parent(p)));
     }
 
     fn require_parent(&self, op: &str, path: &Path) -> Result<()> {
@@ -169,6 +230,20 @@ impl MemStorage {
     /// An empty file system.
     pub fn new() -> MemStorage {
         MemStorage::default()
+    }
+
+    /// A file system whose new directories survive a crash only once their parent directory was
+    /// synced (module doc, "Directories").
+    pub fn with_volatile_directories(self) -> MemStorage {
+        self.state.lock().volatile_dirs = true;
+        self
+    }
+
+    /// A file system whose logs (`create_log`) behave as mapped logs reserving `window`-byte
+    /// zero-filled windows (module doc, "Preallocated logs").
+    pub fn with_preallocated_logs(self, window: usize) -> MemStorage {
+        self.state.lock().log_window = window;
+        self
     }
 
     /// Power loss: every file reverts to its synced content and every directory change since the
@@ -195,11 +270,23 @@ impl MemStorage {
     pub fn crash(&self, data: DataFate, dirs: DirFate) {
         let mut st = self.state.lock();
         match dirs {
-            DirFate::RevertUnsynced => st.live = st.durable.clone(),
-            DirFate::RandomSubset(seed) => st.live = random_subset(&st, seed),
+            DirFate::RevertUnsynced => {
+                st.live = st.durable.clone();
+                st.dirs = st.durable_dirs.clone();
+            }
+            DirFate::RandomSubset(seed) => {
+                st.live = random_subset(&st, seed);
+                // Coin flips of their own, so the file entries' flips do not depend on them.
+                let mut rng = SplitMix64::new(seed ^ 0xD1D5);
+                let durable = &st.durable_dirs;
+                let kept = st.dirs.iter().filter(|d| durable.contains(*d) || rng.below(2) == 0);
+                st.dirs = kept.cloned().collect();
+            }
             DirFate::KeepAll => {}
         }
+        st.prune_unreachable();
         st.durable = st.live.clone();
+        st.durable_dirs = st.dirs.clone();
         let mut rng = match data {
             DataFate::KeepRandomPrefix(seed) => Some(SplitMix64::new(seed)),
             _ => None,
@@ -221,7 +308,9 @@ impl MemStorage {
                 _ => n.data.len(),
             };
             n.data.truncate(keep);
-            n.synced_len = keep;
+            // The reserved size is metadata that may reach the disk before any data does.
+            n.fill_reservation();
+            n.synced_len = n.data.len();
             n.poisoned = false;
         }
         st.generation += 1;
@@ -234,6 +323,9 @@ impl MemStorage {
     /// locks are released, fault injection is disarmed and every handle opened before is dead.
     pub fn kill_process(&self) {
         let mut st = self.state.lock();
+        for node in st.live.values() {
+            node.lock().fill_reservation();
+        }
         st.generation += 1;
         st.locks.clear();
         st.fail_at = None;
@@ -282,6 +374,15 @@ impl Storage for MemStorage {
             generation: st.generation,
             len: 0,
         }))
+    }
+
+    fn create_log(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let file = self.create(path)?;
+        let st = self.state.lock();
+        if let Some(node) = st.live.get(path) {
+            node.lock().prealloc = st.log_window;
+        }
+        Ok(file)
     }
 
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
@@ -345,18 +446,26 @@ impl Storage for MemStorage {
     fn exists(&self, path: &Path) -> Result<bool> {
         let mut st = self.state.lock();
         st.begin(None, "checking existence of", path)?;
-        Ok(st.live.contains_key(path) || st.dirs.contains(path))
+        Ok(st.live.contains_key(path) || st.dir_exists(path))
     }
 
     fn create_dir_all(&self, dir: &Path) -> Result<()> {
         let mut st = self.state.lock();
         st.begin(None, "creating directory", dir)?;
-        let ancestors: Vec<&Path> = dir.ancestors().filter(|a| !a.as_os_str().is_empty()).collect();
+        let ancestors: Vec<&Path> = dir.ancestors().filter(|a| !is_root(a)).collect();
         if ancestors.iter().any(|a| st.live.contains_key(*a)) {
             let e = std::io::Error::from(ErrorKind::AlreadyExists);
             return Err(Error::io(format!("creating directory {}", dir.display()), e));
         }
-        st.dirs.extend(ancestors.into_iter().map(Path::to_path_buf));
+        let made: Vec<PathBuf> = ancestors
+            .into_iter()
+            .filter(|a| !st.dirs.contains(*a))
+            .map(Path::to_path_buf)
+            .collect();
+        if !st.volatile_dirs {
+            st.durable_dirs.extend(made.iter().cloned());
+        }
+        st.dirs.extend(made);
         Ok(())
     }
 
@@ -374,6 +483,7 @@ impl Storage for MemStorage {
         // Directories are durable when made and gone when removed (module doc, simplifications):
         // entries a crash would have brought back go with the directory.
         st.dirs.remove(dir);
+        st.durable_dirs.remove(dir);
         st.durable.retain(|p, _| parent(p) != dir);
         Ok(())
     }
@@ -384,11 +494,15 @@ impl Storage for MemStorage {
         if !st.dir_exists(dir) {
             return Err(not_found("syncing directory", dir));
         }
+        let dir = norm(dir);
         let st = &mut *st;
         st.durable.retain(|p, _| parent(p) != dir);
         for (p, node) in st.live.iter().filter(|(p, _)| parent(p) == dir) {
             st.durable.insert(p.clone(), node.clone());
         }
+        let live_dirs = &st.dirs;
+        st.durable_dirs.retain(|d| parent(d) != dir || live_dirs.contains(d));
+        st.durable_dirs.extend(st.dirs.iter().filter(|d| parent(d) == dir).cloned());
         Ok(())
     }
 

@@ -166,6 +166,29 @@ pub fn copy_file<S: Storage + ?Sized>(storage: &S, from: &Path, to: &Path) -> Re
     out.sync()
 }
 
+/// Creates `dir` and its missing parents, then makes the entry of each directory it created
+/// durable by syncing the directory holding it (`.` for a relative one-component path), top
+/// down: a file later synced into `dir` then survives a power loss together with the path that
+/// reaches it. Directories that existed before are left alone.
+pub fn create_dir_all_durably<S: Storage + ?Sized>(storage: &S, dir: &Path) -> Result<()> {
+    let mut created = Vec::new();
+    for a in dir.ancestors() {
+        if a.as_os_str().is_empty() || storage.exists(a)? {
+            break;
+        }
+        created.push(a);
+    }
+    storage.create_dir_all(dir)?;
+    for a in created.iter().rev() {
+        match a.parent() {
+            Some(p) if p.as_os_str().is_empty() => storage.sync_dir(Path::new("."))?,
+            Some(p) => storage.sync_dir(p)?,
+            None => {} // a file-system root has no entry to sync
+        }
+    }
+    Ok(())
+}
+
 /// Joins a directory and a file name.
 pub fn join(dir: &Path, name: &str) -> PathBuf {
     dir.join(name)

@@ -3,16 +3,24 @@
 //! Each cycle the parent starts a child (this binary, hidden subcommand `crashtest-child`) that
 //! opens the database in `--dir` and writes synced batches and single writes, printing
 //! `ack <i>` on stdout (flushed) after write `i` returns. A second thread of the child compacts
-//! (`Db::compact`, a flush then a full compaction) every few milliseconds, and small memtables
-//! keep background flushes and compactions running too. After a random delay (sometimes almost
-//! none, so the kill lands during recovery) the parent sends SIGKILL, collects the child's
-//! lines, opens the database itself and checks it.
+//! (`Db::compact`, a flush then a full compaction) after every `COMPACT_EVERY` writes, and small
+//! memtables keep background flushes and compactions running too. The writer starts the next
+//! request only once the previous compaction finished, so the compactions a child completes
+//! follow from the writes it made, whatever the machine's speed.
+//!
+//! When to kill is decided by the child's progress, never by a clock: the parent reads the
+//! child's lines as they come and sends SIGKILL right after the line its seeded plan names for
+//! the cycle: `start` (printed just before `Db::open`: the kill lands in recovery), the `j`-th
+//! `compact` (in a compaction), or `ack <n>` (after `n + 1` acknowledged writes). One cycle in
+//! `CREATE_EVERY` is a creation: the child's `Db::open` creates a new database in a directory of
+//! its own, and is killed right after `start`, so the kill lands in the creation; the parent
+//! checks that directory as it checks the main one, writes to it, and destroys it.
 //!
 //! Where the kill landed, from the child's lines (each written and flushed whole): `start`
 //! before `Db::open`, `open` after it (a kill between the two hit recovery), `compact` before a
 //! compaction and `compacted <n>` after it (`n`: compactions the child's database completed so
 //! far, background ones included); a kill after a `compact` with no `compacted` hit a
-//! compaction. The summary line counts both.
+//! compaction. The summary line counts the kills aimed at each place and where they landed.
 //!
 //! Checkable history: write `i` of cycle `c` has id `c << 24 | i`; its keys, kinds and values are
 //! a function of the seed and the id (every value names the id), so the parent can replay any
@@ -29,12 +37,17 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::sync::{Condvar, Mutex};
+use std::time::Instant;
 
 /// Keys in the key space: small, so writes overwrite and delete each other constantly.
 const KEYS: u64 = 64;
 /// Memtable size of parent and child: a few dozen writes, so flushes happen every cycle.
 const MEMTABLE_BYTES: usize = 4096;
+/// The child asks for a compaction after every this many acknowledged writes.
+const COMPACT_EVERY: u64 = 16;
+/// One cycle in this many kills the first `Db::open` of a new directory.
+const CREATE_EVERY: u64 = 10;
 
 /// Arguments of `siftdb crashtest`.
 #[derive(clap::Args, Debug, Clone)]
@@ -49,9 +62,10 @@ pub struct CrashtestArgs {
     /// directory (anything else, a siftdb database included, is refused).
     #[arg(long)]
     dir: Option<PathBuf>,
-    /// Longest time a child runs before it is killed, in milliseconds.
-    #[arg(long, default_value_t = 30)]
-    max_ms: u64,
+    /// Most acknowledged writes a child makes before it is killed (the kill point of a cycle
+    /// aimed at acknowledgements is drawn below this).
+    #[arg(long, default_value_t = 200)]
+    max_acks: u64,
 }
 
 /// Arguments of the hidden child process.
@@ -63,6 +77,13 @@ pub struct ChildArgs {
     seed: u64,
     #[arg(long)]
     cycle: u64,
+}
+
+/// Compaction requests of the child's writer and completions of its compaction thread.
+#[derive(Default)]
+struct Requests {
+    state: Mutex<(u64, u64)>,
+    cv: Condvar,
 }
 
 type State = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -97,15 +118,22 @@ fn say(line: std::fmt::Arguments<'_>) -> Result<()> {
         .map_err(|e| siftdb::Error::io("writing to the parent", e))
 }
 
-/// The child's compaction thread: a full compaction every 0-4 ms, announced before and after.
-fn compact_loop(db: &Db, seed: u64) -> Result<()> {
-    let mut rng = SplitMix64::new(seed);
+/// The child's compaction thread: a full compaction for each request of the writer, announced
+/// before and after.
+fn compact_loop(db: &Db, requests: &Requests) -> Result<()> {
     loop {
-        std::thread::sleep(Duration::from_micros(rng.below(4_000)));
+        {
+            let mut g = requests.state.lock().unwrap_or_else(|e| e.into_inner());
+            while g.1 == g.0 {
+                g = requests.cv.wait(g).unwrap_or_else(|e| e.into_inner());
+            }
+        }
         say(format_args!("compact"))?;
         db.compact()?;
         let s = db.stats();
         say(format_args!("compacted {}", s.compactions + s.trivial_moves))?;
+        requests.state.lock().unwrap_or_else(|e| e.into_inner()).1 += 1;
+        requests.cv.notify_all();
     }
 }
 
@@ -115,9 +143,10 @@ pub fn child(args: &ChildArgs) -> Result<()> {
     say(format_args!("start"))?;
     let db = Db::open(&args.dir, options())?;
     say(format_args!("open"))?;
+    let requests = Requests::default();
     std::thread::scope(|scope| {
         scope.spawn(|| {
-            let e = match compact_loop(&db, args.seed ^ args.cycle) {
+            let e = match compact_loop(&db, &requests) {
                 Err(e) => e,
                 Ok(()) => unreachable!("the compaction loop ends only by an error"),
             };
@@ -125,11 +154,11 @@ pub fn child(args: &ChildArgs) -> Result<()> {
             eprintln!("crashtest child: compaction failed: {e}");
             std::process::exit(3);
         });
-        write_loop(&db, args)
+        write_loop(&db, args, &requests)
     })
 }
 
-fn write_loop(db: &Db, args: &ChildArgs) -> Result<()> {
+fn write_loop(db: &Db, args: &ChildArgs, requests: &Requests) -> Result<()> {
     for i in 0..(1 << 24) {
         let mut b = WriteBatch::new();
         for (k, v) in records(args.seed, write_id(args.cycle, i)) {
@@ -140,6 +169,15 @@ fn write_loop(db: &Db, args: &ChildArgs) -> Result<()> {
         }
         db.write_opt(b, WriteOptions { sync: true })?;
         say(format_args!("ack {i}"))?;
+        if (i + 1) % COMPACT_EVERY == 0 {
+            // One request at a time: wait for the previous compaction, then ask for the next.
+            let mut g = requests.state.lock().unwrap_or_else(|e| e.into_inner());
+            while g.1 < g.0 {
+                g = requests.cv.wait(g).unwrap_or_else(|e| e.into_inner());
+            }
+            g.0 += 1;
+            requests.cv.notify_all();
+        }
     }
     Ok(())
 }
@@ -179,13 +217,37 @@ struct Tally {
     lost: u64,
     holes: u64,
     failed_opens: u64,
+    /// Kills aimed at recovery (right after `start`), at a compaction (right after a
+    /// `compact`), and at the first open of a new directory (creations).
+    aimed_recovery: u64,
+    aimed_compaction: u64,
+    creations: u64,
     /// Kills before the child printed `start` (process start-up), between `start` and `open`
     /// (recovery), and inside a `compact` .. `compacted` pair.
     before_start: u64,
     in_recovery: u64,
     in_compaction: u64,
-    /// Compactions the children completed (their last `compacted` counts).
+    /// Compactions the children completed (`compacted` lines).
     compactions: u64,
+}
+
+/// Where a cycle's kill is aimed: right after the child prints `start`, its `n`-th `compact`
+/// (from 1), or `ack <n>`.
+#[derive(Clone, Copy, Debug)]
+enum KillAt {
+    Start,
+    Compact(u64),
+    Ack(u64),
+}
+
+impl KillAt {
+    fn matches(self, word: &str, arg: Option<u64>, compacts: u64) -> bool {
+        match self {
+            KillAt::Start => word == "start",
+            KillAt::Compact(n) => word == "compact" && compacts == n,
+            KillAt::Ack(n) => word == "ack" && arg == Some(n),
+        }
+    }
 }
 
 /// What one child printed before it was killed.
@@ -197,8 +259,10 @@ struct ChildReport {
     opened: bool,
     /// A `compact` line not followed by `compacted`.
     compacting: bool,
-    /// The count of the last `compacted` line.
-    compactions: u64,
+    /// `compact` lines.
+    compacts: u64,
+    /// `compacted` lines.
+    compacted: u64,
 }
 
 /// The parent loop.
@@ -212,6 +276,8 @@ pub fn run(args: &CrashtestArgs) -> Result<()> {
         }
     };
     crate::dirs::check_new_or_empty(&dir, "--dir", "crashtest")?;
+    // Creation cycles make their databases here, never beside the user's directory.
+    let scratch = tempfile::tempdir().map_err(|e| siftdb::Error::io("creating a temp dir", e))?;
     let exe = std::env::current_exe().map_err(|e| siftdb::Error::io("finding this binary", e))?;
     let mut rng = SplitMix64::new(args.seed);
     let mut state = {
@@ -221,68 +287,63 @@ pub fn run(args: &CrashtestArgs) -> Result<()> {
     let mut t = Tally::default();
     let start = Instant::now();
     for cycle in 0..args.cycles {
-        // One cycle in eight is killed within 3 ms: mostly during the child's recovery.
-        let delay_us =
-            if rng.below(8) == 0 { rng.below(3_000) } else { rng.below(args.max_ms.max(1) * 1000) };
-        let report = run_child(&exe, &dir, args.seed, cycle, Duration::from_micros(delay_us))?;
-        let acks = report.last_ack;
+        let creation = cycle % CREATE_EVERY == CREATE_EVERY / 2;
+        let kill_at = match rng.below(8) {
+            _ if creation => KillAt::Start,
+            0 => KillAt::Start,
+            1 | 2 => KillAt::Compact(1 + rng.below(3)),
+            _ => KillAt::Ack(rng.below(args.max_acks.max(1))),
+        };
+        let target =
+            if creation { scratch.path().join(format!("db-{cycle}")) } else { dir.clone() };
+        let report = run_child(&exe, &target, args.seed, cycle, kill_at)?;
         t.cycles += 1;
-        t.acked += acks.map_or(0, |a| a + 1);
+        t.creations += u64::from(creation);
+        t.aimed_recovery += u64::from(!creation && matches!(kill_at, KillAt::Start));
+        t.aimed_compaction += u64::from(matches!(kill_at, KillAt::Compact(_)));
+        t.acked += report.last_ack.map_or(0, |a| a + 1);
         t.before_start += u64::from(!report.started);
         t.in_recovery += u64::from(report.started && !report.opened);
         t.in_compaction += u64::from(report.compacting);
-        t.compactions += report.compactions;
-        let db = match Db::open(&dir, options()) {
-            Ok(db) => db,
-            Err(e) => {
-                eprintln!("crashtest: cycle {cycle}: open failed: {e}");
+        t.compactions += report.compacted;
+        let base = if creation { State::new() } else { state.clone() };
+        let Some(got) = check_cycle(&target, &base, args.seed, cycle, &report, &mut t) else {
+            break;
+        };
+        if creation {
+            // The new database takes writes, keeps them, and goes.
+            let after = Db::open(&target, options()).and_then(|db| {
+                let mut b = WriteBatch::new();
+                b.put("after-creation", "kept");
+                db.write_opt(b, WriteOptions { sync: true })?;
+                db.close()?;
+                let db = Db::open(&target, options())?;
+                let v = db.get("after-creation")?;
+                db.close()?;
+                Ok(v)
+            });
+            if !matches!(&after, Ok(Some(v)) if v == b"kept") {
+                eprintln!("crashtest: cycle {cycle}: the created database lost a write: {after:?}");
                 t.failed_opens += 1;
                 break;
             }
-        };
-        let got = match read_state(&db) {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("crashtest: cycle {cycle}: reading failed: {e}");
-                t.failed_opens += 1;
-                break;
-            }
-        };
-        drop(db);
-        // Acknowledged count a1 = acks + 1; candidates j = a1 and a1 + 1; below is a loss.
-        let acked = acks.map_or(0, |a| a + 1);
-        let mut model = state.clone();
-        let mut matched = None;
-        for j in 0..=acked + 1 {
-            if j > 0 {
-                apply(&mut model, args.seed, write_id(cycle, j - 1));
-            }
-            if model == got {
-                matched = Some(j);
-            }
+            Db::destroy(&target)?;
+        } else {
+            state = got;
         }
-        match matched {
-            Some(j) if j >= acked => {}
-            Some(j) => {
-                eprintln!("crashtest: cycle {cycle}: {} acknowledged writes lost", acked - j);
-                t.lost += acked - j;
-            }
-            None => {
-                eprintln!("crashtest: cycle {cycle}: recovered state is no prefix of the history");
-                t.holes += 1;
-            }
-        }
-        state = got;
     }
     println!(
         "crashtest: cycles {}, acknowledged writes {}, acknowledged writes lost {}, holes {}, \
-         failed opens {}, kills during recovery {}, during compaction {}, before open {}, \
-         compactions {} ({:.1} s)",
+         failed opens {}, kills aimed at recovery {}, at compaction {}, at creation {}, \
+         kills during recovery {}, during compaction {}, before open {}, compactions {} ({:.1} s)",
         t.cycles,
         t.acked,
         t.lost,
         t.holes,
         t.failed_opens,
+        t.aimed_recovery,
+        t.aimed_compaction,
+        t.creations,
         t.in_recovery,
         t.in_compaction,
         t.before_start,
@@ -295,13 +356,60 @@ pub fn run(args: &CrashtestArgs) -> Result<()> {
     Ok(())
 }
 
-/// Runs one child for `delay`, kills it, and returns what it printed.
+/// Opens `dir` after cycle `cycle`'s kill and checks it holds `base` plus a prefix of the
+/// cycle's writes with every acknowledged one; counts violations in `t`. Returns the state
+/// recovered, or `None` when the database could not be opened or read (the loop stops).
+fn check_cycle(
+    dir: &Path,
+    base: &State,
+    seed: u64,
+    cycle: u64,
+    report: &ChildReport,
+    t: &mut Tally,
+) -> Option<State> {
+    let got = Db::open(dir, options()).and_then(|db| read_state(&db));
+    let got = match got {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("crashtest: cycle {cycle}: open or read of {} failed: {e}", dir.display());
+            t.failed_opens += 1;
+            return None;
+        }
+    };
+    // Acknowledged count a1 = acks + 1; candidates j = a1 and a1 + 1; below is a loss.
+    let acked = report.last_ack.map_or(0, |a| a + 1);
+    let mut model = base.clone();
+    let mut matched = None;
+    for j in 0..=acked + 1 {
+        if j > 0 {
+            apply(&mut model, seed, write_id(cycle, j - 1));
+        }
+        if model == got {
+            matched = Some(j);
+        }
+    }
+    match matched {
+        Some(j) if j >= acked => {}
+        Some(j) => {
+            eprintln!("crashtest: cycle {cycle}: {} acknowledged writes lost", acked - j);
+            t.lost += acked - j;
+        }
+        None => {
+            eprintln!("crashtest: cycle {cycle}: recovered state is no prefix of the history");
+            t.holes += 1;
+        }
+    }
+    Some(got)
+}
+
+/// Runs one child, kills it (SIGKILL) right after it prints the line `kill_at` names, and
+/// returns what it printed.
 fn run_child(
     exe: &Path,
     dir: &Path,
     seed: u64,
     cycle: u64,
-    delay: Duration,
+    kill_at: KillAt,
 ) -> Result<ChildReport> {
     let mut child = Command::new(exe)
         .arg("crashtest-child")
@@ -315,35 +423,44 @@ fn run_child(
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| siftdb::Error::io("starting the crashtest child", e))?;
-    std::thread::sleep(delay);
-    // SIGKILL on Unix. The child may have exited on its own (an error): its stderr says why.
-    let _ = child.kill();
-    let status = child.wait().map_err(|e| siftdb::Error::io("waiting for the child", e))?;
     let mut r = ChildReport::default();
+    let mut killed = false;
     if let Some(out) = child.stdout.take() {
+        // Lines after the kill (written before it landed) are read too, up to the pipe's end.
         for line in BufReader::new(out).lines() {
             let line = line.map_err(|e| siftdb::Error::io("reading the child's lines", e))?;
             let (word, arg) = line.split_once(' ').unwrap_or((&line, ""));
-            match (word, arg.parse::<u64>().ok()) {
+            let arg = arg.parse::<u64>().ok();
+            match (word, arg) {
                 ("ack", Some(i)) => r.last_ack = Some(i),
                 ("start", _) => r.started = true,
                 ("open", _) => r.opened = true,
-                ("compact", _) => r.compacting = true,
-                ("compacted", Some(n)) => {
+                ("compact", _) => {
+                    r.compacting = true;
+                    r.compacts += 1;
+                }
+                ("compacted", Some(_)) => {
                     r.compacting = false;
-                    r.compactions = n;
+                    r.compacted += 1;
                 }
                 _ => {}
             }
+            if !killed && kill_at.matches(word, arg, r.compacts) {
+                // SIGKILL on Unix.
+                let _ = child.kill();
+                killed = true;
+            }
         }
     }
-    if status.success() || status.code().is_some() {
+    let _ = child.kill();
+    let status = child.wait().map_err(|e| siftdb::Error::io("waiting for the child", e))?;
+    if !killed || status.success() || status.code().is_some() {
         let mut err = String::new();
         if let Some(mut e) = child.stderr.take() {
             let _ = e.read_to_string(&mut err);
         }
         return Err(siftdb::Error::invalid(format!(
-            "crashtest child exited by itself ({status}): {}",
+            "crashtest child exited by itself ({status}) before its kill point {kill_at:?}: {}",
             err.trim()
         )));
     }

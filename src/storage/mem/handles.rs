@@ -42,13 +42,25 @@ impl WritableFile for MemWritableFile {
     fn len(&self) -> u64 {
         self.len
     }
+
+    /// A preallocated log gives back its reservation (its length is what was appended).
+    fn close(&mut self) -> Result<()> {
+        self.node.lock().prealloc = 0;
+        Ok(())
+    }
 }
 
 impl Drop for MemWritableFile {
     /// A closed file stops growing: give back the spare capacity its appends doubled into
     /// (up to half of it), which a storage holding a whole database otherwise keeps per file.
+    /// A live process's drop also closes a preallocated log (a killed one's never runs).
     fn drop(&mut self) {
-        self.node.lock().data.shrink_to_fit();
+        let live = self.state.lock().generation == self.generation;
+        let mut n = self.node.lock();
+        if live {
+            n.prealloc = 0;
+        }
+        n.data.shrink_to_fit();
     }
 }
 
