@@ -38,8 +38,9 @@ fn direct_multi_get_leaves_no_thread_behind_once_the_db_is_dropped() {
     // This thread's ring too.
     assert!(db.multi_get(&keys[..100]).into_iter().all(|r| r.unwrap().is_some()));
     drop(db);
-    // Worker threads end asynchronously: wait for the count to come back, boundedly.
-    let deadline = Instant::now() + Duration::from_secs(10);
+    // Worker threads end asynchronously: wait for the count to come back. The bound is a hang
+    // guard only (generous for a loaded machine), not a speed requirement.
+    let deadline = Instant::now() + Duration::from_secs(120);
     while threads() > before && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }

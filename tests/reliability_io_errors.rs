@@ -147,14 +147,17 @@ fn failing_any_storage_operation_is_reported_and_loses_nothing_acknowledged() {
     }));
     let steps = script(SEED, SHAPE);
     let ops = ops(&steps);
-    let (total, compactions) = {
+    let total = {
         let s = MemStorage::new();
         let out = run(Path::new("/db"), &options(&s), &steps);
         assert!(!out.failed);
-        (s.op_count(), out.compactions)
+        s.op_count()
     };
-    // Compaction steps in the script: the sweep fails operations inside compactions too.
-    assert!(compactions >= 3, "only {compactions} compactions");
+    // Compaction steps in the script: the sweep fails operations inside compactions too. The
+    // explicit steps are counted, not the compactions the stats saw: background ones depend on
+    // timing (a close stops a running one), and a premise must not depend on the machine.
+    let compactions = steps.iter().filter(|s| matches!(s, Step::Compact { .. })).count();
+    assert!(compactions >= 2, "only {compactions} compaction steps");
     let mut trials = 0;
     let mut failures = Vec::new();
     for n in 0..=total {
