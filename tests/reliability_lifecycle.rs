@@ -279,7 +279,8 @@ fn a_batch_naming_another_databases_keyspace_is_refused() {
     let default_a = a.existing_keyspace("default").unwrap();
     let orders_b = b.keyspace("orders", KeyspaceOptions::default()).unwrap();
     assert_eq!(orders_b.name(), "orders");
-    let adds: [(&str, fn(&mut WriteBatch, &siftdb::Keyspace)); 5] = [
+    type Add = fn(&mut WriteBatch, &siftdb::Keyspace);
+    let adds: [(&str, Add); 5] = [
         ("put_in", |w, k| {
             w.put_in(k, "k", "v");
         }),

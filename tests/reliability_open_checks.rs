@@ -64,7 +64,8 @@ fn a_zero_filled_wal_left_by_an_interrupted_creation_is_created_over() {
 fn a_wal_holding_a_record_without_current_is_refused_and_left_alone() {
     let tmp = tempfile::tempdir().unwrap();
     let storage = FsStorage::new();
-    let cases: [(&str, &dyn Fn(&Path)); 2] = [
+    type Case<'a> = (&'a str, &'a dyn Fn(&Path));
+    let cases: [Case; 2] = [
         ("a CRC-valid record followed by zeros", &|path| {
             let mut w = siftdb::testing::WalWriter::new(storage.create(path).unwrap());
             w.add_record(b"any payload").unwrap();
@@ -175,7 +176,7 @@ fn two_tables(dir: &Path, first: &[&str], second: &[&str], keyspace: bool) {
     drop(db);
 }
 
-fn to_level_1(files: &mut Vec<(u32, FileMeta)>) {
+fn to_level_1(files: &mut [(u32, FileMeta)]) {
     assert_eq!(files.len(), 2);
     for f in files.iter_mut() {
         f.0 = 1;
@@ -187,7 +188,7 @@ fn overlapping_tables_on_a_sorted_level_are_corruption() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
     two_tables(&dir, &["a", "m"], &["c", "z"], false);
-    let manifest = forge_manifest(&dir, to_level_1);
+    let manifest = forge_manifest(&dir, |f| to_level_1(f));
     let before = names(&dir);
     match Db::open(&dir, Options::default()) {
         Err(Error::Corruption { file, what, .. }) => {
@@ -210,7 +211,7 @@ fn disjoint_tables_on_a_sorted_level_open_including_equal_keys_of_two_keyspaces(
     {
         let dir = tmp.path().join(format!("db{i}"));
         two_tables(&dir, &["a", "m"], second, keyspace);
-        forge_manifest(&dir, to_level_1);
+        forge_manifest(&dir, |f| to_level_1(f));
         let db = Db::open(&dir, Options::default()).expect("disjoint files open");
         assert_eq!(db.get("a").unwrap().as_deref(), Some(&b"v0"[..]));
         let ks = db.keyspace("ks", KeyspaceOptions::default()).unwrap();

@@ -81,11 +81,14 @@ fn wal_holds_data(storage: &dyn Storage, path: &Path) -> Result<bool> {
     Ok(read_wal(file, path).map_or(true, |rec| !rec.records.is_empty()))
 }
 
+/// The storage, block cache and table cache of an open database.
+type EngineParts = (Arc<dyn Storage>, Option<Arc<BlockCache>>, Arc<TableCache>);
+
 /// The storage and table cache of a database in `dir`, as `opts` configure them.
 fn engine_parts(
     dir: &Path,
     opts: &Options,
-) -> Result<(Arc<dyn Storage>, Option<Arc<BlockCache>>, Arc<TableCache>)> {
+) -> Result<EngineParts> {
     let storage: Arc<dyn Storage> = opts.storage.clone().unwrap_or_else(|| {
         Arc::new(
             FsStorage::with_mmap(opts.mmap_reads)
@@ -262,7 +265,7 @@ struct WritePath {
 fn assemble(
     dir: &Path,
     opts: Options,
-    (storage, cache, tables): (Arc<dyn Storage>, Option<Arc<BlockCache>>, Arc<TableCache>),
+    (storage, cache, tables): EngineParts,
     rec: Recovered,
     path: WritePath,
 ) -> DbInner {
