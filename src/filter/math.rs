@@ -110,7 +110,7 @@ fn poisson_mix_log(lambda: f64, f: impl Fn(u64) -> f64) -> f64 {
     sum / mass
 }
 
-/// Bound on the Poisson mass [`poisson_mix_log`] leaves out of its window.
+/// Bound on the Poisson mass `poisson_mix_log` leaves out of its window.
 pub const POISSON_LOG_TAIL: f64 = 1e-26;
 
 /// `ln Pois(i; lambda) = i ln lambda - lambda - ln(i!)`. Above 64 it is computed as
