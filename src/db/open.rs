@@ -85,10 +85,7 @@ fn wal_holds_data(storage: &dyn Storage, path: &Path) -> Result<bool> {
 type EngineParts = (Arc<dyn Storage>, Option<Arc<BlockCache>>, Arc<TableCache>);
 
 /// The storage and table cache of a database in `dir`, as `opts` configure them.
-fn engine_parts(
-    dir: &Path,
-    opts: &Options,
-) -> Result<EngineParts> {
+fn engine_parts(dir: &Path, opts: &Options) -> Result<EngineParts> {
     let storage: Arc<dyn Storage> = opts.storage.clone().unwrap_or_else(|| {
         Arc::new(
             FsStorage::with_mmap(opts.mmap_reads)
