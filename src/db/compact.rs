@@ -11,7 +11,7 @@
 //! adds every output and deletes every input. A crash before the edit is durable leaves the
 //! old file set (the outputs are orphans that the next open deletes); after, the new one.
 //!
-//! Closing: a running job (background or manual) polls `DbInner::shutting_down` per entry
+//! Closing: a running job (background or manual) polls `DbInner::is_closing` per entry
 //! merged; once the database is closing it stops, removes its outputs and installs nothing
 //! (`job::closing`). That is no failure: the database's state is the one before the job, so
 //! no background error is recorded, and `Db::close` waits for at most one entry of merging
