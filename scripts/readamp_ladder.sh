@@ -23,7 +23,8 @@
 # that allows O_DIRECT (not tmpfs).
 # Sizes: 1M keys give 3 levels below L0 with readamp's defaults (1 MiB L1, x10, 1 MiB files,
 # 10,000 keys per flush), 10M 4 and 50M 5. Time on the 2-core machine: about 4 min for 1M with
-# 8 budgets in memory, 53 min for 10M with 4 budgets (docs/readamp_10m); 50M takes hours, which
+# 8 budgets in memory, 53 min for 10M with 4 budgets (docs/results/2026-11-28-readamp-10m); 50M
+# takes hours, which
 # is why this is a script run by hand (tests/readamp_cli.rs runs a bounded readamp). DIR must
 # be new or empty (default /var/tmp/siftdb-readamp-ladder-<time>).
 set -euo pipefail

@@ -113,7 +113,8 @@ fn all_runs_wastes_fewer_reads_than_equal_bits_everywhere_at_about_the_same_memo
             o.wasted, o.bits_per_key
         );
     }
-    // docs/readamp at 430,000 keys (3 L0 files, 3 levels): 0.083 against 0.020; this tree
+    // docs/results/2026-11-28-readamp-430k at 430,000 keys (3 L0 files, 3 levels): 0.083
+    // against 0.020; this tree
     // (2 L0 files, 2 levels) measured 0.0553 against 0.0284 with 11% less memory. Each figure
     // counts thousands of block reads over 100,000 lookups (binomial sigma about 2% of it), so
     // 0.6 leaves many sigmas on both sides: a lost L0 share (0.0184 of the 0.0284) fails it.

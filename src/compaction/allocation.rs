@@ -354,15 +354,16 @@ mod tests {
 
     #[test]
     fn two_bit_l0_runs_put_issue_16s_targets_out_of_reach_of_small_trees() {
-        // docs/readamp_4levels as the default's builds end: 2 L0 runs, L2-L4 with the checks
-        // per missing lookup its CSV reports. Even ideal compacted filters read more than 0.07
+        // docs/results/2026-11-28-readamp-4.3m as the default's builds end: 2 L0 runs, L2-L4
+        // with the checks per missing lookup its CSV reports. Even ideal compacted filters read more than 0.07
         // blocks at 5 bits/key, and only just 0.01 at 8.5 (the default: 0.081 and 0.0111).
         let four = [(87_000.0, 0.81), (898_000.0, 0.935), (3_295_000.0, 0.998)];
         let at5 = bound_with_two_bit_l0(2.0, &four, 5.0);
         let at85 = bound_with_two_bit_l0(2.0, &four, 8.5);
         assert!((0.07..0.08).contains(&at5), "{at5}");
         assert!((0.0095..0.0105).contains(&at85), "{at85}");
-        // docs/readamp (430K keys): 3 L0 runs hold 7% of the keys, and L0 alone is out of reach.
+        // docs/results/2026-11-28-readamp-430k (430K keys): 3 L0 runs hold 7% of the keys, and
+        // L0 alone is out of reach.
         let three = [(3_465.0, 0.087), (82_228.0, 0.766), (314_307.0, 0.987)];
         assert!(bound_with_two_bit_l0(3.0, &three, 8.5) > 0.03);
         assert!(bound_with_two_bit_l0(3.0, &three, 5.0) > 0.1);

@@ -63,7 +63,8 @@ enum Command {
     Ycsb(ycsb::YcsbArgs),
     /// Read-amplification report: blocks read per lookup and observed FPR per level for each
     /// filter policy at equal filter memory; writes a CSV and SVG plots into `--out` (default: a
-    /// new directory it prints; `--out docs/readamp` regenerates the committed report).
+    /// new directory it prints; `--out docs/results/DATE-readamp-430k` regenerates the
+    /// committed report).
     Readamp(readamp::ReadampArgs),
     /// The disk's random-read limit: 4 KiB O_DIRECT reads of an existing FILE (never written)
     /// at queue depth 1 and 32, reads/s and MB/s per depth.

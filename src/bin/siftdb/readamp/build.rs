@@ -318,7 +318,8 @@ pub fn build(dir: &Path, shape: &Shape, policy: FilterPolicy, io: Io) -> Result<
             ..CompactionOptions::default()
         },
         // One merge thread: subcompactions cut outputs at other keys, which changes the
-        // level shape the shape's flags stand for (and docs/readamp's figures were made with).
+        // level shape the shape's flags stand for (and the committed readamp reports'
+        // figures were made with).
         max_subcompactions: 1,
         ..Options::default()
     };

@@ -95,7 +95,7 @@ pub struct ReadampArgs {
     /// Output directory. Default: a new directory `siftdb-readamp-*` under the system temp
     /// directory (its path is printed). A given directory is created if missing and reused only
     /// if it holds nothing but readamp's own output files, which are then overwritten; to
-    /// regenerate the committed report: `--out docs/readamp`.
+    /// regenerate the committed report: `--out docs/results/DATE-readamp-430k`.
     #[arg(long)]
     out: Option<PathBuf>,
     /// Filter budgets, bits per key, comma separated.
