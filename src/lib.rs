@@ -109,3 +109,9 @@ pub use options::{
     Options, RangeFilterOptions, StaticFilterKind, WriteOptions,
 };
 pub use prefix::{DelimitedPrefix, FixedPrefix, PrefixExtractor};
+
+/// The README's Rust blocks, compiled and run as doctests (`cargo test --doc`), so the front
+/// page's quick start stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -297,8 +297,9 @@ mod tests {
         }
     }
 
+    /// The bytes of docs/format.md#worked-example, byte for byte.
     #[test]
-    fn worked_example_of_design_md_matches_the_bytes() {
+    fn worked_example_of_format_md_matches_the_bytes() {
         let mut b = BlockBuilder::new(16);
         b.add(&encode(b"apple", 5, ValueKind::Put), b"red");
         b.add(&encode(b"apply", 3, ValueKind::Delete), b"");

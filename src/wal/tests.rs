@@ -77,8 +77,9 @@ fn records_of_random_sizes_round_trip() {
     );
 }
 
+/// The log of docs/format.md#wal-worked-example, fragment by fragment.
 #[test]
-fn worked_example_of_design_md_matches_the_writer() {
+fn worked_example_of_format_md_matches_the_writer() {
     let (bytes, ends) = write_log(&[vec![0x11; 10], vec![0x22; 40_000]]);
     assert_eq!(ends, [17, 40_031]);
     assert_eq!(&bytes[4..7], [10, 0, FULL]);
