@@ -1,5 +1,5 @@
 //! [`WriteBatch`]: a group of puts, deletes, merges and range deletes applied atomically, and
-//! its encoding, which is the payload of one WAL record (design.md, "Write batch").
+//! its encoding, which is the payload of one WAL record (docs/format.md#write-batch).
 //!
 //! ```text
 //! batch  := first_seq:u64 count:u32 record{count}
@@ -57,7 +57,8 @@ pub use crate::ikey::ValueKind;
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WriteBatch {
-    /// Encoded as design.md says; the header's seq field is filled in when the batch is written.
+    /// Encoded as docs/format.md#write-batch says; the header's seq field is filled in when the
+    /// batch is written.
     rep: Vec<u8>,
     count: u32,
     /// First size violation seen by `put`/`delete`, reported by `validate` (so building a batch
@@ -223,7 +224,7 @@ impl WriteBatch {
         self.push_record(ValueKind::RangeDelete, keyspace, start, Some(end))
     }
 
-    /// Appends one record (design.md, "Write batch"): its tag, its keyspace when not the
+    /// Appends one record (docs/format.md#write-batch): its tag, its keyspace when not the
     /// default (`None` is the default), the key and, for every kind but Delete, the value.
     fn push_record(
         &mut self,

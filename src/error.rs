@@ -47,8 +47,7 @@ pub enum Error {
     /// database was opened read-only. Carries the description of the cause.
     ReadOnly(String),
     /// The database was closed (`Db::close`, or the `Db` was dropped): a `Keyspace`,
-    /// `Snapshot`, iterator or cursor taken from it serves nothing more (design.md, "Life
-    /// cycle").
+    /// `Snapshot`, iterator or cursor taken from it serves nothing more (design.md#life-cycle).
     Closed,
     /// A merge operator could not merge a key's operands (an operand or base value it cannot
     /// read, such as a value that is not 8 bytes for `siftdb.u64add`).

@@ -1,5 +1,5 @@
-//! What a heap allocation really takes, for the memory charges (design.md, "Memory
-//! accounting"): the block cache's entry charges and the bytes open tables report holding.
+//! What a heap allocation really takes, for the memory charges (design.md#memory-accounting):
+//! the block cache's entry charges and the bytes open tables report holding.
 //!
 //! A charge that counts only the bytes asked for misses the allocator's own header and rounding
 //! and the `Arc` that holds the value, which for a few-KiB block is a few percent, and for the

@@ -1,5 +1,5 @@
-//! Memory on transparent huge pages for the filter blocks that open tables hold (design.md,
-//! "Filter memory on huge pages").
+//! Memory on transparent huge pages for the filter blocks that open tables hold
+//! (design.md#huge-pages).
 //!
 //! Why: a lookup of a missing key costs one filter probe per level at a random place in that
 //! level's filters. At 50M keys the open tables hold 27 MiB of filters, about 7,000 4 KiB

@@ -1,7 +1,7 @@
 //! Read-only access to a database's files, for tools and fuzzers: the `siftdb` CLI's `sst dump`,
 //! `wal dump`, `manifest dump` and `stats` are built on this module and nothing else inside the
-//! engine. The byte layouts these types decode are specified in design.md; an embedder does not
-//! need any of it to use [`crate::Db`].
+//! engine. The byte layouts these types decode are specified in docs/format.md; an embedder does
+//! not need any of it to use [`crate::Db`].
 //!
 //! ```
 //! use siftdb::inspect::{filename, manifest, sst::Table};
@@ -28,7 +28,7 @@
 //! # Ok::<(), siftdb::Error>(())
 //! ```
 
-/// SSTables: the reader, its properties, blocks and the fixed-size footer (design.md, "SSTable").
+/// SSTables: the reader, its properties, blocks and the fixed-size footer (docs/format.md#sstable).
 pub mod sst {
     pub use crate::range_del::{Fragment, Fragments, RangeTombstone};
     pub use crate::sst::{Block, BlockIter, ReadCounters, Table, TableIter, TableProperties};
@@ -45,24 +45,24 @@ pub mod sst {
     }
 }
 
-/// Write-ahead logs: torn-tail-aware recovery of their records (design.md, "Write-ahead log"),
-/// and the write batches those records hold (design.md, "Write batch").
+/// Write-ahead logs: torn-tail-aware recovery of their records (docs/format.md#wal),
+/// and the write batches those records hold (docs/format.md#write-batch).
 pub mod wal {
     pub use crate::batch::{decode_batch, BatchRecord, DecodedBatch};
     pub use crate::wal::{read_wal, WalReader, WalRecovery};
 }
 
-/// The manifest: the version edits that record the live files (design.md, "Manifest").
+/// The manifest: the version edits that record the live files (docs/format.md#manifest).
 pub mod manifest {
     pub use crate::manifest::{recover, FileMeta, RecoveredState, VersionEdit};
 }
 
-/// Internal keys: user key, sequence number and kind (design.md, "Internal keys").
+/// Internal keys: user key, sequence number and kind (docs/format.md#internal-keys).
 pub mod ikey {
     pub use crate::ikey::{decode, decode_in, keyspace, user_key, ValueKind};
 }
 
-/// The query layer's stored column chunks (design.md, "Query layer storage").
+/// The query layer's stored column chunks (docs/format.md#query-storage).
 pub mod query {
     pub use crate::query::chunk_reader::decode_column_chunk;
 }

@@ -1,6 +1,6 @@
 //! [`KeyspaceOptions`]: what each keyspace chooses for its own files, their validation, the
 //! keyspace name rules, and the options' encoding inside the manifest's keyspace edit
-//! (design.md, "Keyspaces" and "Manifest").
+//! (design.md#keyspaces and "Manifest").
 //!
 //! ```text
 //! options     := policy compression:u8 zstd_level:i32 LE block_size:u32 LE
@@ -20,7 +20,7 @@
 //! `flush_bits` is 0 for no flush filter; `zstd_level` is 0 unless the compression is zstd. The
 //! options must be consumed exactly. Kind 3 and the 0x80 flag are newer than kinds 0-2;
 //! options without them encode as before, so an older build still opens them and refuses the
-//! new ones as an unknown allocation (design.md, "Manifest").
+//! new ones as an unknown allocation (docs/format.md#manifest).
 
 use crate::coding::Cursor;
 use crate::error::{Error, Result};

@@ -59,7 +59,7 @@
 //! * [`rng`]: the seeded generator behind the benchmarks' reproducible key streams.
 //!
 //! Everything else (memtable, WAL writer, compaction, caches) is internal and may change.
-//! Formats are specified once, in `design.md` at the repository root.
+//! Formats are specified once, in `docs/format.md` at the repository root.
 
 #![warn(missing_docs)]
 

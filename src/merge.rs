@@ -1,10 +1,10 @@
 //! Merge operators: read-modify-write without a read (RocksDB's `MergeOperator`).
 //!
-//! `Db::merge(key, operand)` records an *operand* (an entry of kind Merge, design.md "Internal
-//! keys") instead of a value. A read of the key walks its versions newest first, collecting
-//! operands until it meets a Put (the base value), a Delete or the oldest data (no base), and
-//! then asks the configured operator for the value: `full_merge(key, base, operands oldest
-//! first)`. Four threads each adding 1 to a counter 2,500 times therefore end at exactly
+//! `Db::merge(key, operand)` records an *operand* (an entry of kind Merge,
+//! docs/format.md#internal-keys) instead of a value. A read of the key walks its versions newest
+//! first, collecting operands until it meets a Put (the base value), a Delete or the oldest data
+//! (no base), and then asks the configured operator for the value: `full_merge(key, base, operands
+//! oldest first)`. Four threads each adding 1 to a counter 2,500 times therefore end at exactly
 //! 10,000, where get-then-put increments lose the updates that interleave.
 //!
 //! Flush and compaction shorten operand chains (`src/compaction/collapse.rs`): operands that

@@ -82,7 +82,7 @@ pub enum StaticFilterKind {
     /// Ribbon in about `1.01 log2(1/FPR)` bits per key (3-4.4% fewer than Ribbon), at a build
     /// time about 3x Ribbon's. The default. A siftdb older than filter tag 17 reads such
     /// files without their filter, and refuses a manifest whose keyspace options name this kind
-    /// (design.md, "bumped_ribbon").
+    /// (docs/format.md#bumped-ribbon).
     BumpedRibbon,
     /// Binary fuse filter, 8-bit fingerprints: FPR fixed at `2^-8` (0.39%), about 9 bits/key.
     BinaryFuse8,
@@ -91,7 +91,7 @@ pub enum StaticFilterKind {
     /// 4-wise binary fuse filter, 8-bit fingerprints: FPR `2^-8`, about 8.6 bits/key at a
     /// million keys (5% less than `BinaryFuse8`; one more memory access per query). A siftdb
     /// older than filter tags 14 and 15 reads such files without their filter, and refuses a
-    /// manifest whose keyspace options name this kind (design.md, "binary_fuse4_8").
+    /// manifest whose keyspace options name this kind (docs/format.md#binary-fuse4).
     BinaryFuse4Wise8,
     /// 4-wise binary fuse filter, 16-bit fingerprints: FPR `2^-16`, about 17.2 bits/key.
     BinaryFuse4Wise16,
@@ -100,8 +100,8 @@ pub enum StaticFilterKind {
     /// FPR its budget or allocation gives it, so levels get different widths (Pebble's
     /// 16/16/16/12/10/8/4 is `PerLevel` of `Fpr(2^-16)`, ..., `Fpr(2^-4)`), at about `1.075 w`
     /// bits per key. A siftdb older than filter tag 16 reads such files without their filter,
-    /// and refuses a manifest whose keyspace options name this kind (design.md,
-    /// "packed_binary_fuse").
+    /// and refuses a manifest whose keyspace options name this kind
+    /// (docs/format.md#packed-binary-fuse).
     PackedBinaryFuse,
     /// Xor filter, 8-bit fingerprints: FPR `2^-8`, 9.84 bits/key.
     Xor8,
@@ -145,8 +145,8 @@ impl StaticFilterKind {
         }
     }
 
-    /// Bits per key the kind spends per bit of `log2(1/FPR)` (the `c` of design.md, "Monkey
-    /// allocation"): 1.05 for Ribbon (its slot overhead at about 10^5..10^7 keys), 1.01 for
+    /// Bits per key the kind spends per bit of `log2(1/FPR)` (the `c` of design.md#monkey):
+    /// 1.05 for Ribbon (its slot overhead at about 10^5..10^7 keys), 1.01 for
     /// bumped Ribbon (its measured 8.01-8.09 bits per key at `2^-8`), `1/ln 2 =
     /// 1.44` for the standard Bloom filter, 1.5 for the blocked Bloom filter (its measured 9.9
     /// bits/key at 1%).
@@ -216,13 +216,13 @@ pub enum FilterAllocation {
     /// Monkey (Dayan, Athanassoulis and Idreos, SIGMOD 2017): a total budget of
     /// `bits_per_key` filter bits per entry over levels 1 and deeper, split so that each level's
     /// FPR is proportional to its number of entries (the optimum of the sum of FPRs a
-    /// missing-key lookup pays; design.md, "Monkey allocation"). Levels whose share reaches FPR
+    /// missing-key lookup pays; design.md#monkey). Levels whose share reaches FPR
     /// 1 get no filter.
     Monkey {
         /// Average filter bits per entry over all compacted levels.
         bits_per_key: f64,
     },
-    /// Every run of the tree, L0 included (design.md, "Allocation over all runs"): a total
+    /// Every run of the tree, L0 included (design.md#all-runs): a total
     /// budget of `bits_per_key` filter bits per key over L0 (counted as
     /// `l0_compaction_trigger - 1` files of one memtable's keys) and every level, split so that a
     /// missing-key lookup's expected wasted block reads are smallest, each run on its own
@@ -234,7 +234,7 @@ pub enum FilterAllocation {
         bits_per_key: f64,
     },
     /// [`FilterAllocation::AllRuns`] weighted by the lookups each level really serves
-    /// (skew-aware; design.md, "Skew-aware allocation"): a level's filter saves a block read
+    /// (skew-aware; design.md#skew-aware): a level's filter saves a block read
     /// only for lookups of keys the level does not hold, so each level's term in the expected
     /// wasted reads is weighted by its share of such lookups since the database was opened
     /// (`ReadStats::absent_key_lookups` over the lookups, smoothed towards 1 while few lookups
@@ -253,7 +253,7 @@ pub struct FilterPolicy {
     /// Filter of the L0 files written by a flush. Defaults to a two-bit Bloom filter sized by
     /// the default all-runs allocation (its `bits_per_key` is then not read): the memtable's
     /// own lock-free filter is written as is when it has the planned size and its fill keeps
-    /// the estimated FPR within the planned one (design.md, "Flush filter rule"), so a flush
+    /// the estimated FPR within the planned one (design.md#flush), so a flush
     /// costs no extra hashing pass. L0 files are few and short-lived; their filters are
     /// replaced by static filters at compaction.
     pub flush: FilterConfig,
@@ -265,8 +265,8 @@ pub struct FilterPolicy {
     pub compaction: StaticFilterKind,
     /// How filter memory is shared between runs. Default `AllRuns { bits_per_key: 10.0 }`:
     /// RocksDB's customary 10 bits per key, over every run of the tree (the L0 files there are
-    /// and each level), split so that a missing-key lookup reads the fewest blocks (design.md,
-    /// "Allocation over all runs"; `siftdb readamp` compares it with the other policies at
+    /// and each level), split so that a missing-key lookup reads the fewest blocks
+    /// (design.md#all-runs; `siftdb readamp` compares it with the other policies at
     /// equal memory). `PerLevel([Fpr(0.01)])` is the simple alternative: 1% on every level
     /// (about 7 bits per key with Ribbon).
     pub allocation: FilterAllocation,
@@ -409,14 +409,14 @@ pub struct Options {
     /// disables it. It bounds the decompressed data blocks read by lookups and scans, and with
     /// [`Options::cache_index_and_filter_blocks`] the tables' index and filter blocks too: each
     /// entry is charged what it allocates (its buffers, search summary and `Arc`, with the
-    /// allocator's headers) plus the cache's own bookkeeping per entry (~115 bytes; design.md,
-    /// "Memory accounting"), and the cache holds at most this
+    /// allocator's headers) plus the cache's own bookkeeping per entry (~115 bytes;
+    /// design.md#memory-accounting), and the cache holds at most this
     /// many bytes plus 16 (per-shard rounding), plus whatever pinned index and filter blocks
     /// hold beyond their shard's share (pinned entries are never evicted). It does not bound
     /// memtables ([`Options::memtable_size`]), index and filter blocks kept outside it (the
     /// default: bounded by [`Options::max_open_files`]), range tombstones loaded with their
     /// tables, or the page cache and mapped file pages (`mmap_reads`) the OS keeps.
-    /// [`crate::Db::memory_usage`] reports each of these (design.md, "Memory accounting").
+    /// [`crate::Db::memory_usage`] reports each of these (design.md#memory-accounting).
     pub block_cache_bytes: usize,
     /// Keep the tables' index and filter blocks in the block cache (RocksDB's
     /// `cache_index_and_filter_blocks`): charged to `block_cache_bytes`, evicted under
@@ -437,10 +437,10 @@ pub struct Options {
     /// Default `false`; `true` without `cache_index_and_filter_blocks` is
     /// [`crate::Error::InvalidArgument`].
     pub pin_l0_filter_and_index_blocks_in_cache: bool,
-    /// Partition the filters of compaction outputs (RocksDB's `partition_filters`; design.md,
-    /// "Partitioned filter"): a table's filter becomes a small top-level partition index over
-    /// filter partitions of about [`Options::metadata_block_size`] bytes each, one per run of
-    /// data blocks. A point lookup then reads the top level and one partition, so with
+    /// Partition the filters of compaction outputs (RocksDB's `partition_filters`;
+    /// docs/format.md#partitioned-filter): a table's filter becomes a small top-level partition
+    /// index over filter partitions of about [`Options::metadata_block_size`] bytes each, one per
+    /// run of data blocks. A point lookup then reads the top level and one partition, so with
     /// `cache_index_and_filter_blocks` a cache smaller than a table's whole filter still serves
     /// its filter, and a cache miss re-reads one partition instead of the whole filter. With a
     /// block cache (any `cache_index_and_filter_blocks` setting) the partitions live in it,
@@ -451,7 +451,7 @@ pub struct Options {
     /// keyspace options). Default `false`. Tables written with it are SST format version 4.
     pub partition_filters: bool,
     /// Partition the index blocks of compaction outputs (RocksDB's `kTwoLevelIndexSearch`;
-    /// design.md, "Partitioned index"): a table whose index block is larger than
+    /// docs/format.md#partitioned-index): a table whose index block is larger than
     /// [`Options::metadata_block_size`] stores it as index partitions of about that size under a
     /// top-level index. A point lookup then reads the top level and one partition, so with
     /// `cache_index_and_filter_blocks` a cache smaller than a table's whole index still holds
@@ -491,7 +491,7 @@ pub struct Options {
     /// crash of the process, and `sync` writes are `fdatasync`ed. The log grows in 4 MiB
     /// windows reserved with `fallocate(2)` (a full disk is an error at the write, never a
     /// SIGBUS) and is cut back to its length when closed; a log left by a crash ends in zeros,
-    /// which recovery reads as its end (design.md "Write-ahead log"). A file system without
+    /// which recovery reads as its end (docs/format.md#wal). A file system without
     /// `fallocate` gets `write(2)` appends. Hazard, as for `mmap_reads`: another process that
     /// truncates a live log makes the next write raise SIGBUS. Default: `true` on 64-bit
     /// Linux (fillrandom: the `write(2)` was about 30% of the writer thread's time).
@@ -510,16 +510,16 @@ pub struct Options {
     /// still synced before the manifest names it. Same scope and error as `direct_reads`.
     /// Default `false`.
     pub direct_io_for_flush_and_compaction: bool,
-    /// Keep each SST data block within one 4 KiB page (db_bench's `block_align`; design.md
-    /// "Aligned data blocks"): blocks are cut where they are predicted to fill the rest of a
-    /// page and moved past the page's end behind zero padding when they do not fit. With
+    /// Keep each SST data block within one 4 KiB page (db_bench's `block_align`;
+    /// docs/format.md#aligned-data-blocks): blocks are cut where they are predicted to fill the
+    /// rest of a page and moved past the page's end behind zero padding when they do not fit. With
     /// `direct_reads` a block-cache miss then reads one page instead of two for the blocks
     /// that would have straddled a page boundary (most of them, with compression). Unlike
     /// RocksDB's, it works with compression. Costs a few percent more blocks and index
     /// entries, and the padding. Applies to files written from then on. Default `false`.
     pub block_align: bool,
-    /// Tables kept open at once by the table cache (RocksDB's `max_open_files`; design.md,
-    /// "Table cache"). An open table holds a file descriptor (and a mapping with
+    /// Tables kept open at once by the table cache (RocksDB's `max_open_files`;
+    /// design.md#table-cache). An open table holds a file descriptor (and a mapping with
     /// `mmap_reads`) and, unless `cache_index_and_filter_blocks`, keeps its index and filter
     /// blocks in memory; a lookup that finds its
     /// table closed reopens it (footer, properties, index and filter read and verified again),
@@ -536,8 +536,8 @@ pub struct Options {
     pub max_open_files: i32,
     /// Put the whole (unpartitioned) filter blocks that open tables hold (the default, without
     /// `cache_index_and_filter_blocks`) on transparent huge pages: 2 MiB-aligned chunks advised
-    /// `MADV_HUGEPAGE`, shared by every `Db` in the process (design.md, "Filter memory on huge
-    /// pages"). A lookup probes filters at random places; on 4 KiB pages most probes of a
+    /// `MADV_HUGEPAGE`, shared by every `Db` in the process (design.md#huge-pages).
+    /// A lookup probes filters at random places; on 4 KiB pages most probes of a
     /// large database also miss the TLB. Linux only (elsewhere, and when the kernel's THP
     /// setting is `never`, filters are packed into the same chunks on ordinary pages or stay
     /// on the heap). The chunks' free space is reported as
@@ -556,7 +556,7 @@ pub struct Options {
     /// whose input holds at least two `compaction.target_file_size` worth of bytes splits each
     /// keyspace's key range into up to this many disjoint ranges of about equal input bytes,
     /// merged in parallel into their own outputs and installed together in one manifest edit
-    /// (design.md, "Subcompactions"). `1` merges on the compaction thread alone. Valid:
+    /// (design.md#compaction). `1` merges on the compaction thread alone. Valid:
     /// `1..=64`. Default 2.
     pub max_subcompactions: usize,
     /// How keys map to the prefixes of prefix filters (RocksDB's `prefix_extractor`; see
@@ -569,14 +569,14 @@ pub struct Options {
     /// Bits per distinct prefix of the prefix filters (blocked Bloom; 10 gives about 1%).
     /// Valid: `1.0..=64.0`. Default 10.
     pub prefix_filter_bits_per_key: f64,
-    /// A range filter in every new table (design.md, "Scan filters"): a range with both ends
+    /// A range filter in every new table (design.md#scan-filters): a range with both ends
     /// given ([`crate::Db::range`]) skips the files whose range filter proves it empty there.
     /// Default `None`.
     pub range_filter: Option<RangeFilterOptions>,
     /// Size in bytes past which the manifest rolls over while the database is open (RocksDB's
     /// `max_manifest_file_size`): the next edit that takes it past the larger of this and twice
     /// the manifest's opening snapshot starts a new manifest holding a snapshot of the state,
-    /// and the old one is deleted (design.md, "Manifest"). Bounds the manifest's disk space and
+    /// and the old one is deleted (docs/format.md#manifest). Bounds the manifest's disk space and
     /// the next open's replay. Valid: `1024..`. Default 4 MiB.
     pub max_manifest_file_size: u64,
 }
@@ -593,9 +593,9 @@ pub struct RangeFilterOptions {
     /// file's keys is reported non-empty with probability at most `l / 2^(floor(bits_per_key)
     /// - 2)`. Valid: `4.0..=40.0`. Default 14 (0.4% for ranges of 16 keys).
     pub bits_per_key: f64,
-    /// The longest range, in keys (more exactly: in units of the filter's key image, design.md
-    /// "grafite"), the bound above is promised for; longer ranges are answered correctly but
-    /// with a weaker bound. Valid: `1..`. Default 16.
+    /// The longest range, in keys (more exactly: in units of the filter's key image,
+    /// docs/format.md#grafite), the bound above is promised for; longer ranges are answered
+    /// correctly but with a weaker bound. Valid: `1..`. Default 16.
     pub max_range: u64,
 }
 

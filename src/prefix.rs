@@ -1,5 +1,5 @@
 //! Prefix extractors: how [`crate::Options::prefix_extractor`] maps a key to the prefix its
-//! table's prefix filter holds (design.md, "Scan filters").
+//! table's prefix filter holds (design.md#scan-filters).
 //!
 //! A prefix filter may skip a file only for a range all of whose keys have one extracted
 //! prefix; the contract on [`PrefixExtractor`] is what lets the engine decide that from the

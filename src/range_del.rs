@@ -2,7 +2,7 @@
 //! of every user key in `[start, end)` with a lower sequence number (RocksDB's DeleteRange).
 //!
 //! Tombstones live beside the point entries, never among them: in a memtable in a list of their
-//! own, in an SST in its range-deletion block (design.md, "Range-deletion block"). Every reader
+//! own, in an SST in its range-deletion block (docs/format.md#range-deletion-block). Every reader
 //! asks one question of a set of tombstones: "the largest sequence number `<= snapshot` of a
 //! tombstone covering key `k`" ([`Fragments::max_covering_seq`]); a point version of `k` with a
 //! lower sequence number than the largest such answer over the sources read so far is deleted.
@@ -185,10 +185,10 @@ impl Fragments {
         self.frags.first().map(|f| f.start.as_slice())
     }
 
-    /// The largest user key a file holding these tombstones must claim (design.md, "File
-    /// boundaries"): the last fragment's end, exclusive, written as an inclusive bound. An end
-    /// `e ++ [0]` covers no key above `e`, so `e` is exact and is returned instead; compaction
-    /// cuts outputs at such keys, so neighbouring outputs stay disjoint.
+    /// The largest user key a file holding these tombstones must claim
+    /// (docs/format.md#range-deletion-block): the last fragment's end, exclusive, written as an
+    /// inclusive bound. An end `e ++ [0]` covers no key above `e`, so `e` is exact and is returned
+    /// instead; compaction cuts outputs at such keys, so neighbouring outputs stay disjoint.
     pub fn largest_key(&self) -> Option<Vec<u8>> {
         let end = &self.frags.last()?.end;
         Some(match end.split_last() {

@@ -1,5 +1,4 @@
-//! Which copy of the striped read counters a thread writes, and how (design.md, "Read-path
-//! concurrency").
+//! Which copy of the striped read counters a thread writes, and how (design.md#concurrency).
 //!
 //! The read path's counters (src/db/read_counters.rs, the table cache's hits) live in
 //! [`STRIPES`] cache-line-padded copies plus one more, [`SHARED`]. At its first lookup a thread

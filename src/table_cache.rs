@@ -1,5 +1,5 @@
 //! [`TableCache`]: the open SSTs of a database, at most `Options::max_open_files` of them
-//! (design.md, "Table cache").
+//! (design.md#table-cache).
 //!
 //! A version names its files by metadata only ([`crate::version::TableFile`]: key range, size,
 //! entries and the few table facts statistics need); a get, scan or compaction asks for the open
@@ -12,7 +12,7 @@
 //! holding its open table, if any, in an `ArcSwapOption`, and a "referenced" bit. A hit is a
 //! `load` of the slot (arc-swap's thread-local debt: no shared reference count is written) plus a
 //! read of the bit, written only when it is clear: a point lookup on a hot table writes no cache
-//! line another core writes (design.md, "Read-path concurrency"). Replacement is CLOCK
+//! line another core writes (design.md#concurrency). Replacement is CLOCK
 //! (second chance), an approximation of LRU that needs no bookkeeping on hits: the open slots form
 //! a ring; to make room, the hand clears set bits and evicts the first slot whose bit is clear.
 //! Opens (misses) take one mutex for the ring and the slot map, never across I/O.

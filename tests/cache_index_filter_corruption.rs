@@ -10,7 +10,7 @@ fn key(i: u32) -> Vec<u8> {
     format!("key{i:06}").into_bytes()
 }
 
-/// (offset, size) of the filter and index blocks, from the footer (design.md, "Footer").
+/// (offset, size) of the filter and index blocks, from the footer (docs/format.md#sst-footer).
 fn meta_handles(sst: &Path) -> ((u64, u64), (u64, u64)) {
     let mut f = std::fs::File::open(sst).unwrap();
     let mut footer = [0u8; 64];

@@ -478,7 +478,7 @@ fn run_model(dir: &Path, storage: Option<&MemStorage>, seed: u64, power_loss: bo
                     check_snapshot(&mut rng, &s, &ks2, (&m, &m2), op);
                 }
                 // Handles that outlive the close: closing releases the directory lock, and
-                // each of them then fails with Error::Closed (design.md, "Life cycle").
+                // each of them then fails with Error::Closed (design.md#life-cycle).
                 let old_snap = db.snapshot();
                 let mut old_iter = db.scan().unwrap();
                 let old_ks = ks2.clone();

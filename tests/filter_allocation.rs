@@ -1,4 +1,4 @@
-//! `FilterAllocation::AllRuns` (design.md, "Allocation over all runs") against the default
+//! `FilterAllocation::AllRuns` (design.md#all-runs) against the default
 //! shape at the same budget: one budget over every run, L0's two-bit filters included, must
 //! waste fewer block reads per missing-key lookup than the same bits per key everywhere, spend
 //! about the budget, and keep the memtable's filter as the flush filter when it has the

@@ -20,7 +20,7 @@
 //!   (a reader sees the sequence number but not the filter bits: a false negative).
 //!
 //! The table has two 32-bit words (64 bits). Hashes are chosen through the documented layout
-//! (design.md, "two_bit_bloom (tag 3)"): the word is the top bit of the hash (one index bit for
+//! (docs/format.md#two-bit-bloom): the word is the top bit of the hash (one index bit for
 //! two words) and the two bit positions are bits 0..5 and 5..10 of the hash itself.
 #![cfg(loom)]
 

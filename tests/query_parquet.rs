@@ -162,7 +162,7 @@ fn stat_values(s: &Statistics, ty: ColumnType) -> (Option<Value>, Option<Value>)
 }
 
 /// siftdb's stored chunk filter of column `k` of chunk `c` as a Parquet bitset (key layout:
-/// design.md, "Query layer storage").
+/// docs/format.md#query-storage).
 fn siftdb_bitset(t: &Table<'_>, c: u32, k: u16) -> Vec<u8> {
     let mut key = b"f/".to_vec();
     key.extend_from_slice(&c.to_be_bytes());

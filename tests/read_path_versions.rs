@@ -1,4 +1,4 @@
-//! The lock-free read path (design.md, "Read-path concurrency") racing version changes.
+//! The lock-free read path (design.md#concurrency) racing version changes.
 //!
 //! Two readers do point lookups while a writer overwrites every key in generations and manual
 //! and automatic compactions replace the files under them. Checked:

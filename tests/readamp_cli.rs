@@ -114,11 +114,11 @@ fn readamp_writes_csv_and_svgs_with_sane_figures() {
     for policy in &POLICIES[1..] {
         let total = find(policy, "10", "total");
         // A filter turns each run's block read into a read with probability FPR_i. At 10 bits
-        // per key the worst filter in play is the two-bit flush filter, 4.0% (design.md
-        // "two_bit_bloom"); blocked Bloom is about 1%, Ribbon 0.14%, binary fuse 0.39%, and
-        // Monkey's FPRs sum to less than the uniform split's. So blocks per missing lookup are
-        // at most 0.04 of the no-filter figure in expectation; 0.1 leaves room for binomial
-        // noise (5 sigma of 20,000 lookups over ~7 runs at 4% is about 0.01 block).
+        // per key the worst filter in play is the two-bit flush filter, 4.0%
+        // (docs/format.md#two-bit-bloom); blocked Bloom is about 1%, Ribbon 0.14%, binary fuse
+        // 0.39%, and Monkey's FPRs sum to less than the uniform split's. So blocks per missing
+        // lookup are at most 0.04 of the no-filter figure in expectation; 0.1 leaves room for
+        // binomial noise (5 sigma of 20,000 lookups over ~7 runs at 4% is about 0.01 block).
         let blocks = num(total, "blocks_per_missing");
         assert!(blocks <= 0.1 * none_total, "{policy}: {blocks} vs no filter {none_total}");
         // Every present-key lookup reads at least the block holding its key.
@@ -179,7 +179,7 @@ fn readamp_writes_csv_and_svgs_with_sane_figures() {
     // key, whose power-of-two sizes give L0 more bits than configured), within 5 binomial
     // sigmas sqrt(p (1 - p) / checks) plus 25% model error. Blocked Bloom is left out: its
     // estimate from bits per key runs 10-30% low for these files of about 560 keys
-    // (design.md, "Configured and built FPR").
+    // (docs/tools.md#readamp).
     let exact = ["two_bit_bloom", "binary_fuse8", "ribbon", "bumped_ribbon"];
     let mut compared = 0;
     for r in rows.iter().filter(|r| exact.contains(&r["filter"].as_str())) {

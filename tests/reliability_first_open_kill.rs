@@ -1,5 +1,5 @@
-//! kill -9 at every storage step of the first `Db::open` of a new directory (design.md,
-//! "Reliability testing"): the child (this test binary re-executed, `CHILD_ENV` naming the
+//! kill -9 at every storage step of the first `Db::open` of a new directory
+//! (docs/testing.md#reliability): the child (this test binary re-executed, `CHILD_ENV` naming the
 //! directory) opens the database through a storage that, before each operation that changes
 //! the file system, prints `step <n> <op>` and waits for a line on stdin. The parent lets steps
 //! `0..k` run and kills the child while it waits before step `k`, for every `k` up to the

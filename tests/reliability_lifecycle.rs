@@ -1,4 +1,4 @@
-//! The database life cycle (design.md, "Life cycle"): closing while handles live, handles used
+//! The database life cycle (design.md#life-cycle): closing while handles live, handles used
 //! after close, foreign keyspace handles in batches, and panics in user code on the write path.
 //!
 //! Waits here are hang guards only: each test bounds its work by counts, and a guard's generous

@@ -1,4 +1,4 @@
-//! What `Db::open` accepts and refuses in a directory it finds (design.md, "Recovery"):
+//! What `Db::open` accepts and refuses in a directory it finds (design.md#recovery):
 //! what an interrupted creation leaves is created over; a directory whose CURRENT was lost but
 //! whose WALs hold records is refused; a manifest naming tables on levels this build does not
 //! have, or overlapping tables on a sorted level, is corruption (and no named file is deleted);

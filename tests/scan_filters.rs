@@ -1,5 +1,5 @@
-//! Scan filters (`Options::prefix_extractor`, `Options::range_filter`; design.md "Scan
-//! filters") never change a scan's answer: a database with prefix and range filters and one
+//! Scan filters (`Options::prefix_extractor`, `Options::range_filter`; design.md#scan-filters)
+//! never change a scan's answer: a database with prefix and range filters and one
 //! without take the same seeded history (puts, overwrites, deletes, range deletions, flushes,
 //! compactions, a reopen) and must return identical results for random bounded ranges, both
 //! ways, prefix scans of present and absent prefixes, and snapshot reads; and the filters must
@@ -247,7 +247,7 @@ fn empty_short_ranges_skip_files_at_the_configured_rate() {
 }
 
 /// A prefix whose every memtable and file the filters rule out makes an iterator without a
-/// cursor (design.md, "Scan filters"): it is empty from both ends, counts one positioning like
+/// cursor (design.md#scan-filters): it is empty from both ends, counts one positioning like
 /// any scan, and counts each skipped file once.
 #[test]
 fn a_scan_every_source_rules_out_is_empty_both_ways_and_counted_like_any_scan() {

@@ -1,5 +1,5 @@
-//! Skew-aware filter allocation and `optimize_filters_for_hits` (design.md, "Skew-aware
-//! allocation"): the per-level count of lookups for keys a level does not hold, filtered or
+//! Skew-aware filter allocation and `optimize_filters_for_hits` (design.md#skew-aware):
+//! the per-level count of lookups for keys a level does not hold, filtered or
 //! not, is exact; the plan shifts between levels by the observed weights as the weighted
 //! optimum says; `optimize_filters_for_hits` leaves the deepest level unfiltered under every
 //! allocation.
@@ -149,8 +149,8 @@ fn skew_aware_allocation_moves_memory_to_the_level_lookups_ask_about_missing_key
     // asked about the 90% it lacks, L2 about none (each key is in L1 or in L2), so with the
     // prior:
     // w1 = (0.9 * 200,000 + P) / (200,000 + P) = 0.905 and w2 = P / (200,000 + P) = 0.0476
-    // (P = 10,000). The optimum keeps p w / n equal between the two levels (design.md,
-    // "Skew-aware allocation"), so p2 / p1 must grow by (w1 / w2) = 19.0 from the first plan
+    // (P = 10,000). The optimum keeps p w / n equal between the two levels (design.md#skew-aware),
+    // so p2 / p1 must grow by (w1 / w2) = 19.0 from the first plan
     // to the second; allowed: 20% either way. (Each level's own FPR also depends on the
     // power-of-two size of L0's flush filters, which the ratio cancels.)
     let ratio = |(p1, p2): (f64, f64)| p2 / p1;

@@ -1,5 +1,5 @@
-//! The CLI never deletes or overwrites what siftdb did not create (design.md, "Safety of
-//! tools"): `bench --db`, `demo --db` and `readamp --out` refuse a directory holding anything
+//! The CLI never deletes or overwrites what siftdb did not create (design.md#tool-safety):
+//! `bench --db`, `demo --db` and `readamp --out` refuse a directory holding anything
 //! else with one line and a non-zero exit, and leave it byte-identical. Also the bench flag
 //! checks that reach `Options::validate` and the key generator's limits.
 

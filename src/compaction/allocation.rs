@@ -1,5 +1,5 @@
 //! Filter memory over every run of the tree, L0 included: [`FilterAllocation::AllRuns`]
-//! (design.md, "Allocation over all runs").
+//! (design.md#all-runs).
 //!
 //! A lookup of a missing key probes one filter per run (each L0 file, then one file per
 //! sorted level) and reads a block for each false positive, so its expected wasted reads are

@@ -1,5 +1,5 @@
 //! Which versions of one user key a flush or compaction writes, and how merge operands
-//! collapse (design.md, "Compaction": the job; "Merge operator").
+//! collapse (design.md#compaction: the job; "Merge operator").
 //!
 //! The versions of a key, newest first, fall into *stripes*: a new stripe starts at a version
 //! when a live snapshot `s` lies between it and the next newer version (`v.seq <= s <

@@ -228,7 +228,7 @@ fn planned_shape<'a>(
 /// 4-wise layout's slots per key at `keys` (exact for one filter per table; an estimate for a
 /// partitioned one). `None` for kinds no table carries. A table's `TableInfo::filter_fpr` uses
 /// it where the filter's own parameters do not fix the FPR (the Bloom kinds), or the filter is
-/// not held in the table (design.md, "Configured and built FPR").
+/// not held in the table (docs/tools.md#readamp).
 pub fn built_fpr(kind: FilterKind, bits_per_key: f64, keys: u64) -> Option<f64> {
     use crate::filter::TwoBitBloom;
     let b = bits_per_key;

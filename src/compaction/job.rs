@@ -10,7 +10,7 @@
 //! Merge operands are kept down to their base or collapsed with the operator
 //! (`collapse.rs`, which implements all of this rule).
 //!
-//! Range tombstones (design.md, "Range tombstones: compaction rule"): the inputs' tombstones
+//! Range tombstones (design.md#range-tombstones): the inputs' tombstones
 //! are fragmented together; a version covered by a tombstone with a higher sequence number is
 //! dropped when no live snapshot lies between them (every reader that would see the version
 //! also sees the tombstone). A tombstone sequence number survives when it is the newest one of

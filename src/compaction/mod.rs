@@ -4,7 +4,7 @@
 //! which versions of a key survive and how merge operands collapse ([`collapse`]), and running
 //! a compaction ([`job`]), split into key ranges merged on their own threads
 //! ([`subcompaction`]). The engine's background thread and `Db::compact` drive
-//! them (src/db/compact.rs). design.md, "Compaction", has the crash-safety argument.
+//! them (src/db/compact.rs). design.md#compaction, has the crash-safety argument.
 
 pub mod allocation;
 pub mod collapse;

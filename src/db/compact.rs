@@ -401,7 +401,7 @@ pub(crate) fn tree_shape(
 }
 
 /// The L0 runs a filter about to be built will sit beside, counted from the tree as it is
-/// (design.md, "Allocation over all runs"): `v`'s L0 files, less `leaving` (a compaction's L0
+/// (design.md#all-runs): `v`'s L0 files, less `leaving` (a compaction's L0
 /// inputs), plus `arriving` (memtables that will be flushed before or as the filter's own run).
 /// Counting the live runs, not the most L0 may hold, keeps a compacted or read-mostly tree
 /// from reserving budget for L0 files it does not have beyond L0's mean occupancy (the floor

@@ -1,6 +1,6 @@
 //! [`Db::destroy`]: deleting a database (RocksDB's `DestroyDB`), and nothing else.
 //!
-//! Rules, in the order they are checked (design.md, "Safety of tools"):
+//! Rules, in the order they are checked (design.md#tool-safety):
 //! 1. The directory must be a siftdb database: it has a `CURRENT` file naming a manifest that
 //!    reads back without error. Anything else is [`Error::NotADatabase`] and nothing is touched
 //!    (no file is read for writing, not even the LOCK file is created).

@@ -1,6 +1,6 @@
 //! Flush: an immutable memtable becomes an L0 SST, installed by one manifest edit.
 //!
-//! Order of durable steps (design.md, "Flush"): write the SST and fsync it; fsync the directory
+//! Order of durable steps (design.md#flush): write the SST and fsync it; fsync the directory
 //! so its entry exists after a crash; append the version edit (new file, new log number) to the
 //! manifest and fsync it; only then swap the in-memory version and delete WALs older than the
 //! edit's log number. A crash before the manifest edit leaves an orphan SST that the next open
@@ -147,8 +147,8 @@ fn write_l0_tables_inner(
     // a frozen memtable's writes were all published before it was frozen (rotation and publication
     // both happen under the writer lock), so a snapshot taken after this list is read sees the
     // newest version of every key here; and a read without a snapshot loads its super-version
-    // before its sequence, so it still reads the memtable it started with (design.md,
-    // "Read-path concurrency"). Tombstones stay: older levels may hold what they delete.
+    // before its sequence, so it still reads the memtable it started with (design.md#concurrency).
+    // Tombstones stay: older levels may hold what they delete.
     // Merge operands: a stripe (compaction/collapse.rs) whose newest version is an operand is
     // buffered to the end of its key and collapsed with the operator, as compaction does, but
     // never as the bottommost level (older tables may hold the key), and after dropping the
@@ -271,7 +271,7 @@ fn finish_l0(
     let (config, nearest) = super::write::l0_filter(&layout.policy, &shape);
     let mut builder = o.builder;
     builder.set_keyspace(o.keyspace);
-    // The keyspace's range tombstones all go to its table (design.md, "Range tombstones"):
+    // The keyspace's range tombstones all go to its table (design.md#range-tombstones):
     // older levels may hold what they delete.
     for t in mem.range_tombstones(o.keyspace).tombstones() {
         builder.add_range_tombstone(t)?;

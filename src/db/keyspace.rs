@@ -1,5 +1,5 @@
 //! Keyspaces (column families): named, independently configured key spaces in one database,
-//! sharing its WAL, sequence numbers, memtables and levels (design.md, "Keyspaces").
+//! sharing its WAL, sequence numbers, memtables and levels (design.md#keyspaces).
 //!
 //! A keyspace is an id in the internal key (src/ikey.rs), so the keyspaces occupy disjoint
 //! internal-key ranges of one LSM tree; flush and compaction cut their output files at keyspace

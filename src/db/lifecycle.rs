@@ -1,5 +1,5 @@
-//! The life cycle of an open database, one state machine every handle checks (design.md,
-//! "Life cycle"):
+//! The life cycle of an open database, one state machine every handle checks
+//! (design.md#life-cycle):
 //!
 //! ```text
 //!   Open --(failed WAL/manifest write or sync, background panic)--> ReadOnly

@@ -3,8 +3,8 @@
 //! `flush.rs` (memtable -> L0 SST), `read.rs` (point lookups), `iter.rs` (range scans),
 //! `stats.rs` (counters), `destroy.rs` (deleting a database and nothing else).
 //!
-//! Concurrency: readers take no lock and write no shared cache line (design.md, "Read-path
-//! concurrency"). The current memtables and file levels form a [`SuperVersion`], replaced as a
+//! Concurrency: readers take no lock and write no shared cache line (design.md#concurrency).
+//! The current memtables and file levels form a [`SuperVersion`], replaced as a
 //! whole: installers (memtable rotation, flush, compaction) serialise on `sv_install` and
 //! publish through an `ArcSwap`; a point lookup borrows the current one through `arc_swap`'s
 //! thread-local debt slots (no reference-count increment on the shared `Arc`), iterators and
@@ -217,7 +217,7 @@ impl DbInner {
 /// Dropping it closes it as [`Db::close`] does: unflushed writes stay in the WAL and are
 /// replayed by the next open, the directory lock is released, and every [`Keyspace`],
 /// [`Snapshot`], iterator and cursor taken from it fails from then on with [`Error::Closed`]
-/// (design.md, "Life cycle").
+/// (design.md#life-cycle).
 pub struct Db {
     inner: Arc<DbInner>,
     flusher: Option<JoinHandle<()>>,
@@ -325,8 +325,8 @@ impl Db {
         self.write_opt(b, WriteOptions::default())
     }
 
-    /// Deletes every key in `[start, end)` with one range tombstone (design.md, "Range
-    /// tombstones"): point lookups, scans, snapshots taken later, flush and compaction all
+    /// Deletes every key in `[start, end)` with one range tombstone (design.md#range-tombstones):
+    /// point lookups, scans, snapshots taken later, flush and compaction all
     /// respect it; snapshots taken before still see the keys, and later writes into the range
     /// are visible. `start == end` writes nothing; `start > end` is
     /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) naming both bounds.
@@ -413,7 +413,7 @@ impl Db {
     /// A seekable cursor over the entries visible now, moving both ways (RocksDB's iterator:
     /// `seek`, `seek_for_prev`, `next`, `prev`). It starts on no entry.
     pub fn cursor(&self) -> DbCursor {
-        // The super-version before the sequence (design.md, "Read-path concurrency", rule 2).
+        // The super-version before the sequence (design.md#concurrency, rule 2).
         let sv = self.inner.super_version();
         let seq = ReadAt::Latest.sequence(&self.inner);
         let config = CursorConfig::of(&self.inner);
@@ -428,7 +428,7 @@ impl Db {
         )
     }
 
-    /// The keyspace `name`, created if missing (design.md, "Keyspaces"): its files are written
+    /// The keyspace `name`, created if missing (design.md#keyspaces): its files are written
     /// with `options`, which are persisted; if they differ from the recorded ones the new ones
     /// are recorded and apply to files written from now on. Names are 1..=255 bytes; names
     /// starting with `__` are reserved for siftdb. `"default"` is the keyspace of `Db`'s own
@@ -597,7 +597,7 @@ impl Db {
         // shared map), so a clean close loses nothing; a final sync makes them durable too. The
         // log is closed first, so a mapped log's cut to its length is in that sync: the next
         // open starts a newer log, and a log that is not the newest must never come back from
-        // a power loss ending in reserved zeros (design.md, "Appending through a map").
+        // a power loss ending in reserved zeros (design.md#wal-mmap).
         let synced = {
             let mut w = self.inner.writer.lock();
             w.wal.close().and_then(|()| w.wal.sync())

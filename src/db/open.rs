@@ -1,6 +1,6 @@
 //! Opening a database: lock, manifest recovery, table opening, WAL replay.
 //!
-//! Recovery steps (design.md, "Recovery"):
+//! Recovery steps (design.md#recovery):
 //! 1. Take the LOCK file (a second open of the directory fails with `Error::Locked`).
 //! 2. Replay the manifest named by CURRENT into the file set, log number, next file number and
 //!    last sequence. No CURRENT: create a database (if allowed).

@@ -6,7 +6,7 @@
 //! before any index or data block is read. The first version found (value or tombstone) at or
 //! below the snapshot decides; merge operands found before it are collected on the way (the
 //! walk goes on past them, through memtables and levels alike) and merged onto it. A range
-//! tombstone hides what it covers (design.md, "Range tombstones: the lookup rule"): every
+//! tombstone hides what it covers (design.md#range-tombstones-lookup-rule): every
 //! source's covering tombstones are consulted BEFORE its filter (a filter knows point keys
 //! only), and a version older than the newest covering tombstone seen so far (in its own or a
 //! newer source) is deleted, which ends the walk like a Delete.
@@ -34,7 +34,7 @@ pub(crate) enum ReadAt {
 
 impl ReadAt {
     /// The sequence to read at. For `Latest`, call this only AFTER the super-version was
-    /// loaded (design.md, "Read-path concurrency", rule 2): then every version the read may
+    /// loaded (design.md#concurrency, rule 2): then every version the read may
     /// need is reachable from that super-version, even if a flush or compaction installs a
     /// newer one without the versions no snapshot protects.
     pub fn sequence(self, inner: &DbInner) -> u64 {
@@ -69,7 +69,7 @@ fn point_lookup(
 ) -> Result<Option<Vec<u8>>> {
     inner.life.check_open()?;
     // The thread's own counter stripe and a borrowed super-version: no cache line that another
-    // core's lookups write (design.md, "Read-path concurrency").
+    // core's lookups write (design.md#concurrency).
     let counters = inner.reads.local();
     counters.add(&counters.gets, 1);
     let sv = inner.sv.load();

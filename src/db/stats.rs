@@ -71,7 +71,7 @@ pub struct KeyspaceStats {
 /// Where the database's memory goes, from [`crate::Db::memory_usage`]. Every figure is bytes held
 /// now; together they are what siftdb itself allocates for data (not the page cache or mapped
 /// file pages, not per-thread scratch buffers, and not small per-object overheads).
-/// design.md, "Memory accounting", says what bounds each.
+/// design.md#memory-accounting, says what bounds each.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct MemoryUsage {
@@ -188,7 +188,7 @@ pub struct Stats {
     pub flushes: u64,
     /// Flushes that wrote the memtable's two-bit filter as is.
     pub flush_filter_as_is: u64,
-    /// Flushes that rebuilt the filter from the keys (design.md "Flush filter rule").
+    /// Flushes that rebuilt the filter from the keys (design.md#flush).
     pub flush_filter_rebuilt: u64,
     /// Block cache hits / misses and current usage in bytes.
     pub block_cache_hits: u64,
@@ -382,7 +382,7 @@ impl Stats {
     /// Per level, the data blocks iterators and cursors read, per positioning (`seeks`, e.g.
     /// the operations of a seekrandom run): blocks consulted, how many the block cache served,
     /// and the file reads (device reads with `Options::direct_reads`) and their KiB; then what
-    /// the scan filters (prefix and range filters, design.md "Scan filters") did for bounded
+    /// the scan filters (prefix and range filters, design.md#scan-filters) did for bounded
     /// scans: files asked, files skipped, false positives (a file passed that held no entry of
     /// the range) and the observed FPR among files without one. Empty when no scan read a
     /// block or asked a filter.

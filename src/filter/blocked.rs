@@ -17,7 +17,7 @@
 //! agree on them share every probe, and a stride with factors of two repeats positions. Each
 //! probe here takes the top bits of a full 64-bit product instead.
 //!
-//! Encoding (kind tag 2, design.md "blocked_bloom (tag 2)"): params `num_blocks:u64 probes:u32
+//! Encoding (kind tag 2, docs/format.md#blocked-bloom): params `num_blocks:u64 probes:u32
 //! keys_inserted:u64`; payload `8 * num_blocks` little-endian u64 words, bit `p` (0..512) of
 //! block `b` being bit `p % 64` of word `8 b + p / 64`.
 

@@ -1,5 +1,5 @@
 //! The one serialization every filter shares: a self-describing envelope around a kind-specific
-//! parameter block and payload. The byte layout is specified in design.md ("Filter encoding");
+//! parameter block and payload. The byte layout is specified in docs/format.md#filter-encoding;
 //! this file implements it and must agree with it.
 //!
 //! ```text

@@ -17,7 +17,7 @@
 //! says is absent is refused ([`Error::InvalidArgument`], filter unchanged). Callers that cannot
 //! guarantee membership must check against the authoritative set first.
 //!
-//! Encoding (kind tag 5, design.md "counting_bloom"): params `num_counters:u64 probes:u32
+//! Encoding (kind tag 5, docs/format.md#counting-bloom): params `num_counters:u64 probes:u32
 //! keys_inserted:u64`; payload `ceil(num_counters / 16)` little-endian u64 words, counter `c`
 //! being bits `4 (c % 16) .. 4 (c % 16) + 4` of word `c / 16`; unused high nibbles are zero.
 

@@ -9,8 +9,8 @@ use xxhash_rust::xxh3::xxh3_64;
 
 /// The hash every siftdb filter is built on: XXH3-64 with the default secret and seed 0.
 ///
-/// Changing this function changes every persisted filter; it is part of the format (design.md,
-/// "Filter hashing").
+/// Changing this function changes every persisted filter; it is part of the format
+/// (docs/format.md#filter-hashing).
 #[inline]
 pub fn hash_key(key: &[u8]) -> u64 {
     xxh3_64(key)

@@ -271,7 +271,7 @@ pub trait Filter: Send + Sync {
     /// Bytes of memory the filter's table occupies (payload, not the struct header).
     fn memory_bytes(&self) -> usize;
 
-    /// The stable serialization (design.md, "Filter encoding").
+    /// The stable serialization (docs/format.md#filter-encoding).
     fn to_bytes(&self) -> Vec<u8>;
 }
 

@@ -29,7 +29,7 @@
 //!
 //! Duplicates are not detected: inserting a key twice uses two slots of the stage's capacity.
 //!
-//! Encoding (kind tag 6, design.md "scalable_bloom"): params `target_fpr:f64 ratio:f64
+//! Encoding (kind tag 6, docs/format.md#scalable-bloom): params `target_fpr:f64 ratio:f64
 //! growth:f64 initial_capacity:u64 stage_count:u32`; payload = `stage_count` records
 //! `capacity:u64 env_len:u64 envelope pad`, each envelope a complete `standard_bloom` filter.
 

@@ -23,7 +23,7 @@
 //! crate sizes (`from_shape`, the builder) has a power-of-two byte count in that range; a request
 //! above 128 MiB is an invalid argument rather than a silently clamped, weaker filter.
 //!
-//! Encoding (kind tag 4, design.md "split_block_bloom (tag 4)"): params `num_blocks:u64
+//! Encoding (kind tag 4, docs/format.md#split-block-bloom): params `num_blocks:u64
 //! keys_inserted:u64`; payload the Parquet bitset verbatim: `8 * num_blocks` little-endian u32
 //! words, word `i` of block `b` at word index `8 b + i`.
 

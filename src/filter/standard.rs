@@ -5,7 +5,7 @@
 //! `h2` an odd re-mix of it, so one 64-bit hash yields all `k` positions with the same asymptotic
 //! FPR as `k` independent hashes: `(1 - e^(-k n / m))^k`, minimised at `k = (m / n) ln 2`.
 //!
-//! Encoding (kind tag 1, design.md "Filter encoding"): params `num_bits:u64 probes:u32
+//! Encoding (kind tag 1, docs/format.md#filter-encoding): params `num_bits:u64 probes:u32
 //! keys_inserted:u64`; payload `ceil(num_bits / 64)` little-endian u64 words, bit `p` of the
 //! filter being bit `p % 64` of word `p / 64`.
 
@@ -32,7 +32,7 @@ pub struct StandardBloom {
 }
 
 /// The probe positions of a key: `k` values in `0..num_bits` (Kirsch-Mitzenmacher double
-/// hashing, design.md "standard_bloom"). Shared with `CountingBloom`, whose counters are probed
+/// hashing, docs/format.md#standard-bloom). Shared with `CountingBloom`, whose counters are probed
 /// at the same positions.
 #[inline(always)]
 pub(crate) fn positions(hash: u64, num_bits: u64, probes: u32) -> impl Iterator<Item = u64> {

@@ -1,4 +1,4 @@
-//! [`VersionEdit`] and [`FileMeta`] and their tagged binary encoding (`design.md`, "Manifest").
+//! [`VersionEdit`] and [`FileMeta`] and their tagged binary encoding (docs/format.md#manifest).
 
 use crate::error::{Error, Result};
 use crate::keyspace_options::{validate_name, KeyspaceOptions};
@@ -186,7 +186,7 @@ impl VersionEdit {
         self.deleted.push((level, number));
     }
 
-    /// The tagged encoding of `design.md` ("Manifest").
+    /// The tagged encoding of docs/format.md#manifest.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::new();
         let scalars = [

@@ -1,6 +1,6 @@
 //! The manifest: an append-only log of [`VersionEdit`]s (one WAL-framed record each) that
 //! describes which table files are live on which level, plus the engine's counters. `CURRENT`
-//! names the live manifest. Format and crash-safety argument: `design.md`, section "Manifest".
+//! names the live manifest. Format and crash-safety argument: docs/format.md#manifest.
 //!
 //! Life cycle: [`Manifest::create`] writes a new manifest whose first edit is a full snapshot
 //! and installs it through `CURRENT`; [`Manifest::append`] logs one more edit durably and rolls
@@ -153,7 +153,7 @@ impl Manifest {
     /// manifest refusing further edits: after a failed rename or directory sync of `CURRENT`
     /// the engine cannot know which manifest the next open reads, so no later edit has a
     /// durable place; and a failed write or sync of the new files is a failing device, which
-    /// the engine never retries (design.md, "Manifest").
+    /// the engine never retries (docs/format.md#manifest).
     fn roll_over(&mut self, env: &Rollover<'_>) -> Result<()> {
         let number = env.next_file.fetch_add(1, Ordering::SeqCst);
         let mut snapshot = self.state.snapshot_edit();

@@ -98,7 +98,7 @@ pub struct Memtable {
     range_dels: ArcSwap<RangeDels>,
     /// Range tombstones held (0: point lookups skip the tombstone check).
     range_del_count: AtomicU64,
-    /// The prefix Bloom of `Options::prefix_extractor` (design.md, "Scan filters"): the hash
+    /// The prefix Bloom of `Options::prefix_extractor` (design.md#scan-filters): the hash
     /// of every point entry's extracted prefix, set before the entry is inserted (invariant 2
     /// holds for it as for the key filter).
     prefix: Option<PrefixBloom>,
@@ -396,8 +396,7 @@ impl Memtable {
         self.len() == 0
     }
 
-    /// The memtable's filter (written as the flush filter when its fill allows, design.md
-    /// "Flush filter rule").
+    /// The memtable's filter (written as the flush filter when its fill allows, design.md#flush).
     pub fn filter(&self) -> &TwoBitBloom {
         &self.filter
     }

@@ -1,5 +1,5 @@
 //! The memtable's ordered index: a skip list of LevelDB's design whose nodes live in an arena
-//! (design.md, "Memtable").
+//! (design.md#memtable).
 //!
 //! One writer at a time inserts (a `Mutex` held from the search to the last link makes that a
 //! guarantee rather than a convention; the `Db` write path already serialises writers, so it is
@@ -103,7 +103,7 @@ impl Node {
     }
 
     /// Order of this node against a probe: keyspace, user key ascending, then sequence number
-    /// and kind descending (the internal-key order, design.md "Internal keys").
+    /// and kind descending (the internal-key order, docs/format.md#internal-keys).
     fn cmp_probe(&self, p: &Probe<'_>) -> CmpOrdering {
         self.keyspace
             .cmp(&p.keyspace)

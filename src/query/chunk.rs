@@ -2,7 +2,7 @@
 //! max and a split-block Bloom filter over the distinct values) and the version-2 value, a page
 //! index followed by pages encoded one by one (`page.rs`). Reading is `chunk_reader.rs`.
 //!
-//! Byte layouts: design.md, "Query layer storage".
+//! Byte layouts: docs/format.md#query-storage.
 
 use crate::error::Result;
 use crate::filter::{BloomShape, Filter, InsertFilter, SplitBlockBloom};

@@ -2,7 +2,7 @@
 //! checked and decoded only when a row of it is first needed, so a scan decodes only the pages
 //! that hold rows it uses and skips pages whose min/max exclude its predicate.
 //!
-//! Both stored versions read (design.md, "Query layer storage"): a version-1 value (one zstd
+//! Both stored versions read (docs/format.md#query-storage): a version-1 value (one zstd
 //! frame for the whole chunk, written before pages existed) is one page without statistics,
 //! decoded when it is read.
 

@@ -1,6 +1,6 @@
 //! Chunk metadata: the chunk's place in the table and per-column statistics (null count,
-//! distinct count, min, max, whether a chunk filter exists). Layout: design.md, "Query layer
-//! storage", chunk metadata value.
+//! distinct count, min, max, whether a chunk filter exists). Layout: docs/format.md#query-storage,
+//! chunk metadata value.
 
 use crate::error::Result;
 use crate::query::chunk::value_of_bits;

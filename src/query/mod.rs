@@ -3,7 +3,7 @@
 //! probe filter is pushed into the probe scan.
 //!
 //! It uses the engine only through `Db`'s public API (`get`, `put`, `write`, `prefix`); every
-//! stored key and value is specified in design.md, "Query layer storage".
+//! stored key and value is specified in docs/format.md#query-storage.
 //!
 //! * [`Schema`], [`Field`], [`ColumnType`]: `u64`, `i64`, `f64`, `bytes`, optionally nullable.
 //! * [`Table`]: create / open (schema checked) / append; chunk metadata ([`ChunkMeta`]: row

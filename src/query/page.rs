@@ -1,7 +1,7 @@
 //! Pages: the unit a column chunk is encoded and decoded in (Parquet's data pages).
 //!
 //! A page holds a few thousand consecutive rows of one column, encoded on its own, in one of
-//! two encodings (design.md, "Column chunk value, version 2"):
+//! two encodings (docs/format.md#query-chunk-v2):
 //!
 //! * `packed` (numeric columns): frame of reference plus bit packing. Every value is stored as
 //!   `key - reference` in `width` bits, where `key` is the stored bits made order-preserving for

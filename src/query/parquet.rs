@@ -2,7 +2,7 @@
 //!
 //! [`Table::export_parquet`] writes a table as one flat Parquet file that DuckDB, Spark or
 //! pyarrow read as is; [`Table::import_parquet`] (in `parquet/import.rs`) creates a table from
-//! such a file. Mapping (design.md, "Query layer storage", Parquet export):
+//! such a file. Mapping (docs/format.md#query-storage, Parquet export):
 //!
 //! | siftdb          | Parquet physical type | logical type                               |
 //! |-----------------|-----------------------|--------------------------------------------|
@@ -68,8 +68,8 @@ pub struct ExportStats {
     pub bytes: u64,
 }
 
-/// Page compression of exported files: zstd level 1 (chosen by measurement, design.md
-/// "Parquet export": 16% smaller than LZ4_RAW or Snappy on the join benchmark's fact table for
+/// Page compression of exported files: zstd level 1 (chosen by measurement, docs/format.md#parquet:
+/// 16% smaller than LZ4_RAW or Snappy on the join benchmark's fact table for
 /// a fifth more export time; the zstd library is the one siftdb already links).
 fn compression() -> Compression {
     Compression::ZSTD(ZstdLevel::default()) // level 1

@@ -1,6 +1,6 @@
 //! Table schemas: named, typed columns, stored next to the table so a reopen can check them.
 //!
-//! Stored layout: design.md, "Query layer storage", schema value.
+//! Stored layout: docs/format.md#query-storage, schema value.
 
 use crate::error::{Error, Result};
 use crate::query::codec::{push_crc, split_crc, Reader};

@@ -1,6 +1,6 @@
 //! Typed tables stored in a [`Db`] through its keyspace API (`get`, `write`, `prefix`).
 //!
-//! Storage (design.md, "Query layer storage"): table `t` lives in a keyspace of its own,
+//! Storage (docs/format.md#query-storage): table `t` lives in a keyspace of its own,
 //! `__query/t` (names starting with `__` are reserved for siftdb, so no user keyspace and no
 //! user key of the default keyspace can collide with a table's keys). In it: the schema at
 //! `s`, chunk `c`'s metadata at `m/{c:u32 BE}`, column `k` of chunk `c` at `c/{c:u32 BE}{k:u16

@@ -1,5 +1,5 @@
 //! Data and index blocks: sorted key/value entries with prefix-compressed keys and restart
-//! points (the LevelDB block layout; design.md "SSTable", "Block contents").
+//! points (the LevelDB block layout; docs/format.md#sstable, "Block contents").
 //!
 //! ```text
 //! block    := entry* restarts:u32* num_restarts:u32

@@ -93,8 +93,9 @@ pub struct TableSummary {
     pub keyspace: u32,
     /// Smallest user key (empty for an empty table), range tombstone starts included.
     pub smallest_key: Vec<u8>,
-    /// Largest user key, covering the range tombstones' extents (design.md, "File
-    /// boundaries": an exclusive end counts as an inclusive bound unless it ends in a 0 byte).
+    /// Largest user key, covering the range tombstones' extents
+    /// (docs/format.md#range-deletion-block: an exclusive end counts as an inclusive bound unless
+    /// it ends in a 0 byte).
     pub largest_key: Vec<u8>,
     /// Smallest sequence number of any entry or range tombstone.
     pub smallest_seq: u64,

@@ -1,5 +1,5 @@
-//! The compressed forms of a data block's contents (design.md, "Framing, compression and block
-//! handles"). Both are `raw_len:varint32 payload`:
+//! The compressed forms of a data block's contents (docs/format.md#block-framing).
+//! Both are `raw_len:varint32 payload`:
 //! * type 1, zstd: the payload is one zstd frame;
 //! * type 2, LZ4: the payload is one LZ4 *block* (no frame header, no checksum: the block
 //!   trailer's CRC-32 already covers the bytes), decoded by `lz4_flex`'s safe-Rust decoder.

@@ -1,5 +1,5 @@
 //! Low-level SST encodings: varints, block handles, the block trailer (compression type + CRC)
-//! and the fixed-size footer. The byte layout is specified in design.md ("SSTable"); this file
+//! and the fixed-size footer. The byte layout is specified in docs/format.md#sstable; this file
 //! implements it and must agree with it.
 
 use crate::error::{Error, Result};
@@ -21,14 +21,14 @@ pub const MAX_BLOCK_LEN: usize = 1 << 30;
 pub const FOOTER_LEN: usize = 64;
 /// Last-but-one field of every footer: `"SIFTDBST"` read as a little-endian u64.
 pub const TABLE_MAGIC: u64 = u64::from_le_bytes(*b"SIFTDBST");
-/// The newest SST format version this build reads (design.md, "SST format versions"): 1 =
+/// The newest SST format version this build reads (docs/format.md#sst-format-versions): 1 =
 /// blocks of type none or zstd; 2 = blocks may also be LZ4 (type 2); 3 = keys may carry a
 /// keyspace id, entries may be merge operands (internal-key kind 2), and the table may hold a
 /// range-deletion block (its handle in the properties block); 4 = the filter may be partitioned
 /// (the footer's filter handle names a top-level partition index, src/sst/partitioned_filter.rs),
 /// and so may the index (the footer's index handle names a top-level index over index
 /// partitions, src/sst/partitioned_index.rs); 5 = the table may carry scan filters (a prefix
-/// filter and a range filter, their handles in the properties block; design.md "Scan filters").
+/// filter and a range filter, their handles in the properties block; design.md#scan-filters).
 pub const FORMAT_VERSION: u32 = 5;
 
 /// What a table holds that decides its format version ([`format_version_for`]).

@@ -1,4 +1,4 @@
-//! Where an open table keeps its index and filter blocks (design.md, "Block cache" and "Memory
+//! Where an open table keeps its index and filter blocks (design.md#block-cache and "Memory
 //! accounting"), chosen per table at open by a [`MetaPolicy`]:
 //!
 //! * **Owned** (the default, `cache_index_and_filter_blocks = false`): read and verified at open

@@ -14,7 +14,7 @@
 //!
 //! Every block is framed with a compression type and a CRC-32; every length read from the file
 //! is bounds-checked, so a damaged file yields `Error::Corruption` naming the file and offset,
-//! never a panic. The byte layout is specified in design.md ("SSTable").
+//! never a panic. The byte layout is specified in docs/format.md#sstable.
 
 mod block;
 mod block_iter;
@@ -91,7 +91,7 @@ pub struct TableOptions {
     /// Compression of data blocks (the filter, properties and index blocks are never
     /// compressed). Defaults to [`Compression::None`].
     pub compression: Compression,
-    /// Keep each data block within one 4 KiB page (design.md "Aligned data blocks"): blocks
+    /// Keep each data block within one 4 KiB page (docs/format.md#aligned-data-blocks): blocks
     /// are cut where they are predicted to fill the rest of a page, and one that does not fit
     /// is moved to the next page behind zero padding. A direct read of a block then transfers
     /// one page, not two. Blocks then average somewhat under `block_size`, and none is cut

@@ -1,4 +1,4 @@
-//! Partitioned filters (format version 4; design.md, "Partitioned filter"): instead of one
+//! Partitioned filters (format version 4; docs/format.md#partitioned-filter): instead of one
 //! filter envelope over all of a table's user keys, the filter block is a *top-level partition
 //! index* over *filter partitions*, each an ordinary filter envelope over the distinct user keys
 //! of a contiguous run of data blocks. A point lookup reads the small top-level block and then

@@ -1,4 +1,4 @@
-//! Partitioned index (format version 4; design.md, "Partitioned index"): a table whose index
+//! Partitioned index (format version 4; docs/format.md#partitioned-index): a table whose index
 //! block would be larger than `Options::metadata_block_size` stores it as *index partitions*,
 //! each an ordinary index block (restart interval 1) over a run of data blocks, and a
 //! *top-level index* over them, which the footer's index handle names:

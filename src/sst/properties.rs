@@ -6,7 +6,7 @@
 //! ```
 //! Numbers are 8-byte little-endian u64 values (f64 as its IEEE bits); keys are raw bytes.
 //! Readers ignore names they do not know (a newer writer may add some) and report a missing
-//! required property as corruption. Names are listed in design.md ("Properties block").
+//! required property as corruption. Names are listed in docs/format.md#properties-block.
 //! `range_deletions` and `range_del_block` (format version 3) are written only by a table with
 //! range tombstones, and `filter_partitions` (format version 4) only by a table with a
 //! partitioned filter, and `prefix_filter_block`, `prefix_extractor` and `range_filter_block`
@@ -76,7 +76,7 @@ pub struct TableProperties {
     /// the footer's index handle names a top-level index over this many index partitions
     /// (src/sst/partitioned_index.rs). Written only when non-zero.
     pub index_partitions: u64,
-    /// Handle of the prefix filter block (format version 5, design.md "Scan filters"); size 0
+    /// Handle of the prefix filter block (format version 5, design.md#scan-filters); size 0
     /// without one. Written (with `prefix_extractor`) only by a table that has one.
     pub prefix_filter_block: BlockHandle,
     /// Name of the prefix extractor that built the prefix filter (`PrefixExtractor::name`).

@@ -1,6 +1,6 @@
 //! The range-deletion block (format version 3): a table's range tombstones, fragmented, in the
-//! data-block layout (src/sst/block.rs) with a restart point per entry. design.md,
-//! "Range-deletion block", has the byte table.
+//! data-block layout (src/sst/block.rs) with a restart point per entry.
+//! docs/format.md#range-deletion-block, has the byte table.
 //!
 //! ```text
 //! range_del_block := block of entries, in internal-key order:

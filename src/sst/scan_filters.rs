@@ -1,4 +1,4 @@
-//! A table's scan filters (format version 5, design.md "Scan filters"): a prefix filter over
+//! A table's scan filters (format version 5, design.md#scan-filters): a prefix filter over
 //! the extracted prefixes of its user keys and a range filter over the keys themselves. The
 //! builder side collects what they need as keys arrive ([`ScanFilterCollector`]); the reader
 //! side holds them parsed while the table is open ([`ScanFilters`]).

@@ -85,7 +85,7 @@ impl TableIter {
     }
 
     /// Positions on the first entry `>=` `target` (an internal key; use
-    /// the lookup key (design.md, "Internal keys") to start at a user key as seen by a snapshot).
+    /// the lookup key (docs/format.md#internal-keys) to start at a user key as seen by a snapshot).
     pub fn seek(&mut self, target: &[u8]) -> Result<()> {
         let r = self.seek_inner(target);
         self.fail_on_err(r)

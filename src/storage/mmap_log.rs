@@ -1,5 +1,5 @@
 //! [`MmapLogFile`]: a write-ahead log appended through a shared memory map instead of one
-//! `write(2)` per record ([`crate::Options::mmap_wal`], design.md "Write-ahead log", "Appending
+//! `write(2)` per record ([`crate::Options::mmap_wal`], docs/format.md#wal, "Appending
 //! through a map").
 //!
 //! The file grows in windows of `window` bytes: each window is first reserved with

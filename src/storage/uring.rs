@@ -1,5 +1,4 @@
-//! Batches of direct reads in flight together, through io_uring (design.md "Concurrent block
-//! reads of `multi_get`").
+//! Batches of direct reads in flight together, through io_uring (design.md#multi-get).
 //!
 //! A [`Flight`] takes aligned spans (file descriptor, aligned offset, owned aligned buffer)
 //! and submits each at once, keeping up to [`DEPTH`] in flight on this thread's ring; its

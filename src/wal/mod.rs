@@ -1,7 +1,7 @@
 //! The write-ahead log: a sequence of opaque records (the engine stores one encoded write batch
 //! per record; the manifest stores one version edit per record).
 //!
-//! Format (specified in `design.md`, section "Write-ahead log"; this is a summary): the file is a
+//! Format (specified in docs/format.md#wal; this is a summary): the file is a
 //! sequence of 32 KiB blocks; a record is cut into fragments that never cross a block boundary,
 //! each fragment carrying a 7-byte header `crc32:u32 length:u16 type:u8` (type FULL, FIRST,
 //! MIDDLE or LAST), the CRC covering the length, type and payload bytes. A block tail shorter than

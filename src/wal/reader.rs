@@ -1,7 +1,7 @@
 //! [`WalReader`] and [`read_wal`]: log recovery.
 //!
 //! The reader walks fragments in order and reassembles records. At the first bad fragment (at
-//! offset `p`) it decides, by the rule of `design.md` ("Write-ahead log", "Torn tail or
+//! offset `p`) it decides, by the rule of docs/format.md#wal, "Torn tail or
 //! corruption"), whether the damage is a torn tail or corruption:
 //! * *damaged* fragments (header cut off by end of file, payload cut off by end of file, checksum
 //!   mismatch, non-zero block trailer) are a torn tail iff every byte after the damaged region up

@@ -1,4 +1,4 @@
-//! [`WalWriter`]: appends records in the block format of `design.md` ("Write-ahead log").
+//! [`WalWriter`]: appends records in the block format of docs/format.md#wal.
 
 use super::{fragment_crc, BLOCK_SIZE, FIRST, FULL, HEADER_SIZE, LAST, MIDDLE};
 use crate::error::{Error, Result};

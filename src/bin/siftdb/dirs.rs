@@ -1,4 +1,4 @@
-//! What a command may do with a directory it was handed (design.md, "Safety of tools"): the CLI
+//! What a command may do with a directory it was handed (design.md#tool-safety): the CLI
 //! writes only into a new or empty directory or one holding its own output, and deletes only a
 //! siftdb database, through `Db::destroy` (which itself deletes only siftdb's file names).
 

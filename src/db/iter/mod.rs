@@ -108,7 +108,7 @@ impl DbIterator {
         upper: Bound<&[u8]>,
         at: ReadAt,
     ) -> Result<DbIterator> {
-        // The super-version before the sequence (design.md, "Read-path concurrency", rule 2).
+        // The super-version before the sequence (design.md#concurrency, rule 2).
         // Borrowed (no reference count written) until a cursor needs to own it.
         inner.life.check_open()?;
         let sv = inner.sv.load();

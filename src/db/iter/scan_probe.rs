@@ -1,6 +1,6 @@
-//! Which memtables and files a bounded scan can skip by their scan filters (design.md, "Scan
-//! filters"): the prefix filters, when every key of the range has one extracted prefix, and the
-//! range filters, when the range has both ends.
+//! Which memtables and files a bounded scan can skip by their scan filters
+//! (design.md#scan-filters): the prefix filters, when every key of the range has one extracted
+//! prefix, and the range filters, when the range has both ends.
 //!
 //! Invariant: a skipped memtable or file holds no point entry in the range, so the scan returns
 //! the same entries with filters on or off. Range tombstones are not affected: the cursor

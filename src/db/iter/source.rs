@@ -25,7 +25,7 @@ const MEM_CHUNK: usize = 256;
 const MEM_FIRST_CHUNK: usize = 8;
 
 /// A position in internal-key order: keyspace ascending, user key ascending, then sequence
-/// number descending, then kind descending (design.md "Internal keys").
+/// number descending, then kind descending (docs/format.md#internal-keys).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct IKey<'a> {
     pub keyspace: u32,

@@ -1,5 +1,5 @@
 //! The bit-packed bucket table and the partial-key hash derivation, shared by the owned filter,
-//! its relocation search and its zero-copy view. design.md ("cuckoo (tag 7)") is the format.
+//! its relocation search and its zero-copy view. docs/format.md#cuckoo is the format.
 //!
 //! Table layout: bucket `i` is the `4 f`-bit field at bit offset `i * 4 f` of the payload's bit
 //! stream (bit `p` of the stream is bit `p % 64` of u64 word `p / 64`); slot `s` of a bucket is

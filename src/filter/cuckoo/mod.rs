@@ -35,7 +35,7 @@
 //! f.remove(b"apple").unwrap();
 //! ```
 //!
-//! Encoding (kind tag 7): design.md, "cuckoo (tag 7)".
+//! Encoding (kind tag 7): docs/format.md#cuckoo.
 
 mod layout;
 mod relocate;

@@ -6,7 +6,7 @@ use crate::error::Result;
 use crate::filter::codec::{Envelope, LeWords, ParamReader, ParamWriter, Words};
 use crate::filter::prefetch::prefetch_read;
 
-/// The persisted parameters, in params-block order (design.md, "cuckoo (tag 7)").
+/// The persisted parameters, in params-block order (docs/format.md#cuckoo).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Params {
     pub geometry: Geometry,

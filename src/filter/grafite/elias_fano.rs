@@ -1,5 +1,5 @@
 //! The Elias-Fano sequence that stores a Grafite filter's sorted codes, and the one query the
-//! filter needs of it: "does some code lie in `[u, v]`?". Layout in design.md ("grafite").
+//! filter needs of it: "does some code lie in `[u, v]`?". Layout in docs/format.md#grafite.
 //!
 //! # Representation
 //! `m` strictly increasing codes below the universe `r` are split at `l` bits: the low `l` bits of

@@ -1,5 +1,5 @@
 //! The order-preserving map from byte-string keys to the u64 "images" a Grafite filter hashes,
-//! and the clamping of query bounds against it (design.md, "grafite": "Byte-string keys").
+//! and the clamping of query bounds against it (docs/format.md#grafite: "Byte-string keys").
 //!
 //! A filter built from sorted keys fixes a *window*: `P`, the common prefix of its first and last
 //! key (at most 255 bytes, `s = len(P)`), and a width `w` in `1..=8`. Every key of the set lies

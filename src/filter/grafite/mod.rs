@@ -32,7 +32,7 @@
 //! `B = 2 + ceil(log2(L / eps))`, the paper's `n (log2(L / eps) + 2)` bits.
 //!
 //! # Encoding
-//! Kind tag 13; params, payload and query are specified in design.md ("grafite (tag 13)").
+//! Kind tag 13; params, payload and query are specified in docs/format.md#grafite.
 //! [`crate::filter::FilterView`] refuses this kind: it answers points, not ranges.
 
 mod elias_fano;
@@ -260,7 +260,7 @@ impl Grafite {
         (self.low.len() + self.high.len() + self.samples.len()) * 8
     }
 
-    /// The stable serialization (design.md, "grafite (tag 13)").
+    /// The stable serialization (docs/format.md#grafite).
     pub fn to_bytes(&self) -> Vec<u8> {
         codec::encode(FilterKind::Grafite, &write_params(&self.shape, &self.prefix), |out| {
             for part in [&self.low, &self.high, &self.samples] {

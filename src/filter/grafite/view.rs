@@ -1,5 +1,5 @@
 //! [`GrafiteView`]: a serialized Grafite filter queried in place, and the validation that makes
-//! that safe on bytes from disk (design.md, "grafite (tag 13)", reading rules).
+//! that safe on bytes from disk (docs/format.md#grafite, reading rules).
 
 use super::elias_fano::{self, Seq};
 use super::shape::{hash_params, low_bits, universe, Shape};

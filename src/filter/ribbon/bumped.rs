@@ -13,7 +13,7 @@
 //! standard ribbon (a set of 4,096 keys or fewer is only that layer). Total: 1.001-1.01 slots
 //! per key (4.4% fewer bits than [`Ribbon`](super::Ribbon) at 1M keys, 2.4-2.7% at 9,000 to
 //! 30,000), the same FPR. The price is construction time: a full layer bands slower
-//! (design.md, "bumped_ribbon").
+//! (docs/format.md#bumped-ribbon).
 //!
 //! # Query
 //! Layer by layer: mix the hash with the layer's seed; if the layer's threshold for the key's
@@ -23,8 +23,7 @@
 //! layers' FPRs weighted by how many non-keys end in each ([`BumpedRibbon::fpr`]). Most keys
 //! read one layer, plus its threshold word; about 2% read a second.
 //!
-//! Construction is in [`super::bumping`]; the byte layout in design.md ("bumped_ribbon (tag
-//! 17)").
+//! Construction is in [`super::bumping`]; the byte layout in docs/format.md#bumped-ribbon.
 
 use super::bumping::{self, BuiltLayer, Thresholds};
 use super::solution::{self, Layout, W};

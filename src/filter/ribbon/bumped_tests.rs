@@ -188,7 +188,7 @@ fn invalid_targets_are_errors_not_panics() {
     }
 }
 
-/// The probe of design.md ("bumped_ribbon (tag 17)"), written from the text over raw bytes,
+/// The probe of docs/format.md#bumped-ribbon, written from the text over raw bytes,
 /// sharing no code with the module.
 fn design_md_probe(bytes: &[u8], h: u64) -> bool {
     let u64_at = |b: &[u8], i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap());

@@ -29,7 +29,7 @@ pub(super) const BUCKET_LOG2: u32 = 9;
 /// Banding a full layer is slower than banding standard ribbon's 4.7% of spare slots (rows
 /// travel further to a free slot): measured at 1M keys, 131 ns per key against 40 at 0.98,
 /// 91 at 1.0 (total slots per key 1.0058) and 145 at 0.96 (1.0010); 0.98 gives 1.0013
-/// (design.md, "bumped_ribbon").
+/// (docs/format.md#bumped-ribbon).
 pub(super) const SLOTS_PER_KEY: f64 = 0.98;
 /// Layers with bumping at most; what is left after them goes to the last, standard, layer.
 pub(super) const MAX_BUMPED_LAYERS: usize = 6;

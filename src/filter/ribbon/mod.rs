@@ -44,7 +44,7 @@
 //! # Layout and encoding
 //! The solution is stored interleaved by blocks of 128 slots (see [`solution`]), so a query
 //! reads at most two adjacent blocks. Kind tag 12; params, payload and probe are specified in
-//! design.md ("ribbon (tag 12)").
+//! docs/format.md#ribbon.
 
 mod banding;
 mod bumped;

@@ -10,7 +10,7 @@
 //! as two u64 words (low half first). Lower blocks come first so that a key starting in the last
 //! lower block and spilling into the first upper block reads only columns both blocks have.
 //!
-//! The exact byte layout is in design.md ("ribbon (tag 12)").
+//! The exact byte layout is in docs/format.md#ribbon.
 
 use crate::filter::codec::{LeWords, Words};
 use crate::filter::hash::{fast_range64, mix64};

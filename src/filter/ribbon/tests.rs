@@ -185,7 +185,7 @@ fn invalid_targets_are_errors_not_panics() {
     }
 }
 
-/// The probe of design.md ("ribbon (tag 12)"), written from the text over raw bytes, sharing no
+/// The probe of docs/format.md#ribbon, written from the text over raw bytes, sharing no
 /// code with the module: if the two disagree, the document or the code is wrong.
 fn design_md_probe(bytes: &[u8], h: u64) -> bool {
     let u64_at = |b: &[u8], i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap());

@@ -1,5 +1,5 @@
 //! The zero-copy reader of a serialized scalable Bloom filter, and the stage-record parser the
-//! owned decoder shares (design.md "scalable_bloom").
+//! owned decoder shares (docs/format.md#scalable-bloom).
 
 use super::{check_config, MAX_STAGES};
 use crate::error::{Error, Result};

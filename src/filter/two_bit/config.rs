@@ -1,5 +1,5 @@
 //! [`TwoBitConfig`] and the layout: the map from a key hash to a word index and a bit mask,
-//! shared by the owned filter and its view (design.md, "two_bit_bloom (tag 3)").
+//! shared by the owned filter and its view (docs/format.md#two-bit-bloom).
 
 use crate::error::{Error, Result};
 use crate::filter::hash::{fast_range64, mix64};

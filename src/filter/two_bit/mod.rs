@@ -28,7 +28,7 @@
 //! in [`FillInfo::estimated_fpr`]. Callers with a firm key count and a generous budget should
 //! configure a larger `k` through [`TwoBitConfig`].
 //!
-//! # Hash derivation (design.md, "two_bit_bloom (tag 3)")
+//! # Hash derivation (docs/format.md#two-bit-bloom)
 //! * word index = `fastrange64(h, 2^L)`, i.e. the top `L` bits of `h`;
 //! * positions: `s = log2(w)` (5 or 6); if `k * s + L <= 64` the source is `h` itself, else
 //!   `mix64(h, POSITION_SEED)`; position `i` is bits `[i*s, (i+1)*s)` of the source.

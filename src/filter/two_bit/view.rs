@@ -1,4 +1,4 @@
-//! Encoding of a [`TwoBitBloom`] (kind tag 3, design.md "two_bit_bloom (tag 3)") and the
+//! Encoding of a [`TwoBitBloom`] (kind tag 3, docs/format.md#two-bit-bloom) and the
 //! zero-copy [`TwoBitBloomView`].
 //!
 //! ```text

@@ -2,8 +2,8 @@
 //! `W`-bit fingerprints: the owned filter, its zero-copy view and their encoding. The layout and
 //! its sizing are in `fuse_layout.rs`.
 //!
-//! Encoding (kind tags 10 and 11 for `N = 3`, 14 and 15 for `N = 4`; design.md "binary_fuse8 /
-//! binary_fuse16" and "binary_fuse4_8 / binary_fuse4_16"): params `seed:u64 keys:u64
+//! Encoding (kind tags 10 and 11 for `N = 3`, 14 and 15 for `N = 4`; docs/format.md#binary-fuse
+//! and "binary_fuse4_8 / binary_fuse4_16"): params `seed:u64 keys:u64
 //! segment_length:u32 segment_count:u32`; payload `(segment_count + N - 1) * segment_length`
 //! fingerprints (u8, or u16 little-endian).
 

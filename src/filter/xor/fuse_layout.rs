@@ -37,7 +37,7 @@ mod sealed {
 /// (2022), and the authors' reference code, which spells the formulas out (FastFilter/
 /// fastfilter_cpp `src/xorfilter/xor_binary_fuse_filter.h`, `calculateSegmentLength` and
 /// `calculateSizeFactor`; the same constants in FastFilter/xor_singleheader
-/// `include/binaryfusefilter.h`). design.md, "binary_fuse4_8 / binary_fuse4_16", cites them.
+/// `include/binaryfusefilter.h`). docs/format.md#binary-fuse4, cites them.
 pub trait FuseArity: sealed::Sealed {
     /// `B` of `segment_length = 2^floor(ln n / ln B + D)`.
     const SEGMENT_BASE: f64;

@@ -26,7 +26,7 @@
 //! bijective [`mix64`]; positions and the fingerprint come from that mixed value `h`, and the
 //! fingerprint is the low `w` bits of `h ^ (h >> 32)`. Because the mix is a bijection, distinct
 //! key hashes stay distinct under every seed: duplicates are removed once, before the first
-//! attempt. The byte layout is specified in design.md ("xor8 / xor16", "binary_fuse8 /
+//! attempt. The byte layout is specified in docs/format.md#xor, "binary_fuse8 /
 //! binary_fuse16", "binary_fuse4_8 / binary_fuse4_16", "packed_binary_fuse").
 //!
 //! [`PackedBinaryFuse`] is the binary fuse filter with fingerprints of any width from 1 to 32

@@ -5,11 +5,11 @@
 //! engine's allocation (`StaticFilterKind::PackedBinaryFuse`).
 //!
 //! Same layout, hashing and construction as the byte-wide filters (`fuse_layout.rs`,
-//! `peel.rs`); only the fingerprint store differs. Encoding (kind tag 16, design.md
-//! "packed_binary_fuse"): params `seed:u64 keys:u64 segment_length:u32 segment_count:u32
-//! arity:u8 fingerprint_bits:u8`; payload `ceil(slots * w / 8)` bytes holding fingerprint `i`
-//! in bits `i w .. (i + 1) w` of the little-endian bit string, then 7 zero bytes, so that every
-//! fingerprint is read with one unaligned 64-bit load.
+//! `peel.rs`); only the fingerprint store differs. Encoding (kind tag 16,
+//! docs/format.md#packed-binary-fuse): params `seed:u64 keys:u64 segment_length:u32
+//! segment_count:u32 arity:u8 fingerprint_bits:u8`; payload `ceil(slots * w / 8)` bytes holding
+//! fingerprint `i` in bits `i w .. (i + 1) w` of the little-endian bit string, then 7 zero bytes,
+//! so that every fingerprint is read with one unaligned 64-bit load.
 
 use super::fuse_layout::{Arity, FuseArity, FuseLayout};
 use super::peel::{self, Layout};

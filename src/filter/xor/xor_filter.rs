@@ -1,7 +1,7 @@
 //! The xor filter (Graf and Lemire 2020): `floor(1.23 n) + 32` slots in three equal blocks; a key
 //! has one slot in each block.
 //!
-//! Encoding (kind tags 8 and 9, design.md "xor8 / xor16"): params `seed:u64 keys:u64
+//! Encoding (kind tags 8 and 9, docs/format.md#xor): params `seed:u64 keys:u64
 //! block_length:u32`; payload `3 * block_length` fingerprints (u8, or u16 little-endian).
 
 use super::peel::{self, Layout, Sizing};

@@ -1,4 +1,4 @@
-//! Data blocks kept inside pages (`TableOptions::block_align`, design.md "Aligned data blocks").
+//! Data blocks kept inside pages (`TableOptions::block_align`, docs/format.md#aligned-data-blocks).
 //!
 //! A direct read transfers every 4 KiB page a block touches, so a 2.3 KiB block that straddles a
 //! page boundary costs an 8 KiB device read. With alignment the builder cuts each data block

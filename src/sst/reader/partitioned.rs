@@ -1,5 +1,5 @@
-//! Reading a partitioned filter (format version 4; src/sst/partitioned_filter.rs, design.md
-//! "Partitioned filter").
+//! Reading a partitioned filter (format version 4; src/sst/partitioned_filter.rs,
+//! docs/format.md#partitioned-filter).
 //!
 //! Where its pieces live:
 //! * the top-level partition index is held like a whole filter ([`MetaPolicy`]: by the table,

@@ -1,5 +1,5 @@
-//! Reading a partitioned index (format version 4; src/sst/partitioned_index.rs, design.md
-//! "Partitioned index").
+//! Reading a partitioned index (format version 4; src/sst/partitioned_index.rs,
+//! docs/format.md#partitioned-index).
 //!
 //! The top-level index is the table's index entry (`Table::index`), held where [`MetaPolicy`]
 //! says, exactly as a whole index is. With an enabled block cache an index partition is read on

@@ -1,4 +1,4 @@
-//! Aligned data blocks (`TableOptions::block_align`, design.md "Aligned data blocks"): every
+//! Aligned data blocks (`TableOptions::block_align`, docs/format.md#aligned-data-blocks): every
 //! data block that fits in a page lies within one, the table reads back whole, and blocks pack
 //! pages with little padding.
 

@@ -1,5 +1,5 @@
-//! Each kind of block-cache entry is charged what it really allocates (design.md, "Memory
-//! accounting"; `crate::heap`).
+//! Each kind of block-cache entry is charged what it really allocates (design.md#memory-accounting;
+//! `crate::heap`).
 //!
 //! A counting global allocator (this test binary's) tracks, per thread, the bytes of every live
 //! allocation as glibc malloc lays it out: `malloc_usable_size + 8`, the chunk header and the

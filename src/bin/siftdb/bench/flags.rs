@@ -528,7 +528,7 @@ pub fn apply_db_bench_flags(flags: &Flags, opts: &mut Options) -> Result<(), Str
 }
 
 /// `--prefix_size`, `--range_filter_bits` and `--range_filter_max` onto the scan filters
-/// (design.md, "Scan filters"); the bits' range is `Options::validate`'s.
+/// (design.md#scan-filters); the bits' range is `Options::validate`'s.
 fn apply_scan_filter_flags(flags: &Flags, opts: &mut Options) -> Result<(), String> {
     check_prefix_size(flags.prefix_size, flags.key_size)?;
     if flags.prefix_size > 0 {

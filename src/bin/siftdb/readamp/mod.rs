@@ -1,5 +1,4 @@
-//! `siftdb readamp`: the read-amplification report (issue 6, design.md "Read-amplification
-//! report").
+//! `siftdb readamp`: the read-amplification report (issue 6, docs/tools.md#readamp).
 //!
 //! For each filter policy ([`build::Policy`]) and each budget of `--bits` filter bits per key it
 //! builds the same database (same keys, values, options and LSM shape; only the filter policy
