@@ -16,6 +16,7 @@
 use crate::coding::{put_length_prefixed, put_varint32, Cursor};
 use crate::error::{Error, Result};
 use crate::ikey::{DEFAULT_KEYSPACE, KEYSPACE_FLAG};
+use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
 /// Largest key accepted, in bytes (64 KiB). Keys are copied into index blocks and filters hash
@@ -147,11 +148,12 @@ impl WriteBatch {
         self.push_record(ValueKind::Delete, None, key.as_ref(), None)
     }
 
-    /// Adds a deletion of every key in `[start, end)`: one range tombstone, one sequence
-    /// number. `start == end` deletes nothing and adds no record; `start > end` makes the write
-    /// fail with [`Error::InvalidArgument`] naming both bounds.
-    pub fn delete_range(&mut self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> &mut Self {
-        self.push_delete_range(None, start.as_ref(), end.as_ref())
+    /// Adds a deletion of every key in `range` (`a..b`, `a..=b`, `..b`): one range tombstone
+    /// `[start, end)`, one sequence number. An empty range deletes nothing and adds no record; a
+    /// start past the end, or a range open at the top (`a..`, which has no end for a
+    /// tombstone), makes the write fail with [`Error::InvalidArgument`] naming what is wrong.
+    pub fn delete_range<K: AsRef<[u8]>, R: RangeBounds<K>>(&mut self, range: R) -> &mut Self {
+        self.push_delete_range(None, &range)
     }
 
     /// Adds a put of `key` -> `value` in keyspace `ks`. A batch may mix keyspaces; it is still
@@ -188,13 +190,12 @@ impl WriteBatch {
     }
 
     /// [`WriteBatch::delete_range`] in keyspace `ks`.
-    pub fn delete_range_in(
+    pub fn delete_range_in<K: AsRef<[u8]>, R: RangeBounds<K>>(
         &mut self,
         ks: &crate::Keyspace,
-        start: impl AsRef<[u8]>,
-        end: impl AsRef<[u8]>,
+        range: R,
     ) -> &mut Self {
-        self.push_delete_range(Some(KeyspaceRef::of(ks)), start.as_ref(), end.as_ref())
+        self.push_delete_range(Some(KeyspaceRef::of(ks)), &range)
     }
 
     /// Whether the batch holds a merge record.
@@ -202,12 +203,20 @@ impl WriteBatch {
         self.merges > 0
     }
 
-    fn push_delete_range(
+    fn push_delete_range<K: AsRef<[u8]>, R: RangeBounds<K>>(
         &mut self,
         keyspace: Option<KeyspaceRef>,
-        start: &[u8],
-        end: &[u8],
+        range: &R,
     ) -> &mut Self {
+        let (start, end) = match tombstone_bounds(range) {
+            Ok(bounds) => bounds,
+            Err(why) => {
+                self.note_keyspace(keyspace);
+                self.invalid.get_or_insert(why);
+                return self;
+            }
+        };
+        let (start, end) = (start.as_slice(), end.as_slice());
         if start == end {
             // Nothing is written, but the handle is still checked like any other.
             self.note_keyspace(keyspace);
@@ -419,6 +428,35 @@ pub fn decode_batch(bytes: &[u8]) -> Result<DecodedBatch<'_>> {
     Ok(DecodedBatch { first_seq, records })
 }
 
+/// The two ends of the range tombstone that deletes `range`: `[start, end)` with `start`
+/// included. An included end becomes the next key after it (`end` + a zero byte), an excluded
+/// start likewise; an open start is the empty key. A tombstone needs an end, so a range open
+/// at the top is an invalid argument.
+fn tombstone_bounds<K: AsRef<[u8]>, R: RangeBounds<K>>(
+    range: &R,
+) -> std::result::Result<(Vec<u8>, Vec<u8>), String> {
+    let successor = |k: &K| {
+        let mut v = k.as_ref().to_vec();
+        v.push(0);
+        v
+    };
+    let start = match range.start_bound() {
+        Bound::Included(k) => k.as_ref().to_vec(),
+        Bound::Excluded(k) => successor(k),
+        Bound::Unbounded => Vec::new(),
+    };
+    let end = match range.end_bound() {
+        Bound::Excluded(k) => k.as_ref().to_vec(),
+        Bound::Included(k) => successor(k),
+        Bound::Unbounded => {
+            return Err("delete_range needs an upper bound: a range tombstone covers \
+                        [start, end), and a range open at the top has no end"
+                .to_string())
+        }
+    };
+    Ok((start, end))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -495,7 +533,7 @@ mod tests {
     #[test]
     fn delete_range_records_round_trip_and_bad_bounds_are_rejected() {
         let mut b = WriteBatch::new();
-        b.delete_range(b"a", b"m").delete_range(b"q", b"q").put(b"x", b"1");
+        b.delete_range("a".."m").delete_range("q".."q").put(b"x", b"1");
         assert_eq!(b.len(), 2, "an empty range adds no record");
         let bytes = b.encode(3);
         let d = decode_batch(&bytes).unwrap();
@@ -504,12 +542,12 @@ mod tests {
         assert_eq!(d.records[0], want);
         assert!(b.validate().is_ok());
         let mut bad = WriteBatch::new();
-        bad.delete_range(b"z", b"b");
+        bad.delete_range("z".."b");
         let msg = bad.validate().unwrap_err().to_string();
         assert!(msg.contains('z') && msg.contains('b'), "{msg}");
         // A stored record whose start is not below its end is corrupt.
         let mut flipped = WriteBatch::new();
-        flipped.delete_range(b"a", b"b");
+        flipped.delete_range("a".."b");
         let mut bytes = flipped.encode(1);
         let n = bytes.len();
         bytes.swap(n - 1, n - 3);

@@ -27,7 +27,7 @@
 //! // Iterators run both ways; a cursor seeks (RocksDB's iterator semantics).
 //! let keys: Vec<Vec<u8>> = db.scan()?.rev().map(|kv| kv.map(|(k, _)| k)).collect::<Result<_, _>>()?;
 //! assert_eq!(keys, vec![b"cherry".to_vec(), b"banana".to_vec()]);
-//! let mut cursor = db.cursor();
+//! let mut cursor = db.cursor()?;
 //! cursor.seek_for_prev(b"c")?;
 //! assert_eq!(cursor.key(), b"banana");
 //!
@@ -98,15 +98,15 @@ mod db;
 
 pub use batch::{WriteBatch, MAX_BATCH_SIZE, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 pub use db::{
-    Db, DbCursor, DbIterator, Keyspace, KeyspaceStats, LevelStats, MemoryUsage, ReadStats,
-    Snapshot, Stats,
+    Db, DbCursor, DbIterator, Keyspace, KeyspaceStats, LevelStats, MemoryUsage, PinnedValue,
+    ReadStats, Snapshot, Stats,
 };
 pub use error::{Error, Result};
 pub use keyspace_options::KeyspaceOptions;
 pub use merge::{MergeOperator, U64AddOperator};
 pub use options::{
     CompactionOptions, Compression, FilterAllocation, FilterConfig, FilterPolicy, LevelBudget,
-    Options, RangeFilterOptions, StaticFilterKind, WriteOptions,
+    Options, RangeFilterOptions, ReadOptions, StaticFilterKind, WriteOptions,
 };
 pub use prefix::{DelimitedPrefix, FixedPrefix, PrefixExtractor};
 

@@ -705,6 +705,23 @@ impl std::fmt::Debug for Options {
     }
 }
 
+/// Options of one read (RocksDB's `ReadOptions`), for the `_opt` reads of every handle
+/// ([`crate::Db::range_opt`], [`crate::Db::cursor_opt`] and the same on `Keyspace` and
+/// `Snapshot`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// `true` (the default): data blocks the read loads from disk are put in the block cache.
+    /// `false`: they are read around the cache (blocks already cached are still used), so a
+    /// one-off bulk scan does not evict the blocks point lookups keep hot.
+    pub fill_cache: bool,
+}
+
+impl Default for ReadOptions {
+    fn default() -> ReadOptions {
+        ReadOptions { fill_cache: true }
+    }
+}
+
 /// Options of one write.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WriteOptions {

@@ -59,9 +59,9 @@ fn a_range_tombstone_in_the_memtable_hides_keys_on_every_read_path() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), Options::default()).unwrap();
     fill(&db, 50);
-    db.delete_range(k(10), k(20)).unwrap();
+    db.delete_range(k(10)..k(20)).unwrap();
     expect_deleted(&db, 50, 10, 20);
-    let mut c = db.cursor();
+    let mut c = db.cursor().unwrap();
     c.seek(&k(12)).unwrap();
     assert_eq!(c.key(), k(20), "seek into the range lands on its end");
     c.prev().unwrap();
@@ -80,7 +80,7 @@ fn tombstones_cover_older_data_at_every_layer_across_flush_compaction_and_reopen
         let db = Db::open(path, opts(&storage)).unwrap();
         fill(&db, 100);
         db.compact().unwrap(); // data in L1
-        db.delete_range(k(10), k(20)).unwrap(); // tombstone in the memtable over L1 data
+        db.delete_range(k(10)..k(20)).unwrap(); // tombstone in the memtable over L1 data
         expect_deleted(&db, 100, 10, 20);
         db.flush().unwrap(); // tombstone in L0 over L1 data
         assert_eq!(db.stats().levels[0].files, 1);
@@ -88,7 +88,7 @@ fn tombstones_cover_older_data_at_every_layer_across_flush_compaction_and_reopen
     }
     let db = Db::open(path, opts(&storage)).unwrap();
     expect_deleted(&db, 100, 10, 20);
-    db.delete_range(k(30), k(35)).unwrap(); // survives reopen through the WAL
+    db.delete_range(k(30)..k(35)).unwrap(); // survives reopen through the WAL
     drop(db);
     let db = Db::open(path, opts(&storage)).unwrap();
     let live = |i: u32| !(10..20).contains(&i) && !(30..35).contains(&i);
@@ -103,7 +103,7 @@ fn snapshots_taken_before_the_delete_range_still_see_the_keys() {
     let db = Db::open("/db", opts(&storage)).unwrap();
     fill(&db, 40);
     let before = db.snapshot();
-    db.delete_range(k(5), k(25)).unwrap();
+    db.delete_range(k(5)..k(25)).unwrap();
     let after = db.snapshot();
     for step in ["memtable", "flush", "compact"] {
         match step {
@@ -130,7 +130,7 @@ fn writes_after_the_tombstone_are_visible_at_every_layer() {
     let db = Db::open("/db", opts(&storage)).unwrap();
     fill(&db, 30);
     db.flush().unwrap();
-    db.delete_range(k(0), k(30)).unwrap();
+    db.delete_range(k(0)..k(30)).unwrap();
     db.put(k(7), b"again").unwrap(); // same memtable as the tombstone
     db.flush().unwrap();
     db.put(k(8), b"later").unwrap(); // memtable above an L0 tombstone
@@ -154,12 +154,12 @@ fn bad_bounds_are_rejected_naming_both_and_an_empty_range_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), Options::default()).unwrap();
     db.put("m", "1").unwrap();
-    let err = db.delete_range("x", "c").unwrap_err();
+    let err = db.delete_range("x".."c").unwrap_err();
     assert!(matches!(err, siftdb::Error::InvalidArgument(_)), "{err:?}");
     let msg = err.to_string();
     assert!(msg.contains("\"x\"") && msg.contains("\"c\""), "{msg}");
     let batches = db.stats().write_batches;
-    db.delete_range("m", "m").unwrap();
+    db.delete_range("m".."m").unwrap();
     assert_eq!(db.stats().write_batches, batches, "an empty range writes nothing");
     assert_eq!(db.get("m").unwrap().as_deref(), Some(&b"1"[..]));
 }
@@ -202,7 +202,7 @@ fn a_filter_never_lets_a_lookup_skip_a_tombstone_in_a_shallower_level() {
     // Tombstone over "a" and filler keys on both sides of it (so the file's point-key range
     // holds "a" and its filter is probed), flushed and compacted into L1.
     let mut b = WriteBatch::new();
-    b.delete_range("a", "a\0").put("0", "filler").put("a0", "filler");
+    b.delete_range("a".."a\0").put("0", "filler").put("a0", "filler");
     db.write(b).unwrap();
     db.flush().unwrap();
     db.wait_for_compactions().unwrap();
@@ -229,7 +229,7 @@ fn bottommost_compaction_removes_a_fully_deleted_range() {
     db.compact().unwrap();
     let entries = |db: &Db| db.stats().levels.iter().map(|l| l.entries).sum::<u64>();
     assert_eq!(entries(&db), 500);
-    db.delete_range(k(0), k(500)).unwrap();
+    db.delete_range(k(0)..k(500)).unwrap();
     db.flush().unwrap();
     db.compact().unwrap();
     assert_eq!(entries(&db), 0, "{:?}", db.stats().levels);
@@ -243,7 +243,7 @@ fn a_snapshot_keeps_covered_versions_through_bottommost_compaction() {
     let db = Db::open("/db", opts(&storage)).unwrap();
     fill(&db, 20);
     let snap = db.snapshot();
-    db.delete_range(k(0), k(20)).unwrap();
+    db.delete_range(k(0)..k(20)).unwrap();
     db.compact().unwrap();
     assert_eq!(db.scan().unwrap().count(), 0);
     assert_eq!(snap.scan().unwrap().count(), 20);
@@ -273,7 +273,7 @@ fn compaction_outputs_cut_inside_a_range_tombstone_stay_disjoint_and_correct() {
     // A snapshot keeps the covered versions, so the outputs hold both and are cut inside the
     // tombstone's range.
     let snap = db.snapshot();
-    db.delete_range(k(50), k(350)).unwrap();
+    db.delete_range(k(50)..k(350)).unwrap();
     db.compact().unwrap();
     let s = db.stats();
     assert!(s.levels[1].files > 3, "{:?}", s.levels);
@@ -283,7 +283,7 @@ fn compaction_outputs_cut_inside_a_range_tombstone_stay_disjoint_and_correct() {
     }
     assert_eq!(db.scan().unwrap().count(), 100);
     assert_eq!(db.scan().unwrap().rev().count(), 100);
-    let mut c = db.cursor();
+    let mut c = db.cursor().unwrap();
     c.seek(&k(100)).unwrap();
     assert_eq!(c.key(), k(350));
     c.seek_for_prev(&k(300)).unwrap();
@@ -299,7 +299,7 @@ fn a_crash_keeps_a_delete_range_batch_all_or_nothing() {
             fill(&db, 20);
             db.sync_wal().unwrap();
             let mut b = WriteBatch::new();
-            b.delete_range(k(0), k(10)).put("marker", "1").delete_range(k(15), k(18));
+            b.delete_range(k(0)..k(10)).put("marker", "1").delete_range(k(15)..k(18));
             db.write_opt(b, WriteOptions { sync: synced }).unwrap();
             storage.crash_drop_unsynced();
         }

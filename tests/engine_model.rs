@@ -125,9 +125,9 @@ fn batch_record(
             let lo = key(rng);
             let hi = [lo.as_slice(), b"5"].concat();
             if in_ks2 {
-                b.delete_range_in(ks2, &lo, &hi)
+                b.delete_range_in(ks2, lo.as_slice()..hi.as_slice())
             } else {
-                b.delete_range(&lo, &hi)
+                b.delete_range(lo.as_slice()..hi.as_slice())
             };
             m.retain(|k, _| !(lo <= *k && *k < hi));
         }
@@ -245,7 +245,7 @@ fn check_snapshot(
     for _ in 0..4 {
         let k = key(rng);
         assert_eq!(
-            snap.get_in(ks2, &k).unwrap(),
+            snap.keyspace(ks2).unwrap().get(&k).unwrap(),
             m2.get(&k).cloned(),
             "op {op}: snap ks2 get {k:?}"
         );
@@ -253,9 +253,9 @@ fn check_snapshot(
     let (a, b) = (key(rng), key(rng));
     let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
     let want = model_range(m2, &lo, &hi);
-    let got = collect(snap.range_in(ks2, lo.as_slice()..hi.as_slice()).unwrap());
+    let got = collect(snap.keyspace(ks2).unwrap().range(lo.as_slice()..hi.as_slice()).unwrap());
     assert_eq!(got, want, "op {op}: snapshot ks2 range {lo:?}..{hi:?}");
-    let got = collect_rev(snap.range_in(ks2, lo.as_slice()..hi.as_slice()).unwrap());
+    let got = collect_rev(snap.keyspace(ks2).unwrap().range(lo.as_slice()..hi.as_slice()).unwrap());
     assert_eq!(got, reversed(want), "op {op}: snapshot ks2 reverse range {lo:?}..{hi:?}");
     for _ in 0..4 {
         let k = key(rng);
@@ -272,7 +272,7 @@ fn check_snapshot(
     let p = format!("k{}", rng.below(100)).into_bytes();
     let rev = collect_rev(snap.prefix(&p).unwrap());
     assert_eq!(rev, reversed(model_prefix(m, &p)), "op {op}: snap prefix rev");
-    check_cursor_walk(rng, &mut snap.cursor(), m, &format!("op {op}: snapshot cursor"));
+    check_cursor_walk(rng, &mut snap.cursor().unwrap(), m, &format!("op {op}: snapshot cursor"));
     if rng.below(8) == 0 {
         assert_entries(
             collect(snap.scan().unwrap()),
@@ -281,7 +281,7 @@ fn check_snapshot(
         );
         let rev = collect_rev(snap.scan().unwrap());
         assert_eq!(rev, reversed(all(m)), "op {op}: snapshot full reverse scan");
-        let rev = collect_rev(snap.scan_in(ks2).unwrap());
+        let rev = collect_rev(snap.keyspace(ks2).unwrap().scan().unwrap());
         assert_eq!(rev, reversed(all(m2)), "op {op}: snapshot ks2 full reverse scan");
     }
 }
@@ -330,7 +330,7 @@ fn run_model(dir: &Path, storage: Option<&MemStorage>, seed: u64, power_loss: bo
                 let lo = key(&mut rng);
                 let hi = [lo.as_slice(), b"5"].concat();
                 let mut b = WriteBatch::new();
-                b.delete_range(&lo, &hi);
+                b.delete_range(lo.as_slice()..hi.as_slice());
                 db.write_opt(b, wo).unwrap();
                 model.retain(|k, _| !(lo <= *k && *k < hi));
             }
@@ -433,7 +433,7 @@ fn run_model(dir: &Path, storage: Option<&MemStorage>, seed: u64, power_loss: bo
                     }
                     _ => check_cursor_walk(
                         &mut rng,
-                        &mut db.cursor(),
+                        &mut db.cursor().unwrap(),
                         &model,
                         &format!("op {op}: cursor"),
                     ),

@@ -249,19 +249,19 @@ fn a_snapshot_covers_every_keyspace() {
     db.put("k", "new-default").unwrap();
     db.flush().unwrap();
     db.compact().unwrap();
-    assert_eq!(snap.get_in(&a, "k").unwrap(), Some(b"old".to_vec()));
+    assert_eq!(snap.keyspace(&a).unwrap().get("k").unwrap(), Some(b"old".to_vec()));
     assert_eq!(snap.get("k").unwrap(), Some(b"old-default".to_vec()));
-    assert_eq!(keys(snap.scan_in(&a).unwrap()), vec![kv("k", "old")]);
-    assert_eq!(keys(snap.range_in(&a, "k".."l").unwrap()).len(), 1);
-    assert_eq!(keys(snap.prefix_in(&a, "k2").unwrap()).len(), 0);
-    assert!(snap.contains_key_in(&a, "k").unwrap());
-    assert!(!snap.contains_key_in(&a, "k2").unwrap());
-    let got = snap.multi_get_in(&a, &["k2", "k"]);
+    assert_eq!(keys(snap.keyspace(&a).unwrap().scan().unwrap()), vec![kv("k", "old")]);
+    assert_eq!(keys(snap.keyspace(&a).unwrap().range("k".."l").unwrap()).len(), 1);
+    assert_eq!(keys(snap.keyspace(&a).unwrap().prefix("k2").unwrap()).len(), 0);
+    assert!(snap.keyspace(&a).unwrap().contains_key("k").unwrap());
+    assert!(!snap.keyspace(&a).unwrap().contains_key("k2").unwrap());
+    let got = snap.keyspace(&a).unwrap().multi_get(&["k2", "k"]);
     assert_eq!(
         got.into_iter().map(|r| r.unwrap()).collect::<Vec<_>>(),
         [None, Some(b"old".to_vec())]
     );
-    let mut c = snap.cursor_in(&a).unwrap();
+    let mut c = snap.keyspace(&a).unwrap().cursor().unwrap();
     c.seek_to_last().unwrap();
     assert_eq!((c.key(), c.value()), (&b"k"[..], &b"old"[..]), "k2 came after the snapshot");
     c.prev().unwrap();
@@ -344,7 +344,7 @@ fn bad_names_options_and_the_default_keyspace_give_typed_errors() {
     let dir2 = tempfile::tempdir().unwrap();
     let db2 = Db::open(dir2.path(), Options::default()).unwrap();
     let foreign = db2.keyspace("f", d).unwrap();
-    assert!(is_invalid(db.snapshot().get_in(&foreign, "k").unwrap_err(), "another database"));
+    assert!(is_invalid(db.snapshot().keyspace(&foreign).unwrap_err(), "another database"));
 }
 
 #[test]

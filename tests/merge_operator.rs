@@ -265,7 +265,7 @@ fn reverse_iteration_and_the_cursor_show_merged_values_both_ways() {
     assert_eq!(range, want_range);
 
     // A cursor turning round on merged entries.
-    let mut c = db.cursor();
+    let mut c = db.cursor().unwrap();
     c.seek(b"k05").unwrap();
     assert_eq!((c.key(), c.value()), (&b"k05"[..], &model[&b"k05".to_vec()][..]));
     c.next().unwrap();
@@ -413,7 +413,7 @@ fn without_an_operator_merge_is_refused_and_reads_of_operands_fail_clearly() {
         assert!(e.to_string().contains("no merge operator is configured"), "{k}: {e}");
         assert!(db.contains_key(k).is_err());
     }
-    assert!(db.cursor().seek_to_first().is_err());
+    assert!(db.cursor().unwrap().seek_to_first().is_err());
     db.put("p", "1").unwrap();
     assert_eq!(db.get("p").unwrap().as_deref(), Some(&b"1"[..]));
     // Compaction without an operator keeps the operands as they are.

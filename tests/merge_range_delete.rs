@@ -29,7 +29,7 @@ fn check_all_paths(db: &Db, ks: &siftdb::Keyspace, want: u64, what: &str) {
     assert_eq!(fwd, vec![(b"c".to_vec(), want.clone().unwrap())], "{what}: scan");
     let rev: Vec<_> = db.scan().unwrap().rev().map(|r| r.unwrap()).collect();
     assert_eq!(rev, fwd, "{what}: reverse scan");
-    let mut c = db.cursor();
+    let mut c = db.cursor().unwrap();
     c.seek_to_first().unwrap();
     assert_eq!(c.value(), want.as_deref().unwrap(), "{what}: cursor");
     assert_eq!(ks.get("c").unwrap(), want, "{what}: keyspace get");
@@ -57,13 +57,13 @@ fn run(flush_after: usize, tombstone_in_batch: bool) {
             }
             1 if tombstone_in_batch => {
                 let mut b = WriteBatch::new();
-                b.delete_range("a", "d").delete_range_in(&ks, "a", "d");
+                b.delete_range("a".."d").delete_range_in(&ks, "a".."d");
                 b.merge("c", le(100)).merge_in(&ks, "c", le(100));
                 db.write(b).unwrap();
             }
             1 => {
-                db.delete_range("a", "d").unwrap();
-                ks.delete_range("a", "d").unwrap();
+                db.delete_range("a".."d").unwrap();
+                ks.delete_range("a".."d").unwrap();
             }
             _ if tombstone_in_batch => {}
             _ => {
@@ -106,7 +106,7 @@ fn a_snapshot_before_the_range_deletion_keeps_its_sum_through_flush_and_compacti
     db.write(b).unwrap();
     let before = db.snapshot();
     let mut b = WriteBatch::new();
-    b.delete_range("a", "d").delete_range_in(&ks, "a", "d");
+    b.delete_range("a".."d").delete_range_in(&ks, "a".."d");
     b.merge("c", le(100)).merge_in(&ks, "c", le(100));
     db.write(b).unwrap();
     let after = db.snapshot();
@@ -120,10 +120,19 @@ fn a_snapshot_before_the_range_deletion_keeps_its_sum_through_flush_and_compacti
         }
         let (w12, w100) = (Some(le(12).to_vec()), Some(le(100).to_vec()));
         assert_eq!(before.get("c").unwrap(), w12, "{stage}: snapshot before");
-        assert_eq!(before.get_in(&ks, "c").unwrap(), w12, "{stage}: snapshot before, ks2");
+        assert_eq!(
+            before.keyspace(&ks).unwrap().get("c").unwrap(),
+            w12,
+            "{stage}: snapshot before, ks2"
+        );
         assert_eq!(after.get("c").unwrap(), w100, "{stage}: snapshot after");
-        assert_eq!(after.get_in(&ks, "c").unwrap(), w100, "{stage}: snapshot after, ks2");
-        let rev: Vec<_> = after.scan_in(&ks).unwrap().rev().map(|r| r.unwrap().1).collect();
+        assert_eq!(
+            after.keyspace(&ks).unwrap().get("c").unwrap(),
+            w100,
+            "{stage}: snapshot after, ks2"
+        );
+        let rev: Vec<_> =
+            after.keyspace(&ks).unwrap().scan().unwrap().rev().map(|r| r.unwrap().1).collect();
         assert_eq!(rev, vec![le(100).to_vec()], "{stage}: snapshot after, ks2 reverse scan");
         check_all_paths(&db, &ks, 1100, stage);
     }

@@ -83,7 +83,7 @@ fn multi_get_and_contains_key_answer_as_get_does_now_and_at_a_snapshot() {
         assert_eq!(snap.contains_key(k).unwrap(), e.is_some());
     }
     assert!(db.multi_get(&keys).into_iter().all(|r| r.unwrap().as_deref() == Some(b"changed")));
-    assert!(db.multi_get::<&[u8]>(&[]).is_empty());
+    assert!(db.multi_get(Vec::<&[u8]>::new()).is_empty());
 }
 
 #[test]

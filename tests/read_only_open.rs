@@ -112,7 +112,7 @@ fn every_mutating_call_of_a_read_only_database_is_refused() {
     assert_read_only("put", db.put("k", "w"));
     assert_read_only("merge", db.merge("k", 1u64.to_le_bytes()));
     assert_read_only("delete", db.delete("k"));
-    assert_read_only("delete_range", db.delete_range("a", "z"));
+    assert_read_only("delete_range", db.delete_range("a".."z"));
     let mut b = WriteBatch::new();
     b.put("b", "1");
     assert_read_only("write", db.write(b));

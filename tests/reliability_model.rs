@@ -229,7 +229,7 @@ fn run_case(actions: &[Action], small: bool) -> TestResult {
                 prop_assert_eq!(got, want, "reverse range {}..={} of keyspace {}", a, b, ks);
             }
             Action::Walk(ks, moves) => {
-                let c = if ks == 0 { h.db.cursor() } else { h.ks2.cursor().unwrap() };
+                let c = if ks == 0 { h.db.cursor().unwrap() } else { h.ks2.cursor().unwrap() };
                 check_walk(c, &moves, &model[ks])?
             }
             Action::Flush => {

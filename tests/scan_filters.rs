@@ -45,7 +45,7 @@ fn write_some(db: &Db, rng: &mut SplitMix64, n: usize) {
             0 => {
                 let end = key(prefix, rng.below(3_000) * 3);
                 if k < end {
-                    db.delete_range(&k, &end).unwrap();
+                    db.delete_range(k.as_slice()..end.as_slice()).unwrap();
                 }
             }
             1..=5 => db.delete(&k).unwrap(),

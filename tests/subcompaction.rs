@@ -91,9 +91,9 @@ fn random_op(rng: &mut SplitMix64, sides: &mut [Side], step: u64) {
                 let start = i % PLAIN;
                 let (a, b) = (plain(start), plain(start + 1 + n % 60));
                 if in_ks2 {
-                    ks.delete_range(a, b)
+                    ks.delete_range(a..b)
                 } else {
-                    db.delete_range(a, b)
+                    db.delete_range(a..b)
                 }
             }
             _ => Ok(()),
@@ -127,9 +127,9 @@ fn observe(s: &Side) -> Vec<Entries> {
     out.push(collect(s.ks2.scan().unwrap().rev()));
     for snap in &s.snapshots {
         out.push(gets(&|k| snap.get(k).unwrap()));
-        out.push(gets(&|k| snap.get_in(&s.ks2, k).unwrap()));
+        out.push(gets(&|k| snap.keyspace(&s.ks2).unwrap().get(k).unwrap()));
         out.push(collect(snap.scan().unwrap()));
-        out.push(collect(snap.scan_in(&s.ks2).unwrap().rev()));
+        out.push(collect(snap.keyspace(&s.ks2).unwrap().scan().unwrap().rev()));
     }
     out
 }

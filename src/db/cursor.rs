@@ -35,6 +35,7 @@ use super::SuperVersion;
 use crate::batch::ValueKind;
 use crate::error::Result;
 use crate::merge::{Operands, SharedMergeOperator};
+use crate::options::ReadOptions;
 use crate::prefix::PrefixExtractor;
 use crate::range_del::{Fragments, RangeTombstone};
 use crate::sst::ScanCounters;
@@ -56,7 +57,7 @@ const PREFETCH_LEVELS: usize = crate::version::NUM_LEVELS;
 /// for k in ["a", "c", "e"] {
 ///     db.put(k, k)?;
 /// }
-/// let mut c = db.cursor();
+/// let mut c = db.cursor()?;
 /// c.seek_for_prev(b"d")?; // the last key <= "d"
 /// assert_eq!(c.key(), b"c");
 /// c.prev()?;
@@ -106,6 +107,8 @@ pub(crate) struct CursorConfig {
     count_filters: bool,
     /// The database's life cycle: a cursor of a closed database moves no more.
     life: Arc<super::Lifecycle>,
+    /// Put the data blocks read from disk in the block cache ([`ReadOptions::fill_cache`]).
+    fill_cache: bool,
 }
 
 impl CursorConfig {
@@ -116,7 +119,13 @@ impl CursorConfig {
             prefix_extractor: inner.opts.prefix_extractor.clone(),
             count_filters: true,
             life: inner.life.clone(),
+            fill_cache: true,
         }
+    }
+
+    /// This configuration with the read options `opts`.
+    pub(crate) fn reading(self, opts: &ReadOptions) -> CursorConfig {
+        CursorConfig { fill_cache: opts.fill_cache, ..self }
     }
 }
 
@@ -147,8 +156,11 @@ impl DbCursor {
         snapshot: u64,
         (lower, upper): (Bound<Vec<u8>>, Bound<Vec<u8>>),
         config: CursorConfig,
-        sources: Vec<Source>,
+        mut sources: Vec<Source>,
     ) -> DbCursor {
+        if !config.fill_cache {
+            sources.iter_mut().for_each(Source::leave_cache_unfilled);
+        }
         DbCursor {
             merge: Merge::new(sources),
             sv,

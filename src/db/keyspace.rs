@@ -8,10 +8,9 @@
 //! manifest lock), creating, reopening and dropping them, and the [`Keyspace`] handle, whose
 //! reads and writes run through the same code paths as `Db`'s with the keyspace id threaded in.
 
-use super::cursor::CursorConfig;
-use super::iter::DbIterator;
-use super::read::{self, ReadAt};
-use super::{compact, multi_get, write, DbCursor, DbInner, SuperVersion};
+use super::handle::{read_methods, write_methods, ReadView};
+use super::read::ReadAt;
+use super::{compact, DbInner, Snapshot, SuperVersion};
 use crate::batch::WriteBatch;
 use crate::compaction::{level_filter, LevelFilter, TreeShape};
 use crate::error::{Error, Result};
@@ -21,7 +20,6 @@ use crate::manifest::{KeyspaceRecord, RecoveredState, VersionEdit};
 use crate::options::{FilterPolicy, Options};
 use crate::sst::TableOptions;
 use std::collections::{BTreeMap, BTreeSet};
-use std::ops::{Bound, RangeBounds};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -286,94 +284,27 @@ impl Keyspace {
         }
     }
 
-    /// The value of `key`, as of now.
-    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+    /// A snapshot of the current state, reading this keyspace (see [`crate::Db::snapshot`]).
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot::take(&self.inner, Some(self.clone()))
+    }
+
+    read_methods!("now");
+    write_methods!();
+
+    /// Where reads through the handle go: its keyspace, as of each call.
+    fn read_view(&self) -> Result<ReadView<'_>> {
         self.check_live()?;
-        read::get(&self.inner, self.id, key.as_ref(), ReadAt::Latest)
+        Ok(ReadView { inner: &self.inner, keyspace: self.id, at: ReadAt::Latest })
     }
 
-    /// Whether `key` has a value now (see [`crate::Db::contains_key`]).
-    pub fn contains_key(&self, key: impl AsRef<[u8]>) -> Result<bool> {
-        self.check_live()?;
-        read::contains_key(&self.inner, self.id, key.as_ref(), ReadAt::Latest)
+    /// The keyspace writes through the handle go to.
+    fn keyspace_ref(&self) -> Option<&Keyspace> {
+        Some(self)
     }
 
-    /// The values of `keys` at one moment, in their order (see [`crate::Db::multi_get`]).
-    pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Result<Option<Vec<u8>>>> {
-        if let Err(e) = self.check_live() {
-            return keys.iter().map(|_| Err(e.duplicate())).collect();
-        }
-        let keys: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
-        multi_get::multi_get(&self.inner, self.id, &keys, ReadAt::Latest)
-    }
-
-    /// Sets `key` to `value`.
-    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
-        let (key, value) = (key.as_ref(), value.as_ref());
-        let mut b = WriteBatch::with_capacity(WriteBatch::put_size(key, value) + 5);
-        b.put_in(self, key, value);
-        write::write(&self.inner, b, false)
-    }
-
-    /// Deletes `key` (writes a tombstone).
-    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
-        let mut b = WriteBatch::new();
-        b.delete_in(self, key);
-        write::write(&self.inner, b, false)
-    }
-
-    /// Merges `operand` into `key` with the database's merge operator (see
-    /// [`crate::Db::merge`]).
-    pub fn merge(&self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> Result<()> {
-        let (key, operand) = (key.as_ref(), operand.as_ref());
-        let mut b = WriteBatch::with_capacity(WriteBatch::put_size(key, operand) + 5);
-        b.merge_in(self, key, operand);
-        write::write(&self.inner, b, false)
-    }
-
-    /// Deletes every key of the keyspace in `[start, end)` with one range tombstone (see
-    /// [`crate::Db::delete_range`]).
-    pub fn delete_range(&self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
-        let mut b = WriteBatch::new();
-        b.delete_range_in(self, start, end);
-        if b.is_empty() {
-            return self.check_live();
-        }
-        write::write(&self.inner, b, false)
-    }
-
-    /// Entries with keys in `range`, in key order, as of now (double-ended).
-    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<DbIterator> {
-        self.check_live()?;
-        DbIterator::new(self.inner.clone(), self.id, &range, ReadAt::Latest)
-    }
-
-    /// Every entry of the keyspace in key order.
-    pub fn scan(&self) -> Result<DbIterator> {
-        self.range::<&[u8], _>(..)
-    }
-
-    /// Entries whose key starts with `prefix`.
-    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Result<DbIterator> {
-        self.check_live()?;
-        DbIterator::with_prefix(self.inner.clone(), self.id, prefix.as_ref(), ReadAt::Latest)
-    }
-
-    /// A seekable cursor over the keyspace's entries visible now (see [`crate::Db::cursor`]).
-    pub fn cursor(&self) -> Result<DbCursor> {
-        self.check_live()?;
-        let sv = self.inner.super_version();
-        let seq = ReadAt::Latest.sequence(&self.inner);
-        let config = CursorConfig::of(&self.inner);
-        Ok(DbCursor::new(
-            sv,
-            self.inner.reads.clone(),
-            self.id,
-            seq,
-            Bound::Unbounded,
-            Bound::Unbounded,
-            config,
-        ))
+    fn db_inner(&self) -> &Arc<DbInner> {
+        &self.inner
     }
 }
 

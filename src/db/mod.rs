@@ -22,11 +22,13 @@ mod compact;
 mod cursor;
 mod destroy;
 mod flush;
+mod handle;
 mod iter;
 pub(crate) mod keyspace;
 mod lifecycle;
 mod multi_get;
 mod open;
+mod pinned;
 mod read;
 use read::ReadAt;
 pub(crate) mod read_counters;
@@ -36,20 +38,20 @@ mod write;
 pub use cursor::DbCursor;
 pub use iter::DbIterator;
 pub use keyspace::Keyspace;
+pub use pinned::PinnedValue;
 pub use stats::{KeyspaceStats, LevelStats, MemoryUsage, ReadStats, Stats};
 
-use crate::batch::WriteBatch;
 use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::ikey::DEFAULT_KEYSPACE as DEFAULT;
 use crate::keyspace_options::KeyspaceOptions;
 use crate::manifest::Manifest;
 use crate::memtable::Memtable;
-use crate::options::{Options, WriteOptions};
+use crate::options::Options;
 use crate::storage::{DirLock, Storage};
 use crate::version::Version;
 use arc_swap::ArcSwap;
-use cursor::CursorConfig;
+use handle::{read_methods, write_methods, ReadView};
 pub(crate) use lifecycle::Lifecycle;
 use parking_lot::{Condvar, Mutex};
 use read_counters::StripedReadCounters;
@@ -248,6 +250,8 @@ pub struct Db {
 pub struct Snapshot {
     inner: Arc<DbInner>,
     seq: u64,
+    /// The keyspace it reads (`None`: the default one).
+    keyspace: Option<Keyspace>,
 }
 
 impl Db {
@@ -298,134 +302,21 @@ impl Db {
         Ok(Db { inner, flusher: None, compactor: None, closed: false })
     }
 
-    /// Sets `key` to `value` (buffered durability; see [`WriteOptions`]).
-    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
-        let (key, value) = (key.as_ref(), value.as_ref());
-        let mut b = WriteBatch::with_capacity(WriteBatch::put_size(key, value));
-        b.put(key, value);
-        self.write_opt(b, WriteOptions::default())
+    read_methods!("now");
+    write_methods!();
+
+    /// Where reads through the database go: the default keyspace, as of each call.
+    fn read_view(&self) -> Result<ReadView<'_>> {
+        Ok(ReadView { inner: &self.inner, keyspace: DEFAULT, at: ReadAt::Latest })
     }
 
-    /// Merges `operand` into `key` (RocksDB's `Merge`): records the operand without reading
-    /// the key; a read applies [`Options::merge_operator`] to the key's base value and the
-    /// operands written since, so concurrent read-modify-writes (counters, appends) lose
-    /// nothing. Without a merge operator configured it is [`Error::InvalidArgument`] and
-    /// nothing is written.
-    pub fn merge(&self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> Result<()> {
-        let (key, operand) = (key.as_ref(), operand.as_ref());
-        let mut b = WriteBatch::with_capacity(WriteBatch::put_size(key, operand));
-        b.merge(key, operand);
-        self.write_opt(b, WriteOptions::default())
+    /// The keyspace writes through the database go to: the default one.
+    fn keyspace_ref(&self) -> Option<&Keyspace> {
+        None
     }
 
-    /// Deletes `key` (writes a tombstone).
-    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
-        let mut b = WriteBatch::new();
-        b.delete(key);
-        self.write_opt(b, WriteOptions::default())
-    }
-
-    /// Deletes every key in `[start, end)` with one range tombstone (design.md#range-tombstones):
-    /// point lookups, scans, snapshots taken later, flush and compaction all
-    /// respect it; snapshots taken before still see the keys, and later writes into the range
-    /// are visible. `start == end` writes nothing; `start > end` is
-    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) naming both bounds.
-    ///
-    /// ```
-    /// # let dir = tempfile::tempdir().unwrap();
-    /// let db = siftdb::Db::open(dir.path(), siftdb::Options::default())?;
-    /// for k in ["a", "b", "c", "d"] {
-    ///     db.put(k, "v")?;
-    /// }
-    /// db.delete_range("b", "d")?;
-    /// assert_eq!(db.get("b")?, None);
-    /// assert_eq!(db.get("d")?, Some(b"v".to_vec()));
-    /// # Ok::<(), siftdb::Error>(())
-    /// ```
-    pub fn delete_range(&self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
-        let (start, end) = (start.as_ref(), end.as_ref());
-        if start == end {
-            return Ok(());
-        }
-        let mut b = WriteBatch::with_capacity(WriteBatch::put_size(start, end));
-        b.delete_range(start, end);
-        self.write_opt(b, WriteOptions::default())
-    }
-
-    /// Applies a batch atomically with default write options.
-    pub fn write(&self, batch: WriteBatch) -> Result<()> {
-        self.write_opt(batch, WriteOptions::default())
-    }
-
-    /// Applies a batch atomically: after a crash either every record is present or none. An
-    /// empty batch writes nothing; with `sync` it still fsyncs the WAL, so every earlier write
-    /// is durable when it returns (as [`Db::sync_wal`]).
-    pub fn write_opt(&self, batch: WriteBatch, opts: WriteOptions) -> Result<()> {
-        write::write(&self.inner, batch, opts.sync)
-    }
-
-    /// The value of `key`, as of now.
-    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
-        read::get(&self.inner, DEFAULT, key.as_ref(), ReadAt::Latest)
-    }
-
-    /// Whether `key` has a value now: a [`Db::get`] that copies no value. A key that no
-    /// filter admits costs filter probes only.
-    pub fn contains_key(&self, key: impl AsRef<[u8]>) -> Result<bool> {
-        read::contains_key(&self.inner, DEFAULT, key.as_ref(), ReadAt::Latest)
-    }
-
-    /// The values of many keys at one moment, in the order of `keys` (duplicates allowed):
-    /// the same answers as one [`Db::get`] per key at a common snapshot, with every key hashed
-    /// once, each file's filter probed for all keys before any of its blocks is read, and blocks
-    /// read in key order. A failed block read is the result of the keys that needed it only.
-    ///
-    /// ```
-    /// # let dir = tempfile::tempdir().unwrap();
-    /// let db = siftdb::Db::open(dir.path(), siftdb::Options::default())?;
-    /// db.put("a", "1")?;
-    /// db.put("c", "3")?;
-    /// let got = db.multi_get(&["c", "b", "a"]);
-    /// let got: Vec<Option<Vec<u8>>> = got.into_iter().collect::<siftdb::Result<_>>()?;
-    /// assert_eq!(got, vec![Some(b"3".to_vec()), None, Some(b"1".to_vec())]);
-    /// # Ok::<(), siftdb::Error>(())
-    /// ```
-    pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Result<Option<Vec<u8>>>> {
-        let keys: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
-        multi_get::multi_get(&self.inner, DEFAULT, &keys, ReadAt::Latest)
-    }
-
-    /// Entries with keys in `range`, in key order, as of now.
-    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<DbIterator> {
-        iter::DbIterator::new(self.inner.clone(), DEFAULT, &range, ReadAt::Latest)
-    }
-
-    /// Every entry in key order.
-    pub fn scan(&self) -> Result<DbIterator> {
-        self.range::<&[u8], _>(..)
-    }
-
-    /// Entries whose key starts with `prefix`.
-    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Result<DbIterator> {
-        iter::DbIterator::with_prefix(self.inner.clone(), DEFAULT, prefix.as_ref(), ReadAt::Latest)
-    }
-
-    /// A seekable cursor over the entries visible now, moving both ways (RocksDB's iterator:
-    /// `seek`, `seek_for_prev`, `next`, `prev`). It starts on no entry.
-    pub fn cursor(&self) -> DbCursor {
-        // The super-version before the sequence (design.md#concurrency, rule 2).
-        let sv = self.inner.super_version();
-        let seq = ReadAt::Latest.sequence(&self.inner);
-        let config = CursorConfig::of(&self.inner);
-        DbCursor::new(
-            sv,
-            self.inner.reads.clone(),
-            DEFAULT,
-            seq,
-            Bound::Unbounded,
-            Bound::Unbounded,
-            config,
-        )
+    fn db_inner(&self) -> &Arc<DbInner> {
+        &self.inner
     }
 
     /// The keyspace `name`, created if missing (design.md#keyspaces): its files are written
@@ -464,12 +355,10 @@ impl Db {
         keyspace::drop_keyspace(&self.inner, name)
     }
 
-    /// A snapshot of the current state.
+    /// A snapshot of the current state, reading the default keyspace; [`Snapshot::keyspace`]
+    /// reads another keyspace at the same moment.
     pub fn snapshot(&self) -> Snapshot {
-        let mut snaps = self.inner.snapshots.lock();
-        let seq = self.inner.visible_seq.load(Ordering::Acquire);
-        *snaps.entry(seq).or_default() += 1;
-        Snapshot { inner: self.inner.clone(), seq }
+        Snapshot::take(&self.inner, None)
     }
 
     /// Freezes the current memtable and waits until every frozen memtable is in an L0 SST.
@@ -616,134 +505,57 @@ impl Drop for Db {
 }
 
 impl Snapshot {
+    /// Registers a snapshot of the state published now (compaction keeps what it can see).
+    pub(crate) fn take(inner: &Arc<DbInner>, keyspace: Option<Keyspace>) -> Snapshot {
+        let mut snaps = inner.snapshots.lock();
+        let seq = inner.visible_seq.load(Ordering::Acquire);
+        *snaps.entry(seq).or_default() += 1;
+        Snapshot { inner: inner.clone(), seq, keyspace }
+    }
+
     /// Sequence number of the snapshot.
     pub fn sequence(&self) -> u64 {
         self.seq
     }
 
-    /// The value of `key` at the snapshot.
-    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
-        read::get(&self.inner, DEFAULT, key.as_ref(), ReadAt::Snapshot(self.seq))
-    }
-
-    /// The value of `key` in keyspace `ks` at the snapshot (which covers every keyspace).
-    pub fn get_in(&self, ks: &Keyspace, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
-        self.check(ks)?;
-        read::get(&self.inner, ks.id(), key.as_ref(), ReadAt::Snapshot(self.seq))
-    }
-
-    /// Entries of keyspace `ks` in `range` at the snapshot.
-    pub fn range_in<K: AsRef<[u8]>, R: RangeBounds<K>>(
-        &self,
-        ks: &Keyspace,
-        range: R,
-    ) -> Result<DbIterator> {
-        self.check(ks)?;
-        iter::DbIterator::new(self.inner.clone(), ks.id(), &range, ReadAt::Snapshot(self.seq))
-    }
-
-    /// Every entry of keyspace `ks` at the snapshot.
-    pub fn scan_in(&self, ks: &Keyspace) -> Result<DbIterator> {
-        self.range_in::<&[u8], _>(ks, ..)
-    }
-
-    /// Entries of keyspace `ks` whose key starts with `prefix`, at the snapshot.
-    pub fn prefix_in(&self, ks: &Keyspace, prefix: impl AsRef<[u8]>) -> Result<DbIterator> {
-        self.check(ks)?;
-        let at = ReadAt::Snapshot(self.seq);
-        iter::DbIterator::with_prefix(self.inner.clone(), ks.id(), prefix.as_ref(), at)
-    }
-
-    /// Whether `key` of keyspace `ks` has a value at the snapshot.
-    pub fn contains_key_in(&self, ks: &Keyspace, key: impl AsRef<[u8]>) -> Result<bool> {
-        self.check(ks)?;
-        read::contains_key(&self.inner, ks.id(), key.as_ref(), ReadAt::Snapshot(self.seq))
-    }
-
-    /// The values of `keys` of keyspace `ks` at the snapshot, in their order.
-    pub fn multi_get_in<K: AsRef<[u8]>>(
-        &self,
-        ks: &Keyspace,
-        keys: &[K],
-    ) -> Vec<Result<Option<Vec<u8>>>> {
-        if let Err(e) = self.check(ks) {
-            return keys.iter().map(|_| Err(e.duplicate())).collect();
-        }
-        let keys: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
-        multi_get::multi_get(&self.inner, ks.id(), &keys, ReadAt::Snapshot(self.seq))
-    }
-
-    /// A seekable cursor over keyspace `ks` at the snapshot (see [`Db::cursor`]).
-    pub fn cursor_in(&self, ks: &Keyspace) -> Result<DbCursor> {
-        self.check(ks)?;
-        let sv = self.inner.super_version();
-        let config = CursorConfig::of(&self.inner);
-        Ok(DbCursor::new(
-            sv,
-            self.inner.reads.clone(),
-            ks.id(),
-            self.seq,
-            Bound::Unbounded,
-            Bound::Unbounded,
-            config,
-        ))
-    }
-
-    /// Fails unless `ks` is a live keyspace of this snapshot's database.
-    fn check(&self, ks: &Keyspace) -> Result<()> {
+    /// The same moment of keyspace `ks` (a snapshot covers every keyspace of its database):
+    /// reads through the returned snapshot go to `ks`. A handle of another database, or of a
+    /// dropped keyspace, is [`Error::InvalidArgument`].
+    pub fn keyspace(&self, ks: &Keyspace) -> Result<Snapshot> {
         if !ks.belongs_to(&self.inner) {
             return Err(Error::invalid(format!(
                 "keyspace '{}' belongs to another database",
                 ks.name()
             )));
         }
-        ks.check_live()
+        ks.check_live()?;
+        let mut snaps = self.inner.snapshots.lock();
+        *snaps.entry(self.seq).or_default() += 1;
+        Ok(Snapshot { inner: self.inner.clone(), seq: self.seq, keyspace: Some(ks.clone()) })
     }
 
-    /// Whether `key` has a value at the snapshot (see [`Db::contains_key`]).
-    pub fn contains_key(&self, key: impl AsRef<[u8]>) -> Result<bool> {
-        read::contains_key(&self.inner, DEFAULT, key.as_ref(), ReadAt::Snapshot(self.seq))
-    }
+    read_methods!("the snapshot");
 
-    /// The values of `keys` at the snapshot, in their order (see [`Db::multi_get`]).
-    pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Result<Option<Vec<u8>>>> {
-        let keys: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
-        multi_get::multi_get(&self.inner, DEFAULT, &keys, ReadAt::Snapshot(self.seq))
+    /// Where reads through the snapshot go: its keyspace at its sequence.
+    fn read_view(&self) -> Result<ReadView<'_>> {
+        let keyspace = match &self.keyspace {
+            Some(ks) => {
+                ks.check_live()?;
+                ks.id()
+            }
+            None => DEFAULT,
+        };
+        Ok(ReadView { inner: &self.inner, keyspace, at: ReadAt::Snapshot(self.seq) })
     }
+}
 
-    /// Entries in `range` at the snapshot.
-    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<DbIterator> {
-        iter::DbIterator::new(self.inner.clone(), DEFAULT, &range, ReadAt::Snapshot(self.seq))
-    }
-
-    /// Every entry at the snapshot.
-    pub fn scan(&self) -> Result<DbIterator> {
-        self.range::<&[u8], _>(..)
-    }
-
-    /// Entries whose key starts with `prefix`, at the snapshot.
-    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Result<DbIterator> {
-        iter::DbIterator::with_prefix(
-            self.inner.clone(),
-            DEFAULT,
-            prefix.as_ref(),
-            ReadAt::Snapshot(self.seq),
-        )
-    }
-
-    /// A seekable cursor over the entries at the snapshot (see [`Db::cursor`]).
-    pub fn cursor(&self) -> DbCursor {
-        let sv = self.inner.super_version();
-        let config = CursorConfig::of(&self.inner);
-        DbCursor::new(
-            sv,
-            self.inner.reads.clone(),
-            DEFAULT,
-            self.seq,
-            Bound::Unbounded,
-            Bound::Unbounded,
-            config,
-        )
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let keyspace = self.keyspace.as_ref().map_or("default", |k| k.name());
+        f.debug_struct("Snapshot")
+            .field("sequence", &self.seq)
+            .field("keyspace", &keyspace)
+            .finish()
     }
 }
 

@@ -12,13 +12,13 @@
 //! newer source) is deleted, which ends the walk like a Delete.
 
 use super::stats::{KeyspaceStats, LevelStats, Stats};
-use super::{DbInner, SuperVersion};
+use super::{DbInner, PinnedValue, SuperVersion};
 use crate::error::Result;
 use crate::filter::hash_key;
 use crate::memtable::MemLookup;
 use crate::merge::Operands;
 use crate::options::{FilterConfig, Options};
-use crate::sst::{FilterVerdict, GetResult, ReadCounters, Table};
+use crate::sst::{FilterVerdict, GetResult, ReadCounters, Table, ValueOut};
 use crate::version::{TableFile, NUM_LEVELS};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -52,12 +52,22 @@ pub(crate) fn get(
     key: &[u8],
     at: ReadAt,
 ) -> Result<Option<Vec<u8>>> {
-    point_lookup(inner, keyspace, key, at, true)
+    Ok(point_lookup(inner, keyspace, key, at, ValueOut::Copy)?.map(PinnedValue::into_vec))
+}
+
+/// [`get`] that leaves a value found in a table in its block.
+pub(crate) fn get_pinned(
+    inner: &DbInner,
+    keyspace: u32,
+    key: &[u8],
+    at: ReadAt,
+) -> Result<Option<PinnedValue>> {
+    point_lookup(inner, keyspace, key, at, ValueOut::Pin)
 }
 
 /// Whether `key` of `keyspace` has a value at `at`: [`get`] without copying the value out.
 pub(crate) fn contains_key(inner: &DbInner, keyspace: u32, key: &[u8], at: ReadAt) -> Result<bool> {
-    Ok(point_lookup(inner, keyspace, key, at, false)?.is_some())
+    Ok(point_lookup(inner, keyspace, key, at, ValueOut::Nothing)?.is_some())
 }
 
 fn point_lookup(
@@ -65,8 +75,8 @@ fn point_lookup(
     keyspace: u32,
     key: &[u8],
     at: ReadAt,
-    copy_value: bool,
-) -> Result<Option<Vec<u8>>> {
+    out: ValueOut,
+) -> Result<Option<PinnedValue>> {
     inner.life.check_open()?;
     // The thread's own counter stripe and a borrowed super-version: no cache line that another
     // core's lookups write (design.md#concurrency).
@@ -75,7 +85,7 @@ fn point_lookup(
     let sv = inner.sv.load();
     let snapshot = at.sequence(inner);
     let mut operands = Operands::new(inner.opts.merge_operator.as_ref());
-    let result = lookup(&sv, &counters.levels, keyspace, key, snapshot, copy_value, &mut operands)?;
+    let result = lookup(&sv, &counters.levels, keyspace, key, snapshot, out, &mut operands)?;
     if result.is_some() {
         counters.add(&counters.gets_found, 1);
     }
@@ -85,7 +95,7 @@ fn point_lookup(
 /// What one source said about a key, merge operands aside.
 enum Step {
     /// A Put: the base value.
-    Base(Vec<u8>),
+    Base(PinnedValue),
     /// A Delete: no base, and nothing older counts.
     Deleted,
     /// No Put or Delete here: look in older sources.
@@ -98,20 +108,27 @@ fn lookup(
     keyspace: u32,
     key: &[u8],
     snapshot: u64,
-    copy_value: bool,
+    out: ValueOut,
     ops: &mut Operands<'_>,
-) -> Result<Option<Vec<u8>>> {
+) -> Result<Option<PinnedValue>> {
     // Walk newest to oldest. Merge operands are collected on the way (newest first) until a
     // Put (the base), a Delete (no base) or the end (no base); then they are merged.
     let hash = hash_key(key);
-    let finish = |ops: &Operands<'_>, base| ops.finish(key, base);
+    // Without operands the base is the answer as it is (a pinned value stays pinned).
+    let finish = |ops: &Operands<'_>, base: Option<PinnedValue>| {
+        if ops.list.is_empty() {
+            return Ok(base);
+        }
+        Ok(ops.finish(key, base.map(PinnedValue::into_vec))?.map(PinnedValue::owned))
+    };
+    let copy_value = out != ValueOut::Nothing;
     // The newest range tombstone covering `key` at the snapshot among the sources read so far.
     let mut covered_below = 0u64;
     for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
         covered_below = covered_below.max(mem.max_covering_tombstone(keyspace, key, snapshot));
         let ops_list = &mut ops.list;
         match mem.lookup(keyspace, key, hash, snapshot, copy_value, ops_list, covered_below) {
-            MemLookup::Found(v) => return finish(ops, Some(v)),
+            MemLookup::Found(v) => return finish(ops, Some(PinnedValue::owned(v))),
             MemLookup::Deleted => return finish(ops, None),
             MemLookup::Absent => {}
         }
@@ -129,7 +146,7 @@ fn lookup(
                     snapshot,
                     counters,
                     positive,
-                    copy_value,
+                    out,
                     &mut ops.list,
                     covered_below,
                 )?;
@@ -140,7 +157,8 @@ fn lookup(
             }
         };
         Ok(match r {
-            GetResult::Found(v) => Step::Base(v),
+            GetResult::Found(v) => Step::Base(PinnedValue::owned(v)),
+            GetResult::FoundInBlock(v) => Step::Base(PinnedValue::in_block(v)),
             GetResult::Deleted => Step::Deleted,
             GetResult::NotFound => Step::Continue,
         })

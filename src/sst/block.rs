@@ -245,3 +245,39 @@ impl Block {
         Ok(off)
     }
 }
+
+/// A value's bytes inside a data block, holding the block: a value read without a copy
+/// ([`crate::PinnedValue`]). Equality and `Debug` are those of the bytes.
+#[derive(Clone)]
+pub struct BlockSlice {
+    block: std::sync::Arc<Block>,
+    range: std::ops::Range<usize>,
+}
+
+impl BlockSlice {
+    /// The bytes `range` of `block` (`range` within `block.data()`).
+    pub(crate) fn new(block: std::sync::Arc<Block>, range: std::ops::Range<usize>) -> BlockSlice {
+        debug_assert!(range.end <= block.data().len());
+        BlockSlice { block, range }
+    }
+
+    /// The value's bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        // The range was cut from this block's own data, which never changes.
+        self.block.data().get(self.range.clone()).unwrap_or_default()
+    }
+}
+
+impl PartialEq for BlockSlice {
+    fn eq(&self, other: &BlockSlice) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl Eq for BlockSlice {}
+
+impl std::fmt::Debug for BlockSlice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("BlockSlice").field(&self.as_bytes()).finish()
+    }
+}

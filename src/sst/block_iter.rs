@@ -51,6 +51,15 @@ impl BlockIter {
         }
     }
 
+    /// Where [`BlockIter::value`] lies in the block's data (empty when not valid).
+    pub(crate) fn value_range(&self) -> std::ops::Range<usize> {
+        if self.valid {
+            self.value.0..self.value.0 + self.value.1
+        } else {
+            0..0
+        }
+    }
+
     /// The current value. Empty when not valid.
     pub fn value(&self) -> &[u8] {
         if self.valid {

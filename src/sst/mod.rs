@@ -37,13 +37,13 @@ mod table_iter;
 #[cfg(test)]
 mod tests;
 
-pub use block::{Block, BlockIter};
+pub use block::{Block, BlockIter, BlockSlice};
 pub use builder::{FilterBlockSource, TableBuilder, TableSummary};
 pub(crate) use counters::ScanCounters;
 pub use meta::MetaPolicy;
 pub use partitioned_filter::PartitionedFilterSource;
 pub use properties::TableProperties;
-pub(crate) use reader::{BlockFetch, FilterVerdict};
+pub(crate) use reader::{BlockFetch, FilterVerdict, ValueOut};
 pub use reader::{GetResult, ReadCounters, ReadStats, Table};
 pub use scan_filters::ScanFilterSpec;
 pub use table_iter::TableIter;

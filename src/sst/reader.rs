@@ -17,7 +17,7 @@ use crate::filter::{Filter, FilterView};
 use crate::heap;
 use crate::ikey::{self, ValueKind};
 use crate::range_del::Fragments;
-use crate::sst::block::{Block, BlockIter};
+use crate::sst::block::{Block, BlockIter, BlockSlice};
 use crate::sst::buffers;
 pub use crate::sst::counters::{ReadCounters, ReadStats};
 use crate::sst::format::{
@@ -41,11 +41,25 @@ use partitioned::Partitioned;
 pub(crate) use partitioned_index::IndexCursor;
 use partitioned_index::IndexParts;
 
+/// What a lookup takes out of the block holding the value it finds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ValueOut {
+    /// Nothing: the caller asks whether the key has a value (`Found` of an empty value).
+    Nothing,
+    /// A copy of the value (`Found`).
+    Copy,
+    /// The value in place, holding its block (`FoundInBlock`); a copy when merge operands
+    /// wait for it, since they are merged onto it.
+    Pin,
+}
+
 /// The outcome of [`Table::get`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GetResult {
     /// The newest version visible at the snapshot is a Put of this value.
     Found(Vec<u8>),
+    /// [`GetResult::Found`] of a value left in its data block (a lookup that pins).
+    FoundInBlock(BlockSlice),
     /// The newest version visible at the snapshot is a tombstone: older tables must not be
     /// consulted.
     Deleted,
@@ -531,7 +545,7 @@ impl Table {
                 snapshot_seq,
                 counters,
                 positive,
-                true,
+                ValueOut::Copy,
                 operands,
                 self.max_covering_tombstone(user_key, snapshot_seq),
             ),
@@ -665,15 +679,15 @@ impl Table {
         snapshot_seq: u64,
         counters: &ReadCounters,
         positive: bool,
-        copy_value: bool,
+        out: ValueOut,
         operands: &mut Vec<Vec<u8>>,
         covered_below: u64,
     ) -> Result<GetResult> {
-        let args = (snapshot_seq, positive, copy_value, covered_below);
+        let args = (snapshot_seq, positive, out, covered_below);
         self.get_past_filter_from(keyspace, user_key, args, counters, operands, None)
     }
 
-    /// [`Table::get_past_filter`] (`args` = snapshot, positive, copy_value, covered_below),
+    /// [`Table::get_past_filter`] (`args` = snapshot, positive, out, covered_below),
     /// starting from the key's first data block when `first` brings it: its handle (found by
     /// [`Table::data_block_handle`], which counted the index read) and the block, counted
     /// where it was obtained (`src/sst/reader/batch.rs`).
@@ -681,7 +695,7 @@ impl Table {
         &self,
         keyspace: u32,
         user_key: &[u8],
-        (snapshot_seq, positive, copy_value, covered_below): (u64, bool, bool, u64),
+        (snapshot_seq, positive, out, covered_below): (u64, bool, ValueOut, u64),
         counters: &ReadCounters,
         operands: &mut Vec<Vec<u8>>,
         first: Option<(BlockHandle, Arc<Block>)>,
@@ -740,8 +754,12 @@ impl Table {
                     return Ok(GetResult::Deleted); // under a newer range tombstone
                 }
                 match kind {
-                    ValueKind::Put if copy_value || !operands.is_empty() => {
+                    ValueKind::Put if out == ValueOut::Copy || !operands.is_empty() => {
                         return Ok(GetResult::Found(it.value().to_vec()))
+                    }
+                    ValueKind::Put if out == ValueOut::Pin => {
+                        let value = BlockSlice::new(Arc::clone(&block), it.value_range());
+                        return Ok(GetResult::FoundInBlock(value));
                     }
                     ValueKind::Put => return Ok(GetResult::Found(Vec::new())),
                     ValueKind::Delete => return Ok(GetResult::Deleted),

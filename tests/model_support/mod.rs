@@ -197,8 +197,10 @@ impl Handles {
                 (Kind::Put(v), Some(ks)) => b.put_in(ks, &r.key, v),
                 (Kind::Delete, None) => b.delete(&r.key),
                 (Kind::Delete, Some(ks)) => b.delete_in(ks, &r.key),
-                (Kind::DeleteRange(end), None) => b.delete_range(&r.key, end),
-                (Kind::DeleteRange(end), Some(ks)) => b.delete_range_in(ks, &r.key, end),
+                (Kind::DeleteRange(end), None) => b.delete_range(r.key.as_slice()..end.as_slice()),
+                (Kind::DeleteRange(end), Some(ks)) => {
+                    b.delete_range_in(ks, r.key.as_slice()..end.as_slice())
+                }
                 (Kind::Merge(n), None) => b.merge(&r.key, n.to_le_bytes()),
                 (Kind::Merge(n), Some(ks)) => b.merge_in(ks, &r.key, n.to_le_bytes()),
             };

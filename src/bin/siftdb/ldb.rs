@@ -193,7 +193,7 @@ pub fn run(cmd: &LdbCommand) -> Result<()> {
             let ks = keyspace(&db, &a.db, false)?;
             let (start, end) = (decode(&a.start, a.db.hex)?, decode(&a.end, a.db.hex)?);
             let mut b = siftdb::WriteBatch::new();
-            b.delete_range_in(&ks, start, end);
+            b.delete_range_in(&ks, start..end);
             db.write_opt(b, siftdb::WriteOptions { sync: true })?;
             drop(ks);
             db.close()?;

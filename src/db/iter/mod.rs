@@ -17,6 +17,7 @@ use super::cursor::{CursorConfig, DbCursor};
 use super::read::ReadAt;
 use super::DbInner;
 use crate::error::Result;
+use crate::options::ReadOptions;
 use crate::version::owned;
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
@@ -66,11 +67,13 @@ impl DbIterator {
         keyspace: u32,
         range: &R,
         at: ReadAt,
+        opts: &ReadOptions,
     ) -> Result<DbIterator> {
         fn key<K: AsRef<[u8]>>(b: Bound<&K>) -> Bound<&[u8]> {
             b.map(|k| k.as_ref())
         }
-        Self::build(&inner, keyspace, key(range.start_bound()), key(range.end_bound()), at)
+        let bounds = (key(range.start_bound()), key(range.end_bound()));
+        Self::build(&inner, keyspace, bounds, at, opts)
     }
 
     pub(crate) fn with_prefix(
@@ -78,6 +81,7 @@ impl DbIterator {
         keyspace: u32,
         prefix: &[u8],
         at: ReadAt,
+        opts: &ReadOptions,
     ) -> Result<DbIterator> {
         // The first key past the prefix, on the stack for prefixes of usual lengths (the scan
         // of an absent prefix otherwise spends a tenth of its time allocating its bounds).
@@ -95,7 +99,7 @@ impl DbIterator {
             }
             None => Bound::Unbounded,
         };
-        Self::build(&inner, keyspace, Bound::Included(prefix), end, at)
+        Self::build(&inner, keyspace, (Bound::Included(prefix), end), at, opts)
     }
 
     /// Builds the front cursor and positions it on the first entry, so that an unreadable
@@ -104,9 +108,9 @@ impl DbIterator {
     fn build(
         inner: &DbInner,
         keyspace: u32,
-        lower: Bound<&[u8]>,
-        upper: Bound<&[u8]>,
+        (lower, upper): (Bound<&[u8]>, Bound<&[u8]>),
         at: ReadAt,
+        opts: &ReadOptions,
     ) -> Result<DbIterator> {
         // The super-version before the sequence (design.md#concurrency, rule 2).
         // Borrowed (no reference count written) until a cursor needs to own it.
@@ -130,7 +134,7 @@ impl DbIterator {
             stripe.add(&stripe.seeks, 1);
             return Ok(it);
         }
-        let (reads, config) = (inner.reads.clone(), CursorConfig::of(inner));
+        let (reads, config) = (inner.reads.clone(), CursorConfig::of(inner).reading(opts));
         let bounds = (owned(lower), owned(upper));
         let sv = arc_swap::Guard::into_inner(sv);
         let front = DbCursor::with_sources(sv, reads, keyspace, snapshot, bounds, config, sources);

@@ -113,6 +113,8 @@ pub(crate) enum Source {
         /// A scan filter's "maybe" for this (single-file) source, settled at the first
         /// forward seek (src/db/iter/scan_probe.rs).
         check: Option<Box<PendingCheck>>,
+        /// Put the data blocks the files' cursors read in the block cache.
+        fill_cache: bool,
     },
 }
 
@@ -153,7 +155,15 @@ impl Source {
     /// A source over `files` (non-empty, sorted by key, disjoint), positioned nowhere; no file
     /// is opened until a seek reaches it.
     pub fn files(files: FileRun, counters: Arc<dyn ScanCounters>) -> Source {
-        Source::Files { files, at: 0, iter: None, current: None, counters, check: None }
+        Source::Files {
+            files,
+            at: 0,
+            iter: None,
+            current: None,
+            counters,
+            check: None,
+            fill_cache: true,
+        }
     }
 
     /// [`Source::files`] over a file whose scan filter answered "maybe": the first forward
@@ -164,7 +174,14 @@ impl Source {
         check: PendingCheck,
     ) -> Source {
         let check = Some(Box::new(check));
-        Source::Files { files, at: 0, iter: None, current: None, counters, check }
+        Source::Files { files, at: 0, iter: None, current: None, counters, check, fill_cache: true }
+    }
+
+    /// Makes a files source read around the block cache ([`crate::ReadOptions::fill_cache`]).
+    pub fn leave_cache_unfilled(&mut self) {
+        if let Source::Files { fill_cache, .. } = self {
+            *fill_cache = false;
+        }
     }
 
     /// The merge operator name recorded by the table the current entry comes from (`""` if
@@ -327,7 +344,7 @@ impl Source {
         i: usize,
         position: impl FnOnce(&mut TableIter) -> Result<()>,
     ) -> Result<()> {
-        if let Source::Files { files, at, iter, current, counters, .. } = self {
+        if let Source::Files { files, at, iter, current, counters, fill_cache, .. } = self {
             *current = None;
             *at = i;
             let Some(file) = files.get(i) else {
@@ -335,7 +352,8 @@ impl Source {
                 return Ok(());
             };
             let level = files.level;
-            let mut it = Box::new(file.table()?.iter(true).counting(counters.clone(), level));
+            let table = file.table()?;
+            let mut it = Box::new(table.iter(*fill_cache).counting(counters.clone(), level));
             position(&mut it)?;
             *current = read(&mut it)?;
             *iter = Some(it);

@@ -129,7 +129,7 @@ fn cursor_walks_with_direction_changes_match_a_model_at_a_snapshot() {
     }
     let keys: Vec<&Vec<u8>> = model.keys().collect();
     let mut rng = SplitMix64::new(17);
-    let mut c = snap.cursor();
+    let mut c = snap.cursor().unwrap();
     assert!(!c.valid(), "a new cursor is on no entry");
     for _ in 0..200 {
         let target = key(rng.below(100_002));

@@ -16,7 +16,7 @@ use super::{Answer, Batch};
 use crate::error::Error;
 use crate::sst::format::BlockHandle;
 use crate::sst::Block;
-use crate::sst::{BlockFetch, FilterVerdict, GetResult, ReadCounters, Table};
+use crate::sst::{BlockFetch, FilterVerdict, GetResult, ReadCounters, Table, ValueOut};
 use crate::storage::direct::{DirectBatch, SpanBytes};
 use crate::version::{TableFile, Version, NUM_LEVELS};
 use std::sync::Arc;
@@ -277,7 +277,7 @@ impl Batch<'_> {
         let key = self.keys[i];
         let ops = &mut self.operands[i];
         let before = ops.list.len();
-        let args = (self.snapshot, positive, true, self.covered[i]);
+        let args = (self.snapshot, positive, ValueOut::Copy, self.covered[i]);
         let got = table.get_past_filter_from(
             self.keyspace,
             key,
@@ -295,6 +295,7 @@ impl Batch<'_> {
         match got {
             Ok(GetResult::NotFound) => None,
             Ok(GetResult::Found(v)) => Some(ops.finish(key, Some(v))),
+            Ok(GetResult::FoundInBlock(v)) => Some(ops.finish(key, Some(v.as_bytes().to_vec()))),
             Ok(GetResult::Deleted) => Some(ops.finish(key, None)),
             Err(e) => Some(Err(e)),
         }

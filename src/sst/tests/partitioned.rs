@@ -6,6 +6,7 @@ use crate::compaction::filter::{build_filter, LevelFilter};
 use crate::filter::hash_key;
 use crate::options::StaticFilterKind;
 use crate::sst::format::{Footer, FOOTER_LEN};
+use crate::sst::ValueOut;
 use crate::sst::{FilterVerdict, GetResult, MetaPolicy, PartitionedFilterSource, ReadCounters};
 
 /// A partitioned filter of `kind` at 1% cut every `partition_bytes` (estimated).
@@ -165,8 +166,9 @@ fn partitioned_filters_of_a_keyspace_answer_for_its_keys() {
         for i in 0..500u32 {
             let k = format!("ks{i:06}").into_bytes();
             assert_ne!(t.probe_filter(9, &k, hash_key(&k), &c), FilterVerdict::Absent, "{i}");
-            let got =
-                t.get_past_filter(9, &k, u64::MAX, &c, true, true, &mut Vec::new(), 0).unwrap();
+            let got = t
+                .get_past_filter(9, &k, u64::MAX, &c, true, ValueOut::Copy, &mut Vec::new(), 0)
+                .unwrap();
             assert_eq!(got, GetResult::Found(b"value".to_vec()));
             // The same user key in another keyspace is outside the table's range.
             assert_eq!(t.probe_filter(0, &k, hash_key(&k), &c), FilterVerdict::Absent);

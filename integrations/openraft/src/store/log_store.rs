@@ -203,7 +203,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
     async fn truncate(&mut self, log_id: LogId<NodeId>) -> Result<(), StorageError<NodeId>> {
         let mut b = WriteBatch::new();
-        b.delete_range_in(&self.shared.log, log_key(log_id.index), PAST_LAST_KEY);
+        b.delete_range_in(&self.shared.log, log_key(log_id.index)..PAST_LAST_KEY);
         self.write(b, true).map_err(|e| StorageIOError::write_logs(to_any(e)))?;
         Ok(())
     }
@@ -218,8 +218,8 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             serde_json::to_vec(&log_id).expect("LogId serializes"),
         );
         match log_id.index.checked_add(1) {
-            Some(end) => b.delete_range_in(&self.shared.log, log_key(0), log_key(end)),
-            None => b.delete_range_in(&self.shared.log, log_key(0), PAST_LAST_KEY),
+            Some(end) => b.delete_range_in(&self.shared.log, log_key(0)..log_key(end)),
+            None => b.delete_range_in(&self.shared.log, log_key(0)..PAST_LAST_KEY),
         };
         // Synced: this also makes every state-machine write before it durable, so the applied
         // state read back after power loss is never behind the purge point (README.md).

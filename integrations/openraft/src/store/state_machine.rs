@@ -120,7 +120,7 @@ impl Shared {
         snap: Option<&siftdb::Snapshot>,
     ) -> Result<(Option<LogId<NodeId>>, Membership), StorageIOError<NodeId>> {
         let read = |key: &[u8]| match snap {
-            Some(s) => s.get_in(&self.meta, key),
+            Some(s) => s.keyspace(&self.meta).and_then(|s| s.get(key)),
             None => self.meta.get(key),
         };
         let err = |e: String| StorageIOError::read_state_machine(to_any(e));
@@ -272,7 +272,7 @@ impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
         let rerr =
             |e: siftdb::Error| StorageError::from(StorageIOError::read_state_machine(to_any(e)));
         let mut pairs = Vec::new();
-        for item in view.scan_in(&data).map_err(rerr)? {
+        for item in view.keyspace(&data).and_then(|v| v.scan()).map_err(rerr)? {
             pairs.push(item.map_err(rerr)?);
         }
         let snapshot_id = match last_applied {
