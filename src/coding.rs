@@ -3,6 +3,8 @@
 //! Every decoder takes a cursor over untrusted bytes and names the field it is reading, so a
 //! short or malformed input becomes `Error::Corruption { what: "... reading <field>" }`.
 
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::indexing_slicing))]
+
 use crate::error::{Error, Result};
 
 /// Appends `v` as an unsigned LEB128 varint (1..=10 bytes).
@@ -88,17 +90,18 @@ impl<'a> Cursor<'a> {
 
     /// Takes `n` bytes.
     pub fn bytes(&mut self, n: usize, field: &str) -> Result<&'a [u8]> {
-        if self.remaining() < n {
+        let end = self.pos.checked_add(n);
+        let Some(s) = end.and_then(|end| self.buf.get(self.pos..end)) else {
             return Err(self.err(field, "truncated input"));
-        }
-        let s = &self.buf[self.pos..self.pos + n];
+        };
         self.pos += n;
         Ok(s)
     }
 
     /// Takes one byte.
     pub fn u8(&mut self, field: &str) -> Result<u8> {
-        Ok(self.bytes(1, field)?[0])
+        let b = self.bytes(1, field)?.first().copied();
+        b.ok_or_else(|| self.err(field, "truncated input"))
     }
 
     /// Takes a little-endian u32.

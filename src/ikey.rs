@@ -22,6 +22,8 @@
 //! have), the smallest internal key of `k` with `seq <= s`, and the first entry at or after it is
 //! the newest version of `k` visible at `s` (if its keyspace and user key match).
 
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::indexing_slicing))]
+
 use crate::error::{Error, Result};
 use std::cmp::Ordering;
 
@@ -132,34 +134,32 @@ pub fn decode(key: &[u8]) -> Result<(&[u8], u64, ValueKind)> {
 /// trailer (and keyspace bytes), with an unknown kind tag, or with the keyspace flag but
 /// keyspace 0 is [`Error::Corruption`].
 pub fn decode_in(key: &[u8]) -> Result<(u32, &[u8], u64, ValueKind)> {
-    if key.len() < TRAILER_LEN {
+    let Some((rest, trailer)) = key.split_last_chunk::<TRAILER_LEN>() else {
         return Err(Error::corruption(
             format!("internal key of {} bytes is shorter than its 8-byte trailer", key.len()),
             None,
         ));
-    }
-    let packed = trailer(key);
+    };
+    let packed = u64::from_le_bytes(*trailer);
     let kind_byte = (packed & 0xff) as u8;
     let tag = kind_byte & !KEYSPACE_FLAG;
     let kind = ValueKind::from_tag(tag).ok_or_else(|| {
         Error::corruption(format!("internal key kind tag {tag} is unknown"), None)
     })?;
-    let mut end = key.len() - TRAILER_LEN;
-    let mut keyspace = DEFAULT_KEYSPACE;
-    if kind_byte & KEYSPACE_FLAG != 0 {
-        if end < KEYSPACE_LEN {
-            return Err(Error::corruption(
-                format!("internal key of {} bytes has no room for its keyspace", key.len()),
-                None,
-            ));
-        }
-        end -= KEYSPACE_LEN;
-        keyspace = u32::from_le_bytes(key[end..end + KEYSPACE_LEN].try_into().expect("4 bytes"));
-        if keyspace == DEFAULT_KEYSPACE {
-            return Err(Error::corruption("internal key flags keyspace 0 as present", None));
-        }
+    if kind_byte & KEYSPACE_FLAG == 0 {
+        return Ok((DEFAULT_KEYSPACE, rest, packed >> 8, kind));
     }
-    Ok((keyspace, &key[..end], packed >> 8, kind))
+    let Some((user_key, keyspace)) = rest.split_last_chunk::<KEYSPACE_LEN>() else {
+        return Err(Error::corruption(
+            format!("internal key of {} bytes has no room for its keyspace", key.len()),
+            None,
+        ));
+    };
+    let keyspace = u32::from_le_bytes(*keyspace);
+    if keyspace == DEFAULT_KEYSPACE {
+        return Err(Error::corruption("internal key flags keyspace 0 as present", None));
+    }
+    Ok((keyspace, user_key, packed >> 8, kind))
 }
 
 /// The user-key part of an internal key, without the keyspace (the whole input if it is
@@ -179,23 +179,21 @@ pub fn keyspace(key: &[u8]) -> u32 {
 /// for its flagged keyspace reads as keyspace 0 with the bytes before the trailer).
 #[inline]
 pub fn split(key: &[u8]) -> (u32, &[u8]) {
-    let Some(end) = key.len().checked_sub(TRAILER_LEN) else { return (DEFAULT_KEYSPACE, key) };
-    if key[end] & KEYSPACE_FLAG != 0 {
-        if let Some(ks_at) = end.checked_sub(KEYSPACE_LEN) {
-            let ks = u32::from_le_bytes(key[ks_at..end].try_into().expect("4 bytes"));
-            return (ks, &key[..ks_at]);
+    let Some((rest, trailer)) = key.split_last_chunk::<TRAILER_LEN>() else {
+        return (DEFAULT_KEYSPACE, key);
+    };
+    if trailer[0] & KEYSPACE_FLAG != 0 {
+        if let Some((user_key, ks)) = rest.split_last_chunk::<KEYSPACE_LEN>() {
+            return (u32::from_le_bytes(*ks), user_key);
         }
     }
-    (DEFAULT_KEYSPACE, &key[..end])
+    (DEFAULT_KEYSPACE, rest)
 }
 
 /// The packed trailer `(seq << 8) | kind_byte`, or 0 for a key shorter than a trailer.
 #[inline]
 fn trailer(key: &[u8]) -> u64 {
-    match key.len().checked_sub(TRAILER_LEN) {
-        Some(at) => u64::from_le_bytes(key[at..].try_into().expect("8 bytes")),
-        None => 0,
-    }
+    key.last_chunk::<TRAILER_LEN>().map_or(0, |t| u64::from_le_bytes(*t))
 }
 
 #[inline]

@@ -62,6 +62,8 @@
 //! Formats are specified once, in `docs/format.md` at the repository root.
 
 #![warn(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod filter;
 pub mod inspect;

@@ -1,5 +1,7 @@
 //! [`VersionEdit`] and [`FileMeta`] and their tagged binary encoding (docs/format.md#manifest).
 
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::indexing_slicing))]
+
 use crate::error::{Error, Result};
 use crate::keyspace_options::{validate_name, KeyspaceOptions};
 
@@ -107,13 +109,13 @@ struct Cursor<'a> {
 
 impl<'a> Cursor<'a> {
     fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8]> {
-        let rest = &self.bytes[self.pos..];
-        if rest.len() < n {
+        let rest = self.bytes.get(self.pos..).unwrap_or_default();
+        let Some(taken) = rest.get(..n) else {
             let msg = format!("version edit: {what} needs {n} bytes, {} left", rest.len());
             return Err(Error::corruption(msg, Some(self.pos as u64)));
-        }
+        };
         self.pos += n;
-        Ok(&rest[..n])
+        Ok(taken)
     }
 
     fn u16(&mut self, what: &str) -> Result<u16> {
@@ -241,7 +243,7 @@ impl VersionEdit {
             let value_at = cur.pos;
             cur.take(len, "field value")?;
             // The value's own cursor ends where the value ends; offsets stay edit-relative.
-            let mut v = Cursor { bytes: &bytes[..cur.pos], pos: value_at };
+            let mut v = Cursor { bytes: bytes.get(..cur.pos).unwrap_or_default(), pos: value_at };
             let dup = |name: &str| {
                 let msg = format!("version edit: {name} appears twice");
                 Err(Error::corruption(msg, Some(field_at)))

@@ -2,6 +2,8 @@
 //! and the fixed-size footer. The byte layout is specified in docs/format.md#sstable; this file
 //! implements it and must agree with it.
 
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::indexing_slicing))]
+
 use crate::error::{Error, Result};
 use crate::sst::codec;
 use crate::sst::Compression;
@@ -142,7 +144,7 @@ pub fn frame_block_into(raw: &[u8], compression: Compression, out: &mut Vec<u8>)
 /// Appends the type byte and the CRC of `out[start..]` (contents and type).
 fn push_trailer(out: &mut Vec<u8>, start: usize, ctype: u8) {
     out.push(ctype);
-    let crc = crc32fast::hash(&out[start..]);
+    let crc = crc32fast::hash(out.get(start..).unwrap_or_default());
     out.extend_from_slice(&crc.to_le_bytes());
 }
 
@@ -150,12 +152,13 @@ fn push_trailer(out: &mut Vec<u8>, start: usize, ctype: u8) {
 /// uncompressed contents. Offsets in errors are relative to the start of `framed`. An
 /// uncompressed block is returned in `framed`'s own allocation (no copy).
 pub fn unframe_block(mut framed: Vec<u8>) -> Result<Vec<u8>> {
-    let n = check_trailer(&framed)?;
-    if framed[n] == COMPRESSION_NONE {
+    let (contents, ctype) = check_trailer(&framed)?;
+    if ctype == COMPRESSION_NONE {
+        let n = contents.len();
         framed.truncate(n);
         return Ok(framed);
     }
-    decode_contents(&framed, n, Vec::with_capacity)
+    decode_contents(contents, ctype, Vec::with_capacity)
 }
 
 /// [`unframe_block`] for framed bytes in a borrowed buffer (the read path reuses one scratch
@@ -165,42 +168,44 @@ pub fn unframe_block(mut framed: Vec<u8>) -> Result<Vec<u8>> {
 /// buffer, which saves a `malloc`/`free` pair per block): every decoder sets the length and
 /// overwrites every byte it keeps.
 pub fn unframe_block_from(framed: &[u8], alloc: impl FnOnce(usize) -> Vec<u8>) -> Result<Vec<u8>> {
-    let n = check_trailer(framed)?;
-    decode_contents(framed, n, alloc)
+    let (contents, ctype) = check_trailer(framed)?;
+    decode_contents(contents, ctype, alloc)
 }
 
-/// Checks the trailer's CRC; returns the length of the stored contents.
-fn check_trailer(framed: &[u8]) -> Result<usize> {
-    if framed.len() < BLOCK_TRAILER_LEN {
-        return Err(Error::corruption("block shorter than its trailer", Some(0)));
-    }
-    let n = framed.len() - BLOCK_TRAILER_LEN;
-    let stored = u32::from_le_bytes(framed[n + 1..].try_into().expect("4 bytes"));
-    let actual = crc32fast::hash(&framed[..n + 1]);
+/// Checks the trailer's CRC; returns the stored contents and their compression type byte.
+fn check_trailer(framed: &[u8]) -> Result<(&[u8], u8)> {
+    let short = || Error::corruption("block shorter than its trailer", Some(0));
+    let (covered, stored) = framed.split_last_chunk::<4>().ok_or_else(short)?;
+    let (&ctype, contents) = covered.split_last().ok_or_else(short)?;
+    let stored = u32::from_le_bytes(*stored);
+    let actual = crc32fast::hash(covered);
     if stored != actual {
         return Err(Error::corruption(
             format!("block checksum mismatch: stored {stored:#010x}, computed {actual:#010x}"),
-            Some(n as u64 + 1),
+            Some(contents.len() as u64 + 1),
         ));
     }
-    Ok(n)
+    Ok((contents, ctype))
 }
 
-/// The contents `framed[..n]` decoded per the compression type byte `framed[n]` (CRC checked).
+/// `contents` decoded per the compression type byte `ctype` (CRC checked).
 fn decode_contents(
-    framed: &[u8],
-    n: usize,
+    contents: &[u8],
+    ctype: u8,
     alloc: impl FnOnce(usize) -> Vec<u8>,
 ) -> Result<Vec<u8>> {
-    match framed[n] {
+    match ctype {
         COMPRESSION_NONE => {
-            let mut out = alloc(n);
+            let mut out = alloc(contents.len());
             out.clear();
-            out.extend_from_slice(&framed[..n]);
+            out.extend_from_slice(contents);
             Ok(out)
         }
-        t @ (COMPRESSION_ZSTD | COMPRESSION_LZ4) => codec::decompress(t, &framed[..n], alloc),
-        t => Err(Error::corruption(format!("unknown block compression type {t}"), Some(n as u64))),
+        t @ (COMPRESSION_ZSTD | COMPRESSION_LZ4) => codec::decompress(t, contents, alloc),
+        t => Err(Error::corruption(
+            format!("unknown block compression type {t}"),
+            Some(contents.len() as u64),
+        )),
     }
 }
 
@@ -236,7 +241,10 @@ impl Footer {
     /// newer version may lay its footer out differently, so it is reported before the CRC is
     /// checked), then the CRC. Offsets in errors are relative to the footer's start.
     pub fn decode(b: &[u8; FOOTER_LEN]) -> Result<Footer> {
-        let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        let u64_at = |i: usize| {
+            let bytes = b.get(i..i + 8).and_then(|s| <[u8; 8]>::try_from(s).ok());
+            bytes.map_or(0, u64::from_le_bytes) // `i` is a field offset within the 64 bytes
+        };
         if u64_at(52) != TABLE_MAGIC {
             return Err(Error::corruption(
                 "not an SST: footer magic is not \"SIFTDBST\"",

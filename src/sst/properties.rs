@@ -13,6 +13,8 @@
 //! (format version 5) only by a table with scan filters, so every other table's block stays
 //! byte for byte what older builds wrote.
 
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::indexing_slicing))]
+
 use crate::error::{Error, Result};
 use crate::sst::format::{get_varint32, put_varint32, BlockHandle};
 use std::collections::HashMap;
@@ -275,11 +277,10 @@ impl TableProperties {
 fn take<'a>(buf: &'a [u8], pos: &mut usize, what: &str) -> Result<&'a [u8]> {
     let at = *pos;
     let len = get_varint32(buf, pos, what)? as usize;
-    let end = pos.checked_add(len).filter(|&e| e <= buf.len()).ok_or_else(|| {
+    let s = pos.checked_add(len).and_then(|end| buf.get(*pos..end)).ok_or_else(|| {
         Error::corruption(format!("{what} of {len} bytes runs past the block"), Some(at as u64))
     })?;
-    let s = &buf[*pos..end];
-    *pos = end;
+    *pos += len;
     Ok(s)
 }
 

@@ -12,6 +12,8 @@
 //!
 //! A record whose fragments were all intact but whose LAST fragment never came is torn too.
 
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::indexing_slicing))]
+
 use super::{fragment_crc, BLOCK_SIZE, FIRST, FULL, HEADER_SIZE, LAST, MIDDLE};
 use crate::error::{Error, Result};
 use crate::storage::RandomAccessFile;
@@ -108,7 +110,8 @@ impl WalReader {
                     break;
                 }
             };
-            let payload = &self.block[frag.payload.clone()];
+            // `next_fragment` cut the payload range from this block.
+            let payload = self.block.get(frag.payload.clone()).unwrap_or_default();
             match (frag.kind, record.as_mut()) {
                 (FULL, None) => {
                     self.valid_len = frag.end;
@@ -160,12 +163,13 @@ impl WalReader {
 
     /// Whether every byte from `from` to the end of the file is zero.
     fn zeros_from(&self, from: u64) -> Result<bool> {
-        let mut chunk = vec![0u8; BLOCK_SIZE];
+        let mut buf = vec![0u8; BLOCK_SIZE];
         let mut at = from;
         while at < self.file_len {
             let n = (self.file_len - at).min(BLOCK_SIZE as u64) as usize;
-            self.file.read_exact_at(at, &mut chunk[..n])?;
-            if chunk[..n].iter().any(|&b| b != 0) {
+            let Some(chunk) = buf.get_mut(..n) else { break };
+            self.file.read_exact_at(at, chunk)?;
+            if chunk.iter().any(|&b| b != 0) {
                 return Ok(false);
             }
             at += n as u64;
@@ -198,21 +202,22 @@ impl WalReader {
             let at = (p - start) as usize;
             if block_end - p < HEADER_SIZE as u64 {
                 let trailer_end = block_end.min(self.file_len);
-                if self.block[at..].iter().any(|&b| b != 0) {
+                let trailer = self.block.get(at..).unwrap_or_default();
+                if trailer.iter().any(|&b| b != 0) {
                     let what = "non-zero block trailer".to_string();
                     return Ok(Err(Bad { offset: p, what, damaged_until: Some(trailer_end) }));
                 }
                 self.pos = block_end;
                 continue;
             }
-            let bytes = &self.block[at..];
-            if bytes.len() < HEADER_SIZE {
+            let bytes = self.block.get(at..).unwrap_or_default();
+            let Some(header) = bytes.first_chunk::<HEADER_SIZE>() else {
                 let what = "log fragment header cut off by end of file".to_string();
                 return Ok(Err(Bad { offset: p, what, damaged_until: Some(self.file_len) }));
-            }
-            let stored_crc = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
-            let len = u16::from_le_bytes([bytes[4], bytes[5]]) as usize;
-            let kind = bytes[6];
+            };
+            let [c0, c1, c2, c3, l0, l1, kind] = *header;
+            let stored_crc = u32::from_le_bytes([c0, c1, c2, c3]);
+            let len = u16::from_le_bytes([l0, l1]) as usize;
             let end = p + (HEADER_SIZE + len) as u64;
             if end > block_end {
                 let what = format!("log fragment length {len} runs past its block");
@@ -223,7 +228,8 @@ impl WalReader {
                 return Ok(Err(Bad { offset: p, what, damaged_until: Some(self.file_len) }));
             }
             let payload = at + HEADER_SIZE..at + HEADER_SIZE + len;
-            if fragment_crc(&bytes[4..7], &self.block[payload.clone()]) != stored_crc {
+            let payload_bytes = self.block.get(payload.clone()).unwrap_or_default();
+            if fragment_crc(&[l0, l1, kind], payload_bytes) != stored_crc {
                 let what = "log fragment checksum mismatch".to_string();
                 return Ok(Err(Bad { offset: p, what, damaged_until: Some(end) }));
             }
