@@ -83,6 +83,7 @@ pub(crate) mod heap;
 pub(crate) mod huge_arena;
 pub(crate) mod ikey;
 pub(crate) mod keyspace_options;
+pub(crate) mod limits;
 pub(crate) mod manifest;
 pub(crate) mod memtable;
 pub(crate) mod options_validate;

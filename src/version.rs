@@ -23,8 +23,7 @@ use std::ops::Bound;
 use std::path::Path;
 use std::sync::Arc;
 
-/// Number of levels, L0..L6.
-pub const NUM_LEVELS: usize = 7;
+use crate::limits::NUM_LEVELS;
 
 /// Checks that a replayed manifest's file set (`levels[l]`: the files of level `l`, by number)
 /// is one a [`Version`] can serve, before any of it is used: no file on a level at or beyond

@@ -15,11 +15,12 @@ use super::stats::{KeyspaceStats, LevelStats, Stats};
 use super::{DbInner, SuperVersion};
 use crate::error::Result;
 use crate::filter::hash_key;
+use crate::limits::NUM_LEVELS;
 use crate::memtable::MemLookup;
 use crate::merge::Operands;
 use crate::options::{FilterConfig, Options};
 use crate::sst::{FilterVerdict, GetResult, ReadCounters, Table};
-use crate::version::{TableFile, NUM_LEVELS};
+use crate::version::TableFile;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 

@@ -8,9 +8,9 @@
 //! alone (so a bump is a plain load and store) unless more threads than copies run, and a read
 //! of the counters sums the copies. The rules are in src/stripe.rs.
 
+use crate::limits::NUM_LEVELS;
 use crate::sst::{ReadCounters, ReadStats, ScanCounters};
 use crate::stripe::{self, COPIES};
-use crate::version::NUM_LEVELS;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// One thread's copy. Aligned to 128 bytes: Intel's adjacent-line prefetcher pulls cache lines
