@@ -184,7 +184,7 @@ pub(crate) fn run_pick(inner: &DbInner, p: &Pick) -> Result<()> {
         layouts: keyspaces.into_iter().map(|ks| (ks, layout(ks))).collect(),
         default_layout: layout(crate::ikey::DEFAULT_KEYSPACE),
         max_subcompactions: inner.opts.max_subcompactions,
-        scan_filters: inner.opts.scan_filter_spec(),
+        scan_filters: crate::sst::ScanFilterSpec::of(&inner.opts),
     };
     let new_number = || inner.new_file_number();
     let closing = || inner.is_closing();

@@ -24,9 +24,9 @@ use crate::filter::{BlockedBloom, StandardBloom, TwoBitBloom};
 use crate::ikey::{self, ValueKind};
 use crate::manifest::{FileMeta, Rollover, VersionEdit};
 use crate::memtable::Memtable;
-use crate::options::{Compression, FilterConfig, Options};
+use crate::options::FilterConfig;
 use crate::range_del::Fragments;
-use crate::sst::{self, FilterBlockSource, TableBuilder, TableOptions};
+use crate::sst::{FilterBlockSource, TableBuilder};
 use crate::version::TableFile;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -82,27 +82,6 @@ pub(crate) fn flush_and_wait(inner: &DbInner) -> Result<()> {
             return Ok(());
         }
         inner.bg_cv.wait_for(&mut g, std::time::Duration::from_millis(100));
-    }
-}
-
-/// Table options of files written to `level` (0 for flushes, the output level for compactions),
-/// derived from the engine options (a keyspace's own options replace block size and
-/// compression: `keyspace::Layout`).
-pub(crate) fn table_options(opts: &Options, level: usize) -> TableOptions {
-    TableOptions {
-        block_size: opts.block_size,
-        restart_interval: opts.block_restart_interval,
-        compression: sst_compression(opts.compression_for_level(level)),
-        block_align: opts.block_align,
-    }
-}
-
-/// The SST codec of an option's compression.
-pub(crate) fn sst_compression(c: Compression) -> sst::Compression {
-    match c {
-        Compression::None => sst::Compression::None,
-        Compression::Zstd(level) => sst::Compression::Zstd { level },
-        Compression::Lz4 => sst::Compression::Lz4,
     }
 }
 
@@ -176,7 +155,7 @@ fn write_l0_tables_inner(
             let file = inner.storage.create_immutable(&path)?;
             let layout = Layout::of(&inner.opts, &set, keyspace, 0);
             let mut builder = TableBuilder::new(file, layout.table)?;
-            builder.set_scan_filters(inner.opts.scan_filter_spec());
+            builder.set_scan_filters(crate::sst::ScanFilterSpec::of(&inner.opts));
             // Recorded only if the table gets operands; "" when none is configured (a WAL
             // replayed without an operator: the operands' operator is unknown).
             builder.set_merge_operator(op.map_or("", |op| op.name()));

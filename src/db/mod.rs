@@ -39,13 +39,13 @@ pub use keyspace::Keyspace;
 pub use stats::{KeyspaceStats, LevelStats, MemoryUsage, ReadStats, Stats};
 
 use crate::batch::WriteBatch;
-use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::ikey::DEFAULT_KEYSPACE as DEFAULT;
 use crate::keyspace_options::KeyspaceOptions;
 use crate::manifest::Manifest;
 use crate::memtable::Memtable;
 use crate::options::{Options, WriteOptions};
+use crate::sst::BlockCache;
 use crate::storage::{DirLock, Storage};
 use crate::version::Version;
 use arc_swap::ArcSwap;

@@ -17,7 +17,6 @@
 use super::write::{new_memtable, WriteQueue, WriterState};
 use super::{Counters, DbInner, SuperVersion};
 use crate::batch::decode_batch;
-use crate::cache::BlockCache;
 use crate::compaction::TreeShape;
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
@@ -26,6 +25,7 @@ use crate::limits::NUM_LEVELS;
 use crate::manifest::{self, Manifest, VersionEdit};
 use crate::memtable::Memtable;
 use crate::options::Options;
+use crate::sst::BlockCache;
 use crate::storage::{DirLock, FsStorage, Storage};
 use crate::table_cache::TableCache;
 use crate::version::{TableFile, Version};

@@ -111,34 +111,6 @@ impl std::fmt::Debug for StripedReadCounters {
     }
 }
 
-/// One counter spread over `stripe::COPIES` cache-line-padded copies, summed when read (for a
-/// count bumped on the read path outside the per-level counters, e.g. table-cache hits).
-pub(crate) struct StripedCounter {
-    stripes: Box<[PaddedCounter]>,
-}
-
-#[repr(align(128))]
-#[derive(Default)]
-struct PaddedCounter(AtomicU64);
-
-impl StripedCounter {
-    pub fn new() -> StripedCounter {
-        StripedCounter { stripes: (0..COPIES).map(|_| PaddedCounter::default()).collect() }
-    }
-
-    /// Adds `n` to the calling thread's copy.
-    #[inline]
-    pub fn add(&self, n: u64) {
-        let i = stripe::index();
-        stripe::add(i, &self.stripes[i].0, n);
-    }
-
-    /// The total over all copies.
-    pub fn sum(&self) -> u64 {
-        self.stripes.iter().map(|s| s.0.load(Relaxed)).sum()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
