@@ -79,6 +79,7 @@ pub(crate) mod coding;
 pub(crate) mod compaction;
 pub(crate) mod error;
 pub(crate) mod filename;
+pub(crate) mod filter_plan;
 pub(crate) mod heap;
 pub(crate) mod huge_arena;
 pub(crate) mod ikey;

@@ -41,10 +41,11 @@
 //! range created. Nothing is installed.
 
 use super::collapse::{collapse, Version};
-use super::filter::{build_filter, LevelFilter};
+use super::filter::build_filter;
 use super::subcompaction::{self, KeyRange};
 use crate::error::{Error, Result};
 use crate::filename;
+use crate::filter_plan::LevelFilter;
 use crate::ikey::{self, ValueKind};
 use crate::manifest::FileMeta;
 use crate::range_del::{Fragments, RangeTombstone};

@@ -27,6 +27,7 @@ pub(crate) mod keyspace;
 mod lifecycle;
 mod multi_get;
 mod open;
+mod plan;
 mod read;
 use read::ReadAt;
 pub(crate) mod read_counters;
@@ -135,7 +136,7 @@ pub(crate) struct DbInner {
     pub reads: Arc<StripedReadCounters>,
     pub counters: Counters,
     /// Keys of the last flushed memtable (before the first flush: the memtable size's
-    /// estimate): the size of an L0 run to filter allocation (`compact::tree_shape`).
+    /// estimate): the size of an L0 run to filter allocation (`plan::tree_shape`).
     pub l0_run_keys: AtomicU64,
     /// Held while a compaction runs (background or manual): one at a time.
     pub compaction_lock: Mutex<()>,
@@ -547,7 +548,7 @@ impl Db {
 
     /// A snapshot of the counters and per-level figures.
     pub fn stats(&self) -> Stats {
-        read::stats(&self.inner)
+        stats::stats(&self.inner)
     }
 
     /// The directory of the database.

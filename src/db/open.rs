@@ -17,10 +17,10 @@
 use super::write::{new_memtable, WriteQueue, WriterState};
 use super::{Counters, DbInner, SuperVersion};
 use crate::batch::decode_batch;
-use crate::compaction::TreeShape;
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
 use crate::filter::hash_key;
+use crate::filter_plan::TreeShape;
 use crate::limits::NUM_LEVELS;
 use crate::manifest::{self, Manifest, VersionEdit};
 use crate::memtable::Memtable;
@@ -197,8 +197,8 @@ fn recover_files(
         n => l0.iter().map(|f| f.meta.entries).sum::<u64>() / n,
     };
     // The replayed memtable will be one more L0 run.
-    let l0_runs = super::compact::l0_runs_beside(&version, 0, 1);
-    let shape = super::compact::tree_shape(opts, &version, (l0_runs, l0_run_keys), vec![], None);
+    let l0_runs = super::plan::l0_runs_beside(&version, 0, 1);
+    let shape = super::plan::tree_shape(opts, &version, (l0_runs, l0_run_keys), vec![], None);
     let replay_wal = wals.first().copied().unwrap_or(0);
     let replayed = Arc::new(new_memtable(opts, &shape, replay_wal, replay_keys));
     let mut last_seq = state.last_sequence;
