@@ -264,4 +264,131 @@ mod tests {
         let xor = FilterPolicy { compaction: StaticFilterKind::Xor8, ..policy };
         assert_eq!(level_filter(&xor, 2, &no_shape()).fpr, 1.0 / 256.0);
     }
+
+    fn tree(levels: &[f64]) -> TreeShape {
+        TreeShape { l0_runs: 2.0, l0_run_keys: 1e4, levels: levels.to_vec(), ..no_shape() }
+    }
+
+    #[test]
+    fn the_plan_is_each_runs_filter_in_one_answer() {
+        let shape = tree(&[0.0, 1e4, 1e5, 1e6]);
+        for policy in [
+            FilterPolicy::default(),
+            FilterPolicy {
+                allocation: FilterAllocation::Monkey { bits_per_key: 8.0 },
+                ..FilterPolicy::default()
+            },
+            FilterPolicy {
+                allocation: FilterAllocation::PerLevel(vec![LevelBudget::Fpr(0.01)]),
+                ..FilterPolicy::default()
+            },
+        ] {
+            let p = plan(&policy, &shape);
+            assert_eq!(p.l0, l0_filter(&policy, &shape));
+            assert_eq!(p.levels.len(), 4);
+            assert_eq!(p.levels[0], level_filter(&policy, 1, &shape), "L0 outputs: L1's");
+            for l in 1..4 {
+                assert_eq!(p.levels[l], level_filter(&policy, l, &shape), "{policy:?} L{l}");
+                assert_eq!(p.configured_fpr(l), Some(p.levels[l].fpr));
+            }
+        }
+    }
+
+    #[test]
+    fn all_runs_gives_l0_a_power_of_two_share_and_deeper_levels_larger_fprs() {
+        // The default policy: two-bit L0 runs sized to the nearest power of two, bumped ribbon
+        // levels whose FPR grows with their keys (Monkey's rule), L0's FPR its two-bit curve's.
+        let shape = tree(&[0.0, 1e4, 1e5, 1e6]);
+        let p = plan(&FilterPolicy::default(), &shape);
+        assert!(p.l0.nearest);
+        let FilterConfig::TwoBitBloom { bits_per_key } = p.l0.config else { panic!("{p:?}") };
+        let words = bits_per_key * shape.l0_run_keys / 32.0;
+        assert!((words.log2() - words.log2().round()).abs() < 1e-9, "{words} words");
+        let two_bit = <TwoBitBloom as BloomShape>::theoretical_fpr(bits_per_key, 2);
+        assert_eq!(p.configured_fpr(0), Some(two_bit));
+        let fprs: Vec<f64> = (1..4).map(|l| p.levels[l].fpr).collect();
+        assert!(p.levels[1..].iter().all(|lf| lf.kind == StaticFilterKind::BumpedRibbon));
+        assert!(fprs[0] < fprs[1] && fprs[1] < fprs[2], "{fprs:?}");
+        // A configured flush filter is rounded up, not snapped.
+        let fixed = FilterPolicy {
+            allocation: FilterAllocation::Monkey { bits_per_key: 8.0 },
+            ..FilterPolicy::default()
+        };
+        let l0 = plan(&fixed, &shape).l0;
+        assert!(!l0.nearest);
+        assert_eq!(l0.config, FilterConfig::TwoBitBloom { bits_per_key: 10.0 });
+    }
+
+    #[test]
+    fn optimize_filters_for_hits_leaves_the_deepest_level_unfiltered() {
+        let shape = tree(&[0.0, 1e4, 1e5, 1e6]);
+        let policy = FilterPolicy { optimize_filters_for_hits: true, ..FilterPolicy::default() };
+        let p = plan(&policy, &shape);
+        assert_eq!(p.levels[3], LevelFilter { kind: StaticFilterKind::None, fpr: 1.0 });
+        assert_eq!(p.configured_fpr(3), None);
+        assert!(p.levels[1..3].iter().all(|lf| lf.kind == StaticFilterKind::BumpedRibbon));
+        // The budget the deepest level leaves goes to the others.
+        let plain = plan(&FilterPolicy::default(), &shape);
+        assert!(p.levels[2].fpr < plain.levels[2].fpr, "{p:?}");
+    }
+
+    #[test]
+    fn no_filters_plan_no_filters() {
+        let policy = FilterPolicy {
+            flush: FilterConfig::None,
+            compaction: StaticFilterKind::None,
+            ..FilterPolicy::default()
+        };
+        let p = plan(&policy, &tree(&[0.0, 1e4, 1e5]));
+        assert!((0..3).all(|l| p.configured_fpr(l).is_none()), "{p:?}");
+    }
+
+    #[test]
+    fn the_shape_counts_l0_at_least_at_its_mean_occupancy_and_prices_output_files() {
+        let copts = crate::options::CompactionOptions::default();
+        let counts = LevelCounts { entries: vec![0, 1000, 0, 0], bytes: vec![0, 100_000, 0, 0] };
+        let s = tree_shape(&copts, &counts, (0, 500), vec![]);
+        let floor = copts.l0_compaction_trigger.saturating_sub(1) as f64 / 2.0;
+        assert_eq!(s.l0_runs, floor);
+        assert_eq!(tree_shape(&copts, &counts, (9, 500), vec![]).l0_runs, 9.0f64.max(floor));
+        assert_eq!(s.l0_run_keys, 500.0);
+        // 100 bytes per entry: a target file holds target_file_size / 100 keys.
+        assert_eq!(s.file_keys, copts.target_file_size as f64 / 100.0);
+        let empty = LevelCounts { entries: vec![0; 4], bytes: vec![0; 4] };
+        assert_eq!(tree_shape(&copts, &empty, (0, 0), vec![]).file_keys, f64::INFINITY);
+        assert_eq!(l0_runs_beside(3, 2, 1), 2);
+        assert_eq!(l0_runs_beside(1, 4, 0), 0);
+        // A move: the entries leave one level for the next.
+        let moved = counts.after(Some(LevelMove { from: 1, to: 2, entries: 400, bytes: 40_000 }));
+        assert_eq!(moved.entries, vec![0, 600, 400, 0]);
+        assert_eq!(moved.bytes, vec![0, 60_000, 40_000, 0]);
+    }
+
+    #[test]
+    fn a_memtable_filter_is_kept_only_at_the_planned_size() {
+        // Nearest: exactly the size a rebuild would have.
+        let planned = flush_filter_bits(10.0, 1000);
+        assert!(flush::two_bit_as_planned(10.0, true, (planned, 0.0), 1000));
+        assert!(!flush::two_bit_as_planned(10.0, true, (planned * 2, 0.0), 1000));
+        // Configured: FPR no worse, size at most twice what the keys need.
+        let fpr = <TwoBitBloom as BloomShape>::theoretical_fpr(10.0, 2);
+        assert!(flush::two_bit_as_planned(10.0, false, (20_000, fpr), 1000));
+        assert!(!flush::two_bit_as_planned(10.0, false, (20_001, fpr), 1000));
+        assert!(!flush::two_bit_as_planned(10.0, false, (10_000, fpr * 1.01), 1000));
+        // The memtable's filter follows the L0 plan, at 16 bits per key without a two-bit one.
+        let shape = tree(&[0.0, 1e4, 1e5]);
+        let policy = FilterPolicy::default();
+        let FilterConfig::TwoBitBloom { bits_per_key } = l0_filter(&policy, &shape).config else {
+            panic!()
+        };
+        assert_eq!(
+            memtable_filter_bits(&policy, &shape, 5000),
+            flush_filter_bits(bits_per_key, 5000)
+        );
+        let blocked = FilterPolicy {
+            flush: FilterConfig::BlockedBloom { bits_per_key: 10.0 },
+            ..FilterPolicy::default()
+        };
+        assert_eq!(memtable_filter_bits(&blocked, &shape, 5000), 5000 * 16);
+    }
 }
