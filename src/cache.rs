@@ -1,4 +1,5 @@
-//! [`BlockCache`]: a byte-bounded, sharded LRU cache of decompressed SST blocks, shared by every
+//! [`Cache`]: a byte-bounded, sharded LRU cache of decompressed SST blocks (`sst::BlockCache`
+//! names the engine's instance; this module knows no SST type), shared by every
 //! open table: data blocks, and with `Options::cache_index_and_filter_blocks` the tables' index
 //! and filter blocks too, each entry tagged with its [`EntryKind`] so usage is reported per kind.
 //!
@@ -39,9 +40,6 @@ pub const DEFAULT_SHARDS: usize = 16;
 /// the charge the caller passes (see `crate::heap`). `tests/cache_charges.rs` measures it.
 pub const ENTRY_OVERHEAD: usize =
     (std::mem::size_of::<Node>() + (std::mem::size_of::<(CacheKey, u32)>() + 1) * 8 / 7) * 11 / 8;
-
-/// The cache of decompressed SST blocks (data blocks; index and filter blocks are other kinds).
-pub type BlockCache = Cache<crate::sst::Block>;
 
 /// Cache key: `(file number, block offset)`.
 pub type CacheKey = (u64, u64);

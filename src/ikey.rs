@@ -266,6 +266,20 @@ impl PartialOrd for InternalKey {
     }
 }
 
+/// The first 8 bytes of `user_key`, zero-padded, as a big-endian integer (weakly order-preserving:
+/// `key_prefix(a) < key_prefix(b)` implies `a < b`; equal prefixes decide nothing).
+///
+/// A key of 8 bytes or more is one load; a shorter one is assembled byte by byte (a
+/// variable-length copy into a buffer was a `memcpy` call and a stalled reload, a tenth of an
+/// absent-prefix scan's time in a profile).
+#[inline]
+pub fn key_prefix(user_key: &[u8]) -> u64 {
+    match user_key.first_chunk::<8>() {
+        Some(b) => u64::from_be_bytes(*b),
+        None => user_key.iter().enumerate().fold(0, |v, (i, &c)| v | u64::from(c) << (56 - 8 * i)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -405,5 +419,28 @@ mod tests {
         let mut k = encode(b"\0\0\0\0", 1, ValueKind::Put);
         k[4] |= KEYSPACE_FLAG;
         assert!(decode_in(&k).unwrap_err().is_corruption());
+    }
+
+    #[test]
+    fn prefix_order_implies_key_order() {
+        let keys: [&[u8]; 8] = [b"", b"\0", b"a", b"a\0", b"ab", b"abcdefgh", b"abcdefgh\0", b"b"];
+        for a in keys {
+            for b in keys {
+                if key_prefix(a) < key_prefix(b) {
+                    assert!(a < b, "{a:?} {b:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_prefix_is_the_first_8_bytes_zero_padded() {
+        let mut rng = crate::rng::SplitMix64::new(5);
+        for len in 0..=12 {
+            let key: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
+            let mut padded = [0u8; 8];
+            padded[..len.min(8)].copy_from_slice(&key[..len.min(8)]);
+            assert_eq!(key_prefix(&key), u64::from_be_bytes(padded), "{key:?}");
+        }
     }
 }

@@ -606,14 +606,6 @@ impl Default for RangeFilterOptions {
 }
 
 impl Options {
-    /// The scan filters new tables carry (src/sst/scan_filters.rs).
-    pub(crate) fn scan_filter_spec(&self) -> crate::sst::ScanFilterSpec {
-        crate::sst::ScanFilterSpec {
-            prefix: self.prefix_extractor.clone().map(|e| (e, self.prefix_filter_bits_per_key)),
-            range: self.range_filter,
-        }
-    }
-
     /// The data block compression of files written to `level`: entry `level` of
     /// [`Options::compression_per_level`] (its last entry for deeper levels), or
     /// [`Options::compression`] when that list is empty.

@@ -50,9 +50,8 @@ pub const MIN_FILE_SIZE: u64 = 1 << 10;
 pub const MULTIPLIER_MAX: f64 = 1000.0;
 
 /// `max_subcompactions` range: at least the compaction thread itself, at most
-/// [`crate::compaction::subcompaction::MAX_SUBCOMPACTIONS`] threads per compaction.
-pub const MAX_SUBCOMPACTIONS_RANGE: RangeInclusive<usize> =
-    1..=crate::compaction::subcompaction::MAX_SUBCOMPACTIONS;
+/// [`crate::limits::MAX_SUBCOMPACTIONS`] threads per compaction.
+pub const MAX_SUBCOMPACTIONS_RANGE: RangeInclusive<usize> = 1..=crate::limits::MAX_SUBCOMPACTIONS;
 
 /// Smallest `max_manifest_file_size`: a few edits. Any size works (the manifest also rolls
 /// over only at twice its snapshot), but below this a manifest would roll over after every
@@ -103,7 +102,7 @@ fn check_flush_filter(f: &FilterConfig) -> Result<()> {
 
 /// Most budgets a `FilterAllocation::PerLevel` list holds: one per compacted level, L1 to L6
 /// (the last entry already repeats for the deeper levels, so more could only be a mistake).
-pub const MAX_LEVEL_BUDGETS: usize = crate::version::NUM_LEVELS - 1;
+pub const MAX_LEVEL_BUDGETS: usize = crate::limits::NUM_LEVELS - 1;
 
 /// The one check of an allocation, for the database's options and a keyspace's alike.
 fn check_allocation(a: &FilterAllocation) -> Result<()> {

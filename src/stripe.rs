@@ -152,6 +152,34 @@ impl Counter for AtomicU64 {
     }
 }
 
+/// One counter spread over [`COPIES`] cache-line-padded copies, summed when read (for a
+/// count bumped on the read path outside the per-level counters, e.g. table-cache hits).
+pub(crate) struct StripedCounter {
+    stripes: Box<[PaddedCounter]>,
+}
+
+#[repr(align(128))]
+#[derive(Default)]
+struct PaddedCounter(AtomicU64);
+
+impl StripedCounter {
+    pub fn new() -> StripedCounter {
+        StripedCounter { stripes: (0..COPIES).map(|_| PaddedCounter::default()).collect() }
+    }
+
+    /// Adds `n` to the calling thread's copy.
+    #[inline]
+    pub fn add(&self, n: u64) {
+        let i = index();
+        add(i, &self.stripes[i].0, n);
+    }
+
+    /// The total over all copies.
+    pub fn sum(&self) -> u64 {
+        self.stripes.iter().map(|s| s.0.load(Ordering::Relaxed)).sum()
+    }
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;

@@ -30,14 +30,14 @@
 //! ([`TableCache::note_level`]); a change of hint that disagrees with the open table's pinning
 //! closes the table, so its next use reopens it with the right residence.
 
-use crate::cache::BlockCache;
-use crate::db::read_counters::StripedCounter;
 use crate::error::{Error, Result};
 use crate::filename;
 use crate::filter::SharedProbeHint;
 use crate::options::MIN_MAX_OPEN_FILES;
+use crate::sst::BlockCache;
 use crate::sst::{MetaPolicy, Table};
 use crate::storage::Storage;
+use crate::stripe::StripedCounter;
 use arc_swap::ArcSwapOption;
 use parking_lot::Mutex;
 use std::collections::HashMap;

@@ -13,8 +13,8 @@ mod brief_index;
 
 use crate::error::{Error, Result};
 use crate::filter::FilterKind;
+use crate::ikey::key_prefix;
 use crate::manifest::FileMeta;
-use crate::sst::index::key_prefix;
 use crate::sst::Table;
 use crate::table_cache::{Slot, TableCache};
 use brief_index::BriefIndex;
@@ -23,8 +23,7 @@ use std::ops::Bound;
 use std::path::Path;
 use std::sync::Arc;
 
-/// Number of levels, L0..L6.
-pub const NUM_LEVELS: usize = 7;
+use crate::limits::NUM_LEVELS;
 
 /// Checks that a replayed manifest's file set (`levels[l]`: the files of level `l`, by number)
 /// is one a [`Version`] can serve, before any of it is used: no file on a level at or beyond
@@ -146,7 +145,7 @@ pub struct TableFile {
 }
 
 /// `(keyspace, key_prefix(user key))` packed as `keyspace << 64 | prefix`: ordered as the keys
-/// it abbreviates, weakly (`key_prefix` in src/sst/index.rs): a smaller or larger brief decides
+/// it abbreviates, weakly (`key_prefix` in src/ikey.rs): a smaller or larger brief decides
 /// a comparison, an equal one does not.
 type Brief = u128;
 

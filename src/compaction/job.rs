@@ -32,12 +32,20 @@
 //! those of the whole keyspace (so every drop decision is the one a single job makes), and the
 //! range's outputs take the surviving tombstones clipped to `[lo, hi)`. Its cuts are keys
 //! `b ++ [0]`, like the cuts between outputs, so neighbouring ranges' files stay disjoint.
+//! `subcompaction::plan` cuts the ranges; [`run_ranges`] merges them.
+//!
+//! Subcompaction failure: a failing or panicking range (a panic is caught on the range's own thread, the
+//! caller's included, and becomes its error) sets a shared flag the others poll per entry, so
+//! they stop early; the first error is returned. Every range records each output's number in
+//! the job's shared `made` list before creating the file, so `job::run` deletes every file any
+//! range created. Nothing is installed.
 
 use super::collapse::{collapse, Version};
-use super::filter::{build_filter, LevelFilter};
-use super::subcompaction;
+use super::filter::build_filter;
+use super::subcompaction::{self, KeyRange};
 use crate::error::{Error, Result};
 use crate::filename;
+use crate::filter_plan::LevelFilter;
 use crate::ikey::{self, ValueKind};
 use crate::manifest::FileMeta;
 use crate::range_del::{Fragments, RangeTombstone};
@@ -144,23 +152,6 @@ pub struct JobResult {
     pub entries_out: u64,
     /// Key ranges merged on their own threads (0 when no keyspace's input was split).
     pub subcompactions: u64,
-}
-
-/// A user-key range `[lo, hi)` of one keyspace (`None`: unbounded on that side).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct KeyRange {
-    /// Smallest user key in the range.
-    pub lo: Option<Vec<u8>>,
-    /// First user key above the range.
-    pub hi: Option<Vec<u8>>,
-}
-
-impl KeyRange {
-    /// Whether a file claiming user keys `[smallest, largest]` may hold keys of the range.
-    fn overlaps(&self, smallest: &[u8], largest: &[u8]) -> bool {
-        self.lo.as_deref().is_none_or(|lo| largest >= lo)
-            && self.hi.as_deref().is_none_or(|hi| smallest < hi)
-    }
 }
 
 /// A run of disjoint tables read in order, restricted to a key range: the first table opened
@@ -295,7 +286,7 @@ fn run_inner(env: &JobEnv<'_>, mut spec: JobSpec, made: &Mutex<Vec<u64>>) -> Res
         if ranges.len() > 1 {
             res.subcompactions += ranges.len() as u64;
         }
-        for part in subcompaction::run_ranges(env, &spec, &input, &ranges, made)? {
+        for part in run_ranges(env, &spec, &input, &ranges, made)? {
             metas.extend(part.metas);
             res.filter_fallbacks += part.res.filter_fallbacks;
             res.entries_in += part.res.entries_in;
@@ -440,6 +431,88 @@ pub(crate) fn run_range(
         out.start(env, spec, made)?; // tombstones with no version left beside them
     }
     out.finish(env, spec, metas, res, true)
+}
+
+/// Merges each range of one keyspace (the first on this thread, the others on scoped threads)
+/// and returns their outputs in range order. Every file made, on success or failure, is in
+/// `made` (numbers enter it before their files are created).
+fn run_ranges(
+    env: &JobEnv<'_>,
+    spec: &JobSpec,
+    input: &KeyspaceInput<'_>,
+    ranges: &[KeyRange],
+    made: &Mutex<Vec<u64>>,
+) -> Result<Vec<RangeOutput>> {
+    let cancel = AtomicBool::new(false);
+    let run_one = |index: usize, range: &KeyRange| {
+        let mut part = RangeOutput::default();
+        let run = || run_range(env, spec, input, (index, range), &cancel, made, &mut part);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run))
+            .unwrap_or_else(|payload| Err(panicked("subcompaction", payload)));
+        if r.is_err() {
+            cancel.store(true, Ordering::Relaxed);
+        }
+        (r, part)
+    };
+    let results: Vec<(Result<()>, RangeOutput)> = match ranges {
+        [] => Vec::new(),
+        [only] => vec![run_one(0, only)],
+        [first, rest @ ..] => std::thread::scope(|s| {
+            let handles: Vec<_> = rest
+                .iter()
+                .enumerate()
+                .map(|(i, range)| {
+                    std::thread::Builder::new()
+                        .name("siftdb-subcompact".into())
+                        .spawn_scoped(s, move || run_one(i + 1, range))
+                })
+                .collect();
+            let mut results = vec![run_one(0, first)];
+            for h in handles {
+                results.push(match h {
+                    // `run_one` catches the range's panic; one escaping it is a panic in the
+                    // error path itself.
+                    Ok(h) => h.join().unwrap_or_else(|payload| {
+                        cancel.store(true, Ordering::Relaxed);
+                        (Err(panicked("subcompaction", payload)), Default::default())
+                    }),
+                    Err(e) => {
+                        cancel.store(true, Ordering::Relaxed);
+                        (Err(Error::io("spawning a subcompaction thread", e)), Default::default())
+                    }
+                });
+            }
+            results
+        }),
+    };
+    let mut first_err = None;
+    let mut parts: Vec<RangeOutput> = Vec::with_capacity(results.len());
+    for (r, part) in results {
+        if let Err(e) = r {
+            first_err.get_or_insert(e);
+        }
+        // The level's invariant, checked where ranges meet: a violation is a bug here, and
+        // failing the job keeps it out of the version (reads would miss keys).
+        let last = parts.iter().rev().find_map(|p| p.metas.last());
+        if let (Some(prev), Some(next)) = (last, part.metas.first()) {
+            if prev.largest_key >= next.smallest_key {
+                first_err.get_or_insert(Error::corruption(
+                    format!(
+                        "subcompaction outputs {} and {} overlap (keyspace {})",
+                        prev.number, next.number, input.keyspace
+                    ),
+                    None,
+                ));
+            }
+        }
+        parts.push(part);
+    }
+    // A range that saw the flag stopped with `Ok` and partial output: only a real error sets
+    // the flag, so `first_err` is then `Some`.
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(parts),
+    }
 }
 
 /// The range tombstones of every input file, fragmented together.

@@ -21,8 +21,7 @@
 //! `bottommost`: no level below the output level holds a file overlapping the inputs' range, so
 //! tombstones that hide nothing older in the compaction can be dropped.
 
-use super::allocation::TreeShape;
-use super::filter::{level_counts, level_filter, level_weights, LevelMove};
+use crate::filter_plan::{level_filter, move_shape, LevelCounts, LevelMove};
 use crate::manifest::FileMeta;
 use crate::options::{CompactionOptions, FilterPolicy};
 use crate::version::TableFile;
@@ -70,6 +69,16 @@ pub struct Pick {
     pub bottommost: bool,
     /// The score that chose this compaction (0 for manual ones).
     pub score: f64,
+}
+
+/// Entries and bytes of each level of `levels`: what the filter plan weighs
+/// (`filter_plan::tree_shape`), for the compaction job and the picker alike.
+pub fn level_counts<F: HasMeta>(levels: &[Vec<F>]) -> LevelCounts {
+    let sum = |l: &Vec<F>, f: fn(&FileMeta) -> u64| l.iter().map(|g| f(g.meta())).sum();
+    LevelCounts {
+        entries: levels.iter().map(|l| sum(l, |m| m.entries)).collect(),
+        bytes: levels.iter().map(|l| sum(l, |m| m.size)).collect(),
+    }
 }
 
 /// The score of every level (the last level's is 0).
@@ -157,21 +166,11 @@ pub fn pick_level<F: HasMeta>(
         .filter(|g| overlaps(g.meta(), key_at(&lo), key_at(&hi)))
         .map(|g| g.meta().number)
         .collect();
-    // Only how the two levels' filters compare matters here: the levels are weighed as the
-    // compaction job weighs them (`level_weights`), on the tree as the move would leave it, so
-    // a file moved into an empty level below the deepest is judged against that level as the
-    // new deepest, not as a level of one file's keys.
+    // Judged on the tree as the move would leave it (`filter_plan::move_shape`).
     let shape = || {
         let f = chosen[0].meta();
         let moved = LevelMove { from: level, to: out, entries: f.entries, bytes: f.size };
-        let (entries, bytes) = level_counts(levels, Some(moved));
-        TreeShape {
-            l0_runs: levels[0].len() as f64,
-            l0_run_keys: entries[0] as f64 / levels[0].len().max(1) as f64,
-            levels: level_weights(opts, &entries, &bytes),
-            absent_share: vec![],
-            file_keys: f64::INFINITY,
-        }
+        move_shape(opts, &level_counts(levels).after(Some(moved)), levels[0].len())
     };
     let trivial_move = level > 0 && chosen.len() == 1 && next.is_empty() && {
         let shape = shape();

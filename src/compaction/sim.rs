@@ -3,9 +3,9 @@
 //! reports write amplification.
 
 use super::*;
+use crate::limits::NUM_LEVELS;
 use crate::options::CompactionOptions;
 use crate::rng::SplitMix64;
-use crate::version::NUM_LEVELS;
 use std::collections::HashMap;
 
 /// Bytes each simulated entry occupies.

@@ -1,6 +1,7 @@
 //! Subcompactions (RocksDB's `max_subcompactions`): a keyspace's compaction input that is large
 //! is split into disjoint user-key ranges, each merged on its own thread into its own outputs
-//! (`job::run_range`). The caller still installs everything in one manifest edit.
+//! by the job (`job::run_ranges`). This module only cuts the ranges: it is a pure function of
+//! the input files' metadata and never calls into the job.
 //!
 //! Where to cut ([`plan`]): at the inputs' file boundaries (a file's largest or smallest user
 //! key `b` gives the cut `b ++ [0]`, the smallest key above `b`),
@@ -15,24 +16,27 @@
 //! range `i + 1`'s, so the job's outputs stay in key order. A range whose cut is `b ++ [0]`
 //! ends its outputs' tombstones there, so its files claim keys up to `b` at most and the next
 //! range's files start above `b` (src/range_del.rs, `Fragments::largest_key`).
-//!
-//! Failure: a failing or panicking range (a panic is caught on the range's own thread, the
-//! caller's included, and becomes its error) sets a shared flag the others poll per entry, so
-//! they stop early; the first error is returned. Every range records each output's number in
-//! the job's shared `made` list before creating the file, so `job::run` deletes every file any
-//! range created. Nothing is installed.
 
-use super::job::{panicked, run_range, JobEnv, JobSpec, KeyRange, KeyspaceInput, RangeOutput};
-use crate::error::{Error, Result};
 use crate::manifest::FileMeta;
 use crate::version::TableFile;
-use parking_lot::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-/// Most subcompactions a job may ask for (`Options::max_subcompactions`): a thread each, and
-/// beyond this the split points of a few hundred input files leave ranges too small to matter.
-pub const MAX_SUBCOMPACTIONS: usize = 64;
+/// A user-key range `[lo, hi)` of one keyspace (`None`: unbounded on that side).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KeyRange {
+    /// Smallest user key in the range.
+    pub lo: Option<Vec<u8>>,
+    /// First user key above the range.
+    pub hi: Option<Vec<u8>>,
+}
+
+impl KeyRange {
+    /// Whether a file claiming user keys `[smallest, largest]` may hold keys of the range.
+    pub(crate) fn overlaps(&self, smallest: &[u8], largest: &[u8]) -> bool {
+        self.lo.as_deref().is_none_or(|lo| largest >= lo)
+            && self.hi.as_deref().is_none_or(|hi| smallest < hi)
+    }
+}
 
 /// The key ranges to merge separately: one unbounded range unless the input holds at least two
 /// target files' worth of bytes; then up to `max` ranges (at most one per `target_file_size` of
@@ -127,88 +131,6 @@ fn fraction_below(smallest: &[u8], largest: &[u8], cut: &[u8]) -> f64 {
         return 0.5;
     }
     ((c - s) / (l - s)).clamp(0.0, 1.0)
-}
-
-/// Merges each range of one keyspace (the first on this thread, the others on scoped threads)
-/// and returns their outputs in range order. Every file made, on success or failure, is in
-/// `made` (numbers enter it before their files are created).
-pub(crate) fn run_ranges(
-    env: &JobEnv<'_>,
-    spec: &JobSpec,
-    input: &KeyspaceInput<'_>,
-    ranges: &[KeyRange],
-    made: &Mutex<Vec<u64>>,
-) -> Result<Vec<RangeOutput>> {
-    let cancel = AtomicBool::new(false);
-    let run_one = |index: usize, range: &KeyRange| {
-        let mut part = RangeOutput::default();
-        let run = || run_range(env, spec, input, (index, range), &cancel, made, &mut part);
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run))
-            .unwrap_or_else(|payload| Err(panicked("subcompaction", payload)));
-        if r.is_err() {
-            cancel.store(true, Ordering::Relaxed);
-        }
-        (r, part)
-    };
-    let results: Vec<(Result<()>, RangeOutput)> = match ranges {
-        [] => Vec::new(),
-        [only] => vec![run_one(0, only)],
-        [first, rest @ ..] => std::thread::scope(|s| {
-            let handles: Vec<_> = rest
-                .iter()
-                .enumerate()
-                .map(|(i, range)| {
-                    std::thread::Builder::new()
-                        .name("siftdb-subcompact".into())
-                        .spawn_scoped(s, move || run_one(i + 1, range))
-                })
-                .collect();
-            let mut results = vec![run_one(0, first)];
-            for h in handles {
-                results.push(match h {
-                    // `run_one` catches the range's panic; one escaping it is a panic in the
-                    // error path itself.
-                    Ok(h) => h.join().unwrap_or_else(|payload| {
-                        cancel.store(true, Ordering::Relaxed);
-                        (Err(panicked("subcompaction", payload)), Default::default())
-                    }),
-                    Err(e) => {
-                        cancel.store(true, Ordering::Relaxed);
-                        (Err(Error::io("spawning a subcompaction thread", e)), Default::default())
-                    }
-                });
-            }
-            results
-        }),
-    };
-    let mut first_err = None;
-    let mut parts: Vec<RangeOutput> = Vec::with_capacity(results.len());
-    for (r, part) in results {
-        if let Err(e) = r {
-            first_err.get_or_insert(e);
-        }
-        // The level's invariant, checked where ranges meet: a violation is a bug here, and
-        // failing the job keeps it out of the version (reads would miss keys).
-        let last = parts.iter().rev().find_map(|p| p.metas.last());
-        if let (Some(prev), Some(next)) = (last, part.metas.first()) {
-            if prev.largest_key >= next.smallest_key {
-                first_err.get_or_insert(Error::corruption(
-                    format!(
-                        "subcompaction outputs {} and {} overlap (keyspace {})",
-                        prev.number, next.number, input.keyspace
-                    ),
-                    None,
-                ));
-            }
-        }
-        parts.push(part);
-    }
-    // A range that saw the flag stopped with `Ok` and partial output: only a real error sets
-    // the flag, so `first_err` is then `Some`.
-    match first_err {
-        Some(e) => Err(e),
-        None => Ok(parts),
-    }
 }
 
 #[cfg(test)]

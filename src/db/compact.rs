@@ -26,15 +26,18 @@
 //! referenced at close are orphans to the next open, which deletes them.
 
 use super::keyspace::Layout;
+use super::plan::{absent_share, l0_runs_beside, tree_shape};
 use super::{flush, DbInner, SuperVersion};
 use crate::compaction::collapse::compaction_operator;
 use crate::compaction::job::{self, JobEnv, JobSpec, OutputLayout};
 use crate::compaction::picker::{key_at, OwnedKeyAt};
-use crate::compaction::{pick, pick_level, LevelMove, Pick, TreeShape};
+use crate::compaction::{pick, pick_level, Pick};
 use crate::error::{Error, Result};
 use crate::filename;
+use crate::filter_plan::LevelMove;
+use crate::limits::NUM_LEVELS;
 use crate::manifest::VersionEdit;
-use crate::version::{TableFile, Version, NUM_LEVELS};
+use crate::version::{TableFile, Version};
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -138,7 +141,7 @@ pub(crate) fn run_pick(inner: &DbInner, p: &Pick) -> Result<()> {
     let l0_inputs = if p.level == 0 { inputs.len() } else { 0 };
     let l0_runs = l0_runs_beside(&v, l0_inputs, 0);
     // Planned on the tree as this compaction leaves it: a first compaction into an empty level
-    // makes it the deepest, weighted as such (`level_weights`), not as a level of its few keys.
+    // makes it the deepest, weighted as such (`filter_plan::level_weights`), not as a level of its few keys.
     let moved = LevelMove {
         from: p.level,
         to: p.output_level,
@@ -183,7 +186,7 @@ pub(crate) fn run_pick(inner: &DbInner, p: &Pick) -> Result<()> {
         layouts: keyspaces.into_iter().map(|ks| (ks, layout(ks))).collect(),
         default_layout: layout(crate::ikey::DEFAULT_KEYSPACE),
         max_subcompactions: inner.opts.max_subcompactions,
-        scan_filters: inner.opts.scan_filter_spec(),
+        scan_filters: crate::sst::ScanFilterSpec::of(&inner.opts),
     };
     let new_number = || inner.new_file_number();
     let closing = || inner.is_closing();
@@ -362,61 +365,6 @@ fn compact_range_jobs(inner: &DbInner, start: Option<&[u8]>, end: Option<&[u8]>)
         run_pick(inner, &p)?;
     }
     Ok(())
-}
-
-/// The runs of version `v` as filter allocation sees them: L0 as the `l0_runs` runs the filter
-/// being sized will share the tree with ([`l0_runs_beside`]), but at least
-/// `(l0_compaction_trigger - 1) / 2`, L0's mean occupancy while writes go on (it climbs from 0
-/// to the trigger and a compaction empties it), each of `l0_run_keys` keys (the last flushed
-/// memtable's); the levels weighted by `compaction::filter::level_weights`; and each level's
-/// share of lookups of keys it does not hold ([`absent_share`]; empty at open, before any
-/// lookup). Design.md, "Allocation over all runs", says why the mean.
-///
-/// With `moved`, the levels are weighed as they will be once a compaction has moved those
-/// entries down.
-pub(crate) fn tree_shape(
-    opts: &crate::options::Options,
-    v: &Version,
-    (l0_runs, l0_run_keys): (usize, u64),
-    absent_share: Vec<f64>,
-    moved: Option<LevelMove>,
-) -> TreeShape {
-    let (entries, bytes) = crate::compaction::filter::level_counts(v.levels(), moved);
-    // Keys of one output file, from the mean entry size of the levels below L0.
-    let (below_entries, below_bytes): (u64, u64) =
-        (entries.iter().skip(1).sum(), bytes.iter().skip(1).sum());
-    let file_keys = if below_entries == 0 || below_bytes == 0 {
-        f64::INFINITY
-    } else {
-        opts.compaction.target_file_size as f64 * below_entries as f64 / below_bytes as f64
-    };
-    TreeShape {
-        l0_runs: (l0_runs as f64)
-            .max(opts.compaction.l0_compaction_trigger.saturating_sub(1) as f64 / 2.0),
-        l0_run_keys: l0_run_keys as f64,
-        levels: crate::compaction::level_weights(&opts.compaction, &entries, &bytes),
-        absent_share,
-        file_keys,
-    }
-}
-
-/// The L0 runs a filter about to be built will sit beside, counted from the tree as it is
-/// (design.md#all-runs): `v`'s L0 files, less `leaving` (a compaction's L0
-/// inputs), plus `arriving` (memtables that will be flushed before or as the filter's own run).
-/// Counting the live runs, not the most L0 may hold, keeps a compacted or read-mostly tree
-/// from reserving budget for L0 files it does not have beyond L0's mean occupancy (the floor
-/// [`tree_shape`] puts under this count).
-pub(crate) fn l0_runs_beside(v: &Version, leaving: usize, arriving: usize) -> usize {
-    v.levels()[0].len().saturating_sub(leaving) + arriving
-}
-
-/// Each level's share of point lookups (`get`, `multi_get`'s keys) since open that asked it
-/// about a key it does not hold, smoothed (`compaction::allocation::lookup_weights`): the
-/// weights of skew-aware filter allocation. Sums the per-thread read counters.
-pub(crate) fn absent_share(inner: &DbInner) -> Vec<f64> {
-    let absent: Vec<u64> =
-        (0..NUM_LEVELS).map(|l| inner.reads.level(l).absent_key_lookups()).collect();
-    crate::compaction::allocation::lookup_weights(inner.reads.gets(), &absent)
 }
 
 fn deepest_level(v: &Version) -> Option<usize> {

@@ -45,7 +45,7 @@ use std::sync::Arc;
 
 /// Levels whose overlapping files a prefix scan finds (and prefetches the filters of) before
 /// asking them: every level a tree normally has; deeper ones are searched when reached.
-const PREFETCH_LEVELS: usize = crate::version::NUM_LEVELS;
+const PREFETCH_LEVELS: usize = crate::limits::NUM_LEVELS;
 
 /// A cursor over the entries visible at one moment (taken from [`crate::Db::cursor`] or
 /// [`crate::Snapshot::cursor`]). It starts on no entry: position it with a seek. A method that

@@ -15,18 +15,19 @@
 
 use super::keyspace::Layout;
 use super::{DbInner, SuperVersion};
-use crate::compaction::allocation::flush_filter_bits;
 use crate::compaction::collapse::{collapse, Version};
 use crate::error::Result;
 use crate::filename;
 use crate::filter::prelude::*;
 use crate::filter::{BlockedBloom, StandardBloom, TwoBitBloom};
+use crate::filter_plan::flush::two_bit_as_planned;
+use crate::filter_plan::{self, flush_filter_bits, L0Filter};
 use crate::ikey::{self, ValueKind};
 use crate::manifest::{FileMeta, Rollover, VersionEdit};
 use crate::memtable::Memtable;
-use crate::options::{Compression, FilterConfig, Options};
+use crate::options::FilterConfig;
 use crate::range_del::Fragments;
-use crate::sst::{self, FilterBlockSource, TableBuilder, TableOptions};
+use crate::sst::{FilterBlockSource, TableBuilder};
 use crate::version::TableFile;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -82,27 +83,6 @@ pub(crate) fn flush_and_wait(inner: &DbInner) -> Result<()> {
             return Ok(());
         }
         inner.bg_cv.wait_for(&mut g, std::time::Duration::from_millis(100));
-    }
-}
-
-/// Table options of files written to `level` (0 for flushes, the output level for compactions),
-/// derived from the engine options (a keyspace's own options replace block size and
-/// compression: `keyspace::Layout`).
-pub(crate) fn table_options(opts: &Options, level: usize) -> TableOptions {
-    TableOptions {
-        block_size: opts.block_size,
-        restart_interval: opts.block_restart_interval,
-        compression: sst_compression(opts.compression_for_level(level)),
-        block_align: opts.block_align,
-    }
-}
-
-/// The SST codec of an option's compression.
-pub(crate) fn sst_compression(c: Compression) -> sst::Compression {
-    match c {
-        Compression::None => sst::Compression::None,
-        Compression::Zstd(level) => sst::Compression::Zstd { level },
-        Compression::Lz4 => sst::Compression::Lz4,
     }
 }
 
@@ -176,7 +156,7 @@ fn write_l0_tables_inner(
             let file = inner.storage.create_immutable(&path)?;
             let layout = Layout::of(&inner.opts, &set, keyspace, 0);
             let mut builder = TableBuilder::new(file, layout.table)?;
-            builder.set_scan_filters(inner.opts.scan_filter_spec());
+            builder.set_scan_filters(crate::sst::ScanFilterSpec::of(&inner.opts));
             // Recorded only if the table gets operands; "" when none is configured (a WAL
             // replayed without an operator: the operands' operator is unknown).
             builder.set_merge_operator(op.map_or("", |op| op.name()));
@@ -260,15 +240,8 @@ fn finish_l0(
     let set = inner.keyspaces.load();
     let layout = Layout::of(&inner.opts, &set, o.keyspace, 0);
     let v = inner.super_version().version.clone();
-    let l0 = super::compact::l0_runs_beside(&v, 0, 1);
-    let shape = super::compact::tree_shape(
-        &inner.opts,
-        &v,
-        (l0, inner.l0_run_keys.load(Ordering::Relaxed)),
-        super::compact::absent_share(inner),
-        None,
-    );
-    let (config, nearest) = super::write::l0_filter(&layout.policy, &shape);
+    let shape = super::plan::live_shape(inner, &v, super::plan::l0_runs_beside(&v, 0, 1));
+    let planned = filter_plan::l0_filter(&layout.policy, &shape);
     let mut builder = o.builder;
     builder.set_keyspace(o.keyspace);
     // The keyspace's range tombstones all go to its table (design.md#range-tombstones):
@@ -276,7 +249,7 @@ fn finish_l0(
     for t in mem.range_tombstones(o.keyspace).tombstones() {
         builder.add_range_tombstone(t)?;
     }
-    let source = flush_filter(inner, config, nearest, mem, o.distinct);
+    let source = filter_block_source(inner, planned, mem, o.distinct);
     Ok((o.keyspace, o.number, builder.finish(source)?))
 }
 
@@ -315,30 +288,28 @@ fn add_collapsed(
 
 /// Chooses the filter block of a flushed table (module documentation, "Flush filter rule").
 /// The memtable's filter covers every keyspace it holds, so it is written as is only when the
-/// memtable holds one keyspace; otherwise each table's filter is rebuilt from its own keys.
-/// With `nearest` (an allocated share, `write::l0_filter`) a two-bit filter is sized to the
-/// power of two nearest its bits (`flush_filter_bits`); the memtable's is written as is when
-/// it has that size.
-fn flush_filter(
+/// memtable holds one keyspace and it is the filter `planned` wants
+/// (`filter_plan::flush::two_bit_as_planned`); otherwise each table's filter is rebuilt from its
+/// own keys, a two-bit one with `planned.nearest` at the power of two nearest its bits
+/// (`flush_filter_bits`).
+fn filter_block_source(
     inner: &DbInner,
-    config: FilterConfig,
-    nearest: bool,
+    planned: L0Filter,
     mem: &Memtable,
     distinct: u64,
 ) -> FilterBlockSource {
-    match config {
+    let nearest = planned.nearest;
+    match planned.config {
         FilterConfig::None => FilterBlockSource::None,
         FilterConfig::TwoBitBloom { bits_per_key } => {
             let f = mem.filter();
             let info = f.info();
-            let as_planned = if nearest {
-                // The size a rebuild would have (so also its FPR).
-                info.bits == flush_filter_bits(bits_per_key, distinct)
-            } else {
-                let target = <TwoBitBloom as BloomShape>::theoretical_fpr(bits_per_key, 2);
-                let right_size_bits = bits_per_key * distinct.max(1) as f64;
-                info.estimated_fpr <= target && (info.bits as f64) <= 2.0 * right_size_bits
-            };
+            let as_planned = two_bit_as_planned(
+                bits_per_key,
+                nearest,
+                (info.bits, info.estimated_fpr),
+                distinct,
+            );
             if !mem.holds_several_keyspaces() && as_planned {
                 inner.counters.flush_filter_as_is.fetch_add(1, Ordering::Relaxed);
                 FilterBlockSource::Bytes(f.to_bytes())

@@ -12,8 +12,8 @@ use super::handle::{read_methods, write_methods, ReadView};
 use super::read::ReadAt;
 use super::{compact, DbInner, Snapshot, SuperVersion};
 use crate::batch::WriteBatch;
-use crate::compaction::{level_filter, LevelFilter, TreeShape};
 use crate::error::{Error, Result};
+use crate::filter_plan::{level_filter, LevelFilter, TreeShape};
 use crate::ikey::DEFAULT_KEYSPACE;
 use crate::keyspace_options::{validate_name, KeyspaceOptions, DEFAULT_KEYSPACE_NAME};
 use crate::manifest::{KeyspaceRecord, RecoveredState, VersionEdit};
@@ -90,13 +90,13 @@ impl Layout {
     /// The layout of `keyspace`'s files written to `level` (its persisted options, or the
     /// database options for the default keyspace and for ids no longer live).
     pub fn of(opts: &Options, set: &KeyspaceSet, keyspace: u32, level: usize) -> Layout {
-        let base = super::flush::table_options(opts, level);
+        let base = TableOptions::for_level(opts, level);
         match set.live.get(&keyspace) {
             Some(k) => {
                 let o = &k.options;
                 let mut table = base;
                 table.block_size = o.block_size;
-                table.compression = super::flush::sst_compression(o.compression);
+                table.compression = o.compression.into();
                 Layout { table, policy: o.filter_policy.clone() }
             }
             None => Layout { table: base, policy: opts.filter_policy.clone() },

@@ -29,6 +29,7 @@ mod lifecycle;
 mod multi_get;
 mod open;
 mod pinned;
+mod plan;
 mod read;
 use read::ReadAt;
 pub(crate) mod read_counters;
@@ -41,13 +42,13 @@ pub use keyspace::Keyspace;
 pub use pinned::PinnedValue;
 pub use stats::{KeyspaceStats, LevelStats, MemoryUsage, ReadStats, Stats};
 
-use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::ikey::DEFAULT_KEYSPACE as DEFAULT;
 use crate::keyspace_options::KeyspaceOptions;
 use crate::manifest::Manifest;
 use crate::memtable::Memtable;
 use crate::options::Options;
+use crate::sst::BlockCache;
 use crate::storage::{DirLock, Storage};
 use crate::version::Version;
 use arc_swap::ArcSwap;
@@ -137,7 +138,7 @@ pub(crate) struct DbInner {
     pub reads: Arc<StripedReadCounters>,
     pub counters: Counters,
     /// Keys of the last flushed memtable (before the first flush: the memtable size's
-    /// estimate): the size of an L0 run to filter allocation (`compact::tree_shape`).
+    /// estimate): the size of an L0 run to filter allocation (`plan::tree_shape`).
     pub l0_run_keys: AtomicU64,
     /// Held while a compaction runs (background or manual): one at a time.
     pub compaction_lock: Mutex<()>,
@@ -436,7 +437,7 @@ impl Db {
 
     /// A snapshot of the counters and per-level figures.
     pub fn stats(&self) -> Stats {
-        read::stats(&self.inner)
+        stats::stats(&self.inner)
     }
 
     /// The directory of the database.

@@ -29,10 +29,10 @@ use super::read::ReadAt;
 use super::{DbInner, SuperVersion};
 use crate::error::Result;
 use crate::filter::hash_key;
+use crate::limits::NUM_LEVELS;
 use crate::memtable::MemLookup;
 use crate::merge::{Operands, SharedMergeOperator};
 use crate::sst::ReadCounters;
-use crate::version::NUM_LEVELS;
 
 /// One key's answer.
 type Answer = Result<Option<Vec<u8>>>;

@@ -17,17 +17,18 @@
 use super::write::{new_memtable, WriteQueue, WriterState};
 use super::{Counters, DbInner, SuperVersion};
 use crate::batch::decode_batch;
-use crate::cache::BlockCache;
-use crate::compaction::TreeShape;
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
 use crate::filter::hash_key;
+use crate::filter_plan::TreeShape;
+use crate::limits::NUM_LEVELS;
 use crate::manifest::{self, Manifest, VersionEdit};
 use crate::memtable::Memtable;
 use crate::options::Options;
+use crate::sst::BlockCache;
 use crate::storage::{DirLock, FsStorage, Storage};
 use crate::table_cache::TableCache;
-use crate::version::{TableFile, Version, NUM_LEVELS};
+use crate::version::{TableFile, Version};
 use crate::wal::{read_wal, WalWriter};
 use parking_lot::{Condvar, Mutex};
 use std::collections::BTreeMap;
@@ -196,8 +197,8 @@ fn recover_files(
         n => l0.iter().map(|f| f.meta.entries).sum::<u64>() / n,
     };
     // The replayed memtable will be one more L0 run.
-    let l0_runs = super::compact::l0_runs_beside(&version, 0, 1);
-    let shape = super::compact::tree_shape(opts, &version, (l0_runs, l0_run_keys), vec![], None);
+    let l0_runs = super::plan::l0_runs_beside(&version, 0, 1);
+    let shape = super::plan::tree_shape(opts, &version, (l0_runs, l0_run_keys), vec![], None);
     let replay_wal = wals.first().copied().unwrap_or(0);
     let replayed = Arc::new(new_memtable(opts, &shape, replay_wal, replay_keys));
     let mut last_seq = state.last_sequence;

@@ -1,4 +1,4 @@
-//! Point lookups and the stats snapshot.
+//! Point lookups.
 //!
 //! A `get` hashes the key once and walks: the active memtable, the immutable memtables newest
 //! first, the L0 files newest first (those whose key range holds the key), then the one file of
@@ -11,15 +11,14 @@
 //! only), and a version older than the newest covering tombstone seen so far (in its own or a
 //! newer source) is deleted, which ends the walk like a Delete.
 
-use super::stats::{KeyspaceStats, LevelStats, Stats};
 use super::{DbInner, PinnedValue, SuperVersion};
 use crate::error::Result;
 use crate::filter::hash_key;
+use crate::limits::NUM_LEVELS;
 use crate::memtable::MemLookup;
 use crate::merge::Operands;
-use crate::options::{FilterConfig, Options};
 use crate::sst::{FilterVerdict, GetResult, ReadCounters, Table, ValueOut};
-use crate::version::{TableFile, NUM_LEVELS};
+use crate::version::TableFile;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -193,148 +192,4 @@ fn lookup(
         }
     }
     finish(ops, None)
-}
-
-/// Builds the [`Stats`] snapshot.
-pub(crate) fn stats(inner: &DbInner) -> Stats {
-    let sv = inner.super_version();
-    let c = &inner.counters;
-    // The plan of the next compaction output: beside the L0 files there are now.
-    let l0 = super::compact::l0_runs_beside(&sv.version, 0, 0);
-    let shape = super::compact::tree_shape(
-        &inner.opts,
-        &sv.version,
-        (l0, inner.l0_run_keys.load(Ordering::Relaxed)),
-        super::compact::absent_share(inner),
-        None,
-    );
-    let levels = (0..NUM_LEVELS)
-        .map(|level| {
-            let files = &sv.version.levels()[level];
-            let mut kinds: Vec<String> = Vec::new();
-            for f in files {
-                let k = f.info.filter_kind.map_or("none", |k| k.name()).to_string();
-                if !kinds.contains(&k) {
-                    kinds.push(k);
-                }
-            }
-            LevelStats {
-                level,
-                files: files.len(),
-                bytes: files.iter().map(|f| f.meta.size).sum(),
-                entries: files.iter().map(|f| f.meta.entries).sum(),
-                filter_kinds: kinds,
-                filter_bytes: files.iter().map(|f| f.info.filter_memory_bytes).sum(),
-                configured_fpr: configured_fpr(&inner.opts, level, &shape),
-                built_fpr: level_built_fpr(level, files),
-                reads: inner.reads.level(level),
-                scan_reads: inner.reads.scan_level(level),
-            }
-        })
-        .collect();
-    let (hits, misses, usage) = match &inner.cache {
-        Some(cache) => (cache.hits(), cache.misses(), cache.usage() as u64),
-        None => (0, 0, 0),
-    };
-    Stats {
-        gets: inner.reads.gets(),
-        gets_found: inner.reads.gets_found(),
-        seeks: inner.reads.seeks(),
-        memtable_bytes: std::iter::once(&sv.mem)
-            .chain(sv.imm.iter())
-            .map(|m| m.approximate_bytes() as u64)
-            .sum(),
-        immutable_memtables: sv.imm.len(),
-        levels,
-        keyspaces: keyspace_stats(inner, &sv),
-        flushes: c.flushes.load(Ordering::Relaxed),
-        flush_filter_as_is: c.flush_filter_as_is.load(Ordering::Relaxed),
-        flush_filter_rebuilt: c.flush_filter_rebuilt.load(Ordering::Relaxed),
-        block_cache_hits: hits,
-        block_cache_misses: misses,
-        block_cache_bytes: usage,
-        table_cache_hits: inner.tables.hits(),
-        table_cache_misses: inner.tables.misses(),
-        table_cache_open_tables: inner.tables.open_tables(),
-        write_stall_micros: c.write_stall_micros.load(Ordering::Relaxed),
-        write_groups: c.write_groups.load(Ordering::Relaxed),
-        write_batches: c.write_batches.load(Ordering::Relaxed),
-        wal_syncs: c.wal_syncs.load(Ordering::Relaxed),
-        user_bytes: c.user_bytes.load(Ordering::Relaxed),
-        flush_bytes_written: c.flush_bytes_written.load(Ordering::Relaxed),
-        compactions: c.compactions.load(Ordering::Relaxed),
-        trivial_moves: c.trivial_moves.load(Ordering::Relaxed),
-        subcompactions: c.subcompactions.load(Ordering::Relaxed),
-        compaction_bytes_read: c.compaction_bytes_read.load(Ordering::Relaxed),
-        compaction_bytes_written: c.compaction_bytes_written.load(Ordering::Relaxed),
-        filter_fallbacks: c.filter_fallbacks.load(Ordering::Relaxed),
-        l0_slowdowns: c.l0_slowdowns.load(Ordering::Relaxed),
-        l0_stops: c.l0_stops.load(Ordering::Relaxed),
-        l0_stall_micros: c.l0_stall_micros.load(Ordering::Relaxed),
-    }
-}
-
-/// File figures per live keyspace.
-fn keyspace_stats(inner: &DbInner, sv: &SuperVersion) -> Vec<KeyspaceStats> {
-    let set = inner.keyspaces.load();
-    let ids = std::iter::once((0, crate::keyspace_options::DEFAULT_KEYSPACE_NAME.to_string()))
-        .chain(set.live.iter().map(|(&id, k)| (id, k.name.to_string())));
-    ids.map(|(id, name)| {
-        let mut s = KeyspaceStats { name, ..KeyspaceStats::default() };
-        for f in sv.version.levels().iter().flatten().filter(|f| f.meta.keyspace == id) {
-            s.files += 1;
-            s.bytes += f.meta.size;
-            s.entries += f.meta.entries;
-            let k = f.info.filter_kind.map_or("none", |k| k.name()).to_string();
-            if !s.filter_kinds.contains(&k) {
-                s.filter_kinds.push(k);
-            }
-        }
-        s
-    })
-    .collect()
-}
-
-/// The FPR the filters of `level`'s `files` were built for (see `LevelStats::built_fpr`).
-fn level_built_fpr(level: usize, files: &[Arc<crate::version::TableFile>]) -> Option<f64> {
-    let (mut sum, mut weight) = (0.0, 0.0);
-    for f in files {
-        let Some(fpr) = f.info.filter_fpr else { continue };
-        let w = if level == 0 { 1.0 } else { f.meta.entries as f64 };
-        sum += w * fpr;
-        weight += w;
-    }
-    (weight > 0.0).then(|| sum / weight)
-}
-
-/// The FPR the options configure for `level` (see `LevelStats::configured_fpr`).
-pub(crate) fn configured_fpr(
-    opts: &Options,
-    level: usize,
-    shape: &crate::compaction::TreeShape,
-) -> Option<f64> {
-    use crate::filter::prelude::*;
-    use crate::filter::{BlockedBloom, StandardBloom, TwoBitBloom};
-    if level == 0 {
-        return match crate::compaction::flush_filter(&opts.filter_policy, shape) {
-            FilterConfig::None => None,
-            FilterConfig::TwoBitBloom { bits_per_key: b } => {
-                Some(<TwoBitBloom as BloomShape>::theoretical_fpr(b, 2))
-            }
-            FilterConfig::BlockedBloom { bits_per_key: b } => {
-                Some(<BlockedBloom as BloomShape>::theoretical_fpr(
-                    b,
-                    <BlockedBloom as BloomShape>::probes_for_bits_per_key(b),
-                ))
-            }
-            FilterConfig::StandardBloom { bits_per_key: b } => {
-                Some(<StandardBloom as BloomShape>::theoretical_fpr(
-                    b,
-                    <StandardBloom as BloomShape>::probes_for_bits_per_key(b),
-                ))
-            }
-        };
-    }
-    let lf = crate::compaction::level_filter(&opts.filter_policy, level, shape);
-    (lf.kind != crate::options::StaticFilterKind::None).then_some(lf.fpr)
 }

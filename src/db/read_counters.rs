@@ -8,9 +8,9 @@
 //! alone (so a bump is a plain load and store) unless more threads than copies run, and a read
 //! of the counters sums the copies. The rules are in src/stripe.rs.
 
+use crate::limits::NUM_LEVELS;
 use crate::sst::{ReadCounters, ReadStats, ScanCounters};
 use crate::stripe::{self, COPIES};
-use crate::version::NUM_LEVELS;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// One thread's copy. Aligned to 128 bytes: Intel's adjacent-line prefetcher pulls cache lines
@@ -108,34 +108,6 @@ impl ScanCounters for StripedReadCounters {
 impl std::fmt::Debug for StripedReadCounters {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StripedReadCounters").field("gets", &self.gets()).finish_non_exhaustive()
-    }
-}
-
-/// One counter spread over `stripe::COPIES` cache-line-padded copies, summed when read (for a
-/// count bumped on the read path outside the per-level counters, e.g. table-cache hits).
-pub(crate) struct StripedCounter {
-    stripes: Box<[PaddedCounter]>,
-}
-
-#[repr(align(128))]
-#[derive(Default)]
-struct PaddedCounter(AtomicU64);
-
-impl StripedCounter {
-    pub fn new() -> StripedCounter {
-        StripedCounter { stripes: (0..COPIES).map(|_| PaddedCounter::default()).collect() }
-    }
-
-    /// Adds `n` to the calling thread's copy.
-    #[inline]
-    pub fn add(&self, n: u64) {
-        let i = stripe::index();
-        stripe::add(i, &self.stripes[i].0, n);
-    }
-
-    /// The total over all copies.
-    pub fn sum(&self) -> u64 {
-        self.stripes.iter().map(|s| s.0.load(Relaxed)).sum()
     }
 }
 

@@ -1,8 +1,12 @@
 //! [`Stats`]: what `Db::stats()` reports, including the per-level read-amplification counters
 //! named after RocksDB's tickers so the two engines can be compared line by line.
 
+use super::{DbInner, SuperVersion};
+use crate::limits::NUM_LEVELS;
 pub use crate::sst::ReadStats;
 use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 /// One level of the LSM tree.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -428,6 +432,113 @@ impl Stats {
         }
         s
     }
+}
+
+/// Builds the [`Stats`] snapshot.
+pub(crate) fn stats(inner: &DbInner) -> Stats {
+    let sv = inner.super_version();
+    let c = &inner.counters;
+    // The plan of the next compaction output: beside the L0 files there are now.
+    let l0 = super::plan::l0_runs_beside(&sv.version, 0, 0);
+    let shape = super::plan::live_shape(inner, &sv.version, l0);
+    let plan = crate::filter_plan::plan(&inner.opts.filter_policy, &shape);
+    let levels = (0..NUM_LEVELS)
+        .map(|level| {
+            let files = &sv.version.levels()[level];
+            let mut kinds: Vec<String> = Vec::new();
+            for f in files {
+                let k = f.info.filter_kind.map_or("none", |k| k.name()).to_string();
+                if !kinds.contains(&k) {
+                    kinds.push(k);
+                }
+            }
+            LevelStats {
+                level,
+                files: files.len(),
+                bytes: files.iter().map(|f| f.meta.size).sum(),
+                entries: files.iter().map(|f| f.meta.entries).sum(),
+                filter_kinds: kinds,
+                filter_bytes: files.iter().map(|f| f.info.filter_memory_bytes).sum(),
+                configured_fpr: plan.configured_fpr(level),
+                built_fpr: level_built_fpr(level, files),
+                reads: inner.reads.level(level),
+                scan_reads: inner.reads.scan_level(level),
+            }
+        })
+        .collect();
+    let (hits, misses, usage) = match &inner.cache {
+        Some(cache) => (cache.hits(), cache.misses(), cache.usage() as u64),
+        None => (0, 0, 0),
+    };
+    Stats {
+        gets: inner.reads.gets(),
+        gets_found: inner.reads.gets_found(),
+        seeks: inner.reads.seeks(),
+        memtable_bytes: std::iter::once(&sv.mem)
+            .chain(sv.imm.iter())
+            .map(|m| m.approximate_bytes() as u64)
+            .sum(),
+        immutable_memtables: sv.imm.len(),
+        levels,
+        keyspaces: keyspace_stats(inner, &sv),
+        flushes: c.flushes.load(Ordering::Relaxed),
+        flush_filter_as_is: c.flush_filter_as_is.load(Ordering::Relaxed),
+        flush_filter_rebuilt: c.flush_filter_rebuilt.load(Ordering::Relaxed),
+        block_cache_hits: hits,
+        block_cache_misses: misses,
+        block_cache_bytes: usage,
+        table_cache_hits: inner.tables.hits(),
+        table_cache_misses: inner.tables.misses(),
+        table_cache_open_tables: inner.tables.open_tables(),
+        write_stall_micros: c.write_stall_micros.load(Ordering::Relaxed),
+        write_groups: c.write_groups.load(Ordering::Relaxed),
+        write_batches: c.write_batches.load(Ordering::Relaxed),
+        wal_syncs: c.wal_syncs.load(Ordering::Relaxed),
+        user_bytes: c.user_bytes.load(Ordering::Relaxed),
+        flush_bytes_written: c.flush_bytes_written.load(Ordering::Relaxed),
+        compactions: c.compactions.load(Ordering::Relaxed),
+        trivial_moves: c.trivial_moves.load(Ordering::Relaxed),
+        subcompactions: c.subcompactions.load(Ordering::Relaxed),
+        compaction_bytes_read: c.compaction_bytes_read.load(Ordering::Relaxed),
+        compaction_bytes_written: c.compaction_bytes_written.load(Ordering::Relaxed),
+        filter_fallbacks: c.filter_fallbacks.load(Ordering::Relaxed),
+        l0_slowdowns: c.l0_slowdowns.load(Ordering::Relaxed),
+        l0_stops: c.l0_stops.load(Ordering::Relaxed),
+        l0_stall_micros: c.l0_stall_micros.load(Ordering::Relaxed),
+    }
+}
+
+/// File figures per live keyspace.
+fn keyspace_stats(inner: &DbInner, sv: &SuperVersion) -> Vec<KeyspaceStats> {
+    let set = inner.keyspaces.load();
+    let ids = std::iter::once((0, crate::keyspace_options::DEFAULT_KEYSPACE_NAME.to_string()))
+        .chain(set.live.iter().map(|(&id, k)| (id, k.name.to_string())));
+    ids.map(|(id, name)| {
+        let mut s = KeyspaceStats { name, ..KeyspaceStats::default() };
+        for f in sv.version.levels().iter().flatten().filter(|f| f.meta.keyspace == id) {
+            s.files += 1;
+            s.bytes += f.meta.size;
+            s.entries += f.meta.entries;
+            let k = f.info.filter_kind.map_or("none", |k| k.name()).to_string();
+            if !s.filter_kinds.contains(&k) {
+                s.filter_kinds.push(k);
+            }
+        }
+        s
+    })
+    .collect()
+}
+
+/// The FPR the filters of `level`'s `files` were built for (see `LevelStats::built_fpr`).
+fn level_built_fpr(level: usize, files: &[Arc<crate::version::TableFile>]) -> Option<f64> {
+    let (mut sum, mut weight) = (0.0, 0.0);
+    for f in files {
+        let Some(fpr) = f.info.filter_fpr else { continue };
+        let w = if level == 0 { 1.0 } else { f.meta.entries as f64 };
+        sum += w * fpr;
+        weight += w;
+    }
+    (weight > 0.0).then(|| sum / weight)
 }
 
 #[cfg(test)]

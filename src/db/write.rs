@@ -18,12 +18,12 @@
 
 use super::{DbInner, SuperVersion};
 use crate::batch::WriteBatch;
-use crate::compaction::TreeShape;
 use crate::error::{Error, Result};
 use crate::filename;
 use crate::filter::hash_key;
+use crate::filter_plan::{self, TreeShape};
 use crate::memtable::Memtable;
-use crate::options::{FilterAllocation, FilterConfig, FilterPolicy, Options};
+use crate::options::Options;
 use crate::wal::WalWriter;
 use parking_lot::{Condvar, Mutex};
 use std::collections::{HashMap, VecDeque};
@@ -308,14 +308,8 @@ pub(crate) fn rotate(inner: &DbInner, w: &mut WriterState) -> Result<()> {
     let expected = expected_entries(&inner.opts, Some(&old.mem));
     // When the new memtable is flushed, the frozen ones (`old.imm` and `old.mem`) will have
     // gone to L0 before it.
-    let l0 = super::compact::l0_runs_beside(&old.version, 0, old.imm.len() + 2);
-    let shape = super::compact::tree_shape(
-        &inner.opts,
-        &old.version,
-        (l0, inner.l0_run_keys.load(Ordering::Relaxed)),
-        super::compact::absent_share(inner),
-        None,
-    );
+    let l0 = super::plan::l0_runs_beside(&old.version, 0, old.imm.len() + 2);
+    let shape = super::plan::live_shape(inner, &old.version, l0);
     let mem = Arc::new(new_memtable(&inner.opts, &shape, number, expected));
     w.wal = WalWriter::new(file);
     w.wal_number = number;
@@ -348,41 +342,15 @@ pub(crate) fn expected_entries(opts: &Options, previous: Option<&Memtable>) -> u
 
 /// An empty memtable for WAL `wal_number` sized for `expected` entries: its key filter, and a
 /// prefix Bloom of the same size when `Options::prefix_extractor` is set. `shape` is the tree
-/// the flush filter's share is allocated in ([`l0_filter`]).
+/// the flush filter's share is allocated in (`filter_plan::memtable_filter_bits`).
 pub(crate) fn new_memtable(
     opts: &Options,
     shape: &TreeShape,
     wal_number: u64,
     expected: u64,
 ) -> Memtable {
-    let bits = memtable_filter_bits(opts, shape, expected);
+    let bits = filter_plan::memtable_filter_bits(&opts.filter_policy, shape, expected);
     Memtable::new(wal_number, bits).with_prefix_filter(opts.prefix_extractor.clone(), bits)
-}
-
-/// The flush filter of the default keyspace's L0 files in a tree of `shape`, and whether it is
-/// sized to the nearest power of two (its share under `FilterAllocation::AllRuns` or `SkewAware`,
-/// compaction/allocation.rs) rather than rounded up (a configured bits per key, a minimum).
-pub(crate) fn l0_filter(policy: &FilterPolicy, shape: &TreeShape) -> (FilterConfig, bool) {
-    let nearest = matches!(
-        policy.allocation,
-        FilterAllocation::AllRuns { .. } | FilterAllocation::SkewAware { .. }
-    );
-    (crate::compaction::flush_filter(policy, shape), nearest)
-}
-
-/// Bits of the memtable's two-bit filter for `expected` keys, at the flush filter's bits per
-/// key when that is a two-bit filter, else at 16 bits per key (the memtable always filters its
-/// own lookups).
-fn memtable_filter_bits(opts: &Options, shape: &TreeShape, expected: u64) -> u64 {
-    match l0_filter(&opts.filter_policy, shape) {
-        (FilterConfig::TwoBitBloom { bits_per_key }, true) => {
-            crate::compaction::allocation::flush_filter_bits(bits_per_key, expected)
-        }
-        (FilterConfig::TwoBitBloom { bits_per_key }, false) => {
-            ((expected as f64) * bits_per_key).ceil() as u64
-        }
-        _ => expected * 16,
-    }
 }
 
 /// A writable-state check used by `Db::flush`.

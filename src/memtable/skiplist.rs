@@ -26,7 +26,7 @@
 use crate::batch::ValueKind;
 // The key's first 8 bytes as an order-preserving integer (weakly: a smaller prefix means a
 // smaller key), compared inline so most steps of a search never touch the key bytes.
-use crate::sst::index::key_prefix;
+use crate::ikey::key_prefix;
 #[cfg(loom)]
 use loom::sync::atomic::{AtomicPtr, AtomicUsize};
 use parking_lot::Mutex;

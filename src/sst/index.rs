@@ -25,7 +25,7 @@
 //! the ordinary block seek, so the result never depends on the summary's presence.
 
 use crate::error::Result;
-use crate::ikey;
+use crate::ikey::{self, key_prefix};
 use crate::sst::block::Block;
 use std::cmp::Ordering;
 
@@ -45,20 +45,6 @@ pub(crate) struct IndexSearch {
 
 /// Prefixes per group of the two-level search ([`IndexSearch::top`]).
 const GROUP: usize = 16;
-
-/// The first 8 bytes of `user_key`, zero-padded, as a big-endian integer (order-preserving in
-/// the sense of the module documentation).
-///
-/// A key of 8 bytes or more is one load; a shorter one is assembled byte by byte (a
-/// variable-length copy into a buffer was a `memcpy` call and a stalled reload, a tenth of an
-/// absent-prefix scan's time in a profile).
-#[inline]
-pub(crate) fn key_prefix(user_key: &[u8]) -> u64 {
-    match user_key.first_chunk::<8>() {
-        Some(b) => u64::from_be_bytes(*b),
-        None => user_key.iter().enumerate().fold(0, |v, (i, &c)| v | u64::from(c) << (56 - 8 * i)),
-    }
-}
 
 impl IndexSearch {
     /// The summary of `index`, or `None` when some entry is not a restart point or the block
@@ -174,29 +160,6 @@ mod tests {
     use crate::ikey::{encode, encode_in, ValueKind};
     use crate::rng::SplitMix64;
     use crate::sst::block::BlockBuilder;
-
-    #[test]
-    fn prefix_order_implies_key_order() {
-        let keys: [&[u8]; 8] = [b"", b"\0", b"a", b"a\0", b"ab", b"abcdefgh", b"abcdefgh\0", b"b"];
-        for a in keys {
-            for b in keys {
-                if key_prefix(a) < key_prefix(b) {
-                    assert!(a < b, "{a:?} {b:?}");
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn the_prefix_is_the_first_8_bytes_zero_padded() {
-        let mut rng = SplitMix64::new(5);
-        for len in 0..=12 {
-            let key: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
-            let mut padded = [0u8; 8];
-            padded[..len.min(8)].copy_from_slice(&key[..len.min(8)]);
-            assert_eq!(key_prefix(&key), u64::from_be_bytes(padded), "{key:?}");
-        }
-    }
 
     /// Builds an index-like block (interval 1) over `keys` and checks the summary seek against
     /// the block's own seek for every key and for keys between them.

@@ -9,7 +9,7 @@
 //!   end ([`FilterBlockSource`]).
 //! * [`Table`] opens one for reads: the footer, properties, index and filter are loaded at open;
 //!   [`Table::get`] probes the filter before touching any block; data blocks go through the
-//!   shared [`crate::cache::BlockCache`].
+//!   shared [`BlockCache`].
 //! * [`TableIter`] walks all entries in order (scans, compaction).
 //!
 //! Every block is framed with a compression type and a CRC-32; every length read from the file
@@ -38,6 +38,10 @@ mod table_iter;
 mod tests;
 
 pub use block::{Block, BlockIter, BlockSlice};
+
+/// The cache of decompressed SST blocks (data blocks; index and filter blocks are other kinds).
+pub type BlockCache = crate::cache::Cache<Block>;
+
 pub use builder::{FilterBlockSource, TableBuilder, TableSummary};
 pub(crate) use counters::ScanCounters;
 pub use meta::MetaPolicy;
@@ -97,6 +101,31 @@ pub struct TableOptions {
     /// one page, not two. Blocks then average somewhat under `block_size`, and none is cut
     /// larger than a page of framed bytes unless one entry alone is. Defaults to false.
     pub block_align: bool,
+}
+
+impl From<crate::options::Compression> for Compression {
+    /// The SST codec of an option's compression.
+    fn from(c: crate::options::Compression) -> Compression {
+        match c {
+            crate::options::Compression::None => Compression::None,
+            crate::options::Compression::Zstd(level) => Compression::Zstd { level },
+            crate::options::Compression::Lz4 => Compression::Lz4,
+        }
+    }
+}
+
+impl TableOptions {
+    /// Table options of files written to `level` (0 for flushes, the output level for
+    /// compactions), derived from the engine options (a keyspace's own options replace block
+    /// size and compression: `db::keyspace::Layout`).
+    pub(crate) fn for_level(opts: &crate::options::Options, level: usize) -> TableOptions {
+        TableOptions {
+            block_size: opts.block_size,
+            restart_interval: opts.block_restart_interval,
+            compression: opts.compression_for_level(level).into(),
+            block_align: opts.block_align,
+        }
+    }
 }
 
 impl Default for TableOptions {

@@ -11,7 +11,6 @@
 //! Thread safety: a `Table` is immutable after open and `Send + Sync`; share it with `Arc`.
 //! Lookups from many threads proceed in parallel (the cache shards are the only locks).
 
-use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::filter::{Filter, FilterView};
 use crate::heap;
@@ -29,6 +28,7 @@ use crate::sst::owned_filter::{OwnedFilter, TableFilter};
 use crate::sst::properties::TableProperties;
 use crate::sst::scan_filters::ScanFilters;
 use crate::sst::table_iter::TableIter;
+use crate::sst::BlockCache;
 use crate::storage::RandomAccessFile;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -10,7 +10,7 @@
 use crate::error::Result;
 use crate::filter::prelude::*;
 use crate::filter::{hash_key, BlockedBloom, Grafite, GrafiteBuilder};
-use crate::options::RangeFilterOptions;
+use crate::options::{Options, RangeFilterOptions};
 use crate::prefix::PrefixExtractor;
 use crate::sst::owned_filter::{OwnedFilter, TableFilter};
 use std::sync::Arc;
@@ -26,6 +26,14 @@ pub struct ScanFilterSpec {
 }
 
 impl ScanFilterSpec {
+    /// The scan filters new tables carry under `opts`.
+    pub(crate) fn of(opts: &Options) -> ScanFilterSpec {
+        ScanFilterSpec {
+            prefix: opts.prefix_extractor.clone().map(|e| (e, opts.prefix_filter_bits_per_key)),
+            range: opts.range_filter,
+        }
+    }
+
     /// Whether the spec asks for any filter.
     pub fn is_empty(&self) -> bool {
         self.prefix.is_none() && self.range.is_none()

@@ -14,11 +14,12 @@
 
 use super::{Answer, Batch};
 use crate::error::Error;
+use crate::limits::NUM_LEVELS;
 use crate::sst::format::BlockHandle;
 use crate::sst::Block;
 use crate::sst::{BlockFetch, FilterVerdict, GetResult, ReadCounters, Table, ValueOut};
 use crate::storage::direct::{DirectBatch, SpanBytes};
-use crate::version::{TableFile, Version, NUM_LEVELS};
+use crate::version::{TableFile, Version};
 use std::sync::Arc;
 
 /// A source of the SST part of a lookup, in the order a single `get` visits them.

@@ -20,8 +20,9 @@
 
 use super::*;
 use crate::cache::{Cache, ENTRY_OVERHEAD};
-use crate::compaction::filter::{build_filter, LevelFilter};
+use crate::compaction::filter::build_filter;
 use crate::filter::hash_key;
+use crate::filter_plan::LevelFilter;
 use crate::heap;
 use crate::options::StaticFilterKind;
 use crate::sst::{

@@ -14,11 +14,11 @@ mod roundtrip;
 mod scan_filters;
 mod table_reverse;
 
-use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::filter::prelude::*;
 use crate::filter::StandardBloom;
 use crate::ikey::{self, ValueKind};
+use crate::sst::BlockCache;
 use crate::sst::{FilterBlockSource, Table, TableBuilder, TableOptions, TableSummary};
 use crate::storage::{RandomAccessFile, WritableFile};
 use parking_lot::Mutex;

@@ -2,8 +2,9 @@
 //! versions span data blocks and partitions, keyspaces, where partitions live, and damage.
 
 use super::*;
-use crate::compaction::filter::{build_filter, LevelFilter};
+use crate::compaction::filter::build_filter;
 use crate::filter::hash_key;
+use crate::filter_plan::LevelFilter;
 use crate::options::StaticFilterKind;
 use crate::sst::format::{Footer, FOOTER_LEN};
 use crate::sst::ValueOut;

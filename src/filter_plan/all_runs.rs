@@ -1,5 +1,6 @@
-//! Filter memory over every run of the tree, L0 included: [`FilterAllocation::AllRuns`]
-//! (design.md#all-runs).
+//! Filter memory over every run of the tree, L0 included: `FilterAllocation::AllRuns`, and
+//! `FilterAllocation::SkewAware`, the same split with each level weighted by the lookups that
+//! miss it (design.md#all-runs).
 //!
 //! A lookup of a missing key probes one filter per run (each L0 file, then one file per
 //! sorted level) and reads a block for each false positive, so its expected wasted reads are
@@ -21,30 +22,10 @@
 //! levels solved again with the rest) and L0 filters are sized to the power of two nearest
 //! that share for the keys they really hold (`flush_filter_bits`).
 
+use super::TreeShape;
 use crate::filter::prelude::*;
 use crate::filter::TwoBitBloom;
 use crate::options::{FilterConfig, StaticFilterKind};
-
-/// The runs a lookup probes: L0 files and sorted levels.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TreeShape {
-    /// L0 files a lookup probes (`l0_compaction_trigger - 1`: the most that stay while no
-    /// compaction is due).
-    pub l0_runs: f64,
-    /// Keys of one L0 file (one memtable).
-    pub l0_run_keys: f64,
-    /// Keys of each level (index 0 unused), at capacity for all but the deepest level
-    /// ([`super::level_weights`]).
-    pub levels: Vec<f64>,
-    /// Share of lookups that asked each level about a key it does not hold (index 0 unused:
-    /// L0 runs weigh 1), as observed ([`lookup_weights`]); read only by skew-aware allocation.
-    /// Missing entries weigh 1.
-    pub absent_share: Vec<f64>,
-    /// Keys of one compaction output's filter (`target_file_size` over the mean entry size;
-    /// infinite when unknown): what a bit of `log2(1/FPR)` costs the binary fuse kinds
-    /// depends on it ([`StaticFilterKind::bits_per_log2_at`]).
-    pub file_keys: f64,
-}
 
 /// Lookups a skew-aware weight counts as if they had missed every level, so that a few early
 /// lookups cannot strip a level of its filter: the weight moves from 1 towards the observed
@@ -370,7 +351,7 @@ mod tests {
         // Without L0 runs the same 4.3M levels meet both targets at the bound.
         assert!(bound_with_two_bit_l0(0.0, &four, 5.0) < 0.06);
     }
-    use crate::compaction::filter::monkey_fprs;
+    use crate::filter_plan::monkey::monkey_fprs;
 
     fn shape(l0_runs: f64, l0_run_keys: f64, levels: &[f64]) -> TreeShape {
         let levels = levels.to_vec();

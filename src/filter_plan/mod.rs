@@ -1,0 +1,394 @@
+//! The filter plan: which filter each run of the tree gets (kind, bits per key, FPR), as pure
+//! functions of a [`TreeShape`] and a [`FilterPolicy`], in the manner of mini-lsm's
+//! `generate_compaction_task(&LsmStorageState)`. Nothing here reads a file, a lock or a
+//! counter: the engine describes the tree (src/db/plan.rs builds the shape from a version and
+//! the read counters; the picker builds its own for trivial moves) and asks.
+//!
+//! - [`plan`]: the whole tree's filters at once (what `Db::stats` reports as configured);
+//!   [`level_filter`] and [`l0_filter`] the one a compaction output or a flush needs.
+//! - [`shape`]: the tree's description ([`TreeShape`], [`tree_shape`], [`l0_runs_beside`]).
+//! - [`monkey`]: Monkey's per-level FPRs and the levels' weights.
+//! - [`all_runs`]: one budget over every run, L0 included (`AllRuns`), weighted by the lookups
+//!   that miss each level (`SkewAware`).
+//! - [`flush`]: the memtable's and L0 files' two-bit filters.
+//!
+//! What a bit of `log2(1/FPR)` costs each kind is the filters' own cost model
+//! (`StaticFilterKind::bits_per_log2{,_at}`); building a planned filter is
+//! src/compaction/filter.rs's `build_filter`.
+
+pub mod all_runs;
+pub mod flush;
+pub mod monkey;
+pub mod shape;
+
+pub use all_runs::{flush_filter_bits, lookup_weights};
+pub use flush::memtable_filter_bits;
+pub use monkey::LevelMove;
+pub use shape::{l0_runs_beside, move_shape, tree_shape, LevelCounts, TreeShape};
+
+use crate::filter::prelude::*;
+use crate::filter::{BlockedBloom, PackedBinaryFuse, StandardBloom, TwoBitBloom};
+use crate::options::{FilterAllocation, FilterConfig, FilterPolicy, LevelBudget, StaticFilterKind};
+use all_runs::allocate;
+use monkey::monkey_fprs;
+
+/// Smallest FPR any level is given (Ribbon's lower bound).
+pub const MIN_FPR: f64 = 1.0 / 4_294_967_296.0;
+
+/// The filter one output level gets.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LevelFilter {
+    /// Kind (`StaticFilterKind::None`: no filter).
+    pub kind: StaticFilterKind,
+    /// Configured false-positive rate (1 without a filter).
+    pub fpr: f64,
+}
+
+impl LevelFilter {
+    /// Whether a file built with this filter may stand where `planned` is wanted without being
+    /// rewritten (a trivial move): the same kind, at least as selective. A moved file then
+    /// costs no extra block reads, only the memory of the smaller FPR: under Monkey and
+    /// all-runs allocation deeper levels plan larger FPRs, and insisting on equality would
+    /// rewrite every file a sequential load moves down.
+    pub fn serves_for(&self, planned: &LevelFilter) -> bool {
+        self.kind == planned.kind && self.fpr <= planned.fpr * (1.0 + 1e-9)
+    }
+
+    /// Bits per key this filter is expected to spend: `c log2(1/fpr)`.
+    pub fn bits_per_key(&self) -> f64 {
+        if self.kind == StaticFilterKind::None || self.fpr >= 1.0 {
+            0.0
+        } else {
+            self.kind.bits_per_log2() * (1.0 / self.fpr).log2()
+        }
+    }
+}
+
+/// The filter of L0 files: the flush filter's configuration, and whether a two-bit filter is
+/// sized to the power of two nearest its bits (its share under `FilterAllocation::AllRuns` or
+/// `SkewAware`, [`flush_filter_bits`]) rather than rounded up (a configured bits per key, a
+/// minimum).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct L0Filter {
+    /// The flush filter and its bits per key.
+    pub config: FilterConfig,
+    /// Sized to the nearest power of two of 32-bit words.
+    pub nearest: bool,
+}
+
+impl L0Filter {
+    /// The FPR this filter is configured for: its kind's theoretical FPR at its bits per key
+    /// (`None` without a filter).
+    pub fn fpr(&self) -> Option<f64> {
+        match self.config {
+            FilterConfig::None => None,
+            FilterConfig::TwoBitBloom { bits_per_key: b } => {
+                Some(<TwoBitBloom as BloomShape>::theoretical_fpr(b, 2))
+            }
+            FilterConfig::BlockedBloom { bits_per_key: b } => {
+                Some(<BlockedBloom as BloomShape>::theoretical_fpr(
+                    b,
+                    <BlockedBloom as BloomShape>::probes_for_bits_per_key(b),
+                ))
+            }
+            FilterConfig::StandardBloom { bits_per_key: b } => {
+                Some(<StandardBloom as BloomShape>::theoretical_fpr(
+                    b,
+                    <StandardBloom as BloomShape>::probes_for_bits_per_key(b),
+                ))
+            }
+        }
+    }
+}
+
+/// The filters of every run of a tree: what [`plan`] decides.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FilterPlan {
+    /// L0 files' (flush) filter.
+    pub l0: L0Filter,
+    /// Each level's compaction filter (index 0: what an output written at L0 would get, that
+    /// of L1).
+    pub levels: Vec<LevelFilter>,
+}
+
+impl FilterPlan {
+    /// The FPR planned for `level`: the flush filter's theoretical FPR on L0, the compaction
+    /// filter's on deeper levels; `None` without a filter.
+    pub fn configured_fpr(&self, level: usize) -> Option<f64> {
+        if level == 0 {
+            return self.l0.fpr();
+        }
+        let lf = self.levels.get(level)?;
+        (lf.kind != StaticFilterKind::None).then_some(lf.fpr)
+    }
+}
+
+/// The filter of every run of a tree of `shape` (one [`LevelFilter`] per entry of
+/// `shape.levels`) under `policy`.
+pub fn plan(policy: &FilterPolicy, shape: &TreeShape) -> FilterPlan {
+    FilterPlan {
+        l0: l0_filter(policy, shape),
+        levels: (0..shape.levels.len()).map(|l| level_filter(policy, l.max(1), shape)).collect(),
+    }
+}
+
+/// The filter of compacted level `level >= 1` in a tree of `shape` (read by Monkey and
+/// all-runs allocation; see [`monkey::level_weights`]).
+pub fn level_filter(policy: &FilterPolicy, level: usize, shape: &TreeShape) -> LevelFilter {
+    let kind = policy.compaction;
+    if kind == StaticFilterKind::None {
+        return LevelFilter { kind, fpr: 1.0 };
+    }
+    if policy.optimize_filters_for_hits && level >= deepest_level(shape) {
+        return LevelFilter { kind: StaticFilterKind::None, fpr: 1.0 };
+    }
+    let shape = &planned_shape(policy, shape);
+    if let Some(fpr) = kind.fixed_fpr() {
+        return LevelFilter { kind, fpr };
+    }
+    let fpr = match &policy.allocation {
+        FilterAllocation::PerLevel(list) => {
+            let budget = list
+                .get(level.saturating_sub(1))
+                .or(list.last())
+                .copied()
+                .unwrap_or(LevelBudget::Fpr(0.01));
+            match budget {
+                LevelBudget::Fpr(p) => p,
+                LevelBudget::BitsPerKey(b) => {
+                    2f64.powf(-b / kind.bits_per_log2_at(shape.file_keys))
+                }
+            }
+        }
+        FilterAllocation::Monkey { bits_per_key } => {
+            let levels: Vec<f64> = shape.levels.iter().skip(1).copied().collect();
+            let c = kind.bits_per_log2_at(shape.file_keys);
+            let p = monkey_fprs(&levels, *bits_per_key, c);
+            p.get(level - 1).copied().unwrap_or(1.0)
+        }
+        FilterAllocation::AllRuns { bits_per_key } => {
+            let a = allocate(shape, policy.flush, kind, *bits_per_key, false);
+            a.level_fprs.get(level).copied().unwrap_or(1.0)
+        }
+        FilterAllocation::SkewAware { bits_per_key } => {
+            let a = allocate(shape, policy.flush, kind, *bits_per_key, true);
+            a.level_fprs.get(level).copied().unwrap_or(1.0)
+        }
+    };
+    if fpr >= 1.0 {
+        return LevelFilter { kind: StaticFilterKind::None, fpr: 1.0 };
+    }
+    if kind == StaticFilterKind::PackedBinaryFuse {
+        // The FPR the built filter has: that of the nearest whole fingerprint width, or no
+        // filter when that is nearer than one bit (FPR above 2^-0.5).
+        if fpr > std::f64::consts::FRAC_1_SQRT_2 {
+            return LevelFilter { kind: StaticFilterKind::None, fpr: 1.0 };
+        }
+        let bits = PackedBinaryFuse::bits_for_fpr(fpr.max(MIN_FPR));
+        return LevelFilter { kind, fpr: 2f64.powi(-(bits as i32)) };
+    }
+    LevelFilter { kind, fpr: fpr.max(MIN_FPR) }
+}
+
+/// The filter of L0 files in a tree of `shape`: the policy's flush filter, with its bits per
+/// key from the allocation under [`FilterAllocation::AllRuns`] and `SkewAware`.
+pub fn flush_filter(policy: &FilterPolicy, shape: &TreeShape) -> FilterConfig {
+    let (bits_per_key, weighted) = match policy.allocation {
+        FilterAllocation::AllRuns { bits_per_key } => (bits_per_key, false),
+        FilterAllocation::SkewAware { bits_per_key } => (bits_per_key, true),
+        _ => return policy.flush,
+    };
+    let shape = planned_shape(policy, shape);
+    let a = allocate(&shape, policy.flush, policy.compaction, bits_per_key, weighted);
+    policy.flush.with_bits_per_key(a.l0_bits_per_key)
+}
+
+/// The flush filter of L0 files in a tree of `shape` ([`flush_filter`]), and whether it is sized
+/// to the nearest power of two ([`L0Filter::nearest`]).
+pub fn l0_filter(policy: &FilterPolicy, shape: &TreeShape) -> L0Filter {
+    let nearest = matches!(
+        policy.allocation,
+        FilterAllocation::AllRuns { .. } | FilterAllocation::SkewAware { .. }
+    );
+    L0Filter { config: flush_filter(policy, shape), nearest }
+}
+
+/// The deepest level of `shape` holding keys, at least 1 (an empty tree's first compaction
+/// output is its deepest level).
+fn deepest_level(shape: &TreeShape) -> usize {
+    (1..shape.levels.len()).rev().find(|&l| shape.levels[l] > 0.0).unwrap_or(1)
+}
+
+/// `shape` as the policy's allocation plans it: with `optimize_filters_for_hits`, the deepest
+/// level (which gets no filter) leaves the plan and its keys leave the budget.
+fn planned_shape<'a>(
+    policy: &FilterPolicy,
+    shape: &'a TreeShape,
+) -> std::borrow::Cow<'a, TreeShape> {
+    if !policy.optimize_filters_for_hits {
+        return std::borrow::Cow::Borrowed(shape);
+    }
+    let mut planned = shape.clone();
+    let deepest = deepest_level(shape);
+    planned.levels.iter_mut().skip(deepest).for_each(|keys| *keys = 0.0);
+    std::borrow::Cow::Owned(planned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_shape() -> TreeShape {
+        TreeShape {
+            l0_runs: 0.0,
+            l0_run_keys: 0.0,
+            levels: vec![],
+            absent_share: vec![],
+            file_keys: f64::INFINITY,
+        }
+    }
+
+    #[test]
+    fn per_level_list_repeats_its_last_entry() {
+        let policy = FilterPolicy {
+            allocation: FilterAllocation::PerLevel(vec![
+                LevelBudget::Fpr(0.05),
+                LevelBudget::BitsPerKey(1.05 * 10.0),
+            ]),
+            compaction: StaticFilterKind::Ribbon,
+            ..FilterPolicy::default()
+        };
+        assert_eq!(level_filter(&policy, 1, &no_shape()).fpr, 0.05);
+        let deep = level_filter(&policy, 5, &no_shape());
+        assert!((deep.fpr - 2f64.powi(-10)).abs() < 1e-12);
+        let xor = FilterPolicy { compaction: StaticFilterKind::Xor8, ..policy };
+        assert_eq!(level_filter(&xor, 2, &no_shape()).fpr, 1.0 / 256.0);
+    }
+
+    fn tree(levels: &[f64]) -> TreeShape {
+        TreeShape { l0_runs: 2.0, l0_run_keys: 1e4, levels: levels.to_vec(), ..no_shape() }
+    }
+
+    #[test]
+    fn the_plan_is_each_runs_filter_in_one_answer() {
+        let shape = tree(&[0.0, 1e4, 1e5, 1e6]);
+        for policy in [
+            FilterPolicy::default(),
+            FilterPolicy {
+                allocation: FilterAllocation::Monkey { bits_per_key: 8.0 },
+                ..FilterPolicy::default()
+            },
+            FilterPolicy {
+                allocation: FilterAllocation::PerLevel(vec![LevelBudget::Fpr(0.01)]),
+                ..FilterPolicy::default()
+            },
+        ] {
+            let p = plan(&policy, &shape);
+            assert_eq!(p.l0, l0_filter(&policy, &shape));
+            assert_eq!(p.levels.len(), 4);
+            assert_eq!(p.levels[0], level_filter(&policy, 1, &shape), "L0 outputs: L1's");
+            for l in 1..4 {
+                assert_eq!(p.levels[l], level_filter(&policy, l, &shape), "{policy:?} L{l}");
+                assert_eq!(p.configured_fpr(l), Some(p.levels[l].fpr));
+            }
+        }
+    }
+
+    #[test]
+    fn all_runs_gives_l0_a_power_of_two_share_and_deeper_levels_larger_fprs() {
+        // The default policy: two-bit L0 runs sized to the nearest power of two, bumped ribbon
+        // levels whose FPR grows with their keys (Monkey's rule), L0's FPR its two-bit curve's.
+        let shape = tree(&[0.0, 1e4, 1e5, 1e6]);
+        let p = plan(&FilterPolicy::default(), &shape);
+        assert!(p.l0.nearest);
+        let FilterConfig::TwoBitBloom { bits_per_key } = p.l0.config else { panic!("{p:?}") };
+        let words = bits_per_key * shape.l0_run_keys / 32.0;
+        assert!((words.log2() - words.log2().round()).abs() < 1e-9, "{words} words");
+        let two_bit = <TwoBitBloom as BloomShape>::theoretical_fpr(bits_per_key, 2);
+        assert_eq!(p.configured_fpr(0), Some(two_bit));
+        let fprs: Vec<f64> = (1..4).map(|l| p.levels[l].fpr).collect();
+        assert!(p.levels[1..].iter().all(|lf| lf.kind == StaticFilterKind::BumpedRibbon));
+        assert!(fprs[0] < fprs[1] && fprs[1] < fprs[2], "{fprs:?}");
+        // A configured flush filter is rounded up, not snapped.
+        let fixed = FilterPolicy {
+            allocation: FilterAllocation::Monkey { bits_per_key: 8.0 },
+            ..FilterPolicy::default()
+        };
+        let l0 = plan(&fixed, &shape).l0;
+        assert!(!l0.nearest);
+        assert_eq!(l0.config, FilterConfig::TwoBitBloom { bits_per_key: 10.0 });
+    }
+
+    #[test]
+    fn optimize_filters_for_hits_leaves_the_deepest_level_unfiltered() {
+        let shape = tree(&[0.0, 1e4, 1e5, 1e6]);
+        let policy = FilterPolicy { optimize_filters_for_hits: true, ..FilterPolicy::default() };
+        let p = plan(&policy, &shape);
+        assert_eq!(p.levels[3], LevelFilter { kind: StaticFilterKind::None, fpr: 1.0 });
+        assert_eq!(p.configured_fpr(3), None);
+        assert!(p.levels[1..3].iter().all(|lf| lf.kind == StaticFilterKind::BumpedRibbon));
+        // The deepest level leaves the plan: the others are planned as in a tree without it.
+        let without = plan(&FilterPolicy::default(), &tree(&[0.0, 1e4, 1e5, 0.0]));
+        assert_eq!(p.levels[1..3], without.levels[1..3]);
+    }
+
+    #[test]
+    fn no_filters_plan_no_filters() {
+        let policy = FilterPolicy {
+            flush: FilterConfig::None,
+            compaction: StaticFilterKind::None,
+            ..FilterPolicy::default()
+        };
+        let p = plan(&policy, &tree(&[0.0, 1e4, 1e5]));
+        assert!((0..3).all(|l| p.configured_fpr(l).is_none()), "{p:?}");
+    }
+
+    #[test]
+    fn the_shape_counts_l0_at_least_at_its_mean_occupancy_and_prices_output_files() {
+        let copts = crate::options::CompactionOptions::default();
+        let counts = LevelCounts { entries: vec![0, 1000, 0, 0], bytes: vec![0, 100_000, 0, 0] };
+        let s = tree_shape(&copts, &counts, (0, 500), vec![]);
+        let floor = copts.l0_compaction_trigger.saturating_sub(1) as f64 / 2.0;
+        assert_eq!(s.l0_runs, floor);
+        assert_eq!(tree_shape(&copts, &counts, (9, 500), vec![]).l0_runs, 9.0f64.max(floor));
+        assert_eq!(s.l0_run_keys, 500.0);
+        // 100 bytes per entry: a target file holds target_file_size / 100 keys.
+        assert_eq!(s.file_keys, copts.target_file_size as f64 / 100.0);
+        let empty = LevelCounts { entries: vec![0; 4], bytes: vec![0; 4] };
+        assert_eq!(tree_shape(&copts, &empty, (0, 0), vec![]).file_keys, f64::INFINITY);
+        assert_eq!(l0_runs_beside(3, 2, 1), 2);
+        assert_eq!(l0_runs_beside(1, 4, 0), 0);
+        // A move: the entries leave one level for the next.
+        let moved = counts.after(Some(LevelMove { from: 1, to: 2, entries: 400, bytes: 40_000 }));
+        assert_eq!(moved.entries, vec![0, 600, 400, 0]);
+        assert_eq!(moved.bytes, vec![0, 60_000, 40_000, 0]);
+    }
+
+    #[test]
+    fn a_memtable_filter_is_kept_only_at_the_planned_size() {
+        // Nearest: exactly the size a rebuild would have.
+        let planned = flush_filter_bits(10.0, 1000);
+        assert!(flush::two_bit_as_planned(10.0, true, (planned, 0.0), 1000));
+        assert!(!flush::two_bit_as_planned(10.0, true, (planned * 2, 0.0), 1000));
+        // Configured: FPR no worse, size at most twice what the keys need.
+        let fpr = <TwoBitBloom as BloomShape>::theoretical_fpr(10.0, 2);
+        assert!(flush::two_bit_as_planned(10.0, false, (20_000, fpr), 1000));
+        assert!(!flush::two_bit_as_planned(10.0, false, (20_001, fpr), 1000));
+        assert!(!flush::two_bit_as_planned(10.0, false, (10_000, fpr * 1.01), 1000));
+        // The memtable's filter follows the L0 plan, at 16 bits per key without a two-bit one.
+        let shape = tree(&[0.0, 1e4, 1e5]);
+        let policy = FilterPolicy::default();
+        let FilterConfig::TwoBitBloom { bits_per_key } = l0_filter(&policy, &shape).config else {
+            panic!()
+        };
+        assert_eq!(
+            memtable_filter_bits(&policy, &shape, 5000),
+            flush_filter_bits(bits_per_key, 5000)
+        );
+        let blocked = FilterPolicy {
+            flush: FilterConfig::BlockedBloom { bits_per_key: 10.0 },
+            ..FilterPolicy::default()
+        };
+        assert_eq!(memtable_filter_bits(&blocked, &shape, 5000), 5000 * 16);
+    }
+}
