@@ -1,6 +1,6 @@
 //! The two-bit filters of the write path: the memtable's (filled as writes arrive, sized before
 //! the first write) and, at flush, whether that filter may be written as the L0 file's filter
-//! as is or a filter of the planned size must be rebuilt (design.md, src/db/flush.rs's "Flush
+//! as is or a filter of the planned size must be rebuilt (src/db/flush.rs's "Flush
 //! filter rule").
 
 use super::all_runs::flush_filter_bits;

@@ -51,8 +51,8 @@ impl LevelCounts {
 /// `(l0_compaction_trigger - 1) / 2`, L0's mean occupancy while writes go on (it climbs from 0
 /// to the trigger and a compaction empties it), each of `l0_run_keys` keys (the last flushed
 /// memtable's); the levels weighted by [`level_weights`]; and each level's share of lookups of
-/// keys it does not hold (`absent_share`; empty at open, before any lookup). Design.md,
-/// "Allocation over all runs", says why the mean.
+/// keys it does not hold (`absent_share`; empty at open, before any lookup).
+/// design.md#all-runs says why the mean.
 pub fn tree_shape(
     copts: &CompactionOptions,
     counts: &LevelCounts,
@@ -93,7 +93,7 @@ pub fn move_shape(copts: &CompactionOptions, counts: &LevelCounts, l0_files: usi
 }
 
 /// The L0 runs a filter about to be built will sit beside, counted from the tree as it is
-/// (design.md, "Allocation over all runs"): the `l0_files` L0 files, less `leaving` (a
+/// (design.md#all-runs): the `l0_files` L0 files, less `leaving` (a
 /// compaction's L0 inputs), plus `arriving` (memtables that will be flushed before or as the
 /// filter's own run). Counting the live runs, not the most L0 may hold, keeps a compacted or
 /// read-mostly tree from reserving budget for L0 files it does not have beyond L0's mean
