@@ -152,7 +152,7 @@ mod tests {
             16,
             |k| {
                 asked += 1;
-                Ok((k[15] % 2 == 0).then_some(3))
+                Ok((k[7] % 2 == 0).then_some(3))
             },
             |_| ticks += 1,
         );
