@@ -83,23 +83,32 @@ pub mod testing;
 pub(crate) mod testing;
 
 pub(crate) mod batch;
+// Parts of cache, ikey, manifest, range_del, sst and wal are reached only through `inspect`
+// (tools, fuzzers) and the tests: an embedder's build without the feature leaves them unused.
+// Builds with `inspect` (the workspace's, CI's clippy) still lint every item.
+#[cfg_attr(not(feature = "inspect"), allow(dead_code, unused_imports))]
 pub(crate) mod cache;
 pub(crate) mod compaction;
 pub(crate) mod error;
 pub(crate) mod filename;
 pub(crate) mod heap;
 pub(crate) mod huge_arena;
+#[cfg_attr(not(feature = "inspect"), allow(dead_code, unused_imports))]
 pub(crate) mod ikey;
 pub(crate) mod keyspace_options;
+#[cfg_attr(not(feature = "inspect"), allow(dead_code, unused_imports))]
 pub(crate) mod manifest;
 pub(crate) mod memtable;
 pub(crate) mod options_validate;
 pub(crate) mod prefix;
+#[cfg_attr(not(feature = "inspect"), allow(dead_code, unused_imports))]
 pub(crate) mod range_del;
+#[cfg_attr(not(feature = "inspect"), allow(dead_code, unused_imports))]
 pub(crate) mod sst;
 pub(crate) mod stripe;
 pub(crate) mod table_cache;
 pub(crate) mod version;
+#[cfg_attr(not(feature = "inspect"), allow(dead_code, unused_imports))]
 pub(crate) mod wal;
 
 mod db;
