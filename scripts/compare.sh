@@ -94,7 +94,7 @@ fi
 SIFTDB="$ROOT/target/release/siftdb"
 if has siftdb; then
   echo "compare.sh: building siftdb (release)" >&2
-  (cd "$ROOT" && cargo build --release --quiet --bin siftdb)
+  (cd "$ROOT" && cargo build --release --quiet -p siftdb-cli)
 fi
 FJALL="$ROOT/tools/fjall-bench/target/release/fjall-bench"
 if has fjall; then

@@ -40,7 +40,7 @@ done
 mkdir -p "$OUT/logs"
 SIFTDB="$ROOT/target/release/siftdb"
 ROCKSDB="$ROOT/tools/rocksdb-bench/target/release/rocksdb-bench"
-(cd "$ROOT" && cargo build --release --quiet --bin siftdb)
+(cd "$ROOT" && cargo build --release --quiet -p siftdb-cli)
 if [[ ",$ENGINES," == *",rocksdb,"* ]]; then
   "$ROOT/scripts/build_rocksdb_bench.sh" || die "tools/rocksdb-bench did not build"
 fi

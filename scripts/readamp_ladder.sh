@@ -55,7 +55,7 @@ done
 [[ -e "$OUT" && -n "$(ls -A "$OUT" 2>/dev/null)" ]] && die "--out $OUT is not empty (give a new directory)"
 mkdir -p "$OUT"
 
-(cd "$ROOT" && cargo build --release --quiet)
+(cd "$ROOT" && cargo build --release --quiet -p siftdb-cli)
 BIN="$ROOT/target/release/siftdb"
 {
   echo "# readamp ladder ($(date -u +%Y-%m-%dT%H:%MZ), budgets $BITS${DISK:+, $DISK})"

@@ -121,7 +121,7 @@ for e in "${want[@]}"; do
   case "$e" in
     siftdb)
       echo "scale.sh: building siftdb (release)" >&2
-      (cd "$ROOT" && cargo build --release --quiet --bin siftdb) && RUN_ENGINES+=(siftdb) ||
+      (cd "$ROOT" && cargo build --release --quiet -p siftdb-cli) && RUN_ENGINES+=(siftdb) ||
         echo "scale.sh: note: siftdb did not build; skipped" >&2 ;;
     fjall)
       echo "scale.sh: building tools/fjall-bench (release; minutes the first time)" >&2

@@ -39,7 +39,7 @@ if [[ ${#FLAGS[@]} -eq 0 ]]; then
          --write_buffer_size=8388608 --target_file_size_base=8388608
          --max_bytes_for_level_base=33554432)
 fi
-[[ -x "$SIFTDB" ]] || cargo build --release --quiet
+[[ -x "$SIFTDB" ]] || cargo build --release --quiet -p siftdb-cli
 
 work=$(mktemp -d /tmp/siftdb-threads.XXXXXX)
 trap 'rm -rf -- "$work"' EXIT

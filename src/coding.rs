@@ -1,7 +1,22 @@
-//! Little-endian fixed-width and LEB128 varint encoding, with bounds-checked decoding.
+//! The encodings docs/format.md specifies, for crates that store values in siftdb's formats:
+//! little-endian fixed-width integers and LEB128 varints, with bounds-checked decoding.
 //!
 //! Every decoder takes a cursor over untrusted bytes and names the field it is reading, so a
-//! short or malformed input becomes `Error::Corruption { what: "... reading <field>" }`.
+//! short or malformed input becomes `Error::Corruption { what: "... reading <field>" }` at the
+//! offset where it failed. The engine's SST, WAL and manifest decoders and the query layer's
+//! stored values (siftdb-query) all read through [`Cursor`].
+//!
+//! ```
+//! use siftdb::coding::{put_varint64, Cursor};
+//!
+//! let mut buf = vec![7u8];
+//! put_varint64(&mut buf, 300);
+//! let mut c = Cursor::named(&buf, "example record");
+//! assert_eq!((c.u8("kind")?, c.varint64("length")?), (7, 300));
+//! c.finish()?;
+//! assert!(Cursor::new(&[0x80]).varint64("length").unwrap_err().is_corruption());
+//! # Ok::<(), siftdb::Error>(())
+//! ```
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::indexing_slicing))]
 
@@ -56,17 +71,25 @@ pub fn get_varint32(buf: &[u8], pos: &mut usize, field: &str) -> Result<u32> {
     })
 }
 
-/// A forward cursor over untrusted bytes.
+/// A forward cursor over untrusted bytes; every read checks the remaining length first.
 #[derive(Debug, Clone, Copy)]
 pub struct Cursor<'a> {
     buf: &'a [u8],
     pos: usize,
+    /// The structure being decoded ("column chunk"), named in errors before the field.
+    what: Option<&'static str>,
 }
 
 impl<'a> Cursor<'a> {
     /// A cursor at the start of `buf`.
     pub fn new(buf: &'a [u8]) -> Cursor<'a> {
-        Cursor { buf, pos: 0 }
+        Cursor { buf, pos: 0, what: None }
+    }
+
+    /// A cursor at the start of `buf` whose errors name the structure `what` it decodes
+    /// (`"... reading column chunk: rows"`), for values read outside a larger framed block.
+    pub fn named(buf: &'a [u8], what: &'static str) -> Cursor<'a> {
+        Cursor { buf, pos: 0, what: Some(what) }
     }
 
     /// Bytes consumed so far.
@@ -84,15 +107,20 @@ impl<'a> Cursor<'a> {
         self.remaining() == 0
     }
 
-    fn err(&self, field: &str, why: &str) -> Error {
-        Error::corruption(format!("{why} reading {field}"), Some(self.pos as u64))
+    /// A corruption error at the current offset: `why`, reading `field`.
+    pub fn error(&self, field: &str, why: &str) -> Error {
+        let at = self.pos as u64;
+        match self.what {
+            None => Error::corruption(format!("{why} reading {field}"), Some(at)),
+            Some(what) => Error::corruption(format!("{why} reading {what}: {field}"), Some(at)),
+        }
     }
 
     /// Takes `n` bytes.
     pub fn bytes(&mut self, n: usize, field: &str) -> Result<&'a [u8]> {
         let end = self.pos.checked_add(n);
         let Some(s) = end.and_then(|end| self.buf.get(self.pos..end)) else {
-            return Err(self.err(field, "truncated input"));
+            return Err(self.error(field, "truncated input"));
         };
         self.pos += n;
         Ok(s)
@@ -101,7 +129,12 @@ impl<'a> Cursor<'a> {
     /// Takes one byte.
     pub fn u8(&mut self, field: &str) -> Result<u8> {
         let b = self.bytes(1, field)?.first().copied();
-        b.ok_or_else(|| self.err(field, "truncated input"))
+        b.ok_or_else(|| self.error(field, "truncated input"))
+    }
+
+    /// Takes a little-endian u16.
+    pub fn u16(&mut self, field: &str) -> Result<u16> {
+        Ok(u16::from_le_bytes(self.bytes(2, field)?.try_into().expect("2 bytes")))
     }
 
     /// Takes a little-endian u32.
@@ -123,12 +156,28 @@ impl<'a> Cursor<'a> {
     pub fn varint32(&mut self, field: &str) -> Result<u32> {
         get_varint32(self.buf, &mut self.pos, field)
     }
+
+    /// Takes every byte left.
+    pub fn rest(&mut self) -> &'a [u8] {
+        let s = self.buf.get(self.pos..).unwrap_or_default();
+        self.pos = self.buf.len();
+        s
+    }
+
+    /// Fails unless every byte was consumed.
+    pub fn finish(&self) -> Result<()> {
+        match self.remaining() {
+            0 => Ok(()),
+            n => Err(self.error("end", &format!("{n} trailing bytes"))),
+        }
+    }
+
     /// Takes a varint length and that many bytes; the length is checked against what remains
     /// before anything is sliced or allocated.
     pub fn length_prefixed(&mut self, field: &str) -> Result<&'a [u8]> {
         let n = self.varint64(field)?;
         if n > self.remaining() as u64 {
-            return Err(self.err(field, "length runs past the end"));
+            return Err(self.error(field, "length runs past the end"));
         }
         self.bytes(n as usize, field)
     }
@@ -168,5 +217,18 @@ mod tests {
         buf.extend_from_slice(b"abc");
         let err = Cursor::new(&buf).length_prefixed("value").unwrap_err();
         assert!(err.to_string().contains("value"), "{err}");
+    }
+
+    #[test]
+    fn named_cursor_errors_name_structure_field_and_offset() {
+        let buf = [1u8, 0, 2, 0, 0, 0, 9];
+        let mut c = Cursor::named(&buf, "column chunk");
+        assert_eq!((c.u16("kind").unwrap(), c.u32("rows").unwrap()), (1, 2));
+        let err = c.finish().unwrap_err();
+        assert!(err.to_string().contains("1 trailing bytes reading column chunk: end"), "{err}");
+        let err = c.u16("width").unwrap_err();
+        assert!(err.to_string().contains("reading column chunk: width"), "{err}");
+        assert_eq!(c.rest(), &[9]);
+        assert!(c.is_empty() && c.finish().is_ok());
     }
 }

@@ -62,11 +62,6 @@ pub mod ikey {
     pub use crate::ikey::{decode, decode_in, keyspace, user_key, ValueKind};
 }
 
-/// The query layer's stored column chunks (docs/format.md#query-storage).
-pub mod query {
-    pub use crate::query::chunk_reader::decode_column_chunk;
-}
-
 /// The names of a database's files (`000012.sst`, `MANIFEST-000005`, `CURRENT`, ...).
 pub mod filename {
     pub use crate::filename::{parse_file_name, sst_name, wal_name, FileKind, CURRENT};

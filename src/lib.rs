@@ -50,52 +50,69 @@
 //!   with a decision guide.
 //! * [`merge`]: merge operators (`Db::merge`, read-modify-write without a read) and the
 //!   built-in [`U64AddOperator`].
-//! * [`query`]: a column-store query layer on the engine: chunked typed tables, chunk skipping,
-//!   hash joins with probe filters.
 //! * [`storage`]: the file-system trait all engine I/O goes through, the real implementation and
 //!   an in-memory one that simulates crashes and injects faults (pass one in
 //!   [`Options::storage`]).
-//! * [`inspect`]: read-only access to a database's files (SSTs, WALs, the manifest), for tools.
+//! * [`coding`]: the fixed-width and varint encodings of siftdb's formats and the bounds-checked
+//!   cursor that decodes them, for crates that store values in those formats.
 //! * [`rng`]: the seeded generator behind the benchmarks' reproducible key streams.
+//! * `inspect` (feature `inspect`): read-only access to a database's files (SSTs, WALs, the
+//!   manifest), for tools such as the `siftdb` CLI and the fuzzers.
+//! * `testing` (feature `fault-injection`): the durability-point switches of the crash tests.
 //!
-//! Everything else (memtable, WAL writer, compaction, caches) is internal and may change.
+//! Everything else (memtable, WAL writer, compaction, caches) is internal and may change. The
+//! column-store query layer is the crate `siftdb-query`, the command line `siftdb-cli`.
 //! Formats are specified once, in `docs/format.md` at the repository root.
 
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+pub mod coding;
 pub mod filter;
+#[cfg(feature = "inspect")]
 pub mod inspect;
 pub mod merge;
 pub mod options;
-pub mod query;
 pub mod rng;
 pub mod storage;
-#[doc(hidden)]
+// The engine consults the test hooks everywhere; only with `fault-injection` can a test reach
+// them (and the switches and allocator a test uses, unused by the engine itself).
+#[cfg(feature = "fault-injection")]
 pub mod testing;
+#[cfg(not(feature = "fault-injection"))]
+#[allow(dead_code, unused_imports)]
+pub(crate) mod testing;
 
 pub(crate) mod batch;
+// Parts of cache, ikey, manifest, range_del, sst and wal are reached only through `inspect`
+// (tools, fuzzers) and the tests: an embedder's build without the feature leaves them unused.
+// Builds with `inspect` (the workspace's, CI's clippy) still lint every item.
+#[cfg_attr(not(feature = "inspect"), allow(dead_code, unused_imports))]
 pub(crate) mod cache;
-pub(crate) mod coding;
 pub(crate) mod compaction;
 pub(crate) mod error;
 pub(crate) mod filename;
 pub(crate) mod filter_plan;
 pub(crate) mod heap;
 pub(crate) mod huge_arena;
+#[cfg_attr(not(feature = "inspect"), allow(dead_code, unused_imports))]
 pub(crate) mod ikey;
 pub(crate) mod keyspace_options;
 pub(crate) mod limits;
+#[cfg_attr(not(feature = "inspect"), allow(dead_code, unused_imports))]
 pub(crate) mod manifest;
 pub(crate) mod memtable;
 pub(crate) mod options_validate;
 pub(crate) mod prefix;
+#[cfg_attr(not(feature = "inspect"), allow(dead_code, unused_imports))]
 pub(crate) mod range_del;
+#[cfg_attr(not(feature = "inspect"), allow(dead_code, unused_imports))]
 pub(crate) mod sst;
 pub(crate) mod stripe;
 pub(crate) mod table_cache;
 pub(crate) mod version;
+#[cfg_attr(not(feature = "inspect"), allow(dead_code, unused_imports))]
 pub(crate) mod wal;
 
 mod db;

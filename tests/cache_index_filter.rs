@@ -182,47 +182,6 @@ fn the_cache_stays_within_capacity_while_l0_index_and_filter_blocks_stay_pinned(
 }
 
 #[test]
-fn bench_takes_the_db_bench_flags_and_prints_the_memory_report() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_siftdb"))
-        .args([
-            "bench",
-            "--benchmarks=fillrandom,readrandom,stats",
-            "--num=3000",
-            "--write_buffer_size=65536",
-            "--cache_size=1048576",
-            "--cache_index_and_filter_blocks",
-            "--pin_l0_filter_and_index_blocks_in_cache=1",
-            "--statistics",
-        ])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
-    for needle in [
-        "rocksdb.block.cache.index.miss COUNT",
-        "rocksdb.block.cache.filter.hit COUNT",
-        "    index blocks",
-        "    filter blocks",
-        "    pinned (of above)",
-        "table readers",
-    ] {
-        assert!(text.contains(needle), "missing {needle:?} in\n{text}");
-    }
-    let bad = std::process::Command::new(env!("CARGO_BIN_EXE_siftdb"))
-        .args([
-            "bench",
-            "--benchmarks=fillseq",
-            "--num=10",
-            "--pin_l0_filter_and_index_blocks_in_cache",
-        ])
-        .output()
-        .unwrap();
-    assert!(!bad.status.success());
-    let err = String::from_utf8_lossy(&bad.stderr);
-    assert!(err.contains("cache_index_and_filter_blocks"), "{err}");
-}
-
-#[test]
 fn flushed_tables_are_pinned_and_release_their_pins_once_compacted_away() {
     let dir = tempfile::tempdir().unwrap();
     let opts = Options {

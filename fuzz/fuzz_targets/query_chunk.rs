@@ -4,8 +4,8 @@
 //! pages read in place) gives the same values as decoding the whole chunk.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use siftdb::inspect::query::decode_column_chunk;
-use siftdb::query::{ColumnType, Field};
+use siftdb_query::inspect::decode_column_chunk;
+use siftdb_query::{ColumnType, Field};
 
 fuzz_target!(|data: &[u8]| {
     if data.len() < 3 {

@@ -329,12 +329,10 @@ impl Db {
         keyspace::open_keyspace(&self.inner, name, options, false)
     }
 
-    /// [`Db::keyspace`] that admits the reserved `__` names (siftdb's own keyspaces).
-    pub(crate) fn internal_keyspace(
-        &self,
-        name: &str,
-        options: KeyspaceOptions,
-    ) -> Result<Keyspace> {
+    /// [`Db::keyspace`] for the names starting with `__`, which siftdb reserves for its own
+    /// crates' keyspaces (siftdb-query keeps table `t` in `__query/t`), so that no application
+    /// keyspace can collide with them. Applications use [`Db::keyspace`].
+    pub fn reserved_keyspace(&self, name: &str, options: KeyspaceOptions) -> Result<Keyspace> {
         keyspace::open_keyspace(&self.inner, name, options, true)
     }
 

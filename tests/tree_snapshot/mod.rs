@@ -1,5 +1,5 @@
 //! Shared by the tests that prove a tool left a directory alone (tests/db_destroy.rs,
-//! tests/tools_never_destroy.rs).
+//! crates/siftdb-cli/tests/tools_never_destroy.rs).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,6 +1,6 @@
 //! `fjall-bench`: siftdb's db_bench workloads run against fjall, for the side-by-side comparison
 //! in `scripts/compare.sh`. Same flag names, key generation, value generation, seeds and result
-//! lines as `siftdb bench` (src/bin/siftdb/bench/), so one command line means the same work.
+//! lines as `siftdb bench` (crates/siftdb-bench-kit), so one command line means the same work.
 //!
 //! The db_bench flags fjall has an equivalent for are applied: `--bloom_bits` (fjall's Bloom
 //! filter at that many bits per key on every level; negative = none), `--compression_type`
@@ -14,17 +14,15 @@
 //! run left at `--db` (scripts/scale.sh) and skips the fill benchmarks; `readwhilewriting` runs
 //! `--threads` readers and one writer, as in siftdb bench.
 
-// The key/value generators and the result line are siftdb's own files, compiled here as is, so
-// both tools do the same work and print the same line (scripts/compare.sh relies on it).
-#[path = "../../../src/bin/siftdb/bench/keys.rs"]
-mod keys;
-#[path = "../../../src/bin/siftdb/bench/result_line.rs"]
-mod result_line;
-
+// The key/value generators, the thread runner, the read loop and the result line are siftdb
+// bench's own (siftdb-bench-kit), so both tools do the same work and print the same line
+// (scripts/compare.sh relies on it).
 use fjall::{Database, Keyspace, KeyspaceCreateOptions};
-use keys::{make_key, ValueGen};
-use result_line::ThreadStats as St;
 use siftdb::rng::SplitMix64;
+use siftdb_bench_kit::key_layout::KeyLayout;
+use siftdb_bench_kit::keys::{make_key, ValueGen};
+use siftdb_bench_kit::result_line::ThreadStats as St;
+use siftdb_bench_kit::workloads::{self, Body, Budget};
 use std::collections::HashMap;
 
 struct Flags {
@@ -133,36 +131,13 @@ fn parse() -> Result<Flags, String> {
 
 type R<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
-/// Runs `body` on `threads` threads, thread i seeded `base + i`, and merges their figures.
+/// Runs `body` on `--threads` threads, thread i seeded `base + i`, and merges their figures.
 fn parallel(
     f: &Flags,
     base: u64,
-    body: &(dyn Fn(&mut SplitMix64, &mut ValueGen, &mut St) -> R<()> + Sync),
+    body: &Body<'_, Box<dyn std::error::Error + Send + Sync>>,
 ) -> R<St> {
-    let results: Vec<R<St>> = std::thread::scope(|s| {
-        let hs: Vec<_> = (0..f.threads as u64)
-            .map(|i| {
-                s.spawn(move || {
-                    let mut rng = SplitMix64::new(base + i);
-                    let mut values = ValueGen::new(base + i, f.value_size);
-                    let mut st = St::start();
-                    body(&mut rng, &mut values, &mut st)?;
-                    st.stop();
-                    Ok(st)
-                })
-            })
-            .collect();
-        hs.into_iter().map(|h| h.join().expect("thread panicked")).collect()
-    });
-    let mut merged: Option<St> = None;
-    for r in results {
-        let r = r?;
-        match &mut merged {
-            None => merged = Some(r),
-            Some(m) => m.merge(&r),
-        }
-    }
-    Ok(merged.expect("one thread at least"))
+    workloads::run_threads(f.threads, base, f.value_size, body)
 }
 
 /// The file that marks a `--db` directory fjall-bench created. The fjall database lives in its
@@ -268,6 +243,7 @@ fn keyspace_options(f: &Flags) -> KeyspaceCreateOptions {
     o.compaction_strategy(std::sync::Arc::new(leveled))
 }
 
+/// readrandom's loop (siftdb bench's, at spacing 1 and without `--duration`): `f.reads` reads.
 fn read_loop(
     ks: &Keyspace,
     f: &Flags,
@@ -275,17 +251,9 @@ fn read_loop(
     rng: &mut SplitMix64,
     st: &mut St,
 ) -> R<()> {
-    let mut key = Vec::with_capacity(key_size);
-    for _ in 0..f.reads {
-        make_key(rng.below(f.num), key_size, &mut key);
-        if let Some(v) = ks.get(&key)? {
-            st.found += 1;
-            st.bytes += (key.len() + v.len()) as u64;
-        }
-    }
-    st.done = f.reads;
-    st.report_found = true;
-    Ok(())
+    let layout = KeyLayout { num: f.num, spacing: 1 };
+    let get = |key: &[u8]| -> R<Option<usize>> { Ok(ks.get(key)?.map(|v| v.len())) };
+    workloads::read_loop(rng, st, layout, Budget::new(f.reads, 0), key_size, get, |_| ())
 }
 
 fn main() -> R<()> {

@@ -8,7 +8,7 @@
 //! does not parse or is out of range is an error naming the flag, never ignored: a comparison
 //! must not silently run a different configuration than its command line says.
 
-use crate::key_layout::{check_prefix_size, RangeFlavour};
+use siftdb_bench_kit::key_layout::{check_prefix_size, RangeFlavour};
 use std::collections::HashMap;
 use std::path::PathBuf;
 

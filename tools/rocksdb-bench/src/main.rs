@@ -5,26 +5,19 @@
 //! unnecessarily slow"), so ratios against it flatter siftdb; this tool is RocksDB at its best.
 //!
 //! Same flag names, key generation, value generation, seeds and result lines as `siftdb bench`
-//! (src/bin/siftdb/bench/), so one command line means the same work; flags in `flags.rs`, their
+//! (crates/siftdb-cli/src/bench/, crates/siftdb-bench-kit/), so one command line means the same work; flags in `flags.rs`, their
 //! RocksDB options in `engine.rs`, the benchmarks in `workloads.rs`. `--statistics` prints
 //! RocksDB's own statistics in db_bench's format plus the live tables' filter size and entries.
 
-// The key/value generators, the key layout of the scan benchmarks and the result line are
-// siftdb's own files, compiled here as is, so both tools do the same work and print the same
-// line (scripts/compare.sh relies on it).
-#[path = "../../../src/bin/siftdb/bench/key_layout.rs"]
-mod key_layout;
-#[path = "../../../src/bin/siftdb/bench/keys.rs"]
-mod keys;
-#[path = "../../../src/bin/siftdb/bench/result_line.rs"]
-mod result_line;
-
+// The key/value generators, the key layout of the scan benchmarks, the thread runner, the read
+// budget and the result line are siftdb bench's own (siftdb-bench-kit), so both tools do the
+// same work and print the same line (scripts/compare.sh relies on it).
 mod engine;
 mod flags;
 mod workloads;
 
-use key_layout::{FillStream, KeyLayout, PrefixGen, RangeGen};
-use result_line::ThreadStats as St;
+use siftdb_bench_kit::key_layout::{FillStream, KeyLayout, PrefixGen, RangeGen};
+use siftdb_bench_kit::result_line::ThreadStats as St;
 use std::path::PathBuf;
 use workloads::Ctx;
 

@@ -1,4 +1,4 @@
-//! The benchmarks, with siftdb bench's semantics (src/bin/siftdb/bench/workloads.rs) on RocksDB:
+//! The benchmarks, with siftdb bench's semantics (crates/siftdb-cli/src/bench/workloads.rs) on RocksDB:
 //! each thread draws key numbers from its own `SplitMix64` seeded `--seed` plus the threads
 //! started so far in the run; fills write one key per put; `fillseq` writes 0..num in order,
 //! `fillrandom` and `overwrite` num keys drawn from [0, num) with repeats; reads draw from
@@ -9,17 +9,17 @@
 //! iterator (`iterate_upper_bound` = the key after the range) and one `Seek`; `prefixscan` a
 //! `prefix_same_as_start` iterator over one prefix.
 
-use crate::key_layout::{KeyLayout, PrefixGen, RangeGen};
-use crate::keys::{make_key, ValueGen};
-use crate::result_line::ThreadStats as St;
 use crate::R;
 use rocksdb::{ReadOptions, WriteOptions, DB};
 use siftdb::rng::SplitMix64;
+use siftdb_bench_kit::key_layout::{KeyLayout, PrefixGen, RangeGen};
+use siftdb_bench_kit::keys::{make_key, ValueGen};
+use siftdb_bench_kit::result_line::ThreadStats as St;
+use siftdb_bench_kit::workloads::{self, Budget};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
 
 /// A thread body: its rng, its value source, its stats.
-type Body<'f> = dyn Fn(&mut SplitMix64, &mut ValueGen, &mut St) -> R<()> + Sync + 'f;
+type Body<'f> = workloads::Body<'f, Box<dyn std::error::Error + Send + Sync>>;
 
 /// What a benchmark's threads share.
 pub struct Ctx<'a> {
@@ -46,34 +46,9 @@ impl Ctx<'_> {
     /// Runs `body` on `--threads` threads, thread i seeded `next_seed + i`, and merges their
     /// figures (db_bench's `Stats::Merge`).
     fn parallel(&mut self, body: &Body<'_>) -> R<St> {
-        let n = self.f.threads as u64;
         let base = self.next_seed;
-        self.next_seed += n;
-        let value_size = self.f.value_size;
-        let results: Vec<R<St>> = std::thread::scope(|s| {
-            let hs: Vec<_> = (0..n)
-                .map(|i| {
-                    s.spawn(move || {
-                        let mut rng = SplitMix64::new(base + i);
-                        let mut values = ValueGen::new(base + i, value_size);
-                        let mut st = St::start();
-                        body(&mut rng, &mut values, &mut st)?;
-                        st.stop();
-                        Ok(st)
-                    })
-                })
-                .collect();
-            hs.into_iter().map(|h| h.join().expect("benchmark thread panicked")).collect()
-        });
-        let mut merged: Option<St> = None;
-        for r in results {
-            let r = r?;
-            match &mut merged {
-                None => merged = Some(r),
-                Some(m) => m.merge(&r),
-            }
-        }
-        Ok(merged.expect("flags::parse requires at least one thread"))
+        self.next_seed += self.f.threads as u64;
+        workloads::run_threads(self.f.threads, base, self.f.value_size, body)
     }
 
     /// fillseq / fillrandom / overwrite: `num` puts per thread.
@@ -332,63 +307,17 @@ impl Ctx<'_> {
     }
 }
 
-/// Operations between clock reads of a `--duration` run.
-const TICK: u64 = 1024;
-
-/// When a read loop stops: after `reads` operations, or with `--duration` after that many
-/// seconds (siftdb bench's rule, so both tools stop alike).
-struct Budget {
-    reads: u64,
-    deadline: Option<Instant>,
-    next_check: u64,
-}
-
-impl Budget {
-    fn new(reads: u64, duration_secs: u64) -> Budget {
-        let deadline =
-            (duration_secs > 0).then(|| Instant::now() + Duration::from_secs(duration_secs));
-        Budget { reads, deadline, next_check: 0 }
-    }
-
-    /// Operations the next step may do, at most `want` (0 = stop) after `done` operations.
-    fn grant(&mut self, done: u64, want: u64) -> u64 {
-        match self.deadline {
-            None => want.min(self.reads.saturating_sub(done)),
-            Some(d) => {
-                if done >= self.next_check {
-                    if Instant::now() >= d {
-                        return 0;
-                    }
-                    self.next_check = done + TICK;
-                }
-                want
-            }
-        }
-    }
-}
-
 /// readrandom's loop (also the readers of readwhilewriting).
 fn read_loop(
     db: &DB,
     rng: &mut SplitMix64,
     st: &mut St,
     layout: KeyLayout,
-    mut budget: Budget,
+    budget: Budget,
     key_size: usize,
 ) -> R<()> {
-    let mut key = Vec::with_capacity(key_size);
-    let mut i = 0;
-    while budget.grant(i, 1) == 1 {
-        layout.key(rng.below(layout.num), key_size, &mut key);
-        if let Some(v) = db.get_pinned(&key)? {
-            st.found += 1;
-            st.bytes += (key.len() + v.len()) as u64;
-        }
-        i += 1;
-    }
-    st.done = i;
-    st.report_found = true;
-    Ok(())
+    let get = |key: &[u8]| -> R<Option<usize>> { Ok(db.get_pinned(key)?.map(|v| v.len())) };
+    workloads::read_loop(rng, st, layout, budget, key_size, get, |_| ())
 }
 
 /// `scan filters : NAME found_share=.. targeted_share=..[ entries/op=..]`: siftdb bench's line

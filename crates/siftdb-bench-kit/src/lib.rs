@@ -1,0 +1,15 @@
+//! The benchmark code that `siftdb bench` and the peers' drivers (tools/rocksdb-bench,
+//! tools/fjall-bench) share, so one command line means the same work in every engine: db_bench's
+//! key and value generation, the key layout of the scan benchmarks, the thread runner and read
+//! budget of the workloads, and the result line. Also the demo's load loop, shared by
+//! `siftdb demo`, `siftdb readamp` and the `point_lookups` example.
+//!
+//! Only [`load`] uses siftdb's engine; the other modules are engine-agnostic.
+
+#![warn(missing_docs)]
+
+pub mod key_layout;
+pub mod keys;
+pub mod load;
+pub mod result_line;
+pub mod workloads;
