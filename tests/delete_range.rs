@@ -216,7 +216,7 @@ fn a_filter_never_lets_a_lookup_skip_a_tombstone_in_a_shallower_level() {
         d.levels[1].reads
     );
     assert!(!db.contains_key("a").unwrap());
-    assert_eq!(db.multi_get(&["a"])[0].as_ref().unwrap(), &None);
+    assert_eq!(db.multi_get(["a"])[0].as_ref().unwrap(), &None);
     let first: Vec<Vec<u8>> = db.scan().unwrap().take(2).map(|r| r.unwrap().0).collect();
     assert_eq!(first, vec![b"0".to_vec(), b"a0".to_vec()]);
 }

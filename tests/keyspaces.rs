@@ -89,7 +89,7 @@ fn the_same_user_key_in_two_keyspaces_stays_independent_through_flush_compaction
     assert_eq!(back[0], kv("key00599", "x599"));
     assert_eq!(keys(x.prefix("key0001").unwrap()).len(), 7); // key00010..=19 but 12, 15, 18
     assert_eq!(keys(x.range("key00590".."key00595").unwrap()).len(), 3);
-    let got = x.multi_get(&["key00001", "key00003", "nope"]);
+    let got = x.multi_get(["key00001", "key00003", "nope"]);
     let got: Vec<_> = got.into_iter().collect::<siftdb::Result<_>>().unwrap();
     assert_eq!(got, vec![Some(b"x1".to_vec()), None, None]);
     let mut c = x.cursor().unwrap();
@@ -256,7 +256,7 @@ fn a_snapshot_covers_every_keyspace() {
     assert_eq!(keys(snap.keyspace(&a).unwrap().prefix("k2").unwrap()).len(), 0);
     assert!(snap.keyspace(&a).unwrap().contains_key("k").unwrap());
     assert!(!snap.keyspace(&a).unwrap().contains_key("k2").unwrap());
-    let got = snap.keyspace(&a).unwrap().multi_get(&["k2", "k"]);
+    let got = snap.keyspace(&a).unwrap().multi_get(["k2", "k"]);
     assert_eq!(
         got.into_iter().map(|r| r.unwrap()).collect::<Vec<_>>(),
         [None, Some(b"old".to_vec())]

@@ -369,7 +369,7 @@ fn reopening_with_a_differently_named_operator_refuses_to_merge_old_operands() {
     assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
     let msg = e.to_string();
     assert!(msg.contains("test.concat") && msg.contains("siftdb.u64add"), "{msg}");
-    assert!(db.multi_get(&["k"])[0].is_err());
+    assert!(db.multi_get(["k"])[0].is_err());
     assert!(scan_fails(&db, false) && scan_fails(&db, true));
     // A compaction copies the other operator's operands unchanged, under their own name.
     db.compact().unwrap();

@@ -24,7 +24,7 @@ fn opts(storage: &MemStorage) -> Options {
 fn check_all_paths(db: &Db, ks: &siftdb::Keyspace, want: u64, what: &str) {
     let want = Some(le(want).to_vec());
     assert_eq!(db.get("c").unwrap(), want, "{what}: get");
-    assert_eq!(db.multi_get(&["c"])[0].as_ref().unwrap(), &want, "{what}: multi_get");
+    assert_eq!(db.multi_get(["c"])[0].as_ref().unwrap(), &want, "{what}: multi_get");
     let fwd: Vec<_> = db.scan().unwrap().map(|r| r.unwrap()).collect();
     assert_eq!(fwd, vec![(b"c".to_vec(), want.clone().unwrap())], "{what}: scan");
     let rev: Vec<_> = db.scan().unwrap().rev().map(|r| r.unwrap()).collect();

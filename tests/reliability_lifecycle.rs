@@ -244,13 +244,13 @@ fn every_handle_gets_closed_after_close_and_the_lock_is_released() {
     closed(ks.scan().map(drop), "keyspace scan");
     closed(ks.prefix("k").map(drop), "keyspace prefix");
     closed(ks.cursor().map(drop), "keyspace cursor");
-    assert!(ks.multi_get(&["a", "b"]).into_iter().all(|r| matches!(r, Err(Error::Closed))));
+    assert!(ks.multi_get(["a", "b"]).into_iter().all(|r| matches!(r, Err(Error::Closed))));
     closed(default.put("k", "v"), "default keyspace put");
     closed(snap.get("k").map(drop), "snapshot get");
     closed(snap.contains_key("k").map(drop), "snapshot contains_key");
     closed(snap.scan().map(drop), "snapshot scan");
     closed(snap.keyspace(&ks).map(drop), "snapshot of a keyspace");
-    assert!(snap.multi_get(&["a"]).into_iter().all(|r| matches!(r, Err(Error::Closed))));
+    assert!(snap.multi_get(["a"]).into_iter().all(|r| matches!(r, Err(Error::Closed))));
     closed(snap.cursor().map(drop), "snapshot cursor");
     match iter.next() {
         Some(Err(Error::Closed)) => {}
