@@ -9,12 +9,12 @@
 //! Keys are random 64-bit hashes (seeded), 1M per row unless the row says otherwise; the FPR is
 //! measured on 1M other random hashes, and `query_ns` is the mean time of those negative probes.
 //!
-//! The measurement code is the library's [`siftdb::filter::survey`] (shared with the FPR plot of
+//! The measurement code is the library's [`siftdb_bench_kit::survey`] (shared with the FPR plot of
 //! `siftdb readamp`); this example only chooses the rows.
 
-use siftdb::filter::survey::{self, SurveyData as Data, SurveyRow as Row};
 use siftdb::filter::{BumpedRibbon, Ribbon};
 use siftdb::Result;
+use siftdb_bench_kit::survey::{self, SurveyData as Data, SurveyRow as Row};
 
 const KEYS: usize = 1_000_000;
 const NEGATIVES: usize = 1_000_000;

@@ -63,12 +63,15 @@
 
 #![warn(missing_docs)]
 
-pub mod filter;
+/// The filter library (crate `siftdb-filter`), re-exported so `siftdb::filter::*` paths resolve.
+pub use siftdb_filter as filter;
 pub mod inspect;
 pub mod merge;
 pub mod options;
 pub mod query;
-pub mod rng;
+/// The seeded generator of `siftdb-filter` (`siftdb_filter::rng`), kept at `siftdb::rng` for the
+/// tests, examples and tools that use it.
+pub use siftdb_filter::rng;
 pub mod storage;
 #[doc(hidden)]
 pub mod testing;

@@ -14,5 +14,5 @@ pub mod picker;
 pub mod subcompaction;
 
 pub use allocation::TreeShape;
-pub use filter::{built_fpr, flush_filter, level_filter, level_weights, LevelFilter, LevelMove};
+pub use filter::{flush_filter, level_filter, level_weights, LevelFilter, LevelMove};
 pub use picker::{pick, pick_level, Pick};
