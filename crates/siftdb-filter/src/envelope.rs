@@ -341,7 +341,7 @@ impl<'a, W: Word> LeWords<'a, W> {
     }
 
     /// Copies the words out (used to turn a view into an owned filter).
-    pub fn to_vec(&self) -> Vec<W> {
+    pub fn to_vec(self) -> Vec<W> {
         self.bytes.chunks_exact(W::BYTES).map(W::read_le).collect()
     }
 }
