@@ -124,7 +124,7 @@ pub fn decode(bytes: &[u8]) -> Result<Envelope<'_>> {
     Ok(Envelope { kind, params, payload })
 }
 
-/// The kind tag of one serialized filter, after [`decode`] checked its envelope (magic, version,
+/// The kind tag of one serialized filter, after the envelope decoder checked its envelope (magic, version,
 /// lengths, checksum). A tag this build does not know is returned, not an error: a writer that
 /// records the tag (an SST's properties) records it as it is.
 pub fn kind_tag(bytes: &[u8]) -> Result<u8> {
