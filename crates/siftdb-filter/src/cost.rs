@@ -1,6 +1,6 @@
 //! The filters' own cost model: bits per key for an FPR, and the FPR at a number of bits per
-//! key, for each kind and set size, from the false-positive formulas (private module `math`) and each layout's
-//! sizing rule. The engine's filter planning (Monkey allocation, the per-level budget) and the
+//! key, for each kind and set size, from the false-positive formulas and each layout's sizing
+//! rule. The engine's filter planning (Monkey allocation, the per-level budget) and the
 //! FPR it reports for a built filter are written against these, so a filter's cost is stated in
 //! one place: here, beside the filter.
 //!
