@@ -135,6 +135,23 @@ impl fmt::Display for Error {
     }
 }
 
+/// A filter's error read as the engine's: the same variants the filter library returned when it
+/// was part of this crate, so messages and matches are unchanged.
+impl From<siftdb_filter::FilterError> for Error {
+    fn from(e: siftdb_filter::FilterError) -> Error {
+        use siftdb_filter::FilterError;
+        match e {
+            FilterError::Corruption { what, offset } => {
+                Error::Corruption { file: None, offset, what }
+            }
+            FilterError::InvalidArgument(what) => Error::InvalidArgument(what),
+            FilterError::UnknownKind(tag) => Error::UnknownFilterKind(tag),
+            FilterError::Full(what) => Error::FilterFull(what),
+            other => Error::InvalidArgument(other.to_string()),
+        }
+    }
+}
+
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {

@@ -69,12 +69,14 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod coding;
-pub mod filter;
+/// The filter library (crate `siftdb-filter`), re-exported so `siftdb::filter::*` paths resolve.
+pub use siftdb_filter as filter;
 #[cfg(feature = "inspect")]
 pub mod inspect;
 pub mod merge;
 pub mod options;
-pub mod rng;
+/// The seeded generator of `siftdb-filter`, under the engine's own `crate::rng` paths.
+pub(crate) use siftdb_filter::rng;
 pub mod storage;
 // The engine consults the test hooks everywhere; only with `fault-injection` can a test reach
 // them (and the switches and allocator a test uses, unused by the engine itself).

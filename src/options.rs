@@ -145,55 +145,36 @@ impl StaticFilterKind {
         }
     }
 
-    /// Bits per key the kind spends per bit of `log2(1/FPR)` (the `c` of design.md#monkey):
-    /// 1.05 for Ribbon (its slot overhead at about 10^5..10^7 keys), 1.01 for
-    /// bumped Ribbon (its measured 8.01-8.09 bits per key at `2^-8`), `1/ln 2 =
-    /// 1.44` for the standard Bloom filter, 1.5 for the blocked Bloom filter (its measured 9.9
-    /// bits/key at 1%).
-    pub fn bits_per_log2(self) -> f64 {
-        match self {
-            StaticFilterKind::Ribbon => 1.05,
-            StaticFilterKind::BumpedRibbon => 1.01,
-            StaticFilterKind::StandardBloom => std::f64::consts::LOG2_E,
-            StaticFilterKind::BlockedBloom => 1.5,
-            StaticFilterKind::BinaryFuse8 | StaticFilterKind::BinaryFuse16 => 1.125,
-            StaticFilterKind::BinaryFuse4Wise8
-            | StaticFilterKind::BinaryFuse4Wise16
-            | StaticFilterKind::PackedBinaryFuse => 1.075,
-            StaticFilterKind::Xor8 | StaticFilterKind::Xor16 => 1.23,
-            StaticFilterKind::None => 0.0,
-        }
+    /// The filter library's kind this builds (`None` for [`StaticFilterKind::None`]).
+    pub fn filter_kind(self) -> Option<crate::filter::FilterKind> {
+        use crate::filter::FilterKind;
+        Some(match self {
+            StaticFilterKind::Ribbon => FilterKind::Ribbon,
+            StaticFilterKind::BumpedRibbon => FilterKind::BumpedRibbon,
+            StaticFilterKind::BinaryFuse8 => FilterKind::BinaryFuse8,
+            StaticFilterKind::BinaryFuse16 => FilterKind::BinaryFuse16,
+            StaticFilterKind::BinaryFuse4Wise8 => FilterKind::BinaryFuse4Wise8,
+            StaticFilterKind::BinaryFuse4Wise16 => FilterKind::BinaryFuse4Wise16,
+            StaticFilterKind::PackedBinaryFuse => FilterKind::PackedBinaryFuse,
+            StaticFilterKind::Xor8 => FilterKind::Xor8,
+            StaticFilterKind::Xor16 => FilterKind::Xor16,
+            StaticFilterKind::BlockedBloom => FilterKind::BlockedBloom,
+            StaticFilterKind::StandardBloom => FilterKind::StandardBloom,
+            StaticFilterKind::None => return None,
+        })
     }
-}
 
-impl StaticFilterKind {
-    /// [`StaticFilterKind::bits_per_log2`] for filters of `keys` keys each: the binary fuse
-    /// kinds' slots per key, from their sizing formula (1.22 for the 4-wise layout at 9,000
-    /// keys, 1.13 at 100,000, 1.077 at a million); for bumped Ribbon, Ribbon's 1.05 up to 4,096
-    /// keys (one standard layer), then `1.01 + 270 / keys` (1.040 at 9,000 keys, 1.013 at
-    /// 100,000); the other kinds' constants, which hold at every size. A `keys` that is not finite gives the large-set constant.
+    /// Bits per key the kind spends per bit of `log2(1/FPR)` (the `c` of design.md, "Monkey
+    /// allocation"): the filter library's cost model, [`crate::filter::FilterKind::bits_per_log2`];
+    /// 0 for [`StaticFilterKind::None`].
+    pub fn bits_per_log2(self) -> f64 {
+        self.filter_kind().and_then(|k| k.bits_per_log2()).unwrap_or(0.0)
+    }
+
+    /// [`StaticFilterKind::bits_per_log2`] for filters of `keys` keys each
+    /// ([`crate::filter::FilterKind::bits_per_log2_at`]); 0 for [`StaticFilterKind::None`].
     pub(crate) fn bits_per_log2_at(self, keys: f64) -> f64 {
-        use crate::filter::fuse_slots_per_key;
-        match self {
-            _ if !keys.is_finite() => self.bits_per_log2(),
-            StaticFilterKind::BinaryFuse8 | StaticFilterKind::BinaryFuse16 => {
-                fuse_slots_per_key(keys, 3)
-            }
-            StaticFilterKind::BinaryFuse4Wise8
-            | StaticFilterKind::BinaryFuse4Wise16
-            | StaticFilterKind::PackedBinaryFuse => fuse_slots_per_key(keys, 4),
-            // A bumped ribbon of this few keys is one standard ribbon layer; above, the last
-            // layer's spare slots and the encoding's fixed bytes cost about 270 slots' worth
-            // (measured, fractional FPRs, envelope included: 1.039 at 9,100 keys, 1.017 at
-            // 100,000).
-            StaticFilterKind::BumpedRibbon
-                if keys <= crate::filter::BUMPED_RIBBON_SINGLE_LAYER_KEYS as f64 =>
-            {
-                StaticFilterKind::Ribbon.bits_per_log2()
-            }
-            StaticFilterKind::BumpedRibbon => self.bits_per_log2() + 270.0 / keys,
-            _ => self.bits_per_log2(),
-        }
+        self.filter_kind().and_then(|k| k.bits_per_log2_at(keys)).unwrap_or(0.0)
     }
 }
 

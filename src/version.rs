@@ -88,7 +88,7 @@ pub struct TableInfo {
     pub filter_memory_bytes: u64,
     /// The FPR the filter was built for (`LevelStats::built_fpr`): fixed by its parameters
     /// where they fix it (`FilterView::parameter_fpr`), else estimated from its kind and bits
-    /// per key (`compaction::built_fpr`); `None` without a usable filter.
+    /// per key (`FilterKind::fpr_at`); `None` without a usable filter.
     pub filter_fpr: Option<f64>,
     /// Merge operands among the entries.
     pub merges: u64,
@@ -107,7 +107,7 @@ impl TableInfo {
         from_parameters.or_else(|| {
             let keys = table.properties().distinct_keys.max(1);
             let bits = table.filter_memory_bytes() as f64 * 8.0 / keys as f64;
-            table.filter_kind().and_then(|k| crate::compaction::built_fpr(k, bits, keys))
+            table.filter_kind().and_then(|k| k.fpr_at(bits, keys))
         })
     }
 

@@ -36,7 +36,7 @@ fn key(i: u32) -> String {
 
 /// A 100-byte value that LZ4 halves, like db_bench's.
 fn value(i: u32) -> Vec<u8> {
-    let mut rng = siftdb::rng::SplitMix64::new(i as u64);
+    let mut rng = siftdb::filter::rng::SplitMix64::new(i as u64);
     (0..100).map(|j| if j % 2 == 0 { rng.below(256) as u8 } else { b'x' }).collect()
 }
 

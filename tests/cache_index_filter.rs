@@ -4,7 +4,7 @@
 //! the tables (the default); the cache stays within its capacity while pinned entries stay; the
 //! index and filter cache tickers count.
 
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 use siftdb::{CompactionOptions, Db, Options};
 use std::collections::BTreeMap;
 use std::path::Path;

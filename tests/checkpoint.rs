@@ -4,7 +4,7 @@
 mod model_support;
 
 use model_support::{apply, random_specs, records, Handles, State};
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 use siftdb::storage::MemStorage;
 use siftdb::{CompactionOptions, Db, Error, Options, U64AddOperator, WriteBatch, WriteOptions};
 use std::collections::BTreeMap;

@@ -6,7 +6,7 @@
 
 use siftdb::inspect::filename::{parse_file_name, FileKind};
 use siftdb::inspect::manifest;
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 use siftdb::storage::{MemStorage, Storage};
 use siftdb::testing::{self, OutputStart};
 use siftdb::{CompactionOptions, Db, Error, Options, WriteBatch};

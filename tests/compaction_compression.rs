@@ -5,7 +5,7 @@
 
 use siftdb::inspect::sst::Table;
 use siftdb::inspect::{filename, manifest};
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 use siftdb::storage::{MemStorage, Storage};
 use siftdb::{CompactionOptions, Compression, Db, Options};
 use std::collections::BTreeMap;

@@ -6,7 +6,7 @@
 use siftdb::inspect::filename;
 use siftdb::inspect::manifest::{self, RecoveredState, VersionEdit};
 use siftdb::inspect::wal::WalReader;
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 use siftdb::storage::{MemStorage, Storage};
 use siftdb::{CompactionOptions, Db, Options, WriteBatch};
 use std::collections::{BTreeMap, BTreeSet};

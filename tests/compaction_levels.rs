@@ -2,7 +2,7 @@
 //! equal to a `BTreeMap` model (also after reopen), static filters on compacted levels with the
 //! configured FPR, and a full `compact()` that leaves one sorted run without tombstones.
 
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 use siftdb::storage::MemStorage;
 use siftdb::{CompactionOptions, Db, Options, Stats, WriteBatch};
 use std::collections::BTreeMap;

@@ -2,7 +2,7 @@
 //! with at least 3 compacted levels: expected and observed wasted block reads per missing-key
 //! lookup (the sum over levels of the FPRs such a lookup pays).
 
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 use siftdb::storage::MemStorage;
 use siftdb::{
     CompactionOptions, Db, FilterAllocation, FilterPolicy, LevelBudget, Options, WriteBatch,

@@ -3,7 +3,7 @@
 //! answers or a clear error at open; the in-memory storage accepts the options; and the
 //! per-level file-read counters count exactly the data blocks read from the file.
 
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 use siftdb::storage::MemStorage;
 use siftdb::{CompactionOptions, Db, Error, Options, WriteBatch};
 use std::collections::BTreeMap;

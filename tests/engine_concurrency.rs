@@ -220,7 +220,7 @@ fn readers_finish_on_their_tables_while_compactions_delete_them() {
                 let (db, done, start) = (&db, &done, &start);
                 s.spawn(move || {
                     start.wait();
-                    let mut rng = siftdb::rng::SplitMix64::new(id as u64 + 1);
+                    let mut rng = siftdb::filter::rng::SplitMix64::new(id as u64 + 1);
                     let mut reads = 0u64;
                     while !done.load(std::sync::atomic::Ordering::Acquire) || reads == 0 {
                         for _ in 0..200 {

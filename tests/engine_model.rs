@@ -12,7 +12,7 @@
 //! gets, ranges forward and reversed, snapshot reads (`Snapshot::get_in` / `range_in`) and its
 //! full scans at every reopen are checked too.
 
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 use siftdb::storage::MemStorage;
 use siftdb::{Compression, Db, DbCursor, KeyspaceOptions, Options, Snapshot, WriteBatch};
 use siftdb::{Keyspace, U64AddOperator, WriteOptions};

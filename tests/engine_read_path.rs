@@ -8,7 +8,7 @@
 //! * the observed FPR matches the theory of the two-bit filter at its actual bits per key;
 //! * a present key is a true positive and reads a data block.
 
-use siftdb::filter::math::{binomial_sigma, blocked_bloom_fpr};
+use siftdb::filter::cost::{binomial_sigma, blocked_bloom_fpr};
 use siftdb::filter::TwoBitConfig;
 use siftdb::{Db, FilterConfig, FilterPolicy, Options, Stats, WriteBatch};
 

@@ -2,7 +2,7 @@
 //! bytes (in the WAL or in an SST) turn into: a corruption error, never a panic and never a wrong
 //! or silently missing value. Also the directory lock and the key/value size limits.
 
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 use siftdb::storage::mem::{DataFate, DirFate};
 use siftdb::storage::MemStorage;
 use siftdb::{Db, Error, Options, WriteBatch, WriteOptions};

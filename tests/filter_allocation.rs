@@ -4,7 +4,7 @@
 //! about the budget, and keep the memtable's filter as the flush filter when it has the
 //! allocated size.
 
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 use siftdb::storage::MemStorage;
 use siftdb::{
     CompactionOptions, Db, FilterAllocation, FilterConfig, FilterPolicy, LevelBudget, Options,

@@ -46,19 +46,8 @@ const LAYERS: &[(&str, &[&str])] = &[
 /// out of options.rs for its length.
 const PARTS: &[(&str, &str)] = &[("options_validate", "options")];
 
-/// Arrows the check tolerates, each with why: `(file, module imported, reason)`. The first two
-/// break the rule today and are being removed by another change.
+/// Arrows the check tolerates, each with why: `(file, module imported, reason)`.
 const EXCEPTIONS: &[(&str, &str, &str)] = &[
-    (
-        "src/version.rs",
-        "compaction",
-        "built_fpr moves to the filter crate's cost model (issue 41, filter crate)",
-    ),
-    (
-        "src/filter/survey.rs",
-        "options",
-        "bits_per_log2 moves to the filter crate's cost model (issue 41, filter crate)",
-    ),
     (
         "src/testing.rs",
         "wal",

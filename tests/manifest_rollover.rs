@@ -3,7 +3,7 @@
 //! reopen finds every write.
 
 use siftdb::inspect::manifest;
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 use siftdb::storage::{MemStorage, Storage};
 use siftdb::{CompactionOptions, Db, KeyspaceOptions, Options};
 use std::collections::BTreeMap;

@@ -94,7 +94,7 @@ fn four_threads_merging_one_counter_2500_times_each_reach_exactly_10000() {
 fn operands_across_memtable_l0_and_l1_sum_correctly_through_flushes_compactions_and_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let mut model: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
-    let mut rng = siftdb::rng::SplitMix64::new(14);
+    let mut rng = siftdb::filter::rng::SplitMix64::new(14);
     let mut db = Db::open(dir.path(), opts(add())).unwrap();
     let mut saw_l0_and_l1 = false;
     for round in 0..6u64 {

@@ -2,7 +2,7 @@
 //! L0 files and deeper levels, with overwrites, deletes and snapshots; filter work per key equal
 //! to single lookups; and a corrupt block failing only the keys that need it.
 
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 use siftdb::{CompactionOptions, Db, Error, Options, WriteBatch};
 use std::path::Path;
 

@@ -4,7 +4,7 @@
 //! keeps (none, a few blocks, plenty) and however large the batch is against the I/O depth; a
 //! block that fails verification fails only the keys that need it.
 
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 use siftdb::{CompactionOptions, Db, Error, Options, WriteBatch};
 use std::path::Path;
 

@@ -8,7 +8,7 @@
 
 use siftdb::inspect::sst::Table;
 use siftdb::inspect::{filename, manifest};
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 use siftdb::storage::{FsStorage, Storage};
 use siftdb::{CompactionOptions, Db, Options, StaticFilterKind};
 use std::path::Path;

@@ -10,7 +10,7 @@
 //!   directory holds exactly the SSTs of the live version (a borrowed super-version that leaked
 //!   would keep replaced files on disk).
 
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 use siftdb::{CompactionOptions, Db, Options, WriteBatch};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};

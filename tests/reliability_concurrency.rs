@@ -23,7 +23,7 @@
 
 use siftdb::filter::prelude::*;
 use siftdb::filter::TwoBitBloom;
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 use siftdb::storage::MemStorage;
 use siftdb::{Db, Options, WriteBatch};
 use std::collections::BTreeMap;

@@ -19,7 +19,7 @@
 mod reliability_support;
 
 use reliability_support::*;
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 use siftdb::storage::{FsStorage, MemStorage, Storage};
 use siftdb::{Db, Error, Options};
 use std::panic::{catch_unwind, AssertUnwindSafe};

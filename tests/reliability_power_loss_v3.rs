@@ -20,7 +20,7 @@
 mod model_support;
 
 use model_support::*;
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 use siftdb::storage::mem::{DataFate, DirFate};
 use siftdb::storage::MemStorage;
 use siftdb::{CompactionOptions, Options, U64AddOperator, WriteOptions};

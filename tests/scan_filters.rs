@@ -5,7 +5,7 @@
 //! ways, prefix scans of present and absent prefixes, and snapshot reads; and the filters must
 //! actually skip files (the per-level scan counters), which is the point of having them.
 
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 use siftdb::{CompactionOptions, Db, FixedPrefix, Options, RangeFilterOptions};
 use std::ops::Bound;
 use std::path::Path;

@@ -5,7 +5,7 @@
 //! nothing and deletes what the ranges wrote.
 
 use siftdb::inspect::manifest::recover;
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 use siftdb::storage::{MemStorage, Storage};
 use siftdb::{CompactionOptions, Db, Keyspace, KeyspaceOptions, Options, Snapshot, U64AddOperator};
 use std::collections::{BTreeMap, BTreeSet};

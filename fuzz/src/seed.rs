@@ -9,7 +9,7 @@ use siftdb::filter::{
     CountingBloom, PackedBinaryFuse, Ribbon, ScalableBloom, SplitBlockBloom, StandardBloom,
     TwoBitBloom, Xor16, Xor8,
 };
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 use siftdb::storage::{MemStorage, Storage};
 use siftdb::{Compression, Db, Options};
 use std::path::Path;

@@ -1,52 +1,16 @@
 //! The construction of a compaction output's filter from the collected key hashes
-//! ([`build_filter`], with its Bloom fallback), and the FPR a built filter has ([`built_fpr`]).
-//! Which kind and FPR each level gets is planned in src/filter_plan/.
+//! ([`build_filter`], with its Bloom fallback). Which kind and FPR each level gets is planned in
+//! src/filter_plan/; the FPR a built filter has is the filter library's cost model
+//! (`siftdb_filter::cost`).
 
 use crate::error::Result;
 use crate::filter::prelude::*;
 use crate::filter::{
     BinaryFuse16, BinaryFuse4Wise16, BinaryFuse4Wise8, BinaryFuse8, BlockedBloom, BumpedRibbon,
-    FilterKind, PackedBinaryFuse, Ribbon, StandardBloom, Xor16, Xor8,
+    PackedBinaryFuse, Ribbon, StandardBloom, Xor16, Xor8,
 };
 use crate::filter_plan::{LevelFilter, MIN_FPR};
 use crate::options::StaticFilterKind;
-
-/// The FPR a table's filter of `kind` was built for, from the bits per key it holds over its
-/// `keys` distinct keys: the Bloom kinds' theoretical FPR (the two-bit filter with its two bits
-/// per key, the others with the probes their builders choose for those bits), `2^(-b / c)` for
-/// Ribbon (`c` from [`StaticFilterKind::bits_per_log2`]), the fixed FPR of the fingerprint
-/// kinds, and for the packed binary fuse filter `2^-w` with `w` its bits per key over the
-/// 4-wise layout's slots per key at `keys` (exact for one filter per table; an estimate for a
-/// partitioned one). `None` for kinds no table carries. A table's `TableInfo::filter_fpr` uses
-/// it where the filter's own parameters do not fix the FPR (the Bloom kinds), or the filter is
-/// not held in the table (docs/tools.md#readamp).
-pub fn built_fpr(kind: FilterKind, bits_per_key: f64, keys: u64) -> Option<f64> {
-    use crate::filter::TwoBitBloom;
-    let b = bits_per_key;
-    let fpr = match kind {
-        FilterKind::TwoBitBloom => <TwoBitBloom as BloomShape>::theoretical_fpr(b, 2),
-        FilterKind::BlockedBloom => <BlockedBloom as BloomShape>::theoretical_fpr(
-            b,
-            <BlockedBloom as BloomShape>::probes_for_bits_per_key(b),
-        ),
-        FilterKind::StandardBloom => <StandardBloom as BloomShape>::theoretical_fpr(
-            b,
-            <StandardBloom as BloomShape>::probes_for_bits_per_key(b),
-        ),
-        FilterKind::Ribbon => 2f64.powf(-b / StaticFilterKind::Ribbon.bits_per_log2()),
-        FilterKind::BumpedRibbon => 2f64.powf(-b / StaticFilterKind::BumpedRibbon.bits_per_log2()),
-        FilterKind::BinaryFuse8 | FilterKind::BinaryFuse4Wise8 | FilterKind::Xor8 => 1.0 / 256.0,
-        FilterKind::BinaryFuse16 | FilterKind::BinaryFuse4Wise16 | FilterKind::Xor16 => {
-            1.0 / 65536.0
-        }
-        FilterKind::PackedBinaryFuse => {
-            let slots_per_key = crate::filter::fuse_slots_per_key(keys.max(1) as f64, 4);
-            2f64.powf(-(b / slots_per_key).round().clamp(1.0, 32.0))
-        }
-        _ => return None,
-    };
-    Some(fpr.clamp(0.0, 1.0))
-}
 
 /// Builds the serialized filter `lf` describes from `hashes`. A static build that fails (after
 /// its own retries) falls back to a blocked Bloom filter at the same bits per key; the second
@@ -115,26 +79,6 @@ mod tests {
     use crate::filter::{FilterKind, FilterView};
     use crate::filter_plan::{level_filter, TreeShape};
     use crate::options::{FilterAllocation, FilterPolicy, LevelBudget};
-
-    #[test]
-    fn built_fpr_follows_each_kinds_curve() {
-        let ribbon = built_fpr(FilterKind::Ribbon, 10.5, 1000).unwrap();
-        assert!((ribbon - 2f64.powi(-10)).abs() < 1e-12);
-        assert_eq!(built_fpr(FilterKind::BinaryFuse8, 9.0, 1000), Some(1.0 / 256.0));
-        assert_eq!(built_fpr(FilterKind::Xor16, 20.0, 1000), Some(1.0 / 65536.0));
-        assert_eq!(built_fpr(FilterKind::Cuckoo, 12.0, 1000), None);
-        // The packed filter's width from its bits per key and key count, as built.
-        let keys = crate::rng::SplitMix64::new(6).hashes(9000);
-        for w in [3, 9, 14] {
-            let f = PackedBinaryFuse::build(&keys, w).unwrap();
-            let fpr = built_fpr(FilterKind::PackedBinaryFuse, f.bits_per_key(), 9000);
-            assert_eq!(fpr, Some(f.fpr()), "w {w}");
-        }
-        // The two-bit filter: falls with memory, far above a Bloom filter's at 16 bits/key.
-        let two_bit = |b| built_fpr(FilterKind::TwoBitBloom, b, 1000).unwrap();
-        assert!(two_bit(8.0) > two_bit(16.0) && two_bit(16.0) > two_bit(32.0));
-        assert!(two_bit(16.0) > 10.0 * built_fpr(FilterKind::BlockedBloom, 16.0, 1000).unwrap());
-    }
 
     fn no_shape() -> TreeShape {
         TreeShape {

@@ -11,5 +11,4 @@ pub mod job;
 pub mod picker;
 pub mod subcompaction;
 
-pub use filter::built_fpr;
 pub use picker::{pick, pick_level, Pick};

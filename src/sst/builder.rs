@@ -15,7 +15,7 @@
 //! the bytes back changes no guarantee.
 
 use crate::error::{Error, Result};
-use crate::filter::{codec, hash_key};
+use crate::filter::hash_key;
 use crate::ikey::{self, ValueKind};
 use crate::range_del::{Fragments, RangeTombstone};
 use crate::sst::block::BlockBuilder;
@@ -347,11 +347,8 @@ impl TableBuilder {
         };
         let mut filter_handle = self.filter_handle;
         if let Some(bytes) = filter_bytes {
-            let tag = match codec::decode(&bytes) {
-                Ok(env) => env.kind.tag(),
-                Err(Error::UnknownFilterKind(t)) => t,
-                Err(e) => return Err(Error::invalid(format!("filter block is not a filter: {e}"))),
-            };
+            let tag = crate::filter::kind_tag(&bytes)
+                .map_err(|e| Error::invalid(format!("filter block is not a filter: {e}")))?;
             self.props.filter_kind = tag;
             self.props.filter_bytes = bytes.len() as u64;
             if !self.hashes.is_empty() {

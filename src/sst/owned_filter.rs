@@ -5,8 +5,8 @@
 //! self-referential. Re-parsing per lookup is not an option: `FilterView::parse` verifies the
 //! envelope CRC over the whole filter, which would cost more than the probe it guards.
 
-use crate::error::{Error, Result};
-use crate::filter::{Filter, FilterView};
+use crate::error::Result;
+use crate::filter::{Filter, FilterError, FilterView};
 
 /// What a table knows about its filter; `L` is how a usable one is held (the parsed
 /// [`OwnedFilter`], or where the table keeps it: src/sst/meta.rs).
@@ -61,10 +61,10 @@ impl TableFilter {
         let slice: &'static [u8] = unsafe { &*(bytes.as_slice() as *const [u8]) };
         match FilterView::parse(slice) {
             Ok(view) => Ok(TableFilter::Loaded(OwnedFilter { view, bytes })),
-            Err(Error::UnknownFilterKind(tag)) => {
+            Err(FilterError::UnknownKind(tag)) => {
                 Ok(TableFilter::Unknown { tag, bytes: bytes.as_slice().len() })
             }
-            Err(e) => Err(e),
+            Err(e) => Err(e.into()),
         }
     }
 }
@@ -111,7 +111,7 @@ impl OwnedFilter {
     /// `OwnedFilter` itself, which lives in an `Arc` (see its `MetaKind` charge) or inline in a
     /// table's list.
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.bytes.held_bytes() + self.view.parsed_heap_bytes()
+        self.bytes.held_bytes() + crate::heap::alloc_bytes(self.view.heap_request_bytes())
     }
 
     /// Whether the bytes are on the huge-page arena.

@@ -10,7 +10,7 @@
 #![allow(dead_code)]
 
 use proptest::prelude::*;
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 use siftdb::{Db, Keyspace, KeyspaceOptions, Options, WriteBatch};
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -12,7 +12,7 @@
 
 #![allow(dead_code)]
 
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 use siftdb::{Db, Options, WriteBatch, WriteOptions};
 use std::collections::BTreeMap;
 use std::path::Path;

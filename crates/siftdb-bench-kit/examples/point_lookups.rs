@@ -18,7 +18,7 @@
 //! are spread over the files instead of all being the smallest keys.
 
 use siftdb::filter::hash::mix64;
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 use siftdb::{Db, Error, Options, Result};
 use siftdb_bench_kit::load::{self, decimal_key as key};
 use std::path::PathBuf;

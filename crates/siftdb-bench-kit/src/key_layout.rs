@@ -30,7 +30,7 @@
 //! as `found_share` below `targeted_share`, and the benchmarks then print a warning.
 
 use crate::keys::make_key;
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 
 /// Where the keys of a workload lie: number v is key number v * `spacing`, v in [0, num).
 #[derive(Debug, Clone, Copy)]

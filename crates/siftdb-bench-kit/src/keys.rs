@@ -11,7 +11,7 @@
 //! about half; values are successive slices of the pool. Compression then has the same work to
 //! do in both engines.
 
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 
 /// Writes the db_bench key of number `v` into `out` (cleared first).
 pub fn make_key(v: u64, key_size: usize, out: &mut Vec<u8>) {

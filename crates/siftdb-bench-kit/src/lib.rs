@@ -1,7 +1,8 @@
 //! The benchmark code that `siftdb bench` and the peers' drivers (tools/rocksdb-bench,
 //! tools/fjall-bench) share, so one command line means the same work in every engine: db_bench's
 //! key and value generation, the key layout of the scan benchmarks, the thread runner and read
-//! budget of the workloads, and the result line. Also the demo's load loop, shared by
+//! budget of the workloads, and the result line; the filter survey (FPR, space and speed of
+//! every filter kind) behind `siftdb readamp`'s plot and the filter examples. Also the demo's load loop, shared by
 //! `siftdb demo`, `siftdb readamp` and the `point_lookups` example.
 //!
 //! Only [`load`] uses siftdb's engine; the other modules are engine-agnostic.
@@ -12,4 +13,5 @@ pub mod key_layout;
 pub mod keys;
 pub mod load;
 pub mod result_line;
+pub mod survey;
 pub mod workloads;

@@ -3,7 +3,7 @@
 //! and the `point_lookups` example load their databases with it, so their figures describe the
 //! same trees.
 
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 use siftdb::{Db, Result, WriteBatch};
 
 /// Keys per write batch of the load.

@@ -6,7 +6,7 @@
 use crate::key_layout::KeyLayout;
 use crate::keys::ValueGen;
 use crate::result_line::ThreadStats;
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 use std::time::{Duration, Instant};
 
 /// Operations between clock reads of a `--duration` run (and between progress-bar updates).

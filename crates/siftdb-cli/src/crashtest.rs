@@ -31,7 +31,7 @@
 //! `j` in `a+1 ..= a+2`. A `j` below that is a lost acknowledged write; no `j` at all is a hole.
 //! The next cycle starts from the state actually recovered.
 
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 use siftdb::{Db, Options, Result, WriteBatch, WriteOptions};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};

@@ -11,7 +11,7 @@
 
 use crate::dirs;
 use crate::progress;
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 use siftdb::{CompactionOptions, Db, Error, Options, Result};
 use siftdb_bench_kit::load;
 use std::path::{Path, PathBuf};

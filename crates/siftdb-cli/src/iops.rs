@@ -16,7 +16,7 @@
 //! fast to be device reads.
 
 use clap::Args;
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 use siftdb::storage::direct::{self, AlignedBuf, ALIGN};
 use siftdb::{Error, Result};
 use std::os::unix::fs::FileExt;

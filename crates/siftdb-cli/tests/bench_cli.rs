@@ -3,7 +3,7 @@
 //! re-derived here from the documented seeding: thread i of the k-th threaded benchmark of a run
 //! uses `SplitMix64::new(seed + k*threads + i)`, and key numbers are `below(num)`).
 
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 use std::collections::HashSet;
 use std::process::Command;
 

@@ -1,7 +1,7 @@
 //! `siftdb iops FILE`: reports reads/s and MB/s per queue depth, never writes or creates the
 //! file, and rejects bad input with a message.
 
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 use std::process::{Command, Output};
 
 fn iops(args: &[&str]) -> Output {

@@ -28,7 +28,7 @@
 //! the Db's default 8 MiB every column read copies its block out of the mapped file and then
 //! the value out of the block, the same bytes in every mode, which narrows every ratio.
 
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 use siftdb::{Db, Options};
 use siftdb_query::*;
 use std::time::Instant;

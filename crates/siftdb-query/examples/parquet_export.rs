@@ -87,7 +87,7 @@ fn bench(rows: usize) -> siftdb::Result<()> {
     let mut f = vec![Field::new("fk", ColumnType::U64)];
     f.extend((0..8).map(|j| Field::new(&format!("p{j}"), ColumnType::U64)));
     let mut t = Table::create(&db, "fact", Schema::new(f)?, TableOptions::default())?;
-    let mut rng = siftdb::rng::SplitMix64::new(2026);
+    let mut rng = siftdb::filter::rng::SplitMix64::new(2026);
     let fk: Vec<u64> = (0..rows).map(|_| rng.next_u64() % 100_000).collect();
     let chunk = DEFAULT_CHUNK_ROWS as usize;
     for start in (0..rows).step_by(chunk) {

@@ -397,7 +397,7 @@ impl Page {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use siftdb::rng::SplitMix64;
+    use siftdb::filter::rng::SplitMix64;
 
     /// Decodes `page` (stored at offset 0 of its own buffer) and returns every row's bits.
     fn round_trip(ty: ColumnType, bits: &[u64], valid: &[bool]) -> (u8, Vec<u64>) {

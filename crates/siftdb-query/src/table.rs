@@ -303,7 +303,7 @@ impl<'db> Table<'db> {
                 None,
             )
         })?;
-        SplitBlockBloom::from_bytes(&value).map(Some)
+        Ok(Some(SplitBlockBloom::from_bytes(&value)?))
     }
 
     /// Every row of chunk `chunk`, one column per schema column (for export).

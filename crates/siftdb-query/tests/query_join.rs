@@ -2,7 +2,7 @@
 //! sorted and scattered probe layouts at several selectivities; the adaptive switch pauses a
 //! filter that passes everything without changing the result.
 
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 use siftdb::{Db, Options};
 use siftdb_query::*;
 use std::collections::HashMap;

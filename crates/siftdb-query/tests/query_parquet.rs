@@ -16,7 +16,7 @@ use parquet::file::statistics::Statistics;
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::parser::parse_message_type;
 use siftdb::filter::SplitBlockBloom;
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 use siftdb::{Db, Error, Options};
 use siftdb_query::*;
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! Query layer scans against a naive row model: every predicate kind, projections, chunks
 //! skipped by min/max and by chunk filters (counters asserted), and no false skipping.
 
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 use siftdb::{Db, Options};
 use siftdb_query::*;
 

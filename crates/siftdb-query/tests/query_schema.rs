@@ -121,7 +121,7 @@ fn corrupt_column_chunk_bytes_are_typed_corruption_errors() {
     let mut t =
         Table::create(&db, "t", schema(), TableOptions { chunk_rows: 64, page_rows: 16 }).unwrap();
     t.append(&columns(64)).unwrap();
-    let mut rng = siftdb::rng::SplitMix64::new(8);
+    let mut rng = siftdb::filter::rng::SplitMix64::new(8);
     for col in 0..4 {
         let key = t.column_chunk_key(0, col).unwrap();
         let good = t.column_chunk_bytes(0, col).unwrap().unwrap();

@@ -3,6 +3,7 @@
 //! [`TableBuilder::finish`].
 
 use super::*;
+use crate::filter::{FilterError, FilterKind};
 use crate::sst::block::Block;
 use crate::sst::partitioned_filter::PartitionCut;
 
@@ -23,12 +24,12 @@ impl TableBuilder {
         let mut total = 0u64;
         for (i, cut) in cuts.iter().enumerate() {
             let bytes = (src.build)(&self.hashes[cut.hashes.clone()])?;
-            let tag = match codec::decode(&bytes) {
-                Ok(env) => env.kind.tag(),
-                Err(e) => {
-                    return Err(Error::invalid(format!("filter partition is not a filter: {e}")))
-                }
-            };
+            let tag = crate::filter::kind_tag(&bytes)
+                .and_then(|t| match FilterKind::from_tag(t) {
+                    Some(_) => Ok(t),
+                    None => Err(FilterError::UnknownKind(t)),
+                })
+                .map_err(|e| Error::invalid(format!("filter partition is not a filter: {e}")))?;
             if i == 0 {
                 self.props.filter_kind = tag;
             }

@@ -18,7 +18,7 @@
 // bench's own (siftdb-bench-kit), so both tools do the same work and print the same line
 // (scripts/compare.sh relies on it).
 use fjall::{Database, Keyspace, KeyspaceCreateOptions};
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 use siftdb_bench_kit::key_layout::KeyLayout;
 use siftdb_bench_kit::keys::{make_key, ValueGen};
 use siftdb_bench_kit::result_line::ThreadStats as St;

@@ -11,7 +11,7 @@
 
 use crate::R;
 use rocksdb::{ReadOptions, WriteOptions, DB};
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 use siftdb_bench_kit::key_layout::{KeyLayout, PrefixGen, RangeGen};
 use siftdb_bench_kit::keys::{make_key, ValueGen};
 use siftdb_bench_kit::result_line::ThreadStats as St;

@@ -4,7 +4,7 @@
 //! Boolean flags accept gflags' spellings: `--sync`, `--sync=1`, `--sync=true`, `--sync=0`,
 //! `--sync=false`, so a db_bench command line can be pasted as is.
 
-use siftdb::filter::math;
+use siftdb::filter::cost;
 use siftdb::options::{FilterAllocation, FilterConfig, LevelBudget, StaticFilterKind};
 use siftdb::{FixedPrefix, Options, RangeFilterOptions};
 use siftdb_bench_kit::key_layout::{check_prefix_size, RangeFlavour};
@@ -356,8 +356,8 @@ impl Flags {
 /// FPR of a 512-bit-block Bloom filter at `bits_per_key` with its optimal probe count: what
 /// RocksDB's cache-local Bloom filter reaches with `--bloom_bits` (0.95% at 10).
 pub fn blocked_bloom_fpr_at(bits_per_key: f64) -> f64 {
-    let k = math::blocked_optimal_probes(512, bits_per_key, 16);
-    math::blocked_bloom_fpr(512, 512.0 / bits_per_key, k)
+    let k = cost::blocked_optimal_probes(512, bits_per_key, 16);
+    cost::blocked_bloom_fpr(512, 512.0 / bits_per_key, k)
 }
 
 /// `--fingerprint_bits`: comma-separated widths 1..=32, as per-level FPRs `2^-w`.

@@ -13,7 +13,7 @@ use super::flags::Flags;
 use super::report::ThreadStats;
 use crate::progress;
 use indicatif::ProgressBar;
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 use siftdb::{Db, Result, WriteOptions};
 use siftdb_bench_kit::key_layout::KeyLayout;
 use siftdb_bench_kit::keys::ValueGen;

@@ -3,8 +3,8 @@
 
 use super::measure::LevelRow;
 use super::Run;
-use siftdb::filter::survey::SurveyRow;
 use siftdb::{Error, Result};
+use siftdb_bench_kit::survey::SurveyRow;
 use std::fmt::Write as _;
 use std::path::Path;
 

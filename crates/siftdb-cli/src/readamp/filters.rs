@@ -1,16 +1,16 @@
-//! The per-filter FPR sweep of the second plot: `siftdb::filter::survey::sweep` (the code behind
+//! The per-filter FPR sweep of the second plot: `siftdb_bench_kit::survey::sweep` (the code behind
 //! `examples/filter_table.rs`), grouped into one line per filter family, and the reference
 //! curves drawn dashed.
 
-use siftdb::filter::math;
-use siftdb::filter::survey::{self, SurveyRow};
+use siftdb::filter::cost;
 use siftdb::Result;
+use siftdb_bench_kit::survey::{self, SurveyRow};
 
 /// Measures every filter family at each budget in `bits`, `keys` keys and four times as many
 /// negatives (so that Ribbon at 20 bits per key, FPR about 2^-19, still shows about 8 false
 /// positives per million keys instead of a zero that a log axis cannot draw).
 pub fn sweep(bits: &[f64], keys: usize, seed: u64) -> Result<Vec<SurveyRow>> {
-    survey::sweep(bits, keys, 4 * keys, seed)
+    Ok(survey::sweep(bits, keys, 4 * keys, seed)?)
 }
 
 /// The plot line a survey row belongs to: fingerprint widths of one family share a line
@@ -44,9 +44,9 @@ pub fn lines(rows: &[SurveyRow]) -> Vec<(String, Vec<(f64, f64)>)> {
 }
 
 /// The classic Bloom filter at `b` bits per key with the optimal integer probe count:
-/// `(1 - e^(-k/b))^k` (Bloom 1970; `math::standard_bloom_fpr`).
+/// `(1 - e^(-k/b))^k` (Bloom 1970; `cost::standard_bloom_fpr`).
 pub fn bloom_theory(b: f64) -> f64 {
-    math::standard_bloom_fpr(b, math::standard_optimal_probes(b))
+    cost::standard_bloom_fpr(b, cost::standard_optimal_probes(b))
 }
 
 /// The information-theoretic bound `2^-b` no filter of `b` bits per key can beat (Carter et

@@ -10,7 +10,7 @@
 //! the page cache or the storage otherwise. They depend on the cache; the blocks do not.
 
 use super::build::{PresentDist, PresentKeys};
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 use siftdb::{Db, Error, LevelStats, ReadStats, Result, Stats};
 use siftdb_bench_kit::load::decimal_key as key;
 use std::time::Instant;

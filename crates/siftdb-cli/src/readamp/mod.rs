@@ -4,7 +4,7 @@
 //! builds the same database (same keys, values, options and LSM shape; only the filter policy
 //! differs), looks up present and missing keys, and reports per level and in total: data blocks
 //! read per lookup, observed against configured FPR, and filter bytes. Then it measures every
-//! filter of `siftdb::filter` on its own (`filter::survey`). Outputs: a table on stdout,
+//! filter of `siftdb::filter` on its own (`siftdb_bench_kit::survey`). Outputs: a table on stdout,
 //! `<out>/readamp.csv`, `<out>/equal_memory.csv` (every policy read at the default policy's
 //! measured memory: [`compare`]), `<out>/fpr_vs_bits.csv`, `<out>/blocks_per_lookup.svg` and
 //! `<out>/fpr_vs_bits.svg`.

@@ -5,8 +5,8 @@ use super::filters;
 use super::Run;
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use siftdb::filter::survey::SurveyRow;
 use siftdb::{Error, Result};
+use siftdb_bench_kit::survey::SurveyRow;
 use std::path::Path;
 
 fn plot_err(e: impl std::fmt::Display) -> Error {

@@ -21,7 +21,7 @@ pub mod zipf;
 use crate::dirs;
 use crate::progress;
 use hist::Histogram;
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 use siftdb::{Db, Error, Options, Result, WriteBatch};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};

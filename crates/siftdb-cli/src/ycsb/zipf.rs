@@ -16,7 +16,7 @@
 //! Latest (workload D, `SkewedLatestGenerator`): `last - zipfian(last)`, the most recently
 //! inserted records being the most popular.
 
-use siftdb::rng::SplitMix64;
+use siftdb::filter::rng::SplitMix64;
 
 /// YCSB's zipfian constant.
 pub const THETA: f64 = 0.99;
