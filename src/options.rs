@@ -164,8 +164,8 @@ impl StaticFilterKind {
         })
     }
 
-    /// Bits per key the kind spends per bit of `log2(1/FPR)` (the `c` of design.md, "Monkey
-    /// allocation"): the filter library's cost model, [`crate::filter::FilterKind::bits_per_log2`];
+    /// Bits per key the kind spends per bit of `log2(1/FPR)` (the `c` of design.md#monkey):
+    /// the filter library's cost model, [`crate::filter::FilterKind::bits_per_log2`];
     /// 0 for [`StaticFilterKind::None`].
     pub fn bits_per_log2(self) -> f64 {
         self.filter_kind().and_then(|k| k.bits_per_log2()).unwrap_or(0.0)

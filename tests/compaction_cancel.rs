@@ -4,9 +4,9 @@
 //! The first two hold or break a compaction through `siftdb::testing`'s compaction output hook
 //! (process-wide: the tests of this file run one at a time).
 
+use siftdb::filter::rng::SplitMix64;
 use siftdb::inspect::filename::{parse_file_name, FileKind};
 use siftdb::inspect::manifest;
-use siftdb::filter::rng::SplitMix64;
 use siftdb::storage::{MemStorage, Storage};
 use siftdb::testing::{self, OutputStart};
 use siftdb::{CompactionOptions, Db, Error, Options, WriteBatch};

@@ -3,9 +3,9 @@
 //! tables themselves (the `compression` property, the format version, and the bytes the data
 //! blocks take); the contents match a model, also after reopening with other settings.
 
+use siftdb::filter::rng::SplitMix64;
 use siftdb::inspect::sst::Table;
 use siftdb::inspect::{filename, manifest};
-use siftdb::filter::rng::SplitMix64;
 use siftdb::storage::{MemStorage, Storage};
 use siftdb::{CompactionOptions, Compression, Db, Options};
 use std::collections::BTreeMap;

@@ -3,10 +3,10 @@
 //! one of the states the manifest passes through (before, between or after the compaction's
 //! edits), never a mix.
 
+use siftdb::filter::rng::SplitMix64;
 use siftdb::inspect::filename;
 use siftdb::inspect::manifest::{self, RecoveredState, VersionEdit};
 use siftdb::inspect::wal::WalReader;
-use siftdb::filter::rng::SplitMix64;
 use siftdb::storage::{MemStorage, Storage};
 use siftdb::{CompactionOptions, Db, Options, WriteBatch};
 use std::collections::{BTreeMap, BTreeSet};

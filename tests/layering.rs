@@ -47,14 +47,12 @@ const LAYERS: &[(&str, &[&str])] = &[
 const PARTS: &[(&str, &str)] = &[("options_validate", "options")];
 
 /// Arrows the check tolerates, each with why: `(file, module imported, reason)`.
-const EXCEPTIONS: &[(&str, &str, &str)] = &[
-    (
-        "src/testing.rs",
-        "wal",
-        "a re-export for tests that craft logs (`siftdb::testing::WalWriter`), not a use: \
+const EXCEPTIONS: &[(&str, &str, &str)] = &[(
+    "src/testing.rs",
+    "wal",
+    "a re-export for tests that craft logs (`siftdb::testing::WalWriter`), not a use: \
          every layer reads testing's switches",
-    ),
-];
+)];
 
 /// Workspace crates, lowest first: a crate may depend only on crates before it.
 const CRATES: &[&str] =

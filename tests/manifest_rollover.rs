@@ -2,8 +2,8 @@
 //! flushes, compactions and keyspace edits keep one manifest file of bounded size, and a
 //! reopen finds every write.
 
-use siftdb::inspect::manifest;
 use siftdb::filter::rng::SplitMix64;
+use siftdb::inspect::manifest;
 use siftdb::storage::{MemStorage, Storage};
 use siftdb::{CompactionOptions, Db, KeyspaceOptions, Options};
 use std::collections::BTreeMap;

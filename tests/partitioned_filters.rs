@@ -6,9 +6,9 @@
 //! point lookup of a missing key reads at most one filter partition per table; the memory
 //! report counts filter partitions as filter entries of the cache.
 
+use siftdb::filter::rng::SplitMix64;
 use siftdb::inspect::sst::Table;
 use siftdb::inspect::{filename, manifest};
-use siftdb::filter::rng::SplitMix64;
 use siftdb::storage::{FsStorage, Storage};
 use siftdb::{CompactionOptions, Db, Options, StaticFilterKind};
 use std::path::Path;

@@ -22,8 +22,8 @@
 //! final state) and the Release/Acquire publication the memtable relies on (test 2b).
 
 use siftdb::filter::prelude::*;
-use siftdb::filter::TwoBitBloom;
 use siftdb::filter::rng::SplitMix64;
+use siftdb::filter::TwoBitBloom;
 use siftdb::storage::MemStorage;
 use siftdb::{Db, Options, WriteBatch};
 use std::collections::BTreeMap;

@@ -4,8 +4,8 @@
 //! outputs are disjoint and sorted on every level, and a failure inside one range installs
 //! nothing and deletes what the ranges wrote.
 
-use siftdb::inspect::manifest::recover;
 use siftdb::filter::rng::SplitMix64;
+use siftdb::inspect::manifest::recover;
 use siftdb::storage::{MemStorage, Storage};
 use siftdb::{CompactionOptions, Db, Keyspace, KeyspaceOptions, Options, Snapshot, U64AddOperator};
 use std::collections::{BTreeMap, BTreeSet};

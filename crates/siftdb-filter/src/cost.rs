@@ -19,7 +19,7 @@ use crate::{BlockedBloom, FilterKind, StandardBloom, TwoBitBloom};
 
 impl FilterKind {
     /// Bits per key the kind spends per bit of `log2(1/FPR)` in large sets (the `c` of
-    /// design.md, "Monkey allocation"), for the kinds whose size follows the FPR that way:
+    /// design.md#monkey in the repository), for the kinds whose size follows the FPR that way:
     /// 1.05 for Ribbon (its slot overhead at about 10^5..10^7 keys), 1.01 for bumped Ribbon (its
     /// measured 8.01-8.09 bits per key at `2^-8`), `1/ln 2 = 1.44` for the standard Bloom
     /// filter, 1.5 for the blocked Bloom filter (its 9.9 bits/key at 1%), the binary fuse

@@ -50,7 +50,7 @@ fn words_of(h: u64) -> [u32; 2] {
     let mut f = filter();
     f.insert_hash(h);
     let bytes = f.to_bytes();
-    // The envelope ends with the payload and a 4-byte CRC (design.md, "Filter encoding"); the
+    // The envelope ends with the payload and a 4-byte CRC (docs/format.md#filter-encoding); the
     // payload of a 64-bit table is its two little-endian u32 words.
     let p = &bytes[bytes.len() - 12..bytes.len() - 4];
     let word = |i: usize| u32::from_le_bytes(p[4 * i..4 * i + 4].try_into().expect("4 bytes"));

@@ -15,8 +15,8 @@ use parquet::file::serialized_reader::{ReadOptionsBuilder, SerializedFileReader}
 use parquet::file::statistics::Statistics;
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::parser::parse_message_type;
-use siftdb::filter::SplitBlockBloom;
 use siftdb::filter::rng::SplitMix64;
+use siftdb::filter::SplitBlockBloom;
 use siftdb::{Db, Error, Options};
 use siftdb_query::*;
 use std::path::Path;

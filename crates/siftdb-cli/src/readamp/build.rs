@@ -8,8 +8,8 @@
 
 use crate::ycsb::zipf::{fnv1a64, Zipfian};
 use siftdb::filter::prelude::*;
-use siftdb::filter::{BinaryFuse16, BinaryFuse8};
 use siftdb::filter::rng::SplitMix64;
+use siftdb::filter::{BinaryFuse16, BinaryFuse8};
 use siftdb::storage::{MemStorage, Storage};
 use siftdb::{
     CompactionOptions, Db, FilterAllocation, FilterConfig, FilterPolicy, LevelBudget, Options,
