@@ -91,6 +91,7 @@ fn probe(block: &[u64; 8], probes: u32, hash: u64) -> bool {
     found & 1 == 1
 }
 
+#[deny(clippy::unwrap_used, clippy::indexing_slicing)]
 fn validate_shape(num_blocks: u64, probes: u32) -> std::result::Result<(), String> {
     let max_blocks = crate::sizing::MAX_BITS / BLOCK_BITS as u64;
     if num_blocks == 0 || num_blocks > max_blocks {
@@ -129,11 +130,12 @@ impl BlockedBloom {
 
     /// Reads a serialized blocked Bloom filter into an owned one (copies the payload; use
     /// [`BlockedBloomView`] to probe in place).
+    #[deny(clippy::unwrap_used, clippy::indexing_slicing)]
     pub fn from_bytes(bytes: &[u8]) -> Result<BlockedBloom> {
         let view =
             BlockedBloomView::parse(&envelope::decode_kind(bytes, FilterKind::BlockedBloom)?)?;
         let words = view.words.to_vec();
-        let blocks = words.chunks_exact(8).map(|c| Block(c.try_into().expect("8 words"))).collect();
+        let blocks = words.as_chunks::<8>().0.iter().map(|&c| Block(c)).collect();
         Ok(BlockedBloom { probes: view.probes, keys_inserted: view.keys_inserted, blocks })
     }
 
@@ -319,6 +321,7 @@ pub struct BlockedBloomView<'a> {
 
 impl<'a> BlockedBloomView<'a> {
     /// Checks the parameters and payload of a decoded envelope of kind `BlockedBloom`.
+    #[deny(clippy::unwrap_used, clippy::indexing_slicing)]
     pub fn parse(env: &Envelope<'a>) -> Result<BlockedBloomView<'a>> {
         let mut r = ParamReader::new(env);
         let num_blocks = r.u64("num_blocks")?;

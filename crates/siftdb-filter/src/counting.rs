@@ -59,6 +59,7 @@ fn probe<W: Words<u64> + ?Sized>(words: &W, num_counters: u64, probes: u32, hash
     positions(hash, num_counters, probes).all(|c| counter(words, c) != 0)
 }
 
+#[deny(clippy::unwrap_used, clippy::indexing_slicing)]
 fn validate_shape(num_counters: u64, probes: u32) -> std::result::Result<(), String> {
     if num_counters == 0 || num_counters > MAX_COUNTERS {
         return Err(format!("num_counters {num_counters} is not in 1..=2^38"));
@@ -151,6 +152,7 @@ impl CountingBloom {
 
     /// Reads a serialized counting Bloom filter into an owned one (copies the payload; use
     /// [`CountingBloomView`] to probe in place).
+    #[deny(clippy::unwrap_used, clippy::indexing_slicing)]
     pub fn from_bytes(bytes: &[u8]) -> Result<CountingBloom> {
         let view =
             CountingBloomView::parse(&envelope::decode_kind(bytes, FilterKind::CountingBloom)?)?;
@@ -304,6 +306,7 @@ pub struct CountingBloomView<'a> {
 
 impl<'a> CountingBloomView<'a> {
     /// Checks the parameters and payload of a decoded envelope of kind `CountingBloom`.
+    #[deny(clippy::unwrap_used, clippy::indexing_slicing)]
     pub fn parse(env: &Envelope<'a>) -> Result<CountingBloomView<'a>> {
         let mut r = ParamReader::new(env);
         let num_counters = r.u64("num_counters")?;

@@ -16,6 +16,8 @@
 //! is verified before any field is trusted, so truncated, corrupt or foreign input is a typed
 //! error, never a panic.
 
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::indexing_slicing))]
+
 use crate::error::{FilterError, Result};
 use crate::FilterKind;
 use std::marker::PhantomData;
@@ -60,7 +62,10 @@ pub fn encode(
     let payload_start = out.len();
     write_payload(&mut out);
     let payload_len = (out.len() - payload_start) as u64;
-    out[8..16].copy_from_slice(&payload_len.to_le_bytes());
+    // The header written above holds the length field at bytes 8..16.
+    if let Some(field) = out.get_mut(8..HEADER_LEN) {
+        field.copy_from_slice(&payload_len.to_le_bytes());
+    }
     let crc = crc32fast::hash(&out);
     out.extend_from_slice(&crc.to_le_bytes());
     out
@@ -72,29 +77,36 @@ pub fn encode(
 /// know (the engine treats those as "may contain"), and [`FilterError::Corruption`] for anything else
 /// that is wrong. The input must be exactly one filter.
 pub fn decode(bytes: &[u8]) -> Result<Envelope<'_>> {
-    if bytes.len() < HEADER_LEN + TRAILER_LEN {
+    let split = bytes.split_last_chunk::<TRAILER_LEN>().and_then(|(body, crc)| {
+        let (header, rest) = body.split_first_chunk::<HEADER_LEN>()?;
+        Some((body, header, rest, crc))
+    });
+    let Some((body, header, rest, stored)) = split else {
         return Err(corrupt(
             format!("filter truncated: {} bytes, need at least 20", bytes.len()),
             0,
         ));
-    }
-    if bytes[0..4] != MAGIC {
+    };
+    if header[0..4] != MAGIC {
         return Err(corrupt("filter magic is not \"SFLT\"", 0));
     }
-    let version = bytes[4];
+    let version = header[4];
     if version != FORMAT_VERSION {
         return Err(corrupt(format!("filter envelope version {version} is not supported"), 4));
     }
-    let tag = bytes[5];
-    let params_len = u16::from_le_bytes([bytes[6], bytes[7]]) as usize;
-    let payload_len = u64::from_le_bytes(bytes[8..16].try_into().expect("8 bytes"));
+    let tag = header[5];
+    let params_len = u16::from_le_bytes([header[6], header[7]]) as usize;
+    let payload_len = u64::from_le_bytes([
+        header[8], header[9], header[10], header[11], header[12], header[13], header[14],
+        header[15],
+    ]);
     let params_padded = params_len.div_ceil(8) * 8;
-    let expected = (HEADER_LEN as u64)
-        .checked_add(params_padded as u64)
-        .and_then(|n| n.checked_add(payload_len))
-        .and_then(|n| n.checked_add(TRAILER_LEN as u64));
-    match expected {
-        Some(n) if n == bytes.len() as u64 => {}
+    // The header's lengths must account for every byte between header and trailer.
+    let split = rest
+        .split_at_checked(params_padded)
+        .and_then(|(padded, payload)| Some((padded.split_at_checked(params_len)?, payload)));
+    let ((params, pad), payload) = match split {
+        Some((params, payload)) if payload.len() as u64 == payload_len => (params, payload),
         _ => {
             return Err(corrupt(
                 format!(
@@ -105,22 +117,19 @@ pub fn decode(bytes: &[u8]) -> Result<Envelope<'_>> {
                 6,
             ))
         }
-    }
-    let body_end = bytes.len() - TRAILER_LEN;
-    let stored = u32::from_le_bytes(bytes[body_end..].try_into().expect("4 bytes"));
-    let actual = crc32fast::hash(&bytes[..body_end]);
+    };
+    let stored = u32::from_le_bytes(*stored);
+    let actual = crc32fast::hash(body);
     if stored != actual {
         return Err(corrupt(
             format!("filter checksum mismatch: stored {stored:#010x}, computed {actual:#010x}"),
-            body_end as u64,
+            body.len() as u64,
         ));
     }
     let kind = FilterKind::from_tag(tag).ok_or(FilterError::UnknownKind(tag))?;
-    let params = &bytes[HEADER_LEN..HEADER_LEN + params_len];
-    if bytes[HEADER_LEN + params_len..HEADER_LEN + params_padded].iter().any(|&b| b != 0) {
+    if pad.iter().any(|&b| b != 0) {
         return Err(corrupt("filter params padding is not zero", (HEADER_LEN + params_len) as u64));
     }
-    let payload = &bytes[HEADER_LEN + params_padded..body_end];
     Ok(Envelope { kind, params, payload })
 }
 
@@ -208,32 +217,31 @@ impl<'a> ParamReader<'a> {
         ParamReader { buf: env.params, pos: 0, kind: env.kind }
     }
 
-    fn take(&mut self, n: usize, field: &str) -> Result<&'a [u8]> {
-        if self.buf.len() - self.pos < n {
+    fn take<const N: usize>(&mut self, field: &str) -> Result<[u8; N]> {
+        let Some(bytes) = self.buf.get(self.pos..).and_then(<[u8]>::first_chunk::<N>) else {
             return Err(corrupt(
                 format!("{} params truncated reading {field}", self.kind.name()),
                 (HEADER_LEN + self.pos) as u64,
             ));
-        }
-        let s = &self.buf[self.pos..self.pos + n];
-        self.pos += n;
-        Ok(s)
+        };
+        self.pos += N;
+        Ok(*bytes)
     }
     /// Reads a byte.
     pub fn u8(&mut self, field: &str) -> Result<u8> {
-        Ok(self.take(1, field)?[0])
+        Ok(u8::from_le_bytes(self.take(field)?))
     }
     /// Reads a u16.
     pub fn u16(&mut self, field: &str) -> Result<u16> {
-        Ok(u16::from_le_bytes(self.take(2, field)?.try_into().expect("2 bytes")))
+        Ok(u16::from_le_bytes(self.take(field)?))
     }
     /// Reads a u32.
     pub fn u32(&mut self, field: &str) -> Result<u32> {
-        Ok(u32::from_le_bytes(self.take(4, field)?.try_into().expect("4 bytes")))
+        Ok(u32::from_le_bytes(self.take(field)?))
     }
     /// Reads a u64.
     pub fn u64(&mut self, field: &str) -> Result<u64> {
-        Ok(u64::from_le_bytes(self.take(8, field)?.try_into().expect("8 bytes")))
+        Ok(u64::from_le_bytes(self.take(field)?))
     }
     /// Reads an f64.
     pub fn f64(&mut self, field: &str) -> Result<f64> {
@@ -304,6 +312,9 @@ impl<W: Word> Words<W> for [W] {
     fn word_count(&self) -> usize {
         self.len()
     }
+    // Probe hot path: `i < word_count()` is the caller's contract, and the bounds check stays
+    // the only guard (no `get` and branch per probe).
+    #[allow(clippy::indexing_slicing)]
     #[inline(always)]
     fn word(&self, i: usize) -> W {
         self[i]
@@ -335,6 +346,7 @@ impl<'a, W: Word> LeWords<'a, W> {
     }
 
     /// Pointer to word `i`, for prefetching.
+    #[allow(clippy::indexing_slicing)] // probe hot path, as `Words::word`
     #[inline(always)]
     pub fn ptr(&self, i: usize) -> *const u8 {
         self.bytes[i * W::BYTES..].as_ptr()
@@ -351,6 +363,7 @@ impl<W: Word> Words<W> for LeWords<'_, W> {
     fn word_count(&self) -> usize {
         self.bytes.len() / W::BYTES
     }
+    #[allow(clippy::indexing_slicing)] // probe hot path, as `Words::word` for `[W]`
     #[inline(always)]
     fn word(&self, i: usize) -> W {
         W::read_le(&self.bytes[i * W::BYTES..(i + 1) * W::BYTES])

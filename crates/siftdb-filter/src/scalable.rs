@@ -74,6 +74,7 @@ pub struct ScalableBloom {
     current: u64,
 }
 
+#[deny(clippy::unwrap_used, clippy::indexing_slicing)]
 fn check_config(
     target_fpr: f64,
     ratio: f64,
@@ -227,6 +228,7 @@ impl ScalableBloom {
     }
 
     /// Reads a serialized scalable Bloom filter into an owned one (copies every stage).
+    #[deny(clippy::unwrap_used, clippy::indexing_slicing)]
     pub fn from_bytes(bytes: &[u8]) -> Result<ScalableBloom> {
         let env = envelope::decode_kind(bytes, FilterKind::ScalableBloom)?;
         let view = ScalableBloomView::parse(&env)?;

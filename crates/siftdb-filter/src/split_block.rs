@@ -101,6 +101,7 @@ fn probe<W: Words<u32> + ?Sized>(words: &W, block: usize, hash: u64) -> bool {
     missing == 0
 }
 
+#[deny(clippy::unwrap_used, clippy::indexing_slicing)]
 fn validate_blocks(num_blocks: u64) -> std::result::Result<(), String> {
     let max_blocks = crate::sizing::MAX_BITS / 256;
     if num_blocks == 0 || num_blocks > max_blocks {
@@ -130,6 +131,7 @@ impl SplitBlockBloom {
 
     /// Reads a serialized split-block filter into an owned one (copies the payload; use
     /// [`SplitBlockBloomView`] to probe in place).
+    #[deny(clippy::unwrap_used, clippy::indexing_slicing)]
     pub fn from_bytes(bytes: &[u8]) -> Result<SplitBlockBloom> {
         let env = envelope::decode_kind(bytes, FilterKind::SplitBlockBloom)?;
         let view = SplitBlockBloomView::parse(&env)?;
@@ -165,13 +167,17 @@ impl SplitBlockBloom {
 }
 
 /// Blocks from little-endian bitset bytes; `bytes.len()` is a multiple of 32.
+#[deny(clippy::unwrap_used, clippy::indexing_slicing)]
 fn blocks_from_le(bytes: &[u8]) -> Vec<SBlock> {
-    bytes
-        .chunks_exact(BLOCK_BYTES)
-        .map(|c| {
-            SBlock(std::array::from_fn(|i| {
-                u32::from_le_bytes(c[4 * i..4 * i + 4].try_into().expect("4 bytes"))
-            }))
+    let (blocks, _) = bytes.as_chunks::<BLOCK_BYTES>();
+    blocks
+        .iter()
+        .map(|b| {
+            let mut words = [0u32; 8];
+            for (w, le) in words.iter_mut().zip(b.as_chunks::<4>().0) {
+                *w = u32::from_le_bytes(*le);
+            }
+            SBlock(words)
         })
         .collect()
 }
@@ -344,6 +350,7 @@ pub struct SplitBlockBloomView<'a> {
 
 impl<'a> SplitBlockBloomView<'a> {
     /// Checks the parameters and payload of a decoded envelope of kind `SplitBlockBloom`.
+    #[deny(clippy::unwrap_used, clippy::indexing_slicing)]
     pub fn parse(env: &Envelope<'a>) -> Result<SplitBlockBloomView<'a>> {
         let mut r = ParamReader::new(env);
         let num_blocks = r.u64("num_blocks")?;

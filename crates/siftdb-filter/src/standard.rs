@@ -51,6 +51,7 @@ fn probe<W: Words<u64> + ?Sized>(words: &W, num_bits: u64, probes: u32, hash: u6
     positions(hash, num_bits, probes).all(|p| words.word((p / 64) as usize) & (1 << (p % 64)) != 0)
 }
 
+#[deny(clippy::unwrap_used, clippy::indexing_slicing)]
 fn validate_shape(num_bits: u64, probes: u32) -> std::result::Result<(), String> {
     if num_bits == 0 || num_bits > crate::sizing::MAX_BITS {
         return Err(format!("num_bits {num_bits} is not in 1..=2^40"));
@@ -74,6 +75,7 @@ impl StandardBloom {
 
     /// Reads a serialized standard Bloom filter into an owned one (copies the payload; use
     /// [`StandardBloomView`] to probe in place).
+    #[deny(clippy::unwrap_used, clippy::indexing_slicing)]
     pub fn from_bytes(bytes: &[u8]) -> Result<StandardBloom> {
         let view =
             StandardBloomView::parse(&envelope::decode_kind(bytes, FilterKind::StandardBloom)?)?;
@@ -209,6 +211,7 @@ pub struct StandardBloomView<'a> {
 
 impl<'a> StandardBloomView<'a> {
     /// Checks the parameters and payload of a decoded envelope of kind `StandardBloom`.
+    #[deny(clippy::unwrap_used, clippy::indexing_slicing)]
     pub fn parse(env: &Envelope<'a>) -> Result<StandardBloomView<'a>> {
         let mut r = ParamReader::new(env);
         let num_bits = r.u64("num_bits")?;

@@ -3,6 +3,8 @@
 //! This is what the engine holds for an SST's filter block: the block's bytes stay where they
 //! were read, and `contains_hash` dispatches on the kind tag to that filter's probe code.
 
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::indexing_slicing))]
+
 use crate::blocked::BlockedBloomView;
 use crate::counting::CountingBloomView;
 use crate::cuckoo::CuckooView;

@@ -43,6 +43,7 @@ pub struct Geometry {
 
 impl Geometry {
     /// Validates the two parameters; the error text names the bad one.
+    #[deny(clippy::unwrap_used, clippy::indexing_slicing)]
     pub fn new(fp_bits: u32, bucket_log2: u32) -> Result<Geometry, String> {
         if !FINGERPRINT_BITS.contains(&fp_bits) {
             return Err(format!("fingerprint bits {fp_bits} is not one of 8, 12, 16"));

@@ -201,6 +201,7 @@ impl Cuckoo {
     /// Reads a serialized cuckoo filter into an owned one (copies the table; use [`CuckooView`]
     /// to probe in place). Besides the view's checks, the item count must equal the number of
     /// occupied slots.
+    #[deny(clippy::unwrap_used, clippy::indexing_slicing)]
     pub fn from_bytes(bytes: &[u8]) -> Result<Cuckoo> {
         let view = CuckooView::parse(&envelope::decode_kind(bytes, FilterKind::Cuckoo)?)?;
         let f = Cuckoo { params: view.params, words: view.words.to_vec() };

@@ -1,6 +1,8 @@
 //! [`CuckooView`]: a serialized cuckoo filter probed in place, and the parameter checks shared
 //! with [`super::Cuckoo::from_bytes`].
 
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::indexing_slicing))]
+
 use super::layout::Geometry;
 use crate::envelope::{Envelope, LeWords, ParamReader, ParamWriter, Words};
 use crate::error::Result;

@@ -145,6 +145,7 @@ fn for_each_sample<T: Words<u64> + ?Sized>(
 
 /// Checks a high bitvector and its samples read from disk: `m` ones, a zero last bit, zero
 /// padding, and each stored sample equal to the position it must hold. `Err` names the field.
+#[deny(clippy::unwrap_used, clippy::indexing_slicing)]
 pub(super) fn validate_high<T: Words<u64> + ?Sized>(
     shape: &Shape,
     high: &T,

@@ -273,6 +273,7 @@ impl Grafite {
 
     /// Reads a serialized Grafite filter into an owned one (copies the payload; use
     /// [`GrafiteView`] to query in place).
+    #[deny(clippy::unwrap_used, clippy::indexing_slicing)]
     pub fn from_bytes(bytes: &[u8]) -> Result<Grafite> {
         GrafiteView::parse(bytes).map(|v| v.to_owned_filter())
     }

@@ -1,6 +1,8 @@
 //! [`GrafiteView`]: a serialized Grafite filter queried in place, and the validation that makes
 //! that safe on bytes from disk (docs/format.md#grafite, reading rules).
 
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::indexing_slicing))]
+
 use super::elias_fano::{self, Seq};
 use super::shape::{hash_params, low_bits, universe, Shape};
 use super::{image, Grafite, FIXED_PARAMS};
@@ -41,14 +43,16 @@ impl<'a> GrafiteView<'a> {
         let prefix_len = r.u8("prefix_len")? as usize;
         let bad = |what: String| ParamReader::new(&env).invalid(what);
         // The prefix is the rest of the block, exactly `prefix_len` bytes.
-        if env.params.len() != FIXED_PARAMS + prefix_len {
-            return Err(bad(format!(
-                "params are {} bytes, prefix_len {prefix_len} implies {}",
-                env.params.len(),
-                FIXED_PARAMS + prefix_len
-            )));
-        }
-        let prefix = &env.params[FIXED_PARAMS..];
+        let prefix = match env.params.get(FIXED_PARAMS..) {
+            Some(prefix) if prefix.len() == prefix_len => prefix,
+            _ => {
+                return Err(bad(format!(
+                    "params are {} bytes, prefix_len {prefix_len} implies {}",
+                    env.params.len(),
+                    FIXED_PARAMS + prefix_len
+                )))
+            }
+        };
 
         if !(4.0..=40.0).contains(&bits_per_key) {
             return Err(bad(format!("bits_per_key {bits_per_key} not in 4.0..=40.0")));

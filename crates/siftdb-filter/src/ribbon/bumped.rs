@@ -170,6 +170,7 @@ impl BumpedRibbon {
 
     /// Reads a serialized bumped ribbon filter into an owned one (copies the payload; use
     /// [`BumpedRibbonView`] to probe in place).
+    #[deny(clippy::unwrap_used, clippy::indexing_slicing)]
     pub fn from_bytes(bytes: &[u8]) -> Result<BumpedRibbon> {
         let view =
             BumpedRibbonView::parse(&envelope::decode_kind(bytes, FilterKind::BumpedRibbon)?)?;
@@ -214,6 +215,7 @@ where
 
 /// See [`BumpedRibbon::fpr`]: `layers` yields each layer's layout and thresholds (`None` for
 /// the last).
+#[deny(clippy::unwrap_used, clippy::indexing_slicing)]
 fn expected_fpr<'m, M: Words<u64> + ?Sized + 'm>(
     th: &Thresholds,
     layers: impl Iterator<Item = (Layout, Option<&'m M>)>,
@@ -297,6 +299,7 @@ impl<'a> BumpedRibbonView<'a> {
     /// Checks the parameters and payload of a decoded envelope of kind `BumpedRibbon`. After
     /// this every layer's layout is valid and its thresholds and solution hold exactly the words
     /// it implies, so no query can index out of bounds.
+    #[deny(clippy::unwrap_used, clippy::indexing_slicing)]
     pub fn parse(env: &Envelope<'a>) -> Result<BumpedRibbonView<'a>> {
         let mut r = ParamReader::new(env);
         let num_keys = r.u64("num_keys")?;
@@ -403,6 +406,7 @@ impl<'a> BumpedRibbonView<'a> {
 }
 
 /// Splits the next `count` little-endian u64 words off `payload`.
+#[deny(clippy::unwrap_used, clippy::indexing_slicing)]
 fn take_words<'a>(payload: &mut &'a [u8], count: u64, what: &str) -> Result<LeWords<'a, u64>> {
     let len = count.checked_mul(8).filter(|&l| l <= payload.len() as u64).ok_or_else(|| {
         FilterError::corruption(

@@ -63,6 +63,7 @@ impl Thresholds {
     }
 
     /// Checks what a reader relies on; `Err` names the violated rule.
+    #[deny(clippy::unwrap_used, clippy::indexing_slicing)]
     pub fn validate(&self) -> Result<(), String> {
         if !(7..=16).contains(&self.bucket_log2) {
             return Err(format!("bucket_log2 {} is not in 7..=16", self.bucket_log2));
@@ -100,6 +101,7 @@ impl Thresholds {
 }
 
 /// u64 words of 2-bit thresholds for `num_buckets` buckets.
+#[deny(clippy::unwrap_used, clippy::indexing_slicing)]
 pub(super) fn meta_words(num_buckets: u64) -> u64 {
     num_buckets.div_ceil(32)
 }

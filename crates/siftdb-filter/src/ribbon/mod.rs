@@ -226,6 +226,7 @@ impl Ribbon {
 
     /// Reads a serialized ribbon filter into an owned one (copies the payload; use
     /// [`RibbonView`] to probe in place).
+    #[deny(clippy::unwrap_used, clippy::indexing_slicing)]
     pub fn from_bytes(bytes: &[u8]) -> Result<Ribbon> {
         let view = RibbonView::parse(&envelope::decode_kind(bytes, FilterKind::Ribbon)?)?;
         Ok(Ribbon {
@@ -306,6 +307,7 @@ impl<'a> RibbonView<'a> {
     /// Checks the parameters and payload of a decoded envelope of kind `Ribbon`. After this the
     /// layout is valid and the payload holds exactly the words it implies, so no query can index
     /// out of bounds.
+    #[deny(clippy::unwrap_used, clippy::indexing_slicing)]
     pub fn parse(env: &Envelope<'a>) -> Result<RibbonView<'a>> {
         let mut r = ParamReader::new(env);
         let seed = r.u64("seed")?;

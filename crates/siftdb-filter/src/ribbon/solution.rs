@@ -37,6 +37,7 @@ pub(crate) struct Layout {
 
 impl Layout {
     /// Checks the invariants every other method relies on; `Err` names the violated one.
+    #[deny(clippy::unwrap_used, clippy::indexing_slicing)]
     pub fn validate(&self) -> Result<(), String> {
         if self.num_blocks > MAX_BLOCKS {
             return Err(format!("num_blocks {} exceeds 2^32", self.num_blocks));

@@ -1,6 +1,8 @@
 //! The zero-copy reader of a serialized scalable Bloom filter, and the stage-record parser the
 //! owned decoder shares (docs/format.md#scalable-bloom).
 
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::indexing_slicing))]
+
 use super::{check_config, MAX_STAGES};
 use crate::envelope::{self, Envelope, ParamReader};
 use crate::error::{FilterError, Result};
@@ -15,26 +17,35 @@ pub(super) fn stage_records(payload: &[u8], count: usize) -> Result<Vec<(u64, &[
     let mut out = Vec::with_capacity(count.min(MAX_STAGES));
     let mut rest = payload;
     for i in 0..count {
-        if rest.len() < 16 {
+        let Some((capacity, len, body)) = stage_header(rest) else {
             return Err(bad(format!("stage {i} header truncated")));
-        }
-        let capacity = u64::from_le_bytes(rest[0..8].try_into().expect("8 bytes"));
-        let len = u64::from_le_bytes(rest[8..16].try_into().expect("8 bytes"));
+        };
         let padded = len.div_ceil(8).saturating_mul(8);
-        if capacity == 0 || padded > (rest.len() - 16) as u64 {
+        // `len <= padded`, so the record splits wherever its padded length fits the payload.
+        let split = usize::try_from(padded)
+            .ok()
+            .and_then(|p| body.split_at_checked(p))
+            .and_then(|(record, next)| Some((record.split_at_checked(len as usize)?, next)));
+        let Some(((env, pad), next)) = split.filter(|_| capacity != 0) else {
             return Err(bad(format!("stage {i}: capacity {capacity}, length {len}")));
-        }
-        let (env, pad) = rest[16..16 + padded as usize].split_at(len as usize);
+        };
         if pad.iter().any(|&b| b != 0) {
             return Err(bad(format!("stage {i} padding is not zero")));
         }
         out.push((capacity, env));
-        rest = &rest[16 + padded as usize..];
+        rest = next;
     }
     if !rest.is_empty() {
         return Err(bad(format!("{} trailing payload bytes", rest.len())));
     }
     Ok(out)
+}
+
+/// A stage record's `capacity:u64 length:u64` header and the bytes after it; `None` if short.
+fn stage_header(b: &[u8]) -> Option<(u64, u64, &[u8])> {
+    let (capacity, b) = b.split_first_chunk::<8>()?;
+    let (len, b) = b.split_first_chunk::<8>()?;
+    Some((u64::from_le_bytes(*capacity), u64::from_le_bytes(*len), b))
 }
 
 /// A scalable Bloom filter probed in place: one [`StandardBloomView`] per stage.

@@ -29,10 +29,12 @@ impl TwoBitConfig {
 
     /// [`FilterError::InvalidArgument`] unless `word_bits` is 32 or 64 and `bits_per_key_in_word` is
     /// in `1..=8`.
+    #[deny(clippy::unwrap_used, clippy::indexing_slicing)]
     pub fn validate(&self) -> Result<()> {
         self.check().map_err(FilterError::invalid)
     }
 
+    #[deny(clippy::unwrap_used, clippy::indexing_slicing)]
     pub(super) fn check(&self) -> std::result::Result<(), String> {
         if self.word_bits != 32 && self.word_bits != 64 {
             return Err(format!("word_bits {} is not 32 or 64", self.word_bits));
@@ -68,6 +70,7 @@ pub(super) struct Layout {
 }
 
 impl Layout {
+    #[deny(clippy::unwrap_used, clippy::indexing_slicing)]
     pub(super) fn new(
         config: TwoBitConfig,
         log2_words: u32,

@@ -174,6 +174,7 @@ impl TwoBitBloom {
 
     /// Reads a serialized two-bit filter into an owned one (copies the payload; use
     /// [`TwoBitBloomView`] to probe in place).
+    #[deny(clippy::unwrap_used, clippy::indexing_slicing)]
     pub fn from_bytes(bytes: &[u8]) -> Result<TwoBitBloom> {
         let view = TwoBitBloomView::parse(&envelope::decode_kind(bytes, FilterKind::TwoBitBloom)?)?;
         Ok(view.to_owned_filter())

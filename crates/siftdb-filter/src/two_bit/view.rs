@@ -6,6 +6,8 @@
 //! payload := 2^log2_words words of word_bits bits, little-endian
 //! ```
 
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::indexing_slicing))]
+
 use super::table::{AtomicU32, AtomicU64, Table};
 use super::{hit, Layout, TwoBitBloom, TwoBitConfig, BATCH};
 use crate::envelope::{Envelope, LeWords, ParamReader, ParamWriter, Words};

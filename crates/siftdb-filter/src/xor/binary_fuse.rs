@@ -90,6 +90,7 @@ where
 
     /// Reads a serialized binary fuse filter into an owned one (copies the payload; use
     /// [`BinaryFuseView`] to probe in place).
+    #[deny(clippy::unwrap_used, clippy::indexing_slicing)]
     pub fn from_bytes(bytes: &[u8]) -> Result<BinaryFuse<W, N>> {
         let env = envelope::decode_kind(bytes, Arity::<N>::kind::<W>())?;
         let view = BinaryFuseView::<W, N>::parse(&env)?;
@@ -152,6 +153,7 @@ where
     /// the segment length must be a power of two (which keeps every slot in range), the slot
     /// count must fit 32 bits, the empty filter has no segments, and a non-empty one at least as
     /// many slots as keys. Every violation is [`FilterError::Corruption`].
+    #[deny(clippy::unwrap_used, clippy::indexing_slicing)]
     pub fn parse(env: &Envelope<'a>) -> Result<BinaryFuseView<'a, W, N>> {
         let kind = Arity::<N>::kind::<W>();
         if env.kind != kind {

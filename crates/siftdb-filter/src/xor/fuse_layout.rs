@@ -113,6 +113,7 @@ where
 
     /// Checks parameters read from bytes: together with a payload of [`Layout::slots`] words,
     /// they guarantee every position is in range (see [`Layout::positions`]).
+    #[deny(clippy::unwrap_used, clippy::indexing_slicing)]
     pub(super) fn validate(self) -> std::result::Result<(), String> {
         let FuseLayout { segment_length: len, segment_count: count } = self;
         if len == 0 && count == 0 {

@@ -183,6 +183,7 @@ impl PackedBinaryFuse {
 
     /// Reads a serialized filter into an owned one (copies the payload; use
     /// [`PackedBinaryFuseView`] to probe in place).
+    #[deny(clippy::unwrap_used, clippy::indexing_slicing)]
     pub fn from_bytes(bytes: &[u8]) -> Result<PackedBinaryFuse> {
         let env = envelope::decode_kind(bytes, FilterKind::PackedBinaryFuse)?;
         let v = PackedBinaryFuseView::parse(&env)?;
@@ -234,6 +235,7 @@ impl<'a> PackedBinaryFuseView<'a> {
     /// or 4, the width 1..=32, the layout valid as for the byte-wide filters, the payload
     /// exactly the packed fingerprints plus 7 zero bytes, with zero bits past the last
     /// fingerprint. Every violation is [`FilterError::Corruption`].
+    #[deny(clippy::unwrap_used, clippy::indexing_slicing)]
     pub fn parse(env: &Envelope<'a>) -> Result<PackedBinaryFuseView<'a>> {
         let kind = FilterKind::PackedBinaryFuse;
         if env.kind != kind {
@@ -282,11 +284,14 @@ impl<'a> PackedBinaryFuseView<'a> {
                 None,
             ));
         }
-        let data = data as usize; // at most the payload's length
         let used_in_last = (slots * u64::from(bits) % 8) as u32;
-        let stray_bits =
-            data > 0 && used_in_last != 0 && env.payload[data - 1] >> used_in_last != 0;
-        if stray_bits || env.payload[data..].iter().any(|&b| b != 0) {
+        // `data` is at most the payload's length (checked above), so the split succeeds.
+        let clean = env.payload.split_at_checked(data as usize).is_some_and(|(body, tail)| {
+            let stray_bits =
+                used_in_last != 0 && body.last().is_some_and(|&b| b >> used_in_last != 0);
+            !stray_bits && tail.iter().all(|&b| b == 0)
+        });
+        if !clean {
             return Err(FilterError::corruption(
                 format!("{kind} payload has nonzero bits after the last fingerprint"),
                 None,

@@ -100,6 +100,7 @@ impl<W: Fingerprint> Xor<W> {
 
     /// Reads a serialized xor filter into an owned one (copies the payload; use [`XorView`] to
     /// probe in place).
+    #[deny(clippy::unwrap_used, clippy::indexing_slicing)]
     pub fn from_bytes(bytes: &[u8]) -> Result<Xor<W>> {
         let view = XorView::<W>::parse(&envelope::decode_kind(bytes, W::XOR_KIND)?)?;
         Ok(Xor { seed: view.seed, keys: view.keys, layout: view.layout, fps: view.fps.to_vec() })
@@ -156,6 +157,7 @@ impl<'a, W: Fingerprint> XorView<'a, W> {
     /// Any block length gives in-range slots (each is below `3 * block_length`, the payload
     /// length checked here); beyond that the parameters must be consistent: an empty filter has
     /// no slots, a non-empty one at least as many slots as keys.
+    #[deny(clippy::unwrap_used, clippy::indexing_slicing)]
     pub fn parse(env: &Envelope<'a>) -> Result<XorView<'a, W>> {
         if env.kind != W::XOR_KIND {
             return Err(FilterError::invalid(format!(
