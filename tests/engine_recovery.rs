@@ -10,9 +10,8 @@ use siftdb::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-fn key(i: u64) -> Vec<u8> {
-    format!("key{i:06}").into_bytes()
-}
+mod common;
+use common::key6 as key;
 
 fn value(i: u64) -> Vec<u8> {
     format!("value-{i}-{}", "x".repeat((i % 50) as usize)).into_bytes()
