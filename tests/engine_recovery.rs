@@ -8,7 +8,6 @@ use siftdb::storage::MemStorage;
 use siftdb::{Db, Error, Options, WriteBatch, WriteOptions};
 use siftdb::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 mod common;
 use common::key6 as key;
@@ -18,7 +17,7 @@ fn value(i: u64) -> Vec<u8> {
 }
 
 fn mem_options(storage: &MemStorage, memtable_size: usize) -> Options {
-    Options { memtable_size, storage: Some(Arc::new(storage.clone())), ..Options::default() }
+    Options { memtable_size, ..common::mem_options(storage) }
 }
 
 /// The files of `dir` ending in `ext`, sorted by name (= by file number).

@@ -7,9 +7,11 @@
 
 pub mod tree_snapshot;
 
+use siftdb::storage::MemStorage;
 use siftdb::{CompactionOptions, Db, Options};
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
 /// `key` and `i` in seven zero-padded digits (`key0000042`): byte order is numeric order.
 pub fn key(i: u64) -> Vec<u8> {
@@ -31,6 +33,11 @@ pub fn key16(i: u64) -> [u8; 16] {
     let mut k = [0u8; 16];
     k[8..].copy_from_slice(&i.to_be_bytes());
     k
+}
+
+/// Default options over the in-memory storage `storage` (a clone shares its files).
+pub fn mem_options(storage: &MemStorage) -> Options {
+    Options { storage: Some(Arc::new(storage.clone())), ..Options::default() }
 }
 
 /// A tree that grows levels after little data: memtables and table files of `size` bytes and a
