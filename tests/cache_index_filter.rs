@@ -9,11 +9,10 @@ use siftdb::{CompactionOptions, Db, Options};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+mod common;
+use common::{key, ticker};
 
-fn key(i: u64) -> Vec<u8> {
-    format!("key{i:07}").into_bytes()
-}
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 fn base() -> Options {
     Options {
@@ -86,10 +85,6 @@ fn answers(db: &Db) -> Vec<String> {
         }
     }
     out
-}
-
-fn ticker(db: &Db, name: &str) -> u64 {
-    db.stats().tickers().into_iter().find(|(n, _)| *n == name).unwrap().1
 }
 
 #[test]

@@ -6,9 +6,8 @@ use siftdb::{Db, Error, Options};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-fn key(i: u32) -> Vec<u8> {
-    format!("key{i:06}").into_bytes()
-}
+mod common;
+use common::key6 as key;
 
 /// (offset, size) of the filter and index blocks, from the footer (docs/format.md#sst-footer).
 fn meta_handles(sst: &Path) -> ((u64, u64), (u64, u64)) {

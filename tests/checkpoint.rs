@@ -11,9 +11,8 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-fn key(i: u64) -> Vec<u8> {
-    format!("key{i:07}").into_bytes()
-}
+mod common;
+use common::key;
 
 fn small() -> Options {
     Options {

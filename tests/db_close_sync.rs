@@ -4,13 +4,11 @@
 use siftdb::storage::{MemStorage, Storage};
 use siftdb::{Db, Error, Options, WriteBatch, WriteOptions};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+
+mod common;
+use common::mem_options;
 
 const DIR: &str = "/db";
-
-fn options(mem: &MemStorage) -> Options {
-    Options { storage: Some(Arc::new(mem.clone())), ..Options::default() }
-}
 
 /// The newest WAL of the database.
 fn current_wal(mem: &MemStorage) -> PathBuf {
@@ -33,14 +31,14 @@ fn wal_lengths(mem: &MemStorage) -> (u64, u64) {
 /// loss while it is still open, and reports whether a reopen finds the write.
 fn survives_power_loss(make_durable: impl FnOnce(&Db)) -> bool {
     let mem = MemStorage::new();
-    let db = Db::open(DIR, options(&mem)).unwrap();
+    let db = Db::open(DIR, mem_options(&mem)).unwrap();
     db.put(b"k", b"v").unwrap();
     let (synced, len) = wal_lengths(&mem);
     assert!(synced < len, "a buffered write is not synced yet ({synced} of {len})");
     make_durable(&db);
     mem.crash_drop_unsynced();
     drop(db); // its handles died with the crash: the destructor's sync cannot help
-    let db = Db::open(DIR, options(&mem)).unwrap();
+    let db = Db::open(DIR, mem_options(&mem)).unwrap();
     db.get(b"k").unwrap().is_some()
 }
 
@@ -62,7 +60,7 @@ fn sync_wal_makes_earlier_buffered_writes_durable_without_writing() {
 #[test]
 fn sync_wal_appends_nothing_to_the_log() {
     let mem = MemStorage::new();
-    let db = Db::open(DIR, options(&mem)).unwrap();
+    let db = Db::open(DIR, mem_options(&mem)).unwrap();
     db.put(b"k", b"v").unwrap();
     let (_, len) = wal_lengths(&mem);
     db.sync_wal().unwrap();
@@ -79,7 +77,7 @@ fn an_empty_batch_written_with_sync_fsyncs_the_wal() {
 #[test]
 fn an_empty_batch_without_sync_does_not_fsync() {
     let mem = MemStorage::new();
-    let db = Db::open(DIR, options(&mem)).unwrap();
+    let db = Db::open(DIR, mem_options(&mem)).unwrap();
     db.put(b"k", b"v").unwrap();
     let before = wal_lengths(&mem);
     db.write_opt(WriteBatch::new(), WriteOptions { sync: false }).unwrap();
@@ -89,7 +87,7 @@ fn an_empty_batch_without_sync_does_not_fsync() {
 #[test]
 fn a_failed_sync_wal_is_reported_and_turns_the_database_read_only() {
     let mem = MemStorage::new();
-    let db = Db::open(DIR, options(&mem)).unwrap();
+    let db = Db::open(DIR, mem_options(&mem)).unwrap();
     db.put(b"k", b"v").unwrap();
     mem.fail_after(0, false);
     let err = db.sync_wal().unwrap_err();
@@ -106,20 +104,20 @@ fn a_failed_sync_wal_is_reported_and_turns_the_database_read_only() {
 #[test]
 fn close_syncs_the_wal_and_returns_ok() {
     let mem = MemStorage::new();
-    let db = Db::open(DIR, options(&mem)).unwrap();
+    let db = Db::open(DIR, mem_options(&mem)).unwrap();
     db.put(b"k", b"v").unwrap();
     db.close().unwrap();
     let (synced, len) = wal_lengths(&mem);
     assert_eq!(synced, len);
     mem.crash_drop_unsynced();
-    let db = Db::open(DIR, options(&mem)).unwrap();
+    let db = Db::open(DIR, mem_options(&mem)).unwrap();
     assert_eq!(db.get(b"k").unwrap(), Some(b"v".to_vec()));
 }
 
 #[test]
 fn close_returns_the_error_of_the_final_wal_sync() {
     let mem = MemStorage::new();
-    let db = Db::open(DIR, options(&mem)).unwrap();
+    let db = Db::open(DIR, mem_options(&mem)).unwrap();
     db.put(b"k", b"v").unwrap();
     // Every operation from now on fails, the final WAL sync included.
     mem.fail_after(0, true);
@@ -127,7 +125,7 @@ fn close_returns_the_error_of_the_final_wal_sync() {
     assert!(err.to_string().contains("injected fault"), "{err}");
     mem.clear_faults();
     // The lock was released: the database reopens, and the write is still with the "OS".
-    let db = Db::open(DIR, options(&mem)).unwrap();
+    let db = Db::open(DIR, mem_options(&mem)).unwrap();
     assert_eq!(db.get(b"k").unwrap(), Some(b"v".to_vec()));
 }
 

@@ -6,8 +6,8 @@ use siftdb::{Db, Error, Options};
 use std::path::Path;
 use std::sync::Arc;
 
-mod tree_snapshot;
-use tree_snapshot::snapshot;
+mod common;
+use common::tree_snapshot::snapshot;
 
 /// A database with tables, a WAL holding unflushed writes and a manifest.
 fn make_db(dir: &Path) {

@@ -5,10 +5,13 @@
 
 use siftdb::filter::rng::SplitMix64;
 use siftdb::storage::MemStorage;
-use siftdb::{CompactionOptions, Db, Error, Options, WriteBatch};
+use siftdb::{Db, Error, Options, WriteBatch};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
+
+mod common;
+use common::{key, small_tree};
 
 /// A temporary directory on the disk that holds `target/` (`/tmp` may be tmpfs).
 fn disk_dir() -> tempfile::TempDir {
@@ -29,24 +32,15 @@ fn fs_magic(dir: &Path) -> i64 {
 
 const TMPFS_MAGIC: i64 = 0x0102_1994;
 
-fn key(i: u64) -> Vec<u8> {
-    format!("key{i:07}").into_bytes()
-}
-
 fn options(direct: bool) -> Options {
-    Options {
-        memtable_size: 128 << 10,
+    let mut o = Options {
         block_cache_bytes: 64 << 10,
         direct_reads: direct,
         direct_io_for_flush_and_compaction: direct,
-        compaction: CompactionOptions {
-            target_file_size: 128 << 10,
-            max_bytes_for_level_base: 512 << 10,
-            l0_compaction_trigger: 4,
-            ..CompactionOptions::default()
-        },
-        ..Options::default()
-    }
+        ..small_tree(128 << 10)
+    };
+    o.compaction.l0_compaction_trigger = 4;
+    o
 }
 
 /// Seeded puts, overwrites and deletes over 20,000 keys, with flushes and compactions along

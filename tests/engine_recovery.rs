@@ -8,18 +8,16 @@ use siftdb::storage::MemStorage;
 use siftdb::{Db, Error, Options, WriteBatch, WriteOptions};
 use siftdb::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-fn key(i: u64) -> Vec<u8> {
-    format!("key{i:06}").into_bytes()
-}
+mod common;
+use common::key6 as key;
 
 fn value(i: u64) -> Vec<u8> {
     format!("value-{i}-{}", "x".repeat((i % 50) as usize)).into_bytes()
 }
 
 fn mem_options(storage: &MemStorage, memtable_size: usize) -> Options {
-    Options { memtable_size, storage: Some(Arc::new(storage.clone())), ..Options::default() }
+    Options { memtable_size, ..common::mem_options(storage) }
 }
 
 /// The files of `dir` ending in `ext`, sorted by name (= by file number).

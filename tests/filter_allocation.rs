@@ -13,6 +13,10 @@ use siftdb::{
 use std::path::Path;
 use std::sync::Arc;
 
+mod common;
+// Key numbers: even present, odd missing between two present ones.
+use common::key16 as key;
+
 const KEYS: u64 = 300_000;
 const FLUSH_KEYS: u64 = 10_000;
 const LOOKUPS: u64 = 100_000;
@@ -37,13 +41,6 @@ fn options(allocation: FilterAllocation, memtable_size: usize) -> Options {
         max_subcompactions: 1,
         ..Options::default()
     }
-}
-
-/// The 16-byte key of number `i` (even: present, odd: missing between two present ones).
-fn key(i: u64) -> [u8; 16] {
-    let mut k = [0u8; 16];
-    k[8..].copy_from_slice(&i.to_be_bytes());
-    k
 }
 
 struct Outcome {

@@ -10,11 +10,9 @@ use siftdb::options::{Compression, FilterConfig, FilterPolicy, StaticFilterKind}
 use siftdb::storage::{MemStorage, Storage};
 use siftdb::{Db, Error, KeyspaceOptions, Options, WriteBatch, WriteOptions};
 use std::path::Path;
-use std::sync::Arc;
 
-fn mem_options(storage: &MemStorage) -> Options {
-    Options { storage: Some(Arc::new(storage.clone())), ..Options::default() }
-}
+mod common;
+use common::mem_options;
 
 fn keys(it: impl Iterator<Item = siftdb::Result<(Vec<u8>, Vec<u8>)>>) -> Vec<(Vec<u8>, Vec<u8>)> {
     it.collect::<siftdb::Result<_>>().unwrap()

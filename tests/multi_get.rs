@@ -3,24 +3,16 @@
 //! to single lookups; and a corrupt block failing only the keys that need it.
 
 use siftdb::filter::rng::SplitMix64;
-use siftdb::{CompactionOptions, Db, Error, Options, WriteBatch};
+use siftdb::{Db, Error, Options, WriteBatch};
 use std::path::Path;
 
-fn key(i: u64) -> Vec<u8> {
-    format!("user{i:08}").into_bytes()
-}
+mod common;
+use common::{small_tree, user_key as key};
 
 fn options() -> Options {
-    Options {
-        memtable_size: 256 << 10,
-        compaction: CompactionOptions {
-            target_file_size: 256 << 10,
-            max_bytes_for_level_base: 1 << 20,
-            l0_compaction_trigger: 8,
-            ..CompactionOptions::default()
-        },
-        ..Options::default()
-    }
+    let mut o = small_tree(256 << 10);
+    o.compaction.l0_compaction_trigger = 8;
+    o
 }
 
 /// 30,000 keys (even numbers) in several levels, then overwrites and deletes left in L0 files

@@ -5,30 +5,20 @@
 //! block that fails verification fails only the keys that need it.
 
 use siftdb::filter::rng::SplitMix64;
-use siftdb::{CompactionOptions, Db, Error, Options, WriteBatch};
+use siftdb::{Db, Error, Options, WriteBatch};
 use std::path::Path;
 
-fn key(i: u64) -> Vec<u8> {
-    format!("user{i:08}").into_bytes()
-}
+mod common;
+use common::{small_tree, user_key as key};
 
 fn disk_dir() -> tempfile::TempDir {
     tempfile::tempdir_in("/var/tmp").unwrap()
 }
 
 fn options(cache: usize) -> Options {
-    Options {
-        memtable_size: 256 << 10,
-        block_cache_bytes: cache,
-        direct_reads: true,
-        compaction: CompactionOptions {
-            target_file_size: 256 << 10,
-            max_bytes_for_level_base: 1 << 20,
-            l0_compaction_trigger: 8,
-            ..CompactionOptions::default()
-        },
-        ..Options::default()
-    }
+    let mut o = Options { block_cache_bytes: cache, direct_reads: true, ..small_tree(256 << 10) };
+    o.compaction.l0_compaction_trigger = 8;
+    o
 }
 
 /// 40,000 keys (even numbers) over several levels, then overwrites and deletes left in two L0

@@ -13,9 +13,8 @@ use siftdb::storage::{FsStorage, Storage};
 use siftdb::{CompactionOptions, Db, Options, StaticFilterKind};
 use std::path::Path;
 
-fn key(i: u64) -> Vec<u8> {
-    format!("key{i:07}").into_bytes()
-}
+mod common;
+use common::{key, ticker};
 
 fn base(partition: bool) -> Options {
     Options {
@@ -85,10 +84,6 @@ fn answers(db: &Db) -> Vec<String> {
         }
     }
     out
-}
-
-fn ticker(db: &Db, name: &str) -> u64 {
-    db.stats().tickers().into_iter().find(|(n, _)| *n == name).unwrap().1
 }
 
 /// (format version, filter partitions, index partitions) of every table the manifest names.

@@ -3,21 +3,12 @@
 
 use siftdb::storage::{DirLock, FsStorage, RandomAccessFile, Storage, WritableFile};
 use siftdb::{Db, Error, Options, Result, WriteBatch, WriteOptions};
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// Every file of `dir` by name with its bytes.
-fn contents(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| {
-            let e = e.unwrap();
-            (e.file_name().into_string().unwrap(), std::fs::read(e.path()).unwrap())
-        })
-        .collect()
-}
+mod common;
+use common::contents;
 
 fn newest_wal(dir: &Path) -> PathBuf {
     let mut wals: Vec<_> = std::fs::read_dir(dir)

@@ -11,16 +11,15 @@
 //!   would keep replaced files on disk).
 
 use siftdb::filter::rng::SplitMix64;
-use siftdb::{CompactionOptions, Db, Options, WriteBatch};
+use siftdb::{Db, Options, WriteBatch};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 
+mod common;
+use common::{key6 as key, small_tree};
+
 const KEYS: u64 = 4_000;
 const GENERATIONS: u64 = 12;
-
-fn key(i: u64) -> Vec<u8> {
-    format!("key{i:06}").into_bytes()
-}
 
 fn value(i: u64, generation: u64) -> Vec<u8> {
     format!("{i:06}:{generation:04}:{}", "v".repeat(40)).into_bytes()
@@ -33,15 +32,7 @@ fn decode(v: &[u8]) -> (u64, u64) {
 }
 
 fn options() -> Options {
-    Options {
-        memtable_size: 64 << 10,
-        compaction: CompactionOptions {
-            target_file_size: 64 << 10,
-            max_bytes_for_level_base: 256 << 10,
-            ..CompactionOptions::default()
-        },
-        ..Options::default()
-    }
+    small_tree(64 << 10)
 }
 
 /// Lookups done by one reader: plain gets and gets through snapshots.

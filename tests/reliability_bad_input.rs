@@ -10,15 +10,8 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
-fn contents(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| {
-            let e = e.unwrap();
-            (e.file_name().into_string().unwrap(), std::fs::read(e.path()).unwrap())
-        })
-        .collect()
-}
+mod common;
+use common::contents;
 
 /// Opens `dir` with `create_if_missing`, expecting an error that contains `needle`, and checks
 /// the directory did not change.

@@ -9,7 +9,8 @@ use siftdb::inspect::manifest::{recover, FileMeta, VersionEdit};
 use siftdb::storage::{FsStorage, MemStorage, Storage};
 use siftdb::{Db, Error, KeyspaceOptions, Options, WriteOptions};
 use std::path::Path;
-use std::sync::Arc;
+
+mod common;
 
 const SYNC: WriteOptions = WriteOptions { sync: true };
 
@@ -224,11 +225,7 @@ fn disjoint_tables_on_a_sorted_level_open_including_equal_keys_of_two_keyspaces(
 }
 
 fn mem_options(storage: &MemStorage, create: bool) -> Options {
-    Options {
-        storage: Some(Arc::new(storage.clone())),
-        create_if_missing: create,
-        ..Options::default()
-    }
+    Options { create_if_missing: create, ..common::mem_options(storage) }
 }
 
 #[test]

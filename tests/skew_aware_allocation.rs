@@ -12,6 +12,10 @@ use siftdb::{
 use std::path::Path;
 use std::sync::Arc;
 
+mod common;
+// Key numbers: even present, odd missing between two present ones.
+use common::key16 as key;
+
 fn options(policy: FilterPolicy) -> Options {
     Options {
         memtable_size: 4 << 20,
@@ -35,13 +39,6 @@ fn policy(compaction: StaticFilterKind, allocation: FilterAllocation) -> FilterP
         allocation,
         optimize_filters_for_hits: false,
     }
-}
-
-/// The 16-byte key of number `i` (even: present, odd: missing between two present ones).
-fn key(i: u64) -> [u8; 16] {
-    let mut k = [0u8; 16];
-    k[8..].copy_from_slice(&i.to_be_bytes());
-    k
 }
 
 /// Writes keys `2 i` for `i` in `range` and flushes them to one L0 file.

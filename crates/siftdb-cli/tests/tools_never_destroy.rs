@@ -16,7 +16,7 @@ fn siftdb(args: &[&str], dir_args: &[(&str, &Path)]) -> Output {
 }
 
 // One copy of the helper, shared with the engine's tests/db_destroy.rs.
-#[path = "../../../tests/tree_snapshot/mod.rs"]
+#[path = "../../../tests/common/tree_snapshot.rs"]
 mod tree_snapshot;
 use tree_snapshot::snapshot;
 

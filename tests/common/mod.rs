@@ -1,0 +1,71 @@
+//! Helpers shared by the engine's integration tests (tests/*.rs), each binary bringing them in
+//! with `mod common;`. Only helpers whose behaviour is the same in every test using them live
+//! here; a test whose key format or options its assertions were sized for keeps its own.
+
+// Every test binary compiles this whole module but uses only a part of it.
+#![allow(dead_code)]
+
+pub mod tree_snapshot;
+
+use siftdb::storage::MemStorage;
+use siftdb::{CompactionOptions, Db, Options};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+/// `key` and `i` in seven zero-padded digits (`key0000042`): byte order is numeric order.
+pub fn key(i: u64) -> Vec<u8> {
+    format!("key{i:07}").into_bytes()
+}
+
+/// `key` and `i` in six zero-padded digits (`key000042`).
+pub fn key6(i: u64) -> Vec<u8> {
+    format!("key{i:06}").into_bytes()
+}
+
+/// `user` and `i` in eight zero-padded digits (`user00000042`).
+pub fn user_key(i: u64) -> Vec<u8> {
+    format!("user{i:08}").into_bytes()
+}
+
+/// 16-byte key: eight zero bytes, then `i` big-endian, so byte order is numeric order.
+pub fn key16(i: u64) -> [u8; 16] {
+    let mut k = [0u8; 16];
+    k[8..].copy_from_slice(&i.to_be_bytes());
+    k
+}
+
+/// Default options over the in-memory storage `storage` (a clone shares its files).
+pub fn mem_options(storage: &MemStorage) -> Options {
+    Options { storage: Some(Arc::new(storage.clone())), ..Options::default() }
+}
+
+/// A tree that grows levels after little data: memtables and table files of `size` bytes and a
+/// first level of four tables, so a few MiB of writes reach several levels.
+pub fn small_tree(size: usize) -> Options {
+    Options {
+        memtable_size: size,
+        compaction: CompactionOptions {
+            target_file_size: size as u64,
+            max_bytes_for_level_base: 4 * size as u64,
+            ..CompactionOptions::default()
+        },
+        ..Options::default()
+    }
+}
+
+/// The value of the statistics ticker `name`.
+pub fn ticker(db: &Db, name: &str) -> u64 {
+    db.stats().tickers().into_iter().find(|(n, _)| *n == name).unwrap().1
+}
+
+/// Every file directly in `dir` by name with its bytes.
+pub fn contents(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (e.file_name().into_string().unwrap(), std::fs::read(e.path()).unwrap())
+        })
+        .collect()
+}
