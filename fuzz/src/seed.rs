@@ -4,12 +4,12 @@
 //! Run by `run_all.sh` before fuzzing: `cargo run --release --bin seed`.
 
 use siftdb::filter::prelude::*;
+use siftdb::filter::rng::SplitMix64;
 use siftdb::filter::{
     BinaryFuse16, BinaryFuse4Wise16, BinaryFuse4Wise8, BinaryFuse8, BlockedBloom, BumpedRibbon,
     CountingBloom, PackedBinaryFuse, Ribbon, ScalableBloom, SplitBlockBloom, StandardBloom,
     TwoBitBloom, Xor16, Xor8,
 };
-use siftdb::filter::rng::SplitMix64;
 use siftdb::storage::{MemStorage, Storage};
 use siftdb::{Compression, Db, Options};
 use std::path::Path;

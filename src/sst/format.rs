@@ -5,7 +5,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::indexing_slicing))]
 
 use crate::error::{Error, Result};
-use crate::sst::codec;
+use crate::sst::compression;
 use crate::sst::Compression;
 
 /// Bytes after every block's contents: compression type u8, crc32 u32.
@@ -129,7 +129,7 @@ pub fn frame_block(raw: &[u8], compression: Compression) -> Result<(Vec<u8>, u8)
 /// used; the block's framed bytes are `out[old_len..]`.
 pub fn frame_block_into(raw: &[u8], compression: Compression, out: &mut Vec<u8>) -> Result<u8> {
     let start = out.len();
-    if let Some(ctype) = codec::compress(raw, compression, out)? {
+    if let Some(ctype) = compression::compress(raw, compression, out)? {
         if out.len() - start < raw.len() - raw.len() / 8 {
             push_trailer(out, start, ctype);
             return Ok(ctype);
@@ -201,7 +201,7 @@ fn decode_contents(
             out.extend_from_slice(contents);
             Ok(out)
         }
-        t @ (COMPRESSION_ZSTD | COMPRESSION_LZ4) => codec::decompress(t, contents, alloc),
+        t @ (COMPRESSION_ZSTD | COMPRESSION_LZ4) => compression::decompress(t, contents, alloc),
         t => Err(Error::corruption(
             format!("unknown block compression type {t}"),
             Some(contents.len() as u64),

@@ -20,7 +20,7 @@ mod block;
 mod block_iter;
 mod buffers;
 mod builder;
-mod codec;
+mod compression;
 mod counters;
 pub mod format;
 pub(crate) mod index;
