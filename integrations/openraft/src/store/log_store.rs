@@ -203,7 +203,10 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
     async fn truncate(&mut self, log_id: LogId<NodeId>) -> Result<(), StorageError<NodeId>> {
         let mut b = WriteBatch::new();
-        b.delete_range_in(&self.shared.log, log_key(log_id.index)..PAST_LAST_KEY);
+        b.delete_range_in(
+            &self.shared.log,
+            log_key(log_id.index).as_slice()..PAST_LAST_KEY.as_slice(),
+        );
         self.write(b, true).map_err(|e| StorageIOError::write_logs(to_any(e)))?;
         Ok(())
     }
@@ -219,7 +222,9 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         );
         match log_id.index.checked_add(1) {
             Some(end) => b.delete_range_in(&self.shared.log, log_key(0)..log_key(end)),
-            None => b.delete_range_in(&self.shared.log, log_key(0)..PAST_LAST_KEY),
+            None => {
+                b.delete_range_in(&self.shared.log, log_key(0).as_slice()..PAST_LAST_KEY.as_slice())
+            }
         };
         // Synced: this also makes every state-machine write before it durable, so the applied
         // state read back after power loss is never behind the purge point (README.md).
