@@ -197,19 +197,22 @@ pub enum FilterAllocation {
     /// Monkey (Dayan, Athanassoulis and Idreos, SIGMOD 2017): a total budget of
     /// `bits_per_key` filter bits per entry over levels 1 and deeper, split so that each level's
     /// FPR is proportional to its number of entries (the optimum of the sum of FPRs a
-    /// missing-key lookup pays; design.md#monkey). Levels whose share reaches FPR
-    /// 1 get no filter.
+    /// missing-key lookup pays; design.md#monkey), but no worse than a classic Bloom filter of
+    /// `bits_per_key` on any level.
     Monkey {
         /// Average filter bits per entry over all compacted levels.
         bits_per_key: f64,
     },
     /// Every run of the tree, L0 included (design.md#all-runs): a total
-    /// budget of `bits_per_key` filter bits per key over L0 (counted as
-    /// `l0_compaction_trigger - 1` files of one memtable's keys) and every level, split so that a
+    /// budget of `bits_per_key` filter bits per key over L0 and every level, split so that a
     /// missing-key lookup's expected wasted block reads are smallest, each run on its own
-    /// kind's FPR curve. The flush filter keeps its kind and takes its bits per key from the
-    /// allocation (the `bits_per_key` in [`FilterPolicy::flush`] is not used); each compaction
-    /// output's FPR is derived from the tree's shape when it is written.
+    /// kind's FPR curve. L0 counts as the L0 files the tree has (plus the memtables on their way
+    /// there), and while writes go on at least `(l0_compaction_trigger - 1) / 2` files of one
+    /// memtable's keys, L0's mean occupancy; a compacted or read-mostly tree keeps nothing back
+    /// for L0. No level gets a worse FPR than a classic Bloom filter of `bits_per_key` (0.82%
+    /// at 10). The flush filter keeps its kind and takes its bits per key from the allocation
+    /// (the `bits_per_key` in [`FilterPolicy::flush`] is not used); each compaction output's
+    /// FPR is derived from the tree's shape when it is written.
     AllRuns {
         /// Average filter bits per key over every run.
         bits_per_key: f64,

@@ -100,7 +100,10 @@ fn fail(inner: &DbInner, e: &Error) {
 /// Runs one picked compaction against the current version and installs it. The caller holds
 /// `compaction_lock`.
 pub(crate) fn run_pick(inner: &DbInner, p: &Pick) -> Result<()> {
-    let v = inner.super_version().version.clone();
+    let sv = inner.super_version();
+    let v = sv.version.clone();
+    let writes = super::plan::writes_of(&sv);
+    drop(sv);
     let get = |level: usize, n: u64| {
         v.file(level, n)
             .cloned()
@@ -148,8 +151,9 @@ pub(crate) fn run_pick(inner: &DbInner, p: &Pick) -> Result<()> {
         entries: inputs.iter().map(|f| f.meta.entries).sum(),
         bytes: inputs.iter().map(|f| f.meta.size).sum(),
     };
+    let absent = absent_share(inner);
     let mut shape =
-        tree_shape(&inner.opts, &v, (l0_runs, l0_run_keys), absent_share(inner), Some(moved));
+        tree_shape(&inner.opts, &v, (l0_runs, l0_run_keys), absent, Some(moved), writes);
     // The output level weighs at least the keys written into it (a level below the deepest is
     // weighed at its capacity, which an overfull one exceeds).
     let written: u64 = runs.iter().flatten().map(|f| f.meta.entries).sum();

@@ -240,7 +240,12 @@ fn finish_l0(
     let set = inner.keyspaces.load();
     let layout = Layout::of(&inner.opts, &set, o.keyspace, 0);
     let v = inner.super_version().version.clone();
-    let shape = super::plan::live_shape(inner, &v, super::plan::l0_runs_beside(&v, 0, 1));
+    let shape = super::plan::live_shape(
+        inner,
+        &v,
+        super::plan::l0_runs_beside(&v, 0, 1),
+        crate::filter_plan::Writes::Ongoing,
+    );
     let planned = filter_plan::l0_filter(&layout.policy, &shape);
     let mut builder = o.builder;
     builder.set_keyspace(o.keyspace);

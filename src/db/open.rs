@@ -198,7 +198,14 @@ fn recover_files(
     };
     // The replayed memtable will be one more L0 run.
     let l0_runs = super::plan::l0_runs_beside(&version, 0, 1);
-    let shape = super::plan::tree_shape(opts, &version, (l0_runs, l0_run_keys), vec![], None);
+    let shape = super::plan::tree_shape(
+        opts,
+        &version,
+        (l0_runs, l0_run_keys),
+        vec![],
+        None,
+        crate::filter_plan::Writes::Ongoing,
+    );
     let replay_wal = wals.first().copied().unwrap_or(0);
     let replayed = Arc::new(new_memtable(opts, &shape, replay_wal, replay_keys));
     let mut last_seq = state.last_sequence;

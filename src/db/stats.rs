@@ -440,7 +440,7 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
     let c = &inner.counters;
     // The plan of the next compaction output: beside the L0 files there are now.
     let l0 = super::plan::l0_runs_beside(&sv.version, 0, 0);
-    let shape = super::plan::live_shape(inner, &sv.version, l0);
+    let shape = super::plan::live_shape(inner, &sv.version, l0, super::plan::writes_of(&sv));
     let plan = crate::filter_plan::plan(&inner.opts.filter_policy, &shape);
     let levels = (0..NUM_LEVELS)
         .map(|level| {

@@ -309,7 +309,8 @@ pub(crate) fn rotate(inner: &DbInner, w: &mut WriterState) -> Result<()> {
     // When the new memtable is flushed, the frozen ones (`old.imm` and `old.mem`) will have
     // gone to L0 before it.
     let l0 = super::plan::l0_runs_beside(&old.version, 0, old.imm.len() + 2);
-    let shape = super::plan::live_shape(inner, &old.version, l0);
+    let shape =
+        super::plan::live_shape(inner, &old.version, l0, crate::filter_plan::Writes::Ongoing);
     let mem = Arc::new(new_memtable(&inner.opts, &shape, number, expected));
     w.wal = WalWriter::new(file);
     w.wal_number = number;

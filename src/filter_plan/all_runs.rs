@@ -12,9 +12,8 @@
 //! and standard Bloom flush filters are taken as such curves too. The default flush filter
 //! is a two-bit Bloom filter whose FPR falls much more slowly with memory (its `f(b)` flattens
 //! past about 20 bits per key, since it sets only two bits per key), so its runs are solved
-//! on its own curve, `BloomShape::theoretical_fpr` tabulated ([`TwoBitCurve`]). L0 counts as
-//! `l0_compaction_trigger - 1` runs of one memtable's keys each (the most files L0 keeps while
-//! no compaction is due), just as Monkey counts levels at capacity.
+//! on its own curve, `BloomShape::theoretical_fpr` tabulated ([`TwoBitCurve`]). How many L0
+//! runs the shape counts is [`super::tree_shape`]'s rule.
 //!
 //! Kinds whose FPR is fixed by their fingerprint width (binary fuse, xor) keep it; the other
 //! runs share what is left. The memtable's two-bit filter has a power-of-two number of words,

@@ -24,7 +24,7 @@ pub mod shape;
 pub use all_runs::{flush_filter_bits, lookup_weights};
 pub use flush::memtable_filter_bits;
 pub use monkey::LevelMove;
-pub use shape::{l0_runs_beside, move_shape, tree_shape, LevelCounts, TreeShape};
+pub use shape::{l0_runs_beside, move_shape, tree_shape, LevelCounts, TreeShape, Writes};
 
 use crate::filter::prelude::*;
 use crate::filter::{BlockedBloom, PackedBinaryFuse, StandardBloom, TwoBitBloom};
@@ -164,11 +164,11 @@ pub fn level_filter(policy: &FilterPolicy, level: usize, shape: &TreeShape) -> L
             let levels: Vec<f64> = shape.levels.iter().skip(1).copied().collect();
             let c = kind.bits_per_log2_at(shape.file_keys);
             let p = monkey_fprs(&levels, *bits_per_key, c);
-            p.get(level - 1).copied().unwrap_or(1.0)
+            p.get(level - 1).copied().unwrap_or(1.0).min(classic_bloom_fpr(*bits_per_key))
         }
         FilterAllocation::AllRuns { bits_per_key } => {
             let a = allocate(shape, policy.flush, kind, *bits_per_key, false);
-            a.level_fprs.get(level).copied().unwrap_or(1.0)
+            a.level_fprs.get(level).copied().unwrap_or(1.0).min(classic_bloom_fpr(*bits_per_key))
         }
         FilterAllocation::SkewAware { bits_per_key } => {
             let a = allocate(shape, policy.flush, kind, *bits_per_key, true);
@@ -188,6 +188,20 @@ pub fn level_filter(policy: &FilterPolicy, level: usize, shape: &TreeShape) -> L
         return LevelFilter { kind, fpr: 2f64.powi(-(bits as i32)) };
     }
     LevelFilter { kind, fpr: fpr.max(MIN_FPR) }
+}
+
+/// The FPR of a classic Bloom filter of `bits_per_key` with its best whole number of probes:
+/// the most any compacted level may get under a budget of `bits_per_key`
+/// ([`FilterAllocation::AllRuns`], `Monkey`). Minimising the tree's wasted reads alone would
+/// give the deepest level more than this when L0 or upper levels take a large share (a small
+/// or growing tree); a user who configures RocksDB's 10 bits per key expects no file to filter
+/// worse than RocksDB's (design.md#all-runs, "The floor").
+pub fn classic_bloom_fpr(bits_per_key: f64) -> f64 {
+    if bits_per_key <= 0.0 {
+        return 1.0;
+    }
+    let probes = <StandardBloom as BloomShape>::probes_for_bits_per_key(bits_per_key);
+    <StandardBloom as BloomShape>::theoretical_fpr(bits_per_key, probes)
 }
 
 /// The filter of L0 files in a tree of `shape`: the policy's flush filter, with its bits per
@@ -347,21 +361,71 @@ mod tests {
     fn the_shape_counts_l0_at_least_at_its_mean_occupancy_and_prices_output_files() {
         let copts = crate::options::CompactionOptions::default();
         let counts = LevelCounts { entries: vec![0, 1000, 0, 0], bytes: vec![0, 100_000, 0, 0] };
-        let s = tree_shape(&copts, &counts, (0, 500), vec![]);
+        let s = tree_shape(&copts, &counts, (0, 500), vec![], Writes::Ongoing);
         let floor = copts.l0_compaction_trigger.saturating_sub(1) as f64 / 2.0;
         assert_eq!(s.l0_runs, floor);
-        assert_eq!(tree_shape(&copts, &counts, (9, 500), vec![]).l0_runs, 9.0f64.max(floor));
+        let full = tree_shape(&copts, &counts, (9, 500), vec![], Writes::Ongoing);
+        assert_eq!(full.l0_runs, 9.0f64.max(floor));
+        // A settled tree counts the L0 files it has, none here.
+        assert_eq!(tree_shape(&copts, &counts, (0, 500), vec![], Writes::Settled).l0_runs, 0.0);
+        assert_eq!(tree_shape(&copts, &counts, (2, 500), vec![], Writes::Settled).l0_runs, 2.0);
         assert_eq!(s.l0_run_keys, 500.0);
         // 100 bytes per entry: a target file holds target_file_size / 100 keys.
         assert_eq!(s.file_keys, copts.target_file_size as f64 / 100.0);
         let empty = LevelCounts { entries: vec![0; 4], bytes: vec![0; 4] };
-        assert_eq!(tree_shape(&copts, &empty, (0, 0), vec![]).file_keys, f64::INFINITY);
+        let empty_shape = tree_shape(&copts, &empty, (0, 0), vec![], Writes::Settled);
+        assert_eq!(empty_shape.file_keys, f64::INFINITY);
         assert_eq!(l0_runs_beside(3, 2, 1), 2);
         assert_eq!(l0_runs_beside(1, 4, 0), 0);
         // A move: the entries leave one level for the next.
         let moved = counts.after(Some(LevelMove { from: 1, to: 2, entries: 400, bytes: 40_000 }));
         assert_eq!(moved.entries, vec![0, 600, 400, 0]);
         assert_eq!(moved.bytes, vec![0, 60_000, 40_000, 0]);
+    }
+
+    /// The default policy on the tree shapes of design.md#all-runs's table: a settled tree
+    /// spends its budget on its files (within 5%), and no shape gives a level a worse FPR than
+    /// a classic Bloom filter of the budget.
+    #[test]
+    fn the_default_budget_means_what_it_says_on_every_shape() {
+        let copts = crate::options::CompactionOptions::default();
+        let policy = FilterPolicy::default();
+        let budget = 10.0;
+        let bloom = classic_bloom_fpr(budget);
+        // A classic Bloom filter of 10 bits per key, 7 probes: (1 - e^(-7/10))^7 = 0.00819.
+        assert!((bloom - 0.00819).abs() < 1e-4, "{bloom}");
+        // 100-byte entries; a memtable's worth of keys per L0 run.
+        let shape_of = |levels: &[u64], l0: usize, run_keys: u64, writes: Writes| {
+            let counts = LevelCounts {
+                entries: levels.to_vec(),
+                bytes: levels.iter().map(|n| n * 100).collect(),
+            };
+            tree_shape(&copts, &counts, (l0, run_keys), vec![], writes)
+        };
+        let compacted =
+            |keys: u64| shape_of(&[0, keys, 0, 0, 0, 0, 0], 0, 600_000, Writes::Settled);
+        for keys in [20_000, 1_000_000, 50_000_000] {
+            let s = compacted(keys);
+            let lf = level_filter(&policy, 1, &s);
+            let c = lf.kind.bits_per_log2_at(s.file_keys);
+            let spent = c * (1.0 / lf.fpr).log2();
+            assert!((spent / budget - 1.0).abs() < 0.05, "{keys} keys: {spent} bits/key");
+            assert!(lf.fpr <= bloom, "{keys} keys: {lf:?}");
+        }
+        let shapes = [
+            // Growing: L0 at its mean occupancy beside small levels (the 20K-key complaint).
+            shape_of(&[0, 20_000, 0, 0, 0, 0, 0], 0, 600_000, Writes::Ongoing),
+            shape_of(&[1_200_000, 1_000_000, 0, 0, 0, 0, 0], 2, 600_000, Writes::Ongoing),
+            // Settled over several levels, and with L0 files left behind.
+            shape_of(&[0, 100_000, 1_000_000, 10_000_000, 0, 0, 0], 0, 600_000, Writes::Settled),
+            shape_of(&[1_800_000, 0, 1_000_000, 0, 0, 0, 0], 3, 600_000, Writes::Settled),
+        ];
+        for s in &shapes {
+            for l in 1..s.levels.len() {
+                let lf = level_filter(&policy, l, s);
+                assert!(lf.fpr <= bloom, "level {l} of {s:?}: {lf:?}");
+            }
+        }
     }
 
     #[test]

@@ -46,18 +46,31 @@ impl LevelCounts {
     }
 }
 
+/// Whether the tree is taking writes, which decides how many L0 runs a new filter is planned
+/// beside (design.md#all-runs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Writes {
+    /// The memtables hold entries: L0 will fill again, so it is counted at least at its mean
+    /// occupancy.
+    Ongoing,
+    /// The memtables are empty (a compacted, bulk-loaded or read-mostly tree): L0 is counted as
+    /// the runs it holds, and a tree without L0 files keeps no budget back for them.
+    Settled,
+}
+
 /// The runs of a tree of `counts` as filter allocation sees them: L0 as the `l0_runs` runs the
-/// filter being sized will share the tree with ([`l0_runs_beside`]), but at least
-/// `(l0_compaction_trigger - 1) / 2`, L0's mean occupancy while writes go on (it climbs from 0
-/// to the trigger and a compaction empties it), each of `l0_run_keys` keys (the last flushed
-/// memtable's); the levels weighted by [`level_weights`]; and each level's share of lookups of
-/// keys it does not hold (`absent_share`; empty at open, before any lookup).
-/// design.md#all-runs says why the mean.
+/// filter being sized will share the tree with ([`l0_runs_beside`]), and while `writes` are
+/// [`Writes::Ongoing`] at least `(l0_compaction_trigger - 1) / 2`, L0's mean occupancy while
+/// writes go on (it climbs from 0 to the trigger and a compaction empties it), each of
+/// `l0_run_keys` keys (the last flushed memtable's); the levels weighted by [`level_weights`];
+/// and each level's share of lookups of keys it does not hold (`absent_share`; empty at open,
+/// before any lookup). design.md#all-runs says why the mean, and why not for a settled tree.
 pub fn tree_shape(
     copts: &CompactionOptions,
     counts: &LevelCounts,
     (l0_runs, l0_run_keys): (usize, u64),
     absent_share: Vec<f64>,
+    writes: Writes,
 ) -> TreeShape {
     let (entries, bytes) = (&counts.entries, &counts.bytes);
     // Keys of one output file, from the mean entry size of the levels below L0.
@@ -68,8 +81,12 @@ pub fn tree_shape(
     } else {
         copts.target_file_size as f64 * below_entries as f64 / below_bytes as f64
     };
+    let floor = match writes {
+        Writes::Ongoing => copts.l0_compaction_trigger.saturating_sub(1) as f64 / 2.0,
+        Writes::Settled => 0.0,
+    };
     TreeShape {
-        l0_runs: (l0_runs as f64).max(copts.l0_compaction_trigger.saturating_sub(1) as f64 / 2.0),
+        l0_runs: (l0_runs as f64).max(floor),
         l0_run_keys: l0_run_keys as f64,
         levels: level_weights(copts, entries, bytes),
         absent_share,
