@@ -17,7 +17,8 @@
 //! little-endian counter, so each write depends on what the transaction read.
 
 use crate::hist::Histogram;
-use crate::keys::{make_key, ValueGen};
+use crate::key_layout::KeyLayout;
+use crate::keys::ValueGen;
 use crate::result_line::ThreadStats;
 use crate::workloads::{run_threads, Budget};
 use crate::zipf::ScrambledZipfian;
@@ -107,15 +108,16 @@ impl TxWorkload {
     }
 }
 
-/// What to run: the workload over keys `0..num` of `key_size` bytes (db_bench keys), values of
+/// What to run: the workload over key numbers `0..layout.num` at `layout`'s spacing, keys of
+/// `key_size` bytes (db_bench keys), values of
 /// `value_size` bytes for blind writes, on `threads` threads seeded `seed + i`, each stopping
 /// after `ops` committed transactions or, when `duration_secs > 0`, after that many seconds.
 #[derive(Debug, Clone, Copy)]
 pub struct TxRun {
     /// The workload.
     pub workload: TxWorkload,
-    /// Keys `0..num` (preloaded by the caller).
-    pub num: u64,
+    /// Key numbers `0..layout.num` (preloaded by the caller) and their spacing.
+    pub layout: KeyLayout,
     /// Key bytes.
     pub key_size: usize,
     /// Value bytes of blind writes (a read-modify-write writes back the size it read).
@@ -257,7 +259,7 @@ fn thread<T: TxEngine>(
     st: &mut ThreadStats,
     out: &mut TxStats,
 ) -> Result<(), T::Error> {
-    let zipf = ScrambledZipfian::new(run.num.max(1));
+    let zipf = ScrambledZipfian::new(run.layout.num.max(1));
     let n = match run.workload {
         TxWorkload::Rmw(n) | TxWorkload::BlindTx(n) | TxWorkload::BlindBatch(n) => n,
     };
@@ -269,7 +271,7 @@ fn thread<T: TxEngine>(
     while budget.grant(done, 1) == 1 {
         // Keys and values chosen before timing: generator cost stays out of the latency.
         for k in keys.iter_mut() {
-            make_key(zipf.next(rng), run.key_size, k);
+            run.layout.key(zipf.next(rng), run.key_size, k);
         }
         if !matches!(run.workload, TxWorkload::Rmw(_)) {
             for v in vals.iter_mut() {
@@ -407,7 +409,7 @@ mod tests {
     fn spec(workload: TxWorkload, threads: usize) -> TxRun {
         TxRun {
             workload,
-            num: 50,
+            layout: KeyLayout { num: 50, spacing: 1 },
             key_size: 16,
             value_size: 24,
             threads,

@@ -414,7 +414,7 @@ fn main() -> R<()> {
                     h.tx.as_ref().expect("opened transactional: a tx benchmark is listed");
                 let run = TxRun {
                     workload: TxWorkload::parse(w).expect("matched above"),
-                    num,
+                    layout: KeyLayout { num, spacing: 1 },
                     key_size: kz,
                     value_size: vz,
                     threads: f.threads,
