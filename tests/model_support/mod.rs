@@ -9,6 +9,8 @@
 
 #![allow(dead_code)]
 
+pub mod serializability;
+
 use proptest::prelude::*;
 use siftdb::filter::rng::SplitMix64;
 use siftdb::{Db, Keyspace, KeyspaceOptions, Options, WriteBatch};

@@ -3,15 +3,20 @@
 //! key and value generation, the key layout of the scan benchmarks, the thread runner and read
 //! budget of the workloads, and the result line; the filter survey (FPR, space and speed of
 //! every filter kind) behind `siftdb readamp`'s plot and the filter examples. Also the demo's load loop, shared by
-//! `siftdb demo`, `siftdb readamp` and the `point_lookups` example.
+//! `siftdb demo`, `siftdb readamp` and the `point_lookups` example; YCSB's request
+//! distributions and a latency histogram (`siftdb ycsb`); and the transaction workloads behind
+//! the [`txn::TxEngine`] trait that siftdb and each peer implement.
 //!
 //! Only [`load`] uses siftdb's engine; the other modules are engine-agnostic.
 
 #![warn(missing_docs)]
 
+pub mod hist;
 pub mod key_layout;
 pub mod keys;
 pub mod load;
 pub mod result_line;
 pub mod survey;
+pub mod txn;
 pub mod workloads;
+pub mod zipf;

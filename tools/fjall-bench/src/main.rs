@@ -13,15 +13,26 @@
 //! `compact` calls fjall's `major_compact`. `--use_existing_db=1` opens the database an earlier
 //! run left at `--db` (scripts/scale.sh) and skips the fill benchmarks; `readwhilewriting` runs
 //! `--threads` readers and one writer, as in siftdb bench.
+//!
+//! Transaction benchmarks (siftdb-bench-kit's `txn` module: `txrmw[N]`, `txblind[N]`,
+//! `batchblind[N]`) run through fjall's optimistic transactions (`OptimisticTxDatabase`,
+//! serializable snapshot isolation): when one is listed the database is opened as an
+//! `OptimisticTxDatabase` and the other benchmarks use its inner database and keyspace, which
+//! is what a plain `Database` is. `batchblind` writes a batch of that inner database. Each
+//! thread runs `--reads` transactions, or `--duration` seconds when given.
 
 // The key/value generators, the thread runner, the read loop and the result line are siftdb
 // bench's own (siftdb-bench-kit), so both tools do the same work and print the same line
 // (scripts/compare.sh relies on it).
-use fjall::{Database, Keyspace, KeyspaceCreateOptions};
+use fjall::{
+    Database, Keyspace, KeyspaceCreateOptions, OptimisticTxDatabase, OptimisticTxKeyspace,
+    OptimisticWriteTx, Readable,
+};
 use siftdb::filter::rng::SplitMix64;
 use siftdb_bench_kit::key_layout::KeyLayout;
 use siftdb_bench_kit::keys::{make_key, ValueGen};
 use siftdb_bench_kit::result_line::ThreadStats as St;
+use siftdb_bench_kit::txn::{self, TxEngine, TxError, TxRun, TxWorkload};
 use siftdb_bench_kit::workloads::{self, Body, Budget};
 use std::collections::HashMap;
 
@@ -43,6 +54,8 @@ struct Flags {
     l0_trigger: Option<u8>,
     /// Open the database at `--db` as it is: fill benchmarks are skipped (db_bench's flag).
     use_existing_db: bool,
+    /// Seconds per transaction benchmark, 0 for `--reads` transactions per thread.
+    duration: u64,
 }
 
 fn parse() -> Result<Flags, String> {
@@ -96,6 +109,7 @@ fn parse() -> Result<Flags, String> {
             .map(|_| num_of(&m, "level0_file_num_compaction_trigger", 4))
             .transpose()?
             .map(|v| v.clamp(1, 255) as u8),
+        duration: num_of(&m, "duration", 0)?.max(0) as u64,
         use_existing_db: match m.get("use_existing_db").map(String::as_str) {
             None | Some("0" | "false") => false,
             Some("1" | "true") => true,
@@ -113,6 +127,7 @@ fn parse() -> Result<Flags, String> {
         "seed",
         "db",
         "use_existing_db",
+        "duration",
         "bloom_bits",
         "compression_type",
         "write_buffer_size",
@@ -192,9 +207,19 @@ fn check_fresh(path: &std::path::Path) -> R<bool> {
     Ok(names.iter().any(|n| n == "fjall"))
 }
 
-/// Opens the database in `path/fjall`. When `fresh`, `path` must pass [`check_fresh`]; only an
-/// earlier run's `fjall` subdirectory is deleted, then `path` is marked as fjall-bench's.
-fn open(path: &std::path::Path, f: &Flags, fresh: bool) -> R<(Database, Keyspace)> {
+/// The open database: its plain handles, and its transactional ones when it was opened as an
+/// `OptimisticTxDatabase` (the plain handles are then its inner ones).
+struct Handles {
+    /// Kept open for the run; benchmarks use the keyspace.
+    _db: Database,
+    ks: Keyspace,
+    tx: Option<(OptimisticTxDatabase, OptimisticTxKeyspace)>,
+}
+
+/// Opens the database in `path/fjall`, as an `OptimisticTxDatabase` when `tx`. When `fresh`,
+/// `path` must pass [`check_fresh`]; only an earlier run's `fjall` subdirectory is deleted,
+/// then `path` is marked as fjall-bench's.
+fn open(path: &std::path::Path, f: &Flags, fresh: bool, tx: bool) -> R<Handles> {
     if fresh {
         if check_fresh(path)? {
             std::fs::remove_dir_all(path.join("fjall"))?;
@@ -202,9 +227,79 @@ fn open(path: &std::path::Path, f: &Flags, fresh: bool) -> R<(Database, Keyspace
         std::fs::create_dir_all(path)?;
         std::fs::write(path.join(MARKER), "a database directory created by fjall-bench\n")?;
     }
+    if tx {
+        let db =
+            OptimisticTxDatabase::builder(path.join("fjall")).cache_size(f.cache_size).open()?;
+        let ks = db.keyspace("default", || keyspace_options(f))?;
+        let plain = (db.inner().clone(), ks.inner().clone());
+        return Ok(Handles { _db: plain.0, ks: plain.1, tx: Some((db, ks)) });
+    }
     let db = Database::builder(path.join("fjall")).cache_size(f.cache_size).open()?;
     let ks = db.keyspace("default", || keyspace_options(f))?;
-    Ok((db, ks))
+    Ok(Handles { _db: db, ks, tx: None })
+}
+
+/// fjall's optimistic transactions for siftdb-bench-kit's transaction workloads.
+struct FjallTx<'a> {
+    db: &'a OptimisticTxDatabase,
+    ks: &'a OptimisticTxKeyspace,
+}
+
+type BoxErr = Box<dyn std::error::Error + Send + Sync>;
+
+fn engine_err(e: fjall::Error) -> TxError<BoxErr> {
+    TxError::Engine(e.into())
+}
+
+impl TxEngine for FjallTx<'_> {
+    type Tx<'t>
+        = OptimisticWriteTx
+    where
+        Self: 't;
+    type Error = BoxErr;
+
+    fn begin(&self) -> Result<OptimisticWriteTx, TxError<BoxErr>> {
+        self.db.write_tx().map_err(engine_err)
+    }
+
+    fn get(
+        &self,
+        tx: &mut OptimisticWriteTx,
+        key: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<bool, TxError<BoxErr>> {
+        out.clear();
+        let v = tx.get(self.ks, key).map_err(engine_err)?;
+        if let Some(v) = &v {
+            out.extend_from_slice(v);
+        }
+        Ok(v.is_some())
+    }
+
+    fn put(
+        &self,
+        tx: &mut OptimisticWriteTx,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<(), TxError<BoxErr>> {
+        tx.insert(self.ks, key, value);
+        Ok(())
+    }
+
+    fn commit(&self, tx: OptimisticWriteTx) -> Result<(), TxError<BoxErr>> {
+        match tx.commit().map_err(engine_err)? {
+            Ok(()) => Ok(()),
+            Err(fjall::Conflict) => Err(TxError::Conflict),
+        }
+    }
+
+    fn write_batch(&self, writes: &[(&[u8], &[u8])]) -> Result<(), BoxErr> {
+        let mut b = self.db.inner().batch();
+        for (k, v) in writes {
+            b.insert(self.ks.inner(), *k, *v);
+        }
+        Ok(b.commit()?)
+    }
 }
 
 /// fjall's keyspace options for the db_bench flags (see the module doc).
@@ -267,8 +362,8 @@ fn main() -> R<()> {
         }
     };
     println!(
-        "fjall {} | Keys: {} bytes, Values: {} bytes, Entries: {}",
-        "3.1", f.key_size, f.value_size, f.num
+        "fjall 3.1 | Keys: {} bytes, Values: {} bytes, Entries: {}",
+        f.key_size, f.value_size, f.num
     );
     println!("DB path: [{}]", path.display());
     if f.use_existing_db && !path.join(MARKER).is_file() {
@@ -278,7 +373,8 @@ fn main() -> R<()> {
         )
         .into());
     }
-    let (mut db, mut ks) = open(&path, &f, !f.use_existing_db)?;
+    let tx = f.benchmarks.iter().any(|b| TxWorkload::parse(b).is_some());
+    let mut h = open(&path, &f, !f.use_existing_db, tx)?;
     let mut seed = f.seed;
     for name in f.benchmarks.clone() {
         let base = seed;
@@ -297,12 +393,11 @@ fn main() -> R<()> {
             }
             "fillseq" | "fillrandom" | "overwrite" => {
                 if name != "overwrite" {
-                    drop(ks);
-                    drop(db);
-                    (db, ks) = open(&path, &f, true)?;
+                    drop(h);
+                    h = open(&path, &f, true, tx)?;
                 }
                 let seq = name == "fillseq";
-                let ks = &ks;
+                let ks = &h.ks;
                 parallel(&f, base, &|rng, values, st| {
                     let mut key = Vec::with_capacity(kz);
                     for i in 0..num {
@@ -314,13 +409,32 @@ fn main() -> R<()> {
                     Ok(())
                 })?
             }
-            "readrandom" => parallel(&f, base, &|rng, _, st| read_loop(&ks, &f, kz, rng, st))?,
-            "readmissing" => parallel(&f, base, &|rng, _, st| read_loop(&ks, &f, kz + 1, rng, st))?,
+            w if TxWorkload::parse(w).is_some() => {
+                let (db, ks) =
+                    h.tx.as_ref().expect("opened transactional: a tx benchmark is listed");
+                let run = TxRun {
+                    workload: TxWorkload::parse(w).expect("matched above"),
+                    layout: KeyLayout { num, spacing: 1 },
+                    key_size: kz,
+                    value_size: vz,
+                    threads: f.threads,
+                    seed: base,
+                    ops: f.reads,
+                    duration_secs: f.duration,
+                };
+                let s = txn::run(&FjallTx { db, ks }, &run)?;
+                println!("{}", s.lines(&name));
+                continue;
+            }
+            "readrandom" => parallel(&f, base, &|rng, _, st| read_loop(&h.ks, &f, kz, rng, st))?,
+            "readmissing" => {
+                parallel(&f, base, &|rng, _, st| read_loop(&h.ks, &f, kz + 1, rng, st))?
+            }
             "seekrandom" => parallel(&f, base, &|rng, _, st| {
                 let mut key = Vec::with_capacity(kz);
                 for _ in 0..f.reads {
                     make_key(rng.below(num), kz, &mut key);
-                    if let Some(g) = ks.range(key.as_slice()..).next() {
+                    if let Some(g) = h.ks.range(key.as_slice()..).next() {
                         let (k, v) = g.into_inner()?;
                         if *k == *key {
                             st.found += 1;
@@ -332,9 +446,9 @@ fn main() -> R<()> {
                 st.report_found = true;
                 Ok(())
             })?,
-            "readwhilewriting" => read_while_writing(&ks, &f, base)?,
+            "readwhilewriting" => read_while_writing(&h.ks, &f, base)?,
             "readseq" => parallel(&f, base, &|_, _, st| {
-                for g in ks.iter().take(f.reads as usize) {
+                for g in h.ks.iter().take(f.reads as usize) {
                     let (k, v) = g.into_inner()?;
                     st.bytes += (k.len() + v.len()) as u64;
                     st.done += 1;
@@ -345,15 +459,15 @@ fn main() -> R<()> {
                 let mut key = Vec::with_capacity(kz);
                 for _ in 0..num {
                     make_key(rng.below(num), kz, &mut key);
-                    ks.remove(key.as_slice())?;
+                    h.ks.remove(key.as_slice())?;
                 }
                 st.done = num;
                 Ok(())
             })?,
             "compact" => {
                 let mut st = St::start();
-                ks.rotate_memtable_and_wait()?;
-                ks.major_compact()?;
+                h.ks.rotate_memtable_and_wait()?;
+                h.ks.major_compact()?;
                 st.stop();
                 st.done = 1;
                 st
@@ -361,9 +475,9 @@ fn main() -> R<()> {
             "stats" => {
                 println!(
                     "tables {} (L0 {}), disk space {} B",
-                    ks.table_count(),
-                    ks.l0_table_count(),
-                    ks.disk_space()
+                    h.ks.table_count(),
+                    h.ks.l0_table_count(),
+                    h.ks.disk_space()
                 );
                 continue;
             }

@@ -9,10 +9,12 @@
 //! must not silently run a different configuration than its command line says.
 
 use siftdb_bench_kit::key_layout::{check_prefix_size, RangeFlavour};
+use siftdb_bench_kit::txn::TxWorkload;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-/// The benchmarks rocksdb-bench runs (siftdb bench's list).
+/// The benchmarks rocksdb-bench runs (siftdb bench's list), besides the transaction benchmarks
+/// `txrmw[N]`, `txblind[N]` and `batchblind[N]` (siftdb-bench-kit's `txn` module).
 pub const BENCHMARKS: &[&str] = &[
     "fillseq",
     "fillrandom",
@@ -193,8 +195,12 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Flags, String> {
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
         .collect();
-    if let Some(bad) = benchmarks.iter().find(|b| !BENCHMARKS.contains(&b.as_str())) {
-        return Err(format!("unknown benchmark {bad:?} (known: {})", BENCHMARKS.join(",")));
+    let known = |b: &str| BENCHMARKS.contains(&b) || TxWorkload::parse(b).is_some();
+    if let Some(bad) = benchmarks.iter().find(|b| !known(b.as_str())) {
+        return Err(format!(
+            "unknown benchmark {bad:?} (known: {}, txrmw[N], txblind[N], batchblind[N])",
+            BENCHMARKS.join(",")
+        ));
     }
     let num = g.num("num", POSITIVE)?.unwrap_or(1_000_000);
     let reads = g.num::<i64>("reads", (|x: i64| x >= -1, "-1 (= --num) or a count"))?.unwrap_or(-1);
@@ -328,6 +334,10 @@ mod tests {
         assert!(e.contains("--block_size"), "{e}");
         let e = parse(args("--benchmarks=fillrandom,levelstats")).unwrap_err();
         assert!(e.contains("\"levelstats\""), "{e}");
+        let f = parse(args("--benchmarks=fillseq,txrmw,txrmw10,txblind,batchblind")).unwrap();
+        assert_eq!(f.benchmarks.len(), 5);
+        let e = parse(args("--benchmarks=txrmw0")).unwrap_err();
+        assert!(e.contains("\"txrmw0\""), "{e}");
     }
 
     #[test]

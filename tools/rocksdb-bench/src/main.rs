@@ -8,16 +8,20 @@
 //! (crates/siftdb-cli/src/bench/, crates/siftdb-bench-kit/), so one command line means the same work; flags in `flags.rs`, their
 //! RocksDB options in `engine.rs`, the benchmarks in `workloads.rs`. `--statistics` prints
 //! RocksDB's own statistics in db_bench's format plus the live tables' filter size and entries.
+//! The transaction benchmarks (`txrmw[N]`, `txblind[N]`, `batchblind[N]`) run through
+//! `OptimisticTransactionDB` (`txn.rs`).
 
 // The key/value generators, the key layout of the scan benchmarks, the thread runner, the read
 // budget and the result line are siftdb bench's own (siftdb-bench-kit), so both tools do the
 // same work and print the same line (scripts/compare.sh relies on it).
 mod engine;
 mod flags;
+mod txn;
 mod workloads;
 
 use siftdb_bench_kit::key_layout::{FillStream, KeyLayout, PrefixGen, RangeGen};
 use siftdb_bench_kit::result_line::ThreadStats as St;
+use siftdb_bench_kit::txn::TxWorkload;
 use std::path::PathBuf;
 use workloads::Ctx;
 
@@ -105,6 +109,16 @@ fn run() -> R<()> {
             }
             drop(db);
             db = engine::open(&dir, &opts, true)?;
+        }
+        if let Some(w) = TxWorkload::parse(name) {
+            // The database is reopened as an OptimisticTransactionDB for the benchmark (one open
+            // handle at a time), then as before for the benchmarks after it.
+            drop(db);
+            let st = txn::run(&f, &dir, &opts, w, next_seed)?;
+            next_seed += f.threads as u64;
+            db = engine::open(&dir, &opts, false)?;
+            println!("{}", st.lines(name));
+            continue;
         }
         let mut ctx = Ctx { f: &f, db: &db, next_seed };
         // A line after the result line (seek entries, scan benchmarks' found shares).

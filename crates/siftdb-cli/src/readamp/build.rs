@@ -6,7 +6,6 @@
 //! same files and levels arise whatever the thread timing (the memtable is sized so it never
 //! fills up on its own).
 
-use crate::ycsb::zipf::{fnv1a64, Zipfian};
 use siftdb::filter::prelude::*;
 use siftdb::filter::rng::SplitMix64;
 use siftdb::filter::{BinaryFuse16, BinaryFuse8};
@@ -16,6 +15,7 @@ use siftdb::{
     Result, StaticFilterKind,
 };
 use siftdb_bench_kit::load::{self, decimal_key as key};
+use siftdb_bench_kit::zipf::{fnv1a64, Zipfian};
 use std::path::Path;
 use std::sync::Arc;
 

@@ -15,18 +15,15 @@
 //! `field_count * field_length` bytes (YCSB's 10 fields of 100 bytes, stored as one value; an
 //! update rewrites the whole record, a slight over-statement of YCSB's one-field update).
 
-pub mod hist;
-pub mod zipf;
-
 use crate::dirs;
 use crate::progress;
-use hist::Histogram;
 use siftdb::filter::rng::SplitMix64;
 use siftdb::{Db, Error, Options, Result, WriteBatch};
+use siftdb_bench_kit::hist::Histogram;
+use siftdb_bench_kit::zipf::{fnv1a64, ScrambledZipfian, Zipfian, THETA};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
-use zipf::{fnv1a64, ScrambledZipfian, Zipfian, THETA};
 
 /// Arguments of `siftdb ycsb`.
 #[derive(clap::Args, Debug, Clone)]
