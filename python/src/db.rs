@@ -642,13 +642,17 @@ fn options(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Options> {
             "direct_reads" => o.direct_reads = v.extract()?,
             "max_open_files" => o.max_open_files = v.extract()?,
             "max_subcompactions" => o.max_subcompactions = v.extract()?,
-            "merge_operator" => o.merge_operator = match v.extract::<Option<String>>()?.as_deref() {
-                None => None,
-                Some("u64add") => Some(Arc::new(siftdb::U64AddOperator)),
-                Some(other) => return Err(InvalidArgumentError::new_err(format!(
+            "merge_operator" => {
+                o.merge_operator = match v.extract::<Option<String>>()?.as_deref() {
+                    None => None,
+                    Some("u64add") => Some(Arc::new(siftdb::U64AddOperator)),
+                    Some(other) => {
+                        return Err(InvalidArgumentError::new_err(format!(
                     "invalid argument: merge_operator {other:?} is unknown (built in: \"u64add\")"
-                ))),
-            },
+                )))
+                    }
+                }
+            }
             other => {
                 return Err(InvalidArgumentError::new_err(format!(
                     "invalid argument: unknown option {other:?} (options: {OPTION_NAMES})"
