@@ -540,6 +540,8 @@ impl Iter {
 
 #[pymethods]
 impl Iter {
+    // An iterator is its own iterator (Python's protocol), hence the name clippy flags.
+    #[allow(clippy::self_named_constructors)]
     fn __iter__(slf: Py<Self>) -> Py<Self> {
         slf
     }
