@@ -467,3 +467,14 @@ fn synced_commit_survives_reopen_all_or_nothing() {
     assert_eq!(db.prefix("k").unwrap().count(), 100);
     assert_eq!(db.get("never").unwrap(), None);
 }
+
+#[test]
+fn an_empty_or_crossed_range_reads_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(&dir);
+    let tx = db.transaction().unwrap();
+    tx.put("b", "1").unwrap();
+    assert_eq!(tx.range("c".."a").unwrap().count(), 0);
+    assert_eq!(tx.range("b".."b").unwrap().count(), 0);
+    assert_eq!(collect(tx.range("b"..="b").unwrap()), pairs(&[("b", "1")]));
+}

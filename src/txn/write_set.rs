@@ -61,9 +61,24 @@ impl KeyspaceWrites {
         }
     }
 
+    /// A bound's key and whether it is included (`None`: unbounded).
+    fn ends(b: Bound<&[u8]>) -> Option<(&[u8], bool)> {
+        match b {
+            Bound::Included(k) => Some((k, true)),
+            Bound::Excluded(k) => Some((k, false)),
+            Bound::Unbounded => None,
+        }
+    }
+
     /// The writes whose keys lie within `lo..hi`, and every range deletion (a copy for an
     /// iterator, which sees the writes made before it).
     pub fn within(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> KeyspaceWrites {
+        // A range whose ends cross holds nothing (and would make `BTreeMap::range` panic).
+        if let (Some((l, l_in)), Some((h, h_in))) = (Self::ends(lo), Self::ends(hi)) {
+            if l > h || (l == h && !(l_in && h_in)) {
+                return KeyspaceWrites { points: BTreeMap::new(), ranges: self.ranges.clone() };
+            }
+        }
         let points =
             self.points.range::<[u8], _>((lo, hi)).map(|(k, v)| (k.clone(), v.clone())).collect();
         KeyspaceWrites { points, ranges: self.ranges.clone() }
