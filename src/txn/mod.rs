@@ -36,7 +36,7 @@ use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 use write_set::{Base, Op, PointWrite, WriteSet};
 
-/// What a transaction's commit checks (design.md#transactions-isolation-levels).
+/// What a transaction's commit checks (design.md#transactions).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Isolation {
     /// Every key and range read from the snapshot (get, contains_key, multi_get, the part of a
