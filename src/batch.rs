@@ -432,7 +432,7 @@ pub fn decode_batch(bytes: &[u8]) -> Result<DecodedBatch<'_>> {
 /// included. An included end becomes the next key after it (`end` + a zero byte), an excluded
 /// start likewise; an open start is the empty key. A tombstone needs an end, so a range open
 /// at the top is an invalid argument.
-fn tombstone_bounds<K: AsRef<[u8]>, R: RangeBounds<K>>(
+pub(crate) fn tombstone_bounds<K: AsRef<[u8]>, R: RangeBounds<K>>(
     range: &R,
 ) -> std::result::Result<(Vec<u8>, Vec<u8>), String> {
     let successor = |k: &K| {

@@ -59,6 +59,17 @@ pub enum Error {
         /// What was wrong.
         what: String,
     },
+    /// A transaction's commit found a version written after its snapshot where its isolation
+    /// level forbids one (design.md#transactions): nothing was written; retry the transaction.
+    Conflict {
+        /// The keyspace's name.
+        keyspace: String,
+        /// The conflicting key, or the start of the conflicting range.
+        key: Vec<u8>,
+        /// The end (exclusive) of the conflicting range (a newer range tombstone); `None` for a
+        /// key.
+        end: Option<Vec<u8>>,
+    },
     /// An operating-system I/O error.
     Io {
         /// What siftdb was doing ("append to WAL 000007.log").
@@ -97,6 +108,11 @@ impl Error {
         }
     }
 
+    /// True for [`Error::Conflict`]: a transaction that may succeed if retried.
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, Error::Conflict { .. })
+    }
+
     /// True for [`Error::Corruption`].
     pub fn is_corruption(&self) -> bool {
         matches!(self, Error::Corruption { .. })
@@ -130,6 +146,18 @@ impl fmt::Display for Error {
             Error::MergeFailed { operator, key, what } => {
                 write!(f, "merge operator {operator} failed on key {}: {what}", key.escape_ascii())
             }
+            Error::Conflict { keyspace, key, end: None } => write!(
+                f,
+                "transaction conflict: key {} of keyspace '{keyspace}' has a newer version",
+                key.escape_ascii()
+            ),
+            Error::Conflict { keyspace, key, end: Some(end) } => write!(
+                f,
+                "transaction conflict: range [{}, {}) of keyspace '{keyspace}' has a newer \
+                 version",
+                key.escape_ascii(),
+                end.escape_ascii()
+            ),
             Error::Io { context, source } => write!(f, "I/O error while {context}: {source}"),
         }
     }

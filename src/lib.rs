@@ -118,6 +118,7 @@ pub(crate) mod version;
 pub(crate) mod wal;
 
 mod db;
+mod txn;
 
 pub use batch::{WriteBatch, MAX_BATCH_SIZE, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 pub use db::{
@@ -132,6 +133,7 @@ pub use options::{
     Options, RangeFilterOptions, ReadOptions, StaticFilterKind, WriteOptions,
 };
 pub use prefix::{DelimitedPrefix, FixedPrefix, PrefixExtractor};
+pub use txn::{Isolation, Transaction, TransactionOptions, TxCursor, TxIterator, TxKeyspace};
 
 /// The README's Rust blocks, compiled and run as doctests (`cargo test --doc`), so the front
 /// page's quick start stays true.

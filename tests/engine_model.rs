@@ -15,7 +15,7 @@
 use siftdb::filter::rng::SplitMix64;
 use siftdb::storage::MemStorage;
 use siftdb::{Compression, Db, DbCursor, KeyspaceOptions, Options, Snapshot, WriteBatch};
-use siftdb::{Keyspace, U64AddOperator, WriteOptions};
+use siftdb::{Keyspace, TransactionOptions, U64AddOperator, WriteOptions};
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::path::Path;
@@ -341,7 +341,78 @@ fn run_model(dir: &Path, storage: Option<&MemStorage>, seed: u64, power_loss: bo
                 db.write_opt(b, wo).unwrap();
                 model.remove(&k);
             }
-            450..=549 => {
+            540..=549 => {
+                // A serializable transaction: its reads see the snapshot with its own writes;
+                // it commits exactly when no key or range it read was written meanwhile, and
+                // then every write applies; a conflicted one applies none.
+                let to = TransactionOptions { write: wo, ..TransactionOptions::default() };
+                let tx = db.transaction_opt(to).unwrap();
+                let mut view = model.clone();
+                let mut writes: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::new();
+                let mut read = Vec::new();
+                for _ in 0..1 + rng.below(6) {
+                    let k = key(&mut rng);
+                    match rng.below(3) {
+                        0 => {
+                            assert_eq!(tx.get(&k).unwrap(), view.get(&k).cloned(), "op {op}");
+                            // A key the transaction wrote first reads its own write: nothing
+                            // read from the snapshot.
+                            if !writes.iter().any(|(w, _)| *w == k) {
+                                read.push(k);
+                            }
+                        }
+                        1 => {
+                            let v = value(&mut rng, op);
+                            tx.put(&k, &v).unwrap();
+                            view.insert(k.clone(), v.clone());
+                            writes.push((k, Some(v)));
+                        }
+                        _ => {
+                            tx.delete(&k).unwrap();
+                            view.remove(&k);
+                            writes.push((k, None));
+                        }
+                    }
+                }
+                let (a, b) = (key(&mut rng), key(&mut rng));
+                let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+                let got: Vec<_> =
+                    tx.range(lo.as_slice()..hi.as_slice()).unwrap().map(|r| r.unwrap()).collect();
+                assert_eq!(got, model_range(&view, &lo, &hi), "op {op}: transaction range");
+                // A concurrent write, to a key read or anywhere.
+                let conflict = rng.below(2) == 0 && {
+                    let k = match read.len() as u64 {
+                        n if n > 0 && rng.below(2) == 0 => read[rng.below(n) as usize].clone(),
+                        _ => key(&mut rng),
+                    };
+                    let v = value(&mut rng, op);
+                    db.write_opt(std::mem::take(WriteBatch::new().put(&k, &v)), wo).unwrap();
+                    model.insert(k.clone(), v);
+                    read.contains(&k) || (lo <= k && k < hi)
+                };
+                if rng.below(4) == 0 {
+                    db.flush().unwrap();
+                }
+                // A read-only transaction commits without a check: it serializes at its read
+                // point.
+                let conflict = conflict && !writes.is_empty();
+                match tx.commit() {
+                    Ok(()) => {
+                        assert!(
+                            !conflict,
+                            "op {op}: a transaction that read a changed key committed"
+                        );
+                        for (k, v) in writes {
+                            match v {
+                                Some(v) => model.insert(k, v),
+                                None => model.remove(&k),
+                            };
+                        }
+                    }
+                    Err(e) => assert!(e.is_conflict() && conflict, "op {op}: {e}"),
+                }
+            }
+            450..=539 => {
                 // Several records of every kind in both keyspaces, some on the same key: they
                 // apply in batch order (the last one on a key wins).
                 let mut b = WriteBatch::new();

@@ -19,22 +19,22 @@
 
 mod checkpoint;
 mod compact;
-mod cursor;
+pub(crate) mod cursor;
 mod destroy;
 mod flush;
 mod handle;
-mod iter;
+pub(crate) mod iter;
 pub(crate) mod keyspace;
 mod lifecycle;
-mod multi_get;
+pub(crate) mod multi_get;
 mod open;
 mod pinned;
 mod plan;
-mod read;
+pub(crate) mod read;
 use read::ReadAt;
 pub(crate) mod read_counters;
 pub mod stats;
-mod write;
+pub(crate) mod write;
 
 pub use cursor::DbCursor;
 pub use iter::DbIterator;
@@ -305,6 +305,17 @@ impl Db {
 
     read_methods!("now");
     write_methods!();
+
+    /// An optimistic transaction with default options (serializable; design.md#transactions):
+    /// reads at a snapshot taken now, writes buffered until [`Transaction::commit`](crate::Transaction::commit).
+    pub fn transaction(&self) -> Result<crate::Transaction> {
+        self.transaction_opt(crate::TransactionOptions::default())
+    }
+
+    /// [`Db::transaction`] with options (isolation level, commit durability).
+    pub fn transaction_opt(&self, opts: crate::TransactionOptions) -> Result<crate::Transaction> {
+        crate::txn::begin(&self.inner, opts)
+    }
 
     /// Where reads through the database go: the default keyspace, as of each call.
     fn read_view(&self) -> Result<ReadView<'_>> {

@@ -49,7 +49,15 @@ pub(crate) struct WriterState {
 struct Pending {
     batch: WriteBatch,
     sync: bool,
+    /// A transaction's batch: committed in a group of its own (its validation may fail it
+    /// alone), never merged with others.
+    solo: bool,
 }
+
+/// A check run by the group-commit leader under the writer lock, after the state up to the
+/// last sequence is applied and before the batch gets its sequence numbers; an error fails
+/// the write with nothing logged. `&SuperVersion` holds every write up to that sequence.
+pub(crate) type Validator<'a> = &'a mut dyn FnMut(&SuperVersion) -> Result<()>;
 
 #[derive(Default)]
 struct QueueState {
@@ -71,6 +79,18 @@ pub(crate) struct WriteQueue {
 
 /// Writes `batch` atomically, durably if `sync`.
 pub(crate) fn write(inner: &DbInner, batch: WriteBatch, sync: bool) -> Result<()> {
+    write_checked(inner, batch, sync, None)
+}
+
+/// [`write`], with `validate` (if any) run by the leader atomically with the sequence
+/// assignment (a transaction's commit, src/txn/validate.rs). A validated batch leads a group of
+/// one and is never merged into another leader's group.
+pub(crate) fn write_checked(
+    inner: &DbInner,
+    batch: WriteBatch,
+    sync: bool,
+    mut validate: Option<Validator<'_>>,
+) -> Result<()> {
     batch.validate()?;
     inner.check_writable()?;
     super::keyspace::check_batch(inner, &batch)?;
@@ -98,7 +118,7 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, sync: bool) -> Result<()
         // Writers arriving meanwhile queue behind this ticket exactly as behind any leader.
         drop(st);
         let mut batch = batch;
-        let result = commit_guarded(inner, &mut batch, sync);
+        let result = commit_guarded(inner, &mut batch, sync, validate);
         inner.counters.write_groups.fetch_add(1, Ordering::Relaxed);
         inner.counters.write_batches.fetch_add(1, Ordering::Relaxed);
         let mut st = q.state.lock();
@@ -109,7 +129,8 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, sync: bool) -> Result<()
         }
         return result;
     }
-    st.waiting.insert(ticket, Pending { batch, sync });
+    let solo = validate.is_some();
+    st.waiting.insert(ticket, Pending { batch, sync, solo });
     loop {
         if let Some(result) = st.done.remove(&ticket) {
             return result;
@@ -129,6 +150,9 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, sync: bool) -> Result<()
     let queued: Vec<u64> = st.order.iter().copied().collect();
     for (i, &t) in queued.iter().enumerate() {
         let Some(p) = st.waiting.get(&t) else { break };
+        if i > 0 && (solo || p.solo) {
+            break;
+        }
         if i == 0 && p.batch.encoded_len() <= SMALL_LEADER_GROUP_BYTES {
             limit = SMALL_LEADER_GROUP_BYTES;
         }
@@ -153,7 +177,7 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, sync: bool) -> Result<()
         }
         m
     };
-    let result = commit_guarded(inner, &mut merged, any_sync);
+    let result = commit_guarded(inner, &mut merged, any_sync, validate.take());
     inner.counters.write_groups.fetch_add(1, Ordering::Relaxed);
     inner.counters.write_batches.fetch_add(group.len() as u64, Ordering::Relaxed);
 
@@ -210,8 +234,13 @@ fn vet_user_code(inner: &DbInner, batch: &WriteBatch) -> Result<()> {
 
 /// [`commit_group`], with a panic inside it turned into a read-only database and an error for
 /// the group (the caller then pops the group's tickets as after any failure).
-fn commit_guarded(inner: &DbInner, batch: &mut WriteBatch, sync: bool) -> Result<()> {
-    let commit = std::panic::AssertUnwindSafe(|| commit_group(inner, batch, sync));
+fn commit_guarded(
+    inner: &DbInner,
+    batch: &mut WriteBatch,
+    sync: bool,
+    validate: Option<Validator<'_>>,
+) -> Result<()> {
+    let commit = std::panic::AssertUnwindSafe(|| commit_group(inner, batch, sync, validate));
     std::panic::catch_unwind(commit).unwrap_or_else(|payload| {
         let why = format!(
             "a write panicked ({}); its record may be in the WAL and comes back whole at the \
@@ -224,10 +253,22 @@ fn commit_guarded(inner: &DbInner, batch: &mut WriteBatch, sync: bool) -> Result
 }
 
 /// Appends the merged batch to the WAL, applies it to the memtable and publishes it.
-fn commit_group(inner: &DbInner, batch: &mut WriteBatch, sync: bool) -> Result<()> {
+fn commit_group(
+    inner: &DbInner,
+    batch: &mut WriteBatch,
+    sync: bool,
+    validate: Option<Validator<'_>>,
+) -> Result<()> {
     let mut w = inner.writer.lock();
     inner.check_writable()?;
     let sv = make_room(inner, &mut w)?;
+    if let Some(validate) = validate {
+        // Under the writer lock every write up to `last_seq` is applied and published, and
+        // none can be added before this batch takes `last_seq + 1`: the check and the commit
+        // are one step. The current super-version (a flush may have moved memtables to L0
+        // meanwhile, never losing a version) holds all of them.
+        validate(&inner.super_version())?;
+    }
     let first = w.last_seq + 1;
     let record = batch.stamp(first);
     if let Err(e) = w.wal.add_record(record) {
@@ -386,6 +427,9 @@ impl Error {
                 key: key.clone(),
                 what: what.clone(),
             },
+            Error::Conflict { keyspace, key, end } => {
+                Error::Conflict { keyspace: keyspace.clone(), key: key.clone(), end: end.clone() }
+            }
             Error::Io { context, source } => Error::Io {
                 context: context.clone(),
                 source: std::io::Error::new(source.kind(), source.to_string()),

@@ -381,6 +381,54 @@ impl Memtable {
         self.map.seek_from(&from, false).is_some_and(|e| e.keyspace() == keyspace && e.key() <= hi)
     }
 
+    /// The sequence number of the newest version of `key` of `keyspace` (any kind), if the
+    /// skip list holds one: the filter first, then one seek (transaction validation,
+    /// src/txn/validate.rs).
+    pub fn newest_seq_of(&self, keyspace: u32, key: &[u8], key_hash: u64) -> Option<u64> {
+        if self.entries.load(Ordering::Relaxed) == 0 || !self.filter.contains_hash(key_hash) {
+            return None;
+        }
+        let probe = Probe::new(keyspace, key, crate::ikey::MAX_SEQ, crate::ikey::LOOKUP_KIND);
+        let e = self.map.seek(&probe)?;
+        (e.keyspace() == keyspace && e.key() == key).then(|| e.seq())
+    }
+
+    /// The first user key of `keyspace` within `lo..hi` that has a version newer than `seq`,
+    /// walking only the entries of that range (transaction validation).
+    pub fn newer_in_range(
+        &self,
+        keyspace: u32,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        seq: u64,
+    ) -> Option<Vec<u8>> {
+        if self.entries.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        let start = match lo {
+            Bound::Included(k) | Bound::Excluded(k) => k,
+            Bound::Unbounded => &[],
+        };
+        let from = Probe::new(keyspace, start, crate::ikey::MAX_SEQ, crate::ikey::LOOKUP_KIND);
+        let mut entry = self.map.seek_from(&from, false);
+        while let Some(e) = entry.filter(|e| e.keyspace() == keyspace) {
+            let within = match hi {
+                Bound::Included(h) => e.key() <= h,
+                Bound::Excluded(h) => e.key() < h,
+                Bound::Unbounded => true,
+            };
+            if !within {
+                return None;
+            }
+            let skipped = matches!(lo, Bound::Excluded(l) if e.key() == l);
+            if !skipped && e.seq() > seq {
+                return Some(e.key().to_vec());
+            }
+            entry = e.next();
+        }
+        None
+    }
+
     /// Approximate bytes held (keys, values, range tombstones and per-entry overhead).
     pub fn approximate_bytes(&self) -> usize {
         self.bytes.load(Ordering::Relaxed)
