@@ -78,7 +78,10 @@ pub enum CompactionFilter {
 pub struct Flags {
     /// Comma-separated benchmarks, run in order: fillseq, fillrandom, overwrite, readrandom,
     /// readmissing, multireadrandom, readseq, seekrandom, rangeempty, prefixscan,
-    /// readwhilewriting, deleterandom, compact, stats.
+    /// readwhilewriting, deleterandom, compact, stats; and the transaction workloads txrmw[N]
+    /// (read N keys, write the first back, commit; YCSB-F's read-modify-write through an
+    /// optimistic transaction), txblind[N] and batchblind[N] (N blind writes through a
+    /// transaction or as one batch), over keys a fill wrote (docs/tools.md).
     #[arg(long, default_value = "fillseq,fillrandom,overwrite,readrandom,readmissing,readseq")]
     pub benchmarks: String,
     /// Number of key/values to place in the database (keys are drawn from [0, num)).

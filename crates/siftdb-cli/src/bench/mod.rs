@@ -6,6 +6,7 @@ mod compression;
 pub mod flags;
 pub mod report;
 mod scans;
+mod transactions;
 pub mod workloads;
 
 use crate::dirs::{self, ToolDir};
@@ -13,6 +14,7 @@ use flags::{apply_db_bench_flags, Flags};
 use report::ThreadStats;
 use siftdb::{Db, Error, Options, Result};
 use siftdb_bench_kit::key_layout::{self, FillStream, KeyLayout, PrefixGen, RangeGen};
+use siftdb_bench_kit::txn::{self, TxRun, TxWorkload};
 use std::path::{Path, PathBuf};
 use workloads::Ctx;
 
@@ -161,8 +163,12 @@ pub fn run(flags: &Flags) -> Result<()> {
         "compact",
         "stats",
     ];
-    if let Some(bad) = names.iter().find(|n| !KNOWN.contains(&n.as_str())) {
-        return Err(invalid(format!("unknown benchmark {bad:?} (known: {})", KNOWN.join(","))));
+    let known = |n: &str| KNOWN.contains(&n) || TxWorkload::parse(n).is_some();
+    if let Some(bad) = names.iter().find(|n| !known(n)) {
+        return Err(invalid(format!(
+            "unknown benchmark {bad:?} (known: {}, txrmw[N], txblind[N], batchblind[N])",
+            KNOWN.join(",")
+        )));
     }
     // The key layout and the scan benchmarks' generators, checked before anything runs.
     let layout = KeyLayout::new(flags.num, flags.key_spacing).map_err(invalid)?;
@@ -293,7 +299,23 @@ pub fn run(flags: &Flags) -> Result<()> {
                 println!("{}", report::memory(&db.memory_usage()));
                 None
             }
-            _ => unreachable!("checked against KNOWN"),
+            w => {
+                let workload = TxWorkload::parse(w).expect("checked against KNOWN");
+                let run = TxRun {
+                    workload,
+                    layout: KeyLayout { num: flags.num, spacing: flags.key_spacing },
+                    key_size: flags.key_size,
+                    value_size: flags.value_size,
+                    threads: flags.threads,
+                    seed: ctx.next_seed,
+                    ops: flags.reads(),
+                    duration_secs: flags.duration,
+                };
+                ctx.next_seed += flags.threads as u64;
+                let s = txn::run(&transactions::SiftTx { db: &db, sync: flags.sync }, &run)?;
+                println!("{}", s.lines(name));
+                None
+            }
         };
         next_seed = ctx.next_seed;
         if let Some(st) = st {
