@@ -181,12 +181,20 @@ pub(crate) fn run_pick(inner: &DbInner, p: &Pick) -> Result<()> {
         snapshots: inner.snapshots.lock().keys().copied().collect(),
         bottommost: p.bottommost,
         target_file_size: inner.opts.compaction.target_file_size,
-        merge_operator,
+        merge_operator: merge_operator.clone(),
         merge_operator_name,
-        layouts: keyspaces.into_iter().map(|ks| (ks, layout(ks))).collect(),
+        layouts: keyspaces.iter().copied().map(|ks| (ks, layout(ks))).collect(),
         default_layout: layout(crate::ikey::DEFAULT_KEYSPACE),
         max_subcompactions: inner.opts.max_subcompactions,
         scan_filters: crate::sst::ScanFilterSpec::of(&inner.opts),
+        retention: {
+            let now = super::ttl::now_ms(&inner.opts);
+            let all =
+                keyspaces.iter().map(|&ks| (ks, super::ttl::retention(&inner.opts, &set, ks, now)));
+            all.filter(|(_, r)| !r.is_none()).collect()
+        },
+        ttl_merge_operator: super::ttl::operator_for(merge_operator.as_ref(), Some(1)),
+        output_level: p.output_level,
     };
     let new_number = || inner.new_file_number();
     let closing = || inner.is_closing();
