@@ -597,6 +597,8 @@ impl Output<'_> {
         let mut builder = TableBuilder::new(file, spec.layout(self.keyspace).table)?;
         builder.set_keyspace(self.keyspace);
         builder.set_merge_operator(&spec.merge_operator_name);
+        let ttl = spec.retention.get(&self.keyspace).is_some_and(|r| r.ttl_ms.is_some());
+        builder.set_write_times(ttl);
         builder.set_scan_filters(spec.scan_filters.clone());
         if let Some(bytes) = spec.layout(self.keyspace).index_partition_bytes {
             builder.partition_index(bytes);

@@ -178,6 +178,7 @@ fn write_l0_tables_inner(
             builder.set_merge_operator(op.map_or("", |op| op.name()));
             let tombstones = mem.range_tombstones(keyspace);
             retention = super::ttl::retention(&inner.opts, &set, keyspace, now);
+            builder.set_write_times(retention.ttl_ms.is_some());
             out = Some(L0Output { keyspace, number, builder, distinct: 0, tombstones });
         }
         let o = out.as_mut().expect("an output is open");
