@@ -259,7 +259,7 @@ impl KeyspaceOptions {
 
     /// Decodes and validates options; anything wrong is [`Error::Corruption`] naming the field.
     /// The recorded compaction filter's name is dropped (the options hold no filter);
-    /// [`KeyspaceOptions::decode_recorded`] returns it.
+    /// the crate-internal `decode_recorded` returns it.
     pub fn decode(bytes: &[u8]) -> Result<KeyspaceOptions> {
         Self::decode_recorded(bytes).map(|(o, _)| o)
     }
