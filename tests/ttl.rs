@@ -211,3 +211,37 @@ fn the_background_picks_files_holding_expired_entries_when_no_level_is_over_size
     }
     assert_eq!(files(&db), 0, "the expired file was not compacted away");
 }
+
+#[test]
+fn a_compaction_filter_in_a_ttl_keyspace_sees_values_without_times_and_a_change_keeps_the_time() {
+    struct Upper;
+    impl siftdb::CompactionFilter for Upper {
+        fn name(&self) -> &str {
+            "upper"
+        }
+        fn filter(&self, _: usize, _: &[u8], v: &[u8], _: siftdb::EntryKind) -> siftdb::Decision {
+            assert_eq!(v, b"abc", "the filter sees the value without its write time");
+            siftdb::Decision::Change(v.to_ascii_uppercase())
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let db = Db::open(dir.path(), options(&clock)).unwrap();
+    let ks = db
+        .keyspace(
+            "events",
+            KeyspaceOptions {
+                ttl: Some(TTL),
+                compaction_filter: Some(Arc::new(Upper)),
+                ..KeyspaceOptions::default()
+            },
+        )
+        .unwrap();
+    ks.put("k", "abc").unwrap();
+    clock.advance(Duration::from_secs(30));
+    db.flush().unwrap();
+    assert_eq!(ks.get("k").unwrap(), Some(b"ABC".to_vec()));
+    // Still the original write time: expired 60 s after the put, not after the flush.
+    clock.set(T0 + 60_000);
+    assert_eq!(ks.get("k").unwrap(), None);
+}
