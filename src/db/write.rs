@@ -85,9 +85,9 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, sync: bool) -> Result<()
         return if sync { sync_wal(inner) } else { Ok(()) };
     }
     super::compact::throttle(inner)?;
-    let batch = super::ttl::stamp(inner, batch);
     let user_bytes: usize = batch.iter().map(|r| r.key.len() + r.value.len()).sum();
     inner.counters.user_bytes.fetch_add(user_bytes as u64, Ordering::Relaxed);
+    let batch = super::ttl::stamp(inner, batch); // after counting: the user's bytes only
     let q = &inner.write;
     let mut st = q.state.lock();
     let ticket = st.next_ticket;
