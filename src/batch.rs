@@ -352,6 +352,50 @@ impl WriteBatch {
         }
     }
 
+    /// This batch with `time_ms` (8 bytes LE) appended to the value of every Put and Merge
+    /// record of a keyspace for which `stamped` holds (a TTL keyspace, design.md#ttl); `None`
+    /// when no record is of such a keyspace.
+    pub(crate) fn with_write_times(
+        &self,
+        stamped: impl Fn(u32) -> bool,
+        time_ms: u64,
+    ) -> Option<WriteBatch> {
+        let stamps = |r: &BatchRecord<'_>| {
+            matches!(r.kind, ValueKind::Put | ValueKind::Merge) && stamped(r.keyspace)
+        };
+        if !self.iter().any(|r| stamps(&r)) {
+            return None;
+        }
+        let mut out = WriteBatch::with_capacity(self.rep.len() + 8 * self.len());
+        let time = time_ms.to_le_bytes();
+        let mut value = Vec::new();
+        for r in self.iter() {
+            match r.keyspace {
+                DEFAULT_KEYSPACE => out.rep.push(r.kind.tag()),
+                id => {
+                    out.rep.push(r.kind.tag() | KEYSPACE_FLAG);
+                    put_varint32(&mut out.rep, id);
+                }
+            }
+            put_length_prefixed(&mut out.rep, r.key);
+            match r.kind {
+                ValueKind::Delete => {}
+                _ if stamps(&r) => {
+                    value.clear();
+                    value.extend_from_slice(r.value);
+                    value.extend_from_slice(&time);
+                    put_length_prefixed(&mut out.rep, &value);
+                }
+                _ => put_length_prefixed(&mut out.rep, r.value),
+            }
+            out.count += 1;
+        }
+        out.merges = self.merges;
+        out.invalid = self.invalid.clone();
+        out.keyspaces = self.keyspaces.clone();
+        Some(out)
+    }
+
     /// The records in order.
     pub fn iter(&self) -> impl Iterator<Item = BatchRecord<'_>> {
         let mut c = Cursor::new(&self.rep[HEADER..]);

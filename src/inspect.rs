@@ -54,7 +54,8 @@ pub mod wal {
 
 /// The manifest: the version edits that record the live files (docs/format.md#manifest).
 pub mod manifest {
-    pub use crate::manifest::{recover, FileMeta, RecoveredState, VersionEdit};
+    pub use crate::keyspace_options::Lifecycle;
+    pub use crate::manifest::{recover, FileMeta, KeyspaceRecord, RecoveredState, VersionEdit};
 }
 
 /// Internal keys: user key, sequence number and kind (docs/format.md#internal-keys).

@@ -16,7 +16,11 @@
 //!              | 3 bits_per_key:f64 LE            over all runs, skew-aware
 //! budget      := 0 fpr:f64 LE | 1 bits_per_key:f64 LE
 //! compression := 0 none | 1 zstd (zstd_level 1..=22) | 2 LZ4
+//! lifecycle   := ttl_ms:u64 LE name_len:u8 filter_name{name_len}    (optional, last)
 //! ```
+//! `lifecycle` (design.md#ttl) is written only when the keyspace has a TTL or a compaction
+//! filter: `ttl_ms` 0 means no TTL (values carry no write time), `filter_name` is the filter's
+//! name (UTF-8, empty: none). Options without them encode as before.
 //! `flush_bits` is 0 for no flush filter; `zstd_level` is 0 unless the compression is zstd. The
 //! options must be consumed exactly. Kind 3 and the 0x80 flag are newer than kinds 0-2;
 //! options without them encode as before, so an older build still opens them and refuses the
@@ -29,6 +33,9 @@ use crate::options::{
     StaticFilterKind,
 };
 use crate::options_validate::{BLOCK_SIZE_RANGE, MAX_LEVEL_BUDGETS, ZSTD_LEVEL_RANGE};
+
+use crate::compaction_filter::{SharedCompactionFilter, MAX_TTL_MS};
+use std::time::Duration;
 
 /// Flag bit of the allocation byte: [`FilterPolicy::optimize_filters_for_hits`].
 const OPTIMIZE_FOR_HITS: u8 = 0x80;
@@ -44,7 +51,7 @@ pub const RESERVED_PREFIX: &str = "__";
 /// compaction outputs alike). They are persisted in the manifest, so a background compaction of
 /// a keyspace not opened since the database was reopened still uses them. The default keyspace
 /// takes all of this from [`Options`].
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone)]
 pub struct KeyspaceOptions {
     /// Filters of the keyspace's files: the flush (L0) filter, the static filter of compaction
     /// outputs and its per-level allocation ([`FilterPolicy`]). A keyspace only ever scanned
@@ -54,6 +61,75 @@ pub struct KeyspaceOptions {
     pub compression: Compression,
     /// Target uncompressed data block size of the keyspace's files (64..=256 MiB).
     pub block_size: usize,
+    /// Time to live of the keyspace's entries (design.md#ttl): an entry older than this is
+    /// invisible to every read and dropped by compaction. Values then carry their write time,
+    /// so turning it on or off for an existing keyspace is [`Error::InvalidArgument`]; its
+    /// duration may change. Valid: 1 ms and up. Default `None`.
+    pub ttl: Option<Duration>,
+    /// The keyspace's compaction filter ([`crate::CompactionFilter`]); its name is recorded.
+    /// Default `None`.
+    pub compaction_filter: Option<SharedCompactionFilter>,
+}
+
+impl PartialEq for KeyspaceOptions {
+    /// Compares every field, the compaction filters by name.
+    fn eq(&self, other: &Self) -> bool {
+        self.filter_policy == other.filter_policy
+            && self.compression == other.compression
+            && self.block_size == other.block_size
+            && self.ttl == other.ttl
+            && self.filter_name() == other.filter_name()
+    }
+}
+
+impl std::fmt::Debug for KeyspaceOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeyspaceOptions")
+            .field("filter_policy", &self.filter_policy)
+            .field("compression", &self.compression)
+            .field("block_size", &self.block_size)
+            .field("ttl", &self.ttl)
+            .field("compaction_filter", &self.compaction_filter.as_ref().map(|f| f.name()))
+            .finish()
+    }
+}
+
+/// The lifetime part of a keyspace's recorded options (module documentation, `lifecycle`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Lifecycle {
+    /// Time to live in ms; 0: none.
+    pub ttl_ms: u64,
+    /// The recorded compaction filter's name; empty: none.
+    pub filter_name: String,
+}
+
+impl Lifecycle {
+    /// Whether nothing is recorded (no TTL, no filter).
+    pub fn is_empty(&self) -> bool {
+        self.ttl_ms == 0 && self.filter_name.is_empty()
+    }
+
+    /// Appends the `lifecycle` encoding.
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.ttl_ms.to_le_bytes());
+        let name = &self.filter_name.as_bytes()[..self.filter_name.len().min(255)];
+        out.push(name.len() as u8);
+        out.extend_from_slice(name);
+    }
+
+    /// Decodes the `lifecycle` encoding from `c`.
+    pub(crate) fn decode_from(c: &mut Cursor<'_>) -> Result<Lifecycle> {
+        let bad = |what: String| Error::corruption(format!("keyspace options: {what}"), None);
+        let ttl_ms = u64::from_le_bytes(c.bytes(8, "keyspace ttl")?.try_into().expect("8"));
+        if ttl_ms > MAX_TTL_MS {
+            return Err(bad(format!("ttl of {ttl_ms} ms is out of range")));
+        }
+        let n = c.u8("keyspace compaction filter name length")? as usize;
+        let name = c.bytes(n, "keyspace compaction filter name")?.to_vec();
+        let filter_name = String::from_utf8(name)
+            .map_err(|_| bad("compaction filter name is not UTF-8".into()))?;
+        Ok(Lifecycle { ttl_ms, filter_name })
+    }
 }
 
 impl Default for KeyspaceOptions {
@@ -70,6 +146,8 @@ impl From<&Options> for KeyspaceOptions {
             filter_policy: opts.filter_policy.clone(),
             compression: opts.compression_for_level(0),
             block_size: opts.block_size,
+            ttl: opts.ttl,
+            compaction_filter: opts.compaction_filter.clone(),
         }
     }
 }
@@ -82,6 +160,18 @@ impl KeyspaceOptions {
     /// Checks every field as [`Options::validate`] checks its counterpart; the error names the
     /// field, the value and the valid range.
     pub fn validate(&self) -> Result<()> {
+        if let Some(ttl) = self.ttl {
+            crate::compaction_filter::ttl_ms("keyspace ttl", ttl)?;
+        }
+        if let Some(f) = &self.compaction_filter {
+            if f.name().is_empty() || f.name().len() > 255 {
+                return Err(Error::invalid(format!(
+                    "keyspace compaction filter name of {} bytes is out of range (valid: \
+                     1..=255 bytes)",
+                    f.name().len()
+                )));
+            }
+        }
         if !BLOCK_SIZE_RANGE.contains(&self.block_size) {
             let range = format!("{}..={}", BLOCK_SIZE_RANGE.start(), BLOCK_SIZE_RANGE.end());
             return Err(out_of_range("block_size", self.block_size, &range));
@@ -97,6 +187,11 @@ impl KeyspaceOptions {
 
     /// The encoding of the module documentation.
     pub fn encode(&self) -> Vec<u8> {
+        self.encode_recorded(self.filter_name())
+    }
+
+    /// [`KeyspaceOptions::encode`] recording `filter_name` as the compaction filter's name.
+    pub(crate) fn encode_recorded(&self, filter_name: &str) -> Vec<u8> {
         let mut out = Vec::with_capacity(40);
         let p = &self.filter_policy;
         out.push(match p.flush {
@@ -142,11 +237,35 @@ impl KeyspaceOptions {
         out.push(c);
         out.extend_from_slice(&level.to_le_bytes());
         out.extend_from_slice(&(self.block_size as u32).to_le_bytes());
+        let life = Lifecycle { filter_name: filter_name.to_string(), ..self.lifecycle() };
+        if !life.is_empty() {
+            life.encode_into(&mut out);
+        }
         out
     }
 
+    /// The compaction filter's name, empty without one.
+    pub(crate) fn filter_name(&self) -> &str {
+        self.compaction_filter.as_ref().map_or("", |f| f.name())
+    }
+
+    /// The TTL and filter name as recorded.
+    pub(crate) fn lifecycle(&self) -> Lifecycle {
+        Lifecycle {
+            ttl_ms: self.ttl.map_or(0, |t| t.as_millis().min(MAX_TTL_MS as u128) as u64),
+            filter_name: self.filter_name().to_string(),
+        }
+    }
+
     /// Decodes and validates options; anything wrong is [`Error::Corruption`] naming the field.
+    /// The recorded compaction filter's name is dropped (the options hold no filter);
+    /// the crate-internal `decode_recorded` returns it.
     pub fn decode(bytes: &[u8]) -> Result<KeyspaceOptions> {
+        Self::decode_recorded(bytes).map(|(o, _)| o)
+    }
+
+    /// [`KeyspaceOptions::decode`], with the recorded compaction filter name (empty: none).
+    pub(crate) fn decode_recorded(bytes: &[u8]) -> Result<(KeyspaceOptions, String)> {
         let bad = |what: String| Error::corruption(format!("keyspace options: {what}"), None);
         let mut c = Cursor::new(bytes);
         let f64_at = |c: &mut Cursor<'_>, field: &str| -> Result<f64> {
@@ -200,6 +319,8 @@ impl KeyspaceOptions {
         };
         let block_size =
             u32::from_le_bytes(c.bytes(4, "keyspace block_size")?.try_into().expect("4")) as usize;
+        let life =
+            if c.is_empty() { Lifecycle::default() } else { Lifecycle::decode_from(&mut c)? };
         if !c.is_empty() {
             return Err(bad(format!("{} bytes after the options", c.remaining())));
         }
@@ -212,9 +333,11 @@ impl KeyspaceOptions {
             },
             compression,
             block_size,
+            ttl: (life.ttl_ms > 0).then(|| Duration::from_millis(life.ttl_ms)),
+            compaction_filter: None,
         };
         opts.validate().map_err(|e| bad(e.to_string()))?;
-        Ok(opts)
+        Ok((opts, life.filter_name))
     }
 }
 
@@ -296,6 +419,8 @@ mod tests {
                 ),
                 compression: Compression::Zstd(7),
                 block_size: 16 << 10,
+                ttl: None,
+                compaction_filter: None,
             },
             KeyspaceOptions {
                 filter_policy: policy(
@@ -305,6 +430,8 @@ mod tests {
                 ),
                 compression: Compression::Lz4,
                 block_size: 64,
+                ttl: None,
+                compaction_filter: None,
             },
             KeyspaceOptions {
                 filter_policy: policy(
@@ -314,6 +441,8 @@ mod tests {
                 ),
                 compression: Compression::None,
                 block_size: 256 << 20,
+                ttl: None,
+                compaction_filter: None,
             },
             KeyspaceOptions {
                 filter_policy: policy(
@@ -323,6 +452,8 @@ mod tests {
                 ),
                 compression: Compression::Lz4,
                 block_size: 4096,
+                ttl: None,
+                compaction_filter: None,
             },
             KeyspaceOptions {
                 filter_policy: FilterPolicy {
@@ -335,6 +466,8 @@ mod tests {
                 },
                 compression: Compression::Lz4,
                 block_size: 4096,
+                ttl: None,
+                compaction_filter: None,
             },
             KeyspaceOptions {
                 filter_policy: FilterPolicy {
@@ -360,6 +493,9 @@ mod tests {
             assert!(KeyspaceOptions::decode(&good[..len]).unwrap_err().is_corruption());
         }
         let mut longer = good.clone();
+        Lifecycle { ttl_ms: 5, filter_name: "f".into() }.encode_into(&mut longer);
+        let (o, name) = KeyspaceOptions::decode_recorded(&longer).unwrap();
+        assert_eq!((o.ttl, name.as_str()), (Some(Duration::from_millis(5)), "f"));
         longer.push(0);
         assert!(KeyspaceOptions::decode(&longer).unwrap_err().to_string().contains("after"));
         let mut bad = good.clone();

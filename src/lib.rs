@@ -69,6 +69,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod coding;
+pub mod compaction_filter;
 /// The filter library (crate `siftdb-filter`), re-exported so `siftdb::filter::*` paths resolve.
 pub use siftdb_filter as filter;
 #[cfg(feature = "inspect")]
@@ -121,6 +122,9 @@ mod db;
 mod txn;
 
 pub use batch::{WriteBatch, MAX_BATCH_SIZE, MAX_KEY_SIZE, MAX_VALUE_SIZE};
+pub use compaction_filter::{
+    Clock, CompactionFilter, Decision, EntryKind, ManualClock, SystemClock,
+};
 pub use db::{
     Db, DbCursor, DbIterator, Keyspace, KeyspaceStats, LevelStats, MemoryUsage, PinnedValue,
     ReadStats, Snapshot, Stats,

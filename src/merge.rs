@@ -170,12 +170,23 @@ pub(crate) struct Operands<'a> {
     configured: Option<&'a SharedMergeOperator>,
     /// Newest first.
     pub list: Vec<Vec<u8>>,
+    /// A TTL keyspace's read state: `finish` applies the expiry rule (src/db/ttl.rs) and
+    /// strips the write time (`configured` must then strip the times of what it merges).
+    ttl: Option<crate::db::ttl::ReadTtl>,
 }
 
 impl<'a> Operands<'a> {
-    /// No operands yet.
-    pub fn new(configured: Option<&'a SharedMergeOperator>) -> Operands<'a> {
-        Operands { configured, list: Vec::new() }
+    /// No operands yet, for a keyspace with TTL state `ttl`.
+    pub fn with_ttl(
+        configured: Option<&'a SharedMergeOperator>,
+        ttl: Option<crate::db::ttl::ReadTtl>,
+    ) -> Operands<'a> {
+        Operands { configured, list: Vec::new(), ttl }
+    }
+
+    /// Whether `finish` applies a TTL.
+    pub fn has_ttl(&self) -> bool {
+        self.ttl.is_some()
     }
 
     /// Checks that operands from a source recording `recorded` (None: a memtable) can be
@@ -187,6 +198,17 @@ impl<'a> Operands<'a> {
     /// The answer once the walk met `base` (`None`: a Delete or the oldest data): the base
     /// itself without operands, else their full merge onto it.
     pub fn finish(&self, key: &[u8], base: Option<Vec<u8>>) -> Result<Option<Vec<u8>>> {
+        if let Some(ttl) = self.ttl {
+            let mut base = base;
+            let live = ttl.live_operands(&self.list, &mut base)?;
+            let value = if live == 0 {
+                base
+            } else {
+                let op = operator_for(self.configured, None, key)?;
+                Some(merge_newest_first(op, key, base.as_deref(), &self.list[..live])?)
+            };
+            return value.map(crate::db::ttl::strip).transpose();
+        }
         if self.list.is_empty() {
             return Ok(base);
         }

@@ -563,6 +563,17 @@ pub struct Options {
     /// and the old one is deleted (docs/format.md#manifest). Bounds the manifest's disk space and
     /// the next open's replay. Valid: `1024..`. Default 4 MiB.
     pub max_manifest_file_size: u64,
+    /// Time to live of the default keyspace's entries (design.md#ttl; other keyspaces:
+    /// [`crate::KeyspaceOptions::ttl`]): an entry older than this is invisible to every read
+    /// and dropped by compaction. Values then carry their write time, so turning it on or off
+    /// for an existing database is [`crate::Error::InvalidArgument`]; its duration may change.
+    /// Valid: 1 ms and up. Default `None`.
+    pub ttl: Option<std::time::Duration>,
+    /// The default keyspace's compaction filter ([`crate::CompactionFilter`]). Default `None`.
+    pub compaction_filter: Option<Arc<dyn crate::CompactionFilter>>,
+    /// The clock TTLs are measured with. Default `None`: the system clock; tests pass a
+    /// [`crate::ManualClock`].
+    pub clock: Option<Arc<dyn crate::Clock>>,
 }
 
 /// Default of [`Options::max_manifest_file_size`]: about 30,000 edits of ~140 bytes, replayed
@@ -634,6 +645,9 @@ impl Default for Options {
             prefix_filter_bits_per_key: 10.0,
             range_filter: None,
             max_manifest_file_size: MAX_MANIFEST_FILE_SIZE_DEFAULT,
+            ttl: None,
+            compaction_filter: None,
+            clock: None,
         }
     }
 }
@@ -677,6 +691,12 @@ impl std::fmt::Debug for Options {
             .field("prefix_filter_bits_per_key", &self.prefix_filter_bits_per_key)
             .field("range_filter", &self.range_filter)
             .field("max_manifest_file_size", &self.max_manifest_file_size)
+            .field("ttl", &self.ttl)
+            .field(
+                "compaction_filter",
+                &self.compaction_filter.as_ref().map(|f| f.name().to_string()),
+            )
+            .field("clock", &self.clock.as_ref().map(|_| "custom"))
             .finish()
     }
 }

@@ -189,6 +189,17 @@ impl Options {
     /// `error_if_exists`, `block_cache_bytes`, where 0 disables the cache, `mmap_reads`,
     /// `storage`) are not checked.
     pub fn validate(&self) -> Result<()> {
+        if let Some(ttl) = self.ttl {
+            crate::compaction_filter::ttl_ms("ttl", ttl)?;
+        }
+        if let Some(f) = &self.compaction_filter {
+            if f.name().is_empty() || f.name().len() > 255 {
+                return Err(Error::invalid(format!(
+                    "compaction filter name of {} bytes is out of range (valid: 1..=255 bytes)",
+                    f.name().len()
+                )));
+            }
+        }
         check_usize("memtable_size", self.memtable_size, MIN_MEMTABLE_SIZE..=MAX_MEMTABLE_SIZE)?;
         check_usize("max_immutable_memtables", self.max_immutable_memtables, MAX_IMMUTABLE_RANGE)?;
         check_usize("block_size", self.block_size, BLOCK_SIZE_RANGE)?;

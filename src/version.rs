@@ -98,6 +98,9 @@ pub struct TableInfo {
     /// Range tombstones in the range-deletion block (scans open only tables that have some to
     /// collect them).
     pub range_deletions: u64,
+    /// Oldest and newest write time of the entries of a TTL keyspace's table
+    /// ([`crate::sst::TableProperties::write_times`]).
+    pub write_times: Option<(u64, u64)>,
 }
 
 impl TableInfo {
@@ -123,6 +126,7 @@ impl TableInfo {
             merges: p.merges,
             merge_operator: p.merge_operator.clone(),
             range_deletions: p.range_deletions,
+            write_times: p.write_times,
         }
     }
 }

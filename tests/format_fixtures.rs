@@ -159,6 +159,32 @@ fn a_database_written_in_format_v5_with_scan_filters_opens() {
 }
 
 #[test]
+fn a_database_written_in_format_v6_with_a_ttl_keyspace_and_a_compaction_filter_opens() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/format_v6");
+    // The fixture holds what it is for: format-6 tables with write times, and the keyspace
+    // record's TTL and filter name.
+    let with_times = table_properties(&fixture)
+        .into_iter()
+        .filter(|p| p.write_times.is_some())
+        .inspect(|p| assert_eq!(p.format_version, 6))
+        .count();
+    assert!(with_times > 0, "format_v6 has no table with write times");
+    let storage = siftdb::storage::FsStorage::new();
+    let state = siftdb::inspect::manifest::recover(&storage, &fixture).unwrap().unwrap();
+    let rec = state.keyspaces.values().find(|k| k.name == FIXTURE_KEYSPACE).unwrap();
+    assert_eq!(rec.filter_name, "siftdb.fixture.keep_all");
+    assert_eq!(rec.options.ttl, Some(FIXTURE_TTL));
+    opens_with_its_contents(6);
+    // Reopening the keyspace without its TTL is refused; with it, it reads the model.
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&fixture, dir.path());
+    let db = Db::open(dir.path(), read_options(6)).unwrap();
+    assert!(db.keyspace(FIXTURE_KEYSPACE, siftdb::KeyspaceOptions::default()).is_err());
+    let ks = db.keyspace(FIXTURE_KEYSPACE, fixture_keyspace_options(6, FIXTURE_KEYSPACE)).unwrap();
+    assert_eq!(ks.scan().unwrap().count(), fixture_model_in(6, FIXTURE_KEYSPACE).len());
+}
+
+#[test]
 fn the_fixture_history_written_by_this_build_reads_back() {
     // The writer's own round trip, so a broken history or model cannot hide behind an old
     // fixture: the same steps through today's code give the same state.

@@ -152,6 +152,7 @@ fn each_keyspace_writes_its_files_with_its_own_options_even_unopened_after_reope
         },
         compression: Compression::Zstd(3),
         block_size: 1024,
+        ..KeyspaceOptions::default()
     };
     let no_filters = FilterPolicy {
         flush: FilterConfig::None,

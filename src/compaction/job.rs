@@ -43,6 +43,7 @@
 use super::collapse::{collapse, Version};
 use super::filter::build_filter;
 use super::subcompaction::{self, KeyRange};
+use crate::compaction_filter::{Decision, EntryKind, Retention};
 use crate::error::{Error, Result};
 use crate::filename;
 use crate::filter_plan::LevelFilter;
@@ -127,6 +128,12 @@ pub struct JobSpec {
     /// The scan filters every output carries (`Options::prefix_extractor`,
     /// `Options::range_filter`).
     pub scan_filters: crate::sst::ScanFilterSpec,
+    /// The TTL and compaction filter of each keyspace that has one (design.md#ttl).
+    pub retention: BTreeMap<u32, Retention>,
+    /// `merge_operator` wrapped to strip write times: the operator of TTL keyspaces.
+    pub ttl_merge_operator: Option<crate::merge::SharedMergeOperator>,
+    /// The level the outputs are written to (the compaction filter is told).
+    pub output_level: usize,
 }
 
 impl JobSpec {
@@ -590,6 +597,8 @@ impl Output<'_> {
         let mut builder = TableBuilder::new(file, spec.layout(self.keyspace).table)?;
         builder.set_keyspace(self.keyspace);
         builder.set_merge_operator(&spec.merge_operator_name);
+        let ttl = spec.retention.get(&self.keyspace).is_some_and(|r| r.ttl_ms.is_some());
+        builder.set_write_times(ttl);
         builder.set_scan_filters(spec.scan_filters.clone());
         if let Some(bytes) = spec.layout(self.keyspace).index_partition_bytes {
             builder.partition_index(bytes);
@@ -681,8 +690,25 @@ fn emit(
     // finds covered stays, and that reader's tombstone, kept in the outputs, hides it.
     let covering: &[u64] = out.all_tombstones.covering_seqs(user_key);
     let covered_at = |seq: u64, reader: u64| covering.iter().any(|&t| t > seq && t <= reader);
+    let retention = spec.retention.get(&out.keyspace);
+    // The lifecycle rule (design.md#compaction-filters): only the newest version, and only
+    // when no live snapshot can see it. An expired one becomes a tombstone at its sequence.
+    let unseen = |seq: u64| spec.snapshots.last().is_none_or(|&s| seq > s);
+    let head_kind = group[0].kind;
+    // Among the versions only the current state reads, the first expired one reads as a
+    // tombstone (src/db/ttl.rs), so it becomes one: operands above it then never merge onto
+    // what it hides.
+    if let Some(r) = retention.filter(|r| r.ttl_ms.is_some()) {
+        for v in group.iter_mut().take_while(|v| unseen(v.seq)) {
+            if matches!(v.kind, ValueKind::Put | ValueKind::Merge) && r.expired(&v.value) {
+                v.kind = ValueKind::Delete;
+                v.value.clear();
+                break;
+            }
+        }
+    }
     let single = group.len() == 1 && covering.is_empty();
-    let keep = if single && matches!(group[0].kind, ValueKind::Put | ValueKind::Delete) {
+    let mut keep = if single && matches!(group[0].kind, ValueKind::Put | ValueKind::Delete) {
         // The common case, without collapse's allocations: a lone Put is the newest version
         // and stays; a lone Delete stays unless nothing older exists (bottommost), exactly
         // what `collapse` keeps of a single version.
@@ -699,14 +725,34 @@ fn emit(
                 !covered_at(v.seq, oldest_reader)
             });
         }
-        collapse(
-            user_key,
-            versions,
-            &spec.snapshots,
-            spec.bottommost,
-            spec.merge_operator.as_deref(),
-        )
+        let op = match retention.and_then(|r| r.ttl_ms) {
+            Some(_) => spec.ttl_merge_operator.as_deref(),
+            None => spec.merge_operator.as_deref(),
+        };
+        collapse(user_key, versions, &spec.snapshots, spec.bottommost, op)
     };
+    if let (Some(r), Some(v)) = (retention, keep.first_mut()) {
+        if v.kind == ValueKind::Put && unseen(v.seq) {
+            let kind = match head_kind {
+                ValueKind::Merge => EntryKind::MergeResult,
+                _ => EntryKind::Value,
+            };
+            match r.decide(spec.output_level, user_key, &v.value, kind) {
+                Decision::Keep => {}
+                Decision::Change(value) => v.value = value,
+                Decision::Remove => {
+                    // A tombstone, not nothing: an older version below must stay hidden.
+                    v.kind = ValueKind::Delete;
+                    v.value.clear();
+                    if spec.bottommost {
+                        while keep.last().is_some_and(|v| v.kind == ValueKind::Delete) {
+                            keep.pop();
+                        }
+                    }
+                }
+            }
+        }
+    }
     if keep.is_empty() {
         *group = keep; // its allocation is reused for the next key
         return Ok(());
@@ -722,7 +768,6 @@ fn emit(
     let keyspace = out.keyspace;
     let (b, _, _) = out.builder.as_mut().expect("just made");
     let k = &mut out.key_buf;
-    let mut keep = keep;
     for v in keep.drain(..) {
         k.clear();
         ikey::encode_in_into(k, keyspace, user_key, v.seq, v.kind);

@@ -66,6 +66,7 @@ pub(crate) fn checkpoint(inner: &DbInner, target: &Path) -> Result<()> {
     let keyspaces = inner.keyspaces.load();
     edit.keyspaces = keyspaces.records();
     edit.dropped_keyspaces = keyspaces.dropped.iter().copied().collect();
+    edit.default_lifecycle = super::open::default_lifecycle(&inner.opts);
     storage.sync_dir(target)?;
     Manifest::create(storage, target, manifest_number, &edit)?;
     drop(w);

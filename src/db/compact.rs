@@ -58,6 +58,58 @@ fn next_pick(inner: &DbInner) -> Option<Pick> {
     }
     let v = inner.super_version().version.clone();
     pick(v.levels(), &inner.opts.compaction, &inner.opts.filter_policy)
+        .or_else(|| ttl_pick(inner, &v))
+}
+
+/// Whether `f` holds entries past its keyspace's TTL (its oldest write time, a table
+/// property), at `now`.
+fn holds_expired(
+    inner: &DbInner,
+    set: &super::keyspace::KeyspaceSet,
+    f: &TableFile,
+    now: u64,
+) -> bool {
+    let Some((oldest, _)) = f.info.write_times else { return false };
+    super::ttl::ttl_ms(&inner.opts, set, f.meta.keyspace)
+        .is_some_and(|ttl| crate::compaction_filter::expired_at(oldest, ttl, now))
+}
+
+/// TTL compaction (RocksDB's `ttl`, design.md#ttl): when no level is over its size, a file
+/// holding expired entries is compacted anyway (into the next level, or rewritten in place at
+/// the deepest), so expired data does not hold disk forever. Only while no snapshot is live:
+/// then the compaction drops every expired entry it reads, and the file it writes no longer
+/// qualifies (a snapshot could keep them and make the pick repeat).
+fn ttl_pick(inner: &DbInner, v: &Version) -> Option<Pick> {
+    if !inner.snapshots.lock().is_empty() {
+        return None;
+    }
+    let set = inner.keyspaces.load();
+    if inner.opts.ttl.is_none() && set.live.values().all(|k| k.options.ttl.is_none()) {
+        return None;
+    }
+    let now = super::ttl::now_ms(&inner.opts);
+    let deepest = deepest_level(v)?;
+    for (level, files) in v.levels().iter().enumerate() {
+        let Some(f) = files.iter().find(|f| holds_expired(inner, &set, f, now)) else { continue };
+        if level == deepest && level > 0 {
+            return Some(Pick {
+                level,
+                output_level: level,
+                inputs: vec![f.meta.number],
+                next_inputs: vec![],
+                trivial_move: false,
+                bottommost: true,
+                score: 0.0,
+            });
+        }
+        let with = (&inner.opts.compaction, &inner.opts.filter_policy);
+        let range = Some((f.meta.smallest(), f.meta.largest()));
+        if let Some(mut p) = crate::compaction::picker::pick_level(v.levels(), level, with, range) {
+            p.trivial_move = false; // a move would keep the expired entries
+            return Some(p);
+        }
+    }
+    None
 }
 
 fn compaction_loop(inner: &DbInner) {
@@ -185,12 +237,20 @@ pub(crate) fn run_pick(inner: &DbInner, p: &Pick) -> Result<()> {
         snapshots: inner.snapshots.lock().keys().copied().collect(),
         bottommost: p.bottommost,
         target_file_size: inner.opts.compaction.target_file_size,
-        merge_operator,
+        merge_operator: merge_operator.clone(),
         merge_operator_name,
-        layouts: keyspaces.into_iter().map(|ks| (ks, layout(ks))).collect(),
+        layouts: keyspaces.iter().copied().map(|ks| (ks, layout(ks))).collect(),
         default_layout: layout(crate::ikey::DEFAULT_KEYSPACE),
         max_subcompactions: inner.opts.max_subcompactions,
         scan_filters: crate::sst::ScanFilterSpec::of(&inner.opts),
+        retention: {
+            let now = super::ttl::now_ms(&inner.opts);
+            let all =
+                keyspaces.iter().map(|&ks| (ks, super::ttl::retention(&inner.opts, &set, ks, now)));
+            all.filter(|(_, r)| !r.is_none()).collect()
+        },
+        ttl_merge_operator: super::ttl::operator_for(merge_operator.as_ref(), Some(1)),
+        output_level: p.output_level,
     };
     let new_number = || inner.new_file_number();
     let closing = || inner.is_closing();
@@ -343,6 +403,8 @@ fn compact_range_jobs(inner: &DbInner, start: Option<&[u8]>, end: Option<&[u8]>)
     let v = inner.super_version().version.clone();
     let Some(bottom) = deepest_level(&v) else { return Ok(()) };
     let (lo, hi) = bounds(&v, start, end);
+    let set = inner.keyspaces.load();
+    let now = super::ttl::now_ms(&inner.opts);
     let garbage: Vec<u64> = v.levels()[bottom]
         .iter()
         .filter(|f| crate::compaction::picker::overlaps(&f.meta, key_at(&lo), key_at(&hi)))
@@ -350,6 +412,7 @@ fn compact_range_jobs(inner: &DbInner, start: Option<&[u8]>, end: Option<&[u8]>)
             // Operands at the bottom fold into Puts when an operator is configured.
             let operands = f.info.merges > 0 && inner.opts.merge_operator.is_some();
             f.info.deletions > 0
+                || holds_expired(inner, &set, f, now)
                 || f.info.range_deletions > 0
                 || f.meta.entries > f.info.distinct_keys
                 || operands

@@ -109,13 +109,21 @@ pub(crate) struct CursorConfig {
     life: Arc<super::Lifecycle>,
     /// Put the data blocks read from disk in the block cache ([`ReadOptions::fill_cache`]).
     fill_cache: bool,
+    /// The keyspace's TTL state (src/db/ttl.rs): an expired version counts as a tombstone,
+    /// and values shown lose their write time (`merge_op` then strips the operands' times).
+    ttl: Option<super::ttl::ReadTtl>,
 }
 
 impl CursorConfig {
-    /// The configuration of a database opened with `opts`.
-    pub(crate) fn of(inner: &super::DbInner) -> CursorConfig {
+    /// The configuration of a cursor over `keyspace` of the database `inner`.
+    pub(crate) fn of(inner: &super::DbInner, keyspace: u32) -> CursorConfig {
+        let ttl = super::ttl::ReadTtl::of(inner, keyspace);
         CursorConfig {
-            merge_op: inner.opts.merge_operator.clone(),
+            merge_op: super::ttl::operator_for(
+                inner.opts.merge_operator.as_ref(),
+                ttl.map(|t| t.ttl_ms),
+            ),
+            ttl,
             prefix_extractor: inner.opts.prefix_extractor.clone(),
             count_filters: true,
             life: inner.life.clone(),
@@ -329,14 +337,21 @@ impl DbCursor {
     }
 
     /// The entry's kind as the cursor treats it: a version covered by a visible range
-    /// tombstone counts as a tombstone.
+    /// tombstone counts as a tombstone, and so does an expired version of a TTL keyspace
+    /// (src/db/ttl.rs; an unreadable write time is reported when the value is shown).
     fn effective_kind(
         tombstones: &Option<Arc<Fragments>>,
         e: &super::iter::source::Entry,
         snapshot: u64,
+        ttl: Option<super::ttl::ReadTtl>,
     ) -> ValueKind {
         match tombstones {
             Some(t) if t.covers(&e.user_key, e.seq, snapshot) => ValueKind::Delete,
+            _ if matches!(e.kind, ValueKind::Put | ValueKind::Merge)
+                && ttl.is_some_and(|t| t.expired(&e.value).unwrap_or(false)) =>
+            {
+                ValueKind::Delete
+            }
             _ => e.kind,
         }
     }
@@ -525,12 +540,21 @@ impl DbCursor {
             let inside = e.keyspace == self.keyspace && !below_lower(&self.lower, &e.user_key);
             if inside && e.seq <= self.snapshot {
                 let skipped = skipping && e.user_key <= self.saved_key;
-                match Self::effective_kind(&self.tombstones, e, self.snapshot) {
+                match Self::effective_kind(&self.tombstones, e, self.snapshot, self.config.ttl) {
                     // Sources never yield range tombstones (iter/source.rs rejects them).
                     ValueKind::Delete | ValueKind::RangeDelete => {
                         self.saved_key.clear();
                         self.saved_key.extend_from_slice(&e.user_key);
                         skipping = true;
+                    }
+                    ValueKind::Put if !skipped && self.config.ttl.is_some() => {
+                        // Shown from the saved copy, without its write time.
+                        self.saved_key.clear();
+                        self.saved_key.extend_from_slice(&e.user_key);
+                        self.saved_value = super::ttl::strip(e.value.clone())?;
+                        self.valid = true;
+                        self.merged = true;
+                        return Ok(());
                     }
                     ValueKind::Put if !skipped => {
                         self.valid = true;
@@ -550,7 +574,7 @@ impl DbCursor {
     /// their merge from `saved_key`/`saved_value`. The merge is left past the operands.
     fn merge_forward(&mut self) -> Result<()> {
         let op = self.config.merge_op.clone();
-        let mut ops = Operands::new(op.as_ref());
+        let mut ops = Operands::with_ttl(op.as_ref(), self.config.ttl);
         let e = self.merge.entry().expect("on an operand");
         self.saved_key.clear();
         self.saved_key.extend_from_slice(&e.user_key);
@@ -565,7 +589,7 @@ impl DbCursor {
             let Some(e) = same_key else {
                 break None;
             };
-            match Self::effective_kind(&self.tombstones, e, self.snapshot) {
+            match Self::effective_kind(&self.tombstones, e, self.snapshot, self.config.ttl) {
                 ValueKind::Put => break Some(e.value.clone()),
                 ValueKind::Delete | ValueKind::RangeDelete => break None,
                 ValueKind::Merge => {
@@ -617,7 +641,7 @@ impl DbCursor {
                     base = None;
                     ops.clear();
                 }
-                match Self::effective_kind(&self.tombstones, e, self.snapshot) {
+                match Self::effective_kind(&self.tombstones, e, self.snapshot, self.config.ttl) {
                     ValueKind::Put => {
                         base = Some(e.value.clone());
                         ops.clear();
@@ -641,9 +665,12 @@ impl DbCursor {
             return Ok(());
         }
         self.saved_value = if ops.is_empty() {
-            base.unwrap_or_default()
+            match (base, self.config.ttl) {
+                (Some(b), Some(_)) => super::ttl::strip(b)?,
+                (b, _) => b.unwrap_or_default(),
+            }
         } else {
-            let mut merging = Operands::new(self.config.merge_op.as_ref());
+            let mut merging = Operands::with_ttl(self.config.merge_op.as_ref(), self.config.ttl);
             for (value, recorded) in ops.into_iter().rev() {
                 merging.check_source(recorded.as_deref(), &self.saved_key)?;
                 merging.list.push(value); // newest first

@@ -137,8 +137,17 @@ fn write_l0_tables_inner(
     let snapshots: std::collections::BTreeSet<u64> =
         inner.snapshots.lock().keys().copied().collect();
     let op = inner.opts.merge_operator.as_deref();
+    // TTL and compaction filters (design.md#compaction-filters): per keyspace, at one time.
+    let now = super::ttl::now_ms(&inner.opts);
+    let ttl_op = super::ttl::operator_for(inner.opts.merge_operator.as_ref(), Some(1));
+    let max_snapshot = snapshots.last().copied();
+    let mut retention = crate::compaction_filter::Retention::default();
     let mut newer = u64::MAX;
     let mut operands: Option<Vec<Version>> = None;
+    let op_of = |r: &crate::compaction_filter::Retention| match r.ttl_ms {
+        Some(_) => ttl_op.as_deref(),
+        None => op,
+    };
     mem.for_each(|keyspace, key, seq, kind, value| {
         if !set.is_live(keyspace) {
             return Ok(()); // a dropped keyspace: never written, never read
@@ -146,7 +155,14 @@ fn write_l0_tables_inner(
         if out.as_ref().is_none_or(|o| o.keyspace != keyspace) {
             if let Some(mut o) = out.take() {
                 if let Some(versions) = operands.take() {
-                    add_collapsed(&mut o, &last, versions, &snapshots, op)?;
+                    add_collapsed(
+                        &mut o,
+                        &last,
+                        versions,
+                        &snapshots,
+                        op_of(&retention),
+                        &retention,
+                    )?;
                 }
                 summaries.push(finish_l0(inner, mem, o)?);
             }
@@ -161,13 +177,15 @@ fn write_l0_tables_inner(
             // replayed without an operator: the operands' operator is unknown).
             builder.set_merge_operator(op.map_or("", |op| op.name()));
             let tombstones = mem.range_tombstones(keyspace);
+            retention = super::ttl::retention(&inner.opts, &set, keyspace, now);
+            builder.set_write_times(retention.ttl_ms.is_some());
             out = Some(L0Output { keyspace, number, builder, distinct: 0, tombstones });
         }
         let o = out.as_mut().expect("an output is open");
         let first_of_key = o.distinct == 0 || last.as_slice() != key;
         if first_of_key {
             if let Some(versions) = operands.take() {
-                add_collapsed(o, &last, versions, &snapshots, op)?;
+                add_collapsed(o, &last, versions, &snapshots, op_of(&retention), &retention)?;
             }
             o.distinct += 1;
             last.clear();
@@ -184,13 +202,28 @@ fn write_l0_tables_inner(
             operands = Some(vec![Version { seq, kind, value: value.to_vec() }]);
             return Ok(());
         }
+        // The lifecycle rule: the key's newest version, seen by no snapshot.
+        let (mut kind, mut value) = (kind, std::borrow::Cow::Borrowed(value));
+        if first_of_key && kind == ValueKind::Put && max_snapshot.is_none_or(|s| seq > s) {
+            if retention.expired(&value) {
+                (kind, value) = (ValueKind::Delete, Default::default());
+            } else {
+                match retention.decide(0, key, &value, crate::EntryKind::Value) {
+                    crate::Decision::Keep => {}
+                    crate::Decision::Change(v) => value = v.into(),
+                    crate::Decision::Remove => {
+                        (kind, value) = (ValueKind::Delete, Default::default())
+                    }
+                }
+            }
+        }
         ikey_buf.clear();
         ikey::encode_in_into(&mut ikey_buf, keyspace, key, seq, kind);
-        o.builder.add(&ikey_buf, value)
+        o.builder.add(&ikey_buf, &value)
     })?;
     if let Some(mut o) = out.take() {
         if let Some(versions) = operands.take() {
-            add_collapsed(&mut o, &last, versions, &snapshots, op)?;
+            add_collapsed(&mut o, &last, versions, &snapshots, op_of(&retention), &retention)?;
         }
         summaries.push(finish_l0(inner, mem, o)?);
     }
@@ -274,7 +307,20 @@ fn add_collapsed(
     mut versions: Vec<Version>,
     snapshots: &std::collections::BTreeSet<u64>,
     op: Option<&dyn crate::merge::MergeOperator>,
+    retention: &crate::compaction_filter::Retention,
 ) -> Result<()> {
+    // The lifecycle rule (design.md#compaction-filters), as compaction/job.rs `emit` applies
+    // it: only to the key's newest version, when no live snapshot can see it.
+    let unseen = |seq: u64| snapshots.last().is_none_or(|&s| seq > s);
+    // The first expired version only the current state reads becomes a tombstone, as a
+    // read treats it (src/db/ttl.rs).
+    for v in versions.iter_mut().take_while(|v| unseen(v.seq)) {
+        if matches!(v.kind, ValueKind::Put | ValueKind::Merge) && retention.expired(&v.value) {
+            v.kind = ValueKind::Delete;
+            v.value.clear();
+            break;
+        }
+    }
     let covering = o.tombstones.covering_seqs(key);
     if !covering.is_empty() {
         versions.retain(|v| {
@@ -283,7 +329,25 @@ fn add_collapsed(
         });
     }
     let mut k = Vec::with_capacity(key.len() + ikey::TRAILER_LEN);
-    for v in collapse(key, versions, snapshots, false, op) {
+    let head_kind = versions.first().map(|v| v.kind);
+    let mut keep = collapse(key, versions, snapshots, false, op);
+    if let Some(v) = keep.first_mut() {
+        if v.kind == ValueKind::Put && unseen(v.seq) {
+            let kind = match head_kind {
+                Some(ValueKind::Merge) => crate::EntryKind::MergeResult,
+                _ => crate::EntryKind::Value,
+            };
+            match retention.decide(0, key, &v.value, kind) {
+                crate::Decision::Keep => {}
+                crate::Decision::Change(value) => v.value = value,
+                crate::Decision::Remove => {
+                    v.kind = ValueKind::Delete;
+                    v.value.clear();
+                }
+            }
+        }
+    }
+    for v in keep {
         k.clear();
         ikey::encode_in_into(&mut k, o.keyspace, key, v.seq, v.kind);
         o.builder.add(&k, &v.value)?;

@@ -27,7 +27,7 @@ impl ReadView<'_> {
         // The super-version before the sequence (design.md#concurrency, rule 2).
         let sv = self.inner.super_version();
         let seq = self.at.sequence(self.inner);
-        let config = CursorConfig::of(self.inner).reading(opts);
+        let config = CursorConfig::of(self.inner, self.keyspace).reading(opts);
         let reads = self.inner.reads.clone();
         Ok(DbCursor::new(sv, reads, self.keyspace, seq, Bound::Unbounded, Bound::Unbounded, config))
     }

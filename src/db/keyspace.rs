@@ -27,7 +27,11 @@ use std::sync::Arc;
 #[derive(Debug, Clone)]
 pub(crate) struct LiveKeyspace {
     pub name: Arc<str>,
+    /// Its options; the compaction filter is set only once the keyspace was opened in this
+    /// process (the manifest records its name alone).
     pub options: KeyspaceOptions,
+    /// The recorded compaction filter name (empty: none).
+    pub filter_name: String,
 }
 
 /// The keyspaces of a database: live ones other than the default, and the ids of dropped ones.
@@ -44,7 +48,12 @@ impl KeyspaceSet {
             .keyspaces
             .values()
             .map(|r| {
-                (r.id, LiveKeyspace { name: r.name.as_str().into(), options: r.options.clone() })
+                let k = LiveKeyspace {
+                    name: r.name.as_str().into(),
+                    options: r.options.clone(),
+                    filter_name: r.filter_name.clone(),
+                };
+                (r.id, k)
             })
             .collect();
         KeyspaceSet { live, dropped: state.dropped_keyspaces.clone() }
@@ -74,6 +83,7 @@ impl KeyspaceSet {
             id,
             name: k.name.to_string(),
             options: k.options.clone(),
+            filter_name: k.filter_name.clone(),
         };
         self.live.iter().map(record).collect()
     }
@@ -132,15 +142,34 @@ pub(crate) fn open_keyspace(
     let mut manifest = inner.manifest.lock();
     let set = inner.keyspaces.load_full();
     let (id, existing) = match set.id_of(name) {
-        Some(id) => (id, set.live.get(&id).map(|k| k.options.clone())),
+        Some(id) => (id, set.live.get(&id).cloned()),
         None => (set.next_id()?, None),
     };
-    if existing.as_ref() != Some(&options) {
+    let filter_name = options.filter_name().to_string();
+    if let Some(k) = &existing {
+        // Values of a TTL keyspace carry their write time; others do not.
+        if k.options.ttl.is_some() != options.ttl.is_some() {
+            return Err(Error::invalid(format!(
+                "keyspace {name:?} was created {} a TTL and cannot be reopened {} one: its \
+                 values are stored {} a write time (the TTL's duration may change)",
+                if k.options.ttl.is_some() { "with" } else { "without" },
+                if options.ttl.is_some() { "with" } else { "without" },
+                if k.options.ttl.is_some() { "with" } else { "without" },
+            )));
+        }
+    }
+    let recorded_same = existing.as_ref().is_some_and(|k| {
+        k.filter_name == filter_name
+            && KeyspaceOptions { compaction_filter: None, ..k.options.clone() }
+                == KeyspaceOptions { compaction_filter: None, ..options.clone() }
+    });
+    if !recorded_same {
         let edit = VersionEdit {
             keyspaces: vec![KeyspaceRecord {
                 id,
                 name: name.to_string(),
                 options: options.clone(),
+                filter_name: filter_name.clone(),
             }],
             ..VersionEdit::default()
         };
@@ -148,8 +177,17 @@ pub(crate) fn open_keyspace(
             inner.set_bg_error(&e);
             return Err(e);
         }
+    }
+    let same_filter = existing.as_ref().is_some_and(|k| {
+        match (&k.options.compaction_filter, &options.compaction_filter) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        }
+    });
+    if !recorded_same || !same_filter {
         let mut next = (*set).clone();
-        next.live.insert(id, LiveKeyspace { name: name.into(), options });
+        next.live.insert(id, LiveKeyspace { name: name.into(), options, filter_name });
         inner.keyspaces.store(Arc::new(next));
     }
     drop(manifest);

@@ -31,6 +31,7 @@ mod open;
 mod pinned;
 mod plan;
 pub(crate) mod read;
+pub(crate) mod ttl;
 use read::ReadAt;
 pub(crate) mod read_counters;
 pub mod stats;

@@ -46,8 +46,12 @@ pub(crate) fn multi_get(inner: &DbInner, keyspace: u32, keys: &[&[u8]], at: Read
     counters.add(&counters.gets, keys.len() as u64);
     let sv = inner.sv.load();
     let snapshot = at.sequence(inner); // after the super-version: see ReadAt
-    let merge_op = inner.opts.merge_operator.as_ref();
-    let answers = lookup_all(&sv, &counters.levels, keyspace, keys, snapshot, merge_op);
+    let ttl = super::ttl::ReadTtl::of(inner, keyspace);
+    let wrapped = ttl
+        .and_then(|t| super::ttl::operator_for(inner.opts.merge_operator.as_ref(), Some(t.ttl_ms)));
+    let merge_op =
+        if ttl.is_some() { wrapped.as_ref() } else { inner.opts.merge_operator.as_ref() };
+    let answers = lookup_all(&sv, &counters.levels, keyspace, keys, snapshot, (merge_op, ttl));
     let found = answers.iter().filter(|a| matches!(a, Ok(Some(_)))).count();
     counters.add(&counters.gets_found, found as u64);
     answers
@@ -91,7 +95,7 @@ fn lookup_all(
     keyspace: u32,
     keys: &[&[u8]],
     snapshot: u64,
-    merge_operator: Option<&SharedMergeOperator>,
+    (merge_operator, ttl): (Option<&SharedMergeOperator>, Option<super::ttl::ReadTtl>),
 ) -> Vec<Answer> {
     let mut pending: Vec<usize> = (0..keys.len()).collect();
     pending.sort_by(|&a, &b| keys[a].cmp(keys[b]).then(a.cmp(&b)));
@@ -105,7 +109,7 @@ fn lookup_all(
         covered: vec![0; keys.len()],
         answers: (0..keys.len()).map(|_| None).collect(),
         batch_reads: crate::storage::uring::available(),
-        operands: (0..keys.len()).map(|_| Operands::new(merge_operator)).collect(),
+        operands: (0..keys.len()).map(|_| Operands::with_ttl(merge_operator, ttl)).collect(),
     };
 
     let mut done = vec![false; b.pending.len()];

@@ -128,6 +128,12 @@ struct Recovered {
     l0_run_keys: u64,
 }
 
+/// The default keyspace's tag-8 record for a manifest snapshot (`None`: no TTL, no filter).
+pub(crate) fn default_lifecycle(opts: &Options) -> Option<crate::keyspace_options::Lifecycle> {
+    let life = crate::KeyspaceOptions::from(opts).lifecycle();
+    (!life.is_empty()).then_some(life)
+}
+
 /// Opens every table `state` names and replays the WALs into one memtable. Reads only: an
 /// error leaves the directory as it was.
 fn recover_files(
@@ -138,6 +144,17 @@ fn recover_files(
     state: manifest::RecoveredState,
     existed: bool,
 ) -> Result<Recovered> {
+    // Values of a TTL keyspace carry their write time; others do not (design.md#ttl).
+    let recorded_ttl = state.default_lifecycle.ttl_ms > 0;
+    if existed && recorded_ttl != opts.ttl.is_some() {
+        return Err(Error::invalid(format!(
+            "the database's default keyspace was created {} a TTL and cannot be opened {} \
+             Options::ttl: its values are stored {} a write time (the TTL's duration may change)",
+            if recorded_ttl { "with" } else { "without" },
+            if opts.ttl.is_some() { "with" } else { "without" },
+            if recorded_ttl { "with" } else { "without" },
+        )));
+    }
     let names = storage.list(dir)?;
     let max_seen = names
         .iter()
@@ -383,6 +400,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             .collect(),
         keyspaces: rec.state.keyspaces.values().cloned().collect(),
         dropped_keyspaces: rec.state.dropped_keyspaces.iter().copied().collect(),
+        default_lifecycle: default_lifecycle(&opts),
         ..VersionEdit::default()
     };
     let manifest = Manifest::create(&*storage, dir, manifest_number, &snapshot)?;

@@ -83,7 +83,18 @@ fn point_lookup(
     counters.add(&counters.gets, 1);
     let sv = inner.sv.load();
     let snapshot = at.sequence(inner);
-    let mut operands = Operands::new(inner.opts.merge_operator.as_ref());
+    let ttl = super::ttl::ReadTtl::of(inner, keyspace);
+    let wrapped;
+    let (op, out) = match ttl {
+        // Values carry their write time: read it even for `contains_key`, and copy it out
+        // (the time is stripped from the value returned).
+        Some(t) => {
+            wrapped = super::ttl::operator_for(inner.opts.merge_operator.as_ref(), Some(t.ttl_ms));
+            (wrapped.as_ref(), ValueOut::Copy)
+        }
+        None => (inner.opts.merge_operator.as_ref(), out),
+    };
+    let mut operands = Operands::with_ttl(op, ttl);
     let result = lookup(&sv, &counters.levels, keyspace, key, snapshot, out, &mut operands)?;
     if result.is_some() {
         counters.add(&counters.gets_found, 1);
@@ -115,7 +126,8 @@ fn lookup(
     let hash = hash_key(key);
     // Without operands the base is the answer as it is (a pinned value stays pinned).
     let finish = |ops: &Operands<'_>, base: Option<PinnedValue>| {
-        if ops.list.is_empty() {
+        // In a TTL keyspace `finish` applies the expiry rule and strips the write time.
+        if ops.list.is_empty() && !ops.has_ttl() {
             return Ok(base);
         }
         Ok(ops.finish(key, base.map(PinnedValue::into_vec))?.map(PinnedValue::owned))

@@ -107,6 +107,7 @@ pub(crate) fn write_checked(
     super::compact::throttle(inner)?;
     let user_bytes: usize = batch.iter().map(|r| r.key.len() + r.value.len()).sum();
     inner.counters.user_bytes.fetch_add(user_bytes as u64, Ordering::Relaxed);
+    let batch = super::ttl::stamp(inner, batch); // after counting: the user's bytes only
     let q = &inner.write;
     let mut st = q.state.lock();
     let ticket = st.next_ticket;

@@ -3,7 +3,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::indexing_slicing))]
 
 use crate::error::{Error, Result};
-use crate::keyspace_options::{validate_name, KeyspaceOptions};
+use crate::keyspace_options::{validate_name, KeyspaceOptions, Lifecycle};
 
 /// Levels a file may live on. Decoding rejects larger levels, so replay never allocates from an
 /// unchecked level number.
@@ -19,6 +19,7 @@ mod tag {
     pub const ADDED_FILE: u16 = 5;
     pub const KEYSPACE: u16 = 6;
     pub const KEYSPACE_DROPPED: u16 = 7;
+    pub const DEFAULT_LIFECYCLE: u16 = 8;
 }
 
 /// First tag of the optional range: an unknown tag at or above it is skipped on decode.
@@ -64,8 +65,11 @@ pub struct KeyspaceRecord {
     pub id: u32,
     /// Its name (1..=255 bytes of UTF-8).
     pub name: String,
-    /// The options its files are written with.
+    /// The options its files are written with (the compaction filter is not recorded: only
+    /// its name, `filter_name`).
     pub options: KeyspaceOptions,
+    /// The name of the compaction filter it was last opened with (empty: none).
+    pub filter_name: String,
 }
 
 /// A change to the set of live files and counters; the manifest is a log of these.
@@ -88,6 +92,10 @@ pub struct VersionEdit {
     pub keyspaces: Vec<KeyspaceRecord>,
     /// Keyspaces dropped (tag 7), by id.
     pub dropped_keyspaces: Vec<u32>,
+    /// The default keyspace's TTL and compaction filter name (tag 8; design.md#ttl), written
+    /// only when either is set. Required: a build without it refuses the manifest rather
+    /// than return values with their write times.
+    pub default_lifecycle: Option<Lifecycle>,
 }
 
 fn put_field(out: &mut Vec<u8>, tag: u16, value: &[u8]) {
@@ -171,9 +179,10 @@ impl<'a> Cursor<'a> {
             return bad(e.to_string());
         }
         let at = self.pos as u64;
-        let options = KeyspaceOptions::decode(&self.key("keyspace options")?)
-            .map_err(|e| Error::corruption(format!("version edit: {e}"), Some(at)))?;
-        Ok(KeyspaceRecord { id, name, options })
+        let (options, filter_name) =
+            KeyspaceOptions::decode_recorded(&self.key("keyspace options")?)
+                .map_err(|e| Error::corruption(format!("version edit: {e}"), Some(at)))?;
+        Ok(KeyspaceRecord { id, name, options, filter_name })
     }
 }
 
@@ -223,11 +232,16 @@ impl VersionEdit {
         for k in &self.keyspaces {
             let mut v = k.id.to_le_bytes().to_vec();
             put_key(&mut v, k.name.as_bytes());
-            put_key(&mut v, &k.options.encode());
+            put_key(&mut v, &k.options.encode_recorded(&k.filter_name));
             put_field(&mut out, tag::KEYSPACE, &v);
         }
         for id in &self.dropped_keyspaces {
             put_field(&mut out, tag::KEYSPACE_DROPPED, &id.to_le_bytes());
+        }
+        if let Some(life) = &self.default_lifecycle {
+            let mut v = Vec::new();
+            life.encode_into(&mut v);
+            put_field(&mut out, tag::DEFAULT_LIFECYCLE, &v);
         }
         out
     }
@@ -292,6 +306,18 @@ impl VersionEdit {
                 tag::KEYSPACE => edit.keyspaces.push(v.keyspace_record()?),
                 tag::KEYSPACE_DROPPED => {
                     edit.dropped_keyspaces.push(v.keyspace_id("dropped keyspace id")?)
+                }
+                tag::DEFAULT_LIFECYCLE => {
+                    if edit.default_lifecycle.is_some() {
+                        return dup("default keyspace lifecycle");
+                    }
+                    let value = v.bytes.get(v.pos..).unwrap_or_default();
+                    let mut c = crate::coding::Cursor::new(value);
+                    let life = Lifecycle::decode_from(&mut c).map_err(|e| {
+                        Error::corruption(format!("version edit: {e}"), Some(field_at))
+                    })?;
+                    v.pos = v.bytes.len() - c.remaining();
+                    edit.default_lifecycle = Some(life);
                 }
                 t if t >= OPTIONAL_TAG => v.pos = v.bytes.len(), // unknown optional: skip
                 t => {

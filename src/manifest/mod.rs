@@ -211,6 +211,8 @@ pub struct RecoveredState {
     pub keyspaces: BTreeMap<u32, KeyspaceRecord>,
     /// Ids of dropped keyspaces (never reused).
     pub dropped_keyspaces: BTreeSet<u32>,
+    /// The default keyspace's TTL and compaction filter name (its last tag-8 record).
+    pub default_lifecycle: crate::keyspace_options::Lifecycle,
     /// Edits replayed.
     pub edits: usize,
     /// Whether a torn last edit was dropped.
@@ -228,6 +230,7 @@ impl RecoveredState {
             last_sequence: 0,
             keyspaces: BTreeMap::new(),
             dropped_keyspaces: BTreeSet::new(),
+            default_lifecycle: Default::default(),
             edits: 0,
             torn_tail: false,
         }
@@ -284,6 +287,9 @@ impl RecoveredState {
                 return Err(Error::invalid(msg));
             }
         }
+        if let Some(life) = &edit.default_lifecycle {
+            self.default_lifecycle = life.clone();
+        }
         self.log_number = edit.log_number.unwrap_or(self.log_number);
         self.next_file_number = edit.next_file_number.unwrap_or(self.next_file_number);
         self.last_sequence = edit.last_sequence.unwrap_or(self.last_sequence);
@@ -314,6 +320,8 @@ impl RecoveredState {
         }
         edit.keyspaces = self.keyspaces.values().cloned().collect();
         edit.dropped_keyspaces = self.dropped_keyspaces.iter().copied().collect();
+        edit.default_lifecycle =
+            (!self.default_lifecycle.is_empty()).then(|| self.default_lifecycle.clone());
         edit
     }
 

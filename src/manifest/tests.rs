@@ -278,7 +278,12 @@ fn inconsistent_edits_and_bad_current_are_corruption() {
 }
 
 fn ks(id: u32, name: &str) -> KeyspaceRecord {
-    KeyspaceRecord { id, name: name.into(), options: crate::KeyspaceOptions::default() }
+    KeyspaceRecord {
+        id,
+        name: name.into(),
+        options: crate::KeyspaceOptions::default(),
+        filter_name: String::new(),
+    }
 }
 
 #[test]

@@ -134,6 +134,8 @@ pub struct TableBuilder {
     range_dels: Vec<RangeTombstone>,
     /// The table's keyspace: set explicitly, or by the first key (`None` until then).
     keyspace: Option<u32>,
+    /// Values carry write times ([`TableBuilder::set_write_times`]).
+    write_times: bool,
     /// Set after a failed write: the file's contents are unknown, so nothing more is written.
     failed: bool,
     /// The footer's filter handle once a partitioned filter's top level is written.
@@ -172,6 +174,7 @@ impl TableBuilder {
                 format_version: format_version_for(TableFeatures {
                     compression: opts.compression,
                     keyspaces: false,
+                    write_times: false,
                     merges: false,
                     range_deletions: false,
                     partitioned_filter: false,
@@ -187,6 +190,7 @@ impl TableBuilder {
             opts,
             range_dels: Vec::new(),
             keyspace: None,
+            write_times: false,
             failed: false,
             filter_handle: BlockHandle::default(),
             index_partition_bytes: None,
@@ -273,6 +277,12 @@ impl TableBuilder {
         p.raw_value_bytes += value.len() as u64;
         p.smallest_seq = p.smallest_seq.min(seq);
         p.largest_seq = p.largest_seq.max(seq);
+        if self.write_times && matches!(kind, ValueKind::Put | ValueKind::Merge) {
+            if let Ok((_, t)) = crate::compaction_filter::split_time(value) {
+                let (old, new) = p.write_times.unwrap_or((u64::MAX, 0));
+                p.write_times = Some((old.min(t), new.max(t)));
+            }
+        }
         self.data.add(internal_key, value);
         self.last_key.clear();
         self.last_key.extend_from_slice(internal_key);
@@ -280,6 +290,12 @@ impl TableBuilder {
             self.flush_data()?;
         }
         Ok(())
+    }
+
+    /// Whether values carry a write time (a TTL keyspace, design.md#ttl): the properties then
+    /// record the oldest and newest (format version 6).
+    pub fn set_write_times(&mut self, on: bool) {
+        self.write_times = on;
     }
 
     /// Records `name` as the merge operator of the table's operands (the `merge_operator`
@@ -394,6 +410,7 @@ impl TableBuilder {
             partitioned_index: !index_parts.is_empty(),
             scan_filters: self.props.prefix_filter_block.size > 0
                 || self.props.range_filter_block.size > 0,
+            write_times: self.props.write_times.is_some(),
         });
         self.props.format_version = version;
         if self.props.merges == 0 {

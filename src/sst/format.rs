@@ -30,8 +30,10 @@ pub const TABLE_MAGIC: u64 = u64::from_le_bytes(*b"SIFTDBST");
 /// (the footer's filter handle names a top-level partition index, src/sst/partitioned_filter.rs),
 /// and so may the index (the footer's index handle names a top-level index over index
 /// partitions, src/sst/partitioned_index.rs); 5 = the table may carry scan filters (a prefix
-/// filter and a range filter, their handles in the properties block; design.md#scan-filters).
-pub const FORMAT_VERSION: u32 = 5;
+/// filter and a range filter, their handles in the properties block; design.md#scan-filters);
+/// 6 = the properties record the oldest and newest write time of a TTL keyspace's entries
+/// (design.md#ttl).
+pub const FORMAT_VERSION: u32 = 6;
 
 /// What a table holds that decides its format version ([`format_version_for`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +52,8 @@ pub struct TableFeatures {
     pub partitioned_index: bool,
     /// The table carries a prefix filter or a range filter.
     pub scan_filters: bool,
+    /// The properties record write times (a table of a TTL keyspace).
+    pub write_times: bool,
 }
 
 /// The format version a table with `features` is written with: the lowest that can hold them.
@@ -63,6 +67,9 @@ pub struct TableFeatures {
 /// filters is version 5, so an older build refuses it rather than scan it without them (which
 /// would be correct but slower than its owner configured; a refusal is the clearer outcome).
 pub fn format_version_for(features: TableFeatures) -> u32 {
+    if features.write_times {
+        return 6;
+    }
     if features.scan_filters {
         return 5;
     }

@@ -86,6 +86,10 @@ pub struct TableProperties {
     /// Handle of the range filter block (format version 5, a `grafite` envelope); size 0
     /// without one. Written only by a table that has one.
     pub range_filter_block: BlockHandle,
+    /// Oldest and newest write time (ms since the Unix epoch) of the table's values and
+    /// operands, in a TTL keyspace (format version 6, design.md#ttl); `None` otherwise.
+    /// Written (as `oldest_write_time` and `newest_write_time`) only by a table that has them.
+    pub write_times: Option<(u64, u64)>,
 }
 
 impl TableProperties {
@@ -125,7 +129,8 @@ impl TableProperties {
             + partitioned as u32
             + index_parts as u32
             + 2 * prefix_filter as u32
-            + range_filter as u32;
+            + range_filter as u32
+            + 2 * self.write_times.is_some() as u32;
         put_varint32(&mut out, nums.len() as u32 + 2 + optional);
         let mut put = |name: &str, value: &[u8]| {
             put_varint32(&mut out, name.len() as u32);
@@ -168,6 +173,11 @@ impl TableProperties {
             let mut h = Vec::with_capacity(20);
             self.range_filter_block.encode_to(&mut h);
             put("range_filter_block", &h);
+        }
+        // Only tables of TTL keyspaces (format version 6) carry these.
+        if let Some((oldest, newest)) = self.write_times {
+            put("oldest_write_time", &oldest.to_le_bytes());
+            put("newest_write_time", &newest.to_le_bytes());
         }
         out
     }
@@ -270,6 +280,10 @@ impl TableProperties {
             prefix_filter_block,
             prefix_extractor,
             range_filter_block: handle("range_filter_block")?,
+            write_times: match map.contains_key(&b"oldest_write_time"[..]) {
+                true => Some((num("oldest_write_time")?, num("newest_write_time")?)),
+                false => None,
+            },
         })
     }
 }

@@ -250,7 +250,7 @@ impl Shared {
                 .unwrap_or_default()
         };
         let sv = self.inner.super_version();
-        let config = CursorConfig::of(&self.inner).reading(&ReadOptions::default());
+        let config = CursorConfig::of(&self.inner, keyspace).reading(&ReadOptions::default());
         let reads = self.inner.reads.clone();
         let seq = self.snapshot.sequence();
         let bounds = (lower.clone(), upper.clone());

@@ -238,8 +238,12 @@ pub fn run(cmd: &LdbCommand) -> Result<()> {
         }
         LdbCommand::Keyspaces(a) => {
             let (db, _) = open_read_only(a)?;
+            let lifecycles = Lifecycles::of(&a.db)?;
             for name in db.keyspace_names() {
-                println!("{name}");
+                match lifecycles.describe(&name) {
+                    Some(life) => println!("{name}  {life}"),
+                    None => println!("{name}"),
+                }
             }
         }
     }
@@ -267,7 +271,55 @@ fn open(args: &DbArgs, create: bool) -> Result<Db> {
         true => Some(Arc::new(U64AddOperator)),
         false => None,
     };
-    Db::open(dir, Options { create_if_missing: create, merge_operator, ..Options::default() })
+    let ttl = if create && !dir.join("CURRENT").exists() {
+        None
+    } else {
+        Lifecycles::of(dir)?.default_ttl()
+    };
+    let opts = Options { create_if_missing: create, merge_operator, ttl, ..Options::default() };
+    Db::open(dir, opts)
+}
+
+/// The TTLs and compaction filter names the manifest records (design.md#ttl), read through
+/// `siftdb::inspect`, writing nothing.
+struct Lifecycles {
+    /// Keyspace name -> (TTL in ms, 0: none; compaction filter name, empty: none).
+    by_name: std::collections::BTreeMap<String, (u64, String)>,
+}
+
+impl Lifecycles {
+    fn of(dir: &Path) -> Result<Lifecycles> {
+        let storage = siftdb::storage::FsStorage::new();
+        let state = siftdb::inspect::manifest::recover(&storage, dir)?
+            .ok_or_else(|| Error::invalid(format!("{} holds no database", dir.display())))?;
+        let mut by_name = std::collections::BTreeMap::new();
+        let d = &state.default_lifecycle;
+        by_name.insert("default".to_string(), (d.ttl_ms, d.filter_name.clone()));
+        for k in state.keyspaces.values() {
+            let ttl = k.options.ttl.map_or(0, |t| t.as_millis() as u64);
+            by_name.insert(k.name.clone(), (ttl, k.filter_name.clone()));
+        }
+        Ok(Lifecycles { by_name })
+    }
+
+    /// The default keyspace's TTL: the database must be opened with one exactly when it has one.
+    fn default_ttl(&self) -> Option<std::time::Duration> {
+        let ms = self.by_name.get("default").map_or(0, |l| l.0);
+        (ms > 0).then(|| std::time::Duration::from_millis(ms))
+    }
+
+    /// `ttl=… compaction_filter=…` of keyspace `name`, `None` when it has neither.
+    fn describe(&self, name: &str) -> Option<String> {
+        let (ttl, filter) = self.by_name.get(name)?;
+        let mut parts = Vec::new();
+        if *ttl > 0 {
+            parts.push(format!("ttl={:?}", std::time::Duration::from_millis(*ttl)));
+        }
+        if !filter.is_empty() {
+            parts.push(format!("compaction_filter={filter}"));
+        }
+        (!parts.is_empty()).then(|| parts.join(" "))
+    }
 }
 
 fn is_database(dir: &Path) -> Result<()> {
@@ -291,7 +343,8 @@ fn open_read_only(args: &DbArgs) -> Result<(Db, Result<()>)> {
         true => Some(Arc::new(U64AddOperator)),
         false => None,
     };
-    let db = Db::open_read_only(dir, Options { merge_operator, ..Options::default() })?;
+    let ttl = Lifecycles::of(dir)?.default_ttl();
+    let db = Db::open_read_only(dir, Options { merge_operator, ttl, ..Options::default() })?;
     let show = dir.display();
     let mergeable = match ops.foreign() {
         Some(name) => Err(Error::invalid(format!(

@@ -56,6 +56,10 @@ pub fn run(args: &SstDumpArgs) -> Result<()> {
         let op = if op.is_empty() { "(unknown: flushed without an operator)" } else { op };
         say!("merge operands    {} (operator {op})", p.merges);
     }
+    if let Some((oldest, newest)) = p.write_times {
+        // A TTL keyspace's table (format 6): its values end in an 8-byte write time.
+        say!("write times       {oldest}..={newest} ms since the Unix epoch (TTL keyspace)");
+    }
     say!("keyspace id       {}", ikey::keyspace(&p.smallest_key));
     say!("sequence range    {}..={}", p.smallest_seq, p.largest_seq);
     let (lo, hi) = (ikey::user_key(&p.smallest_key), ikey::user_key(&p.largest_key));

@@ -384,3 +384,45 @@ fn delete_range_removes_a_span_and_the_dumps_show_its_tombstone() {
     assert!(wal.contains("DeleteRange [\"ap\", \"aq\")"), "{wal}");
     assert_eq!(ok(&["scan", ds, "--keys-only"]), "pear\n");
 }
+
+#[test]
+fn keyspaces_and_sst_dump_show_ttl_and_compaction_filter_names() {
+    struct KeepAll;
+    impl siftdb::CompactionFilter for KeepAll {
+        fn name(&self) -> &str {
+            "app.keep_all"
+        }
+        fn filter(&self, _: usize, _: &[u8], _: &[u8], _: siftdb::EntryKind) -> siftdb::Decision {
+            siftdb::Decision::Keep
+        }
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().join("db");
+    {
+        let ttl = Some(std::time::Duration::from_secs(3600));
+        let db = siftdb::Db::open(&d, siftdb::Options { ttl, ..Default::default() }).unwrap();
+        let opts = siftdb::KeyspaceOptions {
+            compaction_filter: Some(std::sync::Arc::new(KeepAll)),
+            ..Default::default()
+        };
+        db.keyspace("events", opts).unwrap().put("e", "1").unwrap();
+        db.put("k", "v").unwrap();
+        db.flush().unwrap();
+        db.close().unwrap();
+    }
+    let dir = d.to_str().unwrap();
+    // The default keyspace's TTL is read from the manifest: the CLI opens the database with it.
+    assert_eq!(
+        ok(&["keyspaces", dir]),
+        "default  ttl=3600s\nevents  compaction_filter=app.keep_all\n"
+    );
+    assert_eq!(ok(&["get", dir, "k"]), "v\n");
+    let ssts: Vec<_> = std::fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "sst"))
+        .collect();
+    let dumps: Vec<String> =
+        ssts.iter().map(|p| ok(&["sst", "dump", p.to_str().unwrap()])).collect();
+    assert_eq!(dumps.iter().filter(|o| o.contains("write times")).count(), 1, "{dumps:?}");
+}

@@ -134,7 +134,8 @@ impl DbIterator {
             stripe.add(&stripe.seeks, 1);
             return Ok(it);
         }
-        let (reads, config) = (inner.reads.clone(), CursorConfig::of(inner).reading(opts));
+        let (reads, config) =
+            (inner.reads.clone(), CursorConfig::of(inner, keyspace).reading(opts));
         let bounds = (owned(lower), owned(upper));
         let sv = arc_swap::Guard::into_inner(sv);
         let front = DbCursor::with_sources(sv, reads, keyspace, snapshot, bounds, config, sources);
