@@ -28,7 +28,7 @@ impl TxEngine for SiftTx<'_> {
 
     fn begin(&self) -> Result<Transaction, TxError<Error>> {
         let opts = TransactionOptions {
-            write: WriteOptions { sync: self.sync, ..WriteOptions::default() },
+            write: WriteOptions { sync: self.sync },
             ..TransactionOptions::default()
         };
         self.db.transaction_opt(opts).map_err(classify)
@@ -63,6 +63,6 @@ impl TxEngine for SiftTx<'_> {
         for (k, v) in writes {
             b.put(k, v);
         }
-        self.db.write_opt(b, WriteOptions { sync: self.sync, ..WriteOptions::default() })
+        self.db.write_opt(b, WriteOptions { sync: self.sync })
     }
 }
