@@ -33,6 +33,7 @@
 //! ```
 
 use crate::error::{Error, Result};
+pub(crate) use crate::write_time::{expired_at, split_time};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -131,29 +132,8 @@ impl Clock for ManualClock {
 /// Shared filter handle.
 pub type SharedCompactionFilter = Arc<dyn CompactionFilter>;
 
-/// Bytes of the write time a value of a TTL keyspace carries at its end.
-pub(crate) const WRITE_TIME_LEN: usize = 8;
-
 /// Longest TTL, in milliseconds (about 292 million years: any u64 of ms fits).
 pub(crate) const MAX_TTL_MS: u64 = u64::MAX / 2;
-
-/// Splits a TTL keyspace's stored value into the user's value and its write time.
-pub(crate) fn split_time(stored: &[u8]) -> Result<(&[u8], u64)> {
-    let Some(at) = stored.len().checked_sub(WRITE_TIME_LEN) else {
-        return Err(Error::corruption(
-            format!(
-                "a value of a TTL keyspace has {} bytes, fewer than its {WRITE_TIME_LEN}-byte \
-                 write time",
-                stored.len()
-            ),
-            None,
-        ));
-    };
-    let (value, time) = stored.split_at(at);
-    let mut b = [0u8; WRITE_TIME_LEN];
-    b.copy_from_slice(time);
-    Ok((value, u64::from_le_bytes(b)))
-}
 
 /// The TTL and filter of one keyspace as a flush or compaction applies them, with the time
 /// read once for the whole job.
@@ -205,11 +185,6 @@ impl Retention {
             Err(_) => Decision::Keep,
         }
     }
-}
-
-/// Whether an entry written at `written` is past `ttl` at `now` (all ms).
-pub(crate) fn expired_at(written: u64, ttl: u64, now: u64) -> bool {
-    now.saturating_sub(written) >= ttl
 }
 
 /// The duration as whole milliseconds, refusing 0 and durations past [`MAX_TTL_MS`].

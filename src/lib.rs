@@ -117,6 +117,7 @@ pub(crate) mod table_cache;
 pub(crate) mod version;
 #[cfg_attr(not(feature = "inspect"), allow(dead_code, unused_imports))]
 pub(crate) mod wal;
+pub(crate) mod write_time;
 
 mod db;
 mod txn;

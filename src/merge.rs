@@ -172,14 +172,14 @@ pub(crate) struct Operands<'a> {
     pub list: Vec<Vec<u8>>,
     /// A TTL keyspace's read state: `finish` applies the expiry rule (src/db/ttl.rs) and
     /// strips the write time (`configured` must then strip the times of what it merges).
-    ttl: Option<crate::db::ttl::ReadTtl>,
+    ttl: Option<crate::write_time::ReadTtl>,
 }
 
 impl<'a> Operands<'a> {
     /// No operands yet, for a keyspace with TTL state `ttl`.
     pub fn with_ttl(
         configured: Option<&'a SharedMergeOperator>,
-        ttl: Option<crate::db::ttl::ReadTtl>,
+        ttl: Option<crate::write_time::ReadTtl>,
     ) -> Operands<'a> {
         Operands { configured, list: Vec::new(), ttl }
     }
@@ -207,7 +207,7 @@ impl<'a> Operands<'a> {
                 let op = operator_for(self.configured, None, key)?;
                 Some(merge_newest_first(op, key, base.as_deref(), &self.list[..live])?)
             };
-            return value.map(crate::db::ttl::strip).transpose();
+            return value.map(crate::write_time::strip).transpose();
         }
         if self.list.is_empty() {
             return Ok(base);

@@ -35,10 +35,12 @@ const LAYERS: &[(&str, &[&str])] = &[
             "options",
             "keyspace_options",
             "table_cache",
+            "compaction_filter",
+            "write_time",
         ],
     ),
     ("version, manifest, compaction", &["version", "manifest", "compaction", "filter_plan"]),
-    ("Db", &["db"]),
+    ("Db", &["db", "txn"]),
     ("query, tools", &["query", "inspect"]),
 ];
 

@@ -14,6 +14,8 @@ Keys and values are ``bytes`` (any buffer is accepted: bytearray, memoryview, nu
 ``Db`` behaves like a dict of bytes (``db[k]``, ``db[k] = v``, ``k in db``, ``del db[k]``,
 ``get``, iteration over keys) and adds ``multi_get``, ``delete_range``, ``write_batch()``,
 range and prefix iteration both ways (``items``/``keys``/``values``), ``snapshot()``,
+``transaction()`` (optimistic, serializable by default: a context manager that commits on
+exit and raises ``ConflictError`` when what it read changed; run it again),
 ``keyspace(name)``, ``checkpoint(dir)``, ``stats()`` and ``read_amp_table()`` (plain dicts and
 lists of dicts: ``pandas.DataFrame(db.read_amp_table())``). Every call that reaches the engine
 releases the GIL. Errors are ``siftdb.Error`` and its subclasses ``CorruptionError``,
@@ -33,6 +35,7 @@ from ._siftdb import (
     Iterator,
     Keyspace,
     Snapshot,
+    Transaction,
     WriteBatch,
     __version__,
 )
@@ -42,6 +45,7 @@ __all__ = [
     "Db",
     "Keyspace",
     "Snapshot",
+    "Transaction",
     "WriteBatch",
     "Iterator",
     "Error",

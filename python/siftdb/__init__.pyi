@@ -10,6 +10,7 @@ from ._siftdb import (
     Iterator as Iterator,
     Keyspace as Keyspace,
     Snapshot as Snapshot,
+    Transaction as Transaction,
     WriteBatch as WriteBatch,
     __version__ as __version__,
 )

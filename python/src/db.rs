@@ -791,6 +791,30 @@ impl DbHandle {
         SnapshotHandle::create(slf.py(), db.snapshot())
     }
 
+    /// An optimistic transaction over every keyspace: `isolation` is "serializable" (every
+    /// key and range read is validated at commit) or "snapshot" (only written keys are);
+    /// `sync` makes its commit durable on return.
+    #[pyo3(signature = (*, isolation = "serializable", sync = false))]
+    fn transaction(
+        slf: &Bound<'_, Self>,
+        isolation: &str,
+        sync: bool,
+    ) -> PyResult<crate::txn::TransactionHandle> {
+        let isolation = match isolation {
+            "serializable" => siftdb::Isolation::Serializable,
+            "snapshot" => siftdb::Isolation::Snapshot,
+            other => {
+                return Err(InvalidArgumentError::new_err(format!(
+                    "invalid argument: isolation {other:?} (valid: \"serializable\", \"snapshot\")"
+                )))
+            }
+        };
+        let db = Self::db(slf)?;
+        let opts = siftdb::TransactionOptions { isolation, write: WriteOptions { sync } };
+        let tx = slf.py().detach(|| db.transaction_opt(opts)).map_err(db_err)?;
+        Ok(crate::txn::TransactionHandle::new(tx))
+    }
+
     /// The keyspace `name`: created with default options when missing and `create` is true,
     /// `InvalidArgumentError` when missing otherwise.
     #[pyo3(signature = (name, *, create = true))]
@@ -1077,6 +1101,14 @@ impl SnapshotHandle {
     }
 }
 
+/// The engine keyspace a `Keyspace` handle writes to (`ClosedError` once its database closed).
+pub fn keyspace_of(k: &Bound<'_, KeyspaceHandle>) -> PyResult<Keyspace> {
+    match k.as_super().as_super().get().src()? {
+        Source::Keyspace(ks) => Ok(ks),
+        _ => Err(closed("the keyspace")),
+    }
+}
+
 /// Registers the classes.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Reader>()?;
@@ -1086,6 +1118,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<SnapshotHandle>()?;
     m.add_class::<WriteBatch>()?;
     m.add_class::<Iter>()?;
+    m.add_class::<crate::txn::TransactionHandle>()?;
     m.add("OPTION_NAMES", OPTION_NAMES.split(", ").collect::<Vec<_>>())?;
     Ok(())
 }

@@ -48,7 +48,7 @@ pub fn db_err(e: siftdb::Error) -> PyErr {
             InvalidArgumentError::new_err(msg)
         }
         siftdb::Error::Closed => ClosedError::new_err(msg),
-        // Error::Conflict (transactions, being built) maps to ConflictError once it exists.
+        siftdb::Error::Conflict { .. } => ConflictError::new_err(msg),
         _ => Error::new_err(msg),
     }
 }

@@ -3,13 +3,13 @@
 //! `__init__.py` and `filter.py` re-export it with the documentation; the stubs are in
 //! `siftdb/*.pyi`.
 //!
-//! Transactions (`Db::transaction()`, being built) will add a `Transaction` class beside
-//! `WriteBatch` in db.rs, their `Error::Conflict` mapping to `ConflictError` in errors.rs.
+//! Transactions are `Transaction` (txn.rs), their `Error::Conflict` raised as `ConflictError`.
 
 mod buf;
 mod db;
 mod errors;
 mod filter;
+mod txn;
 
 use pyo3::prelude::*;
 

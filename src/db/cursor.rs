@@ -117,7 +117,7 @@ pub(crate) struct CursorConfig {
 impl CursorConfig {
     /// The configuration of a cursor over `keyspace` of the database `inner`.
     pub(crate) fn of(inner: &super::DbInner, keyspace: u32) -> CursorConfig {
-        let ttl = super::ttl::ReadTtl::of(inner, keyspace);
+        let ttl = super::ttl::read_ttl(inner, keyspace);
         CursorConfig {
             merge_op: super::ttl::operator_for(
                 inner.opts.merge_operator.as_ref(),
@@ -551,7 +551,7 @@ impl DbCursor {
                         // Shown from the saved copy, without its write time.
                         self.saved_key.clear();
                         self.saved_key.extend_from_slice(&e.user_key);
-                        self.saved_value = super::ttl::strip(e.value.clone())?;
+                        self.saved_value = crate::write_time::strip(e.value.clone())?;
                         self.valid = true;
                         self.merged = true;
                         return Ok(());
@@ -666,7 +666,7 @@ impl DbCursor {
         }
         self.saved_value = if ops.is_empty() {
             match (base, self.config.ttl) {
-                (Some(b), Some(_)) => super::ttl::strip(b)?,
+                (Some(b), Some(_)) => crate::write_time::strip(b)?,
                 (b, _) => b.unwrap_or_default(),
             }
         } else {

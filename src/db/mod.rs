@@ -307,15 +307,10 @@ impl Db {
     read_methods!("now");
     write_methods!();
 
-    /// An optimistic transaction with default options (serializable; design.md#transactions):
-    /// reads at a snapshot taken now, writes buffered until [`Transaction::commit`](crate::Transaction::commit).
-    pub fn transaction(&self) -> Result<crate::Transaction> {
-        self.transaction_opt(crate::TransactionOptions::default())
-    }
-
-    /// [`Db::transaction`] with options (isolation level, commit durability).
-    pub fn transaction_opt(&self, opts: crate::TransactionOptions) -> Result<crate::Transaction> {
-        crate::txn::begin(&self.inner, opts)
+    /// The shared state, for the layers built on the handle (transactions, src/txn/, which
+    /// add `Db::transaction` from there so that db never imports them).
+    pub(crate) fn inner(&self) -> &Arc<DbInner> {
+        &self.inner
     }
 
     /// Where reads through the database go: the default keyspace, as of each call.

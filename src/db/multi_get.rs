@@ -46,7 +46,7 @@ pub(crate) fn multi_get(inner: &DbInner, keyspace: u32, keys: &[&[u8]], at: Read
     counters.add(&counters.gets, keys.len() as u64);
     let sv = inner.sv.load();
     let snapshot = at.sequence(inner); // after the super-version: see ReadAt
-    let ttl = super::ttl::ReadTtl::of(inner, keyspace);
+    let ttl = super::ttl::read_ttl(inner, keyspace);
     let wrapped = ttl
         .and_then(|t| super::ttl::operator_for(inner.opts.merge_operator.as_ref(), Some(t.ttl_ms)));
     let merge_op =

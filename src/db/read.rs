@@ -83,7 +83,7 @@ fn point_lookup(
     counters.add(&counters.gets, 1);
     let sv = inner.sv.load();
     let snapshot = at.sequence(inner);
-    let ttl = super::ttl::ReadTtl::of(inner, keyspace);
+    let ttl = super::ttl::read_ttl(inner, keyspace);
     let wrapped;
     let (op, out) = match ttl {
         // Values carry their write time: read it even for `contains_key`, and copy it out

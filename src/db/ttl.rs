@@ -14,11 +14,11 @@
 use super::keyspace::KeyspaceSet;
 use super::DbInner;
 use crate::batch::WriteBatch;
-use crate::compaction_filter::{expired_at, split_time, Clock, Retention, TtlMerge};
-use crate::error::Result;
+use crate::compaction_filter::{Clock, Retention, TtlMerge};
 use crate::ikey::DEFAULT_KEYSPACE;
 use crate::merge::SharedMergeOperator;
 use crate::options::Options;
+pub(crate) use crate::write_time::ReadTtl;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -77,48 +77,8 @@ pub(crate) fn operator_for(
     }
 }
 
-/// A TTL keyspace's read state: its TTL and the time of the read.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct ReadTtl {
-    pub ttl_ms: u64,
-    pub now_ms: u64,
-}
-
-impl ReadTtl {
-    /// The read state of `keyspace` (`None`: no TTL).
-    pub fn of(inner: &DbInner, keyspace: u32) -> Option<ReadTtl> {
-        let ttl = ttl_ms(&inner.opts, &inner.keyspaces.load(), keyspace)?;
-        Some(ReadTtl { ttl_ms: ttl, now_ms: now_ms(&inner.opts) })
-    }
-
-    /// Whether a stored value (with its time) is expired; an unreadable time is an error.
-    pub fn expired(&self, stored: &[u8]) -> Result<bool> {
-        let (_, t) = split_time(stored)?;
-        Ok(expired_at(t, self.ttl_ms, self.now_ms))
-    }
-
-    /// Applies the expiry rule (module documentation) to a key's collected operands (newest
-    /// first) and base: returns how many operands are live (those before the first expired
-    /// one; the base goes with an expired operand), and drops an expired base.
-    pub fn live_operands(&self, operands: &[Vec<u8>], base: &mut Option<Vec<u8>>) -> Result<usize> {
-        for (i, o) in operands.iter().enumerate() {
-            if self.expired(o)? {
-                *base = None;
-                return Ok(i);
-            }
-        }
-        if let Some(b) = base {
-            if self.expired(b)? {
-                *base = None;
-            }
-        }
-        Ok(operands.len())
-    }
-}
-
-/// The value without its write time (in place).
-pub(crate) fn strip(mut stored: Vec<u8>) -> Result<Vec<u8>> {
-    let n = split_time(&stored)?.0.len();
-    stored.truncate(n);
-    Ok(stored)
+/// The read state of `keyspace` of `inner` (`None`: no TTL): its TTL and the time of the read.
+pub(crate) fn read_ttl(inner: &DbInner, keyspace: u32) -> Option<ReadTtl> {
+    let ttl = ttl_ms(&inner.opts, &inner.keyspaces.load(), keyspace)?;
+    Some(ReadTtl { ttl_ms: ttl, now_ms: now_ms(&inner.opts) })
 }

@@ -126,6 +126,20 @@ pub struct TxKeyspace<'a> {
     ks: Keyspace,
 }
 
+impl crate::Db {
+    /// An optimistic transaction with default options (serializable; design.md#transactions):
+    /// reads at a snapshot taken now, writes buffered until [`Transaction::commit`].
+    pub fn transaction(&self) -> Result<Transaction> {
+        self.transaction_opt(TransactionOptions::default())
+    }
+
+    /// [`Db::transaction`](crate::Db::transaction) with options (isolation level, commit
+    /// durability).
+    pub fn transaction_opt(&self, opts: TransactionOptions) -> Result<Transaction> {
+        begin(self.inner(), opts)
+    }
+}
+
 /// Begins a transaction on `inner`.
 pub(crate) fn begin(inner: &Arc<DbInner>, opts: TransactionOptions) -> Result<Transaction> {
     inner.life.check_open()?;
