@@ -67,8 +67,9 @@ impl TransactionHandle {
         default: Option<Bound<'py, PyAny>>,
         keyspace: Option<&Bound<'py, KeyspaceHandle>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let (k, ks) = (buf(key, "key")?, ks_arg(keyspace)?);
-        let v = self.with(py, |tx| get_in(tx, ks.as_ref(), k.as_slice()))?;
+        let (kb, ks) = (buf(key, "key")?, ks_arg(keyspace)?);
+        let k = kb.as_slice();
+        let v = self.with(py, |tx| get_in(tx, ks.as_ref(), k))?;
         Ok(match v {
             Some(v) => PyBytes::new(py, &v).into_any(),
             None => default.unwrap_or_else(|| py.None().into_bound(py)),
@@ -80,16 +81,18 @@ impl TransactionHandle {
         py: Python<'py>,
         key: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        let k = buf(key, "key")?;
-        match self.with(py, |tx| tx.get(k.as_slice()))? {
+        let kb = buf(key, "key")?;
+        let k = kb.as_slice();
+        match self.with(py, |tx| tx.get(k))? {
             Some(v) => Ok(PyBytes::new(py, &v)),
             None => Err(PyKeyError::new_err(key.clone().unbind())),
         }
     }
 
     fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let k = buf(key, "key")?;
-        self.with(py, |tx| tx.contains_key(k.as_slice()))
+        let kb = buf(key, "key")?;
+        let k = kb.as_slice();
+        self.with(py, |tx| tx.contains_key(k))
     }
 
     /// Buffers a put (into `keyspace` if given).
@@ -101,10 +104,11 @@ impl TransactionHandle {
         value: &Bound<'_, PyAny>,
         keyspace: Option<&Bound<'_, KeyspaceHandle>>,
     ) -> PyResult<()> {
-        let (k, v, ks) = (buf(key, "key")?, buf(value, "value")?, ks_arg(keyspace)?);
+        let (kb, vb, ks) = (buf(key, "key")?, buf(value, "value")?, ks_arg(keyspace)?);
+        let (k, v) = (kb.as_slice(), vb.as_slice());
         self.with(py, |tx| match &ks {
-            Some(ks) => tx.keyspace(ks)?.put(k.as_slice(), v.as_slice()),
-            None => tx.put(k.as_slice(), v.as_slice()),
+            Some(ks) => tx.keyspace(ks)?.put(k, v),
+            None => tx.put(k, v),
         })
     }
 
@@ -125,10 +129,11 @@ impl TransactionHandle {
         key: &Bound<'_, PyAny>,
         keyspace: Option<&Bound<'_, KeyspaceHandle>>,
     ) -> PyResult<()> {
-        let (k, ks) = (buf(key, "key")?, ks_arg(keyspace)?);
+        let (kb, ks) = (buf(key, "key")?, ks_arg(keyspace)?);
+        let k = kb.as_slice();
         self.with(py, |tx| match &ks {
-            Some(ks) => tx.keyspace(ks)?.delete(k.as_slice()),
-            None => tx.delete(k.as_slice()),
+            Some(ks) => tx.keyspace(ks)?.delete(k),
+            None => tx.delete(k),
         })
     }
 
@@ -153,11 +158,14 @@ impl TransactionHandle {
         let e = end.map(|b| buf(b, "end")).transpose()?;
         let p = prefix.map(|b| buf(b, "prefix")).transpose()?;
         let ks = ks_arg(keyspace)?;
+        let (s, e, p) = (
+            s.as_ref().map(|b| b.as_slice()),
+            e.as_ref().map(|b| b.as_slice()),
+            p.as_ref().map(|b| b.as_slice()),
+        );
         let entries: Entries = self.with(py, |tx| {
-            let lo =
-                s.as_ref().map_or(RangeBound::Unbounded, |s| RangeBound::Included(s.as_slice()));
-            let hi =
-                e.as_ref().map_or(RangeBound::Unbounded, |e| RangeBound::Excluded(e.as_slice()));
+            let lo = s.map_or(RangeBound::Unbounded, RangeBound::Included);
+            let hi = e.map_or(RangeBound::Unbounded, RangeBound::Excluded);
             let collect = |it: siftdb::TxIterator<'_>| -> siftdb::Result<Entries> {
                 if reverse {
                     it.rev().collect()
@@ -166,9 +174,9 @@ impl TransactionHandle {
                 }
             };
             match (&ks, &p) {
-                (Some(ks), Some(p)) => collect(tx.keyspace(ks)?.prefix(p.as_slice())?),
+                (Some(ks), Some(p)) => collect(tx.keyspace(ks)?.prefix(p)?),
                 (Some(ks), None) => collect(tx.keyspace(ks)?.range::<&[u8], _>((lo, hi))?),
-                (None, Some(p)) => collect(tx.prefix(p.as_slice())?),
+                (None, Some(p)) => collect(tx.prefix(p)?),
                 (None, None) => collect(tx.range::<&[u8], _>((lo, hi))?),
             }
         })?;
