@@ -48,7 +48,7 @@ fn transfer(db: &Db, ks: &Keyspace, rng: &mut SplitMix64) -> Result<bool> {
     let amount = rng.next_u64() % (a + 1);
     // Let the other threads run between the reads and the commit, as a slower transaction
     // would: without it, on two cores, transactions rarely overlap.
-    if rng.next_u64() % 2 == 0 {
+    if rng.next_u64().is_multiple_of(2) {
         std::thread::yield_now();
     }
     view.put(account(from), (a - amount).to_le_bytes())?;

@@ -44,7 +44,7 @@ fn concurrent_serializable_transactions_form_an_acyclic_history() {
                     let tx = db.transaction().unwrap();
                     let mut record = Committed::new(id);
                     let mut read: Vec<u64> = Vec::new();
-                    if rng.next_u64() % 4 == 0 {
+                    if rng.next_u64().is_multiple_of(4) {
                         // A range read of two or three neighbouring keys.
                         let lo = rng.next_u64() % (KEYS - 1);
                         let hi = (lo + 2 + rng.next_u64() % 2).min(KEYS);
@@ -76,7 +76,7 @@ fn concurrent_serializable_transactions_form_an_acyclic_history() {
                     }
                     // Let the others run before committing: on two cores transactions rarely
                     // overlap otherwise.
-                    if rng.next_u64() % 2 == 0 {
+                    if rng.next_u64().is_multiple_of(2) {
                         std::thread::yield_now();
                     }
                     let mut h = history.lock().unwrap();
