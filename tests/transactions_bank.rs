@@ -129,7 +129,7 @@ fn transfers_keep_the_total_through_conflicts_and_reopens() {
             let auditor = s.spawn(move || {
                 let mut n = 0u64;
                 while !done2.load(Ordering::Acquire) {
-                    assert_eq!(audit(db2, ks2, n % 2 == 0).unwrap(), total, "audit {n}");
+                    assert_eq!(audit(db2, ks2, n.is_multiple_of(2)).unwrap(), total, "audit {n}");
                     let snap = db2.snapshot();
                     let view = snap.keyspace(ks2).unwrap();
                     let sum: u64 =
