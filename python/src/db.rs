@@ -13,10 +13,9 @@ use pyo3::exceptions::PyKeyError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use siftdb::{
-    Compression, Db, DbIterator, Keyspace, KeyspaceOptions, Options, PinnedValue, ReadStats,
-    Snapshot, WriteOptions,
+    Compression, Db, DbCursor, DbIterator, Keyspace, KeyspaceOptions, Options, PinnedValue,
+    ReadStats, Snapshot, WriteOptions,
 };
-use std::collections::VecDeque;
 use std::ops::Bound as RangeBound;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -60,6 +59,14 @@ impl Source {
             Source::Db(d) => d.range::<&[u8], _>((lo, hi)),
             Source::Keyspace(ks) => ks.range::<&[u8], _>((lo, hi)),
             Source::Snapshot(s) => s.range::<&[u8], _>((lo, hi)),
+        }
+    }
+
+    fn cursor(&self) -> siftdb::Result<DbCursor> {
+        match self {
+            Source::Db(d) => d.cursor(),
+            Source::Keyspace(ks) => ks.cursor(),
+            Source::Snapshot(s) => s.cursor(),
         }
     }
 
@@ -128,7 +135,7 @@ impl Reader {
         mode: Mode,
     ) -> PyResult<Iter> {
         let src = self.src()?;
-        let it = match prefix {
+        let walk = match prefix {
             Some(p) => {
                 if start.is_some() || end.is_some() {
                     return Err(InvalidArgumentError::new_err(
@@ -137,7 +144,27 @@ impl Reader {
                 }
                 let p = buf(p, "prefix")?;
                 let p = p.as_slice();
-                py.detach(|| src.prefix(p))
+                Walk::Iter(py.detach(|| src.prefix(p)).map_err(db_err)?)
+            }
+            None if end.is_none() => {
+                // No upper bound: no scan filter can rule a file out (they need both ends), so
+                // the engine's cursor reads exactly what a `DbIterator` would, and its entries
+                // are borrowed instead of copied into two `Vec`s each.
+                let start = start.map(|s| buf(s, "start")).transpose()?;
+                let lower = start.as_ref().map(|s| s.as_slice().to_vec());
+                let c = py
+                    .detach(|| {
+                        let mut c = src.cursor()?;
+                        match (&lower, reverse) {
+                            (Some(lo), false) => c.seek(lo)?,
+                            (None, false) => c.seek_to_first()?,
+                            (_, true) => c.seek_to_last()?,
+                        }
+                        Ok(c)
+                    })
+                    .map_err(db_err)?;
+                // Forward, `seek` applied the lower bound already.
+                Walk::Cursor { c, lower: lower.filter(|_| reverse), moved: false }
             }
             None => {
                 let start = start.map(|s| buf(s, "start")).transpose()?;
@@ -148,11 +175,10 @@ impl Reader {
                 let hi = end
                     .as_ref()
                     .map_or(RangeBound::Unbounded, |e| RangeBound::Excluded(e.as_slice()));
-                py.detach(|| src.range(lo, hi))
+                Walk::Iter(py.detach(|| src.range(lo, hi)).map_err(db_err)?)
             }
-        }
-        .map_err(db_err)?;
-        Ok(Iter::new(it, reverse, mode))
+        };
+        Ok(Iter::new(walk, reverse, mode))
     }
 }
 
@@ -200,15 +226,21 @@ impl Reader {
         let keys: Vec<Buf<'py>> = bufs(keys, "key")?;
         let slices: Vec<&[u8]> = keys.iter().map(Buf::as_slice).collect();
         let src = self.src()?;
-        let results = py.detach(|| src.multi_get(&slices));
-        let out = PyList::empty(py);
-        for r in results {
-            match r.map_err(db_err)? {
-                Some(v) => out.append(PyBytes::new(py, &v))?,
-                None => out.append(py.None())?,
+        let mut results = py.detach(|| src.multi_get(&slices));
+        // The first failed key's error is the call's; otherwise the list is made at its final
+        // size in one pass (appending grew it step by step).
+        if let Some(i) = results.iter().position(Result::is_err) {
+            if let Err(e) = results.swap_remove(i) {
+                return Err(db_err(e));
             }
         }
-        Ok(out)
+        PyList::new(
+            py,
+            results.iter().map(|r| match r {
+                Ok(Some(v)) => PyBytes::new(py, v).into_any(),
+                _ => py.None().into_bound(py),
+            }),
+        )
     }
 
     /// Iterates `(key, value)` pairs in key order (`reverse=True`: descending): keys in
@@ -512,14 +544,99 @@ enum Mode {
     Values,
 }
 
+/// What an iterator reads from: the engine's cursor (ranges without an upper bound, where it
+/// reads what a `DbIterator` would) or its iterator (ranges with an upper bound and prefixes,
+/// whose scan filters may skip files). One per Python iterator, never in a collection: the
+/// variants' sizes differing costs nothing.
+#[allow(clippy::large_enum_variant)]
+enum Walk {
+    /// `lower`: the inclusive lower bound a reverse walk stops at (a forward walk seeked to
+    /// it). `moved`: whether the entry the cursor is on was taken already.
+    Cursor {
+        c: DbCursor,
+        lower: Option<Vec<u8>>,
+        moved: bool,
+    },
+    Iter(DbIterator),
+}
+
+/// Entries fetched with the GIL released, waiting for `__next__`: their bytes back to back in
+/// one reused buffer, so a batch allocates nothing per entry.
 struct IterState {
-    it: Option<DbIterator>,
-    buf: VecDeque<(Vec<u8>, Vec<u8>)>,
-    /// An error met while filling `buf`, raised once the entries before it were yielded.
+    /// `None` once the walk ended (or failed).
+    walk: Option<Walk>,
+    /// Keys and values of the fetched entries (only the part the mode yields).
+    bytes: Vec<u8>,
+    /// Per fetched entry: where its key ends and where its value ends in `bytes` (each starts
+    /// where the previous part ended).
+    ends: Vec<(usize, usize)>,
+    /// The next entry of `ends` to yield.
+    pos: usize,
+    /// An error met while fetching, raised once the entries before it were yielded.
     err: Option<siftdb::Error>,
     /// Entries fetched per release of the GIL: doubles from 16 to 1024, so a loop that stops
     /// early reads little ahead and a full scan pays for the release rarely.
     batch: usize,
+}
+
+impl IterState {
+    /// Appends one entry's key and value (as `mode` needs them) to the buffer.
+    fn push(&mut self, mode: Mode, k: &[u8], v: &[u8]) {
+        if !matches!(mode, Mode::Values) {
+            self.bytes.extend_from_slice(k);
+        }
+        let kend = self.bytes.len();
+        if !matches!(mode, Mode::Keys) {
+            self.bytes.extend_from_slice(v);
+        }
+        self.ends.push((kend, self.bytes.len()));
+    }
+
+    /// Fetches up to `batch` entries into the emptied buffer (run with the GIL released).
+    fn fill(&mut self, reverse: bool, mode: Mode) {
+        self.bytes.clear();
+        self.ends.clear();
+        self.pos = 0;
+        let Some(mut walk) = self.walk.take() else { return };
+        let mut ended = false;
+        for _ in 0..self.batch {
+            match &mut walk {
+                Walk::Cursor { c, lower, moved } => {
+                    if *moved {
+                        let r = if reverse { c.prev() } else { c.next() };
+                        if let Err(e) = r {
+                            self.err = Some(e);
+                            ended = true;
+                            break;
+                        }
+                    }
+                    *moved = true;
+                    let past = lower.as_deref().is_some_and(|lo| c.key() < lo);
+                    if !c.valid() || past {
+                        ended = true;
+                        break;
+                    }
+                    self.push(mode, c.key(), c.value());
+                }
+                Walk::Iter(it) => match if reverse { it.next_back() } else { it.next() } {
+                    Some(Ok((k, v))) => self.push(mode, &k, &v),
+                    Some(Err(e)) => {
+                        self.err = Some(e);
+                        ended = true;
+                        break;
+                    }
+                    None => {
+                        ended = true;
+                        break;
+                    }
+                },
+            }
+        }
+        if !ended {
+            self.walk = Some(walk);
+            self.batch = (self.batch * 2).min(1024);
+        }
+    }
 }
 
 /// An iterator over a range or prefix, one direction (from `items`, `keys`, `values`). It reads
@@ -532,8 +649,15 @@ pub struct Iter {
 }
 
 impl Iter {
-    fn new(it: DbIterator, reverse: bool, mode: Mode) -> Iter {
-        let state = IterState { it: Some(it), buf: VecDeque::new(), err: None, batch: 16 };
+    fn new(walk: Walk, reverse: bool, mode: Mode) -> Iter {
+        let state = IterState {
+            walk: Some(walk),
+            bytes: Vec::new(),
+            ends: Vec::new(),
+            pos: 0,
+            err: None,
+            batch: 16,
+        };
         Iter { state: Mutex::new(state), reverse, mode }
     }
 }
@@ -549,46 +673,32 @@ impl Iter {
     fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         let mut guard = self.state.lock();
         let st: &mut IterState = &mut guard;
-        if st.buf.is_empty() {
+        if st.pos == st.ends.len() {
             if let Some(e) = st.err.take() {
                 return Err(db_err(e));
             }
-            if st.it.is_none() {
+            if st.walk.is_none() {
                 return Ok(None);
             }
-            let reverse = self.reverse;
-            py.detach(|| {
-                let Some(it) = st.it.as_mut() else { return };
-                for _ in 0..st.batch {
-                    let next = if reverse { it.next_back() } else { it.next() };
-                    match next {
-                        Some(Ok(kv)) => st.buf.push_back(kv),
-                        Some(Err(e)) => {
-                            st.err = Some(e);
-                            st.it = None;
-                            return;
-                        }
-                        None => {
-                            st.it = None;
-                            return;
-                        }
-                    }
-                }
-                st.batch = (st.batch * 2).min(1024);
-            });
+            let (reverse, mode) = (self.reverse, self.mode);
+            py.detach(|| st.fill(reverse, mode));
         }
-        let Some((k, v)) = st.buf.pop_front() else {
+        let Some(&(kend, vend)) = st.ends.get(st.pos) else {
             return match st.err.take() {
                 Some(e) => Err(db_err(e)),
                 None => Ok(None),
             };
         };
+        let start = match st.pos.checked_sub(1).and_then(|p| st.ends.get(p)) {
+            Some(&(_, prev_end)) => prev_end,
+            None => 0,
+        };
+        st.pos += 1;
+        let (k, v) = (&st.bytes[start..kend], &st.bytes[kend..vend]);
         Ok(Some(match self.mode {
-            Mode::Items => {
-                PyTuple::new(py, [PyBytes::new(py, &k), PyBytes::new(py, &v)])?.into_any()
-            }
-            Mode::Keys => PyBytes::new(py, &k).into_any(),
-            Mode::Values => PyBytes::new(py, &v).into_any(),
+            Mode::Items => PyTuple::new(py, [PyBytes::new(py, k), PyBytes::new(py, v)])?.into_any(),
+            Mode::Keys => PyBytes::new(py, k).into_any(),
+            Mode::Values => PyBytes::new(py, v).into_any(),
         }))
     }
 }

@@ -115,6 +115,34 @@ def test_iterators_both_ways(tmp_path):
             db.items(b"a", prefix=b"a")
 
 
+
+def test_long_scans_in_keyspaces(tmp_path):
+    # Thousands of entries of varied lengths: the iterator fetches them in growing batches
+    # (16 up to 1024 per release of the GIL) into one reused buffer, so entries must come out
+    # whole across batch boundaries; a keyspace's scan must stop at its own keys both ways.
+    rng = random.Random(7)
+    default = {b"d%05d" % i: b"x" * rng.randrange(0, 300) for i in range(5000)}
+    other = {b"d%05d" % i: b"o%d" % i for i in range(0, 5000, 3)}
+    with siftdb.Db(tmp_path / "db", memtable_size=128 * 1024) as db:
+        ks = db.keyspace("other")
+        for k, v in default.items():
+            db[k] = v
+        for k, v in other.items():
+            ks[k] = v
+        db.flush()
+        del db[b"d00100"]  # a tombstone in the memtable over the SSTs
+        del default[b"d00100"]
+        for handle, model in ((db, default), (ks, other)):
+            for lo in (None, b"d00100", b"d02500x", b"e"):
+                want = sorted_items(model, lo)
+                assert list(handle.items(lo)) == want
+                assert list(handle.items(lo, reverse=True)) == want[::-1]
+                assert list(handle.keys(lo, reverse=True)) == [k for k, _ in want[::-1]]
+                assert list(handle.values(lo)) == [v for _, v in want]
+        with db.snapshot() as snap:
+            db[b"d00001"] = b"after"
+            assert list(snap.items()) == sorted_items(default)
+
 def test_snapshots(tmp_path):
     with siftdb.Db(tmp_path / "db") as db:
         db[b"a"] = b"1"

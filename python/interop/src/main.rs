@@ -8,9 +8,10 @@
 //!   kind and the false positives among the N keys `N..2N`.
 //! * `write-filter FILE KIND N`: writes a `KIND` filter (`bumped_ribbon` or `blocked_bloom`) of
 //!   the same keys for Python to read.
-//! * `bench-filter N`: the Rust half of python/bench/vs_rocksdict.py: builds a bumped ribbon
-//!   filter (FPR 1%) from N key hashes and probes N hashes (half present) with
-//!   `contains_batch`, three times; prints the median build and probe seconds.
+//! * `bench-filter N [RUNS]`: the Rust half of python/bench/vs_rocksdict.py: builds a bumped
+//!   ribbon filter (FPR 1%) from N key hashes and probes N hashes (half present) with
+//!   `contains_batch`, RUNS times (default 3); prints the median build and probe seconds. The
+//!   script runs it once per run, between its Python runs, so both sides see the same load.
 
 use siftdb::filter::prelude::*;
 use siftdb::filter::{hash_key, BlockedBloom, BumpedRibbon, FilterView};
@@ -79,12 +80,12 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-fn bench_filter(n: u64) -> Result<(), String> {
+fn bench_filter(n: u64, runs: usize) -> Result<(), String> {
     let keys = hashes(0..n);
     // Half the probes hit, half miss, as in the Python half.
     let probes = hashes(n / 2..n / 2 + n);
     let (mut build, mut probe) = (Vec::new(), Vec::new());
-    for _ in 0..3 {
+    for _ in 0..runs.max(1) {
         let t = Instant::now();
         let f = BumpedRibbon::with_false_pos(0.01).build(&keys).map_err(|e| e.to_string())?;
         build.push(t.elapsed().as_secs_f64());
@@ -113,9 +114,12 @@ fn main() -> ExitCode {
         Some("write-filter") => arg::<String>(&args, 2, "FILE").and_then(|f| {
             write_filter(&f, &arg::<String>(&args, 3, "KIND")?, arg::<u64>(&args, 4, "N")?)
         }),
-        Some("bench-filter") => arg::<u64>(&args, 2, "N").and_then(bench_filter),
+        Some("bench-filter") => arg::<u64>(&args, 2, "N").and_then(|n| {
+            let runs = if args.len() > 3 { arg::<usize>(&args, 3, "RUNS")? } else { 3 };
+            bench_filter(n, runs)
+        }),
         _ => Err("usage: siftdb-py-interop write-db DIR N | check-filter FILE N | \
-                  write-filter FILE KIND N | bench-filter N"
+                  write-filter FILE KIND N | bench-filter N [RUNS]"
             .into()),
     };
     match result {
