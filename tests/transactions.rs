@@ -478,3 +478,23 @@ fn an_empty_or_crossed_range_reads_nothing() {
     assert_eq!(tx.range("b".."b").unwrap().count(), 0);
     assert_eq!(collect(tx.range("b"..="b").unwrap()), pairs(&[("b", "1")]));
 }
+
+/// A transaction that only writes: under `Serializable` it has nothing to check (blind writes
+/// commute at its commit point) and takes no snapshot, so a concurrent write of the same key
+/// does not fail it; under `Snapshot` isolation its read point is begin, and a write of the key
+/// committed after begin fails it (first committer wins).
+#[test]
+fn blind_writes_conflict_only_under_snapshot_isolation() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(&dir);
+    let serializable = db.transaction().unwrap();
+    let snapshot = db.transaction_opt(snapshot_isolation()).unwrap();
+    serializable.put("k", "s").unwrap();
+    snapshot.put("k", "i").unwrap();
+    db.put("k", "outside").unwrap();
+    serializable.commit().unwrap();
+    assert_eq!(db.get("k").unwrap().as_deref(), Some(&b"s"[..]));
+    let e = snapshot.commit().unwrap_err();
+    assert!(e.is_conflict(), "{e}");
+    assert_eq!(db.get("k").unwrap().as_deref(), Some(&b"s"[..]));
+}

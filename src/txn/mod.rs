@@ -1,4 +1,5 @@
-//! Optimistic transactions (design.md#transactions): reads at a snapshot registered at begin,
+//! Optimistic transactions (design.md#transactions): reads at a snapshot registered by the first
+//! read (at begin under snapshot isolation),
 //! merged with the transaction's own buffered writes; writes buffered until [`commit`], which
 //! validates (under the writer lock, atomically with taking its sequence numbers) that no
 //! version newer than the snapshot exists for what it must check, and writes everything as one
@@ -62,8 +63,10 @@ pub struct TransactionOptions {
 /// The parts of a transaction that its views, iterators and cursors borrow.
 pub(crate) struct Shared {
     inner: Arc<DbInner>,
-    /// Registered at begin: compaction keeps every version visible at its sequence.
-    snapshot: Snapshot,
+    /// Registered at the first read (at begin under [`Isolation::Snapshot`]): compaction keeps
+    /// every version visible at its sequence. A transaction that only writes never takes one:
+    /// under `Serializable` nothing of it is checked, so it needs no read point.
+    snapshot: std::sync::OnceLock<Snapshot>,
     opts: TransactionOptions,
     state: Mutex<TxState>,
 }
@@ -76,8 +79,9 @@ struct TxState {
     keyspaces: BTreeMap<u32, Keyspace>,
 }
 
-/// An optimistic transaction, from [`crate::Db::transaction`]. Reads see the snapshot taken at
-/// begin with the transaction's own writes merged in; writes are buffered and applied by
+/// An optimistic transaction, from [`crate::Db::transaction`]. Reads see one snapshot (taken by
+/// the first read; at begin under [`Isolation::Snapshot`]) with the transaction's own writes
+/// merged in; writes are buffered and applied by
 /// [`Transaction::commit`] as one atomic batch, or fail it with [`Error::Conflict`] when a
 /// concurrent commit changed what it must check ([`Isolation`]). Dropping it (or
 /// [`Transaction::rollback`]) discards the writes. After the database is closed every call
@@ -112,7 +116,7 @@ pub struct Transaction {
 impl std::fmt::Debug for Transaction {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Transaction")
-            .field("read_sequence", &self.shared.snapshot.sequence())
+            .field("read_sequence", &self.shared.snapshot.get().map(Snapshot::sequence))
             .field("isolation", &self.shared.opts.isolation)
             .finish()
     }
@@ -143,7 +147,12 @@ impl crate::Db {
 /// Begins a transaction on `inner`.
 pub(crate) fn begin(inner: &Arc<DbInner>, opts: TransactionOptions) -> Result<Transaction> {
     inner.life.check_open()?;
-    let snapshot = Snapshot::take(inner, None);
+    let snapshot = std::sync::OnceLock::new();
+    if opts.isolation == Isolation::Snapshot {
+        // First committer wins from begin on: written keys are checked against begin's
+        // sequence even when the transaction reads nothing.
+        let _ = snapshot.set(Snapshot::take(inner, None));
+    }
     let state = Mutex::new(TxState::default());
     Ok(Transaction { shared: Shared { inner: inner.clone(), snapshot, opts, state } })
 }
@@ -180,12 +189,17 @@ fn resolve(
 }
 
 impl Shared {
+    /// The read point, registering the snapshot on first use.
+    fn read_sequence(&self) -> u64 {
+        self.snapshot.get_or_init(|| Snapshot::take(&self.inner, None)).sequence()
+    }
+
     fn tracks_reads(&self) -> bool {
         self.opts.isolation == Isolation::Serializable
     }
 
     fn at(&self) -> ReadAt {
-        ReadAt::Snapshot(self.snapshot.sequence())
+        ReadAt::Snapshot(self.read_sequence())
     }
 
     /// The buffered state of `key` of `keyspace`, if any.
@@ -266,7 +280,7 @@ impl Shared {
         let sv = self.inner.super_version();
         let config = CursorConfig::of(&self.inner, keyspace).reading(&ReadOptions::default());
         let reads = self.inner.reads.clone();
-        let seq = self.snapshot.sequence();
+        let seq = self.read_sequence();
         let bounds = (lower.clone(), upper.clone());
         let base = DbCursor::new(sv, reads, keyspace, seq, bounds.0, bounds.1, config);
         Ok(TxCursor::new(self, keyspace, base, writes, (lower, upper)))
@@ -457,9 +471,10 @@ impl Transaction {
         Ok(TxKeyspace { tx: self, ks: ks.clone() })
     }
 
-    /// The sequence number of the snapshot the transaction reads.
+    /// The sequence number of the snapshot the transaction reads (taken by its first read, or
+    /// by this call; at begin under [`Isolation::Snapshot`]).
     pub fn read_sequence(&self) -> u64 {
-        self.shared.snapshot.sequence()
+        self.shared.read_sequence()
     }
 
     /// Pushes a savepoint: [`Transaction::rollback_to_savepoint`] undoes the writes made after
@@ -550,7 +565,16 @@ impl Transaction {
         if points.is_empty() && ranges.is_empty() {
             return crate::db::write::write(&tx.inner, batch, sync);
         }
-        let read_seq = tx.snapshot.sequence();
+        // Something to check means a read (serializable) or snapshot isolation, which registers
+        // the snapshot at begin: either way it exists. Checking against the current sequence
+        // instead would pass everything, so its absence is refused rather than assumed.
+        let Some(read_seq) = tx.snapshot.get().map(Snapshot::sequence) else {
+            debug_assert!(
+                false,
+                "a transaction with reads or written keys to check has a snapshot"
+            );
+            return Err(Error::invalid("a transaction to validate has no read snapshot"));
+        };
         let inner = &tx.inner;
         let mut check = |sv: &crate::db::SuperVersion| -> Result<()> {
             let conflict = |id: u32, (key, end): validate::Found| Error::Conflict {
