@@ -36,7 +36,8 @@ class Siftdb:
     name = "siftdb"
 
     def __init__(self, path):
-        self.db = siftdb.Db(path)
+        # LZ4 on both sides: like-for-like compression (rocksdict's default is Snappy).
+        self.db = siftdb.Db(path, compression="lz4")
 
     def put(self, k, v):
         self.db[k] = v
@@ -61,7 +62,9 @@ class RocksDict:
     name = "rocksdict"
 
     def __init__(self, path):
-        self.db = rocksdict.Rdict(path)
+        opts = rocksdict.Options()
+        opts.set_compression_type(rocksdict.DBCompressionType.lz4())
+        self.db = rocksdict.Rdict(path, opts)
 
     def put(self, k, v):
         self.db[k] = v
