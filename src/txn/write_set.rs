@@ -1,5 +1,5 @@
 //! The buffered writes of a transaction: per keyspace, the state of each written key and the
-//! range deletions, plus a log of the operations in order for savepoints.
+//! range deletions, plus a copy of that state at each savepoint.
 //!
 //! A key's state is a base and the merge operands written onto it since (oldest first): the
 //! base is the snapshot's value (only merges were written), "deleted" (a delete, or a
@@ -84,23 +84,24 @@ impl KeyspaceWrites {
         KeyspaceWrites { points, ranges: self.ranges.clone() }
     }
 
-    fn apply(&mut self, op: &Op) {
+    /// Applies `op`, moving its bytes into the state (one copy of a write's bytes in all).
+    fn apply(&mut self, op: Op) {
         match op {
             Op::Put { key, value, .. } => {
-                let w = PointWrite { base: Base::Value(value.clone()), operands: Vec::new() };
-                self.points.insert(key.clone(), w);
+                let w = PointWrite { base: Base::Value(value), operands: Vec::new() };
+                self.points.insert(key, w);
             }
             Op::Delete { key, .. } => {
                 let w = PointWrite { base: Base::Deleted, operands: Vec::new() };
-                self.points.insert(key.clone(), w);
+                self.points.insert(key, w);
             }
             Op::Merge { key, operand, .. } => {
-                let covered = self.range_covers(key);
-                let w = self.points.entry(key.clone()).or_insert_with(|| PointWrite {
+                let covered = self.range_covers(&key);
+                let w = self.points.entry(key).or_insert_with(|| PointWrite {
                     base: if covered { Base::Deleted } else { Base::Snapshot },
                     operands: Vec::new(),
                 });
-                w.operands.push(operand.clone());
+                w.operands.push(operand);
             }
             Op::DeleteRange { start, end, .. } => {
                 for w in self.points.range_mut::<[u8], _>((
@@ -109,13 +110,13 @@ impl KeyspaceWrites {
                 )) {
                     *w.1 = PointWrite { base: Base::Deleted, operands: Vec::new() };
                 }
-                self.ranges.push((start.clone(), end.clone()));
+                self.ranges.push((start, end));
             }
         }
     }
 }
 
-/// One buffered operation, as logged.
+/// One buffered operation.
 #[derive(Debug, Clone)]
 pub(crate) enum Op {
     Put {
@@ -154,24 +155,23 @@ impl Op {
 /// A transaction's buffered writes, with savepoints.
 #[derive(Debug, Default)]
 pub(crate) struct WriteSet {
-    /// Every operation in order (savepoints are positions in it).
-    log: Vec<Op>,
-    /// The state the log leads to, per keyspace id.
+    /// The state the writes lead to, per keyspace id. Every write adds to it, so it is empty
+    /// exactly when nothing was written.
     pub by_keyspace: BTreeMap<u32, KeyspaceWrites>,
-    /// Log lengths at each savepoint, oldest first.
-    savepoints: Vec<usize>,
+    /// The state at each savepoint, oldest first. A savepoint copies the state (savepoints are
+    /// rare), so that a write costs one map update and one copy of its bytes, with no log.
+    savepoints: Vec<BTreeMap<u32, KeyspaceWrites>>,
 }
 
 impl WriteSet {
     /// Records `op`.
     pub fn push(&mut self, op: Op) {
-        self.by_keyspace.entry(op.keyspace()).or_default().apply(&op);
-        self.log.push(op);
+        self.by_keyspace.entry(op.keyspace()).or_default().apply(op);
     }
 
     /// Whether nothing was written.
     pub fn is_empty(&self) -> bool {
-        self.log.is_empty()
+        self.by_keyspace.is_empty()
     }
 
     /// The writes of `keyspace`, if any.
@@ -179,23 +179,17 @@ impl WriteSet {
         self.by_keyspace.get(&keyspace)
     }
 
-    /// Pushes a savepoint at the current position.
+    /// Pushes a savepoint: the current state.
     pub fn savepoint(&mut self) {
-        self.savepoints.push(self.log.len());
+        self.savepoints.push(self.by_keyspace.clone());
     }
 
-    /// Undoes the operations since the last savepoint and pops it; `false` when none is set.
-    /// The state is rebuilt from the remaining log (a rollback is rare; every other operation
-    /// stays O(log n)).
+    /// Undoes the writes since the last savepoint and pops it; `false` when none is set.
     pub fn rollback_to_savepoint(&mut self) -> bool {
-        let Some(at) = self.savepoints.pop() else {
+        let Some(saved) = self.savepoints.pop() else {
             return false;
         };
-        self.log.truncate(at);
-        self.by_keyspace.clear();
-        for op in &self.log {
-            self.by_keyspace.entry(op.keyspace()).or_default().apply(op);
-        }
+        self.by_keyspace = saved;
         true
     }
 }
