@@ -24,9 +24,11 @@ use std::path::Path;
 
 type BoxErr = Box<dyn std::error::Error + Send + Sync>;
 
-/// RocksDB's optimistic transactions for the kit's workloads.
-struct Optimistic<'a> {
-    db: &'a OptimisticTransactionDB,
+/// RocksDB's optimistic transactions for the kit's workloads. It owns the database: the
+/// transaction type borrows it from `&self`, which a borrowed handle's lifetime cannot express
+/// in the kit's `Tx<'t>`.
+struct Optimistic {
+    db: OptimisticTransactionDB,
     wo: WriteOptions,
     to: OptimisticTransactionOptions,
 }
@@ -38,7 +40,7 @@ fn step_err(e: rocksdb::Error) -> TxError<BoxErr> {
     }
 }
 
-impl TxEngine for Optimistic<'_> {
+impl TxEngine for Optimistic {
     type Tx<'t>
         = Transaction<'t, OptimisticTransactionDB>
     where
@@ -90,7 +92,7 @@ pub fn run(f: &Flags, dir: &Path, opts: &Options, w: TxWorkload, seed: u64) -> R
         OptimisticTransactionDB::open_cf_descriptors(&opts, engine::db_path(dir), [default])?;
     let mut wo = WriteOptions::default();
     wo.set_sync(f.sync);
-    let e = Optimistic { db: &db, wo, to: OptimisticTransactionOptions::default() };
+    let e = Optimistic { db, wo, to: OptimisticTransactionOptions::default() };
     let run = TxRun {
         workload: w,
         layout: KeyLayout { num: f.num, spacing: f.key_spacing },
