@@ -33,15 +33,10 @@ impl TransactionHandle {
         py: Python<'_>,
         f: impl FnOnce(&Transaction) -> siftdb::Result<T> + Send,
     ) -> PyResult<T> {
-        py.detach(|| {
-            let guard = self.tx.lock();
-            let tx = guard.as_ref().ok_or(siftdb::Error::Closed)?;
-            f(tx)
-        })
-        .map_err(|e| match e {
-            siftdb::Error::Closed => closed("the transaction (committed or rolled back)"),
-            e => db_err(e),
-        })
+        // `None`: the transaction itself is over; an engine error (a closed database
+        // included) keeps its own message.
+        let out = py.detach(|| self.tx.lock().as_ref().map(f));
+        out.ok_or_else(|| closed("the transaction (committed or rolled back)"))?.map_err(db_err)
     }
 }
 

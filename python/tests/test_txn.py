@@ -103,3 +103,14 @@ def test_counter_from_threads_loses_nothing(tmp_path):
         for t in threads:
             t.join()
         assert int.from_bytes(db[b"n"], "little") == 800
+
+
+def test_a_transaction_of_a_closed_database_says_so(tmp_path):
+    db = siftdb.Db(tmp_path / "db")
+    tx = db.transaction()
+    db.close()
+    with pytest.raises(siftdb.ClosedError, match="database is closed"):
+        tx.get(b"k")
+    tx.rollback()
+    with pytest.raises(siftdb.ClosedError, match="transaction"):
+        tx.get(b"k")

@@ -91,12 +91,7 @@ impl L0Filter {
                     <BlockedBloom as BloomShape>::probes_for_bits_per_key(b),
                 ))
             }
-            FilterConfig::StandardBloom { bits_per_key: b } => {
-                Some(<StandardBloom as BloomShape>::theoretical_fpr(
-                    b,
-                    <StandardBloom as BloomShape>::probes_for_bits_per_key(b),
-                ))
-            }
+            FilterConfig::StandardBloom { bits_per_key: b } => Some(classic_bloom_fpr(b)),
         }
     }
 }
