@@ -103,12 +103,18 @@ fn flush_and_compaction_write_each_level_with_its_configured_compression() {
         };
         for &(tag, version, data_size, raw_values) in files {
             assert_eq!((tag, version), want, "level {level}");
-            // Uncompressed blocks hold every value byte; compressed ones far fewer.
+            // Uncompressed blocks hold every value byte.
             if tag == 0 {
                 assert!(data_size >= raw_values, "L{level}: {data_size} < {raw_values}");
-            } else {
-                assert!(data_size * 2 < raw_values, "L{level}: {data_size} vs {raw_values}");
             }
+        }
+        // Compressed levels hold far fewer, summed over the level: a subcompaction range (cut at
+        // input file boundaries) may hold a few entries, and one tiny block's framing
+        // outweighs what its codec saves.
+        if want.0 != 0 && !files.is_empty() {
+            let data: u64 = files.iter().map(|f| f.2).sum();
+            let raw: u64 = files.iter().map(|f| f.3).sum();
+            assert!(data * 2 < raw, "L{level}: {data} vs {raw} over {} files", files.len());
         }
     }
     drop(db);
