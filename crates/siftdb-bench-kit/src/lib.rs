@@ -5,13 +5,16 @@
 //! every filter kind) behind `siftdb readamp`'s plot and the filter examples. Also the demo's load loop, shared by
 //! `siftdb demo`, `siftdb readamp` and the `point_lookups` example; YCSB's request
 //! distributions and a latency histogram (`siftdb ycsb`); and the transaction workloads behind
-//! the [`txn::TxEngine`] trait that siftdb and each peer implement.
+//! the [`txn::TxEngine`] trait that siftdb and each peer implement; the `ingest` benchmark's
+//! plan and the write-amplification meter (process I/O) every tool prints under a fill.
 //!
 //! Only [`load`] uses siftdb's engine; the other modules are engine-agnostic.
 
 #![warn(missing_docs)]
 
 pub mod hist;
+pub mod ingest;
+pub mod io_meter;
 pub mod key_layout;
 pub mod keys;
 pub mod load;

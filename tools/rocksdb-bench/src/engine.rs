@@ -18,6 +18,10 @@ use std::path::{Path, PathBuf};
 /// `rocksdb` subdirectory, so the directory holds nothing rocksdb-bench did not put there.
 const MARKER: &str = "ROCKSDB-BENCH";
 
+/// The subdirectory the `ingest` benchmark writes its external files into (then moved into the
+/// database, so it is empty after a run; a crashed run's leftovers are deleted by a fresh open).
+pub const STAGING: &str = "ingest-staging";
+
 /// The column family every benchmark uses.
 pub const DEFAULT_CF: &str = rocksdb::DEFAULT_COLUMN_FAMILY_NAME;
 
@@ -46,13 +50,15 @@ pub fn options(f: &Flags) -> Options {
         t.set_whole_key_filtering(true);
     }
     o.set_block_based_table_factory(&t);
-    o.set_compression_type(match f.compression.as_str() {
-        "none" => DBCompressionType::None,
-        "snappy" => DBCompressionType::Snappy,
-        "lz4" => DBCompressionType::Lz4,
-        "zstd" => DBCompressionType::Zstd,
-        other => unreachable!("flags::parse accepts only none|snappy|lz4|zstd, got {other}"),
-    });
+    o.set_compression_type(compression_type(&f.compression));
+    if f.enable_blob_files {
+        o.set_enable_blob_files(true);
+        o.set_min_blob_size(f.min_blob_size);
+        o.set_blob_file_size(f.blob_file_size);
+        o.set_blob_compression_type(compression_type(&f.blob_compression));
+        o.set_enable_blob_gc(f.enable_blob_garbage_collection);
+        o.set_blob_gc_age_cutoff(f.blob_garbage_collection_age_cutoff);
+    }
     if let Some(v) = f.write_buffer_size {
         o.set_write_buffer_size(v as usize);
     }
@@ -86,6 +92,17 @@ pub fn options(f: &Flags) -> Options {
         o.enable_statistics();
     }
     o
+}
+
+/// RocksDB's compression type of a (checked) compression flag.
+fn compression_type(name: &str) -> DBCompressionType {
+    match name {
+        "none" => DBCompressionType::None,
+        "snappy" => DBCompressionType::Snappy,
+        "lz4" => DBCompressionType::Lz4,
+        "zstd" => DBCompressionType::Zstd,
+        other => unreachable!("flags::parse accepts only none|snappy|lz4|zstd, got {other}"),
+    }
 }
 
 /// Where the database of `--db` lives.
@@ -134,8 +151,9 @@ pub fn check_fresh(dir: &Path) -> R<bool> {
         ));
     }
     for name in &names {
-        let ours =
-            (name == MARKER && is(MARKER, false)) || (name == "rocksdb" && is("rocksdb", true));
+        let ours = (name == MARKER && is(MARKER, false))
+            || (name == "rocksdb" && is("rocksdb", true))
+            || (name == STAGING && is(STAGING, true));
         if !ours {
             return refuse(format!("it holds {name:?}, which rocksdb-bench did not create"));
         }
@@ -149,6 +167,9 @@ pub fn open(dir: &Path, opts: &Options, fresh: bool) -> R<DB> {
     if fresh {
         if check_fresh(dir)? {
             std::fs::remove_dir_all(db_path(dir))?;
+        }
+        if dir.join(STAGING).is_dir() {
+            std::fs::remove_dir_all(dir.join(STAGING))?;
         }
         std::fs::create_dir_all(dir)?;
         std::fs::write(dir.join(MARKER), "a database directory created by rocksdb-bench\n")?;

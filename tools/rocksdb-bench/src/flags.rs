@@ -29,6 +29,8 @@ pub const BENCHMARKS: &[&str] = &[
     "readwhilewriting",
     "deleterandom",
     "compact",
+    "waitforcompaction",
+    "ingest",
     "stats",
 ];
 
@@ -118,6 +120,20 @@ pub struct Flags {
     /// RocksDB's fixed prefix extractor of this many bytes with the memtable prefix Bloom
     /// (db_bench's `--prefix_size`); 0 = none.
     pub prefix_size: usize,
+    /// Values of at least `min_blob_size` bytes go to blob files (RocksDB's integrated BlobDB).
+    pub enable_blob_files: bool,
+    /// The blob threshold (db_bench's default 0: every value, when blob files are on).
+    pub min_blob_size: u64,
+    /// Blob file size (db_bench's default 256 MiB).
+    pub blob_file_size: u64,
+    /// Blob compression, lower case (db_bench's default none).
+    pub blob_compression: String,
+    /// Relocate the live values of the oldest blob files during compaction.
+    pub enable_blob_garbage_collection: bool,
+    /// The share of oldest blob files that garbage collection relocates (db_bench's 0.25).
+    pub blob_garbage_collection_age_cutoff: f64,
+    /// ingest: keys per external file (siftdb-bench-kit's `ingest` module).
+    pub ingest_keys_per_file: u64,
 }
 
 /// gflags-style boolean.
@@ -172,6 +188,15 @@ const ANY: (fn(u64) -> bool, &str) = (|_| true, "");
 const POSITIVE: (fn(u64) -> bool, &str) = (|x| x > 0, "must be at least 1");
 const TRIGGER: (fn(i32) -> bool, &str) = (|x| x >= 1, "must be at least 1");
 
+/// A compression flag, lower case: none, snappy, lz4 or zstd.
+fn compression_flag(g: &mut Given, k: &str, default: &str) -> Result<String, String> {
+    let c = g.value(k)?.unwrap_or_else(|| default.into()).to_ascii_lowercase();
+    if !["none", "snappy", "lz4", "zstd"].contains(&c.as_str()) {
+        return Err(format!("--{k}={c}: expected none|snappy|lz4|zstd"));
+    }
+    Ok(c)
+}
+
 /// Parses `args` (without the program name).
 pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Flags, String> {
     let mut map = HashMap::new();
@@ -204,11 +229,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Flags, String> {
     }
     let num = g.num("num", POSITIVE)?.unwrap_or(1_000_000);
     let reads = g.num::<i64>("reads", (|x: i64| x >= -1, "-1 (= --num) or a count"))?.unwrap_or(-1);
-    let compression = g.value("compression_type")?.unwrap_or_else(|| "snappy".into());
-    let compression = compression.to_ascii_lowercase();
-    if !["none", "snappy", "lz4", "zstd"].contains(&compression.as_str()) {
-        return Err(format!("--compression_type={compression}: expected none|snappy|lz4|zstd"));
-    }
+    let compression = compression_flag(&mut g, "compression_type", "snappy")?;
     let key_size =
         g.num("key_size", (|x: usize| x >= MIN_KEY_SIZE, "at least 8 (the key number)"))?;
     let f = Flags {
@@ -260,6 +281,20 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Flags, String> {
             None => RangeFlavour::Uncorrelated,
         },
         prefix_size: g.num("prefix_size", (|_: usize| true, ""))?.unwrap_or(0),
+        enable_blob_files: g.boolean("enable_blob_files")?,
+        min_blob_size: g.num("min_blob_size", ANY)?.unwrap_or(0),
+        blob_file_size: g.num("blob_file_size", POSITIVE)?.unwrap_or(256 << 20),
+        blob_compression: compression_flag(&mut g, "blob_compression_type", "none")?,
+        enable_blob_garbage_collection: g.boolean("enable_blob_garbage_collection")?,
+        blob_garbage_collection_age_cutoff: g
+            .num(
+                "blob_garbage_collection_age_cutoff",
+                (|x: f64| (0.0..=1.0).contains(&x), "a share in 0..=1"),
+            )?
+            .unwrap_or(0.25),
+        ingest_keys_per_file: g
+            .num("ingest_keys_per_file", POSITIVE)?
+            .unwrap_or(siftdb_bench_kit::ingest::DEFAULT_KEYS_PER_FILE),
     };
     // siftdb bench's range filter flags: RocksDB has no range filter, so only 0 (none) is
     // accepted; --range_filter_max, which only shapes a range filter, is then checked and has
@@ -359,6 +394,9 @@ mod tests {
             ("--range_filter_bits=14", "RocksDB has no range filter"),
             ("--range_flavour=sideways", "uncorrelated|correlated"),
             ("--prefix_size=17", "--prefix_size=17 exceeds --key_size=16"),
+            ("--blob_compression_type=lzma", "--blob_compression_type=lzma: expected"),
+            ("--blob_garbage_collection_age_cutoff=1.5", "a share in 0..=1"),
+            ("--ingest_keys_per_file=0", "must be at least 1"),
         ] {
             let e = parse(args(a)).unwrap_err();
             assert!(e.contains(want), "{a}: {e}");
@@ -377,6 +415,25 @@ mod tests {
         .unwrap();
         assert_eq!((f.seek_nexts, f.key_spacing, f.prefix_size), (4, 64, 7));
         assert_eq!((f.empty_fraction, f.range_flavour), (0.25, RangeFlavour::Correlated));
+    }
+
+    #[test]
+    fn blob_flags_take_db_bench_names_and_defaults() {
+        let f = parse(args("--num=5")).unwrap();
+        assert!(!f.enable_blob_files && !f.enable_blob_garbage_collection);
+        assert_eq!((f.min_blob_size, f.blob_file_size), (0, 256 << 20));
+        assert_eq!(
+            (f.blob_compression.as_str(), f.blob_garbage_collection_age_cutoff),
+            ("none", 0.25)
+        );
+        let f = parse(args(
+            "--enable_blob_files --min_blob_size=4096 --blob_compression_type=LZ4 \
+             --enable_blob_garbage_collection=1 --blob_garbage_collection_age_cutoff=0.5",
+        ))
+        .unwrap();
+        assert!(f.enable_blob_files && f.enable_blob_garbage_collection);
+        assert_eq!((f.min_blob_size, f.blob_compression.as_str()), (4096, "lz4"));
+        assert_eq!(f.blob_garbage_collection_age_cutoff, 0.5);
     }
 
     #[test]

@@ -16,9 +16,11 @@
 // same work and print the same line (scripts/compare.sh relies on it).
 mod engine;
 mod flags;
+mod ingest;
 mod txn;
 mod workloads;
 
+use siftdb_bench_kit::io_meter::WriteMeter;
 use siftdb_bench_kit::key_layout::{FillStream, KeyLayout, PrefixGen, RangeGen};
 use siftdb_bench_kit::result_line::ThreadStats as St;
 use siftdb_bench_kit::txn::TxWorkload;
@@ -102,7 +104,7 @@ fn run() -> R<()> {
 
     let mut next_seed = f.seed;
     for name in &f.benchmarks {
-        if matches!(name.as_str(), "fillseq" | "fillrandom") {
+        if matches!(name.as_str(), "fillseq" | "fillrandom" | "ingest") {
             if f.use_existing_db {
                 println!("{name:<12} : skipped (--use_existing_db is true)");
                 continue;
@@ -120,6 +122,7 @@ fn run() -> R<()> {
             println!("{}", st.lines(name));
             continue;
         }
+        let meter = WriteMeter::start();
         let mut ctx = Ctx { f: &f, db: &db, next_seed };
         // A line after the result line (seek entries, scan benchmarks' found shares).
         let mut note: Option<String> = None;
@@ -128,8 +131,23 @@ fn run() -> R<()> {
             Some(st)
         };
         let st: Option<St> = match name.as_str() {
-            "fillseq" => Some(ctx.fill(true)?),
-            "fillrandom" | "overwrite" => Some(ctx.fill(false)?),
+            "fillseq" => noted(ctx.fill(true).map(|st| with_write_amp(st, name, &meter))?),
+            "fillrandom" | "overwrite" => {
+                noted(ctx.fill(false).map(|st| with_write_amp(st, name, &meter))?)
+            }
+            "ingest" => {
+                ctx.next_seed += 1;
+                noted(ingest::run(&f, &dir, &db, &opts, next_seed)?)
+            }
+            "waitforcompaction" => {
+                // db_bench's waitforcompaction: until no flush or compaction is pending or
+                // running; one operation, timed, with the bytes the wait wrote.
+                let mut st = St::start();
+                db.wait_for_compact(&rocksdb::WaitForCompactOptions::default())?;
+                st.stop();
+                st.done = 1;
+                noted((st, Some(meter.written_line(name))))
+            }
             "readrandom" => Some(ctx.read_random(f.key_size)?),
             "readmissing" => Some(ctx.read_random(f.key_size + 1)?),
             "multireadrandom" => Some(ctx.multi_read_random()?),
@@ -173,6 +191,12 @@ fn run() -> R<()> {
         println!("\n{}", engine::statistics(&db, &opts)?);
     }
     Ok(())
+}
+
+/// A fill's result with its write-amplification note line (process I/O over the user bytes).
+fn with_write_amp(st: St, name: &str, meter: &WriteMeter) -> (St, Option<String>) {
+    let line = meter.line(name, st.bytes);
+    (st, Some(line))
 }
 
 /// A new directory under the system temp dir, removed at exit. `create_dir` fails if the name
