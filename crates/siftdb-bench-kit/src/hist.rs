@@ -18,6 +18,16 @@ pub struct Histogram {
     max: u64,
 }
 
+impl std::fmt::Debug for Histogram {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Histogram")
+            .field("count", &self.total)
+            .field("mean", &self.mean())
+            .field("max", &self.max)
+            .finish()
+    }
+}
+
 impl Default for Histogram {
     fn default() -> Self {
         Histogram { counts: vec![0; BUCKETS], total: 0, sum: 0, max: 0 }
@@ -60,6 +70,11 @@ impl Histogram {
         self.total += o.total;
         self.sum += o.sum;
         self.max = self.max.max(o.max);
+    }
+
+    /// The largest value recorded (0 when empty).
+    pub fn max(&self) -> u64 {
+        self.max
     }
 
     /// Values recorded.

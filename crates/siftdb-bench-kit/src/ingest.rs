@@ -42,7 +42,7 @@ impl IngestPlan {
     /// The note line under the result line: the write and the ingest, each timed.
     pub fn line(&self, write_secs: f64, ingest_secs: f64, files: usize) -> String {
         format!(
-            "ingest       : {} keys in {files} files: written in {write_secs:.2} s, ingested in \
+            "ingest parts : {} keys in {files} files: written in {write_secs:.2} s, ingested in \
              {ingest_secs:.3} s",
             self.num
         )

@@ -56,22 +56,23 @@ impl WriteMeter {
     /// bytes written to storage, to add to the fill's before it.
     pub fn written_line(&self, name: &str) -> String {
         match self.written() {
-            None => format!("{name:<12} : bytes written unknown (no /proc/self/io)"),
-            Some(w) => format!("{name:<12} : {:.1} MB written to storage", w as f64 / 1e6),
+            None => format!("write amp    : {name} bytes written unknown (no /proc/self/io)"),
+            Some(w) => format!("write amp    : {name} {:.1} MB written to storage", w as f64 / 1e6),
         }
     }
 
-    /// The note line printed under a benchmark's result line: bytes written to storage, the
-    /// user bytes, and their ratio. `user_bytes` = operations x (key + value bytes).
+    /// The note line printed under a benchmark's result line (`write amp    : name R (...)`,
+    /// not starting with the name, which marks result lines): the ratio of the bytes written
+    /// to storage to the user bytes, and both. `user_bytes` = operations x (key + value bytes).
     pub fn line(&self, name: &str, user_bytes: u64) -> String {
         match self.written() {
-            None => format!("{name:<12} : write amplification unknown (no /proc/self/io)"),
+            None => format!("write amp    : {name} unknown (no /proc/self/io)"),
             Some(w) => format!(
-                "{name:<12} : {:.1} MB written to storage for {:.1} MB of user data \
-                 (write amplification {:.2}, process I/O)",
+                "write amp    : {name} {:.2} ({:.1} MB written to storage for {:.1} MB of user \
+                 data, process I/O)",
+                if user_bytes == 0 { 0.0 } else { w as f64 / user_bytes as f64 },
                 w as f64 / 1e6,
                 user_bytes as f64 / 1e6,
-                if user_bytes == 0 { 0.0 } else { w as f64 / user_bytes as f64 }
             ),
         }
     }
@@ -101,7 +102,7 @@ mod tests {
         // A tmpfs counts nothing; a disk file system counts at least the data.
         let w = meter.written().unwrap();
         assert!(w == 0 || w >= data.len() as u64, "{w}");
-        assert!(meter.line("fillrandom", 4 << 20).contains("write amplification"));
+        assert!(meter.line("fillrandom", 4 << 20).starts_with("write amp    : fillrandom "));
         assert!(meter.written_line("waitforcompaction").contains("MB written to storage"));
     }
 }

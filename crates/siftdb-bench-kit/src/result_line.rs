@@ -6,6 +6,7 @@
 //! `seconds_ * 1e6 / done_`), `ops/sec` the operations over the wall time from the first thread's
 //! start to the last one's finish, and MB/s the bytes over that wall time.
 
+use crate::hist::Histogram;
 use std::time::Instant;
 
 /// What one thread (or a merge of threads) did in a benchmark.
@@ -25,6 +26,9 @@ pub struct ThreadStats {
     pub finish: Instant,
     /// Busy seconds, summed over merged threads.
     pub seconds: f64,
+    /// Per-operation latency in nanoseconds, when the benchmark times each operation
+    /// (`--histogram`, as db_bench's; the two clock reads per operation cost about 40 ns).
+    pub latency: Option<Box<Histogram>>,
 }
 
 impl ThreadStats {
@@ -39,6 +43,7 @@ impl ThreadStats {
             start: now,
             finish: now,
             seconds: 0.0,
+            latency: None,
         }
     }
 
@@ -57,6 +62,28 @@ impl ThreadStats {
         self.seconds += o.seconds;
         self.start = self.start.min(o.start);
         self.finish = self.finish.max(o.finish);
+        match (&mut self.latency, &o.latency) {
+            (Some(a), Some(b)) => a.merge(b),
+            (None, Some(b)) => self.latency = Some(b.clone()),
+            _ => {}
+        }
+    }
+
+    /// The latency line printed under the result line when operations were timed:
+    /// `latency      : name p50 X us, p99 Y us, p99.9 Z us, max M us (N operations)` (not
+    /// starting with the name, which marks result lines).
+    pub fn latency_line(&self, name: &str) -> Option<String> {
+        let h = self.latency.as_deref()?;
+        let us = |ns: u64| ns as f64 / 1e3;
+        Some(format!(
+            "latency      : {name} p50 {:.2} us, p99 {:.2} us, p99.9 {:.2} us, max {:.2} us \
+             ({} operations)",
+            us(h.quantile(0.5)),
+            us(h.quantile(0.99)),
+            us(h.quantile(0.999)),
+            us(h.max()),
+            h.count()
+        ))
     }
 
     /// db_bench's result line for benchmark `name`.

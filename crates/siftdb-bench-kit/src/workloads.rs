@@ -3,6 +3,7 @@
 //! after `--reads` operations or `--duration` seconds, and readrandom's loop. Each driver keeps
 //! its engine calls and its own seed counter.
 
+use crate::hist::Histogram;
 use crate::key_layout::KeyLayout;
 use crate::keys::ValueGen;
 use crate::result_line::ThreadStats;
@@ -57,6 +58,7 @@ pub struct Budget {
     reads: u64,
     deadline: Option<Instant>,
     next_check: u64,
+    timed: bool,
 }
 
 impl Budget {
@@ -64,7 +66,14 @@ impl Budget {
     pub fn new(reads: u64, duration_secs: u64) -> Budget {
         let deadline =
             (duration_secs > 0).then(|| Instant::now() + Duration::from_secs(duration_secs));
-        Budget { reads, deadline, next_check: 0 }
+        Budget { reads, deadline, next_check: 0, timed: false }
+    }
+
+    /// With `timed`, [`read_loop`] times every operation into the thread's latency histogram
+    /// (`--histogram`).
+    pub fn timed(mut self, timed: bool) -> Budget {
+        self.timed = timed;
+        self
     }
 
     /// Operations the next step may do, at most `want` (0 = stop) after `done` operations.
@@ -99,9 +108,15 @@ pub fn read_loop<E>(
 ) -> Result<(), E> {
     let mut key = Vec::with_capacity(key_size);
     let mut i = 0;
+    let mut latency = budget.timed.then(Box::<Histogram>::default);
     while budget.grant(i, 1) == 1 {
         layout.key(rng.below(layout.num), key_size, &mut key);
-        if let Some(len) = get(&key)? {
+        let began = latency.is_some().then(Instant::now);
+        let found = get(&key)?;
+        if let (Some(h), Some(t)) = (&mut latency, began) {
+            h.record(t.elapsed().as_nanos() as u64);
+        }
+        if let Some(len) = found {
             st.found += 1;
             st.bytes += (key.len() + len) as u64;
         }
@@ -110,7 +125,37 @@ pub fn read_loop<E>(
     }
     st.done = i;
     st.report_found = true;
+    st.latency = latency;
     Ok(())
+}
+
+/// Paces a writer to `bytes_per_sec` (db_bench's `--benchmark_write_rate_limit`; 0 = no limit):
+/// after each write of `bytes`, sleeps until the bytes written so far are no more than the
+/// rate allows since the first write.
+pub struct WriteRate {
+    bytes_per_sec: u64,
+    start: Instant,
+    sent: u64,
+}
+
+impl WriteRate {
+    /// A pacer starting now.
+    pub fn new(bytes_per_sec: u64) -> WriteRate {
+        WriteRate { bytes_per_sec, start: Instant::now(), sent: 0 }
+    }
+
+    /// Accounts one write of `bytes`, sleeping as needed.
+    pub fn pace(&mut self, bytes: u64) {
+        if self.bytes_per_sec == 0 {
+            return;
+        }
+        self.sent += bytes;
+        let due = Duration::from_secs_f64(self.sent as f64 / self.bytes_per_sec as f64);
+        let elapsed = self.start.elapsed();
+        if due > elapsed {
+            std::thread::sleep(due - elapsed);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -136,6 +181,56 @@ mod tests {
         let want: BTreeSet<u64> = (40..43).map(|s| SplitMix64::new(s).next_u64()).collect();
         assert_eq!((seen.into_inner().unwrap(), st.done), (want, 15));
         assert_eq!(run_threads(2, 0, 8, &|_, _, _| Err("no")).unwrap_err(), "no");
+    }
+
+    #[test]
+    fn a_timed_read_loop_records_one_latency_per_operation() {
+        let layout = KeyLayout { num: 100, spacing: 1 };
+        let mut st = ThreadStats::start();
+        let r: Result<(), ()> = read_loop(
+            &mut SplitMix64::new(1),
+            &mut st,
+            layout,
+            Budget::new(30, 0).timed(true),
+            16,
+            |_| Ok(Some(1)),
+            |_| {},
+        );
+        r.unwrap();
+        assert_eq!(st.latency.as_ref().map(|h| h.count()), Some(30));
+        assert!(st.latency_line("readrandom").unwrap().contains("p99.9"));
+        let mut untimed = ThreadStats::start();
+        let r: Result<(), ()> = read_loop(
+            &mut SplitMix64::new(1),
+            &mut untimed,
+            layout,
+            Budget::new(5, 0),
+            16,
+            |_| Ok(None),
+            |_| {},
+        );
+        r.unwrap();
+        assert!(untimed.latency.is_none() && untimed.latency_line("x").is_none());
+        // Merging keeps every thread's operations.
+        untimed.merge(&st);
+        st.merge(&st.clone());
+        assert_eq!(untimed.latency.unwrap().count(), 30);
+        assert_eq!(st.latency.unwrap().count(), 60);
+    }
+
+    #[test]
+    fn a_paced_writer_takes_at_least_the_time_its_rate_allows() {
+        // 10 writes of 100 bytes at 10,000 bytes/s: the last is due at 0.1 s.
+        let start = Instant::now();
+        let mut rate = WriteRate::new(10_000);
+        for _ in 0..10 {
+            rate.pace(100);
+        }
+        assert!(start.elapsed() >= Duration::from_millis(100));
+        // Without a limit nothing is accounted, so nothing is ever due.
+        let mut unlimited = WriteRate::new(0);
+        unlimited.pace(u64::MAX);
+        assert_eq!(unlimited.sent, 0);
     }
 
     #[test]

@@ -567,3 +567,27 @@ fn bench_takes_the_db_bench_flags_and_prints_the_memory_report() {
     let err = String::from_utf8_lossy(&bad.stderr);
     assert!(err.contains("cache_index_and_filter_blocks"), "{err}");
 }
+
+#[test]
+fn histogram_prints_read_latency_and_fills_print_write_amplification() {
+    let out = bench_stdout(&[
+        "--benchmarks=fillrandom,waitforcompaction,readrandom,readwhilewriting",
+        "--num=2000",
+        "--histogram",
+        "--benchmark_write_rate_limit=1000000",
+    ]);
+    let results = out.lines().filter(|l| l.contains(" micros/op ")).count();
+    assert_eq!(results, 4, "{out}");
+    for want in ["readrandom", "readwhilewriting"] {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(&format!("latency      : {want} p50 ")))
+            .unwrap_or_else(|| panic!("no latency line of {want}: {out}"));
+        assert!(line.contains(" p99.9 ") && line.ends_with("(2000 operations)"), "{line}");
+    }
+    assert!(out.lines().any(|l| l.starts_with("write amp    : fillrandom ")), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("write amp    : waitforcompaction ")), "{out}");
+    // Without --histogram no read is timed.
+    let plain = bench_stdout(&["--benchmarks=fillrandom,readrandom", "--num=500"]);
+    assert!(!plain.contains("latency      :"), "{plain}");
+}

@@ -33,7 +33,7 @@ use siftdb_bench_kit::key_layout::KeyLayout;
 use siftdb_bench_kit::keys::{make_key, ValueGen};
 use siftdb_bench_kit::result_line::ThreadStats as St;
 use siftdb_bench_kit::txn::{self, TxEngine, TxError, TxRun, TxWorkload};
-use siftdb_bench_kit::workloads::{self, Body, Budget};
+use siftdb_bench_kit::workloads::{self, Body, Budget, WriteRate};
 use std::collections::HashMap;
 
 struct Flags {
@@ -56,6 +56,10 @@ struct Flags {
     use_existing_db: bool,
     /// Seconds per transaction benchmark, 0 for `--reads` transactions per thread.
     duration: u64,
+    /// Time every read (p50/p99/p99.9/max under the result line), as db_bench's `--histogram`.
+    histogram: bool,
+    /// readwhilewriting: the writer's bytes per second (0 = unlimited).
+    write_rate_limit: u64,
 }
 
 fn parse() -> Result<Flags, String> {
@@ -110,6 +114,12 @@ fn parse() -> Result<Flags, String> {
             .transpose()?
             .map(|v| v.clamp(1, 255) as u8),
         duration: num_of(&m, "duration", 0)?.max(0) as u64,
+        histogram: match m.get("histogram").map(String::as_str) {
+            None | Some("0" | "false") => false,
+            Some("1" | "true") => true,
+            Some(v) => return Err(format!("--histogram={v}: expected 0, 1, true or false")),
+        },
+        write_rate_limit: num_of(&m, "benchmark_write_rate_limit", 0)?.max(0) as u64,
         use_existing_db: match m.get("use_existing_db").map(String::as_str) {
             None | Some("0" | "false") => false,
             Some("1" | "true") => true,
@@ -128,6 +138,8 @@ fn parse() -> Result<Flags, String> {
         "db",
         "use_existing_db",
         "duration",
+        "histogram",
+        "benchmark_write_rate_limit",
         "bloom_bits",
         "compression_type",
         "write_buffer_size",
@@ -348,7 +360,8 @@ fn read_loop(
 ) -> R<()> {
     let layout = KeyLayout { num: f.num, spacing: 1 };
     let get = |key: &[u8]| -> R<Option<usize>> { Ok(ks.get(key)?.map(|v| v.len())) };
-    workloads::read_loop(rng, st, layout, Budget::new(f.reads, 0), key_size, get, |_| ())
+    let budget = Budget::new(f.reads, 0).timed(f.histogram);
+    workloads::read_loop(rng, st, layout, budget, key_size, get, |_| ())
 }
 
 fn main() -> R<()> {
@@ -487,6 +500,9 @@ fn main() -> R<()> {
             }
         };
         println!("{}", st.line(&name));
+        if let Some(line) = st.latency_line(&name) {
+            println!("{line}");
+        }
     }
     Ok(())
 }
@@ -501,9 +517,11 @@ fn read_while_writing(ks: &Keyspace, f: &Flags, base: u64) -> R<St> {
             let seed = base + f.threads as u64;
             let (mut rng, mut values) = (SplitMix64::new(seed), ValueGen::new(seed, f.value_size));
             let mut key = Vec::with_capacity(f.key_size);
+            let mut rate = WriteRate::new(f.write_rate_limit);
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 make_key(rng.below(f.num), f.key_size, &mut key);
                 ks.insert(key.as_slice(), values.next(f.value_size))?;
+                rate.pace((f.key_size + f.value_size) as u64);
             }
             Ok(())
         });

@@ -134,6 +134,10 @@ pub struct Flags {
     pub blob_garbage_collection_age_cutoff: f64,
     /// ingest: keys per external file (siftdb-bench-kit's `ingest` module).
     pub ingest_keys_per_file: u64,
+    /// Time every read of readrandom, readmissing and readwhilewriting (p50/p99/p99.9/max).
+    pub histogram: bool,
+    /// readwhilewriting: the writer's bytes per second (0 = unlimited).
+    pub benchmark_write_rate_limit: u64,
 }
 
 /// gflags-style boolean.
@@ -295,6 +299,8 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Flags, String> {
         ingest_keys_per_file: g
             .num("ingest_keys_per_file", POSITIVE)?
             .unwrap_or(siftdb_bench_kit::ingest::DEFAULT_KEYS_PER_FILE),
+        histogram: g.boolean("histogram")?,
+        benchmark_write_rate_limit: g.num("benchmark_write_rate_limit", ANY)?.unwrap_or(0),
     };
     // siftdb bench's range filter flags: RocksDB has no range filter, so only 0 (none) is
     // accepted; --range_filter_max, which only shapes a range filter, is then checked and has

@@ -182,6 +182,9 @@ fn run() -> R<()> {
         next_seed = ctx.next_seed;
         if let Some(st) = st {
             println!("{}", st.line(name));
+            if let Some(line) = st.latency_line(name) {
+                println!("{line}");
+            }
         }
         if let Some(line) = note {
             println!("{line}");

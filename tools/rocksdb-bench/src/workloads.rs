@@ -15,7 +15,7 @@ use siftdb::filter::rng::SplitMix64;
 use siftdb_bench_kit::key_layout::{KeyLayout, PrefixGen, RangeGen};
 use siftdb_bench_kit::keys::{make_key, ValueGen};
 use siftdb_bench_kit::result_line::ThreadStats as St;
-use siftdb_bench_kit::workloads::{self, Budget};
+use siftdb_bench_kit::workloads::{self, Budget, WriteRate};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// A thread body: its rng, its value source, its stats.
@@ -70,8 +70,9 @@ impl Ctx<'_> {
     /// readrandom (`key_size`) and readmissing (`key_size + 1`).
     pub fn read_random(&mut self, key_size: usize) -> R<St> {
         let (reads, secs, db, layout) = (self.f.reads, self.f.duration, self.db, self.layout());
+        let timed = self.f.histogram;
         self.parallel(&|rng, _, st| {
-            read_loop(db, rng, st, layout, Budget::new(reads, secs), key_size)
+            read_loop(db, rng, st, layout, Budget::new(reads, secs).timed(timed), key_size)
         })
     }
 
@@ -284,6 +285,7 @@ impl Ctx<'_> {
         let (num, reads, ks, vs, db) =
             (self.f.num, self.f.reads, self.f.key_size, self.f.value_size, self.db);
         let (wo, layout) = (self.write_opts(), self.layout());
+        let (timed, rate_limit) = (self.f.histogram, self.f.benchmark_write_rate_limit);
         let writer_seed = self.next_seed;
         self.next_seed += 1;
         let stop = AtomicBool::new(false);
@@ -292,14 +294,17 @@ impl Ctx<'_> {
                 let mut rng = SplitMix64::new(writer_seed);
                 let mut values = ValueGen::new(writer_seed, vs);
                 let mut key = Vec::with_capacity(ks);
+                let mut rate = WriteRate::new(rate_limit);
                 while !stop.load(Ordering::Relaxed) {
                     layout.key(rng.below(num), ks, &mut key);
                     db.put_opt(&key, values.next(vs), &wo)?;
+                    rate.pace((ks + vs) as u64);
                 }
                 Ok(())
             });
-            let readers = self
-                .parallel(&|rng, _, st| read_loop(db, rng, st, layout, Budget::new(reads, 0), ks));
+            let readers = self.parallel(&|rng, _, st| {
+                read_loop(db, rng, st, layout, Budget::new(reads, 0).timed(timed), ks)
+            });
             stop.store(true, Ordering::Relaxed);
             writer.join().expect("writer thread panicked")?;
             readers

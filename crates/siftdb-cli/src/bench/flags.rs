@@ -237,6 +237,15 @@ pub struct Flags {
     /// Print RocksDB-named tickers and the per-level read counters at the end.
     #[arg(long, default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub statistics: bool,
+    /// Time every read of readrandom, readmissing and readwhilewriting and print p50, p99,
+    /// p99.9 and max under the result line (db_bench's flag; about 40 ns of clock reads per
+    /// operation).
+    #[arg(long, default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub histogram: bool,
+    /// readwhilewriting: the writer's rate in bytes per second (key + value), 0 = as fast as
+    /// it can (db_bench's `--benchmark_write_rate_limit`).
+    #[arg(long, default_value_t = 0)]
+    pub benchmark_write_rate_limit: u64,
     /// Seed base of the per-thread random generators (thread i uses seed + i).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,

@@ -13,6 +13,7 @@ use crate::dirs::{self, ToolDir};
 use flags::{apply_db_bench_flags, Flags};
 use report::ThreadStats;
 use siftdb::{Db, Error, Options, Result};
+use siftdb_bench_kit::io_meter::WriteMeter;
 use siftdb_bench_kit::key_layout::{self, FillStream, KeyLayout, PrefixGen, RangeGen};
 use siftdb_bench_kit::txn::{self, TxRun, TxWorkload};
 use std::path::{Path, PathBuf};
@@ -161,6 +162,7 @@ pub fn run(flags: &Flags) -> Result<()> {
         "readwhilewriting",
         "deleterandom",
         "compact",
+        "waitforcompaction",
         "stats",
     ];
     let known = |n: &str| KNOWN.contains(&n) || TxWorkload::parse(n).is_some();
@@ -260,6 +262,7 @@ pub fn run(flags: &Flags) -> Result<()> {
             db = open(&dir, &opts, true, flags.destroy_existing_db)?;
         }
         let reads_before = is_point_read(name).then(|| device_reads(&db));
+        let meter = WriteMeter::start();
         let mut ctx = Ctx { flags, db: &db, next_seed };
         // A line after the result line (scan benchmarks' filter figures).
         let mut note: Option<String> = None;
@@ -268,8 +271,10 @@ pub fn run(flags: &Flags) -> Result<()> {
             Some(st)
         };
         let st: Option<ThreadStats> = match name.as_str() {
-            "fillseq" => Some(ctx.fill(name, true)?),
-            "fillrandom" | "overwrite" => Some(ctx.fill(name, false)?),
+            "fillseq" => noted(with_write_amp(ctx.fill(name, true)?, name, &meter)),
+            "fillrandom" | "overwrite" => {
+                noted(with_write_amp(ctx.fill(name, false)?, name, &meter))
+            }
             "readrandom" => Some(ctx.read_random(name, flags.key_size)?),
             "readmissing" => Some(ctx.read_random(name, flags.key_size + 1)?),
             "multireadrandom" => Some(ctx.multi_read_random()?),
@@ -285,6 +290,15 @@ pub fn run(flags: &Flags) -> Result<()> {
             }
             "readwhilewriting" => Some(ctx.read_while_writing()?),
             "deleterandom" => Some(ctx.delete_random()?),
+            "waitforcompaction" => {
+                // db_bench's waitforcompaction: until no flush or compaction is pending or
+                // running; one operation, timed, with the bytes the wait wrote.
+                let mut st = ThreadStats::start();
+                db.wait_for_compactions()?;
+                st.stop();
+                st.done = 1;
+                noted((st, Some(meter.written_line(name))))
+            }
             "compact" => {
                 let mut st = ThreadStats::start();
                 // db_bench's "compact": flush, then compact everything into one sorted run.
@@ -320,6 +334,9 @@ pub fn run(flags: &Flags) -> Result<()> {
         next_seed = ctx.next_seed;
         if let Some(st) = st {
             println!("{}", st.line(name));
+            if let Some(line) = st.latency_line(name) {
+                println!("{line}");
+            }
         }
         if let Some(line) = note {
             println!("{line}");
@@ -339,6 +356,17 @@ pub fn run(flags: &Flags) -> Result<()> {
 }
 
 /// Point-read benchmarks, after which a line gives the file reads per lookup.
+/// A fill's result with its write-amplification note line (process I/O over the user bytes,
+/// the same measure the peers' tools print).
+fn with_write_amp(
+    st: ThreadStats,
+    name: &str,
+    meter: &WriteMeter,
+) -> (ThreadStats, Option<String>) {
+    let line = meter.line(name, st.bytes);
+    (st, Some(line))
+}
+
 fn is_point_read(name: &str) -> bool {
     matches!(name, "readrandom" | "readmissing" | "multireadrandom" | "readwhilewriting")
 }

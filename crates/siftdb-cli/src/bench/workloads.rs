@@ -18,7 +18,7 @@ use siftdb::{Db, Result, WriteOptions};
 use siftdb_bench_kit::key_layout::KeyLayout;
 use siftdb_bench_kit::keys::ValueGen;
 pub(super) use siftdb_bench_kit::workloads::Budget;
-use siftdb_bench_kit::workloads::{self, TICK};
+use siftdb_bench_kit::workloads::{self, WriteRate, TICK};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// What a benchmark's threads share.
@@ -87,8 +87,9 @@ impl Ctx<'_> {
     /// readrandom (`key_size`) and readmissing (`key_size + 1`).
     pub fn read_random(&mut self, name: &str, key_size: usize) -> Result<ThreadStats> {
         let (reads, secs, layout) = (self.flags.reads(), self.flags.duration, self.layout());
+        let timed = self.flags.histogram;
         self.parallel(name, reads, &|db, rng, _, pb, st| {
-            read_loop(db, rng, pb, st, layout, Budget::new(reads, secs), key_size)
+            read_loop(db, rng, pb, st, layout, Budget::new(reads, secs).timed(timed), key_size)
         })
     }
 
@@ -208,6 +209,7 @@ impl Ctx<'_> {
         let (num, reads, ks, vs) =
             (self.flags.num, self.flags.reads(), self.flags.key_size, self.flags.value_size);
         let (wo, layout) = (self.write_opts(), self.layout());
+        let (timed, rate_limit) = (self.flags.histogram, self.flags.benchmark_write_rate_limit);
         let writer_seed = self.next_seed;
         self.next_seed += 1;
         let stop = AtomicBool::new(false);
@@ -217,14 +219,16 @@ impl Ctx<'_> {
                 let mut rng = SplitMix64::new(writer_seed);
                 let mut values = ValueGen::new(writer_seed, vs);
                 let mut key = Vec::with_capacity(ks);
+                let mut rate = WriteRate::new(rate_limit);
                 while !stop.load(Ordering::Relaxed) {
                     layout.key(rng.below(num), ks, &mut key);
                     db.write_opt(one_put(&key, values.next(vs)), wo)?;
+                    rate.pace((ks + vs) as u64);
                 }
                 Ok(())
             });
             let readers = self.parallel("readwhilewriting", reads, &|db, rng, _, pb, st| {
-                read_loop(db, rng, pb, st, layout, Budget::new(reads, 0), ks)
+                read_loop(db, rng, pb, st, layout, Budget::new(reads, 0).timed(timed), ks)
             });
             stop.store(true, Ordering::Relaxed);
             writer.join().expect("writer thread panicked")?;
