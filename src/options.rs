@@ -296,6 +296,15 @@ pub struct CompactionOptions {
     /// Compaction output files are cut at the first user-key boundary past this size. Default
     /// 64 MiB (RocksDB's `target_file_size_base`).
     pub target_file_size: u64,
+    /// Size the levels from the last one up (RocksDB's `level_compaction_dynamic_level_bytes`,
+    /// design.md#dynamic-level-sizing): the last level's target is its size, each level above
+    /// a multiplier smaller, and L0 compacts straight into the highest level whose target
+    /// reaches `max_bytes_for_level_base` (the base level); the levels between L0 and it stay
+    /// empty. The tree then has the fewest levels its data needs and about 90% of it in the
+    /// last level, where static targets can leave the last level smaller than the one above
+    /// and pay a level's rewrite for nothing. Default `false` (static targets
+    /// [`CompactionOptions::level_target_bytes`]).
+    pub dynamic_level_bytes: bool,
 }
 
 impl Default for CompactionOptions {
@@ -308,6 +317,7 @@ impl Default for CompactionOptions {
             max_bytes_for_level_base: 256 << 20,
             max_bytes_for_level_multiplier: 10.0,
             target_file_size: 64 << 20,
+            dynamic_level_bytes: false,
         }
     }
 }
@@ -317,6 +327,55 @@ impl CompactionOptions {
     pub fn level_target_bytes(&self, level: usize) -> f64 {
         self.max_bytes_for_level_base as f64
             * self.max_bytes_for_level_multiplier.powi(level.saturating_sub(1) as i32)
+    }
+
+    /// The target bytes of every level of a tree whose levels hold `level_bytes` (index =
+    /// level; index 0, L0, is scored by file count and gets infinity), and the level L0
+    /// compacts into. Static: [`CompactionOptions::level_target_bytes`], base level 1.
+    /// Dynamic ([`CompactionOptions::dynamic_level_bytes`], RocksDB's
+    /// `VersionStorageInfo::CalculateBaseBytes`): with `B` = `max_bytes_for_level_base`, `m` the
+    /// multiplier, `S` the largest level's bytes and `F` the first non-empty level below L0,
+    /// the size `S / m^(last - F)` that level `F` would have is moved up a level (and divided
+    /// by `m`) while it exceeds `B` and a level above `F` is free; the level it stops at is the
+    /// base level. From that size (clamped to `[B / m, B]`) each deeper level's size is `m`
+    /// times the one above, and every target is that size but never below `B` (smaller
+    /// levels would be favoured over L0, which then stalls), so the last level's target is
+    /// about `S`. Levels above the base level get infinity: they are
+    /// empty, and no compaction writes into them. An empty tree's base level is the last.
+    pub fn level_targets(&self, level_bytes: &[u64]) -> (Vec<f64>, usize) {
+        let n = level_bytes.len();
+        let mut targets = vec![f64::INFINITY; n];
+        if n < 2 {
+            return (targets, 1);
+        }
+        let last = n - 1;
+        if !self.dynamic_level_bytes {
+            for (l, t) in targets.iter_mut().enumerate().skip(1) {
+                *t = self.level_target_bytes(l);
+            }
+            return (targets, 1);
+        }
+        let (base_max, m) =
+            (self.max_bytes_for_level_base as f64, self.max_bytes_for_level_multiplier);
+        let Some(first) = (1..n).find(|&l| level_bytes[l] > 0) else {
+            targets[last] = base_max;
+            return (targets, last);
+        };
+        let largest = level_bytes[1..].iter().copied().max().unwrap_or(0) as f64;
+        let mut size = largest / m.powi((last - first) as i32);
+        let mut base = first;
+        while base > 1 && size > base_max {
+            base -= 1;
+            size /= m;
+        }
+        let mut t = size.clamp(base_max / m, base_max);
+        for (l, target) in targets.iter_mut().enumerate().skip(base) {
+            if l > base {
+                t *= m;
+            }
+            *target = t.max(base_max);
+        }
+        (targets, base)
     }
 }
 

@@ -2,12 +2,14 @@
 //!
 //! Scores (as in LevelDB and RocksDB): L0 scores `files / l0_compaction_trigger` (L0 files
 //! overlap, so a lookup pays for each, and their count is what hurts); level `n >= 1` scores
-//! `bytes / target(n)` with `target(n) = max_bytes_for_level_base * multiplier^(n-1)`. The last
-//! level is never scored (nothing is below it). The level with the highest score `>= 1` is
-//! compacted first.
+//! `bytes / target(n)` with `target(n) = max_bytes_for_level_base * multiplier^(n-1)`, or with
+//! `dynamic_level_bytes` the targets sized from the last level up
+//! (`CompactionOptions::level_targets`; L0 then compacts into the base level, and the empty
+//! levels above it score 0). The last level is never scored (nothing is below it). The level
+//! with the highest score `>= 1` is compacted first.
 //!
 //! Inputs:
-//! * L0 -> L1 takes every L0 file (so no older L0 file is left above newer data moved down) and
+//! * L0 -> L1 (the base level) takes every L0 file (so no older L0 file is left above newer data moved down) and
 //!   every L1 file overlapping their union range.
 //! * Ln -> Ln+1 takes one file of Ln: the one with the smallest overlap ratio (bytes of
 //!   overlapping Ln+1 files / its own bytes, RocksDB's `kMinOverlappingRatio`), which minimises
@@ -81,9 +83,11 @@ pub fn level_counts<F: HasMeta>(levels: &[Vec<F>]) -> LevelCounts {
     }
 }
 
-/// The score of every level (the last level's is 0).
+/// The score of every level (the last level's is 0), against
+/// [`CompactionOptions::level_targets`] (a level above the dynamic base level scores 0).
 pub fn scores<F: HasMeta>(levels: &[Vec<F>], opts: &CompactionOptions) -> Vec<f64> {
     let last = levels.len().saturating_sub(1);
+    let (targets, _) = opts.level_targets(&all_level_bytes(levels));
     (0..levels.len())
         .map(|l| {
             if l == last {
@@ -91,10 +95,28 @@ pub fn scores<F: HasMeta>(levels: &[Vec<F>], opts: &CompactionOptions) -> Vec<f6
             } else if l == 0 {
                 levels[0].len() as f64 / opts.l0_compaction_trigger.max(1) as f64
             } else {
-                level_bytes(&levels[l]) as f64 / opts.level_target_bytes(l)
+                level_bytes(&levels[l]) as f64 / targets[l]
             }
         })
         .collect()
+}
+
+/// Bytes of every level.
+pub fn all_level_bytes<F: HasMeta>(levels: &[Vec<F>]) -> Vec<u64> {
+    levels.iter().map(|l| level_bytes(l)).collect()
+}
+
+/// The level a compaction of `level` writes to: the next one, except that L0 compacts into
+/// the base level of [`CompactionOptions::level_targets`] (L1 with static targets).
+pub fn output_level<F: HasMeta>(
+    levels: &[Vec<F>],
+    level: usize,
+    opts: &CompactionOptions,
+) -> usize {
+    match level {
+        0 => opts.level_targets(&all_level_bytes(levels)).1,
+        l => l + 1,
+    }
 }
 
 /// Bytes of a level's files.
@@ -116,9 +138,9 @@ pub fn pick<F: HasMeta>(
     Some(p)
 }
 
-/// A compaction of `level` into `level + 1`: for L0 all files, else the file with the smallest
-/// overlap ratio; with `range = Some((start, end))` only files overlapping that key range
-/// (inclusive bounds) are candidates, and every one of them is taken. `None` if no file
+/// A compaction of `level` into its [`output_level`]: for L0 all files, else the file with the
+/// smallest overlap ratio; with `range = Some((start, end))` only files overlapping that key
+/// range (inclusive bounds) are candidates, and every one of them is taken. `None` if no file
 /// qualifies.
 pub fn pick_level<F: HasMeta>(
     levels: &[Vec<F>],
@@ -126,7 +148,7 @@ pub fn pick_level<F: HasMeta>(
     (opts, policy): (&CompactionOptions, &FilterPolicy),
     range: Option<(KeyAt<'_>, KeyAt<'_>)>,
 ) -> Option<Pick> {
-    let out = level + 1;
+    let out = output_level(levels, level, opts);
     if out >= levels.len() {
         return None;
     }

@@ -58,7 +58,12 @@ pub fn level_weights(copts: &CompactionOptions, entries: &[u64], bytes: &[u64]) 
     }
     let per_entry = (b as f64 / n as f64).max(1.0);
     let deepest = (1..entries.len()).rev().find(|&l| entries[l] > 0).unwrap_or(1);
-    let cap = |l: usize| copts.level_target_bytes(l) / per_entry;
+    // Levels above a dynamic base level are empty and never written: no capacity.
+    let (targets, _) = copts.level_targets(bytes);
+    let cap = |l: usize| match targets.get(l) {
+        Some(t) if t.is_finite() => t / per_entry,
+        _ => 0.0,
+    };
     (0..entries.len())
         .map(|l| match l {
             0 => 0.0,

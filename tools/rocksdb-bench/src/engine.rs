@@ -71,6 +71,9 @@ pub fn options(f: &Flags) -> Options {
     if let Some(v) = f.max_bytes_for_level_multiplier {
         o.set_max_bytes_for_level_multiplier(v);
     }
+    if let Some(v) = f.dynamic_level_bytes {
+        o.set_level_compaction_dynamic_level_bytes(v);
+    }
     if let Some(v) = f.l0_compaction_trigger {
         o.set_level_zero_file_num_compaction_trigger(v);
     }

@@ -136,6 +136,8 @@ pub struct Flags {
     pub ingest_keys_per_file: u64,
     /// Time every read of readrandom, readmissing and readwhilewriting (p50/p99/p99.9/max).
     pub histogram: bool,
+    /// `level_compaction_dynamic_level_bytes` (RocksDB's default, true, when unset).
+    pub dynamic_level_bytes: Option<bool>,
     /// readwhilewriting: the writer's bytes per second (0 = unlimited).
     pub benchmark_write_rate_limit: u64,
 }
@@ -300,6 +302,10 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Flags, String> {
             .num("ingest_keys_per_file", POSITIVE)?
             .unwrap_or(siftdb_bench_kit::ingest::DEFAULT_KEYS_PER_FILE),
         histogram: g.boolean("histogram")?,
+        dynamic_level_bytes: match g.0.contains_key("level_compaction_dynamic_level_bytes") {
+            true => Some(g.boolean("level_compaction_dynamic_level_bytes")?),
+            false => None,
+        },
         benchmark_write_rate_limit: g.num("benchmark_write_rate_limit", ANY)?.unwrap_or(0),
     };
     // siftdb bench's range filter flags: RocksDB has no range filter, so only 0 (none) is

@@ -184,6 +184,10 @@ pub struct Flags {
     /// L0 files at which writes wait for compaction.
     #[arg(long, default_value_t = 36)]
     pub level0_stop_writes_trigger: usize,
+    /// Size the levels from the last one up (`CompactionOptions::dynamic_level_bytes`; db_bench's
+    /// flag, on by default in RocksDB since 8.4, off by default in siftdb).
+    #[arg(long, default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub level_compaction_dynamic_level_bytes: bool,
     /// No background compaction (only the `compact` benchmark compacts).
     #[arg(long, default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub disable_auto_compactions: bool,
@@ -535,6 +539,7 @@ pub fn apply_db_bench_flags(flags: &Flags, opts: &mut Options) -> Result<(), Str
     c.target_file_size = flags.target_file_size_base;
     c.max_bytes_for_level_base = flags.max_bytes_for_level_base;
     c.max_bytes_for_level_multiplier = flags.max_bytes_for_level_multiplier;
+    c.dynamic_level_bytes = flags.level_compaction_dynamic_level_bytes;
     (c.l0_compaction_trigger, c.l0_slowdown_writes_trigger, c.l0_stop_writes_trigger) = trig;
     Ok(())
 }
