@@ -147,24 +147,42 @@ import re, statistics, sys, os, glob
 out, reps, engines, flags, sflags = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(','), sys.argv[4], sys.argv[5]
 line = re.compile(r'^(\S+)\s+:\s+([\d.]+) micros/op (\d+) ops/sec .*?operations;.*?(?:\((\d+) of (\d+) found\))?\s*$')
 tick = re.compile(r'^(\S+) COUNT : (\d+)')
-ops, found, fpr, bits = {}, {}, {}, {}
+# The tools' note lines (siftdb-bench-kit): write amplification of fills, read latency with
+# --histogram.
+wa_line = re.compile(r'^write amp\s+: (\S+) ([\d.]+) \(([\d.]+) MB written to storage for ([\d.]+) MB')
+wait_line = re.compile(r'^write amp\s+: waitforcompaction ([\d.]+) MB written')
+lat_line = re.compile(r'^latency\s+: (\S+) p50 ([\d.]+) us, p99 ([\d.]+) us, p99\.9 ([\d.]+) us')
+one_shot = ('compact', 'waitforcompaction')
+ops, found, fpr, bits, wamp, lat = {}, {}, {}, {}, {}, {}
 for e in engines:
     for r in range(1, reps + 1):
         p = f"{out}/{e}-{r}.log"
         if not os.path.exists(p):
             continue
-        t = {}
+        t, last_fill = {}, None
         for l in open(p, errors='replace'):
             m = line.match(l.strip())
             if m:
                 # A one-shot benchmark (compact) is reported in seconds, not ops/s.
-                v = float(m[2]) / 1e6 if m[1] == 'compact' else int(m[3])
+                v = float(m[2]) / 1e6 if m[1] in one_shot else int(m[3])
                 ops.setdefault((e, m[1]), []).append(v)
                 if m[4]:
                     found[(e, m[1])] = f"{m[4]}/{m[5]}"
             m = tick.match(l.strip())
             if m:
                 t[m[1]] = int(m[2])
+            m = wa_line.match(l.strip())
+            if m:
+                wamp.setdefault((e, m[1]), []).append(float(m[2]))
+                last_fill = (m[1], float(m[3]), float(m[4]))
+            m = wait_line.match(l.strip())
+            if m and last_fill and last_fill[2] > 0:
+                # A fill's whole write amplification: the fill and the wait for its compactions.
+                n, w, u = last_fill
+                wamp.setdefault((e, n + '+wait'), []).append((w + float(m[1])) / u)
+            m = lat_line.match(l.strip())
+            if m:
+                lat.setdefault((e, m[1]), []).append(tuple(float(x) for x in m.groups()[1:]))
         pos = t.get('rocksdb.bloom.filter.full.positive', 0)
         tp = t.get('rocksdb.bloom.filter.full.true.positive', 0)
         useful = t.get('rocksdb.bloom.filter.useful', 0)
@@ -201,7 +219,7 @@ print(hdr)
 print("|" + "---|" * (2 + len(engines) + len(ratios)))
 for n in names:
     vals = {e: med(ops.get((e, n), [])) for e in engines}
-    secs = n == 'compact'
+    secs = n in one_shot
     fmt = (lambda v: f"{v:.2f} s") if secs else (lambda v: f"{v:,.0f}")
     row = f"| {n} | " + " | ".join("-" if vals[e] is None else fmt(vals[e]) for e in engines)
     for x in ratios:
@@ -215,5 +233,19 @@ for e in engines:
     b, f = med(bits.get(e, [])), med(fpr.get(e, []))
     print(f"{e:14} filter bits/key: {'-' if b is None else f'{b:.2f}'}   observed FPR (FP/(FP+useful), "
           f"readrandom+readmissing): {'-' if f is None else f'{100 * f:.3f}%'}")
+if wamp:
+    print("\nWrite amplification (bytes the process wrote to storage / user bytes; median):\n")
+    print("| workload | " + " | ".join(engines) + " |")
+    print("|" + "---|" * (1 + len(engines)))
+    for n in dict.fromkeys(n for (_, n) in wamp):
+        print(f"| {n} | " + " | ".join(
+            "-" if not wamp.get((e, n)) else f"{med(wamp[(e, n)]):.2f}" for e in engines) + " |")
+if lat:
+    print("\nRead latency with --histogram, median over runs of p50 / p99 / p99.9 (us):\n")
+    print("| workload | " + " | ".join(engines) + " |")
+    print("|" + "---|" * (1 + len(engines)))
+    for n in dict.fromkeys(n for (_, n) in lat):
+        cell = lambda v: "-" if not v else " / ".join(f"{med([x[i] for x in v]):.2f}" for i in range(3))
+        print(f"| {n} | " + " | ".join(cell(lat.get((e, n))) for e in engines) + " |")
 print(f"\nraw logs: {out}")
 PY
