@@ -134,6 +134,12 @@ pub struct JobSpec {
     pub ttl_merge_operator: Option<crate::merge::SharedMergeOperator>,
     /// The level the outputs are written to (the compaction filter is told).
     pub output_level: usize,
+    /// The smallest keys of the files of the level below the output level (the
+    /// grandparents), in `(keyspace, user key)` order: an output at least half its target size
+    /// is cut before a key that starts a grandparent file, so the outputs' boundaries line up
+    /// with the next level's files and a later compaction of one output overlaps fewer of
+    /// them (RocksDB's `level_compaction_dynamic_file_size`).
+    pub grandparent_starts: Vec<(u32, Vec<u8>)>,
 }
 
 impl JobSpec {
@@ -385,6 +391,7 @@ pub(crate) fn run_range(
         lower: range.lo.clone(),
         upper: range.hi.clone(),
         last_key: Vec::new(),
+        next_grandparent: 0,
         key_buf: Vec::new(),
         spare: Vec::new(),
     };
@@ -572,6 +579,8 @@ struct Output<'t> {
     upper: Option<Vec<u8>>,
     /// Last user key added to the current output.
     last_key: Vec<u8>,
+    /// The first of `JobSpec::grandparent_starts` above the last key added (any output).
+    next_grandparent: usize,
     /// Scratch buffer for the internal keys written.
     key_buf: Vec<u8>,
     /// Value buffers of written versions, reused for the next versions read (at most
@@ -583,6 +592,19 @@ struct Output<'t> {
 const SPARE_BUFFERS: usize = 64;
 
 impl Output<'_> {
+    /// Whether `user_key` (greater than every key seen so far) starts a grandparent file or
+    /// lies past such a start that the keys before it are below: cutting the current output
+    /// before it keeps the output within fewer grandparent files. Moves the cursor past those
+    /// starts.
+    fn passes_grandparent_start(&mut self, starts: &[(u32, Vec<u8>)], user_key: &[u8]) -> bool {
+        let key = (self.keyspace, user_key);
+        let before = self.next_grandparent;
+        while starts.get(self.next_grandparent).is_some_and(|(ks, k)| (*ks, k.as_slice()) <= key) {
+            self.next_grandparent += 1;
+        }
+        self.next_grandparent > before
+    }
+
     /// Creates the next output file.
     fn start(&mut self, env: &JobEnv<'_>, spec: &JobSpec, made: &Mutex<Vec<u64>>) -> Result<()> {
         let number = (env.new_file_number)();
@@ -757,7 +779,11 @@ fn emit(
         *group = keep; // its allocation is reused for the next key
         return Ok(());
     }
-    if out.builder.as_ref().is_some_and(|(b, _, _)| b.estimated_size() >= spec.target_file_size) {
+    let crossed = out.passes_grandparent_start(&spec.grandparent_starts, user_key);
+    if out.builder.as_ref().is_some_and(|(b, _, _)| {
+        let size = b.estimated_size();
+        size >= spec.target_file_size || (crossed && size >= spec.target_file_size / 2)
+    }) {
         out.finish(env, spec, metas, res, false)?;
     }
     if out.builder.is_none() {
@@ -785,6 +811,38 @@ fn emit(
 mod tests {
     use super::key_head;
     use crate::ikey::{self, ValueKind};
+
+    #[test]
+    fn the_grandparent_cursor_reports_each_start_passed_once_within_the_keyspace() {
+        let none = crate::range_del::Fragments::default();
+        let mut out = super::Output {
+            builder: None,
+            range: 0,
+            keyspace: 1,
+            fallback: Default::default(),
+            tombstones: &none,
+            all_tombstones: &none,
+            lower: None,
+            upper: None,
+            last_key: Vec::new(),
+            next_grandparent: 0,
+            key_buf: Vec::new(),
+            spare: Vec::new(),
+        };
+        // Keyspace 0's files come before keyspace 1's in file order: all passed at the first
+        // key of keyspace 1, as is "c" when the first key is "d".
+        let starts: Vec<(u32, Vec<u8>)> = [(0, "x"), (1, "c"), (1, "f"), (1, "m"), (2, "a")]
+            .iter()
+            .map(|&(ks, k)| (ks, k.as_bytes().to_vec()))
+            .collect();
+        let mut pass = |k: &str| out.passes_grandparent_start(&starts, k.as_bytes());
+        assert!(pass("d"));
+        assert!(!pass("e"));
+        assert!(pass("f"), "a key equal to a start passes it");
+        assert!(!pass("g"));
+        assert!(pass("z"), "past m");
+        assert!(!pass("zz"), "keyspace 2's start is past every key of keyspace 1");
+    }
 
     #[test]
     fn unequal_heads_order_keys_as_the_full_comparison_does() {

@@ -251,6 +251,13 @@ pub(crate) fn run_pick(inner: &DbInner, p: &Pick) -> Result<()> {
         },
         ttl_merge_operator: super::ttl::operator_for(merge_operator.as_ref(), Some(1)),
         output_level: p.output_level,
+        grandparent_starts: {
+            let below = v.levels().get(p.output_level + 1).map(Vec::as_slice).unwrap_or(&[]);
+            let mut starts: Vec<(u32, Vec<u8>)> =
+                below.iter().map(|f| (f.meta.keyspace, f.meta.smallest_key.clone())).collect();
+            starts.sort();
+            starts
+        },
     };
     let new_number = || inner.new_file_number();
     let closing = || inner.is_closing();
