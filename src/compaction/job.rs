@@ -666,6 +666,7 @@ impl Output<'_> {
             largest_seq: s.largest_seq,
             entries: s.entries,
             keyspace,
+            global_seq: None,
         });
         Ok(())
     }
