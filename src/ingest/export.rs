@@ -20,6 +20,13 @@ pub struct ExportOptions {
     pub target_file_size: Option<u64>,
 }
 
+impl ExportOptions {
+    /// Options cutting output files at `bytes`.
+    pub fn with_target_file_size(bytes: u64) -> ExportOptions {
+        ExportOptions { target_file_size: Some(bytes) }
+    }
+}
+
 /// What [`crate::Db::export`] wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExportReport {
