@@ -404,3 +404,40 @@ fn a_standalone_writer_makes_files_a_database_ingests() {
     assert_eq!(stats.levels[6].files, 1, "{:?}", stats.levels);
     assert_eq!(stats.levels[6].entries, 1000);
 }
+
+#[test]
+fn ingested_files_keep_their_sequence_in_a_checkpoint_and_a_rolled_over_manifest() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = || Options { max_manifest_file_size: 1 << 10, ..opts() };
+    let db = Db::open(dir.path().join("db"), o()).unwrap();
+    for i in 0..200 {
+        db.put(key(i), "old").unwrap();
+    }
+    db.flush().unwrap();
+    let f = write_file(
+        &db,
+        &dir.path().join("a.sst"),
+        &(0..200).step_by(2).map(|i| (i, Some(b"new".to_vec()))).collect::<Vec<_>>(),
+    );
+    db.ingest(&[f], IngestOptions::default()).unwrap();
+    // Enough edits to roll the 1 KiB manifest over several times.
+    for r in 0..20 {
+        db.put(key(1000 + r), "x").unwrap();
+        db.flush().unwrap();
+    }
+    db.checkpoint(dir.path().join("cp")).unwrap();
+    drop(db);
+    let want = |i: u64| if i % 2 == 0 { b"new".to_vec() } else { b"old".to_vec() };
+    for path in ["db", "cp"] {
+        let db = Db::open(dir.path().join(path), o()).unwrap();
+        for i in 0..200 {
+            assert_eq!(db.get(key(i)).unwrap(), Some(want(i)), "{path}: key {i}");
+        }
+        let n = db
+            .range(key(0)..key(200))
+            .unwrap()
+            .filter(|kv| kv.as_ref().unwrap().1 == b"new")
+            .count();
+        assert_eq!(n, 100, "{path}");
+    }
+}
