@@ -427,7 +427,7 @@ fn ingested_files_keep_their_sequence_in_a_checkpoint_and_a_rolled_over_manifest
     }
     db.checkpoint(dir.path().join("cp")).unwrap();
     drop(db);
-    let want = |i: u64| if i % 2 == 0 { b"new".to_vec() } else { b"old".to_vec() };
+    let want = |i: u64| if i.is_multiple_of(2) { b"new".to_vec() } else { b"old".to_vec() };
     for path in ["db", "cp"] {
         let db = Db::open(dir.path().join(path), o()).unwrap();
         for i in 0..200 {

@@ -151,11 +151,11 @@ fn check_file(inner: &DbInner, path: &Path) -> Result<Checked> {
     if n == 0 && frags.is_empty() {
         return Err(bad("it holds no entry".into()));
     }
-    let (mut smallest, mut largest) = match (n > 0).then(|| {
-        (ikey::user_key(&props.smallest_key).to_vec(), ikey::user_key(&props.largest_key).to_vec())
-    }) {
-        Some(b) => b,
-        None => (Vec::new(), Vec::new()),
+    let (mut smallest, mut largest) = if n > 0 {
+        let (lo, hi) = (&props.smallest_key, &props.largest_key);
+        (ikey::user_key(lo).to_vec(), ikey::user_key(hi).to_vec())
+    } else {
+        (Vec::new(), Vec::new())
     };
     if let (Some(lo), Some(hi)) = (frags.smallest_key(), frags.largest_key()) {
         if n == 0 {
