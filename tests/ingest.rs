@@ -403,6 +403,10 @@ fn a_standalone_writer_makes_files_a_database_ingests() {
     let stats = db.stats();
     assert_eq!(stats.levels[6].files, 1, "{:?}", stats.levels);
     assert_eq!(stats.levels[6].entries, 1000);
+    // The bottommost level's plan gives the file a filter (the default policy filters every
+    // level).
+    let kinds = &stats.levels[6].filter_kinds;
+    assert!(!kinds.is_empty() && kinds.iter().all(|k| k != "none"), "{kinds:?}");
 }
 
 #[test]

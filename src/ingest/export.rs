@@ -90,12 +90,12 @@ fn write_files<K: AsRef<[u8]>, R: RangeBounds<K>>(
     let ttl = crate::db::ttl::ttl_ms(&inner.opts, &set, keyspace);
     let mut writer = |n: usize| -> Result<SstWriter> {
         let layout = Layout::of(&inner.opts, &set, keyspace, NUM_LEVELS - 1);
-        let filter = super::bottom_filter(inner, &layout);
+        let shape = super::bottom_shape(inner);
         let path = dir.join(format!("{n:06}.sst"));
         let config = WriterConfig {
             storage: inner.storage.clone(),
             layout,
-            filter,
+            shape,
             keyspace,
             opts: inner.opts.clone(),
             write_time: ttl.map(|_| crate::db::ttl::now_ms(&inner.opts)),

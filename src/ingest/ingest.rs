@@ -221,11 +221,11 @@ fn rewrite(inner: &DbInner, c: &Checked, dest: &Path, keyspace: u32) -> Result<(
     let table = Arc::new(Table::open(file, 0, None, &c.source)?);
     let set = inner.keyspaces.load();
     let layout = Layout::of(&inner.opts, &set, keyspace, NUM_LEVELS - 1);
-    let filter = super::bottom_filter(inner, &layout);
+    let shape = super::bottom_shape(inner);
     let config = WriterConfig {
         storage: inner.storage.clone(),
         layout,
-        filter,
+        shape,
         keyspace,
         opts: inner.opts.clone(),
         write_time: None, // values keep the write times they have

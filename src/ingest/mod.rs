@@ -15,19 +15,18 @@ pub use sst_writer::{SstFileInfo, SstWriter};
 use crate::db::keyspace::Layout;
 use crate::db::DbInner;
 use crate::error::{Error, Result};
-use crate::filter_plan::{LevelFilter, Writes};
+use crate::filter_plan::{TreeShape, Writes};
 use crate::limits::NUM_LEVELS;
 use crate::{Db, Keyspace};
 use std::ops::RangeBounds;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// The filter the bottommost level's plan gives a new file of `layout` in the tree as it is.
-fn bottom_filter(inner: &DbInner, layout: &Layout) -> LevelFilter {
+/// The tree as it is, where a new file's bottommost-level filter is planned.
+fn bottom_shape(inner: &DbInner) -> TreeShape {
     let v = inner.super_version().version.clone();
     let l0 = crate::db::plan::l0_runs_beside(&v, 0, 0);
-    let shape = crate::db::plan::live_shape(inner, &v, l0, Writes::Settled);
-    layout.compaction_filter(NUM_LEVELS - 1, &shape)
+    crate::db::plan::live_shape(inner, &v, l0, Writes::Settled)
 }
 
 /// A writer for `keyspace` of the database `inner`.
@@ -38,13 +37,13 @@ fn writer_for(inner: &Arc<DbInner>, keyspace: u32, path: &Path) -> Result<SstWri
         return Err(Error::invalid(format!("keyspace {keyspace} was dropped")));
     }
     let layout = Layout::of(&inner.opts, &set, keyspace, NUM_LEVELS - 1);
-    let filter = bottom_filter(inner, &layout);
+    let shape = bottom_shape(inner);
     let write_time = crate::db::ttl::ttl_ms(&inner.opts, &set, keyspace)
         .map(|_| crate::db::ttl::now_ms(&inner.opts));
     let config = sst_writer::WriterConfig {
         storage: inner.storage.clone(),
         layout,
-        filter,
+        shape,
         keyspace,
         opts: inner.opts.clone(),
         write_time,

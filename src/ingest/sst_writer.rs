@@ -9,7 +9,7 @@
 use crate::compaction::filter::build_filter;
 use crate::db::keyspace::Layout;
 use crate::error::{Error, Result};
-use crate::filter_plan::{LevelFilter, Writes};
+use crate::filter_plan::{TreeShape, Writes};
 use crate::ikey::{self, ValueKind};
 use crate::limits::NUM_LEVELS;
 use crate::options::{Options, StaticFilterKind};
@@ -40,7 +40,9 @@ pub struct SstFileInfo {
 pub(crate) struct WriterConfig {
     pub storage: Arc<dyn Storage>,
     pub layout: Layout,
-    pub filter: LevelFilter,
+    /// The tree the bottommost level's filter is planned in (the file's own keys are added
+    /// to that level at `finish`, as a compaction weighs its output level).
+    pub shape: TreeShape,
     pub keyspace: u32,
     pub opts: Options,
     /// The write time stamped on values of a TTL keyspace (design.md#ttl).
@@ -69,7 +71,8 @@ pub struct SstWriter {
     /// `None` once finished (or after a failed finish, which removed the file).
     builder: Option<TableBuilder>,
     keyspace: u32,
-    filter: LevelFilter,
+    policy: crate::options::FilterPolicy,
+    shape: TreeShape,
     partition_bytes: Option<usize>,
     opts: Options,
     write_time: Option<u64>,
@@ -90,16 +93,13 @@ impl std::fmt::Debug for SstWriter {
     }
 }
 
-/// The filter of the bottommost level (NUM_LEVELS - 1) of an empty tree under `opts`: what a
-/// writer without a database plans.
-fn standalone_filter(layout: &Layout, opts: &Options) -> LevelFilter {
+/// An empty tree under `opts`: where a writer without a database plans its filter.
+fn standalone_shape(opts: &Options) -> TreeShape {
     let counts = crate::filter_plan::shape::LevelCounts {
         entries: vec![0; NUM_LEVELS],
         bytes: vec![0; NUM_LEVELS],
     };
-    let shape =
-        crate::filter_plan::tree_shape(&opts.compaction, &counts, (0, 0), vec![], Writes::Settled);
-    layout.compaction_filter(NUM_LEVELS - 1, &shape)
+    crate::filter_plan::tree_shape(&opts.compaction, &counts, (0, 0), vec![], Writes::Settled)
 }
 
 impl SstWriter {
@@ -116,12 +116,12 @@ impl SstWriter {
             table: crate::sst::TableOptions::for_level(opts, NUM_LEVELS - 1),
             policy: opts.filter_policy.clone(),
         };
-        let filter = standalone_filter(&layout, opts);
+        let shape = standalone_shape(opts);
         let write_time = opts.ttl.map(|_| crate::db::ttl::now_ms(opts));
         let config = WriterConfig {
             storage,
             layout,
-            filter,
+            shape,
             keyspace: ikey::DEFAULT_KEYSPACE,
             opts: opts.clone(),
             write_time,
@@ -157,7 +157,8 @@ impl SstWriter {
             path: path.to_path_buf(),
             builder: Some(builder),
             keyspace: c.keyspace,
-            filter: c.filter,
+            policy: c.layout.policy.clone(),
+            shape: c.shape,
             partition_bytes: c.opts.partition_filters.then_some(c.opts.metadata_block_size),
             write_time: c.write_time,
             opts: c.opts,
@@ -300,7 +301,14 @@ impl SstWriter {
             )));
         }
         let builder = self.builder.take().expect("present until finish");
-        let lf = self.filter;
+        // Planned with the file's keys in the bottommost level (compaction weighs its output
+        // level at least at the keys it writes there: src/db/compact.rs `run_pick`).
+        let level = NUM_LEVELS - 1;
+        let mut shape = self.shape.clone();
+        if let Some(keys) = shape.levels.get_mut(level) {
+            *keys = keys.max(self.entries as f64);
+        }
+        let lf = crate::filter_plan::level_filter(&self.policy, level, &shape);
         let source = if lf.kind == StaticFilterKind::None {
             FilterBlockSource::None
         } else if let Some(partition_bytes) = self.partition_bytes {

@@ -4,6 +4,7 @@
 
 mod compression;
 pub mod flags;
+mod ingest;
 pub mod report;
 mod scans;
 mod transactions;
@@ -160,6 +161,7 @@ pub fn run(flags: &Flags) -> Result<()> {
         "prefixscan",
         "readwhilewriting",
         "deleterandom",
+        "ingest",
         "compact",
         "stats",
     ];
@@ -250,7 +252,7 @@ pub fn run(flags: &Flags) -> Result<()> {
     let mut db = open(&dir, &opts, !flags.use_existing_db, flags.destroy_existing_db)?;
     let mut next_seed = flags.seed;
     for name in &names {
-        let fresh = matches!(name.as_str(), "fillseq" | "fillrandom");
+        let fresh = matches!(name.as_str(), "fillseq" | "fillrandom" | "ingest");
         if fresh {
             if flags.use_existing_db {
                 println!("{name:<12} : skipped (--use_existing_db is true)");
@@ -285,6 +287,13 @@ pub fn run(flags: &Flags) -> Result<()> {
             }
             "readwhilewriting" => Some(ctx.read_while_writing()?),
             "deleterandom" => Some(ctx.delete_random()?),
+            "ingest" => {
+                let target = opts.compaction.target_file_size;
+                let [write, load, total] = ingest::run(&mut ctx, &dir, target)?;
+                println!("{}", write.line("ingestwrite"));
+                println!("{}", load.line("ingestload"));
+                Some(total)
+            }
             "compact" => {
                 let mut st = ThreadStats::start();
                 // db_bench's "compact": flush, then compact everything into one sorted run.
