@@ -567,3 +567,27 @@ fn bench_takes_the_db_bench_flags_and_prints_the_memory_report() {
     let err = String::from_utf8_lossy(&bad.stderr);
     assert!(err.contains("cache_index_and_filter_blocks"), "{err}");
 }
+
+#[test]
+fn ingest_loads_every_key_and_reports_write_load_and_total() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let lines = bench(&[
+        &format!("--db={}", db.display()),
+        "--benchmarks=ingest,readseq,readrandom",
+        "--num=3000",
+        "--target_file_size_base=32768",
+    ]);
+    let names: Vec<&str> = lines.iter().map(|l| l.0.as_str()).collect();
+    assert_eq!(names, ["ingestwrite", "ingestload", "ingest", "readseq", "readrandom"]);
+    for l in &lines[..3] {
+        assert_eq!(l.1, 3000, "{l:?}");
+    }
+    // Every key written in order is in the database: a full scan reads all, reads find all.
+    assert_eq!(lines[3].1, 3000);
+    assert_eq!(lines[4].2, Some(3000));
+    // The files were moved in: the temporary directory beside the database is gone.
+    let left: Vec<_> =
+        std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, vec![std::ffi::OsString::from("db")], "{left:?}");
+}
