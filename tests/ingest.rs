@@ -295,6 +295,16 @@ fn a_keyspace_ingests_its_own_files_and_rewrites_those_of_another_id() {
     assert_eq!(b.get("y").unwrap(), Some(b"2".to_vec()));
     assert_eq!(a.get("y").unwrap(), None);
     assert!(fb.exists(), "Link mode leaves the source");
+    // A file of range deletions only names its keyspace in its range-deletion block: one of
+    // `a` ingested into `b` is rewritten too, and deletes in `b` only.
+    let fd = dir.path().join("a3.sst");
+    let mut w = a.sst_writer(&fd).unwrap();
+    w.delete_range("x", "z").unwrap();
+    w.finish().unwrap();
+    let report = b.ingest(&[&fd], IngestOptions::default()).unwrap();
+    assert!(report.files[0].rewritten, "{report:?}");
+    assert_eq!(b.get("y").unwrap(), None);
+    assert_eq!(a.get("x").unwrap(), Some(b"1".to_vec()));
 }
 
 fn is_invalid(e: &Error, needle: &str) -> bool {

@@ -144,6 +144,12 @@ fn check_file(inner: &DbInner, path: &Path) -> Result<Checked> {
     if n != props.entries {
         return Err(bad(format!("it holds {n} entries, its properties say {}", props.entries)));
     }
+    if let Some(ks) = table.range_del_keyspace()? {
+        if keyspace.is_some_and(|k| k != ks) {
+            return Err(bad(format!("its range deletions are of keyspace {ks}, its entries not")));
+        }
+        keyspace = Some(ks);
+    }
     let frags = table.range_tombstones();
     if frags.fragments().iter().any(|f| f.seqs.iter().any(|&s| s != 0)) {
         return Err(bad("a range deletion is not at sequence 0".into()));
@@ -167,9 +173,7 @@ fn check_file(inner: &DbInner, path: &Path) -> Result<Checked> {
     }
     Ok(Checked {
         source: path.to_path_buf(),
-        // A file of range deletions only carries its keyspace in its range-deletion block's
-        // keys, which are not decoded here: it is taken as the target's.
-        keyspace: keyspace.unwrap_or(u32::MAX),
+        keyspace: keyspace.unwrap_or(ikey::DEFAULT_KEYSPACE),
         smallest,
         largest,
         entries: n + props.range_deletions,
@@ -264,11 +268,6 @@ pub(crate) fn ingest(
         return Err(Error::invalid("ingest: no file given"));
     }
     let mut checked = files.iter().map(|p| check_file(inner, p)).collect::<Result<Vec<_>>>()?;
-    for c in &mut checked {
-        if c.keyspace == u32::MAX {
-            c.keyspace = keyspace;
-        }
-    }
     checked.sort_by(|a, b| a.smallest.cmp(&b.smallest).then(a.largest.cmp(&b.largest)));
     for pair in checked.windows(2) {
         let (a, b) = (&pair[0], &pair[1]);

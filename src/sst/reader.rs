@@ -286,6 +286,23 @@ impl Table {
         }
     }
 
+    /// The keyspace of the range-deletion block's keys (`None` without one): a table of range
+    /// deletions only names its keyspace nowhere else (ingestion checks it).
+    pub(crate) fn range_del_keyspace(&self) -> Result<Option<u32>> {
+        let h = self.props.range_del_block;
+        if self.props.range_deletions == 0 {
+            return Ok(None);
+        }
+        let block = Arc::new(Block::new(self.read_raw(h)?).map_err(|e| self.err_at(e, h))?);
+        let mut it = block.iter();
+        it.seek_to_first().map_err(|e| self.err_at(e, h))?;
+        if !it.valid() {
+            return Ok(None);
+        }
+        let (ks, _, _, _) = ikey::decode_in(it.key()).map_err(|e| self.err_at(e, h))?;
+        Ok(Some(ks))
+    }
+
     /// The global sequence number of an ingested table ([`Table::set_global_seq`]).
     pub(crate) fn global_seq(&self) -> Option<u64> {
         self.global_seq
