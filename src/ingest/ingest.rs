@@ -95,6 +95,8 @@ struct Checked {
     entries: u64,
     /// Set once the file is in the directory.
     number: u64,
+    /// Set when the file is placed.
+    level: usize,
     size: u64,
     rewritten: bool,
 }
@@ -178,6 +180,7 @@ fn check_file(inner: &DbInner, path: &Path) -> Result<Checked> {
         largest,
         entries: n + props.range_deletions,
         number: 0,
+        level: 0,
         size,
         rewritten: false,
     })
@@ -310,13 +313,7 @@ pub(crate) fn ingest(
     let files = checked
         .into_iter()
         .map(|c| IngestedFile {
-            level: inner
-                .super_version()
-                .version
-                .levels()
-                .iter()
-                .position(|l| l.iter().any(|f| f.meta.number == c.number))
-                .unwrap_or(0),
+            level: c.level,
             source: c.source,
             number: c.number,
             entries: c.entries,
@@ -349,7 +346,12 @@ fn bring_in(
         } else {
             match mode {
                 super::IngestMode::Copy => crate::storage::copy_file(storage, &c.source, &dest)?,
-                _ => storage.link_or_copy(&c.source, &dest)?,
+                _ => {
+                    storage.link_or_copy(&c.source, &dest)?;
+                    // A link shares the source's bytes, durable only if whoever wrote it
+                    // synced it (an `SstWriter` does; a copy made by other tools may not).
+                    storage.sync_file(&dest)?;
+                }
             }
         }
         c.number = number;
@@ -401,8 +403,9 @@ fn install(
         let g = w.last_seq + 1;
         let v = sv.version.clone();
         let mut added: Vec<(usize, Arc<TableFile>)> = Vec::with_capacity(checked.len());
-        for c in checked.iter() {
+        for c in checked.iter_mut() {
             let level = place(&v, keyspace, &c.smallest, &c.largest);
+            c.level = level;
             let meta = FileMeta {
                 number: c.number,
                 size: c.size,
