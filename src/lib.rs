@@ -120,6 +120,7 @@ pub(crate) mod wal;
 pub(crate) mod write_time;
 
 mod db;
+mod ingest;
 mod txn;
 
 pub use batch::{WriteBatch, MAX_BATCH_SIZE, MAX_KEY_SIZE, MAX_VALUE_SIZE};
@@ -131,6 +132,10 @@ pub use db::{
     ReadStats, Snapshot, Stats,
 };
 pub use error::{Error, Result};
+pub use ingest::{
+    ExportOptions, ExportReport, IngestMode, IngestOptions, IngestReport, IngestedFile,
+    SstFileInfo, SstWriter,
+};
 pub use keyspace_options::KeyspaceOptions;
 pub use merge::{MergeOperator, U64AddOperator};
 pub use options::{

@@ -95,6 +95,15 @@ impl Fragments {
         Fragments { frags, key_bytes }
     }
 
+    /// The same fragments with every tombstone at sequence `seq` (an ingested table's, whose
+    /// tombstones are stored at 0 and read at its global sequence number).
+    pub fn at_seq(mut self, seq: u64) -> Fragments {
+        for f in &mut self.frags {
+            f.seqs = vec![seq];
+        }
+        self
+    }
+
     /// True when no tombstone is held.
     pub fn is_empty(&self) -> bool {
         self.frags.is_empty()

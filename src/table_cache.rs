@@ -58,6 +58,9 @@ pub(crate) struct Slot {
     /// when it is closed), so a lookup prefetches the filter's lines from the slot without
     /// first loading the table: see [`Slot::prefetch_filter`].
     hint: SharedProbeHint,
+    /// The file's global sequence number if it was ingested (0: none), set before it is first
+    /// opened ([`TableCache::set_global_seq`]) and applied at every open.
+    global_seq: AtomicU64,
 }
 
 impl Slot {
@@ -256,6 +259,12 @@ impl TableCache {
         self.table(&slot, number)
     }
 
+    /// Records that file `number` is an ingested table read at global sequence `seq` (the
+    /// manifest's tag 9): every later open of it applies `seq`. Called before its first open.
+    pub fn set_global_seq(&self, number: u64, seq: Option<u64>) {
+        self.slot(number).global_seq.store(seq.unwrap_or(0), Ordering::Release);
+    }
+
     /// Opens file `number` (a table just written, or one verified at `Db::open`) and makes it
     /// the open table of its slot, without counting a lookup.
     pub fn open(&self, number: u64) -> Result<Arc<Table>> {
@@ -274,8 +283,10 @@ impl TableCache {
             pin: self.pin_l0 && slot.level0.load(Ordering::Relaxed),
             huge_page_filters: self.huge_page_filters,
         };
-        let table =
-            Arc::new(Table::open_with(file, number, self.block_cache.clone(), &path, policy)?);
+        let mut table = Table::open_with(file, number, self.block_cache.clone(), &path, policy)?;
+        let g = slot.global_seq.load(Ordering::Acquire);
+        table.set_global_seq((g > 0).then_some(g));
+        let table = Arc::new(table);
         self.opens.fetch_add(1, Ordering::Relaxed);
         let mut evicted: Vec<Arc<Table>> = Vec::new();
         let result = {

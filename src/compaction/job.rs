@@ -688,6 +688,7 @@ impl Output<'_> {
             largest_seq: s.largest_seq,
             entries: s.entries,
             keyspace,
+            global_seq: None,
         });
         Ok(())
     }

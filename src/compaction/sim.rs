@@ -34,6 +34,7 @@ impl Sim {
             largest_seq: 0,
             entries: keys.len() as u64,
             keyspace: 0,
+            global_seq: None,
         };
         self.keys.insert(number, keys);
         m
@@ -226,6 +227,7 @@ fn file_meta(number: u64, (lo, hi): (&str, &str), entries: u64, size: u64) -> Fi
         largest_seq: 0,
         entries,
         keyspace: 0,
+        global_seq: None,
     }
 }
 

@@ -147,6 +147,7 @@ mod tests {
             largest_seq: 1,
             entries: 1,
             keyspace: 0,
+            global_seq: None,
         }
     }
 

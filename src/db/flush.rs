@@ -258,6 +258,7 @@ fn write_l0_tables_inner(
             largest_seq: summary.largest_seq,
             entries: summary.entries,
             keyspace,
+            global_seq: None,
         };
         files.push(Arc::new(TableFile::new(meta, &table, inner.tables.clone())));
     }

@@ -341,6 +341,11 @@ impl Keyspace {
         Some(self)
     }
 
+    /// The shared state, for the engine's modules outside `db` (src/ingest/).
+    pub(crate) fn inner_arc(&self) -> &Arc<DbInner> {
+        &self.inner
+    }
+
     fn db_inner(&self) -> &Arc<DbInner> {
         &self.inner
     }

@@ -18,10 +18,10 @@
 //! write it misses (published into a newer memtable after the load) overlapped the read.
 
 mod checkpoint;
-mod compact;
+pub(crate) mod compact;
 pub(crate) mod cursor;
 mod destroy;
-mod flush;
+pub(crate) mod flush;
 mod handle;
 pub(crate) mod iter;
 pub(crate) mod keyspace;
@@ -29,7 +29,7 @@ mod lifecycle;
 pub(crate) mod multi_get;
 mod open;
 mod pinned;
-mod plan;
+pub(crate) mod plan;
 pub(crate) mod read;
 pub(crate) mod ttl;
 use read::ReadAt;
@@ -324,6 +324,11 @@ impl Db {
     }
 
     fn db_inner(&self) -> &Arc<DbInner> {
+        &self.inner
+    }
+
+    /// The shared state, for the engine's modules outside `db` (src/ingest/).
+    pub(crate) fn inner_arc(&self) -> &Arc<DbInner> {
         &self.inner
     }
 

@@ -172,6 +172,7 @@ fn recover_files(
     for (level, files) in state.levels.iter().enumerate() {
         for meta in files.values() {
             tables.note_level(meta.number, level); // before the open: L0 tables may be pinned
+            tables.set_global_seq(meta.number, meta.global_seq);
             let table = tables.open(meta.number)?;
             let file = TableFile::new(meta.clone(), &table, tables.clone());
             levels[level].push(Arc::new(file));

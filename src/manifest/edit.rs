@@ -20,6 +20,7 @@ mod tag {
     pub const KEYSPACE: u16 = 6;
     pub const KEYSPACE_DROPPED: u16 = 7;
     pub const DEFAULT_LIFECYCLE: u16 = 8;
+    pub const GLOBAL_SEQ: u16 = 9;
 }
 
 /// First tag of the optional range: an unknown tag at or above it is skipped on decode.
@@ -44,6 +45,10 @@ pub struct FileMeta {
     pub entries: u64,
     /// The keyspace of every key in the file (a file holds one keyspace; 0 = default).
     pub keyspace: u32,
+    /// An ingested file's global sequence number (tag 9, design.md#ingestion-and-export): its
+    /// entries are stored at sequence 0 and every reader sees them (and its range tombstones)
+    /// at this sequence instead. `None` for the files the engine writes itself.
+    pub global_seq: Option<u64>,
 }
 
 impl FileMeta {
@@ -229,6 +234,14 @@ impl VersionEdit {
             }
             put_field(&mut out, tag::ADDED_FILE, &v);
         }
+        // After every tag 5: decoding attaches each to the added file of its number.
+        for (_, f) in &self.added {
+            if let Some(g) = f.global_seq {
+                let mut v = f.number.to_le_bytes().to_vec();
+                v.extend_from_slice(&g.to_le_bytes());
+                put_field(&mut out, tag::GLOBAL_SEQ, &v);
+            }
+        }
         for k in &self.keyspaces {
             let mut v = k.id.to_le_bytes().to_vec();
             put_key(&mut v, k.name.as_bytes());
@@ -300,8 +313,27 @@ impl VersionEdit {
                         smallest_seq,
                         largest_seq,
                         entries,
+                        global_seq: None,
                     };
                     edit.added.push((level, meta));
+                }
+                tag::GLOBAL_SEQ => {
+                    let number = v.u64("global sequence file number")?;
+                    let g = v.u64("global sequence")?;
+                    let bad = |what: String| {
+                        Err(Error::corruption(format!("version edit: {what}"), Some(field_at)))
+                    };
+                    if g == 0 || g > crate::ikey::MAX_SEQ {
+                        return bad(format!("global sequence {g} of file {number} out of range"));
+                    }
+                    let Some((_, meta)) = edit.added.iter_mut().find(|(_, m)| m.number == number)
+                    else {
+                        return bad(format!("global sequence for file {number}, not added here"));
+                    };
+                    if meta.global_seq.is_some() {
+                        return dup("global sequence of a file");
+                    }
+                    meta.global_seq = Some(g);
                 }
                 tag::KEYSPACE => edit.keyspaces.push(v.keyspace_record()?),
                 tag::KEYSPACE_DROPPED => {

@@ -17,6 +17,7 @@ fn meta(number: u64, key: &[u8]) -> FileMeta {
         largest_seq: number * 10 + 9,
         entries: number * 3,
         keyspace: 0,
+        global_seq: None,
     }
 }
 
@@ -63,6 +64,25 @@ fn edit_encoding_round_trips() {
     e.delete_file(2, 11);
     assert_eq!(VersionEdit::decode(&e.encode()).unwrap(), e);
     assert_eq!(VersionEdit::decode(&[]).unwrap(), VersionEdit::default());
+}
+
+#[test]
+fn a_global_sequence_round_trips_and_must_name_a_file_added_in_its_edit() {
+    let mut e = snapshot(7, 42, 9_999, &[(0, 5)]);
+    e.add_file(6, FileMeta { keyspace: 3, global_seq: Some(10_000), ..meta(8, b"g") });
+    let bytes = e.encode();
+    assert_eq!(VersionEdit::decode(&bytes).unwrap(), e);
+    // Tag 9 alone (its file not added in the edit) is corruption, as are 0 and a duplicate.
+    let lone =
+        [&9u16.to_le_bytes()[..], &16u32.to_le_bytes(), &8u64.to_le_bytes(), &5u64.to_le_bytes()]
+            .concat();
+    let err = VersionEdit::decode(&lone).unwrap_err().to_string();
+    assert!(err.contains("not added here"), "{err}");
+    let mut zero = e.clone();
+    zero.added[1].1.global_seq = Some(0);
+    assert!(VersionEdit::decode(&zero.encode()).unwrap_err().to_string().contains("out of range"));
+    let twice = [bytes.clone(), bytes[bytes.len() - 22..].to_vec()].concat();
+    assert!(VersionEdit::decode(&twice).unwrap_err().to_string().contains("appears twice"));
 }
 
 #[test]

@@ -116,6 +116,9 @@ pub struct Table {
     /// The prefix and range filters (format version 5), loaded at open and held here.
     scan: ScanFilters,
     size: u64,
+    /// An ingested table's global sequence number (design.md#ingestion-and-export): its
+    /// entries are stored at sequence 0 and read at this one ([`Table::set_global_seq`]).
+    global_seq: Option<u64>,
 }
 
 impl std::fmt::Debug for Table {
@@ -186,6 +189,7 @@ impl Table {
             range_dels: Fragments::default(),
             scan: ScanFilters::default(),
             size,
+            global_seq: None,
         };
         let raw = t.read_raw(footer.properties)?;
         t.props = TableProperties::decode(&raw).map_err(|e| t.err_at(e, footer.properties))?;
@@ -268,6 +272,40 @@ impl Table {
             None => filter.map_loaded(|f| t.place(f, footer.filter, residence)),
         };
         Ok(t)
+    }
+
+    /// Makes every entry and range tombstone of the table read at sequence `seq` (an ingested
+    /// table: the manifest records its global sequence number, the file holds sequence 0).
+    /// Every user key of such a table has one entry (`SstWriter` writes nothing else), so the
+    /// rewritten keys keep the table's order and its index separators stay valid: a separator
+    /// `(k, 0)` after a block's last key `k` still sorts at or after `(k, seq)`.
+    pub(crate) fn set_global_seq(&mut self, seq: Option<u64>) {
+        self.global_seq = seq;
+        if let Some(seq) = seq {
+            self.range_dels = std::mem::take(&mut self.range_dels).at_seq(seq);
+        }
+    }
+
+    /// The keyspace of the range-deletion block's keys (`None` without one): a table of range
+    /// deletions only names its keyspace nowhere else (ingestion checks it).
+    pub(crate) fn range_del_keyspace(&self) -> Result<Option<u32>> {
+        let h = self.props.range_del_block;
+        if self.props.range_deletions == 0 {
+            return Ok(None);
+        }
+        let block = Arc::new(Block::new(self.read_raw(h)?).map_err(|e| self.err_at(e, h))?);
+        let mut it = block.iter();
+        it.seek_to_first().map_err(|e| self.err_at(e, h))?;
+        if !it.valid() {
+            return Ok(None);
+        }
+        let (ks, _, _, _) = ikey::decode_in(it.key()).map_err(|e| self.err_at(e, h))?;
+        Ok(Some(ks))
+    }
+
+    /// The global sequence number of an ingested table ([`Table::set_global_seq`]).
+    pub(crate) fn global_seq(&self) -> Option<u64> {
+        self.global_seq
     }
 
     /// Reads and parses the scan filters the properties name (src/sst/scan_filters.rs).
@@ -709,6 +747,9 @@ impl Table {
             // The same for a partition (or the top level) whose read failed.
             self.recheck_partition(p, (keyspace, user_key))?;
         }
+        if self.global_seq.is_some_and(|g| g > snapshot_seq) {
+            return Ok(GetResult::NotFound); // ingested after the snapshot
+        }
         let lookup = ikey::lookup_key_in(keyspace, user_key, snapshot_seq);
         let (mut h, mut first_block) = match first {
             Some((h, block)) => (h, Some(block)),
@@ -739,6 +780,7 @@ impl Table {
             while it.valid() {
                 let (found_ks, found_key, seq, kind) =
                     ikey::decode_in(it.key()).map_err(|e| self.err_at(e, h))?;
+                let seq = self.global_seq.unwrap_or(seq);
                 if found_ks != keyspace || found_key != user_key {
                     return Ok(GetResult::NotFound);
                 }

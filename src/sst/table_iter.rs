@@ -25,11 +25,25 @@ pub struct TableIter {
     fill_cache: bool,
     /// Where block reads are counted (engine scans); `None` for compaction and tools.
     counters: Option<(Arc<dyn ScanCounters>, usize)>,
+    /// An ingested table's global sequence number ([`Table::set_global_seq`]): every key is
+    /// read with it in place of the stored 0, through `gkey`.
+    global_seq: Option<u64>,
+    /// The current key with the global sequence number (meaningful with `global_seq`).
+    gkey: Vec<u8>,
 }
 
 impl TableIter {
     pub(crate) fn new(table: Arc<Table>, fill_cache: bool) -> TableIter {
-        TableIter { table, index: None, data: None, fill_cache, counters: None }
+        let global_seq = table.global_seq();
+        TableIter {
+            table,
+            index: None,
+            data: None,
+            fill_cache,
+            counters: None,
+            global_seq,
+            gkey: Vec::new(),
+        }
     }
 
     /// The table this iterates.
@@ -60,7 +74,23 @@ impl TableIter {
 
     /// The current internal key (empty when not valid).
     pub fn key(&self) -> &[u8] {
-        self.data.as_ref().map_or(&[], |d| d.key())
+        match self.global_seq {
+            Some(_) if self.valid() => &self.gkey,
+            _ => self.data.as_ref().map_or(&[], |d| d.key()),
+        }
+    }
+
+    /// With a global sequence number, rebuilds `gkey` from the stored key: the trailer's
+    /// sequence replaced, its kind byte (and keyspace flag) kept.
+    fn refresh(&mut self) {
+        let Some(g) = self.global_seq else { return };
+        let Some(d) = self.data.as_ref().filter(|d| d.valid()) else { return };
+        let raw = d.key();
+        let cut = raw.len().saturating_sub(crate::ikey::TRAILER_LEN);
+        self.gkey.clear();
+        self.gkey.extend_from_slice(&raw[..cut]);
+        let kind_byte = raw.get(cut).copied().unwrap_or(0);
+        self.gkey.extend_from_slice(&((g << 8) | kind_byte as u64).to_le_bytes());
     }
 
     /// The current value (empty when not valid).
@@ -81,7 +111,9 @@ impl TableIter {
         if self.load_block()? {
             self.data.as_mut().expect("loaded").seek_to_first().map_err(|e| self.data_err(e))?;
         }
-        self.skip_exhausted_blocks()
+        self.skip_exhausted_blocks()?;
+        self.refresh();
+        Ok(())
     }
 
     /// Positions on the first entry `>=` `target` (an internal key; use
@@ -98,7 +130,18 @@ impl TableIter {
         if self.load_block()? {
             self.data.as_mut().expect("loaded").seek(target).map_err(|e| self.data_err(e))?;
         }
-        self.skip_exhausted_blocks()
+        self.skip_exhausted_blocks()?;
+        self.refresh();
+        // The stored `(k, 0)` sorts at or after any `(k, s)`, the read `(k, g)` only when
+        // `g <= s`: step past a key the stored order placed at or after `target` but the read
+        // order places before it (at most one: a user key has one entry).
+        if self.global_seq.is_some()
+            && self.valid()
+            && crate::ikey::compare(&self.gkey, target) == std::cmp::Ordering::Less
+        {
+            self.next_inner()?;
+        }
+        Ok(())
     }
 
     /// Advances to the next entry (no-op when not valid).
@@ -115,7 +158,9 @@ impl TableIter {
             return Ok(());
         }
         d.next().map_err(|e| self.data_err(e))?;
-        self.skip_exhausted_blocks()
+        self.skip_exhausted_blocks()?;
+        self.refresh();
+        Ok(())
     }
 
     /// Positions on the last entry.
@@ -131,7 +176,9 @@ impl TableIter {
         if self.load_block()? {
             self.data.as_mut().expect("loaded").seek_to_last().map_err(|e| self.data_err(e))?;
         }
-        self.skip_exhausted_blocks_back()
+        self.skip_exhausted_blocks_back()?;
+        self.refresh();
+        Ok(())
     }
 
     /// Positions on the last entry `<=` `target` (an internal key).
@@ -163,7 +210,9 @@ impl TableIter {
             return Ok(());
         }
         d.prev().map_err(|e| self.data_err(e))?;
-        self.skip_exhausted_blocks_back()
+        self.skip_exhausted_blocks_back()?;
+        self.refresh();
+        Ok(())
     }
 
     /// While the current data block is exhausted, moves to the last entry of the block before.

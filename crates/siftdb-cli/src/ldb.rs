@@ -253,7 +253,7 @@ pub fn run(cmd: &LdbCommand) -> Result<()> {
 /// The keyspace `--keyspace` names (the default one without it). A missing keyspace is an
 /// error unless `create` (`put`, `merge`), which creates it with default options; an existing
 /// one keeps its recorded options.
-fn keyspace(db: &Db, a: &DbArgs, create: bool) -> Result<siftdb::Keyspace> {
+pub(crate) fn keyspace(db: &Db, a: &DbArgs, create: bool) -> Result<siftdb::Keyspace> {
     let name = a.keyspace.as_deref().unwrap_or("default");
     match db.existing_keyspace(name) {
         Some(ks) => Ok(ks),
@@ -262,7 +262,7 @@ fn keyspace(db: &Db, a: &DbArgs, create: bool) -> Result<siftdb::Keyspace> {
     }
 }
 
-fn open(args: &DbArgs, create: bool) -> Result<Db> {
+pub(crate) fn open(args: &DbArgs, create: bool) -> Result<Db> {
     let dir: &Path = &args.db;
     if !create {
         is_database(dir)?;
@@ -455,7 +455,7 @@ fn print_entries(
 }
 
 /// The bytes of a command-line key or value: as is, or parsed from hex.
-fn decode(s: &str, hex: bool) -> Result<Vec<u8>> {
+pub(crate) fn decode(s: &str, hex: bool) -> Result<Vec<u8>> {
     if !hex {
         return Ok(s.as_bytes().to_vec());
     }

@@ -125,7 +125,7 @@ pub fn manifest(args: &LogDumpArgs) -> Result<()> {
         }
         for (level, m) in &e.added {
             println!(
-                "  + L{level} {:06}.sst keyspace {}, {} bytes, {} entries, keys {}..{}, seq {}..={}",
+                "  + L{level} {:06}.sst keyspace {}, {} bytes, {} entries, keys {}..{}, seq {}..={}{}",
                 m.number,
                 m.keyspace,
                 m.size,
@@ -133,7 +133,9 @@ pub fn manifest(args: &LogDumpArgs) -> Result<()> {
                 show_key(&m.smallest_key),
                 show_key(&m.largest_key),
                 m.smallest_seq,
-                m.largest_seq
+                m.largest_seq,
+                // An ingested file: its entries are stored at 0 and read at this sequence.
+                m.global_seq.map_or(String::new(), |g| format!(", ingested at global seq {g}"))
             );
         }
     }

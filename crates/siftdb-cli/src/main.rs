@@ -2,6 +2,7 @@
 //! of `cargo run --release`).
 
 mod bench;
+mod bulk;
 mod crashtest;
 mod demo;
 mod dirs;
@@ -69,6 +70,11 @@ enum Command {
     /// The disk's random-read limit: 4 KiB O_DIRECT reads of an existing FILE (never written)
     /// at queue depth 1 and 32, reads/s and MB/s per depth.
     Iops(iops::IopsArgs),
+    /// Add SSTs (from `sst write`, `export` or an `SstWriter`) to a database in one atomic
+    /// step, at the deepest level where each overlaps nothing.
+    Ingest(bulk::IngestArgs),
+    /// Write the live entries of a key range as SSTs ready for `ingest`, into a new directory.
+    Export(bulk::ExportArgs),
     #[command(flatten)]
     Ldb(ldb::LdbCommand),
 }
@@ -83,6 +89,8 @@ enum LogCommand {
 enum SstCommand {
     /// Properties, filter kind and size, blocks, and optionally the entries of one SST.
     Dump(sst_dump::SstDumpArgs),
+    /// Write an SST for `ingest` from sorted `key<TAB>value` lines (text, or hex with --hex).
+    Write(bulk::SstWriteArgs),
 }
 
 fn main() -> ExitCode {
@@ -93,6 +101,9 @@ fn main() -> ExitCode {
         Some(Command::Crashtest(args)) => crashtest::run(&args),
         Some(Command::CrashtestChild(args)) => crashtest::child(&args),
         Some(Command::Sst { command: SstCommand::Dump(args) }) => sst_dump::run(&args),
+        Some(Command::Sst { command: SstCommand::Write(args) }) => bulk::sst_write(&args),
+        Some(Command::Ingest(args)) => bulk::ingest(&args),
+        Some(Command::Export(args)) => bulk::export(&args),
         Some(Command::Wal { command: LogCommand::Dump(args) }) => log_dump::wal(&args),
         Some(Command::Manifest { command: LogCommand::Dump(args) }) => log_dump::manifest(&args),
         Some(Command::Stats(args)) => stats::run(&args),

@@ -591,3 +591,27 @@ fn histogram_prints_read_latency_and_fills_print_write_amplification() {
     let plain = bench_stdout(&["--benchmarks=fillrandom,readrandom", "--num=500"]);
     assert!(!plain.contains("latency      :"), "{plain}");
 }
+
+#[test]
+fn ingest_loads_every_key_and_reports_write_load_and_total() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let lines = bench(&[
+        &format!("--db={}", db.display()),
+        "--benchmarks=ingest,readseq,readrandom",
+        "--num=3000",
+        "--ingest_keys_per_file=700",
+    ]);
+    let names: Vec<&str> = lines.iter().map(|l| l.0.as_str()).collect();
+    assert_eq!(names, ["ingest", "readseq", "readrandom"]);
+    assert_eq!(lines[0].1, 3000);
+    // Every key written in order is in the database: a full scan reads all, reads find all.
+    assert_eq!(lines[1].1, 3000);
+    assert_eq!(lines[2].2, Some(3000));
+    // The files were moved in: the temporary directory beside the database is gone.
+    let left: Vec<_> =
+        std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, vec![std::ffi::OsString::from("db")], "{left:?}");
+    let out = bench_stdout(&["--benchmarks=ingest", "--num=3000", "--ingest_keys_per_file=700"]);
+    assert!(out.contains("ingest parts : 3000 keys in 5 files"), "{out}");
+}

@@ -250,6 +250,10 @@ pub struct Flags {
     /// it can (db_bench's `--benchmark_write_rate_limit`).
     #[arg(long, default_value_t = 0)]
     pub benchmark_write_rate_limit: u64,
+    /// ingest: keys per `SstWriter` file (siftdb-bench-kit's `ingest` plan; rocksdb-bench
+    /// takes the same flag).
+    #[arg(long, default_value_t = siftdb_bench_kit::ingest::DEFAULT_KEYS_PER_FILE)]
+    pub ingest_keys_per_file: u64,
     /// Seed base of the per-thread random generators (thread i uses seed + i).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,

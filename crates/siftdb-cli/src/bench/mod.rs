@@ -4,6 +4,7 @@
 
 mod compression;
 pub mod flags;
+mod ingest;
 pub mod report;
 mod scans;
 mod transactions;
@@ -161,6 +162,7 @@ pub fn run(flags: &Flags) -> Result<()> {
         "prefixscan",
         "readwhilewriting",
         "deleterandom",
+        "ingest",
         "compact",
         "waitforcompaction",
         "stats",
@@ -252,7 +254,7 @@ pub fn run(flags: &Flags) -> Result<()> {
     let mut db = open(&dir, &opts, !flags.use_existing_db, flags.destroy_existing_db)?;
     let mut next_seed = flags.seed;
     for name in &names {
-        let fresh = matches!(name.as_str(), "fillseq" | "fillrandom");
+        let fresh = matches!(name.as_str(), "fillseq" | "fillrandom" | "ingest");
         if fresh {
             if flags.use_existing_db {
                 println!("{name:<12} : skipped (--use_existing_db is true)");
@@ -299,6 +301,7 @@ pub fn run(flags: &Flags) -> Result<()> {
                 st.done = 1;
                 noted((st, Some(meter.written_line(name))))
             }
+            "ingest" => noted(ingest::run(&mut ctx, &dir)?),
             "compact" => {
                 let mut st = ThreadStats::start();
                 // db_bench's "compact": flush, then compact everything into one sorted run.

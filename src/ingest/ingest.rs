@@ -1,0 +1,452 @@
+//! `Db::ingest`: external tables become part of the tree in one manifest edit
+//! (design.md#ingestion-and-export).
+//!
+//! Order of work: every file is checked (it opens as a table, every block's checksum, keys of
+//! one keyspace in strictly increasing order, all at sequence 0) and the files are checked
+//! against one another (no overlap) before anything changes. The files are then linked or
+//! copied into the directory under new file numbers and synced with the directory. A memtable
+//! holding a key in a file's range is flushed first (its versions are older than the ingested
+//! ones, but reads consult memtables before tables). Then, holding the compaction lock (no
+//! compaction runs, so none can race the placement) and the writer lock (no write takes a
+//! sequence number meanwhile), one global sequence number above every write is assigned, each
+//! file is placed at the deepest level where it overlaps nothing at that level or above, and
+//! one manifest edit adds them all with that sequence number. A crash before the edit is
+//! durable leaves only orphan tables, which the next open deletes; after it, every file.
+
+use super::sst_writer::{SstWriter, WriterConfig};
+use crate::db::keyspace::Layout;
+use crate::db::{DbInner, SuperVersion};
+use crate::error::{Error, Result};
+use crate::filename;
+use crate::ikey::{self, ValueKind};
+use crate::limits::NUM_LEVELS;
+use crate::manifest::{FileMeta, VersionEdit};
+use crate::sst::Table;
+use crate::version::{TableFile, Version};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// How [`crate::Db::ingest`] brings a file into the database directory.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum IngestMode {
+    /// Copy the file; the source is left as it was.
+    Copy,
+    /// Hard-link the file (a copy when the source is on another file system); the source stays.
+    #[default]
+    Link,
+    /// Link (or copy), then remove the source once the manifest edit is durable.
+    Move,
+}
+
+/// Options of [`crate::Db::ingest`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct IngestOptions {
+    /// How the files enter the directory (default: [`IngestMode::Link`]).
+    pub mode: IngestMode,
+}
+
+impl IngestOptions {
+    /// Options with `mode`.
+    pub fn with_mode(mode: IngestMode) -> IngestOptions {
+        IngestOptions { mode }
+    }
+}
+
+/// One ingested file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IngestedFile {
+    /// The file given to `ingest`.
+    pub source: PathBuf,
+    /// Its table number in the database.
+    pub number: u64,
+    /// The level it was placed at.
+    pub level: usize,
+    /// Point entries plus range-deletion fragments.
+    pub entries: u64,
+    /// Bytes.
+    pub size: u64,
+    /// Whether its keys were rewritten into the target keyspace (a file written for a keyspace
+    /// of the same name in another database, whose id differs).
+    pub rewritten: bool,
+}
+
+/// What [`crate::Db::ingest`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IngestReport {
+    /// The sequence number every ingested entry reads at.
+    pub global_seq: u64,
+    /// The files, in key order.
+    pub files: Vec<IngestedFile>,
+    /// Whether memtables overlapping the files were flushed first.
+    pub flushed_memtables: bool,
+    /// Sources [`IngestMode::Move`] could not remove (the ingestion itself succeeded).
+    pub sources_left: Vec<PathBuf>,
+}
+
+/// A file that passed the checks.
+struct Checked {
+    source: PathBuf,
+    keyspace: u32,
+    smallest: Vec<u8>,
+    largest: Vec<u8>,
+    /// Entries as the manifest counts them (point entries and range-deletion fragments).
+    entries: u64,
+    /// Set once the file is in the directory.
+    number: u64,
+    /// Set when the file is placed.
+    level: usize,
+    size: u64,
+    rewritten: bool,
+}
+
+/// Checks that `path` is a table `ingest` can take (module documentation).
+fn check_file(inner: &DbInner, path: &Path) -> Result<Checked> {
+    let storage = &*inner.storage;
+    if !storage.exists(path)? {
+        return Err(Error::invalid(format!("ingest: {} does not exist", path.display())));
+    }
+    let file = storage.open(path)?;
+    let size = file.len();
+    let table = Arc::new(Table::open(file, 0, None, path)?);
+    let props = table.properties().clone();
+    let bad = |what: String| Error::invalid(format!("ingest: {}: {what}", path.display()));
+    if props.merges > 0 && inner.opts.merge_operator.is_none() {
+        return Err(bad("it holds merge operands and Options::merge_operator is None".into()));
+    }
+    let mut it = table.iter(false);
+    it.seek_to_first()?;
+    let mut keyspace: Option<u32> = None;
+    let mut last: Option<Vec<u8>> = None;
+    let mut n = 0u64;
+    while it.valid() {
+        let (ks, key, seq, _) = ikey::decode_in(it.key()).map_err(|e| e.in_file(path, 0))?;
+        if seq != 0 {
+            return Err(bad(format!(
+                "entry {n} is at sequence {seq}: ingested entries are at 0 (SstWriter writes them)"
+            )));
+        }
+        if keyspace.is_some_and(|k| k != ks) {
+            return Err(bad(format!("entry {n} is of keyspace {ks}, earlier ones of another")));
+        }
+        keyspace = Some(ks);
+        if let Some(l) = &last {
+            if key <= l.as_slice() {
+                return Err(bad(format!(
+                    "entry {n}: key {:?} is not greater than the previous key",
+                    key.escape_ascii().to_string()
+                )));
+            }
+        }
+        last = Some(key.to_vec());
+        n += 1;
+        it.next()?;
+    }
+    if n != props.entries {
+        return Err(bad(format!("it holds {n} entries, its properties say {}", props.entries)));
+    }
+    if let Some(ks) = table.range_del_keyspace()? {
+        if keyspace.is_some_and(|k| k != ks) {
+            return Err(bad(format!("its range deletions are of keyspace {ks}, its entries not")));
+        }
+        keyspace = Some(ks);
+    }
+    let frags = table.range_tombstones();
+    if frags.fragments().iter().any(|f| f.seqs.iter().any(|&s| s != 0)) {
+        return Err(bad("a range deletion is not at sequence 0".into()));
+    }
+    if n == 0 && frags.is_empty() {
+        return Err(bad("it holds no entry".into()));
+    }
+    let (mut smallest, mut largest) = if n > 0 {
+        let (lo, hi) = (&props.smallest_key, &props.largest_key);
+        (ikey::user_key(lo).to_vec(), ikey::user_key(hi).to_vec())
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    if let (Some(lo), Some(hi)) = (frags.smallest_key(), frags.largest_key()) {
+        if n == 0 {
+            (smallest, largest) = (lo.to_vec(), hi);
+        } else {
+            smallest = smallest.min(lo.to_vec());
+            largest = largest.max(hi);
+        }
+    }
+    Ok(Checked {
+        source: path.to_path_buf(),
+        keyspace: keyspace.unwrap_or(ikey::DEFAULT_KEYSPACE),
+        smallest,
+        largest,
+        entries: n + props.range_deletions,
+        number: 0,
+        level: 0,
+        size,
+        rewritten: false,
+    })
+}
+
+/// Whether a memtable of `sv` holds a version or a range deletion of `keyspace` within a
+/// file's range.
+fn memtables_overlap(sv: &SuperVersion, keyspace: u32, files: &[Checked]) -> bool {
+    std::iter::once(&sv.mem).chain(sv.imm.iter()).any(|m| {
+        let tombstones = m.range_tombstones(keyspace);
+        files.iter().any(|f| {
+            m.has_entry_in(keyspace, &f.smallest, &f.largest)
+                || tombstones.fragments().iter().any(|t| {
+                    t.start.as_slice() <= f.largest.as_slice()
+                        && t.end.as_slice() > f.smallest.as_slice()
+                })
+        })
+    })
+}
+
+/// The deepest level whose files, and those of every level above it, do not overlap
+/// `[lo, hi]` of `keyspace`; 0 when L0 or L1 overlaps.
+fn place(v: &Version, keyspace: u32, lo: &[u8], hi: &[u8]) -> usize {
+    let overlaps = |level: usize| {
+        v.levels()[level].iter().any(|f| {
+            f.meta.keyspace == keyspace
+                && f.meta.smallest_key.as_slice() <= hi
+                && f.meta.largest_key.as_slice() >= lo
+        })
+    };
+    let mut target = 0;
+    for level in 0..NUM_LEVELS {
+        if overlaps(level) {
+            break;
+        }
+        target = level;
+    }
+    target
+}
+
+/// Rewrites `c`'s entries into `dest` with keyspace `keyspace` (a file exported from a
+/// keyspace of the same name in another database, whose id differs).
+fn rewrite(inner: &DbInner, c: &Checked, dest: &Path, keyspace: u32) -> Result<()> {
+    let file = inner.storage.open(&c.source)?;
+    let table = Arc::new(Table::open(file, 0, None, &c.source)?);
+    let set = inner.keyspaces.load();
+    let layout = Layout::of(&inner.opts, &set, keyspace, NUM_LEVELS - 1);
+    let shape = super::bottom_shape(inner);
+    let config = WriterConfig {
+        storage: inner.storage.clone(),
+        layout,
+        shape,
+        keyspace,
+        opts: inner.opts.clone(),
+        write_time: None, // values keep the write times they have
+    };
+    let mut w = SstWriter::with_config(dest, config)?;
+    let mut it = table.iter(false);
+    it.seek_to_first()?;
+    while it.valid() {
+        let (_, key, _, kind) = ikey::decode_in(it.key())?;
+        match kind {
+            ValueKind::Put => w.put(key, it.value())?,
+            ValueKind::Delete => w.delete(key)?,
+            ValueKind::Merge => w.merge(key, it.value())?,
+            ValueKind::RangeDelete => {
+                return Err(Error::corruption("range tombstone among data entries", None)
+                    .in_file(&c.source, 0))
+            }
+        }
+        it.next()?;
+    }
+    for t in table.range_tombstones().tombstones() {
+        w.delete_range(&t.start, &t.end)?;
+    }
+    w.finish().map(|_| ())
+}
+
+/// `Db::ingest` / `Keyspace::ingest` of `files` into `keyspace`.
+pub(crate) fn ingest(
+    inner: &Arc<DbInner>,
+    keyspace: u32,
+    files: &[PathBuf],
+    opts: &super::IngestOptions,
+) -> Result<IngestReport> {
+    inner.check_writable()?;
+    if files.is_empty() {
+        return Err(Error::invalid("ingest: no file given"));
+    }
+    let mut checked = files.iter().map(|p| check_file(inner, p)).collect::<Result<Vec<_>>>()?;
+    checked.sort_by(|a, b| a.smallest.cmp(&b.smallest).then(a.largest.cmp(&b.largest)));
+    for pair in checked.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        if a.largest >= b.smallest {
+            return Err(Error::invalid(format!(
+                "ingest: {} (keys {:?}..={:?}) and {} (keys {:?}..={:?}) overlap",
+                a.source.display(),
+                a.smallest.escape_ascii().to_string(),
+                a.largest.escape_ascii().to_string(),
+                b.source.display(),
+                b.smallest.escape_ascii().to_string(),
+                b.largest.escape_ascii().to_string()
+            )));
+        }
+    }
+    let mut made: Vec<u64> = Vec::new();
+    let r = bring_in(inner, keyspace, &mut checked, opts.mode, &mut made);
+    let r = r.and_then(|()| install(inner, keyspace, &mut checked));
+    let (global_seq, flushed) = match r {
+        Ok(x) => x,
+        Err(Failure::Before(e)) => {
+            for n in made {
+                inner.tables.evict(n);
+                let _ = inner.storage.remove(&inner.dir.join(filename::sst_name(n)));
+            }
+            return Err(e);
+        }
+        // The edit may be in the manifest: the files stay (an orphan is deleted at the next
+        // open), and the database is read-only (`set_bg_error`).
+        Err(Failure::Appending(e)) => return Err(e),
+    };
+    let mut sources_left = Vec::new();
+    if opts.mode == super::IngestMode::Move {
+        for c in &checked {
+            if inner.storage.remove(&c.source).is_err() {
+                sources_left.push(c.source.clone());
+            }
+        }
+    }
+    let files = checked
+        .into_iter()
+        .map(|c| IngestedFile {
+            level: c.level,
+            source: c.source,
+            number: c.number,
+            entries: c.entries,
+            size: c.size,
+            rewritten: c.rewritten,
+        })
+        .collect();
+    Ok(IngestReport { global_seq, files, flushed_memtables: flushed, sources_left })
+}
+
+/// Links, copies or rewrites every file into the directory under a new number (recorded in
+/// `made` before it is created) and syncs the directory.
+fn bring_in(
+    inner: &DbInner,
+    keyspace: u32,
+    checked: &mut [Checked],
+    mode: super::IngestMode,
+    made: &mut Vec<u64>,
+) -> std::result::Result<(), Failure> {
+    let storage = &*inner.storage;
+    for c in checked.iter_mut() {
+        let number = inner.new_file_number();
+        made.push(number);
+        let dest = inner.dir.join(filename::sst_name(number));
+        if c.keyspace != keyspace {
+            rewrite(inner, c, &dest, keyspace)?;
+            c.rewritten = true;
+            c.keyspace = keyspace;
+            c.size = storage.open(&dest)?.len();
+        } else {
+            match mode {
+                super::IngestMode::Copy => crate::storage::copy_file(storage, &c.source, &dest)?,
+                _ => {
+                    storage.link_or_copy(&c.source, &dest)?;
+                    // A link shares the source's bytes, durable only if whoever wrote it
+                    // synced it (an `SstWriter` does; a copy made by other tools may not).
+                    storage.sync_file(&dest)?;
+                }
+            }
+        }
+        c.number = number;
+    }
+    // The entries must be durable before the manifest edit names the files.
+    storage.sync_dir(&inner.dir)?;
+    Ok(())
+}
+
+/// Why an ingestion failed: before its manifest append (nothing changed; its files are
+/// removed) or in it (the outcome is unknown).
+enum Failure {
+    Before(Error),
+    Appending(Error),
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Failure {
+        Failure::Before(e)
+    }
+}
+
+/// Flushes overlapping memtables, then places the files and installs them in one manifest
+/// edit under the compaction and writer locks (module documentation). Returns the global
+/// sequence number and whether a flush was needed.
+fn install(
+    inner: &Arc<DbInner>,
+    keyspace: u32,
+    checked: &mut [Checked],
+) -> std::result::Result<(u64, bool), Failure> {
+    let mut flushed = false;
+    loop {
+        if memtables_overlap(&inner.super_version(), keyspace, checked) {
+            crate::db::flush::flush_and_wait(inner)?;
+            flushed = true;
+        }
+        let _c = inner.compaction_lock.lock();
+        let mut w = inner.writer.lock();
+        inner.check_writable()?;
+        if !inner.keyspaces.load().is_live(keyspace) {
+            return Err(Failure::Before(Error::invalid(format!(
+                "ingest: keyspace {keyspace} was dropped"
+            ))));
+        }
+        let sv = inner.super_version();
+        if memtables_overlap(&sv, keyspace, checked) {
+            continue; // a write since the flush: flush again, outside the locks
+        }
+        let g = w.last_seq + 1;
+        let v = sv.version.clone();
+        let mut added: Vec<(usize, Arc<TableFile>)> = Vec::with_capacity(checked.len());
+        for c in checked.iter_mut() {
+            let level = place(&v, keyspace, &c.smallest, &c.largest);
+            c.level = level;
+            let meta = FileMeta {
+                number: c.number,
+                size: c.size,
+                smallest_key: c.smallest.clone(),
+                largest_key: c.largest.clone(),
+                smallest_seq: g,
+                largest_seq: g,
+                entries: c.entries,
+                keyspace,
+                global_seq: Some(g),
+            };
+            inner.tables.set_global_seq(c.number, Some(g));
+            inner.tables.note_level(c.number, level);
+            let table = inner.tables.open(c.number)?;
+            added.push((level, Arc::new(TableFile::new(meta, &table, inner.tables.clone()))));
+        }
+        let edit = VersionEdit {
+            next_file_number: Some(inner.next_file.load(Ordering::SeqCst)),
+            last_sequence: Some(g),
+            added: added.iter().map(|(l, f)| (*l as u32, f.meta.clone())).collect(),
+            ..VersionEdit::default()
+        };
+        {
+            let mut manifest = inner.manifest.lock();
+            if let Err(e) = manifest.append(&edit, &inner.manifest_rollover()) {
+                inner.set_bg_error(&e);
+                return Err(Failure::Appending(e));
+            }
+            inner.install_super_version(|cur| SuperVersion {
+                mem: cur.mem.clone(),
+                imm: cur.imm.clone(),
+                version: Arc::new(cur.version.apply(&[], &added)),
+            });
+        }
+        w.last_seq = g;
+        // Release: the version holding the files is installed before a reader can take `g`.
+        inner.visible_seq.store(g, Ordering::Release);
+        drop(w);
+        drop(_c);
+        let _g = inner.bg_lock.lock();
+        inner.bg_cv.notify_all(); // the compaction thread looks at the new shape
+        return Ok((g, flushed));
+    }
+}
