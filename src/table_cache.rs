@@ -107,6 +107,9 @@ pub struct TableCache {
     pin_l0: bool,
     /// `Options::filters_on_huge_pages`.
     huge_page_filters: bool,
+    /// The blob files of the same directory, through the same block cache: every table it
+    /// opens follows its blob references there (design.md#key-value-separation).
+    blobs: Arc<crate::blob::BlobStore>,
 }
 
 impl std::fmt::Debug for TableCache {
@@ -144,7 +147,13 @@ impl TableCache {
                 )))
             }
         };
+        let blobs = Arc::new(crate::blob::BlobStore::new(
+            storage.clone(),
+            dir.clone(),
+            block_cache.clone(),
+        ));
         Ok(TableCache {
+            blobs,
             storage,
             dir,
             block_cache,
@@ -157,6 +166,11 @@ impl TableCache {
             pin_l0: false,
             huge_page_filters: false,
         })
+    }
+
+    /// The blob files of the database's directory.
+    pub(crate) fn blobs(&self) -> &Arc<crate::blob::BlobStore> {
+        &self.blobs
     }
 
     /// This cache with tables' index and filter blocks kept in the block cache
@@ -274,8 +288,9 @@ impl TableCache {
             pin: self.pin_l0 && slot.level0.load(Ordering::Relaxed),
             huge_page_filters: self.huge_page_filters,
         };
-        let table =
-            Arc::new(Table::open_with(file, number, self.block_cache.clone(), &path, policy)?);
+        let mut table = Table::open_with(file, number, self.block_cache.clone(), &path, policy)?;
+        table.set_blob_store(self.blobs.clone());
+        let table = Arc::new(table);
         self.opens.fetch_add(1, Ordering::Relaxed);
         let mut evicted: Vec<Arc<Table>> = Vec::new();
         let result = {

@@ -94,6 +94,8 @@ pub(crate) struct Layout {
     pub table: TableOptions,
     /// Filter policy: the flush filter for L0 files, the static one for compaction outputs.
     pub policy: FilterPolicy,
+    /// Values of at least this many bytes go to blob files (design.md#key-value-separation).
+    pub blob_threshold: Option<u32>,
 }
 
 impl Layout {
@@ -107,9 +109,13 @@ impl Layout {
                 let mut table = base;
                 table.block_size = o.block_size;
                 table.compression = o.compression.into();
-                Layout { table, policy: o.filter_policy.clone() }
+                Layout { table, policy: o.filter_policy.clone(), blob_threshold: o.blob_threshold }
             }
-            None => Layout { table: base, policy: opts.filter_policy.clone() },
+            None => Layout {
+                table: base,
+                policy: opts.filter_policy.clone(),
+                blob_threshold: opts.blob_threshold,
+            },
         }
     }
 

@@ -116,6 +116,9 @@ pub struct Table {
     /// The prefix and range filters (format version 5), loaded at open and held here.
     scan: ScanFilters,
     size: u64,
+    /// Where the values of its `BlobIndex` entries are read (set by the table cache; `None`
+    /// for a table opened alone, whose references then cannot be followed).
+    blobs: Option<Arc<crate::blob::BlobStore>>,
 }
 
 impl std::fmt::Debug for Table {
@@ -186,6 +189,7 @@ impl Table {
             range_dels: Fragments::default(),
             scan: ScanFilters::default(),
             size,
+            blobs: None,
         };
         let raw = t.read_raw(footer.properties)?;
         t.props = TableProperties::decode(&raw).map_err(|e| t.err_at(e, footer.properties))?;
@@ -762,6 +766,14 @@ impl Table {
                         return Ok(GetResult::FoundInBlock(value));
                     }
                     ValueKind::Put => return Ok(GetResult::Found(Vec::new())),
+                    // `contains_key`: the reference proves a value without reading it.
+                    ValueKind::BlobIndex if out == ValueOut::Nothing && operands.is_empty() => {
+                        return Ok(GetResult::Found(Vec::new()))
+                    }
+                    ValueKind::BlobIndex => {
+                        let value = self.read_blob(it.value()).map_err(|e| self.err_at(e, h))?;
+                        return Ok(GetResult::Found(value));
+                    }
                     ValueKind::Delete => return Ok(GetResult::Deleted),
                     ValueKind::Merge => operands.push(it.value().to_vec()),
                     ValueKind::RangeDelete => {
@@ -790,6 +802,26 @@ impl Table {
                 return Ok(GetResult::NotFound);
             }
             h = BlockHandle::decode(idx.value()).map_err(|e| self.index_err(e))?;
+        }
+    }
+
+    /// Reads the blob files of `blobs` for this table's `BlobIndex` entries.
+    pub(crate) fn set_blob_store(&mut self, blobs: Arc<crate::blob::BlobStore>) {
+        self.blobs = Some(blobs);
+    }
+
+    /// The value a `BlobIndex` entry's `reference` (its encoded `BlobRef`) names.
+    pub(crate) fn read_blob(&self, reference: &[u8]) -> Result<Vec<u8>> {
+        if self.footer.version < 7 {
+            let e = Error::corruption("blob reference in a table below format version 7", None);
+            return Err(e.in_file(&self.path, 0));
+        }
+        match &self.blobs {
+            Some(b) => b.get_encoded(reference),
+            None => Err(Error::invalid(format!(
+                "table {} holds a blob reference but was opened without its database's blob files",
+                self.path.display()
+            ))),
         }
     }
 

@@ -33,6 +33,8 @@ pub fn wal(args: &LogDumpArgs) -> Result<()> {
         for (i, r) in batch.records.iter().enumerate() {
             let seq = batch.first_seq + i as u64;
             match (r.kind, args.values) {
+                // Never in a WAL: batches refuse the kind (it exists in SSTs only).
+                (ValueKind::BlobIndex, _) => println!("  @{seq}{} BlobIndex", ks(r.keyspace)),
                 (ValueKind::Put, true) => {
                     println!(
                         "  @{seq}{} Put {} => {}",
