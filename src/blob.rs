@@ -257,12 +257,6 @@ impl BlobStore {
         }
     }
 
-    /// The value `encoded` (a [`BlobRef`]'s encoding) refers to, its CRC verified.
-    pub fn get_encoded(&self, encoded: &[u8]) -> Result<Vec<u8>> {
-        let r = BlobRef::decode(encoded)?;
-        self.get(&r)
-    }
-
     /// The value `r` refers to, its CRC verified. A missing file, a read past its end or a CRC
     /// mismatch is [`Error::Corruption`] naming the file.
     pub fn get(&self, r: &BlobRef) -> Result<Vec<u8>> {
@@ -436,7 +430,7 @@ mod tests {
         let store = BlobStore::new(storage.clone(), dir.clone(), None);
         assert_eq!(store.get(&a).unwrap(), vec![1u8; 100]);
         assert_eq!(store.get(&b).unwrap(), Vec::<u8>::new());
-        assert_eq!(store.get_encoded(&c.encode()).unwrap(), vec![9u8; 5000]);
+        assert_eq!(store.get(&BlobRef::decode(&c.encode()).unwrap()).unwrap(), vec![9u8; 5000]);
         let bytes = storage.read_all(&dir.join("000007.blob")).unwrap();
         assert_eq!(bytes.len() as u64, size);
         let s = scan(7, &bytes).unwrap();

@@ -162,6 +162,39 @@ fn every_read_path_returns_separated_values_through_overwrites_deletes_flushes_a
 }
 
 #[test]
+fn multi_get_reads_the_values_of_several_blob_files_in_any_key_order_with_duplicates() {
+    let storage = MemStorage::new();
+    let dir = Path::new("/db");
+    let db = Db::open(dir, opts(&storage)).unwrap();
+    let mut model = BTreeMap::new();
+    // Three flushes, three blob files; some keys overwritten by inline values, some deleted,
+    // some only in the memtable.
+    for round in 0..3u64 {
+        for i in (round * 50)..(round * 50 + 120) {
+            let len = if i % 5 == 0 { 10 } else { 600 };
+            let v = value(i, round, len);
+            db.put(common::key(i), &v).unwrap();
+            model.insert(common::key(i), v);
+        }
+        db.delete(common::key(round * 7)).unwrap();
+        model.remove(&common::key(round * 7));
+        db.flush().unwrap();
+    }
+    db.put(common::key(3), value(3, 9, 700)).unwrap();
+    model.insert(common::key(3), value(3, 9, 700));
+    assert_eq!(blob_files(&storage, dir).len(), 3);
+    let mut rng = Rng(7);
+    let keys: Vec<Vec<u8>> = (0..500).map(|_| common::key(rng.below(300))).collect();
+    for (k, got) in keys.iter().zip(db.multi_get(&keys)) {
+        assert_eq!(got.unwrap().as_ref(), model.get(k), "multi_get {}", k.escape_ascii());
+    }
+    let snap = db.snapshot();
+    for (k, got) in keys.iter().zip(snap.multi_get(&keys)) {
+        assert_eq!(got.unwrap().as_ref(), model.get(k));
+    }
+}
+
+#[test]
 fn small_values_and_a_database_without_the_option_write_no_blob_file() {
     let storage = MemStorage::new();
     let dir = Path::new("/db");
@@ -370,6 +403,13 @@ fn merge_operands_onto_a_separated_base_and_transactions_read_the_value() {
     assert_eq!(blob_files(&storage, dir).len(), 1);
     db.merge("n", 2u64.to_le_bytes()).unwrap();
     assert_eq!(db.get("n").unwrap(), Some(42u64.to_le_bytes().to_vec()));
+    db.flush().unwrap();
+    // multi_get: the operand (L0) merges onto the separated base (older L0) at once.
+    let got = db.multi_get(["n", "missing", "n"]);
+    let want = [Some(42u64.to_le_bytes().to_vec()), None, Some(42u64.to_le_bytes().to_vec())];
+    for (g, w) in got.into_iter().zip(want) {
+        assert_eq!(g.unwrap(), w);
+    }
     db.flush().unwrap();
     assert_eq!(db.get("n").unwrap(), Some(42u64.to_le_bytes().to_vec()));
     let all: Vec<_> = db.scan().unwrap().map(|r| r.unwrap()).collect();

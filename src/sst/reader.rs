@@ -51,6 +51,10 @@ pub(crate) enum ValueOut {
     /// The value in place, holding its block (`FoundInBlock`); a copy when merge operands
     /// wait for it, since they are merged onto it.
     Pin,
+    /// [`ValueOut::Copy`], but a value kept in a blob file is returned as its reference
+    /// (`Blob`) for the caller to read with others of its file (`multi_get`); a copy when
+    /// merge operands wait for it.
+    Reference,
 }
 
 /// The outcome of [`Table::get`].
@@ -65,6 +69,9 @@ pub enum GetResult {
     Deleted,
     /// This table has no version of the key visible at the snapshot.
     NotFound,
+    /// The newest version visible at the snapshot is a Put of the value this blob reference
+    /// names (only for [`ValueOut::Reference`]).
+    Blob(crate::blob::BlobRef),
 }
 
 /// What a table's key range and filter say about a key ([`Table::probe_filter`]).
@@ -758,7 +765,10 @@ impl Table {
                     return Ok(GetResult::Deleted); // under a newer range tombstone
                 }
                 match kind {
-                    ValueKind::Put if out == ValueOut::Copy || !operands.is_empty() => {
+                    ValueKind::Put
+                        if matches!(out, ValueOut::Copy | ValueOut::Reference)
+                            || !operands.is_empty() =>
+                    {
                         return Ok(GetResult::Found(it.value().to_vec()))
                     }
                     ValueKind::Put if out == ValueOut::Pin => {
@@ -769,6 +779,10 @@ impl Table {
                     // `contains_key`: the reference proves a value without reading it.
                     ValueKind::BlobIndex if out == ValueOut::Nothing && operands.is_empty() => {
                         return Ok(GetResult::Found(Vec::new()))
+                    }
+                    ValueKind::BlobIndex if out == ValueOut::Reference && operands.is_empty() => {
+                        let r = self.blob_ref(it.value()).map_err(|e| self.err_at(e, h))?;
+                        return Ok(GetResult::Blob(r));
                     }
                     ValueKind::BlobIndex => {
                         let value = self.read_blob(it.value()).map_err(|e| self.err_at(e, h))?;
@@ -812,17 +826,27 @@ impl Table {
 
     /// The value a `BlobIndex` entry's `reference` (its encoded `BlobRef`) names.
     pub(crate) fn read_blob(&self, reference: &[u8]) -> Result<Vec<u8>> {
+        let r = self.blob_ref(reference)?;
+        self.blob_store()?.get(&r)
+    }
+
+    /// Decodes a `BlobIndex` entry's value (a table below format version 7 holds none).
+    pub(crate) fn blob_ref(&self, reference: &[u8]) -> Result<crate::blob::BlobRef> {
         if self.footer.version < 7 {
             let e = Error::corruption("blob reference in a table below format version 7", None);
             return Err(e.in_file(&self.path, 0));
         }
-        match &self.blobs {
-            Some(b) => b.get_encoded(reference),
-            None => Err(Error::invalid(format!(
+        crate::blob::BlobRef::decode(reference)
+    }
+
+    /// The blob files this table's references are read from.
+    pub(crate) fn blob_store(&self) -> Result<&Arc<crate::blob::BlobStore>> {
+        self.blobs.as_ref().ok_or_else(|| {
+            Error::invalid(format!(
                 "table {} holds a blob reference but was opened without its database's blob files",
                 self.path.display()
-            ))),
-        }
+            ))
+        })
     }
 
     /// The handle of the first data block whose separator is `>= target` (an internal key);
