@@ -236,6 +236,9 @@ fn keyspace_option_is_recorded_and_separates_only_that_keyspace() {
         assert_eq!(ks.get(common::key(i)).unwrap(), Some(value(i, 1, 500)));
         assert_eq!(db.get(common::key(i)).unwrap(), Some(value(i, 2, 500)));
     }
+    // Dropping the keyspace deletes its blob file (the default keyspace has none).
+    db.drop_keyspace("big").unwrap();
+    assert!(blob_files(&storage, dir).is_empty());
     let zero = KeyspaceOptions { blob_threshold: Some(0), ..KeyspaceOptions::default() };
     assert!(matches!(db.keyspace("z", zero), Err(Error::InvalidArgument(_))));
     let bad = Options { blob_threshold: Some(0), ..common::mem_options(&storage) };

@@ -239,13 +239,18 @@ pub(crate) fn drop_keyspace(inner: &DbInner, name: &str) -> Result<()> {
     next.live.remove(&id);
     next.dropped.insert(id);
     inner.keyspaces.store(Arc::new(next));
+    // The drop's replay removed the keyspace's blob files from the manifest's set: they leave
+    // the version too, and are deleted once no reader holds them.
+    let live_blobs: Vec<u64> = manifest.blobs().keys().copied().collect();
+    let mut gone_blobs = Vec::new();
     inner.install_super_version(|cur| SuperVersion {
         mem: cur.mem.clone(),
         imm: cur.imm.clone(),
-        version: Arc::new(cur.version.apply(&deleted, &[])),
+        version: Arc::new(cur.version.apply(&deleted, &[]).with_blobs(live_blobs, &mut gone_blobs)),
     });
     drop(manifest);
     inner.obsolete.lock().extend(removed);
+    inner.obsolete_blobs.lock().extend(gone_blobs);
     compact::purge_obsolete(inner);
     Ok(())
 }
