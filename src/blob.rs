@@ -129,7 +129,6 @@ pub struct BlobWriter {
     file: Box<dyn WritableFile>,
     number: u64,
     keyspace: u32,
-    path: PathBuf,
     count: u64,
     bytes: u64,
     buf: Vec<u8>,
@@ -150,7 +149,7 @@ impl BlobWriter {
         header.extend_from_slice(&BLOB_VERSION.to_le_bytes());
         header.extend_from_slice(&keyspace.to_le_bytes());
         file.append(&header)?;
-        Ok(BlobWriter { file, number, keyspace, path, count: 0, bytes: 0, buf: Vec::new() })
+        Ok(BlobWriter { file, number, keyspace, count: 0, bytes: 0, buf: Vec::new() })
     }
 
     /// Appends `value` of `user_key` and returns its reference.
@@ -196,7 +195,6 @@ impl BlobWriter {
             bytes: self.bytes,
             ..BlobMeta::default()
         };
-        let _ = &self.path;
         Ok((meta, size))
     }
 }
