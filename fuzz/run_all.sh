@@ -7,7 +7,7 @@ set -eu
 SECONDS_EACH=${1:-20}
 cd "$(dirname "$0")"
 export RUSTC_BOOTSTRAP=1
-TARGETS="block table footer_properties filter_view wal manifest engine range_del_block range_filter query_chunk"
+TARGETS="block table footer_properties filter_view wal manifest engine range_del_block range_filter query_chunk blob"
 cargo fuzz build --release >/dev/null
 # Seeds: real tables, logs, a manifest and every filter kind (written once), by the `seed`
 # binary that `cargo fuzz build` just built (a plain `cargo run` would build the crate again).

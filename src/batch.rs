@@ -433,6 +433,10 @@ fn decode_record<'a>(c: &mut Cursor<'a>) -> Result<BatchRecord<'a>> {
             }
             end
         }
+        ValueKind::BlobIndex => {
+            let at = Some(c.position() as u64);
+            return Err(Error::corruption("batch record of kind BlobIndex (SSTs only)", at));
+        }
     };
     Ok(BatchRecord { kind, keyspace, key, value })
 }

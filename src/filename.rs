@@ -21,6 +21,8 @@ pub enum FileKind {
     Sst,
     /// A manifest, `MANIFEST-{n:06}`.
     Manifest,
+    /// A blob file of separated values, `{n:06}.blob` (src/blob.rs).
+    Blob,
     /// [`CURRENT`] (number 0).
     Current,
     /// `CURRENT.tmp`, a leftover of an interrupted manifest switch (number 0).
@@ -37,6 +39,11 @@ pub fn wal_name(n: u64) -> String {
 /// The name of table file `n`.
 pub fn sst_name(n: u64) -> String {
     format!("{n:06}.sst")
+}
+
+/// The name of blob file `n`.
+pub fn blob_name(n: u64) -> String {
+    format!("{n:06}.blob")
 }
 
 /// The name of manifest `n`.
@@ -59,6 +66,8 @@ pub fn parse_file_name(name: &str) -> Option<(FileKind, u64)> {
         (FileKind::Wal, d)
     } else if let Some(d) = name.strip_suffix(".sst") {
         (FileKind::Sst, d)
+    } else if let Some(d) = name.strip_suffix(".blob") {
+        (FileKind::Blob, d)
     } else {
         return None;
     };
@@ -78,6 +87,7 @@ mod tests {
     fn names_round_trip_through_the_parser() {
         for n in [0, 1, 7, 999_999, 1_000_000, u64::MAX] {
             assert_eq!(parse_file_name(&wal_name(n)), Some((FileKind::Wal, n)));
+            assert_eq!(parse_file_name(&blob_name(n)), Some((FileKind::Blob, n)));
             assert_eq!(parse_file_name(&sst_name(n)), Some((FileKind::Sst, n)));
             assert_eq!(parse_file_name(&manifest_name(n)), Some((FileKind::Manifest, n)));
         }

@@ -5,7 +5,7 @@
 //! internal_key := user_key [keyspace:u32 LE  -- present iff kind_byte & 0x80] trailer
 //! trailer      := u64 little-endian, (seq << 8) | kind_byte      (8 bytes)
 //! kind_byte    := 0x80 flag "keyspace present" | kind (low 7 bits)
-//! kind         := 0 = Delete, 1 = Put, 2 = Merge, 3 = RangeDelete
+//! kind         := 0 = Delete, 1 = Put, 2 = Merge, 3 = RangeDelete, 4 = BlobIndex
 //! ```
 //!
 //! Writers set the 0x80 flag iff the keyspace is not 0, so every key of keyspace 0 (the default
@@ -18,8 +18,8 @@
 //! kind descending. So the keyspaces occupy disjoint, consecutive internal-key ranges; for one
 //! user key the newest version comes first, and at equal sequence numbers a Merge sorts before a
 //! Put before a Delete. A point lookup at snapshot `s` therefore seeks to
-//! [`lookup_key_in`]`(ks, k, s)` = `(ks, k, s, Merge)` (the largest kind tag a point entry can
-//! have), the smallest internal key of `k` with `seq <= s`, and the first entry at or after it is
+//! [`lookup_key_in`]`(ks, k, s)` = `(ks, k, s, BlobIndex)` (the largest kind tag a point entry
+//! can have), the smallest internal key of `k` with `seq <= s`, and the first entry at or after it is
 //! the newest version of `k` visible at `s` (if its keyspace and user key match).
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::indexing_slicing))]
@@ -54,6 +54,10 @@ pub enum ValueKind {
     /// (exclusive). Tag 3. Never stored among point entries: memtables keep range tombstones in
     /// a list of their own and SSTs in their range-deletion block (src/range_del.rs).
     RangeDelete = 3,
+    /// A value kept in a blob file (design.md#key-value-separation): the entry's value is a
+    /// `blob::BlobRef`. Tag 4. Only in SSTs (flush and compaction write it); every read path
+    /// turns it into a `Put` of the referenced value before anything else sees it.
+    BlobIndex = 4,
 }
 
 impl ValueKind {
@@ -69,6 +73,7 @@ impl ValueKind {
             1 => Some(ValueKind::Put),
             2 => Some(ValueKind::Merge),
             3 => Some(ValueKind::RangeDelete),
+            4 => Some(ValueKind::BlobIndex),
             _ => None,
         }
     }
@@ -108,8 +113,8 @@ pub fn encode_in(keyspace: u32, user_key: &[u8], seq: u64, kind: ValueKind) -> V
 
 /// The largest kind tag a point entry can carry: at one sequence number it sorts first, so
 /// `(k, s, LOOKUP_KIND)` is at or before every entry of `k` with `seq <= s`. (RangeDelete keys,
-/// tag 3, never share a structure with point entries.)
-pub const LOOKUP_KIND: ValueKind = ValueKind::Merge;
+/// tag 3, never share a structure with point entries.) A lookup key is never stored.
+pub const LOOKUP_KIND: ValueKind = ValueKind::BlobIndex;
 
 #[cfg(test)]
 /// The key a point lookup of `user_key` (keyspace 0) at snapshot `snapshot_seq` seeks to: the
@@ -310,7 +315,9 @@ mod tests {
         let v5 = encode(b"k", 5, ValueKind::Put);
         let v3 = encode(b"k", 3, ValueKind::Delete);
         let m5 = encode(b"k", 5, ValueKind::Merge);
-        assert_eq!(compare(&lookup_key(b"k", 5), &m5), Ordering::Equal);
+        let b5 = encode(b"k", 5, ValueKind::BlobIndex);
+        assert_eq!(compare(&lookup_key(b"k", 5), &b5), Ordering::Equal);
+        assert_eq!(compare(&lookup_key(b"k", 5), &m5), Ordering::Less);
         assert_eq!(compare(&lookup_key(b"k", 5), &v5), Ordering::Less);
         assert_eq!(compare(&lookup_key(b"k", 4), &v5), Ordering::Greater);
         assert_eq!(compare(&lookup_key(b"k", 4), &v3), Ordering::Less);

@@ -52,6 +52,11 @@ pub mod wal {
     pub use crate::wal::{read_wal, WalReader, WalRecovery};
 }
 
+/// Blob files (docs/format.md#blob-file): the decoder of a whole file, and a reference's.
+pub mod blob {
+    pub use crate::blob::{scan, BlobFileSummary, BlobMeta, BlobRecord, BlobRef};
+}
+
 /// The manifest: the version edits that record the live files (docs/format.md#manifest).
 pub mod manifest {
     pub use crate::keyspace_options::Lifecycle;
@@ -65,5 +70,5 @@ pub mod ikey {
 
 /// The names of a database's files (`000012.sst`, `MANIFEST-000005`, `CURRENT`, ...).
 pub mod filename {
-    pub use crate::filename::{parse_file_name, sst_name, wal_name, FileKind, CURRENT};
+    pub use crate::filename::{blob_name, parse_file_name, sst_name, wal_name, FileKind, CURRENT};
 }

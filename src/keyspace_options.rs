@@ -69,6 +69,10 @@ pub struct KeyspaceOptions {
     /// The keyspace's compaction filter ([`crate::CompactionFilter`]); its name is recorded.
     /// Default `None`.
     pub compaction_filter: Option<SharedCompactionFilter>,
+    /// Key-value separation (design.md#key-value-separation): flush and compaction write
+    /// values of at least this many bytes to blob files, and the SST keeps a reference.
+    /// Valid: 1 and up. Default `None` (off).
+    pub blob_threshold: Option<u32>,
 }
 
 impl PartialEq for KeyspaceOptions {
@@ -79,6 +83,7 @@ impl PartialEq for KeyspaceOptions {
             && self.block_size == other.block_size
             && self.ttl == other.ttl
             && self.filter_name() == other.filter_name()
+            && self.blob_threshold == other.blob_threshold
     }
 }
 
@@ -90,6 +95,7 @@ impl std::fmt::Debug for KeyspaceOptions {
             .field("block_size", &self.block_size)
             .field("ttl", &self.ttl)
             .field("compaction_filter", &self.compaction_filter.as_ref().map(|f| f.name()))
+            .field("blob_threshold", &self.blob_threshold)
             .finish()
     }
 }
@@ -148,6 +154,7 @@ impl From<&Options> for KeyspaceOptions {
             block_size: opts.block_size,
             ttl: opts.ttl,
             compaction_filter: opts.compaction_filter.clone(),
+            blob_threshold: opts.blob_threshold,
         }
     }
 }
@@ -162,6 +169,9 @@ impl KeyspaceOptions {
     pub fn validate(&self) -> Result<()> {
         if let Some(ttl) = self.ttl {
             crate::compaction_filter::ttl_ms("keyspace ttl", ttl)?;
+        }
+        if self.blob_threshold == Some(0) {
+            return Err(out_of_range("blob_threshold", 0, "None or 1 and up"));
         }
         if let Some(f) = &self.compaction_filter {
             if f.name().is_empty() || f.name().len() > 255 {
@@ -238,8 +248,11 @@ impl KeyspaceOptions {
         out.extend_from_slice(&level.to_le_bytes());
         out.extend_from_slice(&(self.block_size as u32).to_le_bytes());
         let life = Lifecycle { filter_name: filter_name.to_string(), ..self.lifecycle() };
-        if !life.is_empty() {
+        if !life.is_empty() || self.blob_threshold.is_some() {
             life.encode_into(&mut out);
+        }
+        if let Some(t) = self.blob_threshold {
+            out.extend_from_slice(&t.to_le_bytes());
         }
         out
     }
@@ -321,6 +334,11 @@ impl KeyspaceOptions {
             u32::from_le_bytes(c.bytes(4, "keyspace block_size")?.try_into().expect("4")) as usize;
         let life =
             if c.is_empty() { Lifecycle::default() } else { Lifecycle::decode_from(&mut c)? };
+        let blob_threshold = if c.is_empty() {
+            None
+        } else {
+            Some(u32::from_le_bytes(c.bytes(4, "keyspace blob_threshold")?.try_into().expect("4")))
+        };
         if !c.is_empty() {
             return Err(bad(format!("{} bytes after the options", c.remaining())));
         }
@@ -335,6 +353,7 @@ impl KeyspaceOptions {
             block_size,
             ttl: (life.ttl_ms > 0).then(|| Duration::from_millis(life.ttl_ms)),
             compaction_filter: None,
+            blob_threshold,
         };
         opts.validate().map_err(|e| bad(e.to_string()))?;
         Ok((opts, life.filter_name))
@@ -421,6 +440,7 @@ mod tests {
                 block_size: 16 << 10,
                 ttl: None,
                 compaction_filter: None,
+                blob_threshold: None,
             },
             KeyspaceOptions {
                 filter_policy: policy(
@@ -432,6 +452,7 @@ mod tests {
                 block_size: 64,
                 ttl: None,
                 compaction_filter: None,
+                blob_threshold: None,
             },
             KeyspaceOptions {
                 filter_policy: policy(
@@ -443,6 +464,7 @@ mod tests {
                 block_size: 256 << 20,
                 ttl: None,
                 compaction_filter: None,
+                blob_threshold: None,
             },
             KeyspaceOptions {
                 filter_policy: policy(
@@ -454,6 +476,7 @@ mod tests {
                 block_size: 4096,
                 ttl: None,
                 compaction_filter: None,
+                blob_threshold: None,
             },
             KeyspaceOptions {
                 filter_policy: FilterPolicy {
@@ -468,6 +491,7 @@ mod tests {
                 block_size: 4096,
                 ttl: None,
                 compaction_filter: None,
+                blob_threshold: None,
             },
             KeyspaceOptions {
                 filter_policy: FilterPolicy {
@@ -496,6 +520,17 @@ mod tests {
         Lifecycle { ttl_ms: 5, filter_name: "f".into() }.encode_into(&mut longer);
         let (o, name) = KeyspaceOptions::decode_recorded(&longer).unwrap();
         assert_eq!((o.ttl, name.as_str()), (Some(Duration::from_millis(5)), "f"));
+        // A blob threshold follows the lifecycle (u32 LE); a partial one is corruption.
+        longer.extend_from_slice(&4096u32.to_le_bytes());
+        let (o, _) = KeyspaceOptions::decode_recorded(&longer).unwrap();
+        assert_eq!(o.blob_threshold, Some(4096));
+        let blob = KeyspaceOptions { blob_threshold: Some(7), ..KeyspaceOptions::default() };
+        assert_eq!(KeyspaceOptions::decode(&blob.encode()).unwrap(), blob);
+        assert!(KeyspaceOptions::decode(&longer[..longer.len() - 1]).is_err());
+        let mut zero = longer.clone();
+        zero.truncate(longer.len() - 4);
+        zero.extend_from_slice(&0u32.to_le_bytes());
+        assert!(KeyspaceOptions::decode(&zero).unwrap_err().is_corruption());
         longer.push(0);
         assert!(KeyspaceOptions::decode(&longer).unwrap_err().to_string().contains("after"));
         let mut bad = good.clone();

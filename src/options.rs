@@ -633,6 +633,17 @@ pub struct Options {
     /// The clock TTLs are measured with. Default `None`: the system clock; tests pass a
     /// [`crate::ManualClock`].
     pub clock: Option<Arc<dyn crate::Clock>>,
+    /// Key-value separation for the default keyspace (design.md#key-value-separation; other
+    /// keyspaces: [`crate::KeyspaceOptions::blob_threshold`]): flush and compaction write
+    /// values of at least this many bytes to blob files, and the SST keeps a reference.
+    /// Valid: 1 and up. Default `None` (off). RocksDB: `enable_blob_files` + `min_blob_size`.
+    pub blob_threshold: Option<u32>,
+    /// Blob garbage collection: a compaction relocates the live values of the oldest
+    /// `blob_gc_age_cutoff` fraction of the blob files (by number) whose references it reads
+    /// into new blob files, so the old files' values all become garbage and the files are
+    /// deleted. Valid: 0.0 (no collection) ..= 1.0. Default 0.25 (RocksDB's
+    /// `blob_garbage_collection_age_cutoff`).
+    pub blob_gc_age_cutoff: f64,
 }
 
 /// Default of [`Options::max_manifest_file_size`]: about 30,000 edits of ~140 bytes, replayed
@@ -706,6 +717,8 @@ impl Default for Options {
             max_manifest_file_size: MAX_MANIFEST_FILE_SIZE_DEFAULT,
             ttl: None,
             compaction_filter: None,
+            blob_threshold: None,
+            blob_gc_age_cutoff: 0.25,
             clock: None,
         }
     }

@@ -189,6 +189,17 @@ impl Options {
     /// `error_if_exists`, `block_cache_bytes`, where 0 disables the cache, `mmap_reads`,
     /// `storage`) are not checked.
     pub fn validate(&self) -> Result<()> {
+        if self.blob_threshold == Some(0) {
+            return Err(Error::invalid(
+                "Options::blob_threshold = Some(0) is out of range (valid: None or 1 and up)",
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.blob_gc_age_cutoff) {
+            return Err(Error::invalid(format!(
+                "Options::blob_gc_age_cutoff = {} is out of range (valid: 0.0..=1.0)",
+                self.blob_gc_age_cutoff
+            )));
+        }
         if let Some(ttl) = self.ttl {
             crate::compaction_filter::ttl_ms("ttl", ttl)?;
         }

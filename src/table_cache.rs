@@ -110,6 +110,9 @@ pub struct TableCache {
     pin_l0: bool,
     /// `Options::filters_on_huge_pages`.
     huge_page_filters: bool,
+    /// The blob files of the same directory, through the same block cache: every table it
+    /// opens follows its blob references there (design.md#key-value-separation).
+    blobs: Arc<crate::blob::BlobStore>,
 }
 
 impl std::fmt::Debug for TableCache {
@@ -147,7 +150,13 @@ impl TableCache {
                 )))
             }
         };
+        let blobs = Arc::new(crate::blob::BlobStore::new(
+            storage.clone(),
+            dir.clone(),
+            block_cache.clone(),
+        ));
         Ok(TableCache {
+            blobs,
             storage,
             dir,
             block_cache,
@@ -160,6 +169,11 @@ impl TableCache {
             pin_l0: false,
             huge_page_filters: false,
         })
+    }
+
+    /// The blob files of the database's directory.
+    pub(crate) fn blobs(&self) -> &Arc<crate::blob::BlobStore> {
+        &self.blobs
     }
 
     /// This cache with tables' index and filter blocks kept in the block cache
@@ -286,6 +300,7 @@ impl TableCache {
         let mut table = Table::open_with(file, number, self.block_cache.clone(), &path, policy)?;
         let g = slot.global_seq.load(Ordering::Acquire);
         table.set_global_seq((g > 0).then_some(g));
+        table.set_blob_store(self.blobs.clone());
         let table = Arc::new(table);
         self.opens.fetch_add(1, Ordering::Relaxed);
         let mut evicted: Vec<Arc<Table>> = Vec::new();

@@ -361,6 +361,18 @@ pub struct Version {
     /// The files of `levels[i]` that hold range tombstones, in level order (rebuilt with the
     /// level): a scan collects tombstones from these without visiting every file.
     range_deletion_files: Vec<Vec<Arc<TableFile>>>,
+    /// The live blob files (design.md#key-value-separation). A blob file leaves the set when
+    /// the manifest edit that makes all its values garbage is installed; it is deleted once no
+    /// version holding it is left (the engine's obsolete list watches the handle's count), so a
+    /// reader of an older version still finds every value its tables refer to.
+    blobs: BTreeMap<u64, Arc<BlobHandle>>,
+}
+
+/// A live blob file, shared by every version that holds it.
+#[derive(Debug)]
+pub struct BlobHandle {
+    /// Its file number.
+    pub number: u64,
 }
 
 impl Version {
@@ -372,8 +384,12 @@ impl Version {
         for files in levels.iter_mut().skip(1) {
             files.sort_by(|a, b| a.meta.smallest().cmp(&b.meta.smallest()));
         }
-        let mut v =
-            Version { levels, largest_briefs: Vec::new(), range_deletion_files: Vec::new() };
+        let mut v = Version {
+            levels,
+            largest_briefs: Vec::new(),
+            range_deletion_files: Vec::new(),
+            blobs: BTreeMap::new(),
+        };
         for level in 0..v.levels.len() {
             v.reindex(level);
         }
@@ -510,6 +526,28 @@ impl Version {
             v = v.with_file(*level, file.clone());
         }
         v
+    }
+
+    /// The live blob files, by number.
+    pub fn blobs(&self) -> &BTreeMap<u64, Arc<BlobHandle>> {
+        &self.blobs
+    }
+
+    /// This version with the blob files of `live` (the manifest's set after an edit): the
+    /// handles of files still live are kept, new ones made; the handles of files that left the
+    /// set are appended to `gone`.
+    pub fn with_blobs(
+        mut self,
+        live: impl IntoIterator<Item = u64>,
+        gone: &mut Vec<Arc<BlobHandle>>,
+    ) -> Version {
+        let mut old = std::mem::take(&mut self.blobs);
+        for number in live {
+            let h = old.remove(&number).unwrap_or_else(|| Arc::new(BlobHandle { number }));
+            self.blobs.insert(number, h);
+        }
+        gone.extend(old.into_values());
+        self
     }
 
     /// The file with `number` at `level`, if present.

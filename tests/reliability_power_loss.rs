@@ -45,6 +45,8 @@ struct Workload {
     /// Fewest compactions the script must make (so each sync point of one is crashed at
     /// several times).
     min_compactions: u64,
+    /// `Options::blob_threshold` (`None`: values stay in the tables).
+    blob_threshold: Option<u32>,
 }
 
 const MAIN: Workload = Workload {
@@ -62,6 +64,7 @@ const MAIN: Workload = Workload {
     explicit_compaction: false,
     max_manifest_file_size: None,
     min_compactions: 0,
+    blob_threshold: None,
 };
 
 const COMPACTION: Workload = Workload {
@@ -79,6 +82,7 @@ const COMPACTION: Workload = Workload {
     explicit_compaction: true,
     max_manifest_file_size: None,
     min_compactions: 6,
+    blob_threshold: None,
 };
 
 const ROLLOVER: Workload = Workload {
@@ -98,11 +102,35 @@ const ROLLOVER: Workload = Workload {
     explicit_compaction: true,
     max_manifest_file_size: Some(1024),
     min_compactions: 3,
+    blob_threshold: None,
+};
+
+/// `COMPACTION`'s script with every value (48 bytes and up) in blob files: flushes and
+/// compactions write, sync and name blob files, compactions count garbage, relocate the oldest
+/// files' values (age cutoff 0.5) and delete files that became all garbage.
+const BLOB: Workload = Workload {
+    name: "blob",
+    seed: 0xB10B_F11E,
+    shape: Shape {
+        ops: 70,
+        keys: 24,
+        pad: 48,
+        sync_percent: 35,
+        flush_percent: 6,
+        reopen_percent: 2,
+        compact_percent: 12,
+    },
+    explicit_compaction: true,
+    max_manifest_file_size: None,
+    min_compactions: 5,
+    blob_threshold: Some(40),
 };
 
 /// The workload whose sweep must notice a disabled `point`.
 fn workload_for(point: &str) -> &'static Workload {
-    if point.starts_with("compaction.") {
+    if point.starts_with("blob.") {
+        &BLOB
+    } else if point.starts_with("compaction.") {
         &COMPACTION
     } else {
         &MAIN
@@ -127,6 +155,8 @@ fn options(storage: &MemStorage, w: &Workload) -> Options {
         max_manifest_file_size: w
             .max_manifest_file_size
             .unwrap_or(Options::default().max_manifest_file_size),
+        blob_threshold: w.blob_threshold,
+        blob_gc_age_cutoff: 0.5,
         ..Options::default()
     }
 }
@@ -180,9 +210,21 @@ fn workload_ops(w: &Workload, steps: &[Step]) -> (u64, u64) {
 fn power_loss_at_every_operation_keeps_acknowledged_writes_and_a_prefix() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     testing::restore_all();
+    sweep(&[&MAIN, &COMPACTION, &ROLLOVER], 1000);
+}
+
+#[test]
+fn power_loss_at_every_operation_with_blob_files_keeps_acknowledged_writes_and_a_prefix() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    testing::restore_all();
+    sweep(&[&BLOB], 300);
+}
+
+/// Crashes each workload at every storage operation in every fate; at least `min_trials`.
+fn sweep(workloads: &[&Workload], min_trials: u64) {
     let mut trials = 0;
     let mut failures = Vec::new();
-    for w in [&MAIN, &COMPACTION, &ROLLOVER] {
+    for &w in workloads {
         let steps = script(w.seed, w.shape);
         let ops = ops(&steps);
         let (total, compactions) = workload_ops(w, &steps);
@@ -212,7 +254,7 @@ fn power_loss_at_every_operation_keeps_acknowledged_writes_and_a_prefix() {
         assert!(compactions >= w.min_compactions, "{}: only {compactions} compactions", w.name);
     }
     eprintln!("power loss: {trials} trials, {} failures", failures.len());
-    assert!(trials >= 1000, "only {trials} trials");
+    assert!(trials >= min_trials, "only {trials} trials");
     assert!(
         failures.is_empty(),
         "{} failed trials, first: {:?}",
@@ -224,8 +266,24 @@ fn power_loss_at_every_operation_keeps_acknowledged_writes_and_a_prefix() {
 #[test]
 fn disabling_any_durability_point_is_detected() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let points: Vec<&str> =
+        testing::SYNC_POINTS.iter().copied().filter(|p| !p.starts_with("blob.")).collect();
+    sharpness(&points);
+}
+
+#[test]
+fn disabling_the_blob_file_sync_is_detected() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let points: Vec<&str> =
+        testing::SYNC_POINTS.iter().copied().filter(|p| p.starts_with("blob.")).collect();
+    assert!(!points.is_empty());
+    sharpness(&points);
+}
+
+/// With each of `points` disabled in turn, the sweep of its workload finds a failing trial.
+fn sharpness(points: &[&'static str]) {
     let mut undetected = Vec::new();
-    for &point in testing::SYNC_POINTS {
+    for &point in points {
         let w = workload_for(point);
         let steps = script(w.seed, w.shape);
         let ops = ops(&steps);

@@ -32,6 +32,9 @@ fn main() {
             memtable_size: 2048,
             block_size: 256,
             compression,
+            // The last database keeps its values in blob files: blob seeds, and tables of
+            // references (SST format 7).
+            blob_threshold: (i == 2).then_some(16),
             ..Options::default()
         };
         let db = Db::open(dir, opts).unwrap();
@@ -50,6 +53,7 @@ fn main() {
                 n if n.ends_with(".sst") => "table",
                 n if n.ends_with(".log") => "wal",
                 n if n.starts_with("MANIFEST-") => "manifest",
+                n if n.ends_with(".blob") => "blob",
                 _ => continue,
             };
             put(target, &format!("{i}-{name}"), &bytes);

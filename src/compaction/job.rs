@@ -98,6 +98,9 @@ pub struct OutputLayout {
     /// `Some(bytes)`: partition the index (`Options::partition_index`) into blocks of about
     /// `bytes` (`Options::metadata_block_size`).
     pub index_partition_bytes: Option<usize>,
+    /// Values of at least this many bytes are written to blob files
+    /// (design.md#key-value-separation): the keyspace's `blob_threshold`.
+    pub blob_threshold: Option<u32>,
 }
 
 /// What to merge.
@@ -140,6 +143,9 @@ pub struct JobSpec {
     /// with the next level's files and a later compaction of one output overlaps fewer of
     /// them (RocksDB's `level_compaction_dynamic_file_size`).
     pub grandparent_starts: Vec<(u32, Vec<u8>)>,
+    /// Blob files whose live values the job relocates (garbage collection: the oldest
+    /// `Options::blob_gc_age_cutoff` share of the live blob files).
+    pub blob_gc_files: BTreeSet<u64>,
 }
 
 impl JobSpec {
@@ -165,6 +171,26 @@ pub struct JobResult {
     pub entries_out: u64,
     /// Key ranges merged on their own threads (0 when no keyspace's input was split).
     pub subcompactions: u64,
+    /// Blob files written (synced), with the bytes of each file.
+    pub blob_files: Vec<(crate::blob::BlobMeta, u64)>,
+    /// References the job read and did not write: garbage of their blob files, by file
+    /// number, as (values, bytes).
+    pub blob_garbage: BTreeMap<u64, (u64, u64)>,
+    /// Values the job relocated out of the files of `JobSpec::blob_gc_files`.
+    pub blob_relocated: u64,
+}
+
+impl JobResult {
+    /// Adds a range's blob outputs and garbage to the job's.
+    fn absorb_blobs(&mut self, part: &mut JobResult) {
+        self.blob_files.append(&mut part.blob_files);
+        for (n, (c, b)) in std::mem::take(&mut part.blob_garbage) {
+            let g = self.blob_garbage.entry(n).or_default();
+            g.0 += c;
+            g.1 += b;
+        }
+        self.blob_relocated += part.blob_relocated;
+    }
 }
 
 /// A run of disjoint tables read in order, restricted to a key range: the first table opened
@@ -260,6 +286,7 @@ pub fn run(env: &JobEnv<'_>, spec: JobSpec) -> Result<JobResult> {
         for n in made.into_inner() {
             env.tables.evict(n);
             let _ = env.storage.remove(&env.dir.join(filename::sst_name(n)));
+            let _ = env.storage.remove(&env.dir.join(filename::blob_name(n)));
         }
     }
     r
@@ -299,7 +326,8 @@ fn run_inner(env: &JobEnv<'_>, mut spec: JobSpec, made: &Mutex<Vec<u64>>) -> Res
         if ranges.len() > 1 {
             res.subcompactions += ranges.len() as u64;
         }
-        for part in run_ranges(env, &spec, &input, &ranges, made)? {
+        for mut part in run_ranges(env, &spec, &input, &ranges, made)? {
+            res.absorb_blobs(&mut part.res);
             metas.extend(part.metas);
             res.filter_fallbacks += part.res.filter_fallbacks;
             res.entries_in += part.res.entries_in;
@@ -310,6 +338,7 @@ fn run_inner(env: &JobEnv<'_>, mut spec: JobSpec, made: &Mutex<Vec<u64>>) -> Res
     if crate::testing::enabled("compaction.sync_dir") {
         env.storage.sync_dir(env.dir)?;
     }
+    res.bytes_written += res.blob_files.iter().map(|(_, size)| size).sum::<u64>();
     for meta in metas {
         let table = env.tables.open(meta.number)?;
         res.bytes_written += meta.size;
@@ -394,6 +423,7 @@ pub(crate) fn run_range(
         next_grandparent: 0,
         key_buf: Vec::new(),
         spare: Vec::new(),
+        blob: None,
     };
     let mut group: Vec<Version> = Vec::new();
     let mut group_key: Vec<u8> = Vec::new();
@@ -444,7 +474,12 @@ pub(crate) fn run_range(
     {
         out.start(env, spec, made)?; // tombstones with no version left beside them
     }
-    out.finish(env, spec, metas, res, true)
+    out.finish(env, spec, metas, res, true)?;
+    // The blob file is synced here, before the directory sync and the manifest edit.
+    if let Some(w) = out.blob.take() {
+        res.blob_files.push(w.finish()?);
+    }
+    Ok(())
 }
 
 /// Merges each range of one keyspace (the first on this thread, the others on scoped threads)
@@ -586,6 +621,8 @@ struct Output<'t> {
     /// Value buffers of written versions, reused for the next versions read (at most
     /// [`SPARE_BUFFERS`]): the merge then allocates per entry only when versions are dropped.
     spare: Vec<Vec<u8>>,
+    /// The blob file values at or above the threshold go to (made at the first one).
+    blob: Option<crate::blob::BlobWriter>,
 }
 
 /// Most value buffers an output keeps for reuse.
@@ -714,6 +751,21 @@ fn emit(
     let covering: &[u64] = out.all_tombstones.covering_seqs(user_key);
     let covered_at = |seq: u64, reader: u64| covering.iter().any(|&t| t > seq && t <= reader);
     let retention = spec.retention.get(&out.keyspace);
+    // Blob references (design.md#key-value-separation): each one read is garbage of its file
+    // unless it is written again as it is. A reference is carried over without reading its
+    // value, except where the value itself is needed: a lifecycle rule (TTL, compaction filter)
+    // or a merge reads it, and garbage collection relocates it.
+    let mut refs_in: Vec<crate::blob::BlobRef> = Vec::new();
+    let has_merge = group.iter().any(|v| v.kind == ValueKind::Merge);
+    for v in group.iter_mut().filter(|v| v.kind == ValueKind::BlobIndex) {
+        let r = crate::blob::BlobRef::decode(&v.value)?;
+        refs_in.push(r);
+        if retention.is_some() || has_merge || spec.blob_gc_files.contains(&r.file) {
+            v.value = env.tables.blobs().get(&r)?;
+            v.kind = ValueKind::Put;
+            res.blob_relocated += spec.blob_gc_files.contains(&r.file) as u64;
+        }
+    }
     // The lifecycle rule (design.md#compaction-filters): only the newest version, and only
     // when no live snapshot can see it. An expired one becomes a tombstone at its sequence.
     let unseen = |seq: u64| spec.snapshots.last().is_none_or(|&s| seq > s);
@@ -731,7 +783,8 @@ fn emit(
         }
     }
     let single = group.len() == 1 && covering.is_empty();
-    let mut keep = if single && matches!(group[0].kind, ValueKind::Put | ValueKind::Delete) {
+    let lone = matches!(group[0].kind, ValueKind::Put | ValueKind::Delete | ValueKind::BlobIndex);
+    let mut keep = if single && lone {
         // The common case, without collapse's allocations: a lone Put is the newest version
         // and stays; a lone Delete stays unless nothing older exists (bottommost), exactly
         // what `collapse` keeps of a single version.
@@ -776,6 +829,18 @@ fn emit(
             }
         }
     }
+    // References written again as they are stay live; the rest are garbage.
+    for v in keep.iter().filter(|v| v.kind == ValueKind::BlobIndex) {
+        let r = crate::blob::BlobRef::decode(&v.value)?;
+        if let Some(i) = refs_in.iter().position(|x| *x == r) {
+            refs_in.swap_remove(i);
+        }
+    }
+    for r in refs_in {
+        let g = res.blob_garbage.entry(r.file).or_default();
+        g.0 += 1;
+        g.1 += r.size;
+    }
     if keep.is_empty() {
         *group = keep; // its allocation is reused for the next key
         return Ok(());
@@ -795,7 +860,24 @@ fn emit(
     let keyspace = out.keyspace;
     let (b, _, _) = out.builder.as_mut().expect("just made");
     let k = &mut out.key_buf;
-    for v in keep.drain(..) {
+    let threshold = spec.layout(keyspace).blob_threshold;
+    for mut v in keep.drain(..) {
+        if v.kind == ValueKind::Put && threshold.is_some_and(|t| v.value.len() >= t as usize) {
+            let w = match &mut out.blob {
+                Some(w) => w,
+                none => {
+                    let number = (env.new_file_number)();
+                    made.lock().push(number);
+                    let w =
+                        crate::blob::BlobWriter::create(env.storage, env.dir, number, keyspace)?;
+                    none.insert(w)
+                }
+            };
+            let r = w.add(user_key, &v.value)?;
+            v.value.clear();
+            r.encode_into(&mut v.value);
+            v.kind = ValueKind::BlobIndex;
+        }
         k.clear();
         ikey::encode_in_into(k, keyspace, user_key, v.seq, v.kind);
         b.add(k, &v.value)?;
@@ -829,6 +911,7 @@ mod tests {
             next_grandparent: 0,
             key_buf: Vec::new(),
             spare: Vec::new(),
+            blob: None,
         };
         // Keyspace 0's files come before keyspace 1's in file order: all passed at the first
         // key of keyspace 1, as is "c" when the first key is "d".

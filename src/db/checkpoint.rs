@@ -35,7 +35,7 @@ pub(crate) fn checkpoint(inner: &DbInner, target: &Path) -> Result<()> {
         inner.set_bg_error(&e);
         return Err(e);
     }
-    let _manifest = inner.manifest.lock();
+    let manifest = inner.manifest.lock();
     let sv = inner.super_version();
     // The new directory's own entry, and those of any parents made for it, must survive a
     // power loss too.
@@ -47,6 +47,16 @@ pub(crate) fn checkpoint(inner: &DbInner, target: &Path) -> Result<()> {
             let name = filename::sst_name(f.meta.number);
             storage.link_or_copy(&inner.dir.join(&name), &target.join(&name))?;
             edit.added.push((level as u32, f.meta.clone()));
+        }
+    }
+    // The live blob files, with their garbage so far (under the manifest lock, the set the
+    // version's tables refer to).
+    for b in manifest.blobs().values() {
+        let name = filename::blob_name(b.number);
+        storage.link_or_copy(&inner.dir.join(&name), &target.join(&name))?;
+        edit.blob_files.push(b.clone());
+        if b.garbage_count > 0 {
+            edit.blob_garbage.push((b.number, b.garbage_count, b.garbage_bytes));
         }
     }
     // The WALs of the memtables not yet flushed (the active one and any frozen ones), so the
@@ -69,6 +79,7 @@ pub(crate) fn checkpoint(inner: &DbInner, target: &Path) -> Result<()> {
     edit.default_lifecycle = super::open::default_lifecycle(&inner.opts);
     storage.sync_dir(target)?;
     Manifest::create(storage, target, manifest_number, &edit)?;
+    drop(manifest);
     drop(w);
     Ok(())
 }

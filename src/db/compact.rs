@@ -229,6 +229,7 @@ pub(crate) fn run_pick(inner: &DbInner, p: &Pick) -> Result<()> {
                 .opts
                 .partition_index
                 .then_some(inner.opts.metadata_block_size),
+            blob_threshold: l.blob_threshold,
         }
     };
     let keyspaces: BTreeSet<u32> = runs.iter().flatten().map(|f| f.meta.keyspace).collect();
@@ -258,6 +259,12 @@ pub(crate) fn run_pick(inner: &DbInner, p: &Pick) -> Result<()> {
             starts.sort();
             starts
         },
+        blob_gc_files: {
+            // The oldest `blob_gc_age_cutoff` share of the live blob files (RocksDB's rule).
+            let blobs = v.blobs();
+            let n = (blobs.len() as f64 * inner.opts.blob_gc_age_cutoff).floor() as usize;
+            blobs.keys().take(n).copied().collect()
+        },
     };
     let new_number = || inner.new_file_number();
     let closing = || inner.is_closing();
@@ -281,6 +288,8 @@ pub(crate) fn run_pick(inner: &DbInner, p: &Pick) -> Result<()> {
         next_file_number: Some(inner.next_file.load(Ordering::SeqCst)),
         added: added.iter().map(|(l, f)| (*l as u32, f.meta.clone())).collect(),
         deleted: deleted.iter().map(|&(l, n)| (l as u32, n)).collect(),
+        blob_files: res.blob_files.iter().map(|(m, _)| m.clone()).collect(),
+        blob_garbage: res.blob_garbage.iter().map(|(&n, &(c, b))| (n, c, b)).collect(),
         ..VersionEdit::default()
     };
     // On failure the outputs stay on disk: a failed manifest append or sync does not mean the
@@ -294,6 +303,7 @@ pub(crate) fn run_pick(inner: &DbInner, p: &Pick) -> Result<()> {
         }
         return Err(e);
     }
+    c.blob_relocated.fetch_add(res.blob_relocated, Ordering::Relaxed);
     c.compactions.fetch_add(1, Ordering::Relaxed);
     c.compaction_bytes_read.fetch_add(res.bytes_read, Ordering::Relaxed);
     c.compaction_bytes_written.fetch_add(res.bytes_written, Ordering::Relaxed);
@@ -331,11 +341,15 @@ fn install(
         inner.set_bg_error(&e);
         return Err(e);
     }
+    let live_blobs: Vec<u64> = manifest.blobs().keys().copied().collect();
+    let mut gone = Vec::new();
     inner.install_super_version(|cur| SuperVersion {
         mem: cur.mem.clone(),
         imm: cur.imm.clone(),
-        version: Arc::new(cur.version.apply(deleted, added)),
+        version: Arc::new(cur.version.apply(deleted, added).with_blobs(live_blobs, &mut gone)),
     });
+    drop(manifest);
+    inner.obsolete_blobs.lock().extend(gone);
     Ok(())
 }
 
@@ -350,6 +364,18 @@ pub(crate) fn purge_obsolete(inner: &DbInner) {
         }
         inner.tables.evict(f.meta.number);
         let _ = inner.storage.remove(&inner.dir.join(filename::sst_name(f.meta.number)));
+        false
+    });
+    drop(list);
+    // Blob files: the manifest edit that made them obsolete is durable (they leave a version
+    // only after it), and no version holds them any more, so no reader can follow a reference
+    // into them.
+    inner.obsolete_blobs.lock().retain(|b| {
+        if Arc::strong_count(b) > 1 {
+            return true;
+        }
+        inner.tables.blobs().evict(b.number);
+        let _ = inner.storage.remove(&inner.dir.join(filename::blob_name(b.number)));
         false
     });
 }

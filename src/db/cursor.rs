@@ -541,8 +541,9 @@ impl DbCursor {
             if inside && e.seq <= self.snapshot {
                 let skipped = skipping && e.user_key <= self.saved_key;
                 match Self::effective_kind(&self.tombstones, e, self.snapshot, self.config.ttl) {
-                    // Sources never yield range tombstones (iter/source.rs rejects them).
-                    ValueKind::Delete | ValueKind::RangeDelete => {
+                    // Sources never yield range tombstones (iter/source.rs rejects them) nor
+                    // blob references (it reads their values).
+                    ValueKind::Delete | ValueKind::RangeDelete | ValueKind::BlobIndex => {
                         self.saved_key.clear();
                         self.saved_key.extend_from_slice(&e.user_key);
                         skipping = true;
@@ -591,7 +592,7 @@ impl DbCursor {
             };
             match Self::effective_kind(&self.tombstones, e, self.snapshot, self.config.ttl) {
                 ValueKind::Put => break Some(e.value.clone()),
-                ValueKind::Delete | ValueKind::RangeDelete => break None,
+                ValueKind::Delete | ValueKind::RangeDelete | ValueKind::BlobIndex => break None,
                 ValueKind::Merge => {
                     ops.check_source(self.merge.merge_operator(), &self.saved_key)?;
                     let e = self.merge.entry().expect("on an operand");
@@ -647,7 +648,7 @@ impl DbCursor {
                         ops.clear();
                         live = true;
                     }
-                    ValueKind::Delete | ValueKind::RangeDelete => {
+                    ValueKind::Delete | ValueKind::RangeDelete | ValueKind::BlobIndex => {
                         base = None;
                         ops.clear();
                         live = false;

@@ -46,7 +46,7 @@ impl Db {
 /// Deletion rank of a siftdb file: lower goes first (module doc, crash safety).
 fn rank(kind: FileKind, number: u64, live_manifest: u64) -> u8 {
     match kind {
-        FileKind::Sst | FileKind::Wal | FileKind::CurrentTmp => 0,
+        FileKind::Sst | FileKind::Blob | FileKind::Wal | FileKind::CurrentTmp => 0,
         FileKind::Manifest if number != live_manifest => 0,
         FileKind::Current => 1,
         FileKind::Manifest => 2,

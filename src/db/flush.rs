@@ -95,18 +95,70 @@ struct L0Output {
     /// The memtable's range tombstones of `keyspace`: an operand chain ends at a version they
     /// delete (see [`add_collapsed`]).
     tombstones: Fragments,
+    /// The keyspace's blob threshold, and the blob file its large values go to (made at the
+    /// first one).
+    blob_threshold: Option<u32>,
+    blob: Option<crate::blob::BlobWriter>,
+}
+
+impl L0Output {
+    /// Adds `(key, seq, kind)` with `value`; a Put of a value at or above the blob threshold
+    /// goes to the blob file and the table gets a `BlobIndex` entry referring to it.
+    fn add(
+        &mut self,
+        inner: &DbInner,
+        made: &mut Vec<u64>,
+        ikey_buf: &mut Vec<u8>,
+        (key, seq, kind): (&[u8], u64, ValueKind),
+        value: &[u8],
+    ) -> Result<()> {
+        ikey_buf.clear();
+        if kind == ValueKind::Put && self.blob_threshold.is_some_and(|t| value.len() >= t as usize)
+        {
+            let w = match &mut self.blob {
+                Some(w) => w,
+                none => {
+                    let number = inner.new_file_number();
+                    made.push(number);
+                    let w = crate::blob::BlobWriter::create(
+                        &*inner.storage,
+                        &inner.dir,
+                        number,
+                        self.keyspace,
+                    )?;
+                    none.insert(w)
+                }
+            };
+            let r = w.add(key, value)?.encode();
+            ikey::encode_in_into(ikey_buf, self.keyspace, key, seq, ValueKind::BlobIndex);
+            return self.builder.add(ikey_buf, &r);
+        }
+        ikey::encode_in_into(ikey_buf, self.keyspace, key, seq, kind);
+        self.builder.add(ikey_buf, value)
+    }
+}
+
+/// What a flush wrote: the L0 tables, and the blob files their references name.
+pub(crate) struct FlushOutput {
+    /// The tables, in key order.
+    pub files: Vec<Arc<TableFile>>,
+    /// The blob files (synced).
+    pub blobs: Vec<crate::blob::BlobMeta>,
+    /// Bytes of the blob files.
+    pub blob_file_bytes: u64,
 }
 
 /// Writes `mem` to new L0 SSTs, one per keyspace it holds (files never mix keyspaces), each
 /// built with its keyspace's options; entries of keyspaces no longer live (dropped) are
 /// discarded. Syncs the files and the directory and returns the open table files, in key order.
-pub(crate) fn write_l0_tables(inner: &DbInner, mem: &Memtable) -> Result<Vec<Arc<TableFile>>> {
+pub(crate) fn write_l0_tables(inner: &DbInner, mem: &Memtable) -> Result<FlushOutput> {
     let mut made: Vec<u64> = Vec::new();
     let r = write_l0_tables_inner(inner, mem, &mut made);
     if r.is_err() {
         for n in made {
             inner.tables.evict(n);
             let _ = inner.storage.remove(&inner.dir.join(filename::sst_name(n)));
+            let _ = inner.storage.remove(&inner.dir.join(filename::blob_name(n)));
         }
     }
     r
@@ -116,8 +168,9 @@ fn write_l0_tables_inner(
     inner: &DbInner,
     mem: &Memtable,
     made: &mut Vec<u64>,
-) -> Result<Vec<Arc<TableFile>>> {
+) -> Result<FlushOutput> {
     let set = inner.keyspaces.load_full();
+    let mut blobs: Vec<(crate::blob::BlobMeta, u64)> = Vec::new();
     let mut out: Option<L0Output> = None;
     let mut summaries: Vec<(u32, u64, crate::sst::TableSummary)> = Vec::new();
     let mut last: Vec<u8> = Vec::new();
@@ -164,7 +217,7 @@ fn write_l0_tables_inner(
                         &retention,
                     )?;
                 }
-                summaries.push(finish_l0(inner, mem, o)?);
+                summaries.push(finish_l0(inner, mem, o, &mut blobs)?);
             }
             let number = inner.new_file_number();
             made.push(number);
@@ -179,7 +232,15 @@ fn write_l0_tables_inner(
             let tombstones = mem.range_tombstones(keyspace);
             retention = super::ttl::retention(&inner.opts, &set, keyspace, now);
             builder.set_write_times(retention.ttl_ms.is_some());
-            out = Some(L0Output { keyspace, number, builder, distinct: 0, tombstones });
+            out = Some(L0Output {
+                keyspace,
+                number,
+                builder,
+                distinct: 0,
+                tombstones,
+                blob_threshold: layout.blob_threshold,
+                blob: None,
+            });
         }
         let o = out.as_mut().expect("an output is open");
         let first_of_key = o.distinct == 0 || last.as_slice() != key;
@@ -217,15 +278,13 @@ fn write_l0_tables_inner(
                 }
             }
         }
-        ikey_buf.clear();
-        ikey::encode_in_into(&mut ikey_buf, keyspace, key, seq, kind);
-        o.builder.add(&ikey_buf, &value)
+        o.add(inner, made, &mut ikey_buf, (key, seq, kind), &value)
     })?;
     if let Some(mut o) = out.take() {
         if let Some(versions) = operands.take() {
             add_collapsed(&mut o, &last, versions, &snapshots, op_of(&retention), &retention)?;
         }
-        summaries.push(finish_l0(inner, mem, o)?);
+        summaries.push(finish_l0(inner, mem, o, &mut blobs)?);
     }
     // A keyspace with range tombstones but no point entry here still gets a table: older
     // levels may hold what its tombstones delete.
@@ -240,8 +299,16 @@ fn write_l0_tables_inner(
         let layout = Layout::of(&inner.opts, &set, keyspace, 0);
         let builder = TableBuilder::new(file, layout.table)?;
         let tombstones = Fragments::default(); // only used for point entries
-        let o = L0Output { keyspace, number, builder, distinct: 0, tombstones };
-        summaries.push(finish_l0(inner, mem, o)?);
+        let o = L0Output {
+            keyspace,
+            number,
+            builder,
+            distinct: 0,
+            tombstones,
+            blob_threshold: None,
+            blob: None,
+        };
+        summaries.push(finish_l0(inner, mem, o, &mut blobs)?);
     }
     if crate::testing::enabled("flush.sync_dir") && !summaries.is_empty() {
         inner.storage.sync_dir(&inner.dir)?;
@@ -262,15 +329,23 @@ fn write_l0_tables_inner(
         };
         files.push(Arc::new(TableFile::new(meta, &table, inner.tables.clone())));
     }
-    Ok(files)
+    let blob_file_bytes = blobs.iter().map(|(_, size)| size).sum();
+    let blobs = blobs.into_iter().map(|(meta, _)| meta).collect();
+    Ok(FlushOutput { files, blobs, blob_file_bytes })
 }
 
 /// Finishes one L0 table with its filter (module documentation, "Flush filter rule").
 fn finish_l0(
     inner: &DbInner,
     mem: &Memtable,
-    o: L0Output,
+    mut o: L0Output,
+    blobs: &mut Vec<(crate::blob::BlobMeta, u64)>,
 ) -> Result<(u32, u64, crate::sst::TableSummary)> {
+    // The blob file is synced before the table that refers to it; the directory sync and the
+    // manifest edit naming both follow.
+    if let Some(w) = o.blob.take() {
+        blobs.push(w.finish()?);
+    }
     let set = inner.keyspaces.load();
     let layout = Layout::of(&inner.opts, &set, o.keyspace, 0);
     let v = inner.super_version().version.clone();
@@ -432,7 +507,7 @@ pub(crate) fn flush_recovered(inner: &DbInner) -> Result<()> {
 
 /// Flushes the oldest immutable memtable `mem` and installs the result.
 fn flush_one(inner: &DbInner, mem: &Arc<Memtable>) -> Result<()> {
-    let mut files = write_l0_tables(inner, mem)?;
+    let FlushOutput { mut files, blobs, blob_file_bytes } = write_l0_tables(inner, mem)?;
     let mut manifest = inner.manifest.lock();
     // A keyspace dropped while the tables were written (its drop edit holds the manifest lock,
     // as this one now does) must not get them: they become obsolete at once.
@@ -440,7 +515,9 @@ fn flush_one(inner: &DbInner, mem: &Arc<Memtable>) -> Result<()> {
     let (live, dead): (Vec<_>, Vec<_>) =
         files.drain(..).partition(|f| set.is_live(f.meta.keyspace));
     let files = live;
-    let file_size: u64 = files.iter().map(|f| f.meta.size).sum();
+    let (blobs, dead_blobs): (Vec<_>, Vec<_>) =
+        blobs.into_iter().partition(|b| set.is_live(b.keyspace));
+    let file_size: u64 = files.iter().map(|f| f.meta.size).sum::<u64>() + blob_file_bytes;
     let sv = inner.super_version();
     // WALs below the oldest memtable still unflushed after this one are obsolete.
     let log_number = sv
@@ -454,9 +531,12 @@ fn flush_one(inner: &DbInner, mem: &Arc<Memtable>) -> Result<()> {
         next_file_number: Some(inner.next_file.load(Ordering::SeqCst)),
         last_sequence: Some(inner.visible_seq.load(Ordering::Acquire)),
         added: files.iter().map(|f| (0, f.meta.clone())).collect(),
+        blob_files: blobs,
         ..VersionEdit::default()
     };
     manifest.append(&edit, &inner.manifest_rollover())?;
+    let live_blobs: Vec<u64> = manifest.blobs().keys().copied().collect();
+    let mut gone_blobs = Vec::new();
     inner.install_super_version(|cur| {
         // Every flushed file is newer than the L0 files before it; among themselves they hold
         // disjoint keyspaces, so their order does not matter.
@@ -464,11 +544,17 @@ fn flush_one(inner: &DbInner, mem: &Arc<Memtable>) -> Result<()> {
         SuperVersion {
             mem: cur.mem.clone(),
             imm: cur.imm.iter().filter(|m| !Arc::ptr_eq(m, mem)).cloned().collect(),
-            version: Arc::new(cur.version.apply(&[], &added)),
+            version: Arc::new(
+                cur.version.apply(&[], &added).with_blobs(live_blobs.clone(), &mut gone_blobs),
+            ),
         }
     });
     drop(manifest);
     inner.obsolete.lock().extend(dead);
+    inner.obsolete_blobs.lock().extend(gone_blobs);
+    for b in dead_blobs {
+        let _ = inner.storage.remove(&inner.dir.join(filename::blob_name(b.number)));
+    }
     inner.l0_run_keys.store(mem.len(), Ordering::Relaxed);
     inner.counters.flushes.fetch_add(1, Ordering::Relaxed);
     inner.counters.flush_bytes_written.fetch_add(file_size, Ordering::Relaxed);

@@ -94,6 +94,8 @@ pub(crate) struct Layout {
     pub table: TableOptions,
     /// Filter policy: the flush filter for L0 files, the static one for compaction outputs.
     pub policy: FilterPolicy,
+    /// Values of at least this many bytes go to blob files (design.md#key-value-separation).
+    pub blob_threshold: Option<u32>,
 }
 
 impl Layout {
@@ -107,9 +109,13 @@ impl Layout {
                 let mut table = base;
                 table.block_size = o.block_size;
                 table.compression = o.compression.into();
-                Layout { table, policy: o.filter_policy.clone() }
+                Layout { table, policy: o.filter_policy.clone(), blob_threshold: o.blob_threshold }
             }
-            None => Layout { table: base, policy: opts.filter_policy.clone() },
+            None => Layout {
+                table: base,
+                policy: opts.filter_policy.clone(),
+                blob_threshold: opts.blob_threshold,
+            },
         }
     }
 
@@ -233,13 +239,18 @@ pub(crate) fn drop_keyspace(inner: &DbInner, name: &str) -> Result<()> {
     next.live.remove(&id);
     next.dropped.insert(id);
     inner.keyspaces.store(Arc::new(next));
+    // The drop's replay removed the keyspace's blob files from the manifest's set: they leave
+    // the version too, and are deleted once no reader holds them.
+    let live_blobs: Vec<u64> = manifest.blobs().keys().copied().collect();
+    let mut gone_blobs = Vec::new();
     inner.install_super_version(|cur| SuperVersion {
         mem: cur.mem.clone(),
         imm: cur.imm.clone(),
-        version: Arc::new(cur.version.apply(&deleted, &[])),
+        version: Arc::new(cur.version.apply(&deleted, &[]).with_blobs(live_blobs, &mut gone_blobs)),
     });
     drop(manifest);
     inner.obsolete.lock().extend(removed);
+    inner.obsolete_blobs.lock().extend(gone_blobs);
     compact::purge_obsolete(inner);
     Ok(())
 }

@@ -91,6 +91,7 @@ pub(crate) struct Counters {
     pub compactions: AtomicU64,
     pub trivial_moves: AtomicU64,
     pub subcompactions: AtomicU64,
+    pub blob_relocated: AtomicU64,
     pub compaction_bytes_read: AtomicU64,
     pub compaction_bytes_written: AtomicU64,
     pub filter_fallbacks: AtomicU64,
@@ -145,6 +146,8 @@ pub(crate) struct DbInner {
     pub compaction_lock: Mutex<()>,
     /// Files removed from the version, deleted when nothing references them (compact.rs).
     pub obsolete: Mutex<Vec<Arc<crate::version::TableFile>>>,
+    /// Blob files no longer live, deleted when no version holds them (compact.rs).
+    pub obsolete_blobs: Mutex<Vec<Arc<crate::version::BlobHandle>>>,
     /// The live and dropped keyspaces; replaced (never modified) under the manifest lock.
     pub keyspaces: ArcSwap<keyspace::KeyspaceSet>,
     /// The directory lock, released when the database is closed (`None` after that, and for

@@ -74,9 +74,26 @@ struct Batch<'a> {
     batch_reads: bool,
     /// Merge operands collected per key (newest first), with the configured operator.
     operands: Vec<Operands<'a>>,
+    /// Keys whose value is in a blob file, with its reference: read after the walk, grouped
+    /// by file in offset order (`read_blobs`).
+    blobs: Vec<(usize, crate::blob::BlobRef)>,
+    /// The blob files those references are read from.
+    blob_store: Option<std::sync::Arc<crate::blob::BlobStore>>,
 }
 
 impl Batch<'_> {
+    /// Reads the values of the keys found as blob references, one blob file at a time in
+    /// offset order (each file opened once, its reads moving forward), and answers them.
+    fn read_blobs(&mut self) {
+        let Some(store) = self.blob_store.take() else { return };
+        let mut blobs = std::mem::take(&mut self.blobs);
+        blobs.sort_by_key(|(_, r)| (r.file, r.offset));
+        for (i, r) in blobs {
+            let answer = store.get(&r).and_then(|v| self.operands[i].finish(self.keys[i], Some(v)));
+            self.answers[i] = Some(answer);
+        }
+    }
+
     /// Drops the keys marked in `done` from `pending`.
     fn retire(&mut self, done: &mut Vec<bool>) {
         let mut slot = 0;
@@ -110,6 +127,8 @@ fn lookup_all(
         answers: (0..keys.len()).map(|_| None).collect(),
         batch_reads: crate::storage::uring::available(),
         operands: (0..keys.len()).map(|_| Operands::with_ttl(merge_operator, ttl)).collect(),
+        blobs: Vec::new(),
+        blob_store: None,
     };
 
     let mut done = vec![false; b.pending.len()];
@@ -145,6 +164,7 @@ fn lookup_all(
         b.round(version, &runs, reads, &mut done, &mut scratch);
         b.retire(&mut done);
     }
+    b.read_blobs();
     // Keys no level resolved: their operands (if any) merge onto no base.
     let Batch { answers, operands, .. } = b;
     answers

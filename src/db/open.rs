@@ -57,7 +57,7 @@ fn refuse_foreign_directory(storage: &dyn Storage, dir: &Path) -> Result<()> {
                     dir.display()
                 )))
             }
-            Some((FileKind::Sst, _)) => true,
+            Some((FileKind::Sst | FileKind::Blob, _)) => true,
             Some((FileKind::Wal, _)) => wal_holds_data(storage, &dir.join(&name))?,
             Some(_) => false,
         };
@@ -179,7 +179,8 @@ fn recover_files(
         }
     }
     // L0 newest first (higher file number = written later); deeper levels by smallest key.
-    let version = Version::from_levels(levels);
+    let version =
+        Version::from_levels(levels).with_blobs(state.blobs.keys().copied(), &mut Vec::new());
 
     // WAL replay.
     let mut wals: Vec<u64> = names
@@ -325,6 +326,7 @@ fn assemble(
         l0_run_keys: AtomicU64::new(rec.l0_run_keys),
         compaction_lock: Mutex::new(()),
         obsolete: Mutex::new(Vec::new()),
+        obsolete_blobs: Mutex::new(Vec::new()),
         keyspaces: arc_swap::ArcSwap::from_pointee(super::keyspace::KeyspaceSet::recovered(
             &rec.state,
         )),
@@ -402,6 +404,8 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         keyspaces: rec.state.keyspaces.values().cloned().collect(),
         dropped_keyspaces: rec.state.dropped_keyspaces.iter().copied().collect(),
         default_lifecycle: default_lifecycle(&opts),
+        blob_files: rec.state.snapshot_edit().blob_files,
+        blob_garbage: rec.state.snapshot_edit().blob_garbage,
         ..VersionEdit::default()
     };
     let manifest = Manifest::create(&*storage, dir, manifest_number, &snapshot)?;
@@ -415,6 +419,11 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
                 let _ = storage.remove(&dir.join(name));
             }
             Some((FileKind::Sst, n)) if !live.contains(&n) => {
+                let _ = storage.remove(&dir.join(name));
+            }
+            // A blob file no manifest edit named (a flush or compaction that did not finish),
+            // or one whose values were all garbage.
+            Some((FileKind::Blob, n)) if !rec.state.blobs.contains_key(&n) => {
                 let _ = storage.remove(&dir.join(name));
             }
             Some((FileKind::Wal, n)) if n < log_number => {

@@ -170,6 +170,7 @@ fn lookup(
         Ok(match r {
             GetResult::Found(v) => Step::Base(PinnedValue::owned(v)),
             GetResult::FoundInBlock(v) => Step::Base(PinnedValue::in_block(v)),
+            GetResult::Blob(r) => Step::Base(PinnedValue::owned(table.blob_store()?.get(&r)?)),
             GetResult::Deleted => Step::Deleted,
             GetResult::NotFound => Step::Continue,
         })

@@ -239,6 +239,15 @@ pub struct Stats {
     pub l0_stops: u64,
     /// Microseconds of those L0 delays and stops (also included in `write_stall_micros`).
     pub l0_stall_micros: u64,
+    /// Live blob files (design.md#key-value-separation). Their bytes count in
+    /// `flush_bytes_written` and `compaction_bytes_written` when written.
+    pub blob_files: u64,
+    /// Bytes of the values in live blob files.
+    pub blob_bytes: u64,
+    /// Of `blob_bytes`, those no table refers to any more (garbage until the file is deleted).
+    pub blob_garbage_bytes: u64,
+    /// Values compactions relocated out of old blob files (garbage collection).
+    pub blob_relocated: u64,
 }
 
 impl Stats {
@@ -325,6 +334,7 @@ impl Stats {
             ("rocksdb.compact.write.bytes", self.compaction_bytes_written),
             ("rocksdb.compact.read.bytes", self.compaction_bytes_read),
             ("rocksdb.bytes.written", self.user_bytes),
+            ("rocksdb.blobdb.gc.num.keys.relocated", self.blob_relocated),
         ]
     }
 
@@ -466,6 +476,8 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
             }
         })
         .collect();
+    let blobs: Vec<crate::blob::BlobMeta> =
+        inner.manifest.lock().blobs().values().cloned().collect();
     let (hits, misses, usage) = match &inner.cache {
         Some(cache) => (cache.hits(), cache.misses(), cache.usage() as u64),
         None => (0, 0, 0),
@@ -505,6 +517,10 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
         l0_slowdowns: c.l0_slowdowns.load(Ordering::Relaxed),
         l0_stops: c.l0_stops.load(Ordering::Relaxed),
         l0_stall_micros: c.l0_stall_micros.load(Ordering::Relaxed),
+        blob_files: blobs.len() as u64,
+        blob_bytes: blobs.iter().map(|b| b.bytes).sum(),
+        blob_garbage_bytes: blobs.iter().map(|b| b.garbage_bytes).sum(),
+        blob_relocated: c.blob_relocated.load(Ordering::Relaxed),
     }
 }
 

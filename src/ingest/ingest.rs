@@ -121,7 +121,14 @@ fn check_file(inner: &DbInner, path: &Path) -> Result<Checked> {
     let mut last: Option<Vec<u8>> = None;
     let mut n = 0u64;
     while it.valid() {
-        let (ks, key, seq, _) = ikey::decode_in(it.key()).map_err(|e| e.in_file(path, 0))?;
+        let (ks, key, seq, kind) = ikey::decode_in(it.key()).map_err(|e| e.in_file(path, 0))?;
+        if kind == ValueKind::BlobIndex {
+            // A reference names a blob file of the database that wrote the table.
+            return Err(bad(format!(
+                "entry {n} is a blob reference: external files hold their values inline \
+                 (SstWriter and Db::export write them so)"
+            )));
+        }
         if seq != 0 {
             return Err(bad(format!(
                 "entry {n} is at sequence {seq}: ingested entries are at 0 (SstWriter writes them)"
@@ -248,6 +255,10 @@ fn rewrite(inner: &DbInner, c: &Checked, dest: &Path, keyspace: u32) -> Result<(
             ValueKind::Merge => w.merge(key, it.value())?,
             ValueKind::RangeDelete => {
                 return Err(Error::corruption("range tombstone among data entries", None)
+                    .in_file(&c.source, 0))
+            }
+            ValueKind::BlobIndex => {
+                return Err(Error::corruption("blob reference in a checked external file", None)
                     .in_file(&c.source, 0))
             }
         }

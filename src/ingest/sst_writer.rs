@@ -115,6 +115,8 @@ impl SstWriter {
         let layout = Layout {
             table: crate::sst::TableOptions::for_level(opts, NUM_LEVELS - 1),
             policy: opts.filter_policy.clone(),
+            // An external file holds its values inline; the ingesting database keeps them so.
+            blob_threshold: None,
         };
         let shape = standalone_shape(opts);
         let write_time = opts.ttl.map(|_| crate::db::ttl::now_ms(opts));

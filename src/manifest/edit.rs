@@ -21,6 +21,8 @@ mod tag {
     pub const KEYSPACE_DROPPED: u16 = 7;
     pub const DEFAULT_LIFECYCLE: u16 = 8;
     pub const GLOBAL_SEQ: u16 = 9;
+    pub const BLOB_FILE_ADDED: u16 = 10;
+    pub const BLOB_GARBAGE: u16 = 11;
 }
 
 /// First tag of the optional range: an unknown tag at or above it is skipped on decode.
@@ -101,6 +103,12 @@ pub struct VersionEdit {
     /// only when either is set. Required: a build without it refuses the manifest rather
     /// than return values with their write times.
     pub default_lifecycle: Option<Lifecycle>,
+    /// Blob files added (tag 10), with their value count and bytes (their garbage fields are
+    /// ignored: garbage is recorded by tag 11).
+    pub blob_files: Vec<crate::blob::BlobMeta>,
+    /// Garbage added to blob files (tag 11): `(file number, values, bytes)`. A file whose
+    /// values are all garbage is obsolete (replay removes it).
+    pub blob_garbage: Vec<(u64, u64, u64)>,
 }
 
 fn put_field(out: &mut Vec<u8>, tag: u16, value: &[u8]) {
@@ -256,6 +264,23 @@ impl VersionEdit {
             life.encode_into(&mut v);
             put_field(&mut out, tag::DEFAULT_LIFECYCLE, &v);
         }
+        for b in &self.blob_files {
+            let mut v = Vec::with_capacity(28);
+            for x in [b.number, b.count, b.bytes] {
+                v.extend_from_slice(&x.to_le_bytes());
+            }
+            if b.keyspace != 0 {
+                v.extend_from_slice(&b.keyspace.to_le_bytes());
+            }
+            put_field(&mut out, tag::BLOB_FILE_ADDED, &v);
+        }
+        for &(number, count, bytes) in &self.blob_garbage {
+            let mut v = Vec::with_capacity(24);
+            for x in [number, count, bytes] {
+                v.extend_from_slice(&x.to_le_bytes());
+            }
+            put_field(&mut out, tag::BLOB_GARBAGE, &v);
+        }
         out
     }
 
@@ -350,6 +375,27 @@ impl VersionEdit {
                     })?;
                     v.pos = v.bytes.len() - c.remaining();
                     edit.default_lifecycle = Some(life);
+                }
+                tag::BLOB_FILE_ADDED => {
+                    let number = v.u64("blob file number")?;
+                    let count = v.u64("blob file value count")?;
+                    let bytes = v.u64("blob file value bytes")?;
+                    let keyspace = match v.is_empty() {
+                        true => 0,
+                        false => v.keyspace_id("blob file keyspace")?,
+                    };
+                    edit.blob_files.push(crate::blob::BlobMeta {
+                        number,
+                        keyspace,
+                        count,
+                        bytes,
+                        ..Default::default()
+                    });
+                }
+                tag::BLOB_GARBAGE => {
+                    let number = v.u64("blob garbage file number")?;
+                    let count = v.u64("blob garbage value count")?;
+                    edit.blob_garbage.push((number, count, v.u64("blob garbage bytes")?));
                 }
                 t if t >= OPTIONAL_TAG => v.pos = v.bytes.len(), // unknown optional: skip
                 t => {

@@ -141,6 +141,11 @@ impl Manifest {
         max_file_size.max(self.snapshot_bytes.saturating_mul(2))
     }
 
+    /// The live blob files the manifest describes, with their garbage.
+    pub fn blobs(&self) -> &BTreeMap<u64, crate::blob::BlobMeta> {
+        &self.state.blobs
+    }
+
     /// Number of the manifest file.
     pub fn number(&self) -> u64 {
         self.state.manifest_number
@@ -213,6 +218,9 @@ pub struct RecoveredState {
     pub dropped_keyspaces: BTreeSet<u32>,
     /// The default keyspace's TTL and compaction filter name (its last tag-8 record).
     pub default_lifecycle: crate::keyspace_options::Lifecycle,
+    /// Live blob files by number, with their garbage so far (a file whose values are all
+    /// garbage leaves the set: it is obsolete).
+    pub blobs: BTreeMap<u64, crate::blob::BlobMeta>,
     /// Edits replayed.
     pub edits: usize,
     /// Whether a torn last edit was dropped.
@@ -231,6 +239,7 @@ impl RecoveredState {
             keyspaces: BTreeMap::new(),
             dropped_keyspaces: BTreeSet::new(),
             default_lifecycle: Default::default(),
+            blobs: BTreeMap::new(),
             edits: 0,
             torn_tail: false,
         }
@@ -278,9 +287,51 @@ impl RecoveredState {
             };
             files.insert(meta.number, meta.clone());
         }
+        for b in &edit.blob_files {
+            let live = self.levels.iter().any(|f| f.contains_key(&b.number));
+            if live || self.blobs.contains_key(&b.number) {
+                return Err(Error::invalid(format!("edit adds live file {} again", b.number)));
+            }
+            if b.keyspace != 0 && !self.keyspaces.contains_key(&b.keyspace) {
+                let msg = format!(
+                    "edit adds blob file {} of keyspace {}, which is not live",
+                    b.number, b.keyspace
+                );
+                return Err(Error::invalid(msg));
+            }
+            if b.count == 0 {
+                return Err(Error::invalid(format!(
+                    "edit adds blob file {} of no values",
+                    b.number
+                )));
+            }
+            let meta = crate::blob::BlobMeta { garbage_count: 0, garbage_bytes: 0, ..b.clone() };
+            self.blobs.insert(b.number, meta);
+        }
+        for &(number, count, bytes) in &edit.blob_garbage {
+            let Some(b) = self.blobs.get_mut(&number) else {
+                let msg = format!("edit adds garbage to blob file {number}, which is not live");
+                return Err(Error::invalid(msg));
+            };
+            b.garbage_count = b.garbage_count.saturating_add(count);
+            b.garbage_bytes = b.garbage_bytes.saturating_add(bytes);
+            if b.garbage_count > b.count || b.garbage_bytes > b.bytes {
+                let msg = format!(
+                    "edit makes blob file {number}'s garbage ({} values, {} bytes) exceed its \
+                     contents ({} values, {} bytes)",
+                    b.garbage_count, b.garbage_bytes, b.count, b.bytes
+                );
+                return Err(Error::invalid(msg));
+            }
+            if b.all_garbage() {
+                self.blobs.remove(&number);
+            }
+        }
         for &id in &edit.dropped_keyspaces {
             self.keyspaces.remove(&id);
             self.dropped_keyspaces.insert(id);
+            // A dropped keyspace's blob files go with its tables.
+            self.blobs.retain(|_, b| b.keyspace != id);
             let left = self.levels.iter().flat_map(|l| l.values()).find(|f| f.keyspace == id);
             if let Some(f) = left {
                 let msg = format!("edit drops keyspace {id} but leaves its file {}", f.number);
@@ -301,6 +352,7 @@ impl RecoveredState {
     /// check of a whole manifest, which [`Manifest::append`] makes after every edit).
     fn misnumbered_file(&self) -> Option<String> {
         let max_file = self.levels.iter().filter_map(|f| f.keys().next_back()).max();
+        let max_file = max_file.max(self.blobs.keys().next_back());
         let next = self.next_file_number;
         max_file
             .filter(|&&n| n >= next)
@@ -322,6 +374,11 @@ impl RecoveredState {
         edit.dropped_keyspaces = self.dropped_keyspaces.iter().copied().collect();
         edit.default_lifecycle =
             (!self.default_lifecycle.is_empty()).then(|| self.default_lifecycle.clone());
+        edit.blob_files = self.blobs.values().cloned().collect();
+        edit.blob_garbage = (self.blobs.values())
+            .filter(|b| b.garbage_count > 0)
+            .map(|b| (b.number, b.garbage_count, b.garbage_bytes))
+            .collect();
         edit
     }
 

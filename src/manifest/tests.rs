@@ -532,3 +532,45 @@ fn a_cut_at_every_storage_operation_of_a_rollover_keeps_every_synced_edit() {
         }
     }
 }
+
+fn blob(number: u64, keyspace: u32, count: u64, bytes: u64) -> crate::blob::BlobMeta {
+    crate::blob::BlobMeta { number, keyspace, count, bytes, ..Default::default() }
+}
+
+#[test]
+fn blob_file_records_round_trip_accumulate_garbage_and_leave_when_all_garbage() {
+    let edit = VersionEdit {
+        blob_files: vec![blob(7, 0, 3, 3000), blob(8, 2, 1, 500)],
+        blob_garbage: vec![(7, 1, 1000)],
+        ..VersionEdit::default()
+    };
+    assert_eq!(VersionEdit::decode(&edit.encode()).unwrap(), edit);
+    for n in 0..edit.encode().len() {
+        let _ = VersionEdit::decode(&edit.encode()[..n]); // never a panic
+    }
+    let mut state = RecoveredState::empty(1);
+    state.apply(&snapshot(1, 10, 1, &[])).unwrap();
+    state.keyspaces.insert(2, ks(2, "b"));
+    state.apply(&edit).unwrap();
+    assert_eq!(state.blobs[&7].garbage_bytes, 1000);
+    // The snapshot edit recreates the garbage.
+    let mut again = RecoveredState::empty(1);
+    again.keyspaces.insert(2, ks(2, "b"));
+    again.apply(&state.snapshot_edit()).unwrap();
+    assert_eq!(again.blobs, state.blobs);
+    // Garbage beyond the contents, on an unknown file, or a file added twice: refused.
+    let over = VersionEdit { blob_garbage: vec![(7, 3, 0)], ..VersionEdit::default() };
+    assert!(state.clone().apply(&over).is_err());
+    let unknown = VersionEdit { blob_garbage: vec![(9, 1, 1)], ..VersionEdit::default() };
+    assert!(state.clone().apply(&unknown).is_err());
+    let twice = VersionEdit { blob_files: vec![blob(7, 0, 1, 1)], ..VersionEdit::default() };
+    assert!(state.clone().apply(&twice).is_err());
+    // The last values become garbage: the file leaves the set.
+    let rest = VersionEdit { blob_garbage: vec![(7, 2, 2000)], ..VersionEdit::default() };
+    state.apply(&rest).unwrap();
+    assert!(!state.blobs.contains_key(&7));
+    // A dropped keyspace takes its blob files with it.
+    let drop = VersionEdit { dropped_keyspaces: vec![2], ..VersionEdit::default() };
+    state.apply(&drop).unwrap();
+    assert!(state.blobs.is_empty());
+}

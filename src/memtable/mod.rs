@@ -302,8 +302,9 @@ impl Memtable {
                 ValueKind::Put => return MemLookup::Found(Vec::new()),
                 ValueKind::Delete => return MemLookup::Deleted,
                 ValueKind::Merge => operands.push(e.value().to_vec()),
-                // `add_in` keeps range tombstones out of the skip list.
-                ValueKind::RangeDelete => {}
+                // `add_in` keeps range tombstones out of the skip list; blob references exist
+                // in SSTs only.
+                ValueKind::RangeDelete | ValueKind::BlobIndex => {}
             }
             entry = e.next();
         }

@@ -112,6 +112,8 @@ pub struct TableSummary {
 /// Writes one SST. See the module documentation.
 pub struct TableBuilder {
     file: Box<dyn WritableFile>,
+    /// Entries of kind `BlobIndex` added (a table with any is format version 7).
+    blob_refs: u64,
     opts: TableOptions,
     data: BlockBuilder,
     index: BlockBuilder,
@@ -170,6 +172,7 @@ impl TableBuilder {
             hashes: Vec::new(),
             block_hashes: Vec::new(),
             block_first_hash: 0,
+            blob_refs: 0,
             props: TableProperties {
                 format_version: format_version_for(TableFeatures {
                     compression: opts.compression,
@@ -180,6 +183,7 @@ impl TableBuilder {
                     partitioned_filter: false,
                     partitioned_index: false,
                     scan_filters: false,
+                    blob_refs: false,
                 }),
                 compression: opts.compression.tag(),
                 block_size: opts.block_size as u64,
@@ -273,6 +277,7 @@ impl TableBuilder {
         p.entries += 1;
         p.deletions += (kind == ValueKind::Delete) as u64;
         p.merges += (kind == ValueKind::Merge) as u64;
+        self.blob_refs += (kind == ValueKind::BlobIndex) as u64;
         p.raw_key_bytes += internal_key.len() as u64;
         p.raw_value_bytes += value.len() as u64;
         p.smallest_seq = p.smallest_seq.min(seq);
@@ -411,6 +416,7 @@ impl TableBuilder {
             scan_filters: self.props.prefix_filter_block.size > 0
                 || self.props.range_filter_block.size > 0,
             write_times: self.props.write_times.is_some(),
+            blob_refs: self.blob_refs > 0,
         });
         self.props.format_version = version;
         if self.props.merges == 0 {

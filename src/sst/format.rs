@@ -32,8 +32,9 @@ pub const TABLE_MAGIC: u64 = u64::from_le_bytes(*b"SIFTDBST");
 /// partitions, src/sst/partitioned_index.rs); 5 = the table may carry scan filters (a prefix
 /// filter and a range filter, their handles in the properties block; design.md#scan-filters);
 /// 6 = the properties record the oldest and newest write time of a TTL keyspace's entries
-/// (design.md#ttl).
-pub const FORMAT_VERSION: u32 = 6;
+/// (design.md#ttl); 7 = entries may be blob references (internal-key kind 4 `BlobIndex`,
+/// design.md#key-value-separation).
+pub const FORMAT_VERSION: u32 = 7;
 
 /// What a table holds that decides its format version ([`format_version_for`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +55,8 @@ pub struct TableFeatures {
     pub scan_filters: bool,
     /// The properties record write times (a table of a TTL keyspace).
     pub write_times: bool,
+    /// Some entry is a blob reference (kind `BlobIndex`).
+    pub blob_refs: bool,
 }
 
 /// The format version a table with `features` is written with: the lowest that can hold them.
@@ -67,6 +70,11 @@ pub struct TableFeatures {
 /// filters is version 5, so an older build refuses it rather than scan it without them (which
 /// would be correct but slower than its owner configured; a refusal is the clearer outcome).
 pub fn format_version_for(features: TableFeatures) -> u32 {
+    // A table of blob references is version 7, so an older build reports "format version 7 is
+    // newer" instead of an unknown kind 4.
+    if features.blob_refs {
+        return 7;
+    }
     if features.write_times {
         return 6;
     }

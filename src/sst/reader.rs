@@ -51,6 +51,10 @@ pub(crate) enum ValueOut {
     /// The value in place, holding its block (`FoundInBlock`); a copy when merge operands
     /// wait for it, since they are merged onto it.
     Pin,
+    /// [`ValueOut::Copy`], but a value kept in a blob file is returned as its reference
+    /// (`Blob`) for the caller to read with others of its file (`multi_get`); a copy when
+    /// merge operands wait for it.
+    Reference,
 }
 
 /// The outcome of [`Table::get`].
@@ -65,6 +69,9 @@ pub enum GetResult {
     Deleted,
     /// This table has no version of the key visible at the snapshot.
     NotFound,
+    /// The newest version visible at the snapshot is a Put of the value this blob reference
+    /// names (only for [`ValueOut::Reference`]).
+    Blob(crate::blob::BlobRef),
 }
 
 /// What a table's key range and filter say about a key ([`Table::probe_filter`]).
@@ -119,6 +126,9 @@ pub struct Table {
     /// An ingested table's global sequence number (design.md#ingestion-and-export): its
     /// entries are stored at sequence 0 and read at this one ([`Table::set_global_seq`]).
     global_seq: Option<u64>,
+    /// Where the values of its `BlobIndex` entries are read (set by the table cache; `None`
+    /// for a table opened alone, whose references then cannot be followed).
+    blobs: Option<Arc<crate::blob::BlobStore>>,
 }
 
 impl std::fmt::Debug for Table {
@@ -190,6 +200,7 @@ impl Table {
             scan: ScanFilters::default(),
             size,
             global_seq: None,
+            blobs: None,
         };
         let raw = t.read_raw(footer.properties)?;
         t.props = TableProperties::decode(&raw).map_err(|e| t.err_at(e, footer.properties))?;
@@ -796,7 +807,10 @@ impl Table {
                     return Ok(GetResult::Deleted); // under a newer range tombstone
                 }
                 match kind {
-                    ValueKind::Put if out == ValueOut::Copy || !operands.is_empty() => {
+                    ValueKind::Put
+                        if matches!(out, ValueOut::Copy | ValueOut::Reference)
+                            || !operands.is_empty() =>
+                    {
                         return Ok(GetResult::Found(it.value().to_vec()))
                     }
                     ValueKind::Put if out == ValueOut::Pin => {
@@ -804,6 +818,18 @@ impl Table {
                         return Ok(GetResult::FoundInBlock(value));
                     }
                     ValueKind::Put => return Ok(GetResult::Found(Vec::new())),
+                    // `contains_key`: the reference proves a value without reading it.
+                    ValueKind::BlobIndex if out == ValueOut::Nothing && operands.is_empty() => {
+                        return Ok(GetResult::Found(Vec::new()))
+                    }
+                    ValueKind::BlobIndex if out == ValueOut::Reference && operands.is_empty() => {
+                        let r = self.blob_ref(it.value()).map_err(|e| self.err_at(e, h))?;
+                        return Ok(GetResult::Blob(r));
+                    }
+                    ValueKind::BlobIndex => {
+                        let value = self.read_blob(it.value()).map_err(|e| self.err_at(e, h))?;
+                        return Ok(GetResult::Found(value));
+                    }
                     ValueKind::Delete => return Ok(GetResult::Deleted),
                     ValueKind::Merge => operands.push(it.value().to_vec()),
                     ValueKind::RangeDelete => {
@@ -833,6 +859,36 @@ impl Table {
             }
             h = BlockHandle::decode(idx.value()).map_err(|e| self.index_err(e))?;
         }
+    }
+
+    /// Reads the blob files of `blobs` for this table's `BlobIndex` entries.
+    pub(crate) fn set_blob_store(&mut self, blobs: Arc<crate::blob::BlobStore>) {
+        self.blobs = Some(blobs);
+    }
+
+    /// The value a `BlobIndex` entry's `reference` (its encoded `BlobRef`) names.
+    pub(crate) fn read_blob(&self, reference: &[u8]) -> Result<Vec<u8>> {
+        let r = self.blob_ref(reference)?;
+        self.blob_store()?.get(&r)
+    }
+
+    /// Decodes a `BlobIndex` entry's value (a table below format version 7 holds none).
+    pub(crate) fn blob_ref(&self, reference: &[u8]) -> Result<crate::blob::BlobRef> {
+        if self.footer.version < 7 {
+            let e = Error::corruption("blob reference in a table below format version 7", None);
+            return Err(e.in_file(&self.path, 0));
+        }
+        crate::blob::BlobRef::decode(reference)
+    }
+
+    /// The blob files this table's references are read from.
+    pub(crate) fn blob_store(&self) -> Result<&Arc<crate::blob::BlobStore>> {
+        self.blobs.as_ref().ok_or_else(|| {
+            Error::invalid(format!(
+                "table {} holds a blob reference but was opened without its database's blob files",
+                self.path.display()
+            ))
+        })
     }
 
     /// The handle of the first data block whose separator is `>= target` (an internal key);

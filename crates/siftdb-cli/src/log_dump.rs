@@ -33,6 +33,8 @@ pub fn wal(args: &LogDumpArgs) -> Result<()> {
         for (i, r) in batch.records.iter().enumerate() {
             let seq = batch.first_seq + i as u64;
             match (r.kind, args.values) {
+                // Never in a WAL: batches refuse the kind (it exists in SSTs only).
+                (ValueKind::BlobIndex, _) => println!("  @{seq}{} BlobIndex", ks(r.keyspace)),
                 (ValueKind::Put, true) => {
                     println!(
                         "  @{seq}{} Put {} => {}",
@@ -116,12 +118,24 @@ pub fn manifest(args: &LogDumpArgs) -> Result<()> {
                 o.compression,
                 o.block_size
             );
+            if let Some(t) = o.blob_threshold {
+                println!("  keyspace {} blob threshold {t} bytes", k.id);
+            }
         }
         for id in &e.dropped_keyspaces {
             println!("  keyspace {id} dropped");
         }
         for (level, number) in &e.deleted {
             println!("  - L{level} {number:06}.sst");
+        }
+        for b in &e.blob_files {
+            println!(
+                "  + {:06}.blob keyspace {}, {} values, {} value bytes",
+                b.number, b.keyspace, b.count, b.bytes
+            );
+        }
+        for (number, count, bytes) in &e.blob_garbage {
+            println!("  ~ {number:06}.blob garbage +{count} values, +{bytes} bytes");
         }
         for (level, m) in &e.added {
             println!(

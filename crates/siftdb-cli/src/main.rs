@@ -46,6 +46,11 @@ enum Command {
         #[command(subcommand)]
         command: SstCommand,
     },
+    /// Blob file tools (key-value separation).
+    Blob {
+        #[command(subcommand)]
+        command: BlobCommand,
+    },
     /// Write-ahead log tools.
     Wal {
         #[command(subcommand)]
@@ -86,6 +91,12 @@ enum LogCommand {
 }
 
 #[derive(Subcommand)]
+enum BlobCommand {
+    /// Verifies a whole blob file and prints its keyspace, values and optionally its records.
+    Dump(sst_dump::BlobDumpArgs),
+}
+
+#[derive(Subcommand)]
 enum SstCommand {
     /// Properties, filter kind and size, blocks, and optionally the entries of one SST.
     Dump(sst_dump::SstDumpArgs),
@@ -104,6 +115,7 @@ fn main() -> ExitCode {
         Some(Command::Sst { command: SstCommand::Write(args) }) => bulk::sst_write(&args),
         Some(Command::Ingest(args)) => bulk::ingest(&args),
         Some(Command::Export(args)) => bulk::export(&args),
+        Some(Command::Blob { command: BlobCommand::Dump(args) }) => sst_dump::blob(&args),
         Some(Command::Wal { command: LogCommand::Dump(args) }) => log_dump::wal(&args),
         Some(Command::Manifest { command: LogCommand::Dump(args) }) => log_dump::manifest(&args),
         Some(Command::Stats(args)) => stats::run(&args),

@@ -31,6 +31,41 @@ pub struct SstDumpArgs {
     values: bool,
 }
 
+/// Arguments of `blob dump`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct BlobDumpArgs {
+    /// The `.blob` file.
+    file: PathBuf,
+    /// Print every record (user key, value offset and length).
+    #[arg(long)]
+    keys: bool,
+}
+
+/// `siftdb blob dump FILE [--keys]`: decodes and verifies a whole blob file (both CRCs of every
+/// record, the footer) and prints its keyspace, value count and bytes, and optionally its
+/// records. Read only.
+pub fn blob(args: &BlobDumpArgs) -> Result<()> {
+    let storage = FsStorage::new();
+    let bytes = storage.read_all(&args.file)?;
+    let name = args.file.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    let number = match siftdb::inspect::filename::parse_file_name(name) {
+        Some((siftdb::inspect::filename::FileKind::Blob, n)) => n,
+        _ => 0,
+    };
+    let s = siftdb::inspect::blob::scan(number, &bytes).map_err(|e| e.in_file(&args.file, 0))?;
+    say!("blob file         {}", args.file.display());
+    say!("file size         {}", bytes.len());
+    say!("keyspace          {}", s.keyspace);
+    say!("values            {} ({} bytes)", s.count, s.bytes);
+    if args.keys {
+        for r in &s.records {
+            let (o, n) = (r.reference.offset, r.reference.size);
+            say!("  {} offset {o} ({n} value bytes)", show_key(&r.key));
+        }
+    }
+    Ok(())
+}
+
 /// Printable form of a key: UTF-8 text as is, anything else as hex.
 pub fn show_key(k: &[u8]) -> String {
     match std::str::from_utf8(k) {
@@ -128,7 +163,17 @@ pub fn run(args: &SstDumpArgs) -> Result<()> {
         it.seek_to_first()?;
         while it.valid() {
             let (k, seq, kind) = ikey::decode(it.key())?;
-            if args.values {
+            if kind == ikey::ValueKind::BlobIndex {
+                // A reference into a blob file (design.md#key-value-separation).
+                let r = siftdb::inspect::blob::BlobRef::decode(it.value())?;
+                say!(
+                    "  {} @{seq} BlobIndex -> {} offset {} ({} value bytes)",
+                    show_key(k),
+                    siftdb::inspect::filename::blob_name(r.file),
+                    r.offset,
+                    r.size
+                );
+            } else if args.values {
                 say!("  {} @{seq} {kind:?} => {}", show_key(k), show_key(it.value()));
             } else {
                 say!("  {} @{seq} {kind:?} ({} value bytes)", show_key(k), it.value().len());

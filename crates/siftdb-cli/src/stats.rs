@@ -155,6 +155,30 @@ pub fn run(args: &StatsArgs) -> Result<()> {
     );
     total_bytes += wal.bytes;
     total_entries += wal.entries;
+    if !state.blobs.is_empty() {
+        // Blob files (design.md#key-value-separation): their values, and how much of them no
+        // table refers to any more.
+        let mut file_bytes = 0u64;
+        for b in state.blobs.values() {
+            file_bytes += storage.open(&args.db.join(filename::blob_name(b.number)))?.len();
+        }
+        let values: u64 = state.blobs.values().map(|b| b.count - b.garbage_count).sum();
+        let bytes: u64 = state.blobs.values().map(|b| b.bytes).sum();
+        let garbage: u64 = state.blobs.values().map(|b| b.garbage_bytes).sum();
+        say!(
+            "{:<6} {:>5} {:>12} {:>10} {:>10} {:<18} {:>10} {:>9} {:>10}",
+            "blob",
+            state.blobs.len(),
+            file_bytes,
+            values,
+            "-",
+            format!("garbage {:.1}%", garbage as f64 * 100.0 / bytes.max(1) as f64),
+            "-",
+            "-",
+            "-"
+        );
+        total_bytes += file_bytes;
+    }
     say!(
         "total: {total_bytes} bytes, {total_entries} entries ({} in the WAL, not yet flushed), \
          {:.1} KiB of filters",

@@ -397,11 +397,11 @@ fn read(iter: &mut TableIter) -> Result<Option<Entry>> {
     if kind == ValueKind::RangeDelete {
         return Err(crate::Error::corruption("range tombstone among a data block's entries", None));
     }
-    Ok(Some(Entry {
-        keyspace,
-        user_key: user_key.to_vec(),
-        seq,
-        kind,
-        value: iter.value().to_vec(),
-    }))
+    // A blob reference reads as the Put of its value: everything above the sources (cursor,
+    // merge, transactions) sees only inline kinds (design.md#key-value-separation).
+    let (kind, value) = match kind {
+        ValueKind::BlobIndex => (ValueKind::Put, iter.table().read_blob(iter.value())?),
+        k => (k, iter.value().to_vec()),
+    };
+    Ok(Some(Entry { keyspace, user_key: user_key.to_vec(), seq, kind, value }))
 }

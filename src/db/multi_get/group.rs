@@ -278,7 +278,7 @@ impl Batch<'_> {
         let key = self.keys[i];
         let ops = &mut self.operands[i];
         let before = ops.list.len();
-        let args = (self.snapshot, positive, ValueOut::Copy, self.covered[i]);
+        let args = (self.snapshot, positive, ValueOut::Reference, self.covered[i]);
         let got = table.get_past_filter_from(
             self.keyspace,
             key,
@@ -298,6 +298,16 @@ impl Batch<'_> {
             Ok(GetResult::Found(v)) => Some(ops.finish(key, Some(v))),
             Ok(GetResult::FoundInBlock(v)) => Some(ops.finish(key, Some(v.as_bytes().to_vec()))),
             Ok(GetResult::Deleted) => Some(ops.finish(key, None)),
+            // Read after the walk, with the other values of its blob file (`read_blobs`); the
+            // placeholder answer is replaced then.
+            Ok(GetResult::Blob(r)) => match table.blob_store() {
+                Ok(store) => {
+                    self.blobs.push((i, r));
+                    self.blob_store.get_or_insert_with(|| Arc::clone(store));
+                    Some(Ok(None))
+                }
+                Err(e) => Some(Err(e)),
+            },
             Err(e) => Some(Err(e)),
         }
     }

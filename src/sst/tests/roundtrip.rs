@@ -38,6 +38,7 @@ fn model_get(versions: &[Entry], snap: u64) -> (GetResult, Vec<Vec<u8>>) {
             ValueKind::Delete | ValueKind::RangeDelete => return (GetResult::Deleted, operands),
             ValueKind::Put => return (GetResult::Found(v.clone()), operands),
             ValueKind::Merge => operands.push(v.clone()),
+            ValueKind::BlobIndex => unreachable!("the generator writes no blob references"),
         }
     }
     (GetResult::NotFound, operands)

@@ -155,6 +155,20 @@ pub struct Flags {
     /// level i, the last to all deeper levels (`Options::compression_per_level`).
     #[arg(long)]
     pub compression_per_level: Option<String>,
+    /// db_bench: keep values of at least `--min_blob_size` bytes in blob files
+    /// (`Options::blob_threshold`).
+    #[arg(long, default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub enable_blob_files: bool,
+    /// db_bench: the blob threshold in bytes (0, db_bench's default: every value).
+    #[arg(long, default_value_t = 0)]
+    pub min_blob_size: u32,
+    /// db_bench: relocate the live values of the oldest blob files during compaction.
+    #[arg(long, default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub enable_blob_garbage_collection: bool,
+    /// db_bench: the share of the oldest blob files garbage collection relocates from
+    /// (`Options::blob_gc_age_cutoff`).
+    #[arg(long, default_value_t = 0.25)]
+    pub blob_garbage_collection_age_cutoff: f64,
     /// Concurrent threads per benchmark, sharing one `Db`.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
@@ -526,6 +540,7 @@ pub fn apply_db_bench_flags(flags: &Flags, opts: &mut Options) -> Result<(), Str
     }
     apply_scan_filter_flags(flags, opts)?;
     super::compression::apply(flags, opts)?;
+    super::blob::apply(flags, opts)?;
     opts.filter_policy.flush = flags.flush_filter();
     let (kind, allocation) = flags.compaction_filter()?;
     opts.filter_policy.compaction = kind;

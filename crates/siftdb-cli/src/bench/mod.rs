@@ -2,6 +2,7 @@
 //! semantics and result lines as RocksDB 7.8's `db_bench`), so one command line runs the same
 //! work on both engines. `scripts/compare.sh` runs them side by side.
 
+mod blob;
 mod compression;
 pub mod flags;
 mod ingest;
@@ -209,6 +210,9 @@ pub fn run(flags: &Flags) -> Result<()> {
     } else {
         println!("Compression: {:?} (per level; the last repeats)", opts.compression_per_level);
     }
+    if let Some(t) = opts.blob_threshold {
+        println!("Blob files: values >= {t} bytes, GC age cutoff {}", opts.blob_gc_age_cutoff);
+    }
     println!("Filter:     {:?} (flush)", opts.filter_policy.flush);
     println!(
         "            {:?} {:?} (compaction)",
@@ -343,6 +347,9 @@ pub fn run(flags: &Flags) -> Result<()> {
         }
         if let Some(line) = note {
             println!("{line}");
+        }
+        if matches!(name.as_str(), "fillseq" | "fillrandom" | "overwrite") {
+            println!("{}", blob::write_amp_line(name, &db.stats()));
         }
         if let Some((reads0, lookups0)) = reads_before {
             let (reads, lookups) = device_reads(&db);
