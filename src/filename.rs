@@ -21,7 +21,7 @@ pub enum FileKind {
     Sst,
     /// A manifest, `MANIFEST-{n:06}`.
     Manifest,
-    /// A blob file of separated values, `{n:06}.blob` (src/blob.rs).
+    /// A blob file of separated values, `{n:06}.blob` (src/sst/blob.rs).
     Blob,
     /// [`CURRENT`] (number 0).
     Current,

@@ -54,7 +54,7 @@ pub mod wal {
 
 /// Blob files (docs/format.md#blob-file): the decoder of a whole file, and a reference's.
 pub mod blob {
-    pub use crate::blob::{scan, BlobFileSummary, BlobMeta, BlobRecord, BlobRef};
+    pub use crate::sst::blob::{scan, BlobFileSummary, BlobMeta, BlobRecord, BlobRef};
 }
 
 /// The manifest: the version edits that record the live files (docs/format.md#manifest).

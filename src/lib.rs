@@ -88,7 +88,7 @@ pub mod testing;
 pub(crate) mod testing;
 
 pub(crate) mod batch;
-pub(crate) mod blob;
+
 // Parts of cache, ikey, manifest, range_del, sst and wal are reached only through `inspect`
 // (tools, fuzzers) and the tests: an embedder's build without the feature leaves them unused.
 // Builds with `inspect` (the workspace's, CI's clippy) still lint every item.

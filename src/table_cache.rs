@@ -112,7 +112,7 @@ pub struct TableCache {
     huge_page_filters: bool,
     /// The blob files of the same directory, through the same block cache: every table it
     /// opens follows its blob references there (design.md#key-value-separation).
-    blobs: Arc<crate::blob::BlobStore>,
+    blobs: Arc<crate::sst::blob::BlobStore>,
 }
 
 impl std::fmt::Debug for TableCache {
@@ -150,7 +150,7 @@ impl TableCache {
                 )))
             }
         };
-        let blobs = Arc::new(crate::blob::BlobStore::new(
+        let blobs = Arc::new(crate::sst::blob::BlobStore::new(
             storage.clone(),
             dir.clone(),
             block_cache.clone(),
@@ -172,7 +172,7 @@ impl TableCache {
     }
 
     /// The blob files of the database's directory.
-    pub(crate) fn blobs(&self) -> &Arc<crate::blob::BlobStore> {
+    pub(crate) fn blobs(&self) -> &Arc<crate::sst::blob::BlobStore> {
         &self.blobs
     }
 

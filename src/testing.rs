@@ -31,7 +31,7 @@ pub const SYNC_POINTS: &[&str] = &[
     "sst.sync",
     // src/db/flush.rs: directory sync making a new table's entry durable.
     "flush.sync_dir",
-    // src/blob.rs: fsync of a finished blob file (flush and compaction), before the manifest
+    // src/sst/blob.rs: fsync of a finished blob file (flush and compaction), before the manifest
     // edit that names it.
     "blob.sync",
     // src/manifest/mod.rs: fsync of a new manifest's snapshot edit.

@@ -40,7 +40,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         ],
     ),
     ("version, manifest, compaction", &["version", "manifest", "compaction", "filter_plan"]),
-    ("Db", &["db", "txn"]),
+    ("Db", &["db", "txn", "ingest"]),
     ("query, tools", &["query", "inspect"]),
 ];
 

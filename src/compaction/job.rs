@@ -172,7 +172,7 @@ pub struct JobResult {
     /// Key ranges merged on their own threads (0 when no keyspace's input was split).
     pub subcompactions: u64,
     /// Blob files written (synced), with the bytes of each file.
-    pub blob_files: Vec<(crate::blob::BlobMeta, u64)>,
+    pub blob_files: Vec<(crate::sst::blob::BlobMeta, u64)>,
     /// References the job read and did not write: garbage of their blob files, by file
     /// number, as (values, bytes).
     pub blob_garbage: BTreeMap<u64, (u64, u64)>,
@@ -622,7 +622,7 @@ struct Output<'t> {
     /// [`SPARE_BUFFERS`]): the merge then allocates per entry only when versions are dropped.
     spare: Vec<Vec<u8>>,
     /// The blob file values at or above the threshold go to (made at the first one).
-    blob: Option<crate::blob::BlobWriter>,
+    blob: Option<crate::sst::blob::BlobWriter>,
 }
 
 /// Most value buffers an output keeps for reuse.
@@ -755,10 +755,10 @@ fn emit(
     // unless it is written again as it is. A reference is carried over without reading its
     // value, except where the value itself is needed: a lifecycle rule (TTL, compaction filter)
     // or a merge reads it, and garbage collection relocates it.
-    let mut refs_in: Vec<crate::blob::BlobRef> = Vec::new();
+    let mut refs_in: Vec<crate::sst::blob::BlobRef> = Vec::new();
     let has_merge = group.iter().any(|v| v.kind == ValueKind::Merge);
     for v in group.iter_mut().filter(|v| v.kind == ValueKind::BlobIndex) {
-        let r = crate::blob::BlobRef::decode(&v.value)?;
+        let r = crate::sst::blob::BlobRef::decode(&v.value)?;
         refs_in.push(r);
         if retention.is_some() || has_merge || spec.blob_gc_files.contains(&r.file) {
             v.value = env.tables.blobs().get(&r)?;
@@ -831,7 +831,7 @@ fn emit(
     }
     // References written again as they are stay live; the rest are garbage.
     for v in keep.iter().filter(|v| v.kind == ValueKind::BlobIndex) {
-        let r = crate::blob::BlobRef::decode(&v.value)?;
+        let r = crate::sst::blob::BlobRef::decode(&v.value)?;
         if let Some(i) = refs_in.iter().position(|x| *x == r) {
             refs_in.swap_remove(i);
         }
@@ -868,8 +868,12 @@ fn emit(
                 none => {
                     let number = (env.new_file_number)();
                     made.lock().push(number);
-                    let w =
-                        crate::blob::BlobWriter::create(env.storage, env.dir, number, keyspace)?;
+                    let w = crate::sst::blob::BlobWriter::create(
+                        env.storage,
+                        env.dir,
+                        number,
+                        keyspace,
+                    )?;
                     none.insert(w)
                 }
             };

@@ -98,7 +98,7 @@ struct L0Output {
     /// The keyspace's blob threshold, and the blob file its large values go to (made at the
     /// first one).
     blob_threshold: Option<u32>,
-    blob: Option<crate::blob::BlobWriter>,
+    blob: Option<crate::sst::blob::BlobWriter>,
 }
 
 impl L0Output {
@@ -120,7 +120,7 @@ impl L0Output {
                 none => {
                     let number = inner.new_file_number();
                     made.push(number);
-                    let w = crate::blob::BlobWriter::create(
+                    let w = crate::sst::blob::BlobWriter::create(
                         &*inner.storage,
                         &inner.dir,
                         number,
@@ -143,7 +143,7 @@ pub(crate) struct FlushOutput {
     /// The tables, in key order.
     pub files: Vec<Arc<TableFile>>,
     /// The blob files (synced).
-    pub blobs: Vec<crate::blob::BlobMeta>,
+    pub blobs: Vec<crate::sst::blob::BlobMeta>,
     /// Bytes of the blob files.
     pub blob_file_bytes: u64,
 }
@@ -170,7 +170,7 @@ fn write_l0_tables_inner(
     made: &mut Vec<u64>,
 ) -> Result<FlushOutput> {
     let set = inner.keyspaces.load_full();
-    let mut blobs: Vec<(crate::blob::BlobMeta, u64)> = Vec::new();
+    let mut blobs: Vec<(crate::sst::blob::BlobMeta, u64)> = Vec::new();
     let mut out: Option<L0Output> = None;
     let mut summaries: Vec<(u32, u64, crate::sst::TableSummary)> = Vec::new();
     let mut last: Vec<u8> = Vec::new();
@@ -339,7 +339,7 @@ fn finish_l0(
     inner: &DbInner,
     mem: &Memtable,
     mut o: L0Output,
-    blobs: &mut Vec<(crate::blob::BlobMeta, u64)>,
+    blobs: &mut Vec<(crate::sst::blob::BlobMeta, u64)>,
 ) -> Result<(u32, u64, crate::sst::TableSummary)> {
     // The blob file is synced before the table that refers to it; the directory sync and the
     // manifest edit naming both follow.

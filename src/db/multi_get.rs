@@ -76,9 +76,9 @@ struct Batch<'a> {
     operands: Vec<Operands<'a>>,
     /// Keys whose value is in a blob file, with its reference: read after the walk, grouped
     /// by file in offset order (`read_blobs`).
-    blobs: Vec<(usize, crate::blob::BlobRef)>,
+    blobs: Vec<(usize, crate::sst::blob::BlobRef)>,
     /// The blob files those references are read from.
-    blob_store: Option<std::sync::Arc<crate::blob::BlobStore>>,
+    blob_store: Option<std::sync::Arc<crate::sst::blob::BlobStore>>,
 }
 
 impl Batch<'_> {

@@ -476,7 +476,7 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
             }
         })
         .collect();
-    let blobs: Vec<crate::blob::BlobMeta> =
+    let blobs: Vec<crate::sst::blob::BlobMeta> =
         inner.manifest.lock().blobs().values().cloned().collect();
     let (hits, misses, usage) = match &inner.cache {
         Some(cache) => (cache.hits(), cache.misses(), cache.usage() as u64),

@@ -105,7 +105,7 @@ pub struct VersionEdit {
     pub default_lifecycle: Option<Lifecycle>,
     /// Blob files added (tag 10), with their value count and bytes (their garbage fields are
     /// ignored: garbage is recorded by tag 11).
-    pub blob_files: Vec<crate::blob::BlobMeta>,
+    pub blob_files: Vec<crate::sst::blob::BlobMeta>,
     /// Garbage added to blob files (tag 11): `(file number, values, bytes)`. A file whose
     /// values are all garbage is obsolete (replay removes it).
     pub blob_garbage: Vec<(u64, u64, u64)>,
@@ -384,7 +384,7 @@ impl VersionEdit {
                         true => 0,
                         false => v.keyspace_id("blob file keyspace")?,
                     };
-                    edit.blob_files.push(crate::blob::BlobMeta {
+                    edit.blob_files.push(crate::sst::blob::BlobMeta {
                         number,
                         keyspace,
                         count,

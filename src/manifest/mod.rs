@@ -142,7 +142,7 @@ impl Manifest {
     }
 
     /// The live blob files the manifest describes, with their garbage.
-    pub fn blobs(&self) -> &BTreeMap<u64, crate::blob::BlobMeta> {
+    pub fn blobs(&self) -> &BTreeMap<u64, crate::sst::blob::BlobMeta> {
         &self.state.blobs
     }
 
@@ -220,7 +220,7 @@ pub struct RecoveredState {
     pub default_lifecycle: crate::keyspace_options::Lifecycle,
     /// Live blob files by number, with their garbage so far (a file whose values are all
     /// garbage leaves the set: it is obsolete).
-    pub blobs: BTreeMap<u64, crate::blob::BlobMeta>,
+    pub blobs: BTreeMap<u64, crate::sst::blob::BlobMeta>,
     /// Edits replayed.
     pub edits: usize,
     /// Whether a torn last edit was dropped.
@@ -305,7 +305,8 @@ impl RecoveredState {
                     b.number
                 )));
             }
-            let meta = crate::blob::BlobMeta { garbage_count: 0, garbage_bytes: 0, ..b.clone() };
+            let meta =
+                crate::sst::blob::BlobMeta { garbage_count: 0, garbage_bytes: 0, ..b.clone() };
             self.blobs.insert(b.number, meta);
         }
         for &(number, count, bytes) in &edit.blob_garbage {

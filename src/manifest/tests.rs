@@ -533,8 +533,8 @@ fn a_cut_at_every_storage_operation_of_a_rollover_keeps_every_synced_edit() {
     }
 }
 
-fn blob(number: u64, keyspace: u32, count: u64, bytes: u64) -> crate::blob::BlobMeta {
-    crate::blob::BlobMeta { number, keyspace, count, bytes, ..Default::default() }
+fn blob(number: u64, keyspace: u32, count: u64, bytes: u64) -> crate::sst::blob::BlobMeta {
+    crate::sst::blob::BlobMeta { number, keyspace, count, bytes, ..Default::default() }
 }
 
 #[test]

@@ -16,6 +16,7 @@
 //! is bounds-checked, so a damaged file yields `Error::Corruption` naming the file and offset,
 //! never a panic. The byte layout is specified in docs/format.md#sstable.
 
+pub(crate) mod blob;
 mod block;
 mod block_iter;
 mod buffers;

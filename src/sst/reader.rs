@@ -71,7 +71,7 @@ pub enum GetResult {
     NotFound,
     /// The newest version visible at the snapshot is a Put of the value this blob reference
     /// names (only for [`ValueOut::Reference`]).
-    Blob(crate::blob::BlobRef),
+    Blob(super::blob::BlobRef),
 }
 
 /// What a table's key range and filter say about a key ([`Table::probe_filter`]).
@@ -128,7 +128,7 @@ pub struct Table {
     global_seq: Option<u64>,
     /// Where the values of its `BlobIndex` entries are read (set by the table cache; `None`
     /// for a table opened alone, whose references then cannot be followed).
-    blobs: Option<Arc<crate::blob::BlobStore>>,
+    blobs: Option<Arc<super::blob::BlobStore>>,
 }
 
 impl std::fmt::Debug for Table {
@@ -862,7 +862,7 @@ impl Table {
     }
 
     /// Reads the blob files of `blobs` for this table's `BlobIndex` entries.
-    pub(crate) fn set_blob_store(&mut self, blobs: Arc<crate::blob::BlobStore>) {
+    pub(crate) fn set_blob_store(&mut self, blobs: Arc<super::blob::BlobStore>) {
         self.blobs = Some(blobs);
     }
 
@@ -873,16 +873,16 @@ impl Table {
     }
 
     /// Decodes a `BlobIndex` entry's value (a table below format version 7 holds none).
-    pub(crate) fn blob_ref(&self, reference: &[u8]) -> Result<crate::blob::BlobRef> {
+    pub(crate) fn blob_ref(&self, reference: &[u8]) -> Result<super::blob::BlobRef> {
         if self.footer.version < 7 {
             let e = Error::corruption("blob reference in a table below format version 7", None);
             return Err(e.in_file(&self.path, 0));
         }
-        crate::blob::BlobRef::decode(reference)
+        super::blob::BlobRef::decode(reference)
     }
 
     /// The blob files this table's references are read from.
-    pub(crate) fn blob_store(&self) -> Result<&Arc<crate::blob::BlobStore>> {
+    pub(crate) fn blob_store(&self) -> Result<&Arc<super::blob::BlobStore>> {
         self.blobs.as_ref().ok_or_else(|| {
             Error::invalid(format!(
                 "table {} holds a blob reference but was opened without its database's blob files",
