@@ -91,12 +91,14 @@ fn readamp_writes_csv_and_svgs_with_sane_figures() {
             .unwrap_or_else(|| panic!("no row {policy} {budget} {level}"))
     };
 
-    // The no-filter database has L0 and at least three deeper levels.
+    // The no-filter database has L0 and at least three deeper levels (which ones depends on
+    // where compaction left files: a level above the deepest may have just moved its last file
+    // down).
     let none_levels: Vec<&Row> =
         rows.iter().filter(|r| r["policy"] == "no_filter" && r["level"] != "total").collect();
-    for l in ["L0", "L1", "L2", "L3"] {
-        assert!(none_levels.iter().any(|r| r["level"] == l && num(r, "files") >= 1.0), "{l}");
-    }
+    assert!(none_levels.iter().any(|r| r["level"] == "L0" && num(r, "files") >= 1.0));
+    let deeper = none_levels.iter().filter(|r| r["level"] != "L0" && num(r, "files") >= 1.0);
+    assert!(deeper.count() >= 3, "{none_levels:?}");
     // Without a filter a missing key reads one block in every sorted run whose key range covers
     // it: one per L0 file (each L0 file, loaded from shuffled keys, spans nearly the whole key
     // range) and at most one per deeper level (the files of a level are disjoint).
