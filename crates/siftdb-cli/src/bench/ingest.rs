@@ -15,8 +15,7 @@ use std::time::Instant;
 /// beside `db_dir` (the same file system, so the ingestion moves them by link), removed after.
 pub fn run(ctx: &mut Ctx<'_>, db_dir: &Path) -> Result<(ThreadStats, Option<String>)> {
     let f = ctx.flags;
-    let plan = IngestPlan::new(f.num, f.ingest_keys_per_file)
-        .map_err(|e| Error::InvalidArgument(e.into()))?;
+    let plan = IngestPlan::new(f.num, f.ingest_keys_per_file).map_err(Error::InvalidArgument)?;
     let parent = db_dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let tmp = tempfile::Builder::new()
         .prefix("siftdb-bench-ingest")
