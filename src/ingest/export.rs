@@ -2,12 +2,10 @@
 //! ready for `Db::ingest` (design.md#ingestion-and-export). One iterator streams the range
 //! (merges resolved, tombstones dropped), so memory stays at one output file's builder.
 
-use super::sst_writer::{SstFileInfo, SstWriter, WriterConfig};
-use crate::db::keyspace::Layout;
+use super::sst_writer::{SstFileInfo, SstWriter};
 use crate::db::read::ReadAt;
 use crate::db::DbInner;
 use crate::error::{Error, Result};
-use crate::limits::NUM_LEVELS;
 use std::ops::RangeBounds;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -89,17 +87,9 @@ fn write_files<K: AsRef<[u8]>, R: RangeBounds<K>>(
     let set = inner.keyspaces.load_full();
     let ttl = crate::db::ttl::ttl_ms(&inner.opts, &set, keyspace);
     let mut writer = |n: usize| -> Result<SstWriter> {
-        let layout = Layout::of(&inner.opts, &set, keyspace, NUM_LEVELS - 1);
-        let shape = super::bottom_shape(inner);
         let path = dir.join(format!("{n:06}.sst"));
-        let config = WriterConfig {
-            storage: inner.storage.clone(),
-            layout,
-            shape,
-            keyspace,
-            opts: inner.opts.clone(),
-            write_time: ttl.map(|_| crate::db::ttl::now_ms(&inner.opts)),
-        };
+        let write_time = ttl.map(|_| crate::db::ttl::now_ms(&inner.opts));
+        let config = super::bottom_config(inner, &set, keyspace, write_time);
         let w = SstWriter::with_config(&path, config)?;
         made.push(path);
         Ok(w)

@@ -13,8 +13,7 @@
 //! one manifest edit adds them all with that sequence number. A crash before the edit is
 //! durable leaves only orphan tables, which the next open deletes; after it, every file.
 
-use super::sst_writer::{SstWriter, WriterConfig};
-use crate::db::keyspace::Layout;
+use super::sst_writer::SstWriter;
 use crate::db::{DbInner, SuperVersion};
 use crate::error::{Error, Result};
 use crate::filename;
@@ -234,16 +233,8 @@ fn rewrite(inner: &DbInner, c: &Checked, dest: &Path, keyspace: u32) -> Result<(
     let file = inner.storage.open(&c.source)?;
     let table = Arc::new(Table::open(file, 0, None, &c.source)?);
     let set = inner.keyspaces.load();
-    let layout = Layout::of(&inner.opts, &set, keyspace, NUM_LEVELS - 1);
-    let shape = super::bottom_shape(inner);
-    let config = WriterConfig {
-        storage: inner.storage.clone(),
-        layout,
-        shape,
-        keyspace,
-        opts: inner.opts.clone(),
-        write_time: None, // values keep the write times they have
-    };
+    // Values keep the write times they have.
+    let config = super::bottom_config(inner, &set, keyspace, None);
     let mut w = SstWriter::with_config(dest, config)?;
     let mut it = table.iter(false);
     it.seek_to_first()?;

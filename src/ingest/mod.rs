@@ -36,19 +36,28 @@ fn writer_for(inner: &Arc<DbInner>, keyspace: u32, path: &Path) -> Result<SstWri
     if !set.is_live(keyspace) {
         return Err(Error::invalid(format!("keyspace {keyspace} was dropped")));
     }
-    let layout = Layout::of(&inner.opts, &set, keyspace, NUM_LEVELS - 1);
-    let shape = bottom_shape(inner);
     let write_time = crate::db::ttl::ttl_ms(&inner.opts, &set, keyspace)
         .map(|_| crate::db::ttl::now_ms(&inner.opts));
-    let config = sst_writer::WriterConfig {
+    SstWriter::with_config(path, bottom_config(inner, &set, keyspace, write_time))
+}
+
+/// A writer's configuration for `keyspace` of the database: its bottom level's table layout
+/// and filter plan (bulk loads land at the bottom), values stamped with `write_time` (TTL
+/// keyspaces) or kept as they are.
+fn bottom_config(
+    inner: &DbInner,
+    set: &crate::db::keyspace::KeyspaceSet,
+    keyspace: u32,
+    write_time: Option<u64>,
+) -> sst_writer::WriterConfig {
+    sst_writer::WriterConfig {
         storage: inner.storage.clone(),
-        layout,
-        shape,
+        layout: Layout::of(&inner.opts, set, keyspace, NUM_LEVELS - 1),
+        shape: bottom_shape(inner),
         keyspace,
         opts: inner.opts.clone(),
         write_time,
-    };
-    SstWriter::with_config(path, config)
+    }
 }
 
 fn paths<P: AsRef<Path>>(files: &[P]) -> Vec<PathBuf> {
