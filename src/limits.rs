@@ -8,3 +8,6 @@ pub const NUM_LEVELS: usize = 7;
 /// Most subcompactions a job may ask for (`Options::max_subcompactions`): a thread each, and
 /// beyond this the split points of a few hundred input files leave ranges too small to matter.
 pub const MAX_SUBCOMPACTIONS: usize = 64;
+
+/// Most threads one `multi_get` may use ([`crate::ReadOptions::multi_get_threads`]).
+pub const MAX_MULTI_GET_THREADS: usize = 64;

@@ -774,19 +774,41 @@ impl std::fmt::Debug for Options {
 }
 
 /// Options of one read (RocksDB's `ReadOptions`), for the `_opt` reads of every handle
-/// ([`crate::Db::range_opt`], [`crate::Db::cursor_opt`] and the same on `Keyspace` and
-/// `Snapshot`).
+/// ([`crate::Db::range_opt`], [`crate::Db::cursor_opt`], [`crate::Db::multi_get_opt`] and
+/// the same on `Keyspace` and `Snapshot`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReadOptions {
-    /// `true` (the default): data blocks the read loads from disk are put in the block cache.
-    /// `false`: they are read around the cache (blocks already cached are still used), so a
-    /// one-off bulk scan does not evict the blocks point lookups keep hot.
+    /// For ranges and cursors. `true` (the default): data blocks the read loads from disk are
+    /// put in the block cache. `false`: they are read around the cache (blocks already cached
+    /// are still used), so a one-off bulk scan does not evict the blocks point lookups keep
+    /// hot. Point lookups (`multi_get_opt`) fill the cache as `get` does.
     pub fill_cache: bool,
+    /// For `multi_get_opt`: the most threads one batch may use, the caller's included (1 to
+    /// 64). 1 (the default, as in RocksDB) looks every key up on the calling thread. Above 1,
+    /// a batch of at least 64 keys per thread is cut in key order among that many threads
+    /// started for the call, so one caller (say, a Python program, whose other threads wait on
+    /// its interpreter lock) uses the cores a batch of cache-missing lookups can keep busy; the
+    /// answers are the same. A service that already runs a reader per core gains nothing.
+    pub multi_get_threads: usize,
 }
 
 impl Default for ReadOptions {
     fn default() -> ReadOptions {
-        ReadOptions { fill_cache: true }
+        ReadOptions { fill_cache: true, multi_get_threads: 1 }
+    }
+}
+
+impl ReadOptions {
+    /// Checks every field against its documented range.
+    pub(crate) fn validate(&self) -> crate::Result<()> {
+        let max = crate::limits::MAX_MULTI_GET_THREADS;
+        if !(1..=max).contains(&self.multi_get_threads) {
+            return Err(crate::Error::InvalidArgument(format!(
+                "ReadOptions::multi_get_threads is {}; it must be 1 to {max}",
+                self.multi_get_threads
+            )));
+        }
+        Ok(())
     }
 }
 

@@ -20,7 +20,7 @@ macro_rules! every_read {
         let mut cursor = h.cursor().unwrap();
         cursor.seek(b"b").unwrap();
         let at_b = cursor.valid().then(|| cursor.key().to_vec());
-        let unfilled = ReadOptions { fill_cache: false };
+        let unfilled = ReadOptions { fill_cache: false, ..Default::default() };
         (
             h.get("b").unwrap(),
             h.get_pinned("b").unwrap().map(|v| v.into_vec()),
@@ -168,7 +168,7 @@ fn a_scan_that_does_not_fill_the_cache_leaves_it_as_it_was() {
     let db = Db::open(dir.path(), opts()).unwrap();
     let cached = || db.memory_usage().block_cache_data;
     let before = cached();
-    let unfilled = ReadOptions { fill_cache: false };
+    let unfilled = ReadOptions { fill_cache: false, ..Default::default() };
     assert_eq!(db.range_opt::<&[u8], _>(.., &unfilled).unwrap().count(), 5_000);
     let mut c = db.cursor_opt(&unfilled).unwrap();
     c.seek_to_first().unwrap();

@@ -141,3 +141,42 @@ fn a_corrupt_block_fails_only_the_keys_that_read_it() {
     assert!(failed > 0, "the flipped byte must break some keys");
     assert!(failed < keys.len() / 2, "only the keys of one block fail: {failed}");
 }
+
+#[test]
+fn a_batch_split_among_threads_answers_as_one_thread_does() {
+    use siftdb::ReadOptions;
+    let dir = tempfile::tempdir().unwrap();
+    let db = build(dir.path());
+    let mut rng = SplitMix64::new(13);
+    let keys: Vec<Vec<u8>> = (0..5000).map(|_| key(rng.below(60_000))).collect();
+    let snap = db.snapshot();
+    for k in keys.iter().step_by(7) {
+        db.put(k, "after the snapshot").unwrap();
+    }
+    let threads = |n| ReadOptions { multi_get_threads: n, ..ReadOptions::default() };
+    // Sizes around the 64-keys-a-thread floor (one part, two parts, a ragged last part).
+    for n in [0, 1, 63, 64, 127, 128, 1001, 5000] {
+        let batch = &keys[..n];
+        let now: Vec<_> = db.multi_get(batch).into_iter().map(|r| r.unwrap()).collect();
+        let then: Vec<_> = snap.multi_get(batch).into_iter().map(|r| r.unwrap()).collect();
+        for t in [2, 3, 8, 64] {
+            let got: Vec<_> =
+                db.multi_get_opt(batch, &threads(t)).into_iter().map(|r| r.unwrap()).collect();
+            assert!(got == now, "{n} keys on {t} threads differ from one thread");
+            let got: Vec<_> =
+                snap.multi_get_opt(batch, &threads(t)).into_iter().map(|r| r.unwrap()).collect();
+            assert!(got == then, "{n} keys on {t} threads at the snapshot differ");
+        }
+    }
+    // Out of range: every key fails with the reason, nothing is read.
+    for t in [0, 64 + 1] {
+        let got = db.multi_get_opt(&keys[..3], &threads(t));
+        assert_eq!(got.len(), 3);
+        for r in got {
+            match r {
+                Err(Error::InvalidArgument(m)) => assert!(m.contains("multi_get_threads"), "{m}"),
+                other => panic!("{t} threads: {other:?}"),
+            }
+        }
+    }
+}

@@ -46,11 +46,15 @@ impl Source {
         }
     }
 
-    fn multi_get(&self, keys: &[&[u8]]) -> Vec<siftdb::Result<Option<Vec<u8>>>> {
+    fn multi_get(
+        &self,
+        keys: &[&[u8]],
+        opts: &siftdb::ReadOptions,
+    ) -> Vec<siftdb::Result<Option<Vec<u8>>>> {
         match self {
-            Source::Db(d) => d.multi_get(keys),
-            Source::Keyspace(ks) => ks.multi_get(keys),
-            Source::Snapshot(s) => s.multi_get(keys),
+            Source::Db(d) => d.multi_get_opt(keys, opts),
+            Source::Keyspace(ks) => ks.multi_get_opt(keys, opts),
+            Source::Snapshot(s) => s.multi_get_opt(keys, opts),
         }
     }
 
@@ -217,16 +221,21 @@ impl Reader {
 
     /// The values of `keys` (any iterable of bytes-like keys) as a list in their order, `None`
     /// for a key without a value: one engine call at one moment, filters probed for all keys
-    /// before any block is read.
+    /// before any block is read. `threads` (1 to 64): the most threads the engine may use for
+    /// this batch (at least 64 keys each), the GIL released throughout; the answers are the
+    /// same.
+    #[pyo3(signature = (keys, *, threads = 1))]
     fn multi_get<'py>(
         &self,
         py: Python<'py>,
         keys: &Bound<'py, PyAny>,
+        threads: usize,
     ) -> PyResult<Bound<'py, PyList>> {
         let keys: Vec<Buf<'py>> = bufs(keys, "key")?;
         let slices: Vec<&[u8]> = keys.iter().map(Buf::as_slice).collect();
         let src = self.src()?;
-        let mut results = py.detach(|| src.multi_get(&slices));
+        let opts = siftdb::ReadOptions { multi_get_threads: threads, ..Default::default() };
+        let mut results = py.detach(|| src.multi_get(&slices, &opts));
         // The first failed key's error is the call's; otherwise the list is made at its final
         // size in one pass (appending grew it step by step).
         if let Some(i) = results.iter().position(Result::is_err) {

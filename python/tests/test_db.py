@@ -24,6 +24,7 @@ def check_against(db, model, universe):
     assert list(db.items()) == sorted_items(model)
     assert list(db.items(reverse=True)) == sorted_items(model)[::-1]
     assert db.multi_get(universe) == [model.get(k) for k in universe]
+    assert db.multi_get(universe, threads=3) == [model.get(k) for k in universe]
 
 
 def test_dict_model_with_reopens(tmp_path):
@@ -302,3 +303,12 @@ def test_reads_a_database_written_by_rust(tmp_path, interop):
         assert list(ks.items(prefix=b"k9")) == [(b"k9", b"v9")] + [
             (b"k9%d" % i, b"v9%d" % i) for i in range(10)
         ]
+
+
+def test_multi_get_threads_out_of_range_is_an_invalid_argument(tmp_path):
+    with siftdb.Db(tmp_path / "db") as db:
+        db[b"a"] = b"1"
+        assert db.multi_get([b"a", b"b"], threads=2) == [b"1", None]
+        for bad in (0, 65):
+            with pytest.raises(siftdb.InvalidArgumentError, match="multi_get_threads"):
+                db.multi_get([b"a"], threads=bad)

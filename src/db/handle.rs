@@ -72,13 +72,26 @@ macro_rules! read_methods {
             &self,
             keys: impl IntoIterator<Item = K>,
         ) -> Vec<Result<Option<Vec<u8>>>> {
+            self.multi_get_opt(keys, &crate::ReadOptions::default())
+        }
+
+        /// [`multi_get`](Self::multi_get) with read options: with
+        /// [`ReadOptions::multi_get_threads`](crate::ReadOptions::multi_get_threads) above 1 a
+        /// large batch is looked up on several threads. Options out of range fail every key
+        /// with [`Error::InvalidArgument`](crate::Error::InvalidArgument).
+        pub fn multi_get_opt<K: AsRef<[u8]>>(
+            &self,
+            keys: impl IntoIterator<Item = K>,
+            opts: &crate::ReadOptions,
+        ) -> Vec<Result<Option<Vec<u8>>>> {
             let keys: Vec<K> = keys.into_iter().collect();
-            let v = match self.read_view() {
+            let v = match opts.validate().and_then(|()| self.read_view()) {
                 Ok(v) => v,
                 Err(e) => return crate::db::handle::failed_each(&e, keys.len()),
             };
             let keys: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
-            crate::db::multi_get::multi_get(v.inner, v.keyspace, &keys, v.at)
+            let threads = opts.multi_get_threads;
+            crate::db::multi_get::multi_get(v.inner, v.keyspace, &keys, v.at, threads)
         }
 
         #[doc = concat!("Entries with keys in `range`, in key order (double-ended), as of ", $when, ".")]

@@ -82,7 +82,7 @@ fn write_files<K: AsRef<[u8]>, R: RangeBounds<K>>(
     made: &mut Vec<PathBuf>,
 ) -> Result<ExportReport> {
     let target = opts.target_file_size.unwrap_or(inner.opts.compaction.target_file_size).max(1);
-    let read = crate::ReadOptions { fill_cache: false };
+    let read = crate::ReadOptions { fill_cache: false, ..Default::default() };
     let iter = crate::db::DbIterator::new(inner.clone(), keyspace, &range, ReadAt::Latest, &read)?;
     let set = inner.keyspaces.load_full();
     let ttl = crate::db::ttl::ttl_ms(&inner.opts, &set, keyspace);

@@ -2,7 +2,8 @@
 //! Both are `raw_len:varint32 payload`:
 //! * type 1, zstd: the payload is one zstd frame;
 //! * type 2, LZ4: the payload is one LZ4 *block* (no frame header, no checksum: the block
-//!   trailer's CRC-32 already covers the bytes), decoded by `lz4_flex`'s safe-Rust decoder.
+//!   trailer's CRC-32 already covers the bytes), encoded by `lz4_flex` and decoded by liblz4's
+//!   `LZ4_decompress_safe` (`lz4-sys`).
 //!
 //! Decoding trusts nothing but the CRC-checked bytes: `raw_len` is bounded by
 //! [`MAX_BLOCK_LEN`] and by the most the payload can expand to before anything is allocated, so
@@ -131,20 +132,9 @@ pub(crate) fn decompress(
         })
         .map_err(|e| e.to_string())
     } else {
-        // The safe decoder writes into an initialized slice; it checks every literal and match
-        // against the slice's end and every offset against the bytes written so far, so stale
-        // bytes of a recycled buffer are never read, and the length check below (`n` must be
-        // `raw_len`) proves every byte was overwritten. Hence no zeroing of a buffer already
-        // long enough (zeroing 4 KiB was 8% of a 10M-key readrandom profile).
-        if raw.len() >= raw_len {
-            raw.truncate(raw_len);
-        } else {
-            raw.reserve_exact(raw_len - raw.len());
-            raw.resize(raw_len, 0);
-        }
-        lz4_flex::block::decompress_into(payload, &mut raw)
-            .map(|n| raw.truncate(n))
-            .map_err(|e| e.to_string())
+        raw.clear();
+        raw.reserve_exact(raw_len);
+        lz4_decode(payload, &mut raw)
     };
     decoded.map_err(|e| {
         Error::corruption(format!("{name} block does not decompress: {e}"), Some(pos as u64))
@@ -156,6 +146,37 @@ pub(crate) fn decompress(
         ));
     }
     Ok(raw)
+}
+
+/// Decodes the LZ4 block `payload` into the spare capacity of the empty `out` (at least the
+/// expected length) with liblz4's `LZ4_decompress_safe`, and sets `out`'s length to the bytes
+/// written.
+///
+/// `LZ4_decompress_safe` is liblz4's decoder for untrusted input: it never writes outside
+/// `[dst, dst + capacity)`, never reads outside `[src, src + len)`, and rejects a match offset
+/// reaching before `dst` (there is no dictionary), so it never reads the buffer's
+/// uninitialized bytes; on a malformed block it returns a negative number and nothing is
+/// exposed. On success the first `n` bytes have all been written. It is about twice as fast
+/// as `lz4_flex`'s safe decoder on a 4 KiB block (design.md#dependencies).
+fn lz4_decode(payload: &[u8], out: &mut Vec<u8>) -> std::result::Result<(), String> {
+    debug_assert!(out.is_empty());
+    let capacity = i32::try_from(out.capacity()).unwrap_or(i32::MAX);
+    let src_len = i32::try_from(payload.len()).map_err(|_| "payload above 2 GiB".to_string())?;
+    // SAFETY: `src` is valid for `src_len` bytes and `dst` for `capacity` bytes of writes
+    // (the vector's spare capacity, `out` being empty); the decoder stays inside both
+    // (see above) and the two do not overlap (`out` is a distinct allocation).
+    let n = unsafe {
+        lz4_sys::LZ4_decompress_safe(
+            payload.as_ptr().cast(),
+            out.as_mut_ptr().cast(),
+            src_len,
+            capacity,
+        )
+    };
+    let n = usize::try_from(n).map_err(|_| "malformed LZ4 block".to_string())?;
+    // SAFETY: `n` is at most `capacity` and the decoder wrote every byte of `[0, n)`.
+    unsafe { out.set_len(n) };
+    Ok(())
 }
 
 #[cfg(test)]

@@ -253,7 +253,8 @@ impl Shared {
         let plain: Vec<&[u8]> =
             keys.iter().zip(&states).filter(|(_, s)| s.is_none()).map(|(k, _)| *k).collect();
         let mut answers =
-            crate::db::multi_get::multi_get(&self.inner, keyspace, &plain, self.at()).into_iter();
+            crate::db::multi_get::multi_get(&self.inner, keyspace, &plain, self.at(), 1)
+                .into_iter();
         for k in &plain {
             self.track_key(keyspace, k);
         }

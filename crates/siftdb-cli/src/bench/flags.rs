@@ -98,6 +98,10 @@ pub struct Flags {
     /// Keys per `Db::multi_get` call of multireadrandom (db_bench's `--batch_size`).
     #[arg(long, default_value_t = 1)]
     pub batch_size: usize,
+    /// Threads one multireadrandom batch may use (`ReadOptions::multi_get_threads`, siftdb
+    /// only; db_bench has no such flag): 1 reads every key on the benchmark's thread.
+    #[arg(long, default_value_t = 1)]
+    pub multi_get_threads: usize,
     /// seekrandom: entries read with `next` after each seek (db_bench's `--seek_nexts`); 0 reads
     /// only the entry the seek lands on.
     #[arg(long, default_value_t = 0)]

@@ -99,6 +99,10 @@ impl Ctx<'_> {
         let (num, reads, ks) = (self.flags.num, self.flags.reads(), self.flags.key_size);
         let (batch, secs) = (self.flags.batch_size.max(1) as u64, self.flags.duration);
         let layout = self.layout();
+        let opts = siftdb::ReadOptions {
+            multi_get_threads: self.flags.multi_get_threads,
+            ..Default::default()
+        };
         self.parallel("multireadrandom", reads, &|db, rng, _, pb, st| {
             let mut budget = Budget::new(reads, secs);
             let mut keys: Vec<Vec<u8>> = (0..batch).map(|_| Vec::with_capacity(ks)).collect();
@@ -111,7 +115,7 @@ impl Ctx<'_> {
                 for key in &mut keys[..n] {
                     layout.key(rng.below(num), ks, key);
                 }
-                for (key, got) in keys.iter().zip(db.multi_get(&keys[..n])) {
+                for (key, got) in keys.iter().zip(db.multi_get_opt(&keys[..n], &opts)) {
                     if let Some(v) = got? {
                         st.found += 1;
                         st.bytes += (key.len() + v.len()) as u64;
