@@ -8,7 +8,6 @@
 //! one write batch (atomic; the siftdb store switches keyspaces instead).
 
 use std::fmt::Debug;
-use std::io::Cursor;
 use std::ops::{Bound, RangeBounds};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -25,7 +24,7 @@ use rocksdb::{ColumnFamily, Direction, IteratorMode, Options, WriteBatch, WriteO
 
 use crate::store::apply::DataWrite;
 use crate::store::snapshot_file::{self, read_file};
-use crate::store::{claim_dir, StoreError, SNAPSHOT_FILE};
+use crate::store::{claim_dir, SnapshotData, StoreError, SNAPSHOT_FILE};
 use crate::{KvRead, NodeId, Response, TypeConfig};
 
 type Membership = StoredMembership<NodeId, openraft::BasicNode>;
@@ -44,6 +43,8 @@ struct Shared {
     dir: PathBuf,
     flusher: Mutex<Option<(mpsc::Sender<Flushed>, JoinHandle<()>)>>,
     snapshot_file: Mutex<()>,
+    /// Numbers the `snapshot.incoming.<n>` files.
+    incoming: std::sync::atomic::AtomicU64,
 }
 
 impl Shared {
@@ -125,6 +126,7 @@ pub fn open(dir: &Path, id: NodeId) -> Result<(RocksLogStore, RocksStateMachine)
         dir: dir.to_path_buf(),
         flusher: Mutex::new(Some((tx, handle))),
         snapshot_file: Mutex::new(()),
+        incoming: std::sync::atomic::AtomicU64::new(0),
     });
     Ok((RocksLogStore { shared: shared.clone() }, RocksStateMachine { shared }))
 }
@@ -340,17 +342,30 @@ impl RaftStateMachine<TypeConfig> for RocksStateMachine {
 
     async fn begin_receiving_snapshot(
         &mut self,
-    ) -> Result<Box<Cursor<Vec<u8>>>, StorageError<NodeId>> {
-        Ok(Box::new(Cursor::new(Vec::new())))
+    ) -> Result<Box<SnapshotData>, StorageError<NodeId>> {
+        let n = self.shared.incoming.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = self.shared.dir.join(format!("snapshot.incoming.{n}"));
+        let data = SnapshotData::create_new(&path)
+            .await
+            .map_err(|e| StorageIOError::write_snapshot(None, any(e)))?;
+        Ok(Box::new(data))
     }
 
     async fn install_snapshot(
         &mut self,
         meta: &Meta,
-        snapshot: Box<Cursor<Vec<u8>>>,
+        snapshot: Box<SnapshotData>,
     ) -> Result<(), StorageError<NodeId>> {
         let sig = Some(meta.signature());
-        let bytes = snapshot.into_inner();
+        // This store keeps the in-memory snapshot format (`SFRSNAP1`): the bytes are read whole.
+        let (mut file, path) = snapshot.into_std().await;
+        let mut bytes = Vec::new();
+        std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(0))
+            .and_then(|_| std::io::Read::read_to_end(&mut file, &mut bytes))
+            .map_err(|e| StorageIOError::read_snapshot(sig.clone(), any(e)))?;
+        if path.parent() == Some(self.shared.dir.as_path()) {
+            let _ = std::fs::remove_file(&path);
+        }
         let decoded = snapshot_file::check_received(meta, &bytes)?;
         let _file = self.shared.snapshot_file.lock();
         let (data, m) = (self.shared.cf("sm_data"), self.shared.cf("sm_meta"));
@@ -384,8 +399,13 @@ impl RaftStateMachine<TypeConfig> for RocksStateMachine {
         let _file = self.shared.snapshot_file.lock();
         match read_file(&self.shared.dir.join(SNAPSHOT_FILE)) {
             Ok(None) => Ok(None),
-            Ok(Some((bytes, d))) => {
-                Ok(Some(Snapshot { meta: d.meta, snapshot: Box::new(Cursor::new(bytes)) }))
+            Ok(Some((_, d))) => {
+                // Opened under the lock, so the handle is the file whose meta was read.
+                let path = self.shared.dir.join(SNAPSHOT_FILE);
+                let file = std::fs::File::open(&path)
+                    .map_err(|e| StorageIOError::read_snapshot(None, any(e)))?;
+                let data = SnapshotData::from_std(file, path);
+                Ok(Some(Snapshot { meta: d.meta, snapshot: Box::new(data) }))
             }
             Err(e) => Err(StorageIOError::read_snapshot(None, any(e)).into()),
         }
@@ -418,6 +438,9 @@ impl RaftSnapshotBuilder<TypeConfig> for RocksStateMachine {
             snapshot_file::encode_snapshot(&meta, pairs.iter().map(|(k, v)| (&k[..], &v[..])));
         snapshot_file::write_file(&self.shared.dir.join(SNAPSHOT_FILE), &bytes)
             .map_err(|e| StorageIOError::write_snapshot(Some(meta.signature()), any(e)))?;
-        Ok(Snapshot { meta, snapshot: Box::new(Cursor::new(bytes)) })
+        let path = self.shared.dir.join(SNAPSHOT_FILE);
+        let file =
+            std::fs::File::open(&path).map_err(|e| StorageIOError::read_snapshot(None, any(e)))?;
+        Ok(Snapshot { meta, snapshot: Box::new(SnapshotData::from_std(file, path)) })
     }
 }
