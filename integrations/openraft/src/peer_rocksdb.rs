@@ -2,7 +2,9 @@
 //! `rocksdb-peer`, `siftdb-raft node --store rocksdb`). It keeps the siftdb store's semantics so
 //! the comparison is of the engines: the same keys and JSON values in four column families
 //! instead of keyspaces, the same synced points (vote, truncate, purge; appends acknowledged by a
-//! group-commit flusher calling `FlushWAL(sync)`), the same snapshot format and NODE file. RocksDB
+//! group-commit flusher calling `FlushWAL(sync)`) and NODE file; its snapshots keep the earlier
+//! in-memory format (`SFRSNAP1`), read and written whole through the file-backed
+//! `SnapshotData` (snapshots are not what it is compared on). RocksDB
 //! options: its defaults with `increase_parallelism(2)` and no compression, as siftdb's default.
 //! An installed snapshot replaces the data column family with one range delete and the pairs in
 //! one write batch (atomic; the siftdb store switches keyspaces instead).
