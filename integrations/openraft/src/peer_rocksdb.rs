@@ -1,6 +1,7 @@
 //! The RocksDB-backed store the README's throughput table compares with (feature
 //! `rocksdb-peer`, `siftdb-raft node --store rocksdb`). It keeps the siftdb store's semantics so
-//! the comparison is of the engines: the same keys and JSON values in four column families
+//! the comparison is of the engines: the same keys and values (log entries in the binary
+//! encoding of store/entry_codec.rs, the rest JSON) in four column families
 //! instead of keyspaces, the same synced points (vote, truncate, purge; appends acknowledged by a
 //! group-commit flusher calling `FlushWAL(sync)`) and NODE file; its snapshots keep the earlier
 //! in-memory format (`SFRSNAP1`), read and written whole through the file-backed
@@ -25,6 +26,7 @@ use parking_lot::Mutex;
 use rocksdb::{ColumnFamily, Direction, IteratorMode, Options, WriteBatch, WriteOptions, DB};
 
 use crate::store::apply::DataWrite;
+use crate::store::entry_codec;
 use crate::store::snapshot_file::{self, read_file};
 use crate::store::{claim_dir, SnapshotData, StoreError, SNAPSHOT_FILE};
 use crate::{KvRead, NodeId, Response, TypeConfig};
@@ -145,7 +147,7 @@ fn json_or_none<T: serde::de::DeserializeOwned>(
 }
 
 fn decode_entry(v: &[u8]) -> Result<Entry<TypeConfig>, StorageIOError<NodeId>> {
-    serde_json::from_slice(v).map_err(|e| StorageIOError::read_logs(any(e)))
+    entry_codec::decode(v).map_err(|e| StorageIOError::read_logs(any(e)))
 }
 
 impl RaftLogReader<TypeConfig> for RocksLogStore {
@@ -238,11 +240,9 @@ impl RaftLogStorage<TypeConfig> for RocksLogStore {
     {
         let mut b = WriteBatch::default();
         for e in entries {
-            b.put_cf(
-                self.shared.cf("raft_log"),
-                e.log_id.index.to_be_bytes(),
-                serde_json::to_vec(&e).expect("serializes"),
-            );
+            let mut value = Vec::with_capacity(64);
+            entry_codec::encode(&e, &mut value);
+            b.put_cf(self.shared.cf("raft_log"), e.log_id.index.to_be_bytes(), value);
         }
         self.shared.write(b, false).map_err(|e| StorageIOError::write_logs(any(e)))?;
         let flusher = self.shared.flusher.lock();

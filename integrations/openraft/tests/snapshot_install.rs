@@ -81,6 +81,18 @@ async fn a_node_killed_mid_install_restarts_with_its_old_state_or_the_new_one() 
         write(&admin, written..written + 4 * SNAPSHOT_EVERY as usize).await;
         written += 4 * SNAPSHOT_EVERY as usize;
         let before = restarted_state(&nodes[1].dir).await;
+        // The leader purges lazily (`purge_batch_size`): write on until it has purged past
+        // node 2's last entry, so node 2 can only be sent the snapshot.
+        for _ in 0..20 {
+            let purged = admin.metrics(&a1).await.unwrap().purged.map(|p| p.index);
+            if purged > before.0.map(|i| i + 1) {
+                break;
+            }
+            write(&admin, written..written + SNAPSHOT_EVERY as usize).await;
+            written += SNAPSHOT_EVERY as usize;
+        }
+        let purged = admin.metrics(&a1).await.unwrap().purged.map(|p| p.index);
+        assert!(purged > before.0.map(|i| i + 1), "{point}: the leader purged to {purged:?}");
         nodes[1].env = vec![("SIFTDB_OPENRAFT_CRASH_AT".into(), point.into())];
         nodes[1].start();
         let status = nodes[1].wait_exit(Duration::from_secs(60));

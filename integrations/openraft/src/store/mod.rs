@@ -3,6 +3,7 @@
 //! ("Storage layout"); this module opens the directory and refuses one that is not this node's.
 
 pub(crate) mod apply;
+pub(crate) mod entry_codec;
 mod error;
 mod log_store;
 mod snapshot_data;
@@ -43,7 +44,7 @@ const INCOMING_PREFIX: &str = "snapshot.incoming.";
 /// The environment variable naming a step where the process aborts (a test hook).
 const CRASH_ENV: &str = "SIFTDB_OPENRAFT_CRASH_AT";
 
-/// Keyspace of the log: key = index as 8 big-endian bytes, value = the entry as JSON.
+/// Keyspace of the log: key = index as 8 big-endian bytes, value = the entry (entry_codec.rs).
 const LOG_KEYSPACE: &str = "raft_log";
 /// Keyspace of the vote, committed and last purged log ids (JSON) and the node id.
 const RAFT_META_KEYSPACE: &str = "raft_meta";
