@@ -20,6 +20,10 @@
 //! # }
 //! ```
 
+// openraft's storage traits return its `StorageError` (over 200 bytes) by value; the helpers
+// that build those errors return the same type rather than box it and unbox it again.
+#![allow(clippy::result_large_err)]
+
 pub mod client;
 pub mod network;
 #[cfg(feature = "rocksdb-peer")]
@@ -28,7 +32,6 @@ pub mod service;
 pub mod store;
 
 use std::fmt;
-use std::io::Cursor;
 
 use serde::{Deserialize, Serialize};
 
@@ -37,14 +40,15 @@ pub type NodeId = u64;
 
 openraft::declare_raft_types!(
     /// The openraft types of the KV service: requests are [`Request`], responses [`Response`],
-    /// snapshots travel as bytes (`Cursor<Vec<u8>>`, the format in README.md).
+    /// snapshots are files ([`store::SnapshotData`], the format in docs/snapshots.md), sent in
+    /// chunks of `Config::snapshot_max_chunk_size`.
     pub TypeConfig:
         D = Request,
         R = Response,
         NodeId = NodeId,
         Node = openraft::BasicNode,
         Entry = openraft::Entry<TypeConfig>,
-        SnapshotData = Cursor<Vec<u8>>,
+        SnapshotData = store::SnapshotData,
         AsyncRuntime = openraft::TokioRuntime,
 );
 

@@ -1,14 +1,16 @@
 //! The RocksDB-backed store the README's throughput table compares with (feature
 //! `rocksdb-peer`, `siftdb-raft node --store rocksdb`). It keeps the siftdb store's semantics so
-//! the comparison is of the engines: the same keys and JSON values in four column families
+//! the comparison is of the engines: the same keys and values (log entries in the binary
+//! encoding of store/entry_codec.rs, the rest JSON) in four column families
 //! instead of keyspaces, the same synced points (vote, truncate, purge; appends acknowledged by a
-//! group-commit flusher calling `FlushWAL(sync)`), the same snapshot format and NODE file. RocksDB
+//! group-commit flusher calling `FlushWAL(sync)`) and NODE file; its snapshots keep the earlier
+//! in-memory format (`SFRSNAP1`), read and written whole through the file-backed
+//! `SnapshotData` (snapshots are not what it is compared on). RocksDB
 //! options: its defaults with `increase_parallelism(2)` and no compression, as siftdb's default.
 //! An installed snapshot replaces the data column family with one range delete and the pairs in
 //! one write batch (atomic; the siftdb store switches keyspaces instead).
 
 use std::fmt::Debug;
-use std::io::Cursor;
 use std::ops::{Bound, RangeBounds};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -24,8 +26,9 @@ use parking_lot::Mutex;
 use rocksdb::{ColumnFamily, Direction, IteratorMode, Options, WriteBatch, WriteOptions, DB};
 
 use crate::store::apply::DataWrite;
+use crate::store::entry_codec;
 use crate::store::snapshot_file::{self, read_file};
-use crate::store::{claim_dir, StoreError, SNAPSHOT_FILE};
+use crate::store::{claim_dir, SnapshotData, StoreError, SNAPSHOT_FILE};
 use crate::{KvRead, NodeId, Response, TypeConfig};
 
 type Membership = StoredMembership<NodeId, openraft::BasicNode>;
@@ -44,6 +47,8 @@ struct Shared {
     dir: PathBuf,
     flusher: Mutex<Option<(mpsc::Sender<Flushed>, JoinHandle<()>)>>,
     snapshot_file: Mutex<()>,
+    /// Numbers the `snapshot.incoming.<n>` files.
+    incoming: std::sync::atomic::AtomicU64,
 }
 
 impl Shared {
@@ -125,6 +130,7 @@ pub fn open(dir: &Path, id: NodeId) -> Result<(RocksLogStore, RocksStateMachine)
         dir: dir.to_path_buf(),
         flusher: Mutex::new(Some((tx, handle))),
         snapshot_file: Mutex::new(()),
+        incoming: std::sync::atomic::AtomicU64::new(0),
     });
     Ok((RocksLogStore { shared: shared.clone() }, RocksStateMachine { shared }))
 }
@@ -141,7 +147,7 @@ fn json_or_none<T: serde::de::DeserializeOwned>(
 }
 
 fn decode_entry(v: &[u8]) -> Result<Entry<TypeConfig>, StorageIOError<NodeId>> {
-    serde_json::from_slice(v).map_err(|e| StorageIOError::read_logs(any(e)))
+    entry_codec::decode(v).map_err(|e| StorageIOError::read_logs(any(e)))
 }
 
 impl RaftLogReader<TypeConfig> for RocksLogStore {
@@ -234,11 +240,9 @@ impl RaftLogStorage<TypeConfig> for RocksLogStore {
     {
         let mut b = WriteBatch::default();
         for e in entries {
-            b.put_cf(
-                self.shared.cf("raft_log"),
-                e.log_id.index.to_be_bytes(),
-                serde_json::to_vec(&e).expect("serializes"),
-            );
+            let mut value = Vec::with_capacity(64);
+            entry_codec::encode(&e, &mut value);
+            b.put_cf(self.shared.cf("raft_log"), e.log_id.index.to_be_bytes(), value);
         }
         self.shared.write(b, false).map_err(|e| StorageIOError::write_logs(any(e)))?;
         let flusher = self.shared.flusher.lock();
@@ -340,17 +344,30 @@ impl RaftStateMachine<TypeConfig> for RocksStateMachine {
 
     async fn begin_receiving_snapshot(
         &mut self,
-    ) -> Result<Box<Cursor<Vec<u8>>>, StorageError<NodeId>> {
-        Ok(Box::new(Cursor::new(Vec::new())))
+    ) -> Result<Box<SnapshotData>, StorageError<NodeId>> {
+        let n = self.shared.incoming.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = self.shared.dir.join(format!("snapshot.incoming.{n}"));
+        let data = SnapshotData::create_new(&path)
+            .await
+            .map_err(|e| StorageIOError::write_snapshot(None, any(e)))?;
+        Ok(Box::new(data))
     }
 
     async fn install_snapshot(
         &mut self,
         meta: &Meta,
-        snapshot: Box<Cursor<Vec<u8>>>,
+        snapshot: Box<SnapshotData>,
     ) -> Result<(), StorageError<NodeId>> {
         let sig = Some(meta.signature());
-        let bytes = snapshot.into_inner();
+        // This store keeps the in-memory snapshot format (`SFRSNAP1`): the bytes are read whole.
+        let (mut file, path) = snapshot.into_std().await;
+        let mut bytes = Vec::new();
+        std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(0))
+            .and_then(|_| std::io::Read::read_to_end(&mut file, &mut bytes))
+            .map_err(|e| StorageIOError::read_snapshot(sig.clone(), any(e)))?;
+        if path.parent() == Some(self.shared.dir.as_path()) {
+            let _ = std::fs::remove_file(&path);
+        }
         let decoded = snapshot_file::check_received(meta, &bytes)?;
         let _file = self.shared.snapshot_file.lock();
         let (data, m) = (self.shared.cf("sm_data"), self.shared.cf("sm_meta"));
@@ -384,8 +401,13 @@ impl RaftStateMachine<TypeConfig> for RocksStateMachine {
         let _file = self.shared.snapshot_file.lock();
         match read_file(&self.shared.dir.join(SNAPSHOT_FILE)) {
             Ok(None) => Ok(None),
-            Ok(Some((bytes, d))) => {
-                Ok(Some(Snapshot { meta: d.meta, snapshot: Box::new(Cursor::new(bytes)) }))
+            Ok(Some((_, d))) => {
+                // Opened under the lock, so the handle is the file whose meta was read.
+                let path = self.shared.dir.join(SNAPSHOT_FILE);
+                let file = std::fs::File::open(&path)
+                    .map_err(|e| StorageIOError::read_snapshot(None, any(e)))?;
+                let data = SnapshotData::from_std(file, path);
+                Ok(Some(Snapshot { meta: d.meta, snapshot: Box::new(data) }))
             }
             Err(e) => Err(StorageIOError::read_snapshot(None, any(e)).into()),
         }
@@ -418,6 +440,9 @@ impl RaftSnapshotBuilder<TypeConfig> for RocksStateMachine {
             snapshot_file::encode_snapshot(&meta, pairs.iter().map(|(k, v)| (&k[..], &v[..])));
         snapshot_file::write_file(&self.shared.dir.join(SNAPSHOT_FILE), &bytes)
             .map_err(|e| StorageIOError::write_snapshot(Some(meta.signature()), any(e)))?;
-        Ok(Snapshot { meta, snapshot: Box::new(Cursor::new(bytes)) })
+        let path = self.shared.dir.join(SNAPSHOT_FILE);
+        let file =
+            std::fs::File::open(&path).map_err(|e| StorageIOError::read_snapshot(None, any(e)))?;
+        Ok(Snapshot { meta, snapshot: Box::new(SnapshotData::from_std(file, path)) })
     }
 }

@@ -5,15 +5,15 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Cursor;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use openraft::storage::{RaftLogStorage, RaftStateMachine};
 use openraft::testing::{blank_ent, log_id, membership_ent};
 use openraft::{Entry, EntryPayload, RaftSnapshotBuilder};
-use siftdb_openraft::store::{self, StoreError};
+use siftdb_openraft::store::{self, SnapshotData, StateMachine, StoreError};
 use siftdb_openraft::{Request, TypeConfig};
+use tokio::io::AsyncWriteExt;
 
 /// Every file under `dir` with its bytes: what "changes nothing" is checked against.
 fn contents(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
@@ -36,6 +36,15 @@ fn set(term: u64, index: u64, key: &str, value: &str) -> Entry<TypeConfig> {
     let mut e = blank_ent::<TypeConfig>(term, 1, index);
     e.payload = EntryPayload::Normal(Request::Set { key: key.into(), value: value.into() });
     e
+}
+
+/// `bytes` received as openraft's transport receives them: into the data
+/// `begin_receiving_snapshot` made, then `shutdown`.
+async fn received(sm: &mut StateMachine, bytes: &[u8]) -> Box<SnapshotData> {
+    let mut data = sm.begin_receiving_snapshot().await.unwrap();
+    data.write_all(bytes).await.unwrap();
+    data.shutdown().await.unwrap();
+    data
 }
 
 /// A node directory with applied state and a snapshot file, its storage closed.
@@ -115,7 +124,7 @@ async fn a_corrupt_snapshot_sent_to_install_is_refused_and_the_state_is_unchange
     .await
     .unwrap();
     let snapshot = sm1.get_snapshot_builder().await.build_snapshot().await.unwrap();
-    let good = snapshot.snapshot.into_inner();
+    let good = fs::read(snapshot.snapshot.path()).unwrap();
 
     // The receiver: a node with state of its own.
     let dst = root.path().join("node-2");
@@ -134,7 +143,8 @@ async fn a_corrupt_snapshot_sent_to_install_is_refused_and_the_state_is_unchange
         ("a truncation", good[..good.len() - 1].to_vec(), snapshot.meta.clone()),
         ("a meta that differs from the announced one", good.clone(), wrong_meta),
     ] {
-        let err = sm2.install_snapshot(&meta, Box::new(Cursor::new(bytes))).await;
+        let data = received(&mut sm2, &bytes).await;
+        let err = sm2.install_snapshot(&meta, data).await;
         let err = err.err().unwrap_or_else(|| panic!("{what} was installed"));
         assert!(err.to_string().contains("snapshot"), "{what}: {err}");
         assert_eq!(sm2.applied_state().await.unwrap(), applied_before, "{what}");
@@ -145,7 +155,8 @@ async fn a_corrupt_snapshot_sent_to_install_is_refused_and_the_state_is_unchange
     assert_eq!(log2.get_log_state().await.unwrap(), log_before);
 
     // The intact snapshot installs, replacing the state.
-    sm2.install_snapshot(&snapshot.meta, Box::new(Cursor::new(good))).await.unwrap();
+    let data = received(&mut sm2, &good).await;
+    sm2.install_snapshot(&snapshot.meta, data).await.unwrap();
     assert_eq!(sm2.get("x").unwrap().as_deref(), Some("from-1"));
     assert_eq!(sm2.get("y").unwrap(), None);
     assert_eq!(sm2.applied_state().await.unwrap().0, snapshot.meta.last_log_id);

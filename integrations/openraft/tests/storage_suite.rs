@@ -1,5 +1,8 @@
 //! openraft's own storage test suite (`openraft::testing::Suite`) against the siftdb store.
 
+// openraft's error types are returned by value, as its traits do.
+#![allow(clippy::result_large_err)]
+
 use openraft::testing::{StoreBuilder, Suite};
 use openraft::StorageError;
 use siftdb_openraft::store::{self, LogStore, StateMachine};

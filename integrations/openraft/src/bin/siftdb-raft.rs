@@ -219,7 +219,7 @@ async fn bench(mut a: Args) -> Result<(), String> {
     if op != "write" && op != "read" {
         return Err(format!("--op {op}: expected write or read"));
     }
-    if clients == 0 || !(seconds > 0.0) || keys == 0 {
+    if clients == 0 || seconds.is_nan() || seconds <= 0.0 || keys == 0 {
         return Err("--clients, --seconds and --keys must be positive".into());
     }
     let done = Arc::new(AtomicU64::new(0));

@@ -103,7 +103,7 @@ impl Drop for Shared {
 }
 
 fn decode_entry(key: &[u8], value: &[u8]) -> Result<Entry<TypeConfig>, StorageIOError<NodeId>> {
-    serde_json::from_slice(value)
+    super::entry_codec::decode(value)
         .map_err(|e| StorageIOError::read_logs(to_any(format!("log entry at key {key:?}: {e}"))))
 }
 
@@ -188,7 +188,8 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     {
         let mut b = WriteBatch::new();
         for entry in entries {
-            let value = serde_json::to_vec(&entry).expect("Entry serializes");
+            let mut value = Vec::with_capacity(64);
+            super::entry_codec::encode(&entry, &mut value);
             b.put_in(&self.shared.log, log_key(entry.log_id.index), value);
         }
         self.write(b, false).map_err(|e| StorageIOError::write_logs(to_any(e)))?;

@@ -3,9 +3,12 @@
 //! ("Storage layout"); this module opens the directory and refuses one that is not this node's.
 
 pub(crate) mod apply;
+pub(crate) mod entry_codec;
 mod error;
 mod log_store;
+mod snapshot_data;
 pub(crate) mod snapshot_file;
+mod snapshot_stream;
 mod state_machine;
 
 use std::fs;
@@ -17,7 +20,9 @@ use siftdb::{Db, KeyspaceOptions, Options};
 
 pub use error::StoreError;
 pub use log_store::LogStore;
+pub use snapshot_data::SnapshotData;
 pub use snapshot_file::{decode_snapshot, encode_snapshot, DecodedSnapshot, SNAPSHOT_MAGIC};
+pub use snapshot_stream::STREAM_MAGIC;
 pub use state_machine::{SnapshotBuilder, StateMachine};
 
 use crate::NodeId;
@@ -26,10 +31,20 @@ use crate::NodeId;
 const NODE_FILE: &str = "NODE";
 /// The siftdb database, under the node directory.
 const DB_DIR: &str = "db";
-/// The current snapshot (snapshot_file.rs's format), replaced by rename.
+/// The current snapshot (snapshot_stream.rs's format), replaced by rename.
 pub(crate) const SNAPSHOT_FILE: &str = "snapshot";
+/// A snapshot being written, renamed to [`SNAPSHOT_FILE`] once synced.
+const SNAPSHOT_TMP: &str = "snapshot.tmp";
+/// Where `build_snapshot` exports the tables it packs.
+const BUILD_DIR: &str = "snapshot.build";
+/// Where `install_snapshot` unpacks the tables it ingests.
+const INSTALL_DIR: &str = "snapshot.install";
+/// Files a snapshot is received into: `snapshot.incoming.<n>`.
+const INCOMING_PREFIX: &str = "snapshot.incoming.";
+/// The environment variable naming a step where the process aborts (a test hook).
+const CRASH_ENV: &str = "SIFTDB_OPENRAFT_CRASH_AT";
 
-/// Keyspace of the log: key = index as 8 big-endian bytes, value = the entry as JSON.
+/// Keyspace of the log: key = index as 8 big-endian bytes, value = the entry (entry_codec.rs).
 const LOG_KEYSPACE: &str = "raft_log";
 /// Keyspace of the vote, committed and last purged log ids (JSON) and the node id.
 const RAFT_META_KEYSPACE: &str = "raft_meta";
@@ -51,7 +66,7 @@ pub fn open(dir: impl AsRef<Path>, id: NodeId) -> Result<(LogStore, StateMachine
     claim_dir(&dir, id)?;
     let snapshot_path = dir.join(SNAPSHOT_FILE);
     // Checked before the database is opened, so a corrupt one changes nothing.
-    snapshot_file::read_file(&snapshot_path)?;
+    let current = snapshot_file::check_any(&snapshot_path)?;
     let db = Arc::new(Db::open(dir.join(DB_DIR), Options::default())?);
     let raft_meta = db.keyspace(RAFT_META_KEYSPACE, KeyspaceOptions::default())?;
     match raft_meta.get(b"node_id")? {
@@ -70,7 +85,7 @@ pub fn open(dir: impl AsRef<Path>, id: NodeId) -> Result<(LogStore, StateMachine
         db.keyspace(LOG_KEYSPACE, KeyspaceOptions::default())?,
         raft_meta,
     )?;
-    let sm = StateMachine::open(db, dir)?;
+    let sm = StateMachine::open(db, dir, current)?;
     Ok((log, sm))
 }
 

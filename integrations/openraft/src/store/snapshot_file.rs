@@ -153,8 +153,43 @@ pub(crate) fn read_file(path: &Path) -> Result<Option<(Vec<u8>, DecodedSnapshot)
     }
 }
 
+/// Checks the snapshot file at `path`, in either format (the streamed one in bounded memory),
+/// and returns its meta; `None` if there is none.
+pub(crate) fn check_any(path: &Path) -> Result<Option<Meta>, StoreError> {
+    use super::snapshot_stream::{self, Bad};
+    use std::io::Read;
+    let io =
+        |e: std::io::Error| StoreError::Io { what: format!("read {}", path.display()), source: e };
+    let corrupt = |what: String| StoreError::CorruptSnapshot { path: path.to_path_buf(), what };
+    let file = match fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io(e)),
+    };
+    let mut r = std::io::BufReader::with_capacity(64 << 10, file);
+    let mut magic = [0u8; 8];
+    match r.read_exact(&mut magic) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+            return Err(corrupt("shorter than its magic".into()))
+        }
+        Err(e) => return Err(io(e)),
+    }
+    if &magic != snapshot_stream::STREAM_MAGIC {
+        return read_file(path).map(|d| d.map(|(_, d)| d.meta));
+    }
+    let bad = |b: Bad| match b {
+        Bad::Corrupt(what) => corrupt(what),
+        Bad::Io(e) => io(e),
+    };
+    let header = snapshot_stream::read_header_after_magic(&mut r).map_err(bad)?;
+    snapshot_stream::unpack(&mut r, &header, None).map_err(bad)?;
+    Ok(Some(header.meta))
+}
+
 /// Replaces the snapshot file at `path` with `bytes` durably: a temporary file, fsync, rename,
 /// fsync of the directory.
+#[cfg_attr(not(feature = "rocksdb-peer"), allow(dead_code))]
 pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let tmp = path.with_extension("tmp");
     let mut f = fs::File::create(&tmp)?;

@@ -7,8 +7,10 @@
 //! and drops the old keyspace: a crash leaves either the old state or the new, and an unfinished
 //! generation is dropped when the node opens.
 
-use std::io::Cursor;
-use std::path::PathBuf;
+use std::fs;
+use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use openraft::storage::{RaftStateMachine, Snapshot};
@@ -16,17 +18,25 @@ use openraft::{
     LogId, OptionalSend, RaftSnapshotBuilder, StorageError, StorageIOError, StoredMembership,
 };
 use parking_lot::{Mutex, RwLock};
-use siftdb::{Db, Keyspace, KeyspaceOptions, WriteBatch, WriteOptions};
+use siftdb::{
+    Db, IngestMode, IngestOptions, Keyspace, KeyspaceOptions, ReadOptions, WriteBatch, WriteOptions,
+};
 
 use super::apply::DataWrite;
+use super::snapshot_data::SnapshotData;
 use super::snapshot_file::{self, Meta};
-use super::{to_any, SM_DATA_PREFIX, SM_META_KEYSPACE, SNAPSHOT_FILE};
+use super::snapshot_stream;
+use super::{
+    to_any, BUILD_DIR, CRASH_ENV, INCOMING_PREFIX, INSTALL_DIR, SM_DATA_PREFIX, SM_META_KEYSPACE,
+    SNAPSHOT_FILE, SNAPSHOT_TMP,
+};
 use crate::{NodeId, Response, TypeConfig};
 
 type Membership = StoredMembership<NodeId, openraft::BasicNode>;
 
-/// Data batches of an installed snapshot are cut at this many bytes.
-const INSTALL_BATCH_BYTES: usize = 4 << 20;
+/// Tables of a built snapshot are cut at this many bytes: a table's builder is the memory a
+/// build needs.
+const EXPORT_FILE_BYTES: u64 = 64 << 20;
 
 /// The state machine. Clones share it; [`StateMachine::get`] serves reads.
 #[derive(Clone)]
@@ -48,10 +58,19 @@ struct Shared {
     data: RwLock<Keyspace>,
     /// Serialises snapshot builds with each other and with installs (one snapshot file).
     snapshot_file: Mutex<()>,
+    /// Numbers the `snapshot.incoming.<n>` files.
+    incoming: AtomicU64,
+    /// A test hook: the next install fails between unpack and switch.
+    fail_before_switch: AtomicBool,
 }
 
 impl StateMachine {
-    pub(super) fn open(db: Arc<Db>, dir: PathBuf) -> Result<StateMachine, siftdb::Error> {
+    /// Opens the state machine; `current` is the meta of the node's checked `snapshot` file.
+    pub(super) fn open(
+        db: Arc<Db>,
+        dir: PathBuf,
+        current: Option<Meta>,
+    ) -> Result<StateMachine, super::StoreError> {
         let meta = db.keyspace(SM_META_KEYSPACE, KeyspaceOptions::default())?;
         let name = match meta.get(b"data_keyspace")? {
             Some(n) => String::from_utf8(n).map_err(|_| {
@@ -70,15 +89,51 @@ impl StateMachine {
                 db.drop_keyspace(&other)?;
             }
         }
-        Ok(StateMachine {
+        // What an interrupted build or install left: ours, never referenced.
+        let shown = dir.display().to_string();
+        let io = |what: &str, e: std::io::Error| super::StoreError::Io {
+            what: format!("{what} in {shown}"),
+            source: e,
+        };
+        for leftover in [BUILD_DIR, INSTALL_DIR, SNAPSHOT_TMP] {
+            remove_ours(&dir.join(leftover)).map_err(|e| io(&format!("remove {leftover}"), e))?;
+        }
+        remove_incoming(&dir).map_err(|e| io("remove snapshot.incoming.*", e))?;
+        let sm = StateMachine {
             shared: Arc::new(Shared {
                 db,
                 dir,
                 meta,
                 data: RwLock::new(data),
                 snapshot_file: Mutex::new(()),
+                incoming: AtomicU64::new(0),
+                fail_before_switch: AtomicBool::new(false),
             }),
-        })
+        };
+        // A `snapshot` newer than the applied state: an install interrupted between its rename
+        // and its switch (or a power loss that took unsynced applies the snapshot had seen).
+        // Both are committed state: install it again from the file.
+        if let Some(current) = current {
+            let shared = &sm.shared;
+            let (applied, _) = shared
+                .applied_state(None)
+                .map_err(|e| io("read sm_meta", std::io::Error::other(e.to_string())))?;
+            if current.last_log_id > applied {
+                let path = shared.dir.join(SNAPSHOT_FILE);
+                let file = fs::File::open(&path).map_err(|e| io("open snapshot", e))?;
+                shared.install_from(&current, file, &path, false).map_err(|e| {
+                    io("roll the interrupted install forward", std::io::Error::other(e.to_string()))
+                })?;
+            }
+        }
+        Ok(sm)
+    }
+
+    /// A test hook: the next `install_snapshot` fails after unpacking and ingesting, before the
+    /// switch, as a crash there would leave it.
+    #[doc(hidden)]
+    pub fn fail_next_install_before_switch(&self) {
+        self.shared.fail_before_switch.store(true, Ordering::Relaxed);
     }
 
     /// The value of `key` in the applied state (a local read: linearizable only after
@@ -191,99 +246,346 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
 
     async fn begin_receiving_snapshot(
         &mut self,
-    ) -> Result<Box<Cursor<Vec<u8>>>, StorageError<NodeId>> {
-        Ok(Box::new(Cursor::new(Vec::new())))
+    ) -> Result<Box<SnapshotData>, StorageError<NodeId>> {
+        let shared = self.shared.clone();
+        let path = blocking(move || shared.new_incoming_path()).await?;
+        let data = SnapshotData::create_new(&path)
+            .await
+            .map_err(|e| StorageIOError::write_snapshot(None, to_any(e)))?;
+        Ok(Box::new(data))
     }
 
     async fn install_snapshot(
         &mut self,
         meta: &Meta,
-        snapshot: Box<Cursor<Vec<u8>>>,
+        snapshot: Box<SnapshotData>,
     ) -> Result<(), StorageError<NodeId>> {
-        let sig = Some(meta.signature());
-        let bytes = snapshot.into_inner();
-        // Every check runs before anything is changed.
-        let decoded = snapshot_file::check_received(meta, &bytes)?;
-        let shared = &self.shared;
-        let _file = shared.snapshot_file.lock();
-        let mut data = shared.data.write();
-        let werr = |e: siftdb::Error| {
-            StorageError::from(StorageIOError::write_snapshot(sig.clone(), to_any(e)))
-        };
-        let old_name = data.name().to_string();
-        let generation: u64 = old_name[SM_DATA_PREFIX.len()..].parse().unwrap_or(0);
-        let new_name = format!("{SM_DATA_PREFIX}{}", generation + 1);
-        // A generation left half-filled by an install that failed without a crash (the open
-        // drops those after one) must not lend its pairs to this one.
-        if shared.db.existing_keyspace(&new_name).is_some() {
-            shared.db.drop_keyspace(&new_name).map_err(werr)?;
-        }
-        let fresh = shared.db.keyspace(&new_name, KeyspaceOptions::default()).map_err(werr)?;
-        let mut batch = WriteBatch::new();
-        for (k, v) in &decoded.pairs {
-            batch.put_in(&fresh, k, v);
-            if batch.encoded_len() >= INSTALL_BATCH_BYTES {
-                shared.db.write(std::mem::take(&mut batch)).map_err(werr)?;
-            }
-        }
-        batch.put_in(&shared.meta, b"data_keyspace", new_name.as_bytes());
-        batch.put_in(
-            &shared.meta,
-            b"last_applied",
-            serde_json::to_vec(&meta.last_log_id).expect("serializes"),
-        );
-        batch.put_in(
-            &shared.meta,
-            b"membership",
-            serde_json::to_vec(&meta.last_membership).expect("serializes"),
-        );
-        shared.db.write_opt(batch, WriteOptions { sync: true }).map_err(werr)?;
-        *data = fresh;
-        shared.db.drop_keyspace(&old_name).map_err(werr)?;
-        snapshot_file::write_file(&shared.dir.join(SNAPSHOT_FILE), &bytes)
-            .map_err(|e| StorageError::from(StorageIOError::write_snapshot(sig, to_any(e))))?;
-        Ok(())
+        let (file, path) = snapshot.into_std().await;
+        let (shared, meta) = (self.shared.clone(), meta.clone());
+        blocking(move || shared.install(&meta, file, &path)).await
     }
 
     async fn get_current_snapshot(
         &mut self,
     ) -> Result<Option<Snapshot<TypeConfig>>, StorageError<NodeId>> {
-        let _file = self.shared.snapshot_file.lock();
-        let path = self.shared.dir.join(SNAPSHOT_FILE);
-        match snapshot_file::read_file(&path) {
-            Ok(None) => Ok(None),
-            Ok(Some((bytes, decoded))) => {
-                Ok(Some(Snapshot { meta: decoded.meta, snapshot: Box::new(Cursor::new(bytes)) }))
-            }
-            Err(e) => Err(StorageIOError::read_snapshot(None, to_any(e)).into()),
-        }
+        let shared = self.shared.clone();
+        let found = blocking(move || {
+            let _file = shared.snapshot_file.lock();
+            let path = shared.dir.join(SNAPSHOT_FILE);
+            let rerr =
+                |e: String| StorageError::from(StorageIOError::read_snapshot(None, to_any(e)));
+            // Opened under the lock, so the handle is the file whose meta was read.
+            let meta = match snapshot_file::check_any(&path) {
+                Ok(None) => return Ok(None),
+                Ok(Some(meta)) => meta,
+                Err(e) => return Err(rerr(e.to_string())),
+            };
+            let file = std::fs::File::open(&path).map_err(|e| rerr(e.to_string()))?;
+            Ok(Some((meta, file, path)))
+        })
+        .await?;
+        Ok(found.map(|(meta, file, path)| Snapshot {
+            meta,
+            snapshot: Box::new(SnapshotData::from_std(file, path)),
+        }))
     }
 }
 
 impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
     async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError<NodeId>> {
-        let shared = &self.shared;
-        let _file = shared.snapshot_file.lock();
-        let data = shared.data.read();
-        // One siftdb snapshot covers both keyspaces, and `apply` writes data and meta in one
-        // batch: the pairs are exactly the state at `last_applied`.
-        let view = shared.db.snapshot();
-        let (last_applied, last_membership) = shared.applied_state(Some(&view))?;
-        let rerr =
-            |e: siftdb::Error| StorageError::from(StorageIOError::read_state_machine(to_any(e)));
-        let mut pairs = Vec::new();
-        for item in view.keyspace(&data).and_then(|v| v.scan()).map_err(rerr)? {
-            pairs.push(item.map_err(rerr)?);
+        let shared = self.shared.clone();
+        let (meta, file, path) = blocking(move || shared.build()).await?;
+        Ok(Snapshot { meta, snapshot: Box::new(SnapshotData::from_std(file, path)) })
+    }
+}
+
+/// Runs `f` on tokio's blocking pool: snapshot builds and installs read and write whole files.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, StorageError<NodeId>> + Send + 'static,
+) -> Result<T, StorageError<NodeId>> {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(r) => r,
+        Err(e) => {
+            Err(StorageIOError::write_snapshot(None, to_any(format!("snapshot task: {e}"))).into())
         }
+    }
+}
+
+fn io_any(what: &str, path: &Path, e: impl std::fmt::Display) -> openraft::AnyError {
+    to_any(format!("{what} {}: {e}", path.display()))
+}
+
+/// Removes `path` (a file or directory this store made) if it exists.
+fn remove_ours(path: &Path) -> std::io::Result<()> {
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => fs::remove_dir_all(path),
+        Ok(_) => fs::remove_file(path),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+impl Shared {
+    /// A fresh `snapshot.incoming.<n>` path; earlier incoming files are removed first (openraft
+    /// receives one snapshot at a time: a new stream replaces an unfinished one).
+    fn new_incoming_path(&self) -> Result<PathBuf, StorageError<NodeId>> {
+        let werr = |e: std::io::Error| {
+            StorageError::from(StorageIOError::write_snapshot(None, io_any("clean", &self.dir, e)))
+        };
+        remove_incoming(&self.dir).map_err(werr)?;
+        let n = self.incoming.fetch_add(1, Ordering::Relaxed);
+        Ok(self.dir.join(format!("{INCOMING_PREFIX}{n}")))
+    }
+
+    /// `build_snapshot`: the data keyspace at one siftdb snapshot, written as tables (bounded
+    /// memory: one table's builder), packed into the `snapshot` file.
+    fn build(&self) -> Result<(Meta, std::fs::File, PathBuf), StorageError<NodeId>> {
+        let _file = self.snapshot_file.lock();
+        // Install replaces the keyspace only under `snapshot_file`, held here.
+        let data = self.data.read().clone();
+        // One siftdb snapshot covers both keyspaces, and `apply` writes data and meta in one
+        // batch: the tables are exactly the state at `last_applied`.
+        let view = self.db.snapshot();
+        let (last_applied, last_membership) = self.applied_state(Some(&view))?;
         let snapshot_id = match last_applied {
             Some(id) => format!("{}-{}-{}", id.leader_id, id.index, view.sequence()),
             None => format!("none-{}", view.sequence()),
         };
         let meta = Meta { last_log_id: last_applied, last_membership, snapshot_id };
-        let bytes =
-            snapshot_file::encode_snapshot(&meta, pairs.iter().map(|(k, v)| (&k[..], &v[..])));
-        snapshot_file::write_file(&shared.dir.join(SNAPSHOT_FILE), &bytes)
-            .map_err(|e| StorageIOError::write_snapshot(Some(meta.signature()), to_any(e)))?;
-        Ok(Snapshot { meta, snapshot: Box::new(Cursor::new(bytes)) })
+        let sig = Some(meta.signature());
+        let werr = |what: &str, path: &Path, e: &dyn std::fmt::Display| {
+            StorageError::from(StorageIOError::write_snapshot(sig.clone(), io_any(what, path, e)))
+        };
+        let build_dir = self.dir.join(BUILD_DIR);
+        remove_ours(&build_dir).map_err(|e| werr("remove", &build_dir, &e))?;
+        fs::create_dir(&build_dir).map_err(|e| werr("create", &build_dir, &e))?;
+        let files =
+            export_at(&data, &view, &build_dir).map_err(|e| werr("export to", &build_dir, &e))?;
+        drop(view);
+        let tmp = self.dir.join(SNAPSHOT_TMP);
+        remove_ours(&tmp).map_err(|e| werr("remove", &tmp, &e))?;
+        snapshot_stream::write_container(&meta, &files, &tmp)
+            .map_err(|e| werr("write", &tmp, &e))?;
+        let path = self.dir.join(SNAPSHOT_FILE);
+        fs::rename(&tmp, &path).map_err(|e| werr("rename to", &path, &e))?;
+        super::sync_dir(&self.dir).map_err(|e| werr("sync", &self.dir, &e))?;
+        remove_ours(&build_dir).map_err(|e| werr("remove", &build_dir, &e))?;
+        let file = std::fs::File::open(&path).map_err(|e| werr("open", &path, &e))?;
+        Ok((meta, file, path))
+    }
+
+    /// `install_snapshot`, in the order that makes a crash leave the old state or the new one:
+    /// 1. the received bytes are unpacked into `snapshot.install/` and every check runs (the
+    ///    header's CRC, the meta is the announced one, each table's length and CRC, nothing
+    ///    after the last; `ingest` then checks every block's checksum and the key order);
+    /// 2. the tables are ingested into a new, unreferenced keyspace `sm_data.<generation + 1>`;
+    /// 3. the received file becomes the node's `snapshot` (fsync, rename, fsync the directory);
+    /// 4. one synced write switches `sm_meta` to the new keyspace, `last_applied` and membership;
+    /// 5. the old keyspace is dropped and the staging directory removed.
+    ///
+    /// A crash before 3 leaves the old state (the open drops the unreferenced generation); one
+    /// between 3 and 4 leaves a `snapshot` newer than the applied state, which the open installs
+    /// again from the file (roll forward); after 4, the new state.
+    fn install(
+        &self,
+        announced: &Meta,
+        mut file: std::fs::File,
+        path: &Path,
+    ) -> Result<(), StorageError<NodeId>> {
+        let sig = Some(announced.signature());
+        let werr = |e: openraft::AnyError| {
+            StorageError::from(StorageIOError::write_snapshot(sig.clone(), e))
+        };
+        let _file = self.snapshot_file.lock();
+        // openraft hands back the data begin_receiving_snapshot made; anything else (the storage
+        // suite passes another node's snapshot) is copied into an incoming file of ours first.
+        let ours = path.parent() == Some(self.dir.as_path())
+            && path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(INCOMING_PREFIX));
+        let path = if ours {
+            path.to_path_buf()
+        } else {
+            let copy = self.dir.join(format!("{INCOMING_PREFIX}copy"));
+            remove_ours(&copy).map_err(|e| werr(io_any("remove", &copy, e)))?;
+            file.seek(SeekFrom::Start(0)).map_err(|e| werr(io_any("seek", path, e)))?;
+            let mut out =
+                std::fs::File::create_new(&copy).map_err(|e| werr(io_any("create", &copy, e)))?;
+            std::io::copy(&mut file, &mut out).map_err(|e| werr(io_any("copy to", &copy, e)))?;
+            file = std::fs::File::open(&copy).map_err(|e| werr(io_any("open", &copy, e)))?;
+            copy
+        };
+        self.install_from(announced, file, &path, true)?;
+        remove_incoming(&self.dir).map_err(|e| werr(io_any("clean", &self.dir, e)))?;
+        Ok(())
+    }
+
+    /// Steps 1-5 of [`Shared::install`] from `path` (an incoming file, or with `rename` false the
+    /// node's `snapshot` itself, when the open rolls an interrupted install forward).
+    fn install_from(
+        &self,
+        announced: &Meta,
+        mut file: std::fs::File,
+        path: &Path,
+        rename: bool,
+    ) -> Result<(), StorageError<NodeId>> {
+        let sig = Some(announced.signature());
+        let werr = |e: openraft::AnyError| {
+            StorageError::from(StorageIOError::write_snapshot(sig.clone(), e))
+        };
+        let refuse = |what: String| {
+            let any = to_any(format!("corrupt snapshot: {what}"));
+            StorageError::from(StorageIOError::read_snapshot(sig.clone(), any))
+        };
+        let bad = |b: snapshot_stream::Bad| match b {
+            snapshot_stream::Bad::Corrupt(what) => refuse(what),
+            snapshot_stream::Bad::Io(e) => werr(io_any("read", path, e)),
+        };
+        let dberr = |e: siftdb::Error| werr(to_any(e));
+        let mut data = self.data.write();
+        let old_name = data.name().to_string();
+        let generation: u64 = old_name[SM_DATA_PREFIX.len()..].parse().unwrap_or(0);
+        let new_name = format!("{SM_DATA_PREFIX}{}", generation + 1);
+        // A generation left half-filled by an install that failed without a crash (the open
+        // drops those after one) must not lend its pairs to this one.
+        if self.db.existing_keyspace(&new_name).is_some() {
+            self.db.drop_keyspace(&new_name).map_err(dberr)?;
+        }
+        let staging = self.dir.join(INSTALL_DIR);
+        remove_ours(&staging).map_err(|e| werr(io_any("remove", &staging, e)))?;
+        fs::create_dir(&staging).map_err(|e| werr(io_any("create", &staging, e)))?;
+        let fresh = self.db.keyspace(&new_name, KeyspaceOptions::default()).map_err(dberr)?;
+
+        // 1. Unpack and check.
+        file.seek(SeekFrom::Start(0)).map_err(|e| werr(io_any("seek", path, e)))?;
+        let mut r = BufReader::with_capacity(64 << 10, file);
+        let mut magic = [0u8; 8];
+        match r.read_exact(&mut magic) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                return Err(refuse("shorter than its magic".into()))
+            }
+            Err(e) => return Err(werr(io_any("read", path, e))),
+        }
+        let tables = if &magic == snapshot_stream::STREAM_MAGIC {
+            let header = snapshot_stream::read_header_after_magic(&mut r).map_err(bad)?;
+            check_meta(announced, &header.meta).map_err(refuse)?;
+            snapshot_stream::unpack(&mut r, &header, Some(&staging)).map_err(bad)?
+        } else {
+            // The in-memory format of earlier versions: small by construction.
+            let mut bytes = magic.to_vec();
+            r.read_to_end(&mut bytes).map_err(|e| werr(io_any("read", path, e)))?;
+            let decoded = snapshot_file::check_received(announced, &bytes)?;
+            let mut tables = Vec::new();
+            if !decoded.pairs.is_empty() {
+                let t = staging.join("000001.sst");
+                let mut w = fresh.sst_writer(&t).map_err(dberr)?;
+                for (k, v) in &decoded.pairs {
+                    w.put(k, v).map_err(dberr)?;
+                }
+                w.finish().map_err(dberr)?;
+                tables.push(t);
+            }
+            tables
+        };
+        let file = r.into_inner();
+
+        // 2. Ingest into the new generation, which nothing references yet.
+        if !tables.is_empty() {
+            fresh
+                .ingest(&tables, IngestOptions::with_mode(IngestMode::Move))
+                .map_err(|e| refuse(format!("ingest refused the tables: {e}")))?;
+        }
+        crash_point("install-after-ingest");
+        if self.fail_before_switch.swap(false, Ordering::Relaxed) {
+            return Err(werr(to_any("injected failure between unpack and switch")));
+        }
+
+        // 3. The received file becomes the current snapshot.
+        if rename {
+            let current = self.dir.join(SNAPSHOT_FILE);
+            file.sync_all().map_err(|e| werr(io_any("sync", path, e)))?;
+            fs::rename(path, &current).map_err(|e| werr(io_any("rename", path, e)))?;
+            super::sync_dir(&self.dir).map_err(|e| werr(io_any("sync", &self.dir, e)))?;
+        }
+        crash_point("install-before-switch");
+
+        // 4. The switch.
+        let mut batch = WriteBatch::new();
+        batch.put_in(&self.meta, b"data_keyspace", new_name.as_bytes());
+        batch.put_in(
+            &self.meta,
+            b"last_applied",
+            serde_json::to_vec(&announced.last_log_id).expect("serializes"),
+        );
+        batch.put_in(
+            &self.meta,
+            b"membership",
+            serde_json::to_vec(&announced.last_membership).expect("serializes"),
+        );
+        self.db.write_opt(batch, WriteOptions { sync: true }).map_err(dberr)?;
+        *data = fresh;
+        crash_point("install-after-switch");
+
+        // 5. Clean up.
+        self.db.drop_keyspace(&old_name).map_err(dberr)?;
+        remove_ours(&staging).map_err(|e| werr(io_any("remove", &staging, e)))?;
+        Ok(())
+    }
+}
+
+/// Checks that a snapshot's own meta is the announced one.
+fn check_meta(announced: &Meta, own: &Meta) -> Result<(), String> {
+    if own.last_log_id != announced.last_log_id || own.last_membership != announced.last_membership
+    {
+        return Err(format!("its own meta {own} differs from the announced {announced}"));
+    }
+    Ok(())
+}
+
+/// Writes the pairs of `data` as of `view` into tables `000001.sst`, ... in `dir`, each cut at
+/// [`EXPORT_FILE_BYTES`]: `Keyspace::export` at a siftdb snapshot rather than at the latest
+/// state (the meta must be read at the same moment), with the same writer.
+fn export_at(data: &Keyspace, view: &siftdb::Snapshot, dir: &Path) -> siftdb::Result<Vec<PathBuf>> {
+    let read = ReadOptions { fill_cache: false };
+    let mut files = Vec::new();
+    let mut out: Option<siftdb::SstWriter> = None;
+    for item in view.keyspace(data)?.range_opt::<&[u8], _>(.., &read)? {
+        let (k, v) = item?;
+        let w = match out.as_mut() {
+            Some(w) => w,
+            None => {
+                let path = dir.join(format!("{:06}.sst", files.len() + 1));
+                files.push(path.clone());
+                out.insert(data.sst_writer(&path)?)
+            }
+        };
+        w.put(&k, &v)?;
+        if w.estimated_size() >= EXPORT_FILE_BYTES {
+            out.take().map(|w| w.finish()).transpose()?;
+        }
+    }
+    out.take().map(|w| w.finish()).transpose()?;
+    Ok(files)
+}
+
+/// Removes every `snapshot.incoming.*` file of the node directory `dir`.
+pub(super) fn remove_incoming(dir: &Path) -> std::io::Result<()> {
+    for e in fs::read_dir(dir)? {
+        let e = e?;
+        if e.file_name().to_str().is_some_and(|n| n.starts_with(INCOMING_PREFIX)) {
+            remove_ours(&e.path())?;
+        }
+    }
+    Ok(())
+}
+
+/// A test hook: with `SIFTDB_OPENRAFT_CRASH_AT=<point>` in the environment, the process aborts
+/// at `point` (a kill at exactly that step; tests/snapshot_install.rs).
+fn crash_point(point: &str) {
+    if std::env::var_os(CRASH_ENV).is_some_and(|v| v == point) {
+        eprintln!("siftdb-openraft: {CRASH_ENV}={point}: aborting");
+        std::process::abort();
     }
 }

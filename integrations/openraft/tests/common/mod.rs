@@ -24,6 +24,8 @@ pub struct NodeProc {
     pub addr: String,
     pub dir: PathBuf,
     pub snapshot_every: u64,
+    /// Environment variables the process is started with.
+    pub env: Vec<(String, String)>,
     child: Option<Child>,
 }
 
@@ -34,6 +36,7 @@ impl NodeProc {
             addr: format!("127.0.0.1:{}", free_port()),
             dir: root.join(format!("node-{id}")),
             snapshot_every,
+            env: Vec::new(),
             child: None,
         }
     }
@@ -45,6 +48,7 @@ impl NodeProc {
             .arg("--dir")
             .arg(&self.dir)
             .args(["--snapshot-every", &self.snapshot_every.to_string()])
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()
@@ -58,6 +62,20 @@ impl NodeProc {
             c.kill().unwrap();
             c.wait().unwrap();
         }
+    }
+
+    /// Waits up to `timeout` for the process to exit by itself; its status if it did.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            let c = self.child.as_mut()?;
+            if let Some(status) = c.try_wait().unwrap() {
+                self.child = None;
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
     }
 
     pub fn running(&self) -> bool {

@@ -1,0 +1,264 @@
+//! The streamed snapshot format (`SFRSNAP2`): a header (meta, then each table's length and
+//! CRC-32) followed by the tables `build_snapshot` exported, concatenated. Written, sent and
+//! unpacked in bounded buffers, never whole. The byte table is in docs/snapshots.md, the one
+//! description of it; keep the two in step. The older in-memory format (`SFRSNAP1`,
+//! snapshot_file.rs) is still read.
+
+use std::fs;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+use super::snapshot_file::Meta;
+
+/// The first 8 bytes of a streamed snapshot.
+pub const STREAM_MAGIC: &[u8; 8] = b"SFRSNAP2";
+
+/// Bytes copied at a time while writing, checking or unpacking a snapshot.
+const COPY_BUF: usize = 1 << 20;
+/// Bounds on the header's counts, checked before its CRC can be (so a corrupt length cannot
+/// make the reader allocate without limit).
+const MAX_META_BYTES: u32 = 16 << 20;
+const MAX_FILES: u32 = 1 << 20;
+
+/// Why a snapshot could not be read or unpacked.
+#[derive(Debug)]
+pub(crate) enum Bad {
+    /// The bytes fail a check (the text names it).
+    Corrupt(String),
+    /// A file-system call failed.
+    Io(io::Error),
+}
+
+impl std::fmt::Display for Bad {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Bad::Corrupt(what) => write!(f, "corrupt snapshot: {what}"),
+            Bad::Io(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl From<io::Error> for Bad {
+    fn from(e: io::Error) -> Bad {
+        Bad::Io(e)
+    }
+}
+
+/// A checked header.
+#[derive(Debug)]
+pub(crate) struct Header {
+    /// The snapshot's meta.
+    pub meta: Meta,
+    /// Each table's length and CRC-32, in order.
+    pub files: Vec<(u64, u32)>,
+}
+
+/// Writes the container of `meta` and `files` (tables, in key order) to `out` (a new file),
+/// syncs it, and returns its length. Reads each table twice (its CRC, then its bytes).
+pub(crate) fn write_container(meta: &Meta, files: &[PathBuf], out: &Path) -> io::Result<u64> {
+    let mut buf = vec![0u8; COPY_BUF];
+    let mut header = Vec::new();
+    let meta_json = serde_json::to_vec(meta).expect("SnapshotMeta serializes");
+    header.extend_from_slice(STREAM_MAGIC);
+    header.extend_from_slice(&(meta_json.len() as u32).to_le_bytes());
+    header.extend_from_slice(&meta_json);
+    header.extend_from_slice(&(files.len() as u32).to_le_bytes());
+    for path in files {
+        let mut f = fs::File::open(path)?;
+        let (mut len, mut crc) = (0u64, crc32fast::Hasher::new());
+        loop {
+            let n = f.read(&mut buf)?;
+            if n == 0 {
+                break;
+            }
+            crc.update(&buf[..n]);
+            len += n as u64;
+        }
+        header.extend_from_slice(&len.to_le_bytes());
+        header.extend_from_slice(&crc.finalize().to_le_bytes());
+    }
+    let crc = crc32fast::hash(&header);
+    header.extend_from_slice(&crc.to_le_bytes());
+    let mut o = fs::OpenOptions::new().write(true).create_new(true).open(out)?;
+    o.write_all(&header)?;
+    let mut total = header.len() as u64;
+    for path in files {
+        total += io::copy(&mut fs::File::open(path)?, &mut o)?;
+    }
+    o.sync_all()?;
+    Ok(total)
+}
+
+fn read_exact(r: &mut impl Read, n: usize, what: &str) -> Result<Vec<u8>, Bad> {
+    let mut v = vec![0u8; n];
+    match r.read_exact(&mut v) {
+        Ok(()) => Ok(v),
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+            Err(Bad::Corrupt(format!("it ends inside the {what}")))
+        }
+        Err(e) => Err(Bad::Io(e)),
+    }
+}
+
+fn le_u32(b: &[u8]) -> u32 {
+    let mut a = [0u8; 4];
+    a.copy_from_slice(b);
+    u32::from_le_bytes(a)
+}
+
+fn le_u64(b: &[u8]) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(b);
+    u64::from_le_bytes(a)
+}
+
+/// Reads and checks the header of a container whose 8-byte magic was already read (and was
+/// [`STREAM_MAGIC`]).
+pub(crate) fn read_header_after_magic(r: &mut impl Read) -> Result<Header, Bad> {
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(STREAM_MAGIC);
+    let b = read_exact(r, 4, "meta length")?;
+    crc.update(&b);
+    let meta_len = le_u32(&b);
+    if meta_len > MAX_META_BYTES {
+        return Err(Bad::Corrupt(format!("meta length {meta_len} is over {MAX_META_BYTES}")));
+    }
+    let meta_bytes = read_exact(r, meta_len as usize, "meta")?;
+    crc.update(&meta_bytes);
+    let b = read_exact(r, 4, "file count")?;
+    crc.update(&b);
+    let count = le_u32(&b);
+    if count > MAX_FILES {
+        return Err(Bad::Corrupt(format!("file count {count} is over {MAX_FILES}")));
+    }
+    let table = read_exact(r, count as usize * 12, "file table")?;
+    crc.update(&table);
+    let stored = le_u32(&read_exact(r, 4, "header CRC")?);
+    let computed = crc.finalize();
+    if stored != computed {
+        return Err(Bad::Corrupt(format!(
+            "header CRC mismatch: stored {stored:#010x}, computed {computed:#010x}"
+        )));
+    }
+    let meta: Meta = serde_json::from_slice(&meta_bytes)
+        .map_err(|e| Bad::Corrupt(format!("meta at byte 12 is not SnapshotMeta JSON: {e}")))?;
+    let files = table.chunks_exact(12).map(|c| (le_u64(&c[..8]), le_u32(&c[8..]))).collect();
+    Ok(Header { meta, files })
+}
+
+/// Reads the tables that follow `header` from `r`, checking each one's length and CRC and that
+/// nothing follows the last; with `dest`, writes them there as `000001.sst`, `000002.sst`, ...
+/// (new files, not synced: `ingest` syncs what it takes) and returns their paths.
+pub(crate) fn unpack(
+    r: &mut impl Read,
+    header: &Header,
+    dest: Option<&Path>,
+) -> Result<Vec<PathBuf>, Bad> {
+    let mut buf = vec![0u8; COPY_BUF];
+    let mut out = Vec::new();
+    for (i, &(len, want)) in header.files.iter().enumerate() {
+        let mut sink = match dest {
+            Some(d) => {
+                let p = d.join(format!("{:06}.sst", i + 1));
+                let f = fs::OpenOptions::new().write(true).create_new(true).open(&p)?;
+                out.push(p);
+                Some(io::BufWriter::with_capacity(COPY_BUF, f))
+            }
+            None => None,
+        };
+        let (mut left, mut crc) = (len, crc32fast::Hasher::new());
+        while left > 0 {
+            let want_n = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+            let n = r.read(&mut buf[..want_n])?;
+            if n == 0 {
+                return Err(Bad::Corrupt(format!(
+                    "it ends {left} bytes before the end of file {} of {}",
+                    i + 1,
+                    header.files.len()
+                )));
+            }
+            crc.update(&buf[..n]);
+            if let Some(s) = sink.as_mut() {
+                s.write_all(&buf[..n])?;
+            }
+            left -= n as u64;
+        }
+        let got = crc.finalize();
+        if got != want {
+            return Err(Bad::Corrupt(format!(
+                "CRC mismatch in file {} of {}: stored {want:#010x}, computed {got:#010x}",
+                i + 1,
+                header.files.len()
+            )));
+        }
+        if let Some(s) = sink {
+            s.into_inner().map_err(|e| e.into_error())?;
+        }
+    }
+    let mut extra = [0u8; 1];
+    if r.read(&mut extra)? != 0 {
+        return Err(Bad::Corrupt("bytes follow the last file".into()));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta() -> Meta {
+        Meta {
+            last_log_id: Some(openraft::testing::log_id(2, 1, 7)),
+            last_membership: Default::default(),
+            snapshot_id: "2-7-1".into(),
+        }
+    }
+
+    fn check(bytes: &[u8]) -> Result<Header, Bad> {
+        let mut r = bytes;
+        let magic = read_exact(&mut r, 8, "magic")?;
+        if magic != STREAM_MAGIC {
+            return Err(Bad::Corrupt("magic".into()));
+        }
+        let h = read_header_after_magic(&mut r)?;
+        unpack(&mut r, &h, None)?;
+        Ok(h)
+    }
+
+    #[test]
+    fn round_trip_and_every_flipped_bit_and_truncation_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a");
+        let b = dir.path().join("b");
+        fs::write(&a, b"first table bytes").unwrap();
+        fs::write(&b, vec![7u8; 3000]).unwrap();
+        let out = dir.path().join("snap");
+        let len = write_container(&meta(), &[a.clone(), b.clone()], &out).unwrap();
+        let bytes = fs::read(&out).unwrap();
+        assert_eq!(len, bytes.len() as u64);
+        let h = check(&bytes).unwrap();
+        assert_eq!(h.meta, meta());
+        assert_eq!(h.files.len(), 2);
+        let unpacked = dir.path().join("un");
+        fs::create_dir(&unpacked).unwrap();
+        let mut r = &bytes[8..];
+        let h = read_header_after_magic(&mut r).unwrap();
+        let paths = unpack(&mut r, &h, Some(&unpacked)).unwrap();
+        assert_eq!(fs::read(&paths[0]).unwrap(), fs::read(&a).unwrap());
+        assert_eq!(fs::read(&paths[1]).unwrap(), fs::read(&b).unwrap());
+        // CRC-32 detects every single-bit error: in the header (its CRC), in a table (its own).
+        for i in 8..bytes.len() {
+            for bit in 0..8 {
+                let mut bad = bytes.clone();
+                bad[i] ^= 1 << bit;
+                assert!(check(&bad).is_err(), "flip of bit {bit} of byte {i} accepted");
+            }
+        }
+        for n in 0..bytes.len() {
+            assert!(check(&bytes[..n]).is_err(), "truncation to {n} accepted");
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(check(&longer).unwrap_err().to_string().contains("follow the last file"));
+    }
+}
