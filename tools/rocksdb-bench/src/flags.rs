@@ -371,7 +371,10 @@ mod tests {
              --compression_zstd_max_train_bytes=1638400",
         ))
         .unwrap();
-        assert_eq!((f.compression_max_dict_bytes, f.compression_zstd_max_train_bytes), (16384, 1_638_400));
+        assert_eq!(
+            (f.compression_max_dict_bytes, f.compression_zstd_max_train_bytes),
+            (16384, 1_638_400)
+        );
         let e = parse(args("--compression_max_dict_bytes=-1")).unwrap_err();
         assert!(e.contains("--compression_max_dict_bytes=-1 is out of range"), "{e}");
     }
