@@ -146,3 +146,44 @@ fn files_with_and_without_dictionaries_mix_in_one_database() {
     db.compact().unwrap();
     assert_holds(&db, &model);
 }
+
+/// Whether `dir` is on tmpfs (statfs(2) magic), where older kernels refuse `O_DIRECT`.
+fn on_tmpfs(dir: &Path) -> bool {
+    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: `statfs` only writes into the zeroed struct we pass and reads the NUL-terminated
+    // path, both valid for the call.
+    unsafe {
+        let mut s: libc::statfs = std::mem::zeroed();
+        assert_eq!(libc::statfs(c.as_ptr(), &mut s), 0, "statfs {}", dir.display());
+        s.f_type as i64 == 0x0102_1994
+    }
+}
+
+#[test]
+fn batched_direct_reads_decode_with_the_dictionary() {
+    // `multi_get` with `direct_reads` collects the device reads of a batch and decodes each
+    // block where its read lands (src/sst/reader/batch.rs), with the table's dictionary.
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let direct = !on_tmpfs(dir.path()); // tmpfs: the same path through buffered reads
+    let opts = || Options {
+        direct_reads: direct,
+        mmap_reads: false,
+        block_cache_bytes: 64 << 10,
+        ..options(4096, 32 << 10)
+    };
+    let model = {
+        let db = Db::open(dir.path(), opts()).unwrap();
+        let model = fill(&db);
+        db.compact().unwrap();
+        model
+    };
+    assert!(table_properties(dir.path()).iter().all(|p| p.compression_dict_block.size > 0));
+    let db = Db::open(dir.path(), opts()).unwrap();
+    let keys: Vec<&Vec<u8>> = model.keys().collect();
+    for chunk in keys.chunks(64) {
+        let got = db.multi_get(chunk.iter().copied());
+        for (k, v) in chunk.iter().zip(got) {
+            assert_eq!(v.unwrap().as_ref(), model.get(*k), "{:?}", String::from_utf8_lossy(k));
+        }
+    }
+}
