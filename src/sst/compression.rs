@@ -75,8 +75,8 @@ const ZSTD_MAX_RATIO: usize = 32_768;
 const LZ4_MAX_RATIO: usize = 255;
 
 /// Appends the compressed form of `raw` (`raw_len:varint32 payload`) to `out` and returns its
-/// type byte; `None` (nothing appended) for [`Compression::None`].
-/// A zstd block is compressed with `dict` when given (its level is the dictionary's).
+/// type byte; `None` (nothing appended) for [`Compression::None`]. A zstd block is compressed
+/// with `dict` when given (at the level the dictionary was digested for).
 pub(crate) fn compress(
     raw: &[u8],
     compression: Compression,
@@ -134,8 +134,8 @@ pub(crate) fn compress(
 /// Decodes the compressed form `contents` of type `ctype` (zstd or LZ4) into the buffer
 /// `alloc(raw_len)` returns (a vector of capacity at least `raw_len`, possibly holding stale
 /// bytes: both decoders set its length and overwrite every byte kept). Offsets in errors
-/// are relative to the start of `contents`.
-/// A zstd block of a table with a dictionary is decoded with `dict` (the table's).
+/// are relative to the start of `contents`. A zstd block of a table with a dictionary is
+/// decoded with `dict` (the table's).
 pub(crate) fn decompress(
     ctype: u8,
     contents: &[u8],
