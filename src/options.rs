@@ -448,6 +448,19 @@ pub struct Options {
     /// or LZ4 above, zstd at the bottom). A file's compression is read from its own blocks, so
     /// changing this option leaves existing files readable.
     pub compression_per_level: Vec<Compression>,
+    /// Largest zstd dictionary per table file, in bytes (RocksDB's
+    /// `compression_opts.max_dict_bytes`; design.md#zstd-dictionaries). 0 (the default): no
+    /// dictionaries. Otherwise each file written with zstd trains a dictionary on its first
+    /// data blocks and compresses all of them with it; readers keep it digested with the open
+    /// table, so a block decode skips rebuilding entropy tables and small blocks compress
+    /// better. Files of other codecs ignore it; keyspaces use the database's setting. Valid:
+    /// 0..=1 MiB.
+    pub compression_max_dict_bytes: usize,
+    /// Bytes of data blocks each file's dictionary is trained on (RocksDB's
+    /// `zstd_max_train_bytes`), buffered uncompressed by the file's writer. 0 (the default):
+    /// the first `compression_max_dict_bytes` of data blocks are used as the dictionary
+    /// without training. Valid: 0, or `compression_max_dict_bytes..=256 MiB`.
+    pub compression_zstd_max_train_bytes: usize,
     /// Bytes of the shared block cache (`siftdb bench --cache_size`). Default 32 MiB; 0
     /// disables it. It bounds the decompressed data blocks read by lookups and scans, and with
     /// [`Options::cache_index_and_filter_blocks`] the tables' index and filter blocks too: each
@@ -693,6 +706,8 @@ impl Default for Options {
             block_restart_interval: 16,
             compression: Compression::None,
             compression_per_level: Vec::new(),
+            compression_max_dict_bytes: 0,
+            compression_zstd_max_train_bytes: 0,
             block_cache_bytes: 32 << 20,
             cache_index_and_filter_blocks: false,
             pin_l0_filter_and_index_blocks_in_cache: false,
@@ -736,6 +751,8 @@ impl std::fmt::Debug for Options {
             .field("block_align", &self.block_align)
             .field("compression", &self.compression)
             .field("compression_per_level", &self.compression_per_level)
+            .field("compression_max_dict_bytes", &self.compression_max_dict_bytes)
+            .field("compression_zstd_max_train_bytes", &self.compression_zstd_max_train_bytes)
             .field("block_cache_bytes", &self.block_cache_bytes)
             .field("cache_index_and_filter_blocks", &self.cache_index_and_filter_blocks)
             .field(

@@ -33,6 +33,13 @@ pub const RESTART_INTERVAL_RANGE: RangeInclusive<usize> = 1..=65_535;
 pub const MAX_IMMUTABLE_RANGE: RangeInclusive<usize> = 1..=1_000;
 /// zstd levels siftdb accepts (the documented range of [`Compression::Zstd`]).
 pub const ZSTD_LEVEL_RANGE: RangeInclusive<i32> = 1..=22;
+/// Largest `compression_max_dict_bytes`: RocksDB's dictionaries are 16-64 KiB in practice; a
+/// larger one costs every reader of the file its digested copy (about 2x its size) while the
+/// table is open.
+pub const MAX_DICT_BYTES: usize = 1 << 20;
+/// Largest `compression_zstd_max_train_bytes`: the table builder buffers this much per file
+/// being written (several at once with subcompactions).
+pub const MAX_TRAIN_BYTES: usize = 256 << 20;
 /// Filter bits per key, for every filter setting given in bits: at least one bit per million
 /// keys (below, every siftdb filter admits all but about one key in a million, and 0 bits is
 /// no filter, which has its own spelling) and at most 64 (past about 46 bits per key every
@@ -61,6 +68,27 @@ pub const MIN_MANIFEST_FILE_SIZE: u64 = 1 << 10;
 /// The error for `field = value` outside `range`.
 fn out_of_range(field: &str, value: impl Display, range: &str) -> Error {
     Error::invalid(format!("{field} = {value} is out of range (valid: {range})"))
+}
+
+/// The dictionary options: `max_dict_bytes` within 0..=[`MAX_DICT_BYTES`], and a nonzero
+/// `train_bytes` at least the dictionary (zstd trains a dictionary from samples larger than it)
+/// and at most [`MAX_TRAIN_BYTES`].
+pub(crate) fn check_dictionary(max_dict_bytes: usize, train_bytes: usize) -> Result<()> {
+    check_usize("compression_max_dict_bytes", max_dict_bytes, 0..=MAX_DICT_BYTES)?;
+    if train_bytes != 0 {
+        let low = max_dict_bytes.max(1);
+        if !(low..=MAX_TRAIN_BYTES).contains(&train_bytes) {
+            return Err(out_of_range(
+                "compression_zstd_max_train_bytes",
+                train_bytes,
+                &format!(
+                    "0 (no training) or compression_max_dict_bytes..={MAX_TRAIN_BYTES} \
+                     ({low}..={MAX_TRAIN_BYTES})"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn check_usize(field: &str, value: usize, range: RangeInclusive<usize>) -> Result<()> {
@@ -228,6 +256,7 @@ impl Options {
                 }
             }
         }
+        check_dictionary(self.compression_max_dict_bytes, self.compression_zstd_max_train_bytes)?;
         if self.max_open_files != -1 && self.max_open_files < crate::options::MIN_MAX_OPEN_FILES {
             return Err(out_of_range(
                 "max_open_files",

@@ -395,7 +395,8 @@ pub struct HeldMemory {
     pub filters: u64,
     /// Index blocks with their search summaries, and loaded range tombstones.
     pub indexes: u64,
-    /// The rest of each open table: the reader itself, its properties and path.
+    /// The rest of each open table: the reader itself, its properties and path, and its
+    /// digested zstd compression dictionary (format version 8).
     pub readers: u64,
     /// Open tables whose index and filter are pinned in the block cache.
     pub pinned_tables: usize,

@@ -221,6 +221,19 @@ fn a_database_written_in_format_v8_with_blob_files_opens() {
 }
 
 #[test]
+fn a_database_written_in_format_v9_with_zstd_dictionaries_opens() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/format_v9");
+    // The fixture holds what it is for: format-8 tables with a zstd dictionary, beside older
+    // ones without.
+    let props = table_properties(&fixture);
+    let with = props.iter().filter(|p| p.compression_dict_block.size > 0);
+    assert!(with.clone().count() > 0, "format_v9 has no table with a dictionary");
+    assert!(with.clone().all(|p| p.format_version == 8 && p.compression == 1));
+    assert!(props.iter().any(|p| p.compression_dict_block.size == 0), "{props:?}");
+    opens_with_its_contents(9);
+}
+
+#[test]
 fn the_fixture_history_written_by_this_build_reads_back() {
     // The writer's own round trip, so a broken history or model cannot hide behind an old
     // fixture: the same steps through today's code give the same state.

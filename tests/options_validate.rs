@@ -228,6 +228,20 @@ fn a_zstd_level_out_of_range_in_compression_per_level_is_refused() {
     refused(opts, &["compression_per_level[1] Zstd level = 23", "1..=22"]);
 }
 
+#[test]
+fn dictionary_sizes_out_of_range_are_refused() {
+    let dict = |max_dict_bytes, train_bytes| Options {
+        compression: Compression::Zstd(3),
+        compression_max_dict_bytes: max_dict_bytes,
+        compression_zstd_max_train_bytes: train_bytes,
+        ..Options::default()
+    };
+    refused(dict((1 << 20) + 1, 0), &["compression_max_dict_bytes = 1048577", "0..=1048576"]);
+    // Training on less than the dictionary's size, or on more than 256 MiB.
+    refused(dict(16384, 16383), &["compression_zstd_max_train_bytes = 16383", "16384..=268435456"]);
+    refused(dict(16384, (256 << 20) + 1), &["compression_zstd_max_train_bytes = 268435457"]);
+}
+
 /// The flush filters whose false-positive estimate sums a Poisson mix with mean
 /// `block bits / bits_per_key` keys per block.
 fn tiny_flush_filters(bits_per_key: f64) -> [FilterConfig; 2] {

@@ -103,8 +103,9 @@ pub struct MemoryUsage {
     /// Index blocks (and their search summaries) and range tombstones held by the open tables
     /// outside the block cache (range tombstones stay there in every mode).
     pub table_indexes: u64,
-    /// The open table readers themselves (struct, properties' keys, path): the table cache's
-    /// own memory, bounded through `max_open_files`.
+    /// The open table readers themselves (struct, properties' keys, path, digested zstd
+    /// compression dictionary): the table cache's own memory, bounded through
+    /// `max_open_files`.
     pub table_readers: u64,
     /// Free space in the huge-page chunks that hold table filters
     /// (`Options::filters_on_huge_pages`): mapped, resident once touched, in use by no filter

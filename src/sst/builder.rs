@@ -13,14 +13,20 @@
 //! block cost a system call and a file-system round trip per block, 18% of an LZ4 compaction's
 //! time. Nothing reads a table before `finish` has written and synced all of it, so holding
 //! the bytes back changes no guarantee.
+//!
+//! With a zstd dictionary ([`TableOptions::max_dict_bytes`], src/sst/builder/dictionary.rs) the
+//! first data blocks are held back uncompressed, their index separators with them, until there
+//! are enough to train on; then the dictionary is trained and they are written, compressed with
+//! it, as every later block is. Their offsets are known only then, so the index entries wait too.
 
 use crate::error::{Error, Result};
 use crate::filter::hash_key;
 use crate::ikey::{self, ValueKind};
 use crate::range_del::{Fragments, RangeTombstone};
 use crate::sst::block::BlockBuilder;
+use crate::sst::compression::EncoderDict;
 use crate::sst::format::{
-    format_version_for, frame_block_into, BlockHandle, Footer, TableFeatures, BLOCK_TRAILER_LEN,
+    format_version_for, frame_block_with, BlockHandle, Footer, TableFeatures, BLOCK_TRAILER_LEN,
     MAX_BLOCK_LEN,
 };
 use crate::sst::partitioned_filter::{self, PartitionedFilterSource};
@@ -32,8 +38,11 @@ use crate::storage::WritableFile;
 use std::cmp::Ordering;
 use std::ops::Range;
 
+mod dictionary;
 mod page_fit;
 mod partitions;
+
+use dictionary::DictState;
 
 use page_fit::PageFit;
 
@@ -148,6 +157,8 @@ pub struct TableBuilder {
     scan: Option<ScanFilterCollector>,
     /// `Some` with [`TableOptions::block_align`]: where data blocks are cut and placed.
     fit: Option<PageFit>,
+    /// The zstd dictionary: off, collecting blocks to train on, or trained.
+    dict: DictState,
 }
 
 impl TableBuilder {
@@ -160,6 +171,7 @@ impl TableBuilder {
                 opts.block_size
             )));
         }
+        crate::options_validate::check_dictionary(opts.max_dict_bytes, opts.zstd_max_train_bytes)?;
         let offset = file.len();
         Ok(TableBuilder {
             file,
@@ -184,6 +196,7 @@ impl TableBuilder {
                     partitioned_index: false,
                     scan_filters: false,
                     blob_refs: false,
+                    dictionary: false,
                 }),
                 compression: opts.compression.tag(),
                 block_size: opts.block_size as u64,
@@ -202,6 +215,7 @@ impl TableBuilder {
             fit: opts
                 .block_align
                 .then(|| PageFit::new(opts.compression != Compression::None, opts.block_size)),
+            dict: DictState::new(&opts),
         })
     }
 
@@ -249,7 +263,10 @@ impl TableBuilder {
         if internal_key.len() + value.len() > MAX_ENTRY_LEN {
             return Err(Error::invalid("entry larger than 512 MiB"));
         }
-        if let Some(fit) = &self.fit {
+        // Blocks held back for the dictionary have no offset yet: they are cut by size alone,
+        // and placed (padded) within pages when they are written.
+        let placed = !matches!(self.dict, DictState::Buffering(_));
+        if let Some(fit) = self.fit.as_ref().filter(|_| placed) {
             // Worst case of the entry's bytes: three varints and a restart point.
             let raw = self.data.size_estimate() + internal_key.len() + value.len() + 19;
             if !self.data.is_empty() && fit.should_cut(self.offset, raw) {
@@ -259,6 +276,10 @@ impl TableBuilder {
         if let Some(handle) = self.pending.take() {
             let sep = separator(&self.last_key, internal_key);
             self.add_index_entry(&sep, handle);
+        } else if let DictState::Buffering(samples) = &mut self.dict {
+            if let Some((_, sep @ None)) = samples.blocks.last_mut() {
+                *sep = Some(separator(&self.last_key, internal_key));
+            }
         }
         if first || user_key != ikey::user_key(&self.last_key) {
             self.hashes.push(hash_key(user_key));
@@ -332,7 +353,8 @@ impl TableBuilder {
     /// Bytes the file would have if the current data block were written now (for cutting
     /// compaction outputs at a target size; excludes filter, properties, index and footer).
     pub fn estimated_size(&self) -> u64 {
-        self.offset + self.data.size_estimate() as u64
+        // Blocks held back for the dictionary count at their raw size (an upper bound).
+        self.offset + (self.data.size_estimate() + self.dict.buffered_bytes()) as u64
     }
 
     /// Writes the remaining data block, the filter, properties and index blocks and the footer,
@@ -343,10 +365,15 @@ impl TableBuilder {
         if !self.data.is_empty() {
             self.flush_data()?;
         }
+        // A table smaller than the training target trains on all its blocks.
+        self.end_buffering()?;
         if let Some(handle) = self.pending.take() {
             let last = std::mem::take(&mut self.last_key);
             self.add_index_entry(&last, handle);
             self.last_key = last;
+        }
+        if let DictState::Ready { bytes, .. } = std::mem::replace(&mut self.dict, DictState::Off) {
+            self.props.compression_dict_block = self.write_block(&bytes, Compression::None)?;
         }
         let index = self.index.finish();
         let mut cuts = Vec::new();
@@ -417,6 +444,7 @@ impl TableBuilder {
                 || self.props.range_filter_block.size > 0,
             write_times: self.props.write_times.is_some(),
             blob_refs: self.blob_refs > 0,
+            dictionary: self.props.compression_dict_block.size > 0,
         });
         self.props.format_version = version;
         if self.props.merges == 0 {
@@ -486,41 +514,84 @@ impl TableBuilder {
 
     fn flush_data(&mut self) -> Result<()> {
         let raw = self.data.finish();
-        let start = self.offset;
-        let handle = match self.fit.is_some() {
-            true => self.write_aligned_block(&raw)?,
-            false => self.write_block(&raw, self.opts.compression)?,
-        };
-        // The block's buffer serves the next block: no regrowth from empty per block.
-        self.data.recycle(raw);
         self.props.data_blocks += 1;
         self.block_hashes.push(self.block_first_hash..self.hashes.len());
+        if let DictState::Buffering(samples) = &mut self.dict {
+            samples.data.extend_from_slice(&raw);
+            samples.blocks.push((raw.len(), None));
+            self.data.recycle(raw);
+            if samples.data.len() >= samples.target {
+                self.end_buffering()?;
+            }
+            return Ok(());
+        }
+        let handle = self.write_data_block(&raw);
+        // The block's buffer serves the next block: no regrowth from empty per block.
+        self.data.recycle(raw);
+        self.pending = Some(handle?);
+        Ok(())
+    }
+
+    /// Writes one data block (compressed, with the dictionary once there is one), returning
+    /// its handle.
+    fn write_data_block(&mut self, raw: &[u8]) -> Result<BlockHandle> {
+        let start = self.offset;
+        let handle = match self.fit.is_some() {
+            true => self.write_aligned_block(raw)?,
+            false => {
+                let dict = self.dict.encoder();
+                let compression = self.opts.compression;
+                frame_into(&mut self.buf, &mut self.offset, raw, compression, dict)?
+            }
+        };
         self.props.data_size += self.offset - start;
-        self.pending = Some(handle);
         if self.buf.len() >= WRITE_BUFFER {
             self.write_out()?;
+        }
+        Ok(handle)
+    }
+
+    /// Ends the collection of blocks to train on, if it is under way: trains the dictionary
+    /// (none when zstd's trainer gives none) and writes the held-back blocks with their index
+    /// entries; the last one's entry waits for the next key as usual (`pending`).
+    fn end_buffering(&mut self) -> Result<()> {
+        if !matches!(self.dict, DictState::Buffering(_)) {
+            return Ok(());
+        }
+        let DictState::Buffering(samples) = std::mem::replace(&mut self.dict, DictState::Off)
+        else {
+            return Ok(());
+        };
+        let (max_dict, train) = (self.opts.max_dict_bytes, self.opts.zstd_max_train_bytes);
+        if let Some(bytes) = dictionary::train(&samples, max_dict, train) {
+            if let Some(encoder) = EncoderDict::new(&bytes, samples.level) {
+                self.dict = DictState::Ready { bytes, encoder };
+            }
+        }
+        let mut at = 0;
+        for (len, sep) in samples.blocks {
+            let raw = samples.data.get(at..at + len).unwrap_or_default();
+            at += len;
+            let handle = self.write_data_block(raw)?;
+            match sep {
+                Some(sep) => self.add_index_entry(&sep, handle),
+                None => self.pending = Some(handle),
+            }
         }
         Ok(())
     }
 
     /// Frames one block into the write buffer, returning its handle.
     fn write_block(&mut self, raw: &[u8], compression: Compression) -> Result<BlockHandle> {
-        let start = self.buf.len();
-        if let Err(e) = frame_block_into(raw, compression, &mut self.buf) {
-            self.buf.truncate(start);
-            return Err(e);
-        }
-        let framed = (self.buf.len() - start) as u64;
-        let handle = BlockHandle { offset: self.offset, size: framed - BLOCK_TRAILER_LEN as u64 };
-        self.offset += framed;
-        Ok(handle)
+        frame_into(&mut self.buf, &mut self.offset, raw, compression, None)
     }
 
     /// Frames one data block into the write buffer behind the padding that keeps it within a
     /// page ([`PageFit`]), returning its handle.
     fn write_aligned_block(&mut self, raw: &[u8]) -> Result<BlockHandle> {
         let start = self.buf.len();
-        if let Err(e) = frame_block_into(raw, self.opts.compression, &mut self.buf) {
+        let dict = self.dict.encoder();
+        if let Err(e) = frame_block_with(raw, self.opts.compression, dict, &mut self.buf) {
             self.buf.truncate(start);
             return Err(e);
         }
@@ -547,6 +618,26 @@ impl TableBuilder {
         self.buf.clear();
         Ok(())
     }
+}
+
+/// Frames one block into the write buffer `buf` of a table of `offset` bytes (advanced past
+/// it), returning its handle; a zstd block is compressed with `dict` when given.
+fn frame_into(
+    buf: &mut Vec<u8>,
+    offset: &mut u64,
+    raw: &[u8],
+    compression: Compression,
+    dict: Option<&EncoderDict>,
+) -> Result<BlockHandle> {
+    let start = buf.len();
+    if let Err(e) = frame_block_with(raw, compression, dict, buf) {
+        buf.truncate(start);
+        return Err(e);
+    }
+    let framed = (buf.len() - start) as u64;
+    let handle = BlockHandle { offset: *offset, size: framed - BLOCK_TRAILER_LEN as u64 };
+    *offset += framed;
+    Ok(handle)
 }
 
 /// An index key `s` with `a <= s < b` in internal-key order, shorter than `a` when their user

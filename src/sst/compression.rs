@@ -5,6 +5,13 @@
 //!   trailer's CRC-32 already covers the bytes), encoded by `lz4_flex` and decoded by liblz4's
 //!   `LZ4_decompress_safe` (`lz4-sys`).
 //!
+//! A zstd block of a table with a compression dictionary (format version 8,
+//! docs/format.md#compression-dictionary-block) is one zstd frame compressed with that
+//! dictionary: the builder holds it digested for the encoder ([`EncoderDict`]) and the reader
+//! digested for the decoder ([`DecoderDict`]), so a block decode references the dictionary's
+//! entropy tables instead of rebuilding them. Both go through the same per-thread contexts as
+//! plain zstd blocks.
+//!
 //! Decoding trusts nothing but the CRC-checked bytes: `raw_len` is bounded by
 //! [`MAX_BLOCK_LEN`] and by the most the payload can expand to before anything is allocated, so
 //! a corrupt length is a corruption error, never a huge allocation; the output must then be
@@ -15,6 +22,7 @@ use crate::sst::format::MAX_BLOCK_LEN;
 use crate::sst::format::{get_varint32, put_varint32, COMPRESSION_LZ4, COMPRESSION_ZSTD};
 use crate::sst::Compression;
 use std::cell::RefCell;
+use zstd::zstd_safe;
 
 thread_local! {
     /// One zstd compression and one decompression context per thread, created on first use:
@@ -25,8 +33,38 @@ thread_local! {
         const { RefCell::new(None) };
 }
 
-type ZstdContexts =
-    (Option<zstd::bulk::Compressor<'static>>, Option<zstd::bulk::Decompressor<'static>>);
+type ZstdContexts = (Option<zstd::bulk::Compressor<'static>>, Option<zstd_safe::DCtx<'static>>);
+
+/// A zstd dictionary digested for compression at one level (`ZSTD_CDict`): what the table
+/// builder compresses data blocks with once it has trained the table's dictionary.
+pub(crate) struct EncoderDict(zstd_safe::CDict<'static>);
+
+impl EncoderDict {
+    /// Digests `dict` (a trained dictionary, or raw content) for compression at `level`;
+    /// `None` when zstd refuses it.
+    pub(crate) fn new(dict: &[u8], level: i32) -> Option<EncoderDict> {
+        zstd_safe::CDict::try_create(dict, level).map(EncoderDict)
+    }
+}
+
+/// A zstd dictionary digested for decompression (`ZSTD_DDict`): its entropy tables built once,
+/// when the table is opened, and referenced by every block decode.
+pub(crate) struct DecoderDict(zstd_safe::DDict<'static>);
+
+impl DecoderDict {
+    /// Digests the stored dictionary `dict` (copied); a corrupt trained dictionary (zstd
+    /// cannot load its entropy tables) is a corruption error. Offsets are relative to `dict`.
+    pub(crate) fn new(dict: &[u8]) -> Result<DecoderDict> {
+        zstd_safe::DDict::try_create(dict).map(DecoderDict).ok_or_else(|| {
+            Error::corruption("compression dictionary is not a valid zstd dictionary", Some(0))
+        })
+    }
+
+    /// Bytes the digested dictionary takes in memory (its content copy and entropy tables).
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.0.sizeof()
+    }
+}
 
 /// Largest expansion of zstd-compressed bytes: a zstd block of at most 128 KiB output costs at
 /// least 4 input bytes (3-byte header + 1 RLE byte), a ratio below 32768.
@@ -38,28 +76,41 @@ const ZSTD_MAX_RATIO: usize = 32_768;
 const LZ4_MAX_RATIO: usize = 255;
 
 /// Appends the compressed form of `raw` (`raw_len:varint32 payload`) to `out` and returns its
-/// type byte; `None` (nothing appended) for [`Compression::None`].
+/// type byte; `None` (nothing appended) for [`Compression::None`]. A zstd block is compressed
+/// with `dict` when given (at the level the dictionary was digested for).
 pub(crate) fn compress(
     raw: &[u8],
     compression: Compression,
+    dict: Option<&EncoderDict>,
     out: &mut Vec<u8>,
 ) -> Result<Option<u8>> {
     match compression {
         Compression::None => Ok(None),
         Compression::Zstd { level } => {
             put_varint32(out, raw.len() as u32);
-            let z = ZSTD
-                .with(|z| {
-                    let mut z = z.borrow_mut();
-                    let c = match &mut z.0 {
-                        Some(c) => c,
-                        none => none.insert(zstd::bulk::Compressor::new(level)?),
-                    };
-                    c.set_compression_level(level)?;
-                    c.compress(raw)
-                })
-                .map_err(|e| Error::io("compressing an SST block with zstd", e))?;
-            out.extend_from_slice(&z);
+            out.reserve(zstd_safe::compress_bound(raw.len()));
+            ZSTD.with(|z| {
+                let mut z = z.borrow_mut();
+                let c = match &mut z.0 {
+                    Some(c) => c,
+                    none => none.insert(zstd::bulk::Compressor::new(level)?),
+                };
+                // The frame is appended after the bytes `out` already holds, into the capacity
+                // reserved above (the compress bound: it cannot run out).
+                let at = out.len() as u64;
+                let mut tail = std::io::Cursor::new(&mut *out);
+                tail.set_position(at);
+                match dict {
+                    Some(d) => c.context_mut().compress_using_cdict(&mut tail, raw, &d.0),
+                    None => {
+                        c.set_compression_level(level)?;
+                        c.context_mut().compress2(&mut tail, raw)
+                    }
+                }
+                .map(drop)
+                .map_err(zstd_error)
+            })
+            .map_err(|e| Error::io("compressing an SST block with zstd", e))?;
             Ok(Some(COMPRESSION_ZSTD))
         }
         Compression::Lz4 => {
@@ -84,10 +135,12 @@ pub(crate) fn compress(
 /// Decodes the compressed form `contents` of type `ctype` (zstd or LZ4) into the buffer
 /// `alloc(raw_len)` returns (a vector of capacity at least `raw_len`, possibly holding stale
 /// bytes: both decoders set its length and overwrite every byte kept). Offsets in errors
-/// are relative to the start of `contents`.
+/// are relative to the start of `contents`. A zstd block of a table with a dictionary is
+/// decoded with `dict` (the table's).
 pub(crate) fn decompress(
     ctype: u8,
     contents: &[u8],
+    dict: Option<&DecoderDict>,
     alloc: impl FnOnce(usize) -> Vec<u8>,
 ) -> Result<Vec<u8>> {
     let (name, max_ratio) = match ctype {
@@ -126,9 +179,14 @@ pub(crate) fn decompress(
             let mut z = z.borrow_mut();
             let d = match &mut z.1 {
                 Some(d) => d,
-                none => none.insert(zstd::bulk::Decompressor::new()?),
+                none => none.insert(zstd_safe::DCtx::try_create().ok_or("out of memory")?),
             };
-            d.decompress_to_buffer(payload, &mut raw).map(drop)
+            match dict {
+                Some(dict) => d.decompress_using_ddict(&mut raw, payload, &dict.0),
+                None => d.decompress(&mut raw, payload),
+            }
+            .map(drop)
+            .map_err(zstd_safe::get_error_name)
         })
         .map_err(|e| e.to_string())
     } else {
@@ -177,6 +235,11 @@ fn lz4_decode(payload: &[u8], out: &mut Vec<u8>) -> std::result::Result<(), Stri
     // SAFETY: `n` is at most `capacity` and the decoder wrote every byte of `[0, n)`.
     unsafe { out.set_len(n) };
     Ok(())
+}
+
+/// A zstd error code as an I/O error naming it.
+fn zstd_error(code: usize) -> std::io::Error {
+    std::io::Error::other(zstd_safe::get_error_name(code))
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::indexing_slicing))]
 
 use crate::error::{Error, Result};
-use crate::sst::compression;
+use crate::sst::compression::{self, DecoderDict, EncoderDict};
 use crate::sst::Compression;
 
 /// Bytes after every block's contents: compression type u8, crc32 u32.
@@ -33,8 +33,10 @@ pub const TABLE_MAGIC: u64 = u64::from_le_bytes(*b"SIFTDBST");
 /// filter and a range filter, their handles in the properties block; design.md#scan-filters);
 /// 6 = the properties record the oldest and newest write time of a TTL keyspace's entries
 /// (design.md#ttl); 7 = entries may be blob references (internal-key kind 4 `BlobIndex`,
-/// design.md#key-value-separation).
-pub const FORMAT_VERSION: u32 = 7;
+/// design.md#key-value-separation); 8 = the table may carry a zstd compression dictionary (its
+/// handle in the properties block) that its zstd data blocks are compressed with
+/// (design.md#zstd-dictionaries).
+pub const FORMAT_VERSION: u32 = 8;
 
 /// What a table holds that decides its format version ([`format_version_for`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +59,8 @@ pub struct TableFeatures {
     pub write_times: bool,
     /// Some entry is a blob reference (kind `BlobIndex`).
     pub blob_refs: bool,
+    /// The table has a compression dictionary block.
+    pub dictionary: bool,
 }
 
 /// The format version a table with `features` is written with: the lowest that can hold them.
@@ -70,6 +74,11 @@ pub struct TableFeatures {
 /// filters is version 5, so an older build refuses it rather than scan it without them (which
 /// would be correct but slower than its owner configured; a refusal is the clearer outcome).
 pub fn format_version_for(features: TableFeatures) -> u32 {
+    // A table with a dictionary is version 8, so an older build reports "format version 8 is
+    // newer" instead of failing on zstd frames that need a dictionary it does not load.
+    if features.dictionary {
+        return 8;
+    }
     // A table of blob references is version 7, so an older build reports "format version 7 is
     // newer" instead of an unknown kind 4.
     if features.blob_refs {
@@ -135,16 +144,22 @@ impl BlockHandle {
 /// the on-disk bytes and the compression type used.
 pub fn frame_block(raw: &[u8], compression: Compression) -> Result<(Vec<u8>, u8)> {
     let mut out = Vec::with_capacity(raw.len() + BLOCK_TRAILER_LEN);
-    let ctype = frame_block_into(raw, compression, &mut out)?;
+    let ctype = frame_block_with(raw, compression, None, &mut out)?;
     Ok((out, ctype))
 }
 
 /// [`frame_block`] appending to `out` (which may already hold earlier blocks: the table
-/// builder frames every block straight into its write buffer). Returns the compression type
-/// used; the block's framed bytes are `out[old_len..]`.
-pub fn frame_block_into(raw: &[u8], compression: Compression, out: &mut Vec<u8>) -> Result<u8> {
+/// builder frames every block straight into its write buffer), a zstd block compressed with the
+/// table's dictionary `dict` when given. Returns the compression type used; the block's framed
+/// bytes are `out[old_len..]`.
+pub(crate) fn frame_block_with(
+    raw: &[u8],
+    compression: Compression,
+    dict: Option<&EncoderDict>,
+    out: &mut Vec<u8>,
+) -> Result<u8> {
     let start = out.len();
-    if let Some(ctype) = compression::compress(raw, compression, out)? {
+    if let Some(ctype) = compression::compress(raw, compression, dict, out)? {
         if out.len() - start < raw.len() - raw.len() / 8 {
             push_trailer(out, start, ctype);
             return Ok(ctype);
@@ -166,14 +181,19 @@ fn push_trailer(out: &mut Vec<u8>, start: usize, ctype: u8) {
 /// Verifies a framed block (`contents ++ type ++ crc`, as read from the file) and returns its
 /// uncompressed contents. Offsets in errors are relative to the start of `framed`. An
 /// uncompressed block is returned in `framed`'s own allocation (no copy).
-pub fn unframe_block(mut framed: Vec<u8>) -> Result<Vec<u8>> {
+pub fn unframe_block(framed: Vec<u8>) -> Result<Vec<u8>> {
+    unframe_owned(framed, None)
+}
+
+/// [`unframe_block`] decoding a zstd block with the table's dictionary `dict`.
+pub(crate) fn unframe_owned(mut framed: Vec<u8>, dict: Option<&DecoderDict>) -> Result<Vec<u8>> {
     let (contents, ctype) = check_trailer(&framed)?;
     if ctype == COMPRESSION_NONE {
         let n = contents.len();
         framed.truncate(n);
         return Ok(framed);
     }
-    decode_contents(contents, ctype, Vec::with_capacity)
+    decode_contents(contents, ctype, dict, Vec::with_capacity)
 }
 
 /// [`unframe_block`] for framed bytes in a borrowed buffer (the read path reuses one scratch
@@ -182,9 +202,20 @@ pub fn unframe_block(mut framed: Vec<u8>) -> Result<Vec<u8>> {
 /// `len` (the contents' size, bounded before the call); it may hold stale bytes (a recycled
 /// buffer, which saves a `malloc`/`free` pair per block): every decoder sets the length and
 /// overwrites every byte it keeps.
+#[cfg(test)]
 pub fn unframe_block_from(framed: &[u8], alloc: impl FnOnce(usize) -> Vec<u8>) -> Result<Vec<u8>> {
+    unframe_block_with(framed, None, alloc)
+}
+
+/// [`unframe_block_from`] decoding a zstd block with the table's dictionary `dict` (a data
+/// block of a table that has one).
+pub(crate) fn unframe_block_with(
+    framed: &[u8],
+    dict: Option<&DecoderDict>,
+    alloc: impl FnOnce(usize) -> Vec<u8>,
+) -> Result<Vec<u8>> {
     let (contents, ctype) = check_trailer(framed)?;
-    decode_contents(contents, ctype, alloc)
+    decode_contents(contents, ctype, dict, alloc)
 }
 
 /// Checks the trailer's CRC; returns the stored contents and their compression type byte.
@@ -207,6 +238,7 @@ fn check_trailer(framed: &[u8]) -> Result<(&[u8], u8)> {
 fn decode_contents(
     contents: &[u8],
     ctype: u8,
+    dict: Option<&DecoderDict>,
     alloc: impl FnOnce(usize) -> Vec<u8>,
 ) -> Result<Vec<u8>> {
     match ctype {
@@ -216,7 +248,9 @@ fn decode_contents(
             out.extend_from_slice(contents);
             Ok(out)
         }
-        t @ (COMPRESSION_ZSTD | COMPRESSION_LZ4) => compression::decompress(t, contents, alloc),
+        t @ (COMPRESSION_ZSTD | COMPRESSION_LZ4) => {
+            compression::decompress(t, contents, dict, alloc)
+        }
         t => Err(Error::corruption(
             format!("unknown block compression type {t}"),
             Some(contents.len() as u64),
@@ -341,9 +375,9 @@ mod tests {
         };
         let b = f.encode();
         assert_eq!(Footer::decode(&b).unwrap(), f);
-        let newer = Footer { version: 9, ..f }.encode();
+        let newer = Footer { version: FORMAT_VERSION + 1, ..f }.encode();
         let msg = Footer::decode(&newer).unwrap_err().to_string();
-        assert!(msg.contains("version 9 is newer"), "{msg}");
+        assert!(msg.contains(&format!("version {} is newer", FORMAT_VERSION + 1)), "{msg}");
         let mut bad = b;
         bad[3] ^= 0x10;
         assert!(Footer::decode(&bad).unwrap_err().is_corruption());

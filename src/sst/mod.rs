@@ -102,6 +102,16 @@ pub struct TableOptions {
     /// one page, not two. Blocks then average somewhat under `block_size`, and none is cut
     /// larger than a page of framed bytes unless one entry alone is. Defaults to false.
     pub block_align: bool,
+    /// Largest zstd compression dictionary of a table, in bytes (RocksDB's
+    /// `compression_opts.max_dict_bytes`; design.md#zstd-dictionaries): 0 (the default) writes
+    /// none. Only zstd tables use it: the builder keeps its first data blocks uncompressed
+    /// until it has [`TableOptions::zstd_max_train_bytes`] of them, trains the dictionary on
+    /// them, and compresses every data block with it (format version 8).
+    pub max_dict_bytes: usize,
+    /// Bytes of data blocks the dictionary is trained on (RocksDB's `zstd_max_train_bytes`);
+    /// the memory the builder buffers. 0: the first `max_dict_bytes` of data blocks are the
+    /// dictionary as they are (raw content, no training).
+    pub zstd_max_train_bytes: usize,
 }
 
 impl From<crate::options::Compression> for Compression {
@@ -125,6 +135,8 @@ impl TableOptions {
             restart_interval: opts.block_restart_interval,
             compression: opts.compression_for_level(level).into(),
             block_align: opts.block_align,
+            max_dict_bytes: opts.compression_max_dict_bytes,
+            zstd_max_train_bytes: opts.compression_zstd_max_train_bytes,
         }
     }
 }
@@ -136,6 +148,8 @@ impl Default for TableOptions {
             restart_interval: 16,
             compression: Compression::None,
             block_align: false,
+            max_dict_bytes: 0,
+            zstd_max_train_bytes: 0,
         }
     }
 }

@@ -10,8 +10,9 @@
 //! `range_deletions` and `range_del_block` (format version 3) are written only by a table with
 //! range tombstones, and `filter_partitions` (format version 4) only by a table with a
 //! partitioned filter, and `prefix_filter_block`, `prefix_extractor` and `range_filter_block`
-//! (format version 5) only by a table with scan filters, so every other table's block stays
-//! byte for byte what older builds wrote.
+//! (format version 5) only by a table with scan filters, and `compression_dict_block` (format
+//! version 8) only by a table with a zstd dictionary, so every other table's block stays byte
+//! for byte what older builds wrote.
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::indexing_slicing))]
 
@@ -90,6 +91,9 @@ pub struct TableProperties {
     /// operands, in a TTL keyspace (format version 6, design.md#ttl); `None` otherwise.
     /// Written (as `oldest_write_time` and `newest_write_time`) only by a table that has them.
     pub write_times: Option<(u64, u64)>,
+    /// Handle of the zstd compression dictionary block (format version 8,
+    /// design.md#zstd-dictionaries); size 0 without one. Written only by a table that has one.
+    pub compression_dict_block: BlockHandle,
 }
 
 impl TableProperties {
@@ -130,7 +134,8 @@ impl TableProperties {
             + index_parts as u32
             + 2 * prefix_filter as u32
             + range_filter as u32
-            + 2 * self.write_times.is_some() as u32;
+            + 2 * self.write_times.is_some() as u32
+            + (self.compression_dict_block.size > 0) as u32;
         put_varint32(&mut out, nums.len() as u32 + 2 + optional);
         let mut put = |name: &str, value: &[u8]| {
             put_varint32(&mut out, name.len() as u32);
@@ -178,6 +183,12 @@ impl TableProperties {
         if let Some((oldest, newest)) = self.write_times {
             put("oldest_write_time", &oldest.to_le_bytes());
             put("newest_write_time", &newest.to_le_bytes());
+        }
+        // Only tables with a zstd dictionary (format version 8) carry it.
+        if self.compression_dict_block.size > 0 {
+            let mut h = Vec::with_capacity(20);
+            self.compression_dict_block.encode_to(&mut h);
+            put("compression_dict_block", &h);
         }
         out
     }
@@ -284,6 +295,7 @@ impl TableProperties {
                 true => Some((num("oldest_write_time")?, num("newest_write_time")?)),
                 false => None,
             },
+            compression_dict_block: handle("compression_dict_block")?,
         })
     }
 }
@@ -373,5 +385,18 @@ mod tests {
         assert!(!plain.encode().windows(17).any(|w| w == b"filter_partitions"));
         assert!(with.encode().windows(17).any(|w| w == b"filter_partitions"));
         assert!(!plain.encode().windows(16).any(|w| w == b"index_partitions"));
+    }
+
+    #[test]
+    fn the_dictionary_handle_appears_only_in_tables_with_a_dictionary() {
+        let plain = TableProperties { format_version: 1, entries: 3, ..Default::default() };
+        let with = TableProperties {
+            format_version: 8,
+            compression_dict_block: BlockHandle { offset: 4096, size: 1000 },
+            ..plain.clone()
+        };
+        assert_eq!(TableProperties::decode(&with.encode()).unwrap(), with);
+        assert!(!plain.encode().windows(15).any(|w| w == b"compression_dic"));
+        assert!(with.encode().windows(22).any(|w| w == b"compression_dict_block"));
     }
 }

@@ -18,9 +18,10 @@ use crate::ikey::{self, ValueKind};
 use crate::range_del::Fragments;
 use crate::sst::block::{Block, BlockIter, BlockSlice};
 use crate::sst::buffers;
+use crate::sst::compression::DecoderDict;
 pub use crate::sst::counters::{ReadCounters, ReadStats};
 use crate::sst::format::{
-    unframe_block, unframe_block_from, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN,
+    unframe_block_with, unframe_owned, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN,
 };
 use crate::sst::index::IndexSearch;
 use crate::sst::meta::{Held, IndexEntry, MetaKind, MetaPolicy, MetaRef, Residence};
@@ -122,6 +123,9 @@ pub struct Table {
     range_dels: Fragments,
     /// The prefix and range filters (format version 5), loaded at open and held here.
     scan: ScanFilters,
+    /// The zstd compression dictionary (format version 8), digested once at open and used by
+    /// every data block decode (design.md#zstd-dictionaries).
+    dict: Option<DecoderDict>,
     size: u64,
     /// An ingested table's global sequence number (design.md#ingestion-and-export): its
     /// entries are stored at sequence 0 and read at this one ([`Table::set_global_seq`]).
@@ -198,6 +202,7 @@ impl Table {
             index_parts: None,
             range_dels: Fragments::default(),
             scan: ScanFilters::default(),
+            dict: None,
             size,
             global_seq: None,
             blobs: None,
@@ -230,6 +235,7 @@ impl Table {
             t.range_dels = frags;
         }
         t.scan = t.load_scan_filters()?;
+        t.dict = t.load_dictionary()?;
         // A reopen of a `Cached` table (the table cache closed it) finds its index and filter
         // still in the block cache: no read and no second verification.
         let cached_index = t.cached_at_open::<IndexEntry>(footer.index, residence);
@@ -339,6 +345,20 @@ impl Table {
             scan.set_range(&self.read_raw(r)?).map_err(|e| self.err_at(e, r))?;
         }
         Ok(scan)
+    }
+
+    /// Reads and digests the compression dictionary the properties name (`None` without one).
+    fn load_dictionary(&self) -> Result<Option<DecoderDict>> {
+        let h = self.props.compression_dict_block;
+        if h.size == 0 {
+            return Ok(None);
+        }
+        if self.props.format_version < 8 {
+            let e = Error::corruption("compression dictionary in a table below version 8", None);
+            return Err(self.err_at(e, self.footer.properties));
+        }
+        let raw = self.read_raw(h)?;
+        DecoderDict::new(&raw).map(Some).map_err(|e| self.err_at(e, h))
     }
 
     /// The table's prefix and range filters (empty when it has none).
@@ -462,19 +482,23 @@ impl Table {
     /// footer, which bounds the allocation by the file size.
     fn read_raw(&self, h: BlockHandle) -> Result<Vec<u8>> {
         self.check_handle(h)?;
+        let dict = self.dict.as_ref();
         if let Some(framed) = self.mapped(h)? {
-            return unframe_block_from(framed, Vec::with_capacity).map_err(|e| self.err_at(e, h));
+            return unframe_block_with(framed, dict, Vec::with_capacity)
+                .map_err(|e| self.err_at(e, h));
         }
         let framed = self.file.read_at(h.offset, (h.size as usize) + BLOCK_TRAILER_LEN);
-        unframe_block(framed.map_err(|e| self.err_at(e, h))?).map_err(|e| self.err_at(e, h))
+        unframe_owned(framed.map_err(|e| self.err_at(e, h))?, dict).map_err(|e| self.err_at(e, h))
     }
 
     /// [`Table::read_raw`] for data blocks: the file bytes go to a per-thread scratch buffer
     /// and the contents to a recycled or exact-size buffer (see `sst::buffers`).
     fn read_data(&self, h: BlockHandle) -> Result<Vec<u8>> {
         self.check_handle(h)?;
+        let dict = self.dict.as_ref();
         if let Some(framed) = self.mapped(h)? {
-            return unframe_block_from(framed, buffers::take_buffer).map_err(|e| self.err_at(e, h));
+            return unframe_block_with(framed, dict, buffers::take_buffer)
+                .map_err(|e| self.err_at(e, h));
         }
         let len = (h.size as usize) + BLOCK_TRAILER_LEN;
         if len > buffers::SCRATCH_MAX {
@@ -482,7 +506,7 @@ impl Table {
         }
         buffers::with_scratch(len, |buf| {
             self.file.read_exact_at(h.offset, buf).map_err(|e| self.err_at(e, h))?;
-            unframe_block_from(buf, buffers::take_buffer).map_err(|e| self.err_at(e, h))
+            unframe_block_with(buf, dict, buffers::take_buffer).map_err(|e| self.err_at(e, h))
         })
     }
 
@@ -1017,7 +1041,7 @@ impl Table {
     /// Bytes of the reader itself outside its index, filter and range tombstones, allocator
     /// headers included (`crate::heap`): the `Table` in the `Arc` the table cache holds it by,
     /// its properties (the smallest and largest keys, the merge operator name), its path and
-    /// the boxes of its partitioned parts.
+    /// the boxes of its partitioned parts, and its digested compression dictionary.
     pub fn reader_memory_bytes(&self) -> usize {
         let p = &self.props;
         heap::arc_bytes::<Table>()
@@ -1027,6 +1051,7 @@ impl Table {
             + heap::alloc_bytes(self.path.as_os_str().len())
             + self.partitioned.as_ref().map_or(0, |_| heap::alloc_bytes(size_of::<Partitioned>()))
             + self.index_parts.as_ref().map_or(0, |_| heap::alloc_bytes(size_of::<IndexParts>()))
+            + self.dict.as_ref().map_or(0, |d| heap::alloc_bytes(d.memory_bytes()))
     }
 
     /// True when the table's index and filter are pinned in the block cache.

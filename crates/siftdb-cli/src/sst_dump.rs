@@ -113,6 +113,10 @@ pub fn run(args: &SstDumpArgs) -> Result<()> {
             t => format!("unknown (tag {t})"),
         }
     );
+    if p.compression_dict_block.size > 0 {
+        // Format 8: the zstd blocks are compressed with this per-file dictionary.
+        say!("zstd dictionary   {} bytes", p.compression_dict_block.size);
+    }
     match p.index_partitions {
         0 => say!("index block       {} bytes", table.index_memory_bytes()),
         n => say!("index             {} bytes in {n} partitions", table.index_memory_bytes()),

@@ -93,8 +93,10 @@ impl Table {
                 let e = Error::io(format!("reading (O_DIRECT) {}", self.path.display()), e);
                 return Err(self.err_at(e, h));
             }
-            Some(Ok(bytes)) => unframe_block_from(bytes.bytes(), buffers::take_buffer)
-                .map_err(|e| self.err_at(e, h))?,
+            Some(Ok(bytes)) => {
+                unframe_block_with(bytes.bytes(), self.dict.as_ref(), buffers::take_buffer)
+                    .map_err(|e| self.err_at(e, h))?
+            }
         };
         self.install(h, raw, counters)
     }

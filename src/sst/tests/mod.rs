@@ -4,6 +4,7 @@ mod aligned;
 mod block_reverse;
 mod charges;
 mod corruption;
+mod dictionary;
 mod global_seq;
 mod huge_pages;
 mod mapped;

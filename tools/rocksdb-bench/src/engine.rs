@@ -51,6 +51,12 @@ pub fn options(f: &Flags) -> Options {
     }
     o.set_block_based_table_factory(&t);
     o.set_compression_type(compression_type(&f.compression));
+    if f.compression_max_dict_bytes > 0 || f.compression_zstd_max_train_bytes > 0 {
+        // db_bench's defaults for the other three: window bits -14, the codec's default level
+        // (kDefaultCompressionLevel, 32767), strategy 0.
+        o.set_compression_options(-14, 32767, 0, f.compression_max_dict_bytes);
+        o.set_zstd_max_train_bytes(f.compression_zstd_max_train_bytes);
+    }
     if f.enable_blob_files {
         o.set_enable_blob_files(true);
         o.set_min_blob_size(f.min_blob_size);

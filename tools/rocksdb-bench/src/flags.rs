@@ -66,6 +66,13 @@ pub struct Flags {
     pub use_ribbon_filter: bool,
     /// Block compression, lower case: none, snappy, lz4 or zstd.
     pub compression: String,
+    /// Largest zstd dictionary per SST file in bytes (`compression_opts.max_dict_bytes`;
+    /// db_bench's `--compression_max_dict_bytes`, default 0 = none).
+    pub compression_max_dict_bytes: i32,
+    /// Bytes of samples each dictionary is trained on (`compression_opts.zstd_max_train_bytes`;
+    /// db_bench's `--compression_zstd_max_train_bytes`, default 0 = the samples are the
+    /// dictionary).
+    pub compression_zstd_max_train_bytes: i32,
     /// LRU block cache bytes (0 = no block cache).
     pub cache_size: u64,
     /// Memtable bytes (RocksDB's default when unset).
@@ -253,6 +260,12 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Flags, String> {
             .unwrap_or(-1),
         use_ribbon_filter: g.boolean("use_ribbon_filter")?,
         compression,
+        compression_max_dict_bytes: g
+            .num("compression_max_dict_bytes", (|x: i32| x >= 0, "must be at least 0"))?
+            .unwrap_or(0),
+        compression_zstd_max_train_bytes: g
+            .num("compression_zstd_max_train_bytes", (|x: i32| x >= 0, "must be at least 0"))?
+            .unwrap_or(0),
         cache_size: g.num("cache_size", ANY)?.unwrap_or(8 << 20),
         write_buffer_size: g.num("write_buffer_size", POSITIVE)?,
         target_file_size_base: g.num("target_file_size_base", POSITIVE)?,
@@ -347,6 +360,23 @@ mod tests {
 
     fn args(s: &str) -> Vec<String> {
         s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn dictionary_flags_parse_and_default_to_none() {
+        let f = parse(args("--compression_type=zstd")).unwrap();
+        assert_eq!((f.compression_max_dict_bytes, f.compression_zstd_max_train_bytes), (0, 0));
+        let f = parse(args(
+            "--compression_type=zstd --compression_max_dict_bytes=16384 \
+             --compression_zstd_max_train_bytes=1638400",
+        ))
+        .unwrap();
+        assert_eq!(
+            (f.compression_max_dict_bytes, f.compression_zstd_max_train_bytes),
+            (16384, 1_638_400)
+        );
+        let e = parse(args("--compression_max_dict_bytes=-1")).unwrap_err();
+        assert!(e.contains("--compression_max_dict_bytes=-1 is out of range"), "{e}");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The compression flags: db_bench's `--compression_type` and `--min_level_to_compress`, and
 //! siftdb's `--compression_per_level`, mapped onto [`Options::compression`] and
-//! [`Options::compression_per_level`].
+//! [`Options::compression_per_level`]; db_bench's `--compression_max_dict_bytes` and
+//! `--compression_zstd_max_train_bytes` onto the zstd dictionary options.
 //!
 //! siftdb has no snappy. db_bench's default `--compression_type=snappy` maps to LZ4, the codec of
 //! the same class (fast, byte-oriented, no entropy coding), with a note on stderr; it is never
@@ -36,7 +37,8 @@ fn parse_codec(
     }
 }
 
-/// Sets `opts.compression` and `opts.compression_per_level` from the flags.
+/// Sets `opts.compression`, `opts.compression_per_level` and the dictionary options from the
+/// flags (their ranges are checked when the database opens).
 pub fn apply(flags: &Flags, opts: &mut Options) -> Result<(), String> {
     let mut snappy = false;
     let level = flags.zstd_level;
@@ -61,6 +63,8 @@ pub fn apply(flags: &Flags, opts: &mut Options) -> Result<(), String> {
     if snappy {
         eprintln!("siftdb bench: snappy is not built in; using lz4");
     }
+    opts.compression_max_dict_bytes = flags.compression_max_dict_bytes;
+    opts.compression_zstd_max_train_bytes = flags.compression_zstd_max_train_bytes;
     Ok(())
 }
 
@@ -109,6 +113,25 @@ mod tests {
         }
         let err = options(&["--compression_type=zstd", "--zstd_level=40"]).unwrap_err();
         assert!(err.contains("--zstd_level=40"), "{err}");
+    }
+
+    #[test]
+    fn dictionary_flags_set_the_dictionary_options() {
+        let opts = options(&[]).unwrap();
+        assert_eq!(
+            (opts.compression_max_dict_bytes, opts.compression_zstd_max_train_bytes),
+            (0, 0)
+        );
+        let opts = options(&[
+            "--compression_type=zstd",
+            "--compression_max_dict_bytes=16384",
+            "--compression_zstd_max_train_bytes=1638400",
+        ])
+        .unwrap();
+        assert_eq!(
+            (opts.compression_max_dict_bytes, opts.compression_zstd_max_train_bytes),
+            (16384, 1_638_400)
+        );
     }
 
     #[test]

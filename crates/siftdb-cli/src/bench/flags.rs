@@ -159,6 +159,15 @@ pub struct Flags {
     /// level i, the last to all deeper levels (`Options::compression_per_level`).
     #[arg(long)]
     pub compression_per_level: Option<String>,
+    /// db_bench: largest zstd dictionary per SST file in bytes, 0 = none
+    /// (`Options::compression_max_dict_bytes`; RocksDB's `compression_opts.max_dict_bytes`).
+    #[arg(long, default_value_t = 0)]
+    pub compression_max_dict_bytes: usize,
+    /// db_bench: bytes of data blocks each file's dictionary is trained on; 0 = the first
+    /// `--compression_max_dict_bytes` of blocks are the dictionary, untrained
+    /// (`Options::compression_zstd_max_train_bytes`).
+    #[arg(long, default_value_t = 0)]
+    pub compression_zstd_max_train_bytes: usize,
     /// db_bench: keep values of at least `--min_blob_size` bytes in blob files
     /// (`Options::blob_threshold`).
     #[arg(long, default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
