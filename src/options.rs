@@ -800,12 +800,13 @@ pub struct ReadOptions {
     /// are still used), so a one-off bulk scan does not evict the blocks point lookups keep
     /// hot. Point lookups (`multi_get_opt`) fill the cache as `get` does.
     pub fill_cache: bool,
-    /// For `multi_get_opt`: the most threads one batch may use, the caller's included (1 to
-    /// 64). 1 (the default, as in RocksDB) looks every key up on the calling thread. Above 1,
-    /// a batch of at least 64 keys per thread is cut in key order among that many threads
-    /// started for the call, so one caller (say, a Python program, whose other threads wait on
-    /// its interpreter lock) uses the cores a batch of cache-missing lookups can keep busy; the
-    /// answers are the same. A service that already runs a reader per core gains nothing.
+    /// For `multi_get_opt`: the most threads one batch may use (1 to 64). 1 (the default, as
+    /// in RocksDB) looks every key up on the calling thread. Above 1, a batch of at least 64
+    /// keys per part is cut in key order into that many parts, looked up on a worker pool of
+    /// one thread per core kept by the process (rayon's global pool) while the caller waits, so
+    /// one caller (say, a Python program, whose other threads wait on its interpreter lock)
+    /// uses the cores a batch of cache-missing lookups can keep busy; the answers are the same.
+    /// A service that already runs a reader per core gains nothing.
     pub multi_get_threads: usize,
 }
 

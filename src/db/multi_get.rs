@@ -25,7 +25,7 @@
 //!
 //! With [`ReadOptions::multi_get_threads`](crate::ReadOptions::multi_get_threads) above 1, a
 //! batch of at least [`MIN_KEYS_PER_THREAD`] keys per thread is cut in key order into
-//! contiguous parts, one per thread (the caller's and scoped helpers), each looked up as above
+//! contiguous parts, run on the process's worker pool (one thread per core), each looked up as above
 //! at the same snapshot and super-version: the answers are those of one thread, since every
 //! key's answer depends only on that snapshot. Cutting in key order keeps the keys that share
 //! a block in one part.
@@ -84,38 +84,22 @@ pub(crate) fn multi_get(
     answers
 }
 
-/// Runs `lookup` on `parts` contiguous parts of `keys` in key order, the first on this thread
-/// and each other on a scoped thread (on this one too when a thread cannot be started), and
-/// returns the answers in the order of `keys`.
+/// Runs `lookup` on `parts` contiguous parts of `keys` in key order, on the process's worker
+/// pool (rayon's global pool, a thread per core, kept between calls: a thread started per call
+/// begins on its parent's core and waits there until the parent blocks, so the two parts ran
+/// one after the other), and returns the answers in the order of `keys`. A panic in a part is
+/// resumed on the caller, as the single-threaded lookup would raise it.
 fn lookup_parallel(
     keys: &[&[u8]],
     parts: usize,
     lookup: &(dyn Fn(&[&[u8]]) -> Vec<Answer> + Sync),
 ) -> Vec<Answer> {
+    use rayon::prelude::*;
     let mut order: Vec<usize> = (0..keys.len()).collect();
     order.sort_by(|&a, &b| keys[a].cmp(keys[b]).then(a.cmp(&b)));
     let sorted: Vec<&[u8]> = order.iter().map(|&i| keys[i]).collect();
     let chunk = sorted.len().div_ceil(parts);
-    let mut chunks = sorted.chunks(chunk);
-    let first = chunks.next().unwrap_or_default();
-    let answered: Vec<Vec<Answer>> = std::thread::scope(|scope| {
-        let spawned: Vec<_> = chunks
-            .map(|part| {
-                let started = std::thread::Builder::new()
-                    .name("siftdb-multi-get".into())
-                    .spawn_scoped(scope, move || lookup(part));
-                started.map_err(|_| part)
-            })
-            .collect();
-        let mut answered = vec![lookup(first)];
-        for s in spawned {
-            answered.push(match s {
-                Ok(handle) => handle.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
-                Err(part) => lookup(part),
-            });
-        }
-        answered
-    });
+    let answered: Vec<Vec<Answer>> = sorted.par_chunks(chunk).map(lookup).collect();
     // Each part answers every key of it, in order: back to the callers' positions.
     let mut placed: Vec<(usize, Answer)> =
         order.into_iter().zip(answered.into_iter().flatten()).collect();
@@ -191,7 +175,7 @@ fn lookup_all(
         next_run: vec![0; keys.len()],
         covered: vec![0; keys.len()],
         answers: (0..keys.len()).map(|_| None).collect(),
-        batch_reads: crate::storage::uring::available(),
+        batch_reads: crate::storage::uring::not_refused(),
         operands: (0..keys.len()).map(|_| Operands::with_ttl(merge_operator, ttl)).collect(),
         blobs: Vec::new(),
         blob_store: None,

@@ -57,6 +57,14 @@ thread_local! {
     static RING: RefCell<Ring> = const { RefCell::new(Ring::Untried) };
 }
 
+/// Whether io_uring has not been refused in this process: a batch may plan device reads and
+/// let [`Flight::new`] make this thread's ring when the first one is needed (a thread that
+/// only reads buffered or mapped files never makes one: setting a ring up and tearing it down
+/// costs far more than a short-lived thread's lookups).
+pub(crate) fn not_refused() -> bool {
+    !REFUSED.load(Relaxed)
+}
+
 /// Whether batches can go through io_uring on this thread (makes the ring on first call).
 pub(crate) fn available() -> bool {
     RING.with(|cell| ensure(&mut cell.borrow_mut()))
