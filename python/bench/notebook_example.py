@@ -1,5 +1,5 @@
 # A notebook-style session: load, compact, look up, read the read-amplification table as a
-# pandas DataFrame, then build and probe a filter from numpy. Output: docs/results/2026-11-28-python/.
+# pandas DataFrame, then build and probe a filter from numpy. Output: docs/results/2026-11-29-python/.
 import sys
 
 import numpy as np, pandas as pd, siftdb
