@@ -548,7 +548,7 @@ fn check_meta(announced: &Meta, own: &Meta) -> Result<(), String> {
 /// [`EXPORT_FILE_BYTES`]: `Keyspace::export` at a siftdb snapshot rather than at the latest
 /// state (the meta must be read at the same moment), with the same writer.
 fn export_at(data: &Keyspace, view: &siftdb::Snapshot, dir: &Path) -> siftdb::Result<Vec<PathBuf>> {
-    let read = ReadOptions { fill_cache: false };
+    let read = ReadOptions { fill_cache: false, ..ReadOptions::default() };
     let mut files = Vec::new();
     let mut out: Option<siftdb::SstWriter> = None;
     for item in view.keyspace(data)?.range_opt::<&[u8], _>(.., &read)? {
