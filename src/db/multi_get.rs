@@ -44,8 +44,9 @@ use crate::sst::ReadCounters;
 /// One key's answer.
 type Answer = Result<Option<Vec<u8>>>;
 
-/// Fewest keys a thread of a parallel batch takes: below this, starting a thread (tens of
-/// microseconds) is a visible part of the part's lookups (about 5 µs a key from disk).
+/// Fewest keys a part of a parallel batch takes: below this, handing the part to a pool
+/// thread and waiting for it (waking a sleeping worker) is a visible part of the part's
+/// lookups (about 5 µs a key from disk).
 pub(crate) const MIN_KEYS_PER_THREAD: usize = 64;
 
 /// The values of `keys` of `keyspace` at `at`, in the order of `keys`, on up to `threads`

@@ -58,9 +58,9 @@ thread_local! {
 }
 
 /// Whether io_uring has not been refused in this process: a batch may plan device reads and
-/// let [`Flight::new`] make this thread's ring when the first one is needed (a thread that
-/// only reads buffered or mapped files never makes one: setting a ring up and tearing it down
-/// costs far more than a short-lived thread's lookups).
+/// let [`Flight::new`] make this thread's ring when the first one is needed, so a thread that
+/// only reads buffered or mapped files never makes one (setting a ring up costs far more than
+/// a batch of lookups from the page cache).
 pub(crate) fn not_refused() -> bool {
     !REFUSED.load(Relaxed)
 }
