@@ -25,6 +25,7 @@ use crate::filter::prelude::*;
 use crate::filter::TwoBitBloom;
 use crate::prefix::PrefixExtractor;
 use crate::range_del::{Fragments, RangeTombstone};
+pub(crate) use skiplist::Entry as MemEntry;
 use skiplist::{Probe, SkipList};
 use std::sync::Arc;
 
@@ -344,28 +345,40 @@ impl Memtable {
     /// Every version at or after (`Included`) or strictly after (`Excluded`) `from` in
     /// internal-key order, ascending (`Unbounded`: from the first). The scan cursor's forward
     /// refill.
+    #[cfg(test)]
     pub fn range_asc(
         &self,
         from: Bound<&MemKey>,
     ) -> impl Iterator<Item = (MemKey, Box<[u8]>)> + '_ {
+        self.entries_asc(from).map(owned)
+    }
+
+    /// [`Memtable::range_asc`] borrowing the entries: nothing is copied.
+    pub(crate) fn entries_asc(&self, from: Bound<&MemKey>) -> impl Iterator<Item = MemEntry<'_>> {
         let first = match from {
             Bound::Unbounded => self.map.first(),
             Bound::Included(k) => self.map.seek_from(&probe(k), false),
             Bound::Excluded(k) => self.map.seek_from(&probe(k), true),
         };
-        std::iter::successors(first, |e| e.next()).map(owned)
+        std::iter::successors(first, |e| e.next())
     }
 
     /// Every version at or before (`Included`) or strictly before (`Excluded`) `to` in
     /// internal-key order, descending (`Unbounded`: from the last). The skip list has no
     /// backward links: each step back is one O(log n) search from the head, as in LevelDB.
+    #[cfg(test)]
     pub fn range_desc(&self, to: Bound<&MemKey>) -> impl Iterator<Item = (MemKey, Box<[u8]>)> + '_ {
+        self.entries_desc(to).map(owned)
+    }
+
+    /// [`Memtable::range_desc`] borrowing the entries: nothing is copied.
+    pub(crate) fn entries_desc(&self, to: Bound<&MemKey>) -> impl Iterator<Item = MemEntry<'_>> {
         let last = match to {
             Bound::Unbounded => self.map.seek_back(None),
             Bound::Included(k) => self.map.seek_back(Some((&probe(k), true))),
             Bound::Excluded(k) => self.map.seek_back(Some((&probe(k), false))),
         };
-        std::iter::successors(last, |e| self.map.prev(e)).map(owned)
+        std::iter::successors(last, |e| self.map.prev(e))
     }
 
     /// Whether the memtable may hold a key with prefix `prefix` as extracted by `extractor`;
@@ -463,6 +476,7 @@ fn probe(k: &MemKey) -> Probe<'_> {
 }
 
 /// An entry copied out of the list (the cursor's refill holds them past the list's borrow).
+#[cfg(test)]
 fn owned(e: skiplist::Entry<'_>) -> (MemKey, Box<[u8]>) {
     let key =
         MemKey { keyspace: e.keyspace(), user_key: e.key().into(), seq: e.seq(), kind: e.kind() };

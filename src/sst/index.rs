@@ -6,15 +6,19 @@
 //! separate entry (two cache misses on a cold index) and decodes three varints. Point lookups
 //! spend much of their non-decompression time there.
 //!
-//! At open we extract, for every entry `i`, `prefixes[i]` = the first 8 bytes of its
-//! separator's *user key*, zero-padded, read big-endian. For user keys `a`, `b`:
-//! `prefix(a) < prefix(b)` implies `a < b` (at the first differing byte of the padded forms,
+//! At open we take `common`, the longest prefix shared by every separator's *user key*, and
+//! extract, for every entry `i`, `prefixes[i]` = the 8 bytes of its user key that follow
+//! `common`, zero-padded, read big-endian. For user keys `a = common + x`, `b = common + y`:
+//! `prefix(x) < prefix(y)` implies `a < b` (at the first differing byte of the padded forms,
 //! either both bytes are real and decide, or the smaller side is padding, so its key is a proper
 //! prefix of the other). Hence every entry with `prefix < prefix(target)` sorts before the
 //! target, every entry with `prefix > prefix(target)` after it, and only the run of entries
-//! with an equal prefix needs a full internal-key comparison. The prefix array is 8 bytes per
-//! data block (about 7% of the index block), contiguous, and its upper binary-search levels
-//! stay cached across lookups.
+//! with an equal prefix needs a full internal-key comparison. Skipping `common` matters for
+//! keys that share a long prefix (`b"%016d"` decimal keys share 8 zero digits up to 10^8
+//! keys): the first 8 bytes would be equal everywhere and every seek a full binary search of
+//! the block. A target that does not start with `common` sorts before or after every entry.
+//! The prefix array is 8 bytes per data block (about 7% of the index block), contiguous, and
+//! its upper binary-search levels stay cached across lookups.
 //!
 //! Prefixes order user keys only, so the summary also records the one keyspace of its
 //! separators (a table holds one keyspace) and is not built when they name several: a target
@@ -41,6 +45,8 @@ pub(crate) struct IndexSearch {
     top: Vec<u64>,
     /// The keyspace of every separator.
     keyspace: u32,
+    /// The longest prefix of every separator's user key; `prefixes` abbreviate what follows.
+    common: Box<[u8]>,
 }
 
 /// Prefixes per group of the two-level search ([`IndexSearch::top`]).
@@ -51,7 +57,7 @@ impl IndexSearch {
     /// does not decode (the caller then uses the block seek, which reports any corruption).
     pub(crate) fn build(index: &Block) -> Option<IndexSearch> {
         let n = index.num_restarts();
-        let mut prefixes = Vec::with_capacity(n);
+        let mut user_keys = Vec::with_capacity(n);
         let mut expected_next = 0;
         let mut keyspace = None;
         for i in 0..n {
@@ -68,18 +74,31 @@ impl IndexSearch {
             if *keyspace.get_or_insert(ks) != ks {
                 return None;
             }
-            prefixes.push(key_prefix(user_key));
+            user_keys.push(user_key);
             expected_next = end;
         }
         if expected_next != index.restarts_offset() {
             return None; // trailing entries that are not restart points
         }
+        let common: &[u8] = match user_keys.first() {
+            Some(first) => {
+                let len = user_keys.iter().map(|k| common_len(first, k)).min().unwrap_or(0);
+                &first[..len]
+            }
+            None => &[],
+        };
+        let prefixes: Vec<u64> = user_keys.iter().map(|k| key_prefix(&k[common.len()..])).collect();
         // The prefixes of a well-formed block are sorted; anything else is not searchable.
         if prefixes.windows(2).any(|w| w[0] > w[1]) {
             return None;
         }
         let top = prefixes.iter().step_by(GROUP).copied().collect();
-        Some(IndexSearch { prefixes, top, keyspace: keyspace.unwrap_or(ikey::DEFAULT_KEYSPACE) })
+        Some(IndexSearch {
+            prefixes,
+            top,
+            keyspace: keyspace.unwrap_or(ikey::DEFAULT_KEYSPACE),
+            common: common.into(),
+        })
     }
 
     /// The first entry whose separator is `>= target` in internal-key order (`n` = number of
@@ -91,7 +110,16 @@ impl IndexSearch {
             Ordering::Greater => return Ok(self.prefixes.len()),
             Ordering::Equal => {}
         }
-        let p = key_prefix(user_key);
+        // A target that does not start with `common` sorts before every separator (it is
+        // smaller at the first differing byte, or a proper prefix of `common`) or after all.
+        let shared = user_key.len().min(self.common.len());
+        match user_key[..shared].cmp(&self.common[..shared]) {
+            Ordering::Less => return Ok(0),
+            Ordering::Greater => return Ok(self.prefixes.len()),
+            Ordering::Equal if shared < self.common.len() => return Ok(0),
+            Ordering::Equal => {}
+        }
+        let p = key_prefix(&user_key[shared..]);
         let lo = self.first_at_least(p);
         // The run of separators sharing the target's prefix is usually empty or one entry:
         // gallop over it instead of a second binary search of the whole rest (which was half
@@ -126,16 +154,23 @@ impl IndexSearch {
         start + self.prefixes[start..end].partition_point(|&x| x < p)
     }
 
-    /// Bytes of the prefixes and of the top array (8 per entry; no allocator overhead).
+    /// Bytes of the prefixes, the top array (8 per entry) and the common prefix (no allocator
+    /// overhead).
     pub(crate) fn prefix_bytes(&self) -> usize {
-        (self.prefixes.capacity() + self.top.capacity()) * 8
+        (self.prefixes.capacity() + self.top.capacity()) * 8 + self.common.len()
     }
 
-    /// Bytes of heap memory held (the two prefix arrays' allocations).
+    /// Bytes of heap memory held (the two prefix arrays' and the common prefix's allocations).
     pub(crate) fn memory_bytes(&self) -> usize {
         crate::heap::vec_bytes::<u64>(self.prefixes.capacity())
             + crate::heap::vec_bytes::<u64>(self.top.capacity())
+            + crate::heap::vec_bytes::<u8>(self.common.len())
     }
+}
+
+/// The length of the longest common prefix of `a` and `b`.
+fn common_len(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
 /// The end of the run of `p` starting at `lo` in sorted `xs` (`lo` itself when `xs[lo] != p`):
@@ -183,6 +218,17 @@ mod tests {
                 let mut longer = k.clone();
                 longer.push(0);
                 probes.push(encode(&longer, seq, ValueKind::Put));
+            }
+            // Every proper prefix (targets shorter than, or cut inside, the common prefix), and
+            // the key with one byte changed at each position (targets leaving the common prefix
+            // below or above it).
+            for j in 0..k.len() {
+                probes.push(encode(&k[..j], 1, ValueKind::Put));
+                for d in [-1i16, 1] {
+                    let mut m = k.clone();
+                    m[j] = (i16::from(m[j]) + d).clamp(0, 255) as u8;
+                    probes.push(encode(&m, 1, ValueKind::Put));
+                }
             }
         }
         probes.push(encode(b"", 0, ValueKind::Put));
@@ -251,7 +297,12 @@ mod tests {
             let mut prefixes: Vec<u64> = (0..len).map(|_| rng.below(len as u64 / 2 + 2)).collect();
             prefixes.sort();
             let top = prefixes.iter().step_by(GROUP).copied().collect();
-            let s = IndexSearch { prefixes: prefixes.clone(), top, keyspace: 0 };
+            let s = IndexSearch {
+                prefixes: prefixes.clone(),
+                top,
+                keyspace: 0,
+                common: Box::default(),
+            };
             for p in 0..len as u64 / 2 + 4 {
                 let want = prefixes.partition_point(|&x| x < p);
                 assert_eq!(s.first_at_least(p), want, "len {len} p {p}");
@@ -263,6 +314,30 @@ mod tests {
     fn seek_agrees_with_block_seek_over_many_groups_of_distinct_prefixes() {
         let keys: Vec<Vec<u8>> = (0..1000u64).map(|i| (i * 7).to_be_bytes().to_vec()).collect();
         agrees_with_block_seek(0, &keys);
+    }
+
+    #[test]
+    fn seek_agrees_with_block_seek_on_keys_sharing_a_long_prefix() {
+        // Decimal keys share their first 8+ digits; the summary abbreviates what follows.
+        let keys: Vec<Vec<u8>> =
+            (0..500u64).map(|i| format!("{:016}", 7_000 + i * 13).into_bytes()).collect();
+        agrees_with_block_seek(0, &keys);
+        let block_of = |keys: &[Vec<u8>]| {
+            let mut b = BlockBuilder::new(1);
+            for k in keys {
+                b.add(&encode(k, 1, ValueKind::Put), b"h");
+            }
+            Block::new(b.finish()).unwrap()
+        };
+        let s = IndexSearch::build(&block_of(&keys)).unwrap();
+        assert_eq!(&*s.common, b"00000000000", "7000 and 13487 share 11 leading zeros");
+        // Keys that are prefixes of one another: the common prefix is the shortest key.
+        let nested: Vec<Vec<u8>> =
+            ["ab", "abc", "abcd", "abd"].iter().map(|k| k.as_bytes().to_vec()).collect();
+        agrees_with_block_seek(2, &nested);
+        assert_eq!(&*IndexSearch::build(&block_of(&nested)).unwrap().common, b"ab");
+        // One entry: the common prefix is its whole key.
+        agrees_with_block_seek(0, &[b"0000000000000042".to_vec()]);
     }
 
     #[test]
