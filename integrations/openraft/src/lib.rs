@@ -2,7 +2,8 @@
 //!
 //! - [`store::open`] opens a node's directory and returns its log store ([`store::LogStore`],
 //!   openraft's `RaftLogStorage`) and state machine ([`store::StateMachine`], `RaftStateMachine`).
-//!   Both live in one siftdb database, in their own keyspaces; the layout is in README.md.
+//!   The log's entries live in append-only segment files (docs/log.md), the vote and the state
+//!   machine in one siftdb database; the layout is in README.md.
 //! - [`service`] is a replicated KV service over HTTP built on them (the `siftdb-raft` binary),
 //!   [`client`] its client, [`network`] the Raft RPCs between nodes.
 //!

@@ -203,7 +203,10 @@ async fn a_snapshot_much_larger_than_a_chunk_streams_in_chunks_to_a_new_node() {
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    assert!(names.iter().all(|n| ["NODE", "db", "snapshot"].contains(&n.as_str())), "{names:?}");
+    assert!(
+        names.iter().all(|n| ["NODE", "db", "raftlog", "snapshot"].contains(&n.as_str())),
+        "{names:?}"
+    );
 
     raft2.shutdown().await.unwrap();
     raft1.shutdown().await.unwrap();
@@ -274,7 +277,7 @@ async fn an_install_that_fails_between_unpack_and_switch_leaves_the_old_state() 
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    assert!(names.iter().all(|n| ["NODE", "db"].contains(&n.as_str())), "{names:?}");
+    assert!(names.iter().all(|n| ["NODE", "db", "raftlog"].contains(&n.as_str())), "{names:?}");
 
     // The same snapshot then installs, and survives a reopen.
     let data = receive(&mut sm2).await;

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use crate::NodeId;
 
-/// Opening a node directory failed; nothing in it was changed.
+/// Opening a node directory failed (nothing in it was changed), or a log segment operation did.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum StoreError {
@@ -31,6 +31,24 @@ pub enum StoreError {
         path: PathBuf,
         /// What is wrong with it.
         what: String,
+    },
+    /// A record or header of a log segment fails its checks where a crash cannot have left it
+    /// (anywhere but the end of the last segment).
+    CorruptLog {
+        /// The segment file.
+        path: PathBuf,
+        /// Where in it the bad record or header starts.
+        offset: u64,
+        /// What is wrong with it.
+        what: String,
+    },
+    /// An entry appended out of order: the log holds entries and this one does not follow the
+    /// last of them.
+    LogOrder {
+        /// The entry's index.
+        index: u64,
+        /// The index after the last entry held.
+        expected: u64,
     },
     /// The database refused.
     Db(siftdb::Error),
@@ -58,6 +76,12 @@ impl fmt::Display for StoreError {
             ),
             StoreError::CorruptSnapshot { path, what } => {
                 write!(f, "refusing snapshot {}: {what}; nothing was changed", path.display())
+            }
+            StoreError::CorruptLog { path, offset, what } => {
+                write!(f, "corrupt raft log segment {} at offset {offset}: {what}", path.display())
+            }
+            StoreError::LogOrder { index, expected } => {
+                write!(f, "log entry {index} appended out of order: the next index is {expected}")
             }
             StoreError::Db(e) => write!(f, "siftdb: {e}"),
             StoreError::Io { what, source } => write!(f, "{what}: {source}"),

@@ -1,11 +1,12 @@
-//! A node's storage: one siftdb database holding the Raft log and the state machine in their own
-//! keyspaces, plus the current snapshot file. The directory layout and the keys are in README.md
-//! ("Storage layout"); this module opens the directory and refuses one that is not this node's.
+//! A node's storage: the Raft log in segment files, one siftdb database holding the vote and
+//! the state machine in their own keyspaces, and the current snapshot file. The directory layout
+//! and the keys are in README.md ("Storage layout"); this module opens the directory and refuses one that is not this node's.
 
 pub(crate) mod apply;
 pub(crate) mod entry_codec;
 mod error;
 mod log_store;
+mod segment;
 mod snapshot_data;
 pub(crate) mod snapshot_file;
 mod snapshot_stream;
@@ -30,7 +31,7 @@ use crate::NodeId;
 /// The identity file: written once when the directory is created, checked on every open.
 const NODE_FILE: &str = "NODE";
 /// The siftdb database, under the node directory.
-const DB_DIR: &str = "db";
+pub(crate) const DB_DIR: &str = "db";
 /// The current snapshot (snapshot_stream.rs's format), replaced by rename.
 pub(crate) const SNAPSHOT_FILE: &str = "snapshot";
 /// A snapshot being written, renamed to [`SNAPSHOT_FILE`] once synced.
@@ -44,7 +45,12 @@ const INCOMING_PREFIX: &str = "snapshot.incoming.";
 /// The environment variable naming a step where the process aborts (a test hook).
 const CRASH_ENV: &str = "SIFTDB_OPENRAFT_CRASH_AT";
 
-/// Keyspace of the log: key = index as 8 big-endian bytes, value = the entry (entry_codec.rs).
+/// The log's segment files (segment.rs, docs/log.md), under the node directory.
+pub(crate) const LOG_DIR: &str = "raftlog";
+/// Where the entries of [`LOG_KEYSPACE`] are copied before the directory becomes [`LOG_DIR`].
+const LOG_MIGRATE_DIR: &str = "raftlog.migrate";
+/// Keyspace of the log in earlier versions (key = index as 8 big-endian bytes, value = the
+/// entry): moved into segments, then dropped, when a node directory is opened.
 const LOG_KEYSPACE: &str = "raft_log";
 /// Keyspace of the vote, committed and last purged log ids (JSON) and the node id.
 const RAFT_META_KEYSPACE: &str = "raft_meta";
@@ -80,11 +86,7 @@ pub fn open(dir: impl AsRef<Path>, id: NodeId) -> Result<(LogStore, StateMachine
             })
         }
     }
-    let log = LogStore::new(
-        db.clone(),
-        db.keyspace(LOG_KEYSPACE, KeyspaceOptions::default())?,
-        raft_meta,
-    )?;
+    let log = LogStore::open(db.clone(), raft_meta, &dir)?;
     let sm = StateMachine::open(db, dir, current)?;
     Ok((log, sm))
 }
@@ -140,11 +142,6 @@ pub(crate) fn claim_dir(dir: &Path, id: NodeId) -> Result<(), StoreError> {
 /// fsyncs a directory so a rename or create inside it survives power loss.
 fn sync_dir(dir: &Path) -> std::io::Result<()> {
     fs::File::open(dir)?.sync_all()
-}
-
-/// The log key of `index`: big-endian, so keys sort as indexes do.
-fn log_key(index: u64) -> [u8; 8] {
-    index.to_be_bytes()
 }
 
 /// Converts a storage failure into openraft's error with the subject it concerns.

@@ -1,0 +1,844 @@
+//! The Raft log as append-only segment files: `raftlog/<first index, 20 digits>.seg`. The byte
+//! format and the crash story are in docs/log.md.
+//!
+//! A segment is a header (magic, version, its first index, CRC-32) followed by records, each
+//! `length u32 | CRC-32 of (length, payload) u32 | payload` with the payload an entry in
+//! entry_codec.rs's binary format. Record `i` of a segment holds index `first + i`: indexes are
+//! contiguous within a segment and from one segment to the next.
+//!
+//! Invariants kept by every operation here:
+//! - `segments` is sorted by first index, segment `k + 1` starts at segment `k`'s last index + 1,
+//!   and every segment holds at least one record once an operation returns;
+//! - `offsets` and `end` of a segment describe exactly the records on disk (an append whose write
+//!   fails cuts the file back to `end`);
+//! - only the last segment receives appends; a segment is synced (fdatasync) before the next one
+//!   is created, so one fdatasync of the last segment makes every appended record durable.
+
+use std::fs::{self, File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use openraft::{Entry, LogId};
+
+use super::entry_codec;
+use super::StoreError;
+use crate::{NodeId, TypeConfig};
+
+/// The first 8 bytes of a segment.
+const MAGIC: &[u8; 8] = b"SFRLOGSG";
+/// The segment format version (docs/log.md).
+const VERSION: u32 = 1;
+/// Magic, version, first index, CRC-32 of the 20 bytes before it.
+pub(crate) const HEADER_LEN: u64 = 24;
+/// Length and CRC of a record.
+const RECORD_HEADER_LEN: u64 = 8;
+/// A record longer than this is corrupt (an entry holds one key and one value).
+const MAX_RECORD_LEN: u32 = 1 << 30;
+/// The suffix of a segment file.
+const SEGMENT_SUFFIX: &str = ".seg";
+/// Digits of the first index in a segment's name (u64::MAX has 20).
+const NAME_DIGITS: usize = 20;
+
+/// One segment file.
+struct Segment {
+    first: u64,
+    path: PathBuf,
+    file: Arc<File>,
+    /// `offsets[i]` is where the record of index `first + i` starts.
+    offsets: Vec<u64>,
+    /// The file's length: where the next record goes.
+    end: u64,
+}
+
+impl Segment {
+    /// The index after this segment's last record.
+    fn next_index(&self) -> u64 {
+        self.first + self.offsets.len() as u64
+    }
+
+    /// Where the record of `index` ends (the next one starts).
+    fn record_end(&self, i: usize) -> u64 {
+        self.offsets.get(i + 1).copied().unwrap_or(self.end)
+    }
+}
+
+/// What opening found at the end of the last segment.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Recovery {
+    /// Bytes cut from the last segment: a record torn by a crash (or a header never completed,
+    /// whose file was removed).
+    pub torn_bytes: u64,
+    /// Segments removed because every entry in them is at or below the purge point.
+    pub purged_segments: usize,
+}
+
+/// The segment files of one log.
+pub(crate) struct SegmentLog {
+    dir: PathBuf,
+    segments: Vec<Segment>,
+    /// A segment past this many bytes is closed and the next append starts a new one.
+    roll_bytes: u64,
+    /// The log id of the last record, if any.
+    last: Option<LogId<NodeId>>,
+}
+
+fn io_err(what: String, source: std::io::Error) -> StoreError {
+    StoreError::Io { what, source }
+}
+
+fn corrupt(path: &Path, offset: u64, what: impl Into<String>) -> StoreError {
+    StoreError::CorruptLog { path: path.to_path_buf(), offset, what: what.into() }
+}
+
+/// The name of the segment starting at `first`.
+fn segment_name(first: u64) -> String {
+    format!("{first:0NAME_DIGITS$}{SEGMENT_SUFFIX}")
+}
+
+/// The first index a segment file name holds, or `None` for any other name.
+fn parse_name(name: &str) -> Option<u64> {
+    let digits = name.strip_suffix(SEGMENT_SUFFIX)?;
+    if digits.len() != NAME_DIGITS || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+fn header(first: u64) -> [u8; HEADER_LEN as usize] {
+    let mut h = [0u8; HEADER_LEN as usize];
+    h[..8].copy_from_slice(MAGIC);
+    h[8..12].copy_from_slice(&VERSION.to_le_bytes());
+    h[12..20].copy_from_slice(&first.to_le_bytes());
+    let crc = crc32fast::hash(&h[..20]);
+    h[20..].copy_from_slice(&crc.to_le_bytes());
+    h
+}
+
+/// Checks a segment header and returns the first index it names; the error says what is wrong.
+fn check_header(bytes: &[u8]) -> Result<u64, String> {
+    let h = bytes.get(..HEADER_LEN as usize).ok_or("the header is incomplete")?;
+    let (body, crc) = h.split_at(20);
+    let stored = u32::from_le_bytes(crc.try_into().map_err(|_| "header CRC")?);
+    let computed = crc32fast::hash(body);
+    if stored != computed {
+        return Err(format!(
+            "header CRC mismatch: stored {stored:#010x}, computed {computed:#010x}"
+        ));
+    }
+    if body.get(..8) != Some(MAGIC.as_slice()) {
+        return Err("not a segment (wrong magic)".into());
+    }
+    let version =
+        u32::from_le_bytes(body.get(8..12).and_then(|b| b.try_into().ok()).ok_or("version")?);
+    if version != VERSION {
+        return Err(format!("unknown segment version {version}"));
+    }
+    Ok(u64::from_le_bytes(body.get(12..20).and_then(|b| b.try_into().ok()).ok_or("first index")?))
+}
+
+/// Appends one framed record holding `payload` to `out`.
+fn frame(payload: &[u8], out: &mut Vec<u8>) {
+    let len = (payload.len() as u32).to_le_bytes();
+    let mut h = crc32fast::Hasher::new();
+    h.update(&len);
+    h.update(payload);
+    out.extend_from_slice(&len);
+    out.extend_from_slice(&h.finalize().to_le_bytes());
+    out.extend_from_slice(payload);
+}
+
+/// The result of reading one record at the start of `bytes`.
+enum Parsed<'a> {
+    /// A whole record with a matching CRC: its payload and total length.
+    Record(&'a [u8], u64),
+    /// The bytes end here (a clean end of segment).
+    End,
+    /// Not a valid record: what is wrong. At the end of the last segment this is a torn write.
+    Bad(String),
+}
+
+fn parse_record(bytes: &[u8]) -> Parsed<'_> {
+    if bytes.is_empty() {
+        return Parsed::End;
+    }
+    let Some(h) = bytes.get(..RECORD_HEADER_LEN as usize) else {
+        return Parsed::Bad(format!("{} bytes, shorter than a record header", bytes.len()));
+    };
+    let len_bytes = [h[0], h[1], h[2], h[3]];
+    let len = u32::from_le_bytes(len_bytes);
+    let stored = u32::from_le_bytes([h[4], h[5], h[6], h[7]]);
+    if len == 0 || len > MAX_RECORD_LEN {
+        return Parsed::Bad(format!("record length {len} out of range"));
+    }
+    let end = RECORD_HEADER_LEN as usize + len as usize;
+    let Some(payload) = bytes.get(RECORD_HEADER_LEN as usize..end) else {
+        return Parsed::Bad(format!("record of {len} bytes runs past the end of the file"));
+    };
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(&len_bytes);
+    hasher.update(payload);
+    let computed = hasher.finalize();
+    if computed != stored {
+        return Parsed::Bad(format!(
+            "record CRC mismatch: stored {stored:#010x}, computed {computed:#010x}"
+        ));
+    }
+    Parsed::Record(payload, end as u64)
+}
+
+/// fsyncs a directory so a file created, renamed or removed in it survives power loss.
+pub(crate) fn sync_dir(dir: &Path) -> Result<(), StoreError> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| io_err(format!("sync directory {}", dir.display()), e))
+}
+
+impl SegmentLog {
+    /// Opens the segments in `dir` (which must exist), removing those whose every entry is at or
+    /// below `purged` (the durable purge point) and cutting a torn record at the end of the last
+    /// one. A record or header that fails its checks anywhere else is an error naming file and
+    /// offset, and then nothing was changed: every file is checked before any is touched.
+    pub(crate) fn open(
+        dir: &Path,
+        purged: Option<u64>,
+        roll_bytes: u64,
+    ) -> Result<(SegmentLog, Recovery), StoreError> {
+        let list_err = |e| io_err(format!("list {}", dir.display()), e);
+        let mut firsts = Vec::new();
+        for e in fs::read_dir(dir).map_err(list_err)? {
+            let e = e.map_err(list_err)?;
+            if let Some(first) = e.file_name().to_str().and_then(parse_name) {
+                firsts.push(first);
+            }
+        }
+        firsts.sort_unstable();
+        let mut recovery = Recovery::default();
+        // Files to remove and the torn tail to cut, once every file has been checked.
+        let mut remove = Vec::new();
+        let mut cut = None;
+        // A non-last segment ends where the next begins: one wholly purged is removed unread (a
+        // purge records its point durably before removing files, so these are left by a crash).
+        let mut live = Vec::new();
+        for (k, &first) in firsts.iter().enumerate() {
+            match (firsts.get(k + 1), purged) {
+                (Some(&next), Some(p)) if next - 1 <= p => {
+                    remove.push(dir.join(segment_name(first)));
+                    recovery.purged_segments += 1;
+                }
+                _ => live.push(first),
+            }
+        }
+        let mut segments: Vec<Segment> = Vec::new();
+        let mut last_id = None;
+        let n = live.len();
+        for (k, &first) in live.iter().enumerate() {
+            let is_last = k + 1 == n;
+            let path = dir.join(segment_name(first));
+            let bytes =
+                fs::read(&path).map_err(|e| io_err(format!("read {}", path.display()), e))?;
+            let header_first = match check_header(&bytes) {
+                Ok(f) => f,
+                // A crash while the last segment was being created: its header is written and
+                // synced before any record, so a file no longer than a header holds none.
+                Err(_) if is_last && bytes.len() as u64 <= HEADER_LEN => {
+                    recovery.torn_bytes += bytes.len() as u64;
+                    remove.push(path);
+                    break;
+                }
+                Err(what) => return Err(corrupt(&path, 0, what)),
+            };
+            if header_first != first {
+                return Err(corrupt(
+                    &path,
+                    0,
+                    format!("the header says first index {header_first}, the name {first}"),
+                ));
+            }
+            if let Some(prev) = segments.last() {
+                if prev.next_index() != first {
+                    return Err(corrupt(
+                        &path,
+                        0,
+                        format!(
+                            "starts at index {first}, but the segment before it ends at {}",
+                            prev.next_index() - 1
+                        ),
+                    ));
+                }
+            }
+            let mut offsets = Vec::new();
+            let mut at = HEADER_LEN;
+            let mut seg_last = None;
+            loop {
+                let rest = bytes.get(at as usize..).unwrap_or_default();
+                match parse_record(rest) {
+                    Parsed::End => break,
+                    Parsed::Bad(what) if !is_last => return Err(corrupt(&path, at, what)),
+                    Parsed::Bad(_) => {
+                        // The torn tail a crash leaves: cut so the next append follows the last
+                        // whole record.
+                        recovery.torn_bytes += bytes.len() as u64 - at;
+                        cut = Some((path.clone(), at));
+                        break;
+                    }
+                    Parsed::Record(payload, len) => {
+                        // A record whose CRC matches was written whole: a bad entry in it is
+                        // corruption (or a bug), not a torn write, wherever it is.
+                        let entry = entry_codec::decode(payload)
+                            .map_err(|what| corrupt(&path, at, format!("entry: {what}")))?;
+                        let want = first + offsets.len() as u64;
+                        if entry.log_id.index != want {
+                            return Err(corrupt(
+                                &path,
+                                at,
+                                format!("holds index {}, expected {want}", entry.log_id.index),
+                            ));
+                        }
+                        seg_last = Some(entry.log_id);
+                        offsets.push(at);
+                        at += len;
+                    }
+                }
+            }
+            let next_index = first + offsets.len() as u64;
+            if offsets.is_empty() {
+                // Only the last segment can be empty: a roll interrupted before its first record.
+                if !is_last {
+                    return Err(corrupt(&path, HEADER_LEN, "no records, and a segment follows"));
+                }
+                remove.push(path);
+                cut = None;
+                break;
+            }
+            if is_last && purged.is_some_and(|p| next_index - 1 <= p) {
+                remove.push(path);
+                recovery.purged_segments += 1;
+                cut = None;
+                break;
+            }
+            let file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&path)
+                .map_err(|e| io_err(format!("open {}", path.display()), e))?;
+            segments.push(Segment { first, path, file: Arc::new(file), offsets, end: at });
+            last_id = seg_last;
+        }
+        if let Some((path, at)) = cut {
+            OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .and_then(|f| {
+                    f.set_len(at)?;
+                    f.sync_all()
+                })
+                .map_err(|e| io_err(format!("cut the torn tail of {}", path.display()), e))?;
+        }
+        let log = SegmentLog { dir: dir.to_path_buf(), segments, roll_bytes, last: last_id };
+        for path in &remove {
+            log.remove_file(path)?;
+        }
+        if !remove.is_empty() {
+            sync_dir(dir)?;
+        }
+        Ok((log, recovery))
+    }
+
+    fn remove_file(&self, path: &Path) -> Result<(), StoreError> {
+        fs::remove_file(path).map_err(|e| io_err(format!("remove {}", path.display()), e))
+    }
+
+    /// The log id of the last entry, if any.
+    pub(crate) fn last_log_id(&self) -> Option<LogId<NodeId>> {
+        self.last
+    }
+
+    /// The first index held, if any.
+    #[cfg(test)]
+    pub(crate) fn first_index(&self) -> Option<u64> {
+        self.segments.first().map(|s| s.first)
+    }
+
+    /// The index the next append must have, if any entry is held (otherwise any index).
+    pub(crate) fn next_index(&self) -> Option<u64> {
+        self.segments.last().map(Segment::next_index)
+    }
+
+    /// How many segment files there are.
+    #[cfg(test)]
+    pub(crate) fn segment_count(&self) -> usize {
+        self.segments.len()
+    }
+
+    /// The file the flusher syncs: the last segment's (every earlier one was synced when the
+    /// next was created).
+    pub(crate) fn active_file(&self) -> Option<Arc<File>> {
+        self.segments.last().map(|s| s.file.clone())
+    }
+
+    /// Writes `entries` (contiguous, the first at [`Self::next_index`] when the log is not empty)
+    /// after the last record, unsynced: one write per segment touched. A segment past
+    /// `roll_bytes` is synced and the next one created (synced, with its directory). An entry out
+    /// of order is refused; the entries before it are written.
+    pub(crate) fn append(&mut self, entries: &[Entry<TypeConfig>]) -> Result<(), StoreError> {
+        let mut buf = Vec::new();
+        let mut offsets = Vec::new();
+        let mut last = self.last;
+        let mut refused = None;
+        for entry in entries {
+            let index = entry.log_id.index;
+            if let Some(seg) = self.segments.last() {
+                let expected = seg.next_index() + offsets.len() as u64;
+                if index != expected {
+                    refused = Some(StoreError::LogOrder { index, expected });
+                    break;
+                }
+            }
+            let full = match self.segments.last() {
+                None => true,
+                // A segment holds at least one record, however small `roll_bytes` is.
+                Some(s) => {
+                    s.end + buf.len() as u64 >= self.roll_bytes
+                        && (s.end > HEADER_LEN || !offsets.is_empty())
+                }
+            };
+            if full {
+                self.write_pending(&mut buf, &mut offsets, last)?;
+                self.roll(index)?;
+            }
+            let base = self.segments.last().map_or(HEADER_LEN, |s| s.end);
+            offsets.push(base + buf.len() as u64);
+            let mut payload = Vec::with_capacity(64);
+            entry_codec::encode(entry, &mut payload);
+            frame(&payload, &mut buf);
+            last = Some(entry.log_id);
+        }
+        self.write_pending(&mut buf, &mut offsets, last)?;
+        refused.map_or(Ok(()), Err)
+    }
+
+    /// Writes the framed records in `buf` (starting at `offsets`) after the last segment's end;
+    /// `last` is the log id of the last of them. On failure cuts the file back to its end.
+    fn write_pending(
+        &mut self,
+        buf: &mut Vec<u8>,
+        offsets: &mut Vec<u64>,
+        last: Option<LogId<NodeId>>,
+    ) -> Result<(), StoreError> {
+        if offsets.is_empty() {
+            return Ok(());
+        }
+        let Some(seg) = self.segments.last_mut() else {
+            return Err(corrupt(&self.dir, 0, "records buffered with no segment to write them to"));
+        };
+        let written = seg.file.write_all_at(buf, seg.end);
+        let len = buf.len() as u64;
+        buf.clear();
+        match written {
+            Ok(()) => {
+                seg.offsets.append(offsets);
+                seg.end += len;
+                self.last = last;
+                Ok(())
+            }
+            Err(e) => {
+                offsets.clear();
+                // Best effort: bytes past `end` would be read as a torn tail at the next open,
+                // which cuts them anyway.
+                let _ = seg.file.set_len(seg.end);
+                Err(io_err(format!("write {}", seg.path.display()), e))
+            }
+        }
+    }
+
+    /// Syncs the last segment and creates the next one, starting at `first`.
+    fn roll(&mut self, first: u64) -> Result<(), StoreError> {
+        if let Some(prev) = self.segments.last() {
+            prev.file
+                .sync_data()
+                .map_err(|e| io_err(format!("sync {}", prev.path.display()), e))?;
+        }
+        let path = self.dir.join(segment_name(first));
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .and_then(|f| {
+                f.write_all_at(&header(first), 0)?;
+                f.sync_all()?;
+                Ok(f)
+            })
+            .map_err(|e| io_err(format!("create {}", path.display()), e))?;
+        sync_dir(&self.dir)?;
+        self.segments.push(Segment {
+            first,
+            path,
+            file: Arc::new(file),
+            offsets: Vec::new(),
+            end: HEADER_LEN,
+        });
+        Ok(())
+    }
+
+    /// Removes every entry at or after `since`, durably: later whole segments are removed (the
+    /// last first) and the directory synced, then the segment holding `since` is cut at its
+    /// record and synced. A crash in between leaves a prefix of the old log.
+    pub(crate) fn truncate(&mut self, since: u64) -> Result<(), StoreError> {
+        let mut removed = false;
+        while let Some(seg) = self.segments.last() {
+            if seg.first < since {
+                break;
+            }
+            self.remove_file(&seg.path)?;
+            self.segments.pop();
+            removed = true;
+        }
+        if removed {
+            sync_dir(&self.dir)?;
+        }
+        if let Some(seg) = self.segments.last_mut() {
+            if since < seg.next_index() {
+                let i = (since - seg.first) as usize;
+                let at = seg.offsets[i];
+                seg.file
+                    .set_len(at)
+                    .and_then(|()| seg.file.sync_all())
+                    .map_err(|e| io_err(format!("truncate {}", seg.path.display()), e))?;
+                seg.offsets.truncate(i);
+                seg.end = at;
+            }
+        }
+        self.last = self.read_last_id()?;
+        Ok(())
+    }
+
+    /// Removes every segment whose entries are all at or below `upto`; returns how many. The
+    /// caller records the purge point durably first, so a segment a crash leaves behind is
+    /// removed at the next open. Entries at or below `upto` in a segment that also holds later
+    /// ones stay until that segment is purged whole.
+    pub(crate) fn purge(&mut self, upto: u64) -> Result<usize, StoreError> {
+        let whole = self.segments.iter().take_while(|s| s.next_index() - 1 <= upto).count();
+        for seg in self.segments.drain(..whole) {
+            fs::remove_file(&seg.path)
+                .map_err(|e| io_err(format!("remove {}", seg.path.display()), e))?;
+        }
+        if self.segments.is_empty() {
+            self.last = None;
+        }
+        Ok(whole)
+    }
+
+    /// The entries with indexes in `start..end` that are held, in order: one read per segment.
+    pub(crate) fn read(&self, start: u64, end: u64) -> Result<Vec<Entry<TypeConfig>>, StoreError> {
+        let mut out = Vec::new();
+        if start >= end {
+            return Ok(out);
+        }
+        let from = self.segments.partition_point(|s| s.next_index() <= start);
+        for seg in self.segments.iter().skip(from) {
+            if seg.first >= end {
+                break;
+            }
+            let lo = start.max(seg.first);
+            let hi = end.min(seg.next_index());
+            if lo >= hi {
+                continue;
+            }
+            let (i, j) = ((lo - seg.first) as usize, (hi - seg.first) as usize);
+            let (a, b) = (seg.offsets[i], seg.record_end(j - 1));
+            let mut bytes = vec![0u8; (b - a) as usize];
+            seg.file
+                .read_exact_at(&mut bytes, a)
+                .map_err(|e| io_err(format!("read {}", seg.path.display()), e))?;
+            let mut at = 0u64;
+            for k in i..j {
+                let rest = bytes.get(at as usize..).unwrap_or_default();
+                let Parsed::Record(payload, len) = parse_record(rest) else {
+                    let what = match parse_record(rest) {
+                        Parsed::Bad(w) => w,
+                        _ => "missing record".into(),
+                    };
+                    return Err(corrupt(&seg.path, seg.offsets[k], what));
+                };
+                let entry = entry_codec::decode(payload)
+                    .map_err(|w| corrupt(&seg.path, seg.offsets[k], format!("entry: {w}")))?;
+                out.push(entry);
+                at += len;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Reads back the log id of the last record (after a truncation or a failed write).
+    fn read_last_id(&self) -> Result<Option<LogId<NodeId>>, StoreError> {
+        let Some(seg) = self.segments.last() else { return Ok(None) };
+        let Some(next) = seg.next_index().checked_sub(1).filter(|&i| i >= seg.first) else {
+            return Ok(None);
+        };
+        Ok(self.read(next, next + 1)?.pop().map(|e| e.log_id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Request;
+    use openraft::testing::blank_ent;
+    use openraft::EntryPayload;
+
+    fn ent(term: u64, index: u64) -> Entry<TypeConfig> {
+        let mut e = blank_ent::<TypeConfig>(term, 1, index);
+        e.payload = EntryPayload::Normal(Request::Set {
+            key: format!("key-{index}"),
+            value: "v".repeat(40),
+        });
+        e
+    }
+
+    fn ents(term: u64, r: std::ops::RangeInclusive<u64>) -> Vec<Entry<TypeConfig>> {
+        r.map(|i| ent(term, i)).collect()
+    }
+
+    /// A segment of these few bytes holds about 5 of the entries above (each ~100 bytes).
+    const SMALL: u64 = 500;
+
+    fn files(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    fn indexes(log: &SegmentLog, start: u64, end: u64) -> Vec<u64> {
+        log.read(start, end).unwrap().iter().map(|e| e.log_id.index).collect()
+    }
+
+    #[test]
+    fn roll_over_and_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut log, rec) = SegmentLog::open(dir.path(), None, SMALL).unwrap();
+        assert_eq!(rec, Recovery::default());
+        log.append(&ents(1, 1..=3)).unwrap();
+        for i in 4..=30 {
+            log.append(&[ent(2, i)]).unwrap();
+        }
+        let n = log.segment_count();
+        assert!(n >= 5, "{n} segments");
+        assert_eq!(files(dir.path()).len(), n);
+        assert_eq!(files(dir.path())[0], segment_name(1));
+        assert_eq!(indexes(&log, 0, 100), (1..=30).collect::<Vec<_>>());
+        assert_eq!(indexes(&log, 7, 12), (7..12).collect::<Vec<_>>());
+        assert_eq!(
+            log.read(3, 5).unwrap(),
+            ents(1, 3..=3).into_iter().chain([ent(2, 4)]).collect::<Vec<_>>()
+        );
+        assert_eq!(log.last_log_id(), Some(ent(2, 30).log_id));
+        let before = log.read(0, 100).unwrap();
+        drop(log);
+        let (log, rec) = SegmentLog::open(dir.path(), None, SMALL).unwrap();
+        assert_eq!(rec, Recovery::default());
+        assert_eq!(log.segment_count(), n);
+        assert_eq!(log.read(0, 100).unwrap(), before);
+        assert_eq!(log.last_log_id(), Some(ent(2, 30).log_id));
+        assert_eq!(log.next_index(), Some(31));
+    }
+
+    #[test]
+    fn append_out_of_order_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut log, _) = SegmentLog::open(dir.path(), None, SMALL).unwrap();
+        log.append(&ents(1, 5..=6)).unwrap();
+        let e = log.append(&[ent(1, 8)]).unwrap_err();
+        assert!(matches!(e, StoreError::LogOrder { index: 8, expected: 7 }), "{e}");
+        // A batch whose second entry is out of order keeps its first.
+        let e = log.append(&[ent(1, 7), ent(1, 9)]).unwrap_err();
+        assert!(matches!(e, StoreError::LogOrder { index: 9, expected: 8 }), "{e}");
+        assert_eq!(indexes(&log, 0, 100), vec![5, 6, 7]);
+        drop(log);
+        let (log, _) = SegmentLog::open(dir.path(), None, SMALL).unwrap();
+        assert_eq!(indexes(&log, 0, 100), vec![5, 6, 7]);
+    }
+
+    #[test]
+    fn torn_tail_is_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut log, _) = SegmentLog::open(dir.path(), None, SMALL).unwrap();
+        log.append(&ents(1, 1..=12)).unwrap();
+        let last = log.segments.last().unwrap();
+        let (path, end, last_off) = (last.path.clone(), last.end, *last.offsets.last().unwrap());
+        drop(log);
+        // Every cut inside the last record, and garbage appended after it, is a torn tail.
+        for cut in (last_off + 1)..end {
+            let f = OpenOptions::new().write(true).open(&path).unwrap();
+            f.set_len(cut).unwrap();
+            drop(f);
+            let (log, rec) = SegmentLog::open(dir.path(), None, SMALL).unwrap();
+            assert_eq!(rec.torn_bytes, cut - last_off);
+            assert_eq!(indexes(&log, 0, 100), (1..=11).collect::<Vec<_>>());
+            assert_eq!(fs::metadata(&path).unwrap().len(), last_off);
+            // Put record 12 back for the next cut.
+            let mut log = log;
+            log.append(&[ent(1, 12)]).unwrap();
+        }
+        let f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all_at(&[0u8; 13], end).unwrap();
+        drop(f);
+        let (mut log, rec) = SegmentLog::open(dir.path(), None, SMALL).unwrap();
+        assert_eq!(rec.torn_bytes, 13);
+        assert_eq!(indexes(&log, 0, 100), (1..=12).collect::<Vec<_>>());
+        log.append(&[ent(1, 13)]).unwrap();
+        assert_eq!(indexes(&log, 0, 100), (1..=13).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn corrupt_record_in_a_closed_segment_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut log, _) = SegmentLog::open(dir.path(), None, SMALL).unwrap();
+        log.append(&ents(1, 1..=20)).unwrap();
+        assert!(log.segment_count() >= 3);
+        let first = &log.segments[0];
+        let (path, off) = (first.path.clone(), first.offsets[2]);
+        drop(log);
+        let before: Vec<_> =
+            files(dir.path()).iter().map(|n| fs::read(dir.path().join(n)).unwrap()).collect();
+        let f = OpenOptions::new().read(true).write(true).open(&path).unwrap();
+        let mut b = [0u8; 1];
+        f.read_exact_at(&mut b, off + 20).unwrap();
+        f.write_all_at(&[b[0] ^ 0x40], off + 20).unwrap();
+        drop(f);
+        let err = SegmentLog::open(dir.path(), None, SMALL).err().unwrap();
+        match &err {
+            StoreError::CorruptLog { path: p, offset, what } => {
+                assert_eq!(p, &path);
+                assert_eq!(*offset, off);
+                assert!(what.contains("CRC mismatch"), "{what}");
+            }
+            other => panic!("expected CorruptLog, got {other}"),
+        }
+        assert!(err.to_string().contains(&path.display().to_string()), "{err}");
+        // Refusing changed nothing but the flipped byte.
+        let after: Vec<_> =
+            files(dir.path()).iter().map(|n| fs::read(dir.path().join(n)).unwrap()).collect();
+        assert_eq!(after.len(), before.len());
+        assert_eq!(after.iter().zip(&before).filter(|(a, b)| a != b).count(), 1);
+        // A corrupt header is named too.
+        let f = OpenOptions::new().write(true).open(&path).unwrap();
+        f.write_all_at(&[b[0]], off + 20).unwrap();
+        f.write_all_at(b"X", 0).unwrap();
+        drop(f);
+        match SegmentLog::open(dir.path(), None, SMALL).err().unwrap() {
+            StoreError::CorruptLog { offset: 0, what, .. } => {
+                assert!(what.contains("header"), "{what}")
+            }
+            other => panic!("expected CorruptLog, got {other}"),
+        }
+    }
+
+    #[test]
+    fn truncate_across_segments() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut log, _) = SegmentLog::open(dir.path(), None, SMALL).unwrap();
+        log.append(&ents(1, 1..=30)).unwrap();
+        let n = log.segment_count();
+        // A cut in the middle of an early segment removes every later segment.
+        let target = log.segments[1].first + 1;
+        log.truncate(target).unwrap();
+        assert_eq!(log.segment_count(), 2);
+        assert_eq!(files(dir.path()).len(), 2);
+        assert_eq!(indexes(&log, 0, 100), (1..target).collect::<Vec<_>>());
+        assert_eq!(log.last_log_id(), Some(ent(1, target - 1).log_id));
+        assert!(n > 2);
+        // Appends continue at the cut, with another term.
+        log.append(&ents(2, target..=target + 2)).unwrap();
+        // A cut at a segment's first index removes that segment.
+        let second = log.segments[1].first;
+        log.truncate(second).unwrap();
+        assert_eq!(log.segment_count(), 1);
+        assert_eq!(log.last_log_id(), Some(ent(1, second - 1).log_id));
+        // Past the end: nothing.
+        log.truncate(1000).unwrap();
+        assert_eq!(indexes(&log, 0, 100), (1..second).collect::<Vec<_>>());
+        log.append(&ents(3, second..=second + 1)).unwrap();
+        drop(log);
+        let (mut log, rec) = SegmentLog::open(dir.path(), None, SMALL).unwrap();
+        assert_eq!(rec, Recovery::default());
+        assert_eq!(indexes(&log, 0, 100), (1..=second + 1).collect::<Vec<_>>());
+        assert_eq!(log.read(second, second + 1).unwrap(), vec![ent(3, second)]);
+        // Everything.
+        log.truncate(0).unwrap();
+        assert_eq!(log.segment_count(), 0);
+        assert_eq!(log.last_log_id(), None);
+        assert!(files(dir.path()).is_empty());
+    }
+
+    #[test]
+    fn purge_removes_whole_segments_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut log, _) = SegmentLog::open(dir.path(), None, SMALL).unwrap();
+        log.append(&ents(1, 1..=30)).unwrap();
+        let n = log.segment_count();
+        let second_first = log.segments[1].first;
+        // Inside the first segment: nothing is removed.
+        assert_eq!(log.purge(second_first - 2).unwrap(), 0);
+        // Its last index: the first segment goes.
+        assert_eq!(log.purge(second_first - 1).unwrap(), 1);
+        assert_eq!(log.first_index(), Some(second_first));
+        assert_eq!(files(dir.path()).len(), n - 1);
+        assert_eq!(indexes(&log, 0, 100), (second_first..=30).collect::<Vec<_>>());
+        // A purge point recorded but whose files a crash left: removed at open, unread even if
+        // their content is garbage.
+        let third_first = log.segments[1].first;
+        let leftover = log.segments[0].path.clone();
+        drop(log);
+        fs::write(&leftover, b"garbage").unwrap();
+        let (mut log, rec) = SegmentLog::open(dir.path(), Some(third_first - 1), SMALL).unwrap();
+        assert_eq!(rec.purged_segments, 1);
+        assert!(!leftover.exists());
+        assert_eq!(log.first_index(), Some(third_first));
+        // Past the end: every segment, and appends restart at any index.
+        log.purge(100).unwrap();
+        assert_eq!(log.segment_count(), 0);
+        assert!(files(dir.path()).is_empty());
+        log.append(&ents(4, 101..=102)).unwrap();
+        assert_eq!(files(dir.path()), vec![segment_name(101)]);
+        drop(log);
+        // A last segment wholly at or below the purge point is removed at open too.
+        let (log, rec) = SegmentLog::open(dir.path(), Some(102), SMALL).unwrap();
+        assert_eq!((rec.purged_segments, log.segment_count()), (1, 0));
+    }
+
+    #[test]
+    fn interrupted_roll_leaves_a_removable_segment() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut log, _) = SegmentLog::open(dir.path(), None, SMALL).unwrap();
+        log.append(&ents(1, 1..=3)).unwrap();
+        drop(log);
+        // A header-only next segment, and one whose header is incomplete.
+        fs::write(dir.path().join(segment_name(4)), header(4)).unwrap();
+        let (log, rec) = SegmentLog::open(dir.path(), None, SMALL).unwrap();
+        assert_eq!(indexes(&log, 0, 10), vec![1, 2, 3]);
+        assert_eq!(rec.torn_bytes, 0);
+        drop(log);
+        fs::write(dir.path().join(segment_name(4)), &header(4)[..10]).unwrap();
+        let (mut log, rec) = SegmentLog::open(dir.path(), None, SMALL).unwrap();
+        assert_eq!(rec.torn_bytes, 10);
+        assert_eq!(files(dir.path()), vec![segment_name(1)]);
+        log.append(&[ent(1, 4)]).unwrap();
+        assert_eq!(indexes(&log, 0, 10), vec![1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn unknown_files_are_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("notes.txt"), b"x").unwrap();
+        fs::write(dir.path().join("12.seg"), b"x").unwrap();
+        let (mut log, _) = SegmentLog::open(dir.path(), None, SMALL).unwrap();
+        log.append(&ents(1, 1..=2)).unwrap();
+        log.truncate(0).unwrap();
+        assert_eq!(files(dir.path()), vec!["12.seg".to_string(), "notes.txt".to_string()]);
+    }
+}
