@@ -215,6 +215,8 @@ pub struct Shape {
     pub present: PresentDist,
     /// Times every key is overwritten after the load (same order and flush cadence).
     pub rewrites: u32,
+    /// Compact everything into one level after the load (and the rewrites).
+    pub compact: bool,
 }
 
 /// The distribution of present-key lookups.
@@ -332,6 +334,9 @@ pub fn build(dir: &Path, shape: &Shape, policy: FilterPolicy, io: Io) -> Result<
             loaded = (loaded + flush_batch.len()).min(order.len());
             load_lookups(&db, shape, (&order, loaded), &mut present, &mut lookup_rng)?;
         }
+    }
+    if shape.compact {
+        db.compact()?;
     }
     Ok(db)
 }

@@ -164,6 +164,11 @@ pub struct ReadampArgs {
     /// tree was smaller (under allocations that follow its shape) are replaced. At most 10.
     #[arg(long, default_value_t = 0)]
     rewrites: u32,
+    /// After the load, compact the whole tree into one sorted run on its deepest level
+    /// (`Db::compact`): the fully compacted, settled shape, with no L0 file and the budget planned
+    /// for that one level (design.md, "What each shape gets").
+    #[arg(long)]
+    compact: bool,
     /// Only these policies, by their report names, comma separated (default: every policy).
     /// For long runs by hand (a 50M-key rung of the default alone); the equal-memory
     /// comparison then covers only the policies run.
@@ -268,6 +273,7 @@ pub fn run(args: &ReadampArgs) -> Result<()> {
         hit_fraction: args.hit_fraction,
         present: args.present_dist,
         rewrites: args.rewrites,
+        compact: args.compact,
     };
     println!(
         "siftdb readamp: {} keys of 16 bytes, {}-byte values, {} keys per flush, L1 {} KiB x{} per level, \
@@ -277,6 +283,9 @@ pub fn run(args: &ReadampArgs) -> Result<()> {
         args.file_kib, args.lookups, args.present_dist, args.lookups, args.load_lookups,
         args.hit_fraction * 100.0
     );
+    if args.compact {
+        println!("compacted into one level after the load (--compact)");
+    }
     match io {
         build::Io::Memory => println!("files in memory (MemStorage)"),
         build::Io::Disk => println!("files on disk, read through memory maps"),
