@@ -43,6 +43,10 @@ pub struct IngestArgs {
     /// Open with the merge operator `siftdb.u64add` (files holding merge operands need it).
     #[arg(long)]
     pub u64: bool,
+    /// Create the database if the directory holds none (an empty or absent directory): a bulk
+    /// load into a new database.
+    #[arg(long)]
+    pub create: bool,
 }
 
 /// `export`'s arguments.
@@ -111,7 +115,7 @@ fn db_args(db: &std::path::Path, keyspace: &Option<String>, u64: bool) -> DbArgs
 /// `siftdb ingest`.
 pub fn ingest(a: &IngestArgs) -> Result<()> {
     let args = db_args(&a.db, &a.keyspace, a.u64);
-    let db = ldb::open(&args, false)?;
+    let db = ldb::open(&args, a.create)?;
     let ks = ldb::keyspace(&db, &args, true)?;
     let mode = match (a.r#move, a.copy) {
         (true, _) => IngestMode::Move,

@@ -54,4 +54,18 @@ fn sst_write_ingest_and_export_move_data_between_databases() {
     let sst = std::fs::read_dir(tmp.path().join("out")).unwrap().next().unwrap().unwrap().path();
     ok(&["ingest", "--db", &db2, sst.to_str().unwrap()]);
     assert_eq!(ok(&["scan", &db2]), "a => 1\nb => 2\nz => 26\n");
+
+    // A bulk load into a new database: refused without --create, made with it; a directory
+    // holding something else is not taken over.
+    let fresh = p("fresh");
+    fails(&["ingest", "--db", &fresh, sst.to_str().unwrap()], "not a siftdb database");
+    assert!(!tmp.path().join("fresh").exists(), "a refused ingest creates nothing");
+    ok(&["ingest", "--db", &fresh, "--create", sst.to_str().unwrap()]);
+    assert_eq!(ok(&["scan", &fresh]), "a => 1\nb => 2\n");
+    std::fs::create_dir(tmp.path().join("foreign")).unwrap();
+    std::fs::write(tmp.path().join("foreign").join("notes.txt"), "mine").unwrap();
+    let foreign = p("foreign");
+    let out = siftdb(&["ingest", "--db", &foreign, "--create", sst.to_str().unwrap()]);
+    assert!(!out.status.success(), "a directory holding another program's file is refused");
+    assert_eq!(std::fs::read(tmp.path().join("foreign").join("notes.txt")).unwrap(), b"mine");
 }
