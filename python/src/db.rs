@@ -304,11 +304,14 @@ pub struct Writer;
 
 fn write_one(
     slf: &Bound<'_, Writer>,
+    (a, b): (&[u8], &[u8]),
     fill: impl FnOnce(&mut siftdb::WriteBatch, Option<&Keyspace>),
     sync: bool,
 ) -> PyResult<()> {
     let src = slf.as_super().get().src()?;
-    let mut b = siftdb::WriteBatch::new();
+    // Sized for its one record (a key or range start `a`, a value or range end `b`): growing
+    // from empty reallocated twice per put, a tenth of a Python put loop's time.
+    let mut b = siftdb::WriteBatch::with_capacity(siftdb::WriteBatch::put_size(a, b));
     fill(&mut b, src.keyspace());
     slf.py().detach(|| src.write(b, sync)).map_err(db_err)
 }
@@ -324,7 +327,12 @@ impl Writer {
         sync: bool,
     ) -> PyResult<()> {
         let (k, v) = (buf(key, "key")?, buf(value, "value")?);
-        write_one(slf, |b, ks| put(b, ks, k.as_slice(), v.as_slice()), sync)
+        write_one(
+            slf,
+            (k.as_slice(), v.as_slice()),
+            |b, ks| put(b, ks, k.as_slice(), v.as_slice()),
+            sync,
+        )
     }
 
     /// `db[key] = value`.
@@ -340,7 +348,7 @@ impl Writer {
     #[pyo3(signature = (key, *, sync = false))]
     fn delete(slf: &Bound<'_, Self>, key: &Bound<'_, PyAny>, sync: bool) -> PyResult<()> {
         let k = buf(key, "key")?;
-        write_one(slf, |b, ks| delete(b, ks, k.as_slice()), sync)
+        write_one(slf, (k.as_slice(), &[]), |b, ks| delete(b, ks, k.as_slice()), sync)
     }
 
     /// `del db[key]`: a blind delete, as `delete` (no `KeyError` for a missing key).
@@ -357,7 +365,8 @@ impl Writer {
         sync: bool,
     ) -> PyResult<()> {
         let (s, e) = (buf(start, "start")?, buf(end, "end")?);
-        write_one(slf, |b, ks| delete_range(b, ks, s.as_slice(), e.as_slice()), sync)
+        let range = (s.as_slice(), e.as_slice());
+        write_one(slf, range, |b, ks| delete_range(b, ks, s.as_slice(), e.as_slice()), sync)
     }
 
     /// Adds a merge operand to `key` (needs the database's `merge_operator`, e.g. "u64add").
@@ -369,7 +378,12 @@ impl Writer {
         sync: bool,
     ) -> PyResult<()> {
         let (k, v) = (buf(key, "key")?, buf(operand, "operand")?);
-        write_one(slf, |b, ks| merge(b, ks, k.as_slice(), v.as_slice()), sync)
+        write_one(
+            slf,
+            (k.as_slice(), v.as_slice()),
+            |b, ks| merge(b, ks, k.as_slice(), v.as_slice()),
+            sync,
+        )
     }
 
     /// A batch of writes applied atomically: as a context manager it commits on a normal exit
