@@ -166,7 +166,7 @@ pub struct ReadampArgs {
     rewrites: u32,
     /// After the load, compact the whole tree into one sorted run on its deepest level
     /// (`Db::compact`): the fully compacted, settled shape, with no L0 file and the budget planned
-    /// for that one level (design.md, "What each shape gets").
+    /// for that one level (design.md, "Allocation over all runs": what each shape gets).
     #[arg(long)]
     compact: bool,
     /// Only these policies, by their report names, comma separated (default: every policy).
