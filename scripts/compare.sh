@@ -23,6 +23,8 @@
 # (db_bench's default snappy: RocksDB runs snappy, siftdb and fjall LZ4; zstd: fjall runs LZ4).
 # siftdb's per-level compression is a siftdb flag: --siftdb-flags "--compression_per_level=none,lz4,zstd"
 # (db_bench's --min_level_to_compress=N reaches RocksDB and siftdb; fjall-bench ignores it).
+# SIFTDB_BIN / ROCKSDB_BIN (environment) run those binaries instead of building this tree's (e.g. a
+# worktree's own target dir, or a baseline build kept aside).
 # Raw logs go to DIR (default /tmp/siftdb-compare-<time>); the table also goes to DIR/table.md.
 # --report-only --out DIR [same flags] prints the table again from DIR's logs without running.
 set -euo pipefail
@@ -46,7 +48,7 @@ while [[ $# -gt 0 ]]; do
     --siftdb-flags) SIFTDB_FLAGS="$2"; shift 2 ;;
     --siftdb-flags=*) SIFTDB_FLAGS="${1#*=}"; shift ;;
     --report-only) REPORT_ONLY=1; shift ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     *) FLAGS+=("$1"); shift ;;
   esac
 done
@@ -80,8 +82,8 @@ if has rocksdb-debian && ! command -v db_bench >/dev/null; then
   echo "compare.sh: db_bench not found; installing the Debian package rocksdb-tools (apt-get)" >&2
   $SUDO apt-get update -qq && $SUDO apt-get install -y -qq rocksdb-tools >&2
 fi
-ROCKSDB="$ROOT/tools/rocksdb-bench/target/release/rocksdb-bench"
-if has rocksdb; then
+ROCKSDB="${ROCKSDB_BIN:-$ROOT/tools/rocksdb-bench/target/release/rocksdb-bench}"
+if has rocksdb && [[ -z "${ROCKSDB_BIN:-}" ]]; then
   echo "compare.sh: building tools/rocksdb-bench (release; the first build compiles RocksDB's C++)" >&2
   if ! "$ROOT/scripts/build_rocksdb_bench.sh"; then
     if (( ENGINES_GIVEN )); then
@@ -91,8 +93,8 @@ if has rocksdb; then
     ENGINES=$(echo ",$ENGINES," | sed 's/,rocksdb,/,/; s/^,//; s/,$//')
   fi
 fi
-SIFTDB="$ROOT/target/release/siftdb"
-if has siftdb; then
+SIFTDB="${SIFTDB_BIN:-$ROOT/target/release/siftdb}"
+if has siftdb && [[ -z "${SIFTDB_BIN:-}" ]]; then
   echo "compare.sh: building siftdb (release)" >&2
   (cd "$ROOT" && cargo build --release --quiet -p siftdb-cli)
 fi

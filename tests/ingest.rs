@@ -372,6 +372,12 @@ fn bad_input_is_a_typed_error_and_changes_nothing() {
     std::fs::copy(&own, p("own.sst")).unwrap();
     let e = db.ingest(&[p("own.sst")], IngestOptions::default()).unwrap_err();
     assert!(is_invalid(&e, "sequence"), "{e}");
+    // Files are checked in parallel, yet the error is the first bad file's in the order given.
+    let (corrupt, own) = (p("corrupt.sst"), p("own.sst"));
+    let e = db.ingest(&[&good, &corrupt, &own], IngestOptions::default()).unwrap_err();
+    assert!(e.is_corruption() && e.to_string().contains("corrupt.sst"), "{e}");
+    let e = db.ingest(&[&good, &own, &corrupt], IngestOptions::default()).unwrap_err();
+    assert!(is_invalid(&e, "sequence") && e.to_string().contains("own.sst"), "{e}");
     // No file.
     let e = db.ingest::<PathBuf>(&[], IngestOptions::default()).unwrap_err();
     assert!(is_invalid(&e, "no file"), "{e}");

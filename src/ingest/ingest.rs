@@ -2,8 +2,8 @@
 //! (design.md#ingestion-and-export).
 //!
 //! Order of work: every file is checked (it opens as a table, every block's checksum, keys of
-//! one keyspace in strictly increasing order, all at sequence 0) and the files are checked
-//! against one another (no overlap) before anything changes. The files are then linked or
+//! one keyspace in strictly increasing order, all at sequence 0; the files in parallel) and the
+//! files are checked against one another (no overlap) before anything changes. The files are then linked or
 //! copied into the directory under new file numbers and synced with the directory. A memtable
 //! holding a key in a file's range is flushed first (its versions are older than the ingested
 //! ones, but reads consult memtables before tables). Then, holding the compaction lock (no
@@ -117,7 +117,8 @@ fn check_file(inner: &DbInner, path: &Path) -> Result<Checked> {
     let mut it = table.iter(false);
     it.seek_to_first()?;
     let mut keyspace: Option<u32> = None;
-    let mut last: Option<Vec<u8>> = None;
+    // The previous entry's user key (valid once `n > 0`), one buffer reused for every entry.
+    let mut last: Vec<u8> = Vec::new();
     let mut n = 0u64;
     while it.valid() {
         let (ks, key, seq, kind) = ikey::decode_in(it.key()).map_err(|e| e.in_file(path, 0))?;
@@ -137,15 +138,14 @@ fn check_file(inner: &DbInner, path: &Path) -> Result<Checked> {
             return Err(bad(format!("entry {n} is of keyspace {ks}, earlier ones of another")));
         }
         keyspace = Some(ks);
-        if let Some(l) = &last {
-            if key <= l.as_slice() {
-                return Err(bad(format!(
-                    "entry {n}: key {:?} is not greater than the previous key",
-                    key.escape_ascii().to_string()
-                )));
-            }
+        if n > 0 && key <= last.as_slice() {
+            return Err(bad(format!(
+                "entry {n}: key {:?} is not greater than the previous key",
+                key.escape_ascii().to_string()
+            )));
         }
-        last = Some(key.to_vec());
+        last.clear();
+        last.extend_from_slice(key);
         n += 1;
         it.next()?;
     }
@@ -272,7 +272,14 @@ pub(crate) fn ingest(
     if files.is_empty() {
         return Err(Error::invalid("ingest: no file given"));
     }
-    let mut checked = files.iter().map(|p| check_file(inner, p)).collect::<Result<Vec<_>>>()?;
+    // The files are independent: each is read and checked on the process's worker pool
+    // (rayon's global pool, a thread per core), and the first bad file in the caller's order
+    // is the error, as a check one file after another would report it.
+    let checked: Vec<Result<Checked>> = {
+        use rayon::prelude::*;
+        files.par_iter().map(|p| check_file(inner, p)).collect()
+    };
+    let mut checked = checked.into_iter().collect::<Result<Vec<_>>>()?;
     checked.sort_by(|a, b| a.smallest.cmp(&b.smallest).then(a.largest.cmp(&b.largest)));
     for pair in checked.windows(2) {
         let (a, b) = (&pair[0], &pair[1]);

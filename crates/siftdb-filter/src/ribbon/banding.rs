@@ -132,6 +132,8 @@ pub(super) fn insert(
     mut c: u128,
     mut r: u32,
 ) -> Inserted {
+    // One length for both: the bounds check of `coeffs[i]` then covers `results[i]`.
+    let results = &mut results[..coeffs.len()];
     loop {
         let stored = coeffs[i];
         if stored == 0 {
