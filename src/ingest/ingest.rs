@@ -3,10 +3,10 @@
 //!
 //! Order of work: every file is checked (it opens as a table, every block's checksum, keys of
 //! one keyspace in strictly increasing order, all at sequence 0; the files in parallel) and the
-//! files are checked against one another (no overlap) before anything changes. The files are then linked or
-//! copied into the directory under new file numbers and synced with the directory. A memtable
-//! holding a key in a file's range is flushed first (its versions are older than the ingested
-//! ones, but reads consult memtables before tables). Then, holding the compaction lock (no
+//! files are checked against one another (no overlap) before anything changes. The files are
+//! then linked or copied into the directory under new file numbers and synced with the
+//! directory. A memtable holding a key in a file's range is flushed first (its versions are
+//! older than the ingested ones, but reads consult memtables before tables). Then, holding the compaction lock (no
 //! compaction runs, so none can race the placement) and the writer lock (no write takes a
 //! sequence number meanwhile), one global sequence number above every write is assigned, each
 //! file is placed at the deepest level where it overlaps nothing at that level or above, and
