@@ -1,17 +1,17 @@
 //! `Db::ingest`: external tables become part of the tree in one manifest edit
 //! (design.md#ingestion-and-export).
 //!
-//! Order of work: every file is checked (it opens as a table, every block's checksum, keys of
-//! one keyspace in strictly increasing order, all at sequence 0; the files in parallel) and the
-//! files are checked against one another (no overlap) before anything changes. The files are
-//! then linked or copied into the directory under new file numbers and synced with the
-//! directory. A memtable holding a key in a file's range is flushed first (its versions are
-//! older than the ingested ones, but reads consult memtables before tables). Then, holding the compaction lock (no
-//! compaction runs, so none can race the placement) and the writer lock (no write takes a
-//! sequence number meanwhile), one global sequence number above every write is assigned, each
-//! file is placed at the deepest level where it overlaps nothing at that level or above, and
-//! one manifest edit adds them all with that sequence number. A crash before the edit is
-//! durable leaves only orphan tables, which the next open deletes; after it, every file.
+//! Order of work: every file is checked (it opens as a table, every block's checksum, keys of one
+//! keyspace in strictly increasing order, all at sequence 0; the files in parallel) and the files
+//! are checked against one another (no overlap) before anything changes. The files are then linked
+//! or copied into the directory under new file numbers and synced with the directory. A memtable
+//! holding a key in a file's range is flushed first (its versions are older than the ingested ones,
+//! but reads consult memtables before tables). Then, holding the compaction lock (no compaction
+//! runs, so none can race the placement) and the writer lock (no write takes a sequence number
+//! meanwhile), one global sequence number above every write is assigned, each file is placed at the
+//! deepest level where it overlaps nothing at that level or above, and one manifest edit adds them
+//! all with that sequence number. A crash before the edit is durable leaves only orphan tables,
+//! which the next open deletes; after it, every file.
 
 use super::sst_writer::SstWriter;
 use crate::db::{DbInner, SuperVersion};
