@@ -5,7 +5,8 @@
 //!   The log's entries live in append-only segment files (docs/log.md), the vote and the state
 //!   machine in one siftdb database; the layout is in README.md.
 //! - [`service`] is a replicated KV service over HTTP built on them (the `siftdb-raft` binary),
-//!   [`client`] its client, [`network`] the Raft RPCs between nodes.
+//!   [`client`] its client, [`network`] the Raft RPCs between nodes ([`snapshot_wire`]: the
+//!   binary body of a snapshot chunk).
 //!
 //! Quick start, in-process (the storage only):
 //!
@@ -30,6 +31,7 @@ pub mod network;
 #[cfg(feature = "rocksdb-peer")]
 pub mod peer_rocksdb;
 pub mod service;
+pub mod snapshot_wire;
 pub mod store;
 
 use std::fmt;

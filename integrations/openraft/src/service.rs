@@ -1,9 +1,10 @@
-//! The replicated KV service: one node's HTTP server. Routes (all JSON; every reply is the JSON
-//! of a `Result`, so errors travel typed):
+//! The replicated KV service: one node's HTTP server. Routes (JSON unless said; every reply is
+//! the JSON of a `Result`, so errors travel typed):
 //!
 //! | route | body | reply |
 //! |---|---|---|
-//! | `POST /raft/append`, `/raft/vote`, `/raft/snapshot` | openraft's RPC request | its reply |
+//! | `POST /raft/append`, `/raft/vote` | openraft's RPC request | its reply |
+//! | `POST /raft/snapshot` | one chunk, binary ([`crate::snapshot_wire`]) | openraft's reply; HTTP 400 with the [`crate::snapshot_wire::ChunkError`] text for a body that fails a check |
 //! | `POST /kv/write` | [`Request`] | [`api::WriteResult`] |
 //! | `POST /kv/read` | key (string) | [`api::ReadResult`]: linearizable, through `ensure_linearizable` |
 //! | `POST /kv/local` | key (string) | this node's applied value, not linearizable |
@@ -11,13 +12,18 @@
 //! | `POST /cluster/init` | map of node id to `BasicNode` | [`api::InitResult`] |
 //! | `POST /cluster/add-learner` | `[id, "host:port"]` | [`api::WriteResult`] of the change |
 //! | `POST /cluster/change-membership` | set of voter ids | [`api::MembershipResult`] |
+//! | `POST /cluster/snapshot` | | [`api::SnapshotResult`]: builds a snapshot of this node's applied state and purges its log up to it |
 //! | `GET /cluster/metrics` | | openraft's `RaftMetrics` |
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
-use axum::extract::State;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response as HttpResponse};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use openraft::error::{InstallSnapshotError, RaftError};
@@ -50,7 +56,18 @@ pub mod api {
     /// `/cluster/add-learner` and `/cluster/change-membership`: the log id of the change.
     pub type MembershipResult =
         Result<openraft::LogId<NodeId>, RaftError<NodeId, ClientWriteError<NodeId, BasicNode>>>;
+    /// `/cluster/snapshot`: the log id the snapshot covers (none for an empty state), or why not.
+    pub type SnapshotResult = Result<Option<openraft::LogId<NodeId>>, String>;
 }
+
+/// Bytes of snapshot a chunk of `install_snapshot` carries (openraft's default).
+pub const SNAPSHOT_CHUNK_BYTES: u64 = 3 << 20;
+
+/// How long one `install_snapshot` chunk may take, the last one included: the receiver answers
+/// the last chunk only after it unpacked and ingested the whole snapshot, and a timeout makes the
+/// leader send the snapshot again from its first byte. openraft's default (200 ms) is far below
+/// the install of a large state.
+pub const SNAPSHOT_CHUNK_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// How to run one node.
 #[derive(Debug, Clone)]
@@ -93,6 +110,8 @@ pub async fn run_node(cfg: NodeConfig) -> Result<(), Box<dyn std::error::Error>>
         election_timeout_max: 600,
         snapshot_policy: SnapshotPolicy::LogsSinceLast(cfg.snapshot_every),
         max_in_snapshot_log_to_keep: cfg.snapshot_every / 2,
+        snapshot_max_chunk_size: SNAPSHOT_CHUNK_BYTES,
+        install_snapshot_timeout: SNAPSHOT_CHUNK_TIMEOUT.as_millis() as u64,
         ..Default::default()
     }
     .validate()?;
@@ -114,11 +133,26 @@ pub async fn run_node(cfg: NodeConfig) -> Result<(), Box<dyn std::error::Error>>
             )
         }
     };
-    let app = Arc::new(App { raft: raft.clone(), sm });
-    let router = Router::new()
+    let listener = tokio::net::TcpListener::bind(&cfg.addr).await?;
+    eprintln!("siftdb-raft node {} serving on {} from {}", cfg.id, cfg.addr, cfg.dir.display());
+    axum::serve(listener, router(raft.clone(), sm))
+        .with_graceful_shutdown(shutdown_signal())
+        .await?;
+    raft.shutdown().await?;
+    Ok(())
+}
+
+/// The HTTP routes of a node (the table above) over `raft` and its state machine `sm`. A snapshot
+/// chunk body may be as large as `raft`'s `snapshot_max_chunk_size` plus its header.
+pub fn router(raft: Raft, sm: Arc<dyn KvRead>) -> Router {
+    let chunk_limit = raft.config().snapshot_max_chunk_size as usize
+        + 8
+        + crate::snapshot_wire::MAX_HEADER_BYTES as usize;
+    let app = Arc::new(App { raft, sm });
+    Router::new()
         .route("/raft/append", post(raft_append))
         .route("/raft/vote", post(raft_vote))
-        .route("/raft/snapshot", post(raft_snapshot))
+        .route("/raft/snapshot", post(raft_snapshot).layer(DefaultBodyLimit::max(chunk_limit)))
         .route("/kv/write", post(kv_write))
         .route("/kv/read", post(kv_read))
         .route("/kv/local", post(kv_local))
@@ -126,13 +160,9 @@ pub async fn run_node(cfg: NodeConfig) -> Result<(), Box<dyn std::error::Error>>
         .route("/cluster/init", post(cluster_init))
         .route("/cluster/add-learner", post(cluster_add_learner))
         .route("/cluster/change-membership", post(cluster_change_membership))
+        .route("/cluster/snapshot", post(cluster_snapshot))
         .route("/cluster/metrics", get(cluster_metrics))
-        .with_state(app);
-    let listener = tokio::net::TcpListener::bind(&cfg.addr).await?;
-    eprintln!("siftdb-raft node {} serving on {} from {}", cfg.id, cfg.addr, cfg.dir.display());
-    axum::serve(listener, router).with_graceful_shutdown(shutdown_signal()).await?;
-    raft.shutdown().await?;
-    Ok(())
+        .with_state(app)
 }
 
 async fn shutdown_signal() {
@@ -158,11 +188,16 @@ async fn raft_vote(
     Json(app.raft.vote(rpc).await)
 }
 
-async fn raft_snapshot(
-    State(app): AppState,
-    Json(rpc): Json<InstallSnapshotRequest<TypeConfig>>,
-) -> Json<Result<InstallSnapshotResponse<NodeId>, RaftError<NodeId, InstallSnapshotError>>> {
-    Json(app.raft.install_snapshot(rpc).await)
+async fn raft_snapshot(State(app): AppState, body: Bytes) -> HttpResponse {
+    // Checked before openraft sees it: a refused chunk is never written to the incoming file.
+    let rpc: InstallSnapshotRequest<TypeConfig> = match crate::snapshot_wire::decode(&body) {
+        Ok(rpc) => rpc,
+        Err(e) => return (StatusCode::BAD_REQUEST, e.to_string()).into_response(),
+    };
+    drop(body);
+    let reply: Result<InstallSnapshotResponse<NodeId>, RaftError<NodeId, InstallSnapshotError>> =
+        app.raft.install_snapshot(rpc).await;
+    Json(reply).into_response()
 }
 
 async fn kv_write(State(app): AppState, Json(req): Json<Request>) -> Json<api::WriteResult> {
@@ -212,6 +247,29 @@ async fn cluster_change_membership(
     Json(voters): Json<BTreeSet<NodeId>>,
 ) -> Json<api::MembershipResult> {
     Json(app.raft.change_membership(voters, false).await.map(|r| r.log_id))
+}
+
+async fn cluster_snapshot(State(app): AppState) -> Json<api::SnapshotResult> {
+    Json(snapshot_and_purge(&app.raft).await)
+}
+
+/// Builds a snapshot covering at least what is applied now, then purges the log up to it.
+async fn snapshot_and_purge(raft: &Raft) -> api::SnapshotResult {
+    let wait = Some(Duration::from_secs(3600));
+    let Some(applied) = raft.metrics().borrow().last_applied else { return Ok(None) };
+    raft.trigger().snapshot().await.map_err(|e| e.to_string())?;
+    let m = raft
+        .wait(wait)
+        .metrics(|m| m.snapshot.is_some_and(|s| s.index >= applied.index), "snapshot built")
+        .await
+        .map_err(|e| e.to_string())?;
+    let Some(snapshot) = m.snapshot else { return Ok(None) };
+    raft.trigger().purge_log(snapshot.index).await.map_err(|e| e.to_string())?;
+    raft.wait(wait)
+        .metrics(|m| m.purged.is_some_and(|p| p.index >= snapshot.index), "log purged")
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(Some(snapshot))
 }
 
 async fn cluster_metrics(State(app): AppState) -> Json<openraft::RaftMetrics<NodeId, BasicNode>> {
