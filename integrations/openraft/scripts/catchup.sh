@@ -39,7 +39,7 @@ root=$(mktemp -d /var/tmp/siftdb-raft-catchup.XXXXXX)
 pids=()
 perf_pid=""
 cleanup() {
-  [ -n "$perf_pid" ] && kill -INT "$perf_pid" 2>/dev/null && wait "$perf_pid" 2>/dev/null || true
+  [ -n "$perf_pid" ] && kill -INT "$perf_pid" 2>/dev/null || true
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   rm -rf "$root"

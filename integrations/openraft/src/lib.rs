@@ -73,6 +73,9 @@ pub enum Request {
         /// The key.
         key: String,
     },
+    /// These requests, applied in order as one log entry (the service batches concurrent client
+    /// writes so that they share one append and one fsync). Requests in it are never batches.
+    Batch(Vec<Request>),
 }
 
 impl fmt::Display for Request {
@@ -80,6 +83,7 @@ impl fmt::Display for Request {
         match self {
             Request::Set { key, value } => write!(f, "set {key}={value}"),
             Request::Delete { key } => write!(f, "delete {key}"),
+            Request::Batch(reqs) => write!(f, "batch of {}", reqs.len()),
         }
     }
 }
@@ -89,6 +93,9 @@ impl fmt::Display for Request {
 pub struct Response {
     /// The value the key had before the request, if any.
     pub previous: Option<String>,
+    /// For a [`Request::Batch`], one response per request in it, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub batch: Vec<Response>,
 }
 
 /// The reads the service makes of a state machine (local, not linearizable by themselves).

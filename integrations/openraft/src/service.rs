@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | `POST /raft/append`, `/raft/vote` | openraft's RPC request | its reply |
 //! | `POST /raft/snapshot` | one chunk, binary ([`crate::snapshot_wire`]) | openraft's reply; HTTP 400 with the [`crate::snapshot_wire::ChunkError`] text for a body that fails a check |
-//! | `POST /kv/write` | [`Request`] | [`api::WriteResult`] |
+//! | `POST /kv/write` | [`Request`] | [`api::WriteResult`]; concurrent writes are proposed together as one [`Request::Batch`] entry; a batch holding a batch is refused (HTTP 400) |
 //! | `POST /kv/read` | key (string) | [`api::ReadResult`]: linearizable, through `ensure_linearizable` |
 //! | `POST /kv/local` | key (string) | this node's applied value, not linearizable |
 //! | `GET /kv/dump` | | this node's applied state, every pair in key order |
@@ -60,6 +60,10 @@ pub mod api {
     pub type SnapshotResult = Result<Option<openraft::LogId<NodeId>>, String>;
 }
 
+/// The largest `/raft/append` body accepted (from a peer: it holds up to
+/// `Config::max_payload_entries` entries).
+const APPEND_BODY_LIMIT: usize = 1 << 30;
+
 /// Bytes of snapshot a chunk of `install_snapshot` carries (openraft's default).
 pub const SNAPSHOT_CHUNK_BYTES: u64 = 3 << 20;
 
@@ -96,6 +100,61 @@ pub enum StoreKind {
 struct App {
     raft: Raft,
     sm: Arc<dyn KvRead>,
+    writes: tokio::sync::mpsc::UnboundedSender<PendingWrite>,
+}
+
+/// A client write waiting for the batcher, and where its result goes.
+type PendingWrite = (Request, tokio::sync::oneshot::Sender<api::WriteResult>);
+
+/// Most client writes one log entry carries.
+const MAX_BATCH: usize = 256;
+/// Entries the batcher has proposed and not yet seen applied, at most: while they are
+/// outstanding, further writes wait and then go together as one entry.
+const MAX_BATCHES_IN_FLIGHT: usize = 2;
+
+/// Proposes the client writes queued on `rx`: everything queued when a proposal slot is free
+/// goes as one entry (a [`Request::Batch`] when there are several), so concurrent writes share
+/// one append and one fsync. openraft 0.9's core appends one entry per `client_write` and waits
+/// for its flush before it takes the next message, so without this every write costs the
+/// leader one fsync. Concurrent writes may be ordered either way, so one entry holding them in
+/// queue order is a linearization of them; each gets its own response.
+async fn batch_writes(raft: Raft, mut rx: tokio::sync::mpsc::UnboundedReceiver<PendingWrite>) {
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_BATCHES_IN_FLIGHT));
+    loop {
+        let Ok(slot) = slots.clone().acquire_owned().await else { return };
+        let Some(first) = rx.recv().await else { return };
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(w) => batch.push(w),
+                Err(_) => break,
+            }
+        }
+        let raft = raft.clone();
+        tokio::spawn(async move {
+            if batch.len() == 1 {
+                let (req, tx) = batch.remove(0);
+                let _ = tx.send(raft.client_write(req).await.map(|r| r.data));
+            } else {
+                let (reqs, txs): (Vec<Request>, Vec<_>) = batch.into_iter().unzip();
+                match raft.client_write(Request::Batch(reqs)).await {
+                    Ok(r) => {
+                        // apply gives one response per request of a batch.
+                        debug_assert_eq!(r.data.batch.len(), txs.len());
+                        for (tx, resp) in txs.into_iter().zip(r.data.batch) {
+                            let _ = tx.send(Ok(resp));
+                        }
+                    }
+                    Err(e) => {
+                        for tx in txs {
+                            let _ = tx.send(Err(e.clone()));
+                        }
+                    }
+                }
+            }
+            drop(slot);
+        });
+    }
 }
 
 type AppState = State<Arc<App>>;
@@ -148,9 +207,13 @@ pub fn router(raft: Raft, sm: Arc<dyn KvRead>) -> Router {
     let chunk_limit = raft.config().snapshot_max_chunk_size as usize
         + 8
         + crate::snapshot_wire::MAX_HEADER_BYTES as usize;
-    let app = Arc::new(App { raft, sm });
+    let (writes, queued) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(batch_writes(raft.clone(), queued));
+    let app = Arc::new(App { raft, sm, writes });
     Router::new()
-        .route("/raft/append", post(raft_append))
+        // An AppendEntries of up to openraft's 300 entries of large values can pass axum's
+        // 2 MB default: a follower refusing it could never catch up.
+        .route("/raft/append", post(raft_append).layer(DefaultBodyLimit::max(APPEND_BODY_LIMIT)))
         .route("/raft/vote", post(raft_vote))
         .route("/raft/snapshot", post(raft_snapshot).layer(DefaultBodyLimit::max(chunk_limit)))
         .route("/kv/write", post(kv_write))
@@ -200,8 +263,23 @@ async fn raft_snapshot(State(app): AppState, body: Bytes) -> HttpResponse {
     Json(reply).into_response()
 }
 
-async fn kv_write(State(app): AppState, Json(req): Json<Request>) -> Json<api::WriteResult> {
-    Json(app.raft.client_write(req).await.map(|r| r.data))
+async fn kv_write(State(app): AppState, Json(req): Json<Request>) -> HttpResponse {
+    if let Request::Batch(reqs) = &req {
+        // The log's entry format holds one level of batch (entry_codec.rs).
+        if reqs.iter().any(|r| matches!(r, Request::Batch(_))) {
+            let why = "refused write: a batch may not contain a batch";
+            return (StatusCode::BAD_REQUEST, why).into_response();
+        }
+        return Json(app.raft.client_write(req).await.map(|r| r.data)).into_response();
+    }
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    if app.writes.send((req, tx)).is_err() {
+        return (StatusCode::SERVICE_UNAVAILABLE, "the node is shutting down").into_response();
+    }
+    match rx.await {
+        Ok(result) => Json(result).into_response(),
+        Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "the node is shutting down").into_response(),
+    }
 }
 
 async fn kv_read(State(app): AppState, Json(key): Json<String>) -> Json<api::ReadResult> {
