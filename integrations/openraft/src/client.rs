@@ -230,6 +230,21 @@ impl Client {
         self.membership_call("/cluster/add-learner", &body).await
     }
 
+    /// Builds a snapshot at the node `addr` and purges its log up to it; returns the log id the
+    /// snapshot covers. Waits as long as the build takes.
+    pub async fn snapshot(&self, addr: &str) -> Result<Option<openraft::LogId<NodeId>>, String> {
+        let reply = self
+            .http
+            .post(format!("http://{addr}/cluster/snapshot"))
+            .timeout(Duration::from_secs(3600))
+            .send()
+            .await
+            .map_err(|e| format!("{addr}/cluster/snapshot: {e}"))?;
+        let r: api::SnapshotResult =
+            reply.json().await.map_err(|e| format!("{addr}/cluster/snapshot: {e}"))?;
+        r
+    }
+
     /// Makes `voters` the cluster's voters, at the leader.
     pub async fn change_membership(
         &self,

@@ -5,7 +5,8 @@
 //!   The log's entries live in append-only segment files (docs/log.md), the vote and the state
 //!   machine in one siftdb database; the layout is in README.md.
 //! - [`service`] is a replicated KV service over HTTP built on them (the `siftdb-raft` binary),
-//!   [`client`] its client, [`network`] the Raft RPCs between nodes.
+//!   [`client`] its client, [`network`] the Raft RPCs between nodes ([`snapshot_wire`]: the
+//!   binary body of a snapshot chunk).
 //!
 //! Quick start, in-process (the storage only):
 //!
@@ -30,6 +31,7 @@ pub mod network;
 #[cfg(feature = "rocksdb-peer")]
 pub mod peer_rocksdb;
 pub mod service;
+pub mod snapshot_wire;
 pub mod store;
 
 use std::fmt;
@@ -71,6 +73,9 @@ pub enum Request {
         /// The key.
         key: String,
     },
+    /// These requests, applied in order as one log entry (the service batches concurrent client
+    /// writes so that they share one append and one fsync). Requests in it are never batches.
+    Batch(Vec<Request>),
 }
 
 impl fmt::Display for Request {
@@ -78,6 +83,7 @@ impl fmt::Display for Request {
         match self {
             Request::Set { key, value } => write!(f, "set {key}={value}"),
             Request::Delete { key } => write!(f, "delete {key}"),
+            Request::Batch(reqs) => write!(f, "batch of {}", reqs.len()),
         }
     }
 }
@@ -87,6 +93,9 @@ impl fmt::Display for Request {
 pub struct Response {
     /// The value the key had before the request, if any.
     pub previous: Option<String>,
+    /// For a [`Request::Batch`], one response per request in it, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub batch: Vec<Response>,
 }
 
 /// The reads the service makes of a state machine (local, not linearizable by themselves).

@@ -1,6 +1,8 @@
-//! The Raft RPCs between nodes: JSON over HTTP/1.1 (reqwest), answered by [`crate::service`]'s
-//! `/raft/*` routes. Each reply is the JSON of a `Result`, so a remote Raft error comes back as
-//! itself and a transport failure as openraft's `Unreachable` (nothing sent) or `NetworkError`.
+//! The Raft RPCs between nodes over HTTP/1.1 (reqwest), answered by [`crate::service`]'s
+//! `/raft/*` routes: append and vote as JSON, a snapshot chunk as a binary body
+//! ([`crate::snapshot_wire`]). Each reply is the JSON of a `Result`, so a remote Raft error comes
+//! back as itself and a transport failure (or a chunk the peer refused, HTTP 400) as openraft's
+//! `Unreachable` (nothing sent) or `NetworkError`.
 
 use openraft::error::{
     InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable,
@@ -50,12 +52,31 @@ impl Connection {
         E: std::error::Error + DeserializeOwned,
     {
         let url = format!("http://{}/raft/{route}", self.node.addr);
-        let sent = self.http.post(&url).timeout(option.hard_ttl()).json(req).send().await;
-        let reply = match sent {
+        self.send(self.http.post(&url).timeout(option.hard_ttl()).json(req)).await
+    }
+
+    /// Sends one request and reads its reply: the JSON of a `Result` when the status is a
+    /// success, else the refusal's text as a `NetworkError`.
+    async fn send<Resp, E>(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<Resp, RPCError<NodeId, BasicNode, RaftError<NodeId, E>>>
+    where
+        Resp: DeserializeOwned,
+        E: std::error::Error + DeserializeOwned,
+    {
+        let reply = match request.send().await {
             Ok(r) => r,
             Err(e) if e.is_connect() => return Err(RPCError::Unreachable(Unreachable::new(&e))),
             Err(e) => return Err(RPCError::Network(NetworkError::new(&e))),
         };
+        let status = reply.status();
+        if !status.is_success() {
+            let text = reply.text().await.unwrap_or_default();
+            let e =
+                std::io::Error::other(format!("node {} answered {status}: {text}", self.target));
+            return Err(RPCError::Network(NetworkError::new(&e)));
+        }
         let result: Result<Resp, RaftError<NodeId, E>> =
             reply.json().await.map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
         result.map_err(|e| {
@@ -81,7 +102,17 @@ impl RaftNetwork<TypeConfig> for Connection {
         InstallSnapshotResponse<NodeId>,
         RPCError<NodeId, BasicNode, RaftError<NodeId, InstallSnapshotError>>,
     > {
-        self.call("snapshot", &rpc, &option).await
+        // The chunk's bytes as they are, with a small JSON header (snapshot_wire.rs).
+        let url = format!("http://{}/raft/snapshot", self.node.addr);
+        let body = crate::snapshot_wire::encode(&rpc);
+        drop(rpc);
+        let request = self
+            .http
+            .post(&url)
+            .timeout(option.hard_ttl())
+            .header(reqwest::header::CONTENT_TYPE, crate::snapshot_wire::CONTENT_TYPE)
+            .body(body);
+        self.send(request).await
     }
 
     async fn vote(

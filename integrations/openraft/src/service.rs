@@ -1,23 +1,29 @@
-//! The replicated KV service: one node's HTTP server. Routes (all JSON; every reply is the JSON
-//! of a `Result`, so errors travel typed):
+//! The replicated KV service: one node's HTTP server. Routes (JSON unless said; every reply is
+//! the JSON of a `Result`, so errors travel typed):
 //!
 //! | route | body | reply |
 //! |---|---|---|
-//! | `POST /raft/append`, `/raft/vote`, `/raft/snapshot` | openraft's RPC request | its reply |
-//! | `POST /kv/write` | [`Request`] | [`api::WriteResult`] |
+//! | `POST /raft/append`, `/raft/vote` | openraft's RPC request | its reply |
+//! | `POST /raft/snapshot` | one chunk, binary ([`crate::snapshot_wire`]) | openraft's reply; HTTP 400 with the [`crate::snapshot_wire::ChunkError`] text for a body that fails a check |
+//! | `POST /kv/write` | [`Request`] | [`api::WriteResult`]; concurrent writes are proposed together as one [`Request::Batch`] entry; a batch holding a batch is refused (HTTP 400) |
 //! | `POST /kv/read` | key (string) | [`api::ReadResult`]: linearizable, through `ensure_linearizable` |
 //! | `POST /kv/local` | key (string) | this node's applied value, not linearizable |
 //! | `GET /kv/dump` | | this node's applied state, every pair in key order |
 //! | `POST /cluster/init` | map of node id to `BasicNode` | [`api::InitResult`] |
 //! | `POST /cluster/add-learner` | `[id, "host:port"]` | [`api::WriteResult`] of the change |
 //! | `POST /cluster/change-membership` | set of voter ids | [`api::MembershipResult`] |
+//! | `POST /cluster/snapshot` | | [`api::SnapshotResult`]: builds a snapshot of this node's applied state and purges its log up to it |
 //! | `GET /cluster/metrics` | | openraft's `RaftMetrics` |
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
-use axum::extract::State;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response as HttpResponse};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use openraft::error::{InstallSnapshotError, RaftError};
@@ -50,7 +56,22 @@ pub mod api {
     /// `/cluster/add-learner` and `/cluster/change-membership`: the log id of the change.
     pub type MembershipResult =
         Result<openraft::LogId<NodeId>, RaftError<NodeId, ClientWriteError<NodeId, BasicNode>>>;
+    /// `/cluster/snapshot`: the log id the snapshot covers (none for an empty state), or why not.
+    pub type SnapshotResult = Result<Option<openraft::LogId<NodeId>>, String>;
 }
+
+/// The largest `/raft/append` body accepted (from a peer: it holds up to
+/// `Config::max_payload_entries` entries).
+const APPEND_BODY_LIMIT: usize = 1 << 30;
+
+/// Bytes of snapshot a chunk of `install_snapshot` carries (openraft's default).
+pub const SNAPSHOT_CHUNK_BYTES: u64 = 3 << 20;
+
+/// How long one `install_snapshot` chunk may take, the last one included: the receiver answers
+/// the last chunk only after it unpacked and ingested the whole snapshot, and a timeout makes the
+/// leader send the snapshot again from its first byte. openraft's default (200 ms) is far below
+/// the install of a large state.
+pub const SNAPSHOT_CHUNK_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// How to run one node.
 #[derive(Debug, Clone)]
@@ -79,6 +100,61 @@ pub enum StoreKind {
 struct App {
     raft: Raft,
     sm: Arc<dyn KvRead>,
+    writes: tokio::sync::mpsc::UnboundedSender<PendingWrite>,
+}
+
+/// A client write waiting for the batcher, and where its result goes.
+type PendingWrite = (Request, tokio::sync::oneshot::Sender<api::WriteResult>);
+
+/// Most client writes one log entry carries.
+const MAX_BATCH: usize = 256;
+/// Entries the batcher has proposed and not yet seen applied, at most: while they are
+/// outstanding, further writes wait and then go together as one entry.
+const MAX_BATCHES_IN_FLIGHT: usize = 2;
+
+/// Proposes the client writes queued on `rx`: everything queued when a proposal slot is free
+/// goes as one entry (a [`Request::Batch`] when there are several), so concurrent writes share
+/// one append and one fsync. openraft 0.9's core appends one entry per `client_write` and waits
+/// for its flush before it takes the next message, so without this every write costs the
+/// leader one fsync. Concurrent writes may be ordered either way, so one entry holding them in
+/// queue order is a linearization of them; each gets its own response.
+async fn batch_writes(raft: Raft, mut rx: tokio::sync::mpsc::UnboundedReceiver<PendingWrite>) {
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_BATCHES_IN_FLIGHT));
+    loop {
+        let Ok(slot) = slots.clone().acquire_owned().await else { return };
+        let Some(first) = rx.recv().await else { return };
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(w) => batch.push(w),
+                Err(_) => break,
+            }
+        }
+        let raft = raft.clone();
+        tokio::spawn(async move {
+            if batch.len() == 1 {
+                let (req, tx) = batch.remove(0);
+                let _ = tx.send(raft.client_write(req).await.map(|r| r.data));
+            } else {
+                let (reqs, txs): (Vec<Request>, Vec<_>) = batch.into_iter().unzip();
+                match raft.client_write(Request::Batch(reqs)).await {
+                    Ok(r) => {
+                        // apply gives one response per request of a batch.
+                        debug_assert_eq!(r.data.batch.len(), txs.len());
+                        for (tx, resp) in txs.into_iter().zip(r.data.batch) {
+                            let _ = tx.send(Ok(resp));
+                        }
+                    }
+                    Err(e) => {
+                        for tx in txs {
+                            let _ = tx.send(Err(e.clone()));
+                        }
+                    }
+                }
+            }
+            drop(slot);
+        });
+    }
 }
 
 type AppState = State<Arc<App>>;
@@ -93,6 +169,8 @@ pub async fn run_node(cfg: NodeConfig) -> Result<(), Box<dyn std::error::Error>>
         election_timeout_max: 600,
         snapshot_policy: SnapshotPolicy::LogsSinceLast(cfg.snapshot_every),
         max_in_snapshot_log_to_keep: cfg.snapshot_every / 2,
+        snapshot_max_chunk_size: SNAPSHOT_CHUNK_BYTES,
+        install_snapshot_timeout: SNAPSHOT_CHUNK_TIMEOUT.as_millis() as u64,
         ..Default::default()
     }
     .validate()?;
@@ -114,11 +192,30 @@ pub async fn run_node(cfg: NodeConfig) -> Result<(), Box<dyn std::error::Error>>
             )
         }
     };
-    let app = Arc::new(App { raft: raft.clone(), sm });
-    let router = Router::new()
-        .route("/raft/append", post(raft_append))
+    let listener = tokio::net::TcpListener::bind(&cfg.addr).await?;
+    eprintln!("siftdb-raft node {} serving on {} from {}", cfg.id, cfg.addr, cfg.dir.display());
+    axum::serve(listener, router(raft.clone(), sm))
+        .with_graceful_shutdown(shutdown_signal())
+        .await?;
+    raft.shutdown().await?;
+    Ok(())
+}
+
+/// The HTTP routes of a node (the table above) over `raft` and its state machine `sm`. A snapshot
+/// chunk body may be as large as `raft`'s `snapshot_max_chunk_size` plus its header.
+pub fn router(raft: Raft, sm: Arc<dyn KvRead>) -> Router {
+    let chunk_limit = raft.config().snapshot_max_chunk_size as usize
+        + 8
+        + crate::snapshot_wire::MAX_HEADER_BYTES as usize;
+    let (writes, queued) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(batch_writes(raft.clone(), queued));
+    let app = Arc::new(App { raft, sm, writes });
+    Router::new()
+        // An AppendEntries of up to openraft's 300 entries of large values can pass axum's
+        // 2 MB default: a follower refusing it could never catch up.
+        .route("/raft/append", post(raft_append).layer(DefaultBodyLimit::max(APPEND_BODY_LIMIT)))
         .route("/raft/vote", post(raft_vote))
-        .route("/raft/snapshot", post(raft_snapshot))
+        .route("/raft/snapshot", post(raft_snapshot).layer(DefaultBodyLimit::max(chunk_limit)))
         .route("/kv/write", post(kv_write))
         .route("/kv/read", post(kv_read))
         .route("/kv/local", post(kv_local))
@@ -126,13 +223,9 @@ pub async fn run_node(cfg: NodeConfig) -> Result<(), Box<dyn std::error::Error>>
         .route("/cluster/init", post(cluster_init))
         .route("/cluster/add-learner", post(cluster_add_learner))
         .route("/cluster/change-membership", post(cluster_change_membership))
+        .route("/cluster/snapshot", post(cluster_snapshot))
         .route("/cluster/metrics", get(cluster_metrics))
-        .with_state(app);
-    let listener = tokio::net::TcpListener::bind(&cfg.addr).await?;
-    eprintln!("siftdb-raft node {} serving on {} from {}", cfg.id, cfg.addr, cfg.dir.display());
-    axum::serve(listener, router).with_graceful_shutdown(shutdown_signal()).await?;
-    raft.shutdown().await?;
-    Ok(())
+        .with_state(app)
 }
 
 async fn shutdown_signal() {
@@ -158,15 +251,35 @@ async fn raft_vote(
     Json(app.raft.vote(rpc).await)
 }
 
-async fn raft_snapshot(
-    State(app): AppState,
-    Json(rpc): Json<InstallSnapshotRequest<TypeConfig>>,
-) -> Json<Result<InstallSnapshotResponse<NodeId>, RaftError<NodeId, InstallSnapshotError>>> {
-    Json(app.raft.install_snapshot(rpc).await)
+async fn raft_snapshot(State(app): AppState, body: Bytes) -> HttpResponse {
+    // Checked before openraft sees it: a refused chunk is never written to the incoming file.
+    let rpc: InstallSnapshotRequest<TypeConfig> = match crate::snapshot_wire::decode(&body) {
+        Ok(rpc) => rpc,
+        Err(e) => return (StatusCode::BAD_REQUEST, e.to_string()).into_response(),
+    };
+    drop(body);
+    let reply: Result<InstallSnapshotResponse<NodeId>, RaftError<NodeId, InstallSnapshotError>> =
+        app.raft.install_snapshot(rpc).await;
+    Json(reply).into_response()
 }
 
-async fn kv_write(State(app): AppState, Json(req): Json<Request>) -> Json<api::WriteResult> {
-    Json(app.raft.client_write(req).await.map(|r| r.data))
+async fn kv_write(State(app): AppState, Json(req): Json<Request>) -> HttpResponse {
+    if let Request::Batch(reqs) = &req {
+        // The log's entry format holds one level of batch (entry_codec.rs).
+        if reqs.iter().any(|r| matches!(r, Request::Batch(_))) {
+            let why = "refused write: a batch may not contain a batch";
+            return (StatusCode::BAD_REQUEST, why).into_response();
+        }
+        return Json(app.raft.client_write(req).await.map(|r| r.data)).into_response();
+    }
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    if app.writes.send((req, tx)).is_err() {
+        return (StatusCode::SERVICE_UNAVAILABLE, "the node is shutting down").into_response();
+    }
+    match rx.await {
+        Ok(result) => Json(result).into_response(),
+        Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "the node is shutting down").into_response(),
+    }
 }
 
 async fn kv_read(State(app): AppState, Json(key): Json<String>) -> Json<api::ReadResult> {
@@ -212,6 +325,29 @@ async fn cluster_change_membership(
     Json(voters): Json<BTreeSet<NodeId>>,
 ) -> Json<api::MembershipResult> {
     Json(app.raft.change_membership(voters, false).await.map(|r| r.log_id))
+}
+
+async fn cluster_snapshot(State(app): AppState) -> Json<api::SnapshotResult> {
+    Json(snapshot_and_purge(&app.raft).await)
+}
+
+/// Builds a snapshot covering at least what is applied now, then purges the log up to it.
+async fn snapshot_and_purge(raft: &Raft) -> api::SnapshotResult {
+    let wait = Some(Duration::from_secs(3600));
+    let Some(applied) = raft.metrics().borrow().last_applied else { return Ok(None) };
+    raft.trigger().snapshot().await.map_err(|e| e.to_string())?;
+    let m = raft
+        .wait(wait)
+        .metrics(|m| m.snapshot.is_some_and(|s| s.index >= applied.index), "snapshot built")
+        .await
+        .map_err(|e| e.to_string())?;
+    let Some(snapshot) = m.snapshot else { return Ok(None) };
+    raft.trigger().purge_log(snapshot.index).await.map_err(|e| e.to_string())?;
+    raft.wait(wait)
+        .metrics(|m| m.purged.is_some_and(|p| p.index >= snapshot.index), "log purged")
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(Some(snapshot))
 }
 
 async fn cluster_metrics(State(app): AppState) -> Json<openraft::RaftMetrics<NodeId, BasicNode>> {

@@ -23,7 +23,11 @@ usage:
   siftdb-raft add-learner --addrs A,B,... ID HOST:PORT
   siftdb-raft promote --addrs A,B,... ID       (makes a learner a voter)
   siftdb-raft metrics --addr HOST:PORT
-  siftdb-raft bench --addrs A,B,... --op write|read --clients N --seconds S [--keys K]";
+  siftdb-raft snapshot --addr HOST:PORT        (builds a snapshot there, purges the log up to it)
+  siftdb-raft bench --addrs A,B,... --op write|read --clients N --seconds S [--keys K]
+                    [--value-size BYTES]
+  siftdb-raft load --addrs A,B,... --bytes B [--value-size BYTES] [--clients N]
+                   (writes distinct keys until B bytes of values were acknowledged)";
 
 /// Flags (`--name value`) and positional arguments of one command line.
 struct Args {
@@ -203,7 +207,17 @@ async fn run(cmd: &str, mut a: Args) -> Result<(), String> {
             println!("{}", serde_json::to_string_pretty(&m).map_err(|e| e.to_string())?);
             Ok(())
         }
+        "snapshot" => {
+            let addr = a.flag("addr")?;
+            a.finish(0)?;
+            match Client::new(vec![addr.clone()]).snapshot(&addr).await? {
+                Some(log_id) => println!("snapshot at {log_id}; log purged up to it"),
+                None => println!("nothing applied: no snapshot"),
+            }
+            Ok(())
+        }
         "bench" => bench(a).await,
+        "load" => load(a).await,
         other => Err(format!("unknown command '{other}'\n{USAGE}")),
     }
 }
@@ -215,6 +229,7 @@ async fn bench(mut a: Args) -> Result<(), String> {
     let clients: usize = a.number("clients", None)?;
     let seconds: f64 = a.number("seconds", None)?;
     let keys: u64 = a.number("keys", Some(100_000))?;
+    let value_size: usize = a.number("value-size", Some(0))?;
     a.finish(0)?;
     if op != "write" && op != "read" {
         return Err(format!("--op {op}: expected write or read"));
@@ -235,7 +250,8 @@ async fn bench(mut a: Args) -> Result<(), String> {
             while Instant::now() < deadline {
                 let key = format!("bench{:08}", i % keys);
                 let ok = if op == "write" {
-                    client.write(&Request::Set { key, value: format!("v{i}") }).await.is_ok()
+                    let value = bench_value(i, value_size);
+                    client.write(&Request::Set { key, value }).await.is_ok()
                 } else {
                     client.read(&key).await.is_ok()
                 };
@@ -254,6 +270,73 @@ async fn bench(mut a: Args) -> Result<(), String> {
         "{op} clients={clients} ops={n} failed={} seconds={secs:.2} ops_per_sec={:.0}",
         failed.load(Ordering::Relaxed),
         n as f64 / secs
+    );
+    Ok(())
+}
+
+/// The value of write `i`: `v<i>`, padded with `:` and filler to `size` bytes when `size` is
+/// larger. The filler is pseudo-random letters (splitmix64 of `i`), so it does not compress away.
+fn bench_value(i: u64, size: usize) -> String {
+    let mut v = format!("v{i}");
+    if v.len() >= size {
+        return v;
+    }
+    v.push(':');
+    let mut x = i;
+    while v.len() < size {
+        x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = x;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        for b in z.to_le_bytes() {
+            if v.len() < size {
+                v.push(char::from(b'a' + b % 26));
+            }
+        }
+    }
+    v
+}
+
+/// `--clients` concurrent clients writing distinct keys `load<n>` with values of `--value-size`
+/// bytes until `--bytes` bytes of values were acknowledged: a quick way to give a cluster a
+/// large state. Every write must succeed (the client retries through leader changes).
+async fn load(mut a: Args) -> Result<(), String> {
+    let addrs = a.addrs()?;
+    let bytes: u64 = a.number("bytes", None)?;
+    let value_size: usize = a.number("value-size", Some(64 << 10))?;
+    let clients: u64 = a.number("clients", Some(8))?;
+    a.finish(0)?;
+    if value_size == 0 || clients == 0 {
+        return Err("--value-size and --clients must be positive".into());
+    }
+    let writes = bytes.div_ceil(value_size as u64);
+    let next = Arc::new(AtomicU64::new(0));
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..clients {
+        let client = Client::new(addrs.clone());
+        let next = next.clone();
+        tasks.push(tokio::spawn(async move {
+            loop {
+                let n = next.fetch_add(1, Ordering::Relaxed);
+                if n >= writes {
+                    return Ok::<(), String>(());
+                }
+                let req =
+                    Request::Set { key: format!("load{n:010}"), value: bench_value(n, value_size) };
+                client.write(&req).await.map_err(|e| format!("write {n}: {e}"))?;
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.map_err(|e| e.to_string())??;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let total = writes * value_size as u64;
+    println!(
+        "load writes={writes} value_bytes={total} seconds={secs:.2} mb_per_sec={:.1}",
+        total as f64 / secs / 1e6
     );
     Ok(())
 }

@@ -47,30 +47,85 @@ pub(crate) fn plan<E: std::fmt::Display>(
                 Response::default()
             }
             EntryPayload::Normal(req) => {
-                let key = match &req {
-                    Request::Set { key, .. } | Request::Delete { key } => key.clone(),
-                };
-                let previous = match pending.get(&key) {
-                    Some(v) => v.clone(),
-                    None => {
-                        get(&key).map_err(|e| StorageIOError::apply(log_id, super::to_any(e)))?
-                    }
-                };
-                let write = match req {
-                    Request::Set { key, value } => {
-                        pending.insert(key.clone(), Some(value.clone()));
-                        DataWrite::Put(key, value)
-                    }
-                    Request::Delete { key } => {
-                        pending.insert(key.clone(), None);
-                        DataWrite::Delete(key)
-                    }
-                };
-                plan.writes.push(write);
-                Response { previous }
+                plan_request(req, log_id, &mut plan.writes, &mut pending, &mut get)?
             }
         };
         plan.responses.push(response);
     }
     Ok(plan)
+}
+
+/// Plans one request (a batch: each of its requests in order) and returns its response.
+fn plan_request<E: std::fmt::Display>(
+    req: Request,
+    log_id: LogId<NodeId>,
+    writes: &mut Vec<DataWrite>,
+    pending: &mut HashMap<String, Option<String>>,
+    get: &mut impl FnMut(&str) -> Result<Option<String>, E>,
+) -> Result<Response, StorageError<NodeId>> {
+    let (key, value) = match req {
+        Request::Set { key, value } => (key, Some(value)),
+        Request::Delete { key } => (key, None),
+        Request::Batch(reqs) => {
+            let mut batch = Vec::with_capacity(reqs.len());
+            for r in reqs {
+                batch.push(plan_request(r, log_id, writes, pending, get)?);
+            }
+            return Ok(Response { previous: None, batch });
+        }
+    };
+    let previous = match pending.get(&key) {
+        Some(v) => v.clone(),
+        None => get(&key).map_err(|e| StorageIOError::apply(log_id, super::to_any(e)))?,
+    };
+    pending.insert(key.clone(), value.clone());
+    writes.push(match value {
+        Some(v) => DataWrite::Put(key, v),
+        None => DataWrite::Delete(key),
+    });
+    Ok(Response { previous, batch: Vec::new() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openraft::testing::blank_ent;
+
+    fn entry(index: u64, req: Request) -> openraft::Entry<TypeConfig> {
+        let mut e = blank_ent::<TypeConfig>(1, 1, index);
+        e.payload = EntryPayload::Normal(req);
+        e
+    }
+
+    fn set(k: &str, v: &str) -> Request {
+        Request::Set { key: k.into(), value: v.into() }
+    }
+
+    #[test]
+    fn a_batch_applies_in_order_with_one_response_per_request() {
+        let batch = Request::Batch(vec![
+            set("a", "1"),
+            set("a", "2"),
+            Request::Delete { key: "a".into() },
+            set("b", "3"),
+        ]);
+        let entries = vec![entry(1, set("b", "0")), entry(2, batch), entry(3, set("a", "4"))];
+        let plan = plan(entries, |k| Ok::<_, String>((k == "a").then(|| "0".to_string()))).unwrap();
+        let previous = |r: &Response| r.previous.clone();
+        assert_eq!(plan.responses.len(), 3);
+        assert_eq!(plan.responses[0].previous, None);
+        let inner: Vec<_> = plan.responses[1].batch.iter().map(previous).collect();
+        assert_eq!(inner, [Some("0".into()), Some("1".into()), Some("2".into()), Some("0".into())]);
+        assert_eq!(plan.responses[2].previous, None, "a was deleted by the batch");
+        let writes: Vec<String> = plan
+            .writes
+            .iter()
+            .map(|w| match w {
+                DataWrite::Put(k, v) => format!("{k}={v}"),
+                DataWrite::Delete(k) => format!("-{k}"),
+            })
+            .collect();
+        assert_eq!(writes, ["b=0", "a=1", "a=2", "-a", "b=3", "a=4"]);
+        assert_eq!(plan.last.unwrap().index, 3);
+    }
 }

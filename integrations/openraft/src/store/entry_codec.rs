@@ -3,17 +3,21 @@
 //! `{`, never with the format byte). The byte table is in README.md ("Log entry format").
 //!
 //! All integers little-endian:
-//! format byte 1 | term u64 | leader node id u64 | index u64 | payload tag u8 | payload, where
+//! format byte 2 | term u64 | leader node id u64 | index u64 | payload tag u8 | payload, where
 //! payload is nothing (tag 0, blank), a request (tag 1: request tag u8, 0 set / 1 delete, key
-//! length u32, key, and for a set value length u32, value) or a membership (tag 2: length u32,
-//! openraft's `Membership` as JSON: rare, and its shape is openraft's).
+//! length u32, key, and for a set value length u32, value; 2 batch, count u32, then that many
+//! set or delete requests, each with its request tag) or a membership (tag 2: length u32,
+//! openraft's `Membership` as JSON: rare, and its shape is openraft's). Format 1 (earlier
+//! versions) is the same without the batch tag.
 
 use openraft::{CommittedLeaderId, Entry, EntryPayload, LogId};
 
 use crate::{Request, TypeConfig};
 
 /// The first byte of a binary entry.
-const FORMAT: u8 = 1;
+const FORMAT: u8 = 2;
+/// The format byte of earlier versions: no batch requests.
+const FORMAT_1: u8 = 1;
 
 /// Appends the encoding of `entry` to `out`.
 pub(crate) fn encode(entry: &Entry<TypeConfig>, out: &mut Vec<u8>) {
@@ -29,22 +33,64 @@ pub(crate) fn encode(entry: &Entry<TypeConfig>, out: &mut Vec<u8>) {
         EntryPayload::Blank => out.push(0),
         EntryPayload::Normal(req) => {
             out.push(1);
-            match req {
-                Request::Set { key, value } => {
-                    out.push(0);
-                    bytes(out, key.as_bytes());
-                    bytes(out, value.as_bytes());
-                }
-                Request::Delete { key } => {
-                    out.push(1);
-                    bytes(out, key.as_bytes());
-                }
-            }
+            encode_request(req, out);
         }
         EntryPayload::Membership(m) => {
             out.push(2);
             bytes(out, &serde_json::to_vec(m).expect("Membership serializes"));
         }
+    }
+}
+
+fn encode_request(req: &Request, out: &mut Vec<u8>) {
+    let bytes = |out: &mut Vec<u8>, b: &[u8]| {
+        out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+        out.extend_from_slice(b);
+    };
+    match req {
+        Request::Set { key, value } => {
+            out.push(0);
+            bytes(out, key.as_bytes());
+            bytes(out, value.as_bytes());
+        }
+        Request::Delete { key } => {
+            out.push(1);
+            bytes(out, key.as_bytes());
+        }
+        Request::Batch(reqs) => {
+            out.push(2);
+            out.extend_from_slice(&(reqs.len() as u32).to_le_bytes());
+            for r in reqs {
+                encode_request(r, out);
+            }
+        }
+    }
+}
+
+/// Decodes a request; `batch_allowed` when it may be a batch (format 2, not inside a batch, so
+/// the nesting of a corrupt entry cannot grow the stack).
+fn decode_request(r: &mut Reader<'_>, batch_allowed: bool) -> Result<Request, String> {
+    match r.u8("request tag")? {
+        0 => {
+            let key = r.string("key")?;
+            Ok(Request::Set { key, value: r.string("value")? })
+        }
+        1 => Ok(Request::Delete { key: r.string("key")? }),
+        2 if batch_allowed => {
+            let n = r.u32("batch count")?;
+            // Each request takes at least 5 bytes: a count past that is corrupt, and is refused
+            // before anything is allocated for it.
+            if n as usize > (r.bytes.len() - r.at) / 5 {
+                return Err(format!("batch count {n} at byte {} exceeds the entry", r.at - 4));
+            }
+            let mut reqs = Vec::with_capacity(n as usize);
+            for _ in 0..n {
+                reqs.push(decode_request(r, false)?);
+            }
+            Ok(Request::Batch(reqs))
+        }
+        2 => Err("a batch request inside a batch or in a format 1 entry".into()),
+        t => Err(format!("unknown request tag {t}")),
     }
 }
 
@@ -92,7 +138,7 @@ impl<'a> Reader<'a> {
 pub(crate) fn decode(bytes: &[u8]) -> Result<Entry<TypeConfig>, String> {
     match bytes.first() {
         Some(b'{') => return serde_json::from_slice(bytes).map_err(|e| format!("JSON entry: {e}")),
-        Some(&FORMAT) => {}
+        Some(&FORMAT) | Some(&FORMAT_1) => {}
         Some(b) => return Err(format!("unknown entry format byte {b}")),
         None => return Err("empty entry".into()),
     }
@@ -102,14 +148,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Entry<TypeConfig>, String> {
     let index = r.u64("index")?;
     let payload = match r.u8("payload tag")? {
         0 => EntryPayload::Blank,
-        1 => match r.u8("request tag")? {
-            0 => {
-                let key = r.string("key")?;
-                EntryPayload::Normal(Request::Set { key, value: r.string("value")? })
-            }
-            1 => EntryPayload::Normal(Request::Delete { key: r.string("key")? }),
-            t => return Err(format!("unknown request tag {t}")),
-        },
+        1 => EntryPayload::Normal(decode_request(&mut r, bytes.first() == Some(&FORMAT))?),
         2 => {
             let n = r.u32("membership length")? as usize;
             let m = serde_json::from_slice(r.take(n, "membership")?)
@@ -134,11 +173,20 @@ mod tests {
         set.payload = EntryPayload::Normal(Request::Set { key: "k".into(), value: "v é".into() });
         let mut del = blank_ent::<TypeConfig>(u64::MAX, u64::MAX, u64::MAX);
         del.payload = EntryPayload::Normal(Request::Delete { key: String::new() });
+        let mut batch = blank_ent::<TypeConfig>(4, 1, 11);
+        batch.payload = EntryPayload::Normal(Request::Batch(vec![
+            Request::Set { key: "a".into(), value: "1".into() },
+            Request::Delete { key: "b".into() },
+        ]));
+        let mut empty_batch = blank_ent::<TypeConfig>(4, 1, 12);
+        empty_batch.payload = EntryPayload::Normal(Request::Batch(Vec::new()));
         vec![
             blank_ent::<TypeConfig>(1, 1, 1),
             membership_ent::<TypeConfig>(1, 1, 2, vec![[1, 2, 3].into()]),
             set,
             del,
+            batch,
+            empty_batch,
         ]
     }
 
@@ -158,6 +206,41 @@ mod tests {
             assert!(decode(&longer).unwrap_err().contains("after the payload"));
         }
         assert!(decode(&[9]).unwrap_err().contains("format byte 9"));
+    }
+
+    #[test]
+    fn format_1_entries_still_decode_and_hold_no_batch() {
+        // A format 1 set entry, as earlier versions wrote it.
+        let mut old = vec![FORMAT_1];
+        for n in [3u64, 2, 10] {
+            old.extend_from_slice(&n.to_le_bytes());
+        }
+        old.extend_from_slice(&[1, 0, 1, 0, 0, 0, b'k', 1, 0, 0, 0, b'v']);
+        let e = decode(&old).unwrap();
+        assert_eq!(
+            e.payload,
+            EntryPayload::Normal(Request::Set { key: "k".into(), value: "v".into() })
+        );
+        // The same with a batch request tag is refused in format 1.
+        let mut b = old[..25].to_vec();
+        b.extend_from_slice(&[1, 2, 0, 0, 0, 0]);
+        assert!(decode(&b).unwrap_err().contains("format 1"), "{:?}", decode(&b));
+        b[0] = FORMAT;
+        assert_eq!(decode(&b).unwrap().payload, EntryPayload::Normal(Request::Batch(Vec::new())));
+    }
+
+    #[test]
+    fn nested_batches_and_oversized_counts_are_refused() {
+        let mut b = vec![FORMAT];
+        for n in [1u64, 1, 5] {
+            b.extend_from_slice(&n.to_le_bytes());
+        }
+        let head = b.clone();
+        b.extend_from_slice(&[1, 2, 1, 0, 0, 0, 2, 0, 0, 0, 0]);
+        assert!(decode(&b).unwrap_err().contains("inside a batch"));
+        let mut big = head;
+        big.extend_from_slice(&[1, 2, 0xff, 0xff, 0xff, 0xff]);
+        assert!(decode(&big).unwrap_err().contains("exceeds the entry"));
     }
 
     #[test]
