@@ -13,20 +13,23 @@
 #
 # Usage: scripts/catchup.sh [--state-mib N (64)] [--value-size BYTES (65536)] [--bin PATH]
 #                           [--perf FILE (perf record -g of the learner during the catch-up)]
-# Everything lives in a fresh mktemp directory under /var/tmp, removed afterwards (with --perf,
-# FILE is written outside it).
+#                           [--keep (leave the directory, node logs included, and print its path)]
+# Everything lives in a fresh mktemp directory under /var/tmp, removed afterwards unless --keep
+# (with --perf, FILE is written outside it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STATE_MIB=64
 VALUE_SIZE=65536
 BIN=""
 PERF_OUT=""
+KEEP=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --state-mib) STATE_MIB="$2"; shift 2 ;;
     --value-size) VALUE_SIZE="$2"; shift 2 ;;
     --bin) BIN="$2"; shift 2 ;;
     --perf) PERF_OUT="$2"; shift 2 ;;
+    --keep) KEEP=1; shift ;;
     *) echo "catchup.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -42,7 +45,11 @@ cleanup() {
   [ -n "$perf_pid" ] && kill -INT "$perf_pid" 2>/dev/null || true
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$root"
+  if [ "$KEEP" = 1 ]; then
+    echo "kept=$root" >&2
+  else
+    rm -rf "$root"
+  fi
 }
 trap cleanup EXIT
 
