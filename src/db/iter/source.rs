@@ -83,6 +83,11 @@ pub(crate) struct Entry {
 }
 
 impl Entry {
+    /// An entry with empty buffers, to be overwritten (the sources reuse entries).
+    fn empty() -> Entry {
+        Entry { keyspace: 0, user_key: Vec::new(), seq: 0, kind: ValueKind::Put, value: Vec::new() }
+    }
+
     pub fn ikey(&self) -> IKey<'_> {
         IKey { keyspace: self.keyspace, user_key: &self.user_key, seq: self.seq, kind: self.kind }
     }
@@ -341,13 +346,7 @@ impl Source {
             *chunk = (n * 2).min(MEM_CHUNK);
             let before = buf.len();
             let mut take = |e: MemEntry<'_>| {
-                let mut entry = spare.pop().unwrap_or_else(|| Entry {
-                    keyspace: 0,
-                    user_key: Vec::new(),
-                    seq: 0,
-                    kind: ValueKind::Put,
-                    value: Vec::new(),
-                });
+                let mut entry = spare.pop().unwrap_or_else(Entry::empty);
                 entry.keyspace = e.keyspace();
                 entry.seq = e.seq();
                 entry.kind = e.kind();
@@ -425,58 +424,40 @@ fn read(iter: &mut TableIter) -> Result<Option<Entry>> {
 }
 
 /// [`read`] into `slot`, reusing the buffers of the entry it holds: a step of a scan then
-/// allocates nothing (two allocations and two frees per entry were a tenth of a Python full
-/// scan's engine time). `slot` is `None` off the end, and after an error.
+/// allocates nothing (malloc and free were about a tenth of a Python full scan's samples).
+/// `slot` is `None` off the end, and after an error.
 fn read_into(iter: &mut TableIter, slot: &mut Option<Entry>) -> Result<()> {
+    let r = fill_entry(iter, slot);
+    if r.is_err() {
+        *slot = None;
+    }
+    r
+}
+
+/// [`read_into`]'s work; on an error `slot` may hold a partly overwritten entry.
+fn fill_entry(iter: &mut TableIter, slot: &mut Option<Entry>) -> Result<()> {
     if !iter.valid() {
         *slot = None;
         return Ok(());
     }
-    let decoded = ikey::decode_in(iter.key()).and_then(|(keyspace, user_key, seq, kind)| {
-        if kind == ValueKind::RangeDelete {
-            return Err(crate::Error::corruption(
-                "range tombstone among a data block's entries",
-                None,
-            ));
-        }
-        Ok((keyspace, user_key, seq, kind))
-    });
-    let (keyspace, user_key, seq, kind) = match decoded {
-        Ok(d) => d,
-        Err(e) => {
-            *slot = None;
-            return Err(e);
-        }
-    };
-    let e = slot.get_or_insert_with(|| Entry {
-        keyspace,
-        user_key: Vec::new(),
-        seq,
-        kind,
-        value: Vec::new(),
-    });
+    let (keyspace, user_key, seq, kind) = ikey::decode_in(iter.key())?;
+    if kind == ValueKind::RangeDelete {
+        return Err(crate::Error::corruption("range tombstone among a data block's entries", None));
+    }
+    let e = slot.get_or_insert_with(Entry::empty);
     e.keyspace = keyspace;
     e.seq = seq;
     e.user_key.clear();
     e.user_key.extend_from_slice(user_key);
     // A blob reference reads as the Put of its value: everything above the sources (cursor,
     // merge, transactions) sees only inline kinds (design.md#key-value-separation).
-    match kind {
-        ValueKind::BlobIndex => match iter.table().read_blob(iter.value()) {
-            Ok(v) => {
-                e.kind = ValueKind::Put;
-                e.value = v;
-            }
-            Err(err) => {
-                *slot = None;
-                return Err(err);
-            }
-        },
-        k => {
-            e.kind = k;
-            e.value.clear();
-            e.value.extend_from_slice(iter.value());
-        }
+    if kind == ValueKind::BlobIndex {
+        e.value = iter.table().read_blob(iter.value())?;
+        e.kind = ValueKind::Put;
+    } else {
+        e.kind = kind;
+        e.value.clear();
+        e.value.extend_from_slice(iter.value());
     }
     Ok(())
 }
