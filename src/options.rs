@@ -198,7 +198,8 @@ pub enum FilterAllocation {
     /// `bits_per_key` filter bits per entry over levels 1 and deeper, split so that each level's
     /// FPR is proportional to its number of entries (the optimum of the sum of FPRs a
     /// missing-key lookup pays; design.md#monkey), but no worse than a classic Bloom filter of
-    /// `bits_per_key` on any level.
+    /// `bits_per_key` on any level. L0 files keep the flush filter, held to the same floor (a
+    /// two-bit filter that misses it becomes a blocked Bloom filter that reaches it).
     Monkey {
         /// Average filter bits per entry over all compacted levels.
         bits_per_key: f64,
@@ -209,10 +210,12 @@ pub enum FilterAllocation {
     /// kind's FPR curve. L0 counts as the L0 files the tree has (plus the memtables on their way
     /// there), and while writes go on at least `(l0_compaction_trigger - 1) / 2` files of one
     /// memtable's keys, L0's mean occupancy; a compacted or read-mostly tree keeps nothing back
-    /// for L0. No level gets a worse FPR than a classic Bloom filter of `bits_per_key` (0.82%
-    /// at 10). The flush filter keeps its kind and takes its bits per key from the allocation
-    /// (the `bits_per_key` in [`FilterPolicy::flush`] is not used); each compaction output's
-    /// FPR is derived from the tree's shape when it is written.
+    /// for L0. No run, L0's included, gets a worse FPR than a classic Bloom filter of
+    /// `bits_per_key` (0.82% at 10). The flush filter takes its bits per key from the allocation
+    /// (the `bits_per_key` in [`FilterPolicy::flush`] is not used) and keeps its kind unless it
+    /// is a two-bit filter that cannot reach that floor at its share: L0 files then get a
+    /// blocked Bloom filter (one cache line per probe, as the two-bit one). Each compaction
+    /// output's FPR is derived from the tree's shape when it is written.
     AllRuns {
         /// Average filter bits per key over every run.
         bits_per_key: f64,
@@ -238,7 +241,10 @@ pub struct FilterPolicy {
     /// the default all-runs allocation (its `bits_per_key` is then not read): the memtable's
     /// own lock-free filter is written as is when it has the planned size and its fill keeps
     /// the estimated FPR within the planned one (design.md#flush), so a flush
-    /// costs no extra hashing pass. L0 files are few and short-lived; their filters are
+    /// costs no extra insertion pass. Under `AllRuns` and `Monkey` an L0 file is held to the
+    /// classic Bloom FPR of the budget like every other file; where the two-bit filter cannot
+    /// reach it at L0's share (at 10 bits per key it would need about 29), the flush builds a
+    /// blocked Bloom filter instead. L0 files are few and short-lived; their filters are
     /// replaced by static filters at compaction.
     pub flush: FilterConfig,
     /// Filter kind of every compaction output. Default [`StaticFilterKind::BumpedRibbon`]: the

@@ -10,7 +10,7 @@
 
 use siftdb::filter::cost::{binomial_sigma, blocked_bloom_fpr};
 use siftdb::filter::TwoBitConfig;
-use siftdb::{Db, FilterConfig, FilterPolicy, Options, Stats, WriteBatch};
+use siftdb::{Db, FilterAllocation, FilterConfig, FilterPolicy, Options, Stats, WriteBatch};
 
 const FILES: u64 = 4;
 const KEYS_PER_FILE: u64 = 10_000;
@@ -25,7 +25,13 @@ fn load(flush: FilterConfig) -> (tempfile::TempDir, Db) {
     let dir = tempfile::tempdir().unwrap();
     let mut opts = Options {
         memtable_size: 16 << 20, // holds a whole file: only the explicit flushes cut files
-        filter_policy: FilterPolicy { flush, ..FilterPolicy::default() },
+        // The flush filter as configured: a per-level allocation has no budget, so no floor
+        // turns the two-bit filter into another kind (design.md#all-runs, "The floor").
+        filter_policy: FilterPolicy {
+            flush,
+            allocation: FilterAllocation::PerLevel(vec![]),
+            ..FilterPolicy::default()
+        },
         ..Options::default()
     };
     // This test measures the flush filters of L0 files; keep compaction from merging them.

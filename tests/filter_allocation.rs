@@ -131,9 +131,12 @@ fn all_runs_wastes_fewer_reads_than_equal_bits_everywhere_at_about_the_same_memo
 #[test]
 fn a_memtable_filled_by_writes_is_flushed_with_its_own_filter_at_the_allocated_size() {
     // No explicit flush: memtables fill up and rotate, sized for the keys the last one held.
+    // Skew-aware allocation is the all-runs split without the floor (every weight is 1 before
+    // lookups): here L0 holds most keys, and under AllRuns the floor would give it a blocked
+    // Bloom filter (a_growing_tree_filters_l0_no_worse_than_a_classic_bloom_filter).
     let db = Db::open(
         Path::new("/db"),
-        options(FilterAllocation::AllRuns { bits_per_key: BITS }, 1 << 20),
+        options(FilterAllocation::SkewAware { bits_per_key: BITS }, 1 << 20),
     )
     .unwrap();
     let mut rng = SplitMix64::new(3);
@@ -201,4 +204,57 @@ fn a_compacted_database_spends_the_default_budget_on_its_files() {
     let fpr = d.levels[level.level].reads.data_blocks_read as f64 / lookups as f64;
     eprintln!("L{}: {bits:.3} bits per key, measured FPR {fpr:.5}", level.level);
     assert!(fpr <= 0.0082, "measured FPR {fpr} at {bits} bits per key");
+}
+
+/// The floor on L0 (design.md#all-runs, "The floor"): in a small tree still taking writes, L0
+/// holds most keys and the two-bit filter at L0's share (about 16 bits per key) would filter at
+/// 1.9%, so the default policy gives its files a blocked Bloom filter at the fewest bits per
+/// key whose FPR is at most a classic Bloom filter's at the budget, 0.82% at 10 bits. Each
+/// missing-key lookup inside a file's range checks its filter: over N checks the false
+/// positives are binomial, so the observed rate stays within 5 standard deviations
+/// √(p(1-p)/N) of p ≤ 0.0082, plus 5% of p for the blocked formula's model error; the two-bit
+/// filter's 1.9% is 60 deviations above.
+#[test]
+fn a_growing_tree_filters_l0_no_worse_than_a_classic_bloom_filter() {
+    const N: u64 = 40_000;
+    let mut opts = Options {
+        storage: Some(Arc::new(MemStorage::new())),
+        memtable_size: 512 << 10,
+        ..Options::default()
+    };
+    // The files stay in L0, where the floor is asked of them.
+    opts.compaction.auto = false;
+    let db = Db::open(Path::new("/db"), opts).unwrap();
+    let mut order: Vec<u64> = (0..N).collect();
+    let mut rng = SplitMix64::new(9);
+    rng.shuffle(&mut order);
+    for batch in order.chunks(2_000) {
+        let mut b = WriteBatch::new();
+        for &i in batch {
+            b.put(key(2 * i), [3u8; 100]);
+        }
+        db.write(b).unwrap();
+    }
+    db.flush().unwrap();
+    let s = db.stats();
+    let l0 = &s.levels[0];
+    assert!(l0.files >= 4 && l0.entries == N, "{:?}", s.levels);
+    assert_eq!(l0.filter_kinds, vec!["blocked_bloom".to_string()]);
+    assert_eq!(s.flush_filter_rebuilt, l0.files as u64);
+    let bits = l0.filter_bits_per_key();
+    for _ in 0..50_000 {
+        let i = rng.next_u64() % N;
+        assert_eq!(db.get(key(2 * i + 1)).unwrap(), None);
+    }
+    let r = db.stats().since(&s).levels[0].reads.clone();
+    let checks = r.filter_useful + r.false_positives();
+    let observed = r.observed_fpr().unwrap();
+    let p = 0.00819;
+    let tolerance = 5.0 * siftdb::filter::cost::binomial_sigma(p, checks) + 0.05 * p;
+    eprintln!("L0: {} files, {bits:.2} bits per key, FPR {observed:.5} over {checks}", l0.files);
+    assert!(observed <= p + tolerance, "L0 FPR {observed} at {bits} bits per key");
+    // All the tree's keys are in L0: the floor lifts the budget's 10 bits per key to the
+    // blocked filter's 10.4 (its formula at k = 7: 0.82% needs 10.4 bits), plus each file's
+    // rounding to whole 512-bit blocks and the filter's header.
+    assert!(bits <= 10.4 * 1.03, "{bits} bits per key");
 }

@@ -6,7 +6,9 @@
 use siftdb::inspect::filename;
 use siftdb::inspect::manifest;
 use siftdb::inspect::sst::Table;
-use siftdb::options::{Compression, FilterConfig, FilterPolicy, StaticFilterKind};
+use siftdb::options::{
+    Compression, FilterAllocation, FilterConfig, FilterPolicy, StaticFilterKind,
+};
 use siftdb::storage::{MemStorage, Storage};
 use siftdb::{Db, Error, KeyspaceOptions, Options, WriteBatch, WriteOptions};
 use std::path::Path;
@@ -367,7 +369,16 @@ fn a_checkpoint_carries_the_keyspaces() {
 fn a_memtable_of_several_keyspaces_gets_each_flushed_filter_rebuilt() {
     let dir = tempfile::tempdir().unwrap();
     // A memtable filter sized for 1024 keys: as is for a right-sized, single-keyspace flush.
-    let opts = Options { memtable_size: 1024 * 128, ..Options::default() };
+    // The two-bit flush filter as configured (a per-level allocation has no budget, so no
+    // floor replaces it: design.md#all-runs).
+    let opts = Options {
+        memtable_size: 1024 * 128,
+        filter_policy: FilterPolicy {
+            allocation: FilterAllocation::PerLevel(vec![]),
+            ..FilterPolicy::default()
+        },
+        ..Options::default()
+    };
     let db = Db::open(dir.path(), opts).unwrap();
     for i in 0..900 {
         db.put(format!("k{i:04}"), "v").unwrap();

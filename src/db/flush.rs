@@ -10,7 +10,9 @@
 //! writes arrived) is written as is when (a) its FPR estimated from its bits is at most the
 //! policy's FPR at the configured bits per key and (b) it is at most twice the size that bits
 //! per key gives for the keys actually flushed (a memtable of large values would otherwise carry
-//! an oversized filter to disk). Otherwise a filter of the right size is rebuilt from the keys.
+//! an oversized filter to disk). Otherwise a filter of the right size is rebuilt from the keys,
+//! as is every flush filter of another kind (a blocked Bloom filter where the plan's floor
+//! takes L0 off the two-bit one: `filter_plan::flush_filter`).
 //! `Stats::flush_filter_as_is` / `flush_filter_rebuilt` count the two cases.
 
 use super::keyspace::Layout;
@@ -473,6 +475,7 @@ fn filter_block_source(
             }
         }
         FilterConfig::BlockedBloom { bits_per_key } => {
+            inner.counters.flush_filter_rebuilt.fetch_add(1, Ordering::Relaxed);
             FilterBlockSource::Build(Box::new(move |hashes: &[u64]| {
                 let mut f = BlockedBloom::with_bits_per_key(bits_per_key)
                     .expected_items(hashes.len() as u64)?;
@@ -481,6 +484,7 @@ fn filter_block_source(
             }))
         }
         FilterConfig::StandardBloom { bits_per_key } => {
+            inner.counters.flush_filter_rebuilt.fetch_add(1, Ordering::Relaxed);
             FilterBlockSource::Build(Box::new(move |hashes: &[u64]| {
                 let mut f = StandardBloom::with_bits_per_key(bits_per_key)
                     .expected_items(hashes.len() as u64)?;

@@ -193,7 +193,7 @@ pub struct Stats {
     pub flushes: u64,
     /// Flushes that wrote the memtable's two-bit filter as is.
     pub flush_filter_as_is: u64,
-    /// Flushes that rebuilt the filter from the keys (design.md#flush).
+    /// Flushed files whose filter was built from their keys, of any kind (design.md#flush).
     pub flush_filter_rebuilt: u64,
     /// Block cache hits / misses and current usage in bytes.
     pub block_cache_hits: u64,

@@ -204,8 +204,10 @@ fn solve(classes: &[Class], budget: f64) -> (Vec<f64>, f64) {
 /// What [`allocate`] decides.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Allocation {
-    /// Bits per key of L0's flush filters (0 without a flush filter).
-    pub l0_bits_per_key: f64,
+    /// L0's flush filter at its bits per key: the policy's flush kind, or a blocked Bloom
+    /// filter where the floor takes L0 off a two-bit one ([`allocate`]); `FilterConfig::None`
+    /// without a flush filter.
+    pub l0: FilterConfig,
     /// FPR of each level (index 0 unused; 1 for no filter).
     pub level_fprs: Vec<f64>,
 }
@@ -215,12 +217,20 @@ pub struct Allocation {
 /// term weighted by `shape.absent_share` if `weighted` (skew-aware), else by 1. Empty levels
 /// below the deepest get the FPR a one-key level would (so a level about to be written is
 /// never left unfiltered, as in `monkey_fprs`).
+///
+/// With a `floor` (an FPR, under `AllRuns`: the classic Bloom filter's at the budget), L0's
+/// filter is held to it as the levels are (their cap is applied by the caller): a two-bit
+/// filter that would filter worse than the floor at its share is replaced by a blocked Bloom
+/// filter (the same one cache line per probe, a far steeper curve) and the budget is solved
+/// again with L0 on that curve; whatever the kind, L0 then gets at least the bits per key that
+/// reach the floor, and the levels share the rest (design.md#all-runs, "The floor").
 pub fn allocate(
     shape: &TreeShape,
     flush: FilterConfig,
     compaction: StaticFilterKind,
     bits_per_key: f64,
     weighted: bool,
+    floor: Option<f64>,
 ) -> Allocation {
     let mut classes = Vec::new();
     let l0 = Curve::of_flush(flush).filter(|_| shape.l0_runs > 0.0 && shape.l0_run_keys > 0.0);
@@ -249,8 +259,23 @@ pub fn allocate(
     let total = shape.l0_runs * shape.l0_run_keys + shape.levels.iter().skip(1).sum::<f64>();
     let budget = bits_per_key * total;
     let (mut bits, mut lambda) = solve(&classes, budget);
-    if let Some(i) = l0.filter(|&i| bits[i] > 0.0) {
+    if let Some(i) = l0.filter(|&i| bits[i] > 0.0 && matches!(classes[i].curve, Curve::TwoBit)) {
         (bits, lambda) = snap_l0(&mut classes, i, (bits, lambda), budget);
+    }
+    let mut l0_config = flush;
+    if let (Some(i), Some(cap)) = (l0, floor) {
+        if classes[i].curve.fpr(bits[i]) > cap {
+            if matches!(classes[i].curve, Curve::TwoBit) {
+                l0_config = FilterConfig::BlockedBloom { bits_per_key: 0.0 };
+                classes[i].curve = Curve::of_flush(l0_config).expect("a blocked Bloom curve");
+                (bits, lambda) = solve(&classes, budget);
+            }
+            let least = floor_bits(l0_config, cap);
+            if bits[i] < least {
+                classes[i].fixed = Some(least);
+                (bits, lambda) = solve(&classes, budget);
+            }
+        }
     }
     // An empty level below the deepest gets what a one-key level would at this λ.
     let one_key_level = fixed.unwrap_or_else(|| curve.best_bits(lambda, 1.0));
@@ -261,7 +286,52 @@ pub fn allocate(
             None => curve.fpr(one_key_level),
         })
         .collect();
-    Allocation { l0_bits_per_key: l0.map_or(0.0, |i| bits[i]), level_fprs }
+    let l0 = l0.map_or(FilterConfig::None, |i| l0_config.with_bits_per_key(bits[i]));
+    Allocation { l0, level_fprs }
+}
+
+/// `config` held to the floor `fpr` outside an allocation (`Monkey`, whose budget leaves L0
+/// out): unchanged when it filters at least that well, else a blocked Bloom filter in place
+/// of a two-bit one, at the fewest bits per key reaching the floor.
+pub fn floored(config: FilterConfig, fpr: f64) -> FilterConfig {
+    let current = super::L0Filter { config, nearest: false }.fpr();
+    match (config, current) {
+        (FilterConfig::None, _) => config,
+        (_, Some(p)) if p <= fpr => config,
+        (FilterConfig::TwoBitBloom { .. }, _) => {
+            let blocked = FilterConfig::BlockedBloom { bits_per_key: 0.0 };
+            blocked.with_bits_per_key(floor_bits(blocked, fpr))
+        }
+        _ => config.with_bits_per_key(floor_bits(config, fpr)),
+    }
+}
+
+/// The fewest bits per key at which a flush filter of `kind` has a theoretical FPR at most
+/// `fpr` ([`super::L0Filter::fpr`]'s formulas), found by bisection and remembered: the blocked
+/// Bloom formula is a Poisson sum minimised over probe counts, and every allocation asks.
+fn floor_bits(kind: FilterConfig, fpr: f64) -> f64 {
+    type Key = (std::mem::Discriminant<FilterConfig>, u64);
+    static KNOWN: std::sync::Mutex<Vec<(Key, f64)>> = std::sync::Mutex::new(Vec::new());
+    let key = (std::mem::discriminant(&kind), fpr.to_bits());
+    let mut known = KNOWN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(&(_, b)) = known.iter().find(|(k, _)| *k == key) {
+        return b;
+    }
+    let at = |b: f64| super::L0Filter { config: kind.with_bits_per_key(b), nearest: false }.fpr();
+    let (mut lo, mut hi) = (0.0f64, MAX_TWO_BIT_BITS);
+    for _ in 0..40 {
+        let mid = (lo + hi) / 2.0;
+        if at(mid).is_some_and(|p| p <= fpr) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    // A process plans with a handful of budgets; the list stays short.
+    if known.len() < 64 {
+        known.push((key, hi));
+    }
+    hi
 }
 
 /// Expected wasted block reads per lookup: `sum runs * weight * fpr(bits)`.
@@ -361,12 +431,12 @@ mod tests {
     fn without_l0_it_is_monkey() {
         let s = shape(0.0, 0.0, &[0.0, 1e4, 1e5, 1e6]);
         for bpk in [2.0, 6.0, 10.0] {
-            let a = allocate(&s, FilterConfig::None, StaticFilterKind::Ribbon, bpk, false);
+            let a = allocate(&s, FilterConfig::None, StaticFilterKind::Ribbon, bpk, false, None);
             let m = monkey_fprs(&s.levels[1..], bpk, StaticFilterKind::Ribbon.bits_per_log2());
             for (p, q) in a.level_fprs[1..].iter().zip(&m) {
                 assert!((p / q - 1.0).abs() < 1e-6, "{bpk}: {:?} vs {m:?}", a.level_fprs);
             }
-            assert_eq!(a.l0_bits_per_key, 0.0);
+            assert_eq!(a.l0.bits_per_key(), 0.0);
         }
     }
 
@@ -381,7 +451,7 @@ mod tests {
             .sum();
         let l0_keys = s.l0_runs * s.l0_run_keys;
         let keys = l0_keys + s.levels[1..].iter().sum::<f64>();
-        (levels + l0_keys * a.l0_bits_per_key) / (bpk * keys) - 1.0
+        (levels + l0_keys * a.l0.bits_per_key()) / (bpk * keys) - 1.0
     }
 
     #[test]
@@ -403,7 +473,7 @@ mod tests {
         s.file_keys = 9000.0;
         let flush = FilterConfig::TwoBitBloom { bits_per_key: 0.0 };
         for bpk in [4.0, 10.0] {
-            let a = allocate(&s, flush, kind, bpk, false);
+            let a = allocate(&s, flush, kind, bpk, false, None);
             let rel = off_budget(&s, &a, kind, bpk);
             assert!(rel.abs() < 1e-6, "{bpk}: spent {rel:+e} off the budget");
         }
@@ -417,7 +487,7 @@ mod tests {
                 FilterConfig::TwoBitBloom { bits_per_key: 0.0 },
                 FilterConfig::BlockedBloom { bits_per_key: 0.0 },
             ] {
-                let a = allocate(&s, flush, StaticFilterKind::Ribbon, bpk, false);
+                let a = allocate(&s, flush, StaticFilterKind::Ribbon, bpk, false, None);
                 let rel = off_budget(&s, &a, StaticFilterKind::Ribbon, bpk);
                 assert!(rel.abs() < 1e-6, "{bpk} {flush:?}: spent {rel:+e} off the budget");
             }
@@ -429,7 +499,7 @@ mod tests {
         let s = shape(4.0, 10_000.0, &[0.0, 3.5e3, 8.2e4, 3.1e5]);
         let flush = FilterConfig::TwoBitBloom { bits_per_key: 0.0 };
         let kind = StaticFilterKind::BinaryFuse8;
-        let a = allocate(&s, flush, kind, 12.0, false);
+        let a = allocate(&s, flush, kind, 12.0, false, None);
         assert!(a.level_fprs[1..].iter().all(|&p| (p - 1.0 / 256.0).abs() < 1e-12), "{a:?}");
         let rel = off_budget(&s, &a, kind, 12.0);
         // L0 alone takes up the difference, on a curve tabulated at 1/64 bit: its bits per key
@@ -471,14 +541,14 @@ mod tests {
         let flush = FilterConfig::TwoBitBloom { bits_per_key: 0.0 };
         let kind = StaticFilterKind::Ribbon;
         let bpk = 10.0;
-        let a = allocate(&s, flush, kind, bpk, false);
+        let a = allocate(&s, flush, kind, bpk, false, None);
         let deepest_bits = kind.bits_per_log2() * (1.0 / a.level_fprs[3]).log2();
-        assert!(a.l0_bits_per_key > deepest_bits, "{a:?}");
+        assert!(a.l0.bits_per_key() > deepest_bits, "{a:?}");
         let cost = |l0_bits: f64, fprs: &[f64]| {
             4.0 * Curve::TwoBit.fpr(l0_bits) + fprs[1..].iter().sum::<f64>()
         };
         let uniform = 2f64.powf(-bpk / kind.bits_per_log2());
-        let optimal = cost(a.l0_bits_per_key, &a.level_fprs);
+        let optimal = cost(a.l0.bits_per_key(), &a.level_fprs);
         assert!(optimal < cost(bpk, &[1.0, uniform, uniform, uniform]) / 2.0, "{optimal}");
     }
 
@@ -486,11 +556,11 @@ mod tests {
     fn a_budget_too_small_for_any_filter_leaves_runs_unfiltered() {
         let s = shape(4.0, 1e4, &[0.0, 1e4, 1e5]);
         let flush = FilterConfig::TwoBitBloom { bits_per_key: 0.0 };
-        let a = allocate(&s, flush, StaticFilterKind::Ribbon, 1e-6, false);
+        let a = allocate(&s, flush, StaticFilterKind::Ribbon, 1e-6, false, None);
         assert!(a.level_fprs[1..].iter().all(|&p| p > 0.9), "{a:?}");
-        let a = allocate(&s, flush, StaticFilterKind::None, 8.0, false);
+        let a = allocate(&s, flush, StaticFilterKind::None, 8.0, false, None);
         assert!(a.level_fprs.iter().all(|&p| p == 1.0));
-        assert!(a.l0_bits_per_key > 8.0);
+        assert!(a.l0.bits_per_key() > 8.0);
     }
 
     #[test]
@@ -498,10 +568,10 @@ mod tests {
         let s = shape(3.0, 10_000.0, &[0.0, 3.5e3, 8.2e4, 3.1e5]);
         let flush = FilterConfig::TwoBitBloom { bits_per_key: 0.0 };
         for bpk in [4.0, 8.0, 10.0, 16.0] {
-            let a = allocate(&s, flush, StaticFilterKind::Ribbon, bpk, false);
-            let words = a.l0_bits_per_key * 10_000.0 / 32.0;
+            let a = allocate(&s, flush, StaticFilterKind::Ribbon, bpk, false, None);
+            let words = a.l0.bits_per_key() * 10_000.0 / 32.0;
             assert!((words.log2() - words.log2().round()).abs() < 1e-9, "{bpk}: {words} words");
-            assert_eq!(flush_filter_bits(a.l0_bits_per_key, 10_000) as f64, words * 32.0);
+            assert_eq!(flush_filter_bits(a.l0.bits_per_key(), 10_000) as f64, words * 32.0);
             let rel = off_budget(&s, &a, StaticFilterKind::Ribbon, bpk);
             assert!(rel.abs() < 1e-6, "{bpk}: spent {rel:+e} off the budget");
         }
@@ -511,7 +581,7 @@ mod tests {
     fn an_empty_level_below_the_deepest_gets_the_smallest_fpr() {
         let s = shape(4.0, 1e4, &[0.0, 1e5, 1e6, 0.0]);
         let flush = FilterConfig::TwoBitBloom { bits_per_key: 0.0 };
-        let a = allocate(&s, flush, StaticFilterKind::Ribbon, 8.0, false);
+        let a = allocate(&s, flush, StaticFilterKind::Ribbon, 8.0, false, None);
         assert!(a.level_fprs[3] < a.level_fprs[1], "{a:?}");
     }
 
@@ -523,8 +593,8 @@ mod tests {
         let mut s = shape(0.0, 0.0, &[0.0, 1e4, 1e5, 1e6]);
         s.absent_share = vec![1.0, 1.0, 0.5, 0.05];
         let (flush, kind) = (FilterConfig::None, StaticFilterKind::Ribbon);
-        let weighted = allocate(&s, flush, kind, 6.0, true);
-        let plain = allocate(&s, flush, kind, 6.0, false);
+        let weighted = allocate(&s, flush, kind, 6.0, true, None);
+        let plain = allocate(&s, flush, kind, 6.0, false, None);
         let p = &weighted.level_fprs;
         let k: Vec<f64> = (1..4).map(|l| p[l] * s.absent_share[l] / s.levels[l]).collect();
         assert!(k.iter().all(|x| (x / k[0] - 1.0).abs() < 1e-6), "{p:?}");
@@ -536,10 +606,10 @@ mod tests {
         assert!(w < 0.8 * u, "{w} vs {u}");
         // All weights 1: the unweighted plan.
         s.absent_share = vec![1.0; 4];
-        assert_eq!(allocate(&s, flush, kind, 6.0, true), plain);
+        assert_eq!(allocate(&s, flush, kind, 6.0, true, None), plain);
         // Weight 0: no filter there, the budget goes to the others.
         s.absent_share = vec![1.0, 1.0, 1.0, 0.0];
-        assert_eq!(allocate(&s, flush, kind, 6.0, true).level_fprs[3], 1.0);
+        assert_eq!(allocate(&s, flush, kind, 6.0, true, None).level_fprs[3], 1.0);
     }
 
     #[test]

@@ -162,11 +162,12 @@ pub fn level_filter(policy: &FilterPolicy, level: usize, shape: &TreeShape) -> L
             p.get(level - 1).copied().unwrap_or(1.0).min(classic_bloom_fpr(*bits_per_key))
         }
         FilterAllocation::AllRuns { bits_per_key } => {
-            let a = allocate(shape, policy.flush, kind, *bits_per_key, false);
+            let floor = classic_bloom_fpr(*bits_per_key);
+            let a = allocate(shape, policy.flush, kind, *bits_per_key, false, Some(floor));
             a.level_fprs.get(level).copied().unwrap_or(1.0).min(classic_bloom_fpr(*bits_per_key))
         }
         FilterAllocation::SkewAware { bits_per_key } => {
-            let a = allocate(shape, policy.flush, kind, *bits_per_key, true);
+            let a = allocate(shape, policy.flush, kind, *bits_per_key, true, None);
             a.level_fprs.get(level).copied().unwrap_or(1.0)
         }
     };
@@ -200,16 +201,22 @@ pub fn classic_bloom_fpr(bits_per_key: f64) -> f64 {
 }
 
 /// The filter of L0 files in a tree of `shape`: the policy's flush filter, with its bits per
-/// key from the allocation under [`FilterAllocation::AllRuns`] and `SkewAware`.
+/// key from the allocation under [`FilterAllocation::AllRuns`] and `SkewAware`. Under `AllRuns`
+/// and `Monkey` it is held to the floor the levels are ([`classic_bloom_fpr`] of the budget):
+/// a two-bit filter that cannot reach it at its share becomes a blocked Bloom filter
+/// ([`all_runs::allocate`], [`all_runs::floored`]).
 pub fn flush_filter(policy: &FilterPolicy, shape: &TreeShape) -> FilterConfig {
     let (bits_per_key, weighted) = match policy.allocation {
         FilterAllocation::AllRuns { bits_per_key } => (bits_per_key, false),
         FilterAllocation::SkewAware { bits_per_key } => (bits_per_key, true),
-        _ => return policy.flush,
+        FilterAllocation::Monkey { bits_per_key } => {
+            return all_runs::floored(policy.flush, classic_bloom_fpr(bits_per_key));
+        }
+        FilterAllocation::PerLevel(_) => return policy.flush,
     };
     let shape = planned_shape(policy, shape);
-    let a = allocate(&shape, policy.flush, policy.compaction, bits_per_key, weighted);
-    policy.flush.with_bits_per_key(a.l0_bits_per_key)
+    let floor = (!weighted).then(|| classic_bloom_fpr(bits_per_key));
+    allocate(&shape, policy.flush, policy.compaction, bits_per_key, weighted, floor).l0
 }
 
 /// The flush filter of L0 files in a tree of `shape` ([`flush_filter`]), and whether it is sized
@@ -303,12 +310,17 @@ mod tests {
         }
     }
 
+    /// The unfloored split (skew-aware with every weight 1 is the all-runs optimum without the
+    /// floor): two-bit L0 runs sized to the nearest power of two, bumped ribbon levels whose FPR
+    /// grows with their keys (Monkey's rule), L0's FPR its two-bit curve's.
     #[test]
     fn all_runs_gives_l0_a_power_of_two_share_and_deeper_levels_larger_fprs() {
-        // The default policy: two-bit L0 runs sized to the nearest power of two, bumped ribbon
-        // levels whose FPR grows with their keys (Monkey's rule), L0's FPR its two-bit curve's.
         let shape = tree(&[0.0, 1e4, 1e5, 1e6]);
-        let p = plan(&FilterPolicy::default(), &shape);
+        let unfloored = FilterPolicy {
+            allocation: FilterAllocation::SkewAware { bits_per_key: 10.0 },
+            ..FilterPolicy::default()
+        };
+        let p = plan(&unfloored, &shape);
         assert!(p.l0.nearest);
         let FilterConfig::TwoBitBloom { bits_per_key } = p.l0.config else { panic!("{p:?}") };
         let words = bits_per_key * shape.l0_run_keys / 32.0;
@@ -318,14 +330,50 @@ mod tests {
         let fprs: Vec<f64> = (1..4).map(|l| p.levels[l].fpr).collect();
         assert!(p.levels[1..].iter().all(|lf| lf.kind == StaticFilterKind::BumpedRibbon));
         assert!(fprs[0] < fprs[1] && fprs[1] < fprs[2], "{fprs:?}");
-        // A configured flush filter is rounded up, not snapped.
-        let fixed = FilterPolicy {
+        // A configured flush filter is rounded up, not snapped; under Monkey it is held to the
+        // floor: two-bit at 10 bits per key (4.0%) misses 8 bits' 2.2%, a blocked Bloom filter
+        // reaches it.
+        let configured = FilterPolicy {
+            allocation: FilterAllocation::PerLevel(vec![LevelBudget::Fpr(0.01)]),
+            ..FilterPolicy::default()
+        };
+        let l0 = plan(&configured, &shape).l0;
+        assert!(!l0.nearest);
+        assert_eq!(l0.config, FilterConfig::TwoBitBloom { bits_per_key: 10.0 });
+        let monkey = FilterPolicy {
             allocation: FilterAllocation::Monkey { bits_per_key: 8.0 },
             ..FilterPolicy::default()
         };
-        let l0 = plan(&fixed, &shape).l0;
-        assert!(!l0.nearest);
-        assert_eq!(l0.config, FilterConfig::TwoBitBloom { bits_per_key: 10.0 });
+        let l0 = plan(&monkey, &shape).l0;
+        let FilterConfig::BlockedBloom { bits_per_key } = l0.config else { panic!("{l0:?}") };
+        let floor = classic_bloom_fpr(8.0);
+        assert!(l0.fpr().unwrap() <= floor, "{l0:?}");
+        // The fewest such bits: a tenth of a bit less misses the floor.
+        let less = L0Filter { config: l0.config.with_bits_per_key(bits_per_key - 0.1), ..l0 };
+        assert!(less.fpr().unwrap() > floor, "{less:?}");
+        // A two-bit filter that already reaches the floor is kept: 40 bits per key, 0.4%.
+        let wide =
+            FilterPolicy { flush: FilterConfig::TwoBitBloom { bits_per_key: 40.0 }, ..monkey };
+        assert_eq!(plan(&wide, &shape).l0.config, wide.flush);
+    }
+
+    /// The floor holds on L0 under the default policy: where the two-bit filter at L0's share
+    /// would filter worse than a classic Bloom filter of the budget (at 10 bits per key it
+    /// needs about 29 bits per key to reach 0.82%), L0 gets a blocked Bloom filter that
+    /// reaches it, and the levels share what is left. Where L0's share is large enough, the
+    /// two-bit filter stays: a small L0 beside a large tree.
+    #[test]
+    fn all_runs_holds_l0_to_the_floor() {
+        let floor = classic_bloom_fpr(10.0);
+        // L0 holds half the keys (the small growing tree): the two-bit share would be about
+        // 16 bits per key, 1.9%.
+        let p = plan(&FilterPolicy::default(), &tree(&[0.0, 2e4]));
+        let FilterConfig::BlockedBloom { .. } = p.l0.config else { panic!("{p:?}") };
+        assert!(p.configured_fpr(0).unwrap() <= floor, "{p:?}");
+        // 20,000 L0 keys beside 1.1M: L0's share is past 100 bits per key, two-bit reaches it.
+        let p = plan(&FilterPolicy::default(), &tree(&[0.0, 1e4, 1e5, 1e6]));
+        let FilterConfig::TwoBitBloom { .. } = p.l0.config else { panic!("{p:?}") };
+        assert!(p.configured_fpr(0).unwrap() <= floor, "{p:?}");
     }
 
     #[test]
@@ -420,6 +468,21 @@ mod tests {
                 let lf = level_filter(&policy, l, s);
                 assert!(lf.fpr <= bloom, "level {l} of {s:?}: {lf:?}");
             }
+            // L0 too, where the shape has L0 runs (a growing tree at least their mean).
+            let l0 = l0_filter(&policy, s);
+            if s.l0_runs > 0.0 {
+                assert!(l0.fpr().is_some_and(|p| p <= bloom), "L0 of {s:?}: {l0:?}");
+            }
+            // The plan spends at most the budget plus what the floor costs: each run lifted
+            // to the floor spends at most its kind's bits at the floor.
+            let l0_keys = s.l0_runs * s.l0_run_keys;
+            let mut spent = l0_keys * l0.config.bits_per_key();
+            for (l, &keys) in s.levels.iter().enumerate().skip(1) {
+                let lf = level_filter(&policy, l, s);
+                spent += keys * lf.kind.bits_per_log2_at(s.file_keys) * (1.0 / lf.fpr).log2();
+            }
+            let keys = l0_keys + s.levels.iter().skip(1).sum::<f64>();
+            assert!(spent / keys <= budget * 1.05, "{s:?}: {} bits/key", spent / keys);
         }
     }
 
@@ -436,7 +499,10 @@ mod tests {
         assert!(!flush::two_bit_as_planned(10.0, false, (10_000, fpr * 1.01), 1000));
         // The memtable's filter follows the L0 plan, at 16 bits per key without a two-bit one.
         let shape = tree(&[0.0, 1e4, 1e5]);
-        let policy = FilterPolicy::default();
+        let policy = FilterPolicy {
+            allocation: FilterAllocation::SkewAware { bits_per_key: 10.0 },
+            ..FilterPolicy::default()
+        };
         let FilterConfig::TwoBitBloom { bits_per_key } = l0_filter(&policy, &shape).config else {
             panic!()
         };
@@ -449,5 +515,7 @@ mod tests {
             ..FilterPolicy::default()
         };
         assert_eq!(memtable_filter_bits(&blocked, &shape, 5000), 5000 * 16);
+        // So does it where the floor gives L0 a blocked Bloom filter.
+        assert_eq!(memtable_filter_bits(&FilterPolicy::default(), &shape, 5000), 5000 * 16);
     }
 }
