@@ -20,6 +20,10 @@
 //! so L0's share is snapped to the power of two below or above it (whichever costs less, the
 //! levels solved again with the rest) and L0 filters are sized to the power of two nearest
 //! that share for the keys they really hold (`flush_filter_bits`).
+//!
+//! Under `AllRuns` every run, L0's included, is held to a floor: no worse than a classic Bloom
+//! filter of the budget. A two-bit L0 share that misses it is moved to a blocked Bloom curve
+//! ([`allocate`]'s `floor`; [`floored`] for `Monkey`, whose budget leaves L0 out).
 
 use super::TreeShape;
 use crate::filter::prelude::*;
