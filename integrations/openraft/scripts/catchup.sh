@@ -41,8 +41,12 @@ fi
 root=$(mktemp -d /var/tmp/siftdb-raft-catchup.XXXXXX)
 pids=()
 perf_pid=""
+watcher=""
 cleanup() {
   [ -n "$perf_pid" ] && kill -INT "$perf_pid" 2>/dev/null || true
+  # The transfer watcher loops until the learner's file is complete: a failed run never gets
+  # there, and the watcher would hold the caller's `flock` forever.
+  [ -n "$watcher" ] && kill "$watcher" 2>/dev/null || true
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   if [ "$KEEP" = 1 ]; then
@@ -110,6 +114,7 @@ t0=$(now)
 while [ "$(metric 4 '.last_applied.index // 0')" -lt "$leader_applied" ]; do sleep 0.05; done
 t1=$(now)
 wait "$watcher" || true
+watcher=""
 hwm_kib=$(sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$learner_pid/status")
 if [ -n "$perf_pid" ]; then kill -INT "$perf_pid"; wait "$perf_pid" || true; perf_pid=""; fi
 installed=$(stat -c %s "$root/node-4/snapshot")

@@ -174,6 +174,31 @@ impl RaftLogReader<TypeConfig> for RocksLogStore {
         }
         Ok(out)
     }
+
+    /// As the siftdb log store's: entries from `start` adding up to at most
+    /// `APPEND_PAYLOAD_BYTES` of encoded entries (at least one), so that one AppendEntries fits
+    /// in openraft's timeout (docs/log.md, "Replication").
+    async fn limited_get_log_entries(
+        &mut self,
+        start: u64,
+        end: u64,
+    ) -> Result<Vec<Entry<TypeConfig>>, StorageError<NodeId>> {
+        let mode = IteratorMode::From(&start.to_be_bytes(), Direction::Forward);
+        let mut out = Vec::new();
+        let mut bytes = 0u64;
+        for item in self.shared.db.iterator_cf(self.shared.cf("raft_log"), mode) {
+            let (k, v) = item.map_err(|e| StorageIOError::read_logs(any(e)))?;
+            let index = u64::from_be_bytes(
+                k[..8].try_into().map_err(|e| StorageIOError::read_logs(any(e)))?,
+            );
+            bytes += v.len() as u64;
+            if index >= end || (!out.is_empty() && bytes > crate::store::APPEND_PAYLOAD_BYTES) {
+                break;
+            }
+            out.push(decode_entry(&v)?);
+        }
+        Ok(out)
+    }
 }
 
 impl RaftLogStorage<TypeConfig> for RocksLogStore {

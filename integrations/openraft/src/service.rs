@@ -108,6 +108,20 @@ type PendingWrite = (Request, tokio::sync::oneshot::Sender<api::WriteResult>);
 
 /// Most client writes one log entry carries.
 const MAX_BATCH: usize = 256;
+/// A batch stops taking writes once their keys and values pass this many bytes, so one entry
+/// stays small enough to be replicated within one AppendEntries timeout (openraft 0.9 gives
+/// each `Config::heartbeat_interval`; the log store bounds a request to
+/// `store::log_store::APPEND_PAYLOAD_BYTES` but sends a larger entry whole).
+const MAX_BATCH_BYTES: usize = 1 << 20;
+
+/// The key and value bytes of a write (a batch: of its writes).
+fn request_bytes(req: &Request) -> usize {
+    match req {
+        Request::Set { key, value } => key.len() + value.len(),
+        Request::Delete { key } => key.len(),
+        Request::Batch(reqs) => reqs.iter().map(request_bytes).sum(),
+    }
+}
 /// Entries the batcher has proposed and not yet seen applied, at most: while they are
 /// outstanding, further writes wait and then go together as one entry.
 const MAX_BATCHES_IN_FLIGHT: usize = 2;
@@ -123,10 +137,14 @@ async fn batch_writes(raft: Raft, mut rx: tokio::sync::mpsc::UnboundedReceiver<P
     loop {
         let Ok(slot) = slots.clone().acquire_owned().await else { return };
         let Some(first) = rx.recv().await else { return };
+        let mut bytes = request_bytes(&first.0);
         let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
+        while batch.len() < MAX_BATCH && bytes < MAX_BATCH_BYTES {
             match rx.try_recv() {
-                Ok(w) => batch.push(w),
+                Ok(w) => {
+                    bytes += request_bytes(&w.0);
+                    batch.push(w);
+                }
                 Err(_) => break,
             }
         }

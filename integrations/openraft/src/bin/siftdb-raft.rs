@@ -20,7 +20,7 @@ usage:
   siftdb-raft put --addrs A,B,... KEY VALUE
   siftdb-raft get --addrs A,B,... KEY          (linearizable, through read_index)
   siftdb-raft delete --addrs A,B,... KEY
-  siftdb-raft add-learner --addrs A,B,... ID HOST:PORT
+  siftdb-raft add-learner --addrs A,B,... ID HOST:PORT   (returns once it caught up)
   siftdb-raft promote --addrs A,B,... ID       (makes a learner a voter)
   siftdb-raft metrics --addr HOST:PORT
   siftdb-raft snapshot --addr HOST:PORT        (builds a snapshot there, purges the log up to it)
@@ -173,7 +173,11 @@ async fn run(cmd: &str, mut a: Args) -> Result<(), String> {
             Ok(())
         }
         "add-learner" => {
-            let client = Client::new(a.addrs()?);
+            let mut client = Client::new(a.addrs()?);
+            // The leader answers once the learner caught up: by snapshot, a large state takes
+            // longer than the default 3 s attempt and 30 s call (as `snapshot` waits its build).
+            client.attempt_timeout = Duration::from_secs(3600);
+            client.call_timeout = Duration::from_secs(3600);
             let p = a.finish(2)?;
             let id: NodeId = p[0].parse().map_err(|_| format!("'{}' is not a node id", p[0]))?;
             let log_id = client.add_learner(id, &p[1]).await?;

@@ -30,6 +30,15 @@ use crate::{NodeId, TypeConfig};
 /// A segment past this many bytes is closed and the next append starts a new one.
 pub(crate) const SEGMENT_BYTES: u64 = 64 << 20;
 
+/// Most bytes of entries (as framed in the segments, about their size on the wire) one
+/// `limited_get_log_entries` returns, so one AppendEntries carries at most this much (or one
+/// entry, when that alone is larger). openraft 0.9 gives each AppendEntries
+/// `Config::heartbeat_interval` (100 ms here) to be encoded, sent, appended, synced and answered,
+/// and on a timeout resends the same range: without a byte bound a follower that fell behind by
+/// up to `max_payload_entries` (300) large entries is sent hundreds of MiB per request, every
+/// request times out, and it never catches up (docs/log.md, "Replication").
+pub(crate) const APPEND_PAYLOAD_BYTES: u64 = 2 << 20;
+
 type Flushed = LogFlushed<TypeConfig>;
 
 /// The log store. Clones share the log; a clone is also the log reader.
@@ -226,6 +235,22 @@ impl RaftLogReader<TypeConfig> for LogStore {
             Some(p) => start.max(p.index.saturating_add(1)),
             None => start,
         };
+        Ok(log.segments.read(start, end).map_err(|e| StorageIOError::read_logs(to_any(e)))?)
+    }
+
+    /// The entries from `start` whose bytes add up to at most [`APPEND_PAYLOAD_BYTES`] (at least
+    /// one): what replication sends in one AppendEntries.
+    async fn limited_get_log_entries(
+        &mut self,
+        start: u64,
+        end: u64,
+    ) -> Result<Vec<Entry<TypeConfig>>, StorageError<NodeId>> {
+        let log = self.shared.log.read();
+        let start = match log.last_purged {
+            Some(p) => start.max(p.index.saturating_add(1)),
+            None => start,
+        };
+        let end = log.segments.end_within(start, end, APPEND_PAYLOAD_BYTES);
         Ok(log.segments.read(start, end).map_err(|e| StorageIOError::read_logs(to_any(e)))?)
     }
 }

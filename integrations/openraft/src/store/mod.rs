@@ -21,6 +21,8 @@ use siftdb::{Db, KeyspaceOptions, Options};
 
 pub use error::StoreError;
 pub use log_store::LogStore;
+#[cfg(feature = "rocksdb-peer")]
+pub(crate) use log_store::APPEND_PAYLOAD_BYTES;
 pub use snapshot_data::SnapshotData;
 pub use snapshot_file::{decode_snapshot, encode_snapshot, DecodedSnapshot, SNAPSHOT_MAGIC};
 pub use snapshot_stream::STREAM_MAGIC;

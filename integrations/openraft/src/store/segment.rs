@@ -571,6 +571,32 @@ impl SegmentLog {
         Ok(out)
     }
 
+    /// The end of the longest run of held records from `start` (and before `end`) whose framed
+    /// bytes add up to at most `max_bytes`, but at least one record: `start + 1` when the
+    /// record at `start` alone is larger. `start` when no record in `start..end` is held at
+    /// `start`. From the in-memory offsets; nothing is read.
+    pub(crate) fn end_within(&self, start: u64, end: u64, max_bytes: u64) -> u64 {
+        let mut total = 0u64;
+        let mut at = start;
+        let from = self.segments.partition_point(|s| s.next_index() <= start);
+        for seg in self.segments.iter().skip(from) {
+            if at >= end || seg.first > at {
+                break;
+            }
+            let hi = end.min(seg.next_index());
+            while at < hi {
+                let i = (at - seg.first) as usize;
+                let len = seg.record_end(i) - seg.offsets[i];
+                if at > start && total + len > max_bytes {
+                    return at;
+                }
+                total += len;
+                at += 1;
+            }
+        }
+        at
+    }
+
     /// Reads back the log id of the last record (after a truncation or a failed write).
     fn read_last_id(&self) -> Result<Option<LogId<NodeId>>, StoreError> {
         let Some(seg) = self.segments.last() else { return Ok(None) };
@@ -645,6 +671,32 @@ mod tests {
         assert_eq!(log.read(0, 100).unwrap(), before);
         assert_eq!(log.last_log_id(), Some(ent(2, 30).log_id));
         assert_eq!(log.next_index(), Some(31));
+    }
+
+    #[test]
+    fn end_within_bounds_bytes_across_segments() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut log, _) = SegmentLog::open(dir.path(), None, SMALL).unwrap();
+        for i in 1..=30 {
+            log.append(&[ent(1, i)]).unwrap();
+        }
+        // Every record of `ent` frames to the same length (keys key-1..key-30 differ by at
+        // most one digit, so measure the one at 10..=30, all two digits).
+        let seg = log.segments.iter().find(|s| s.first <= 10 && 10 < s.next_index()).unwrap();
+        let i = (10 - seg.first) as usize;
+        let rec = seg.record_end(i) - seg.offsets[i];
+        assert!(log.segment_count() >= 5);
+        // 7 records' worth from 10: crosses segment boundaries, stops before the 8th.
+        assert_eq!(log.end_within(10, 100, 7 * rec), 17);
+        assert_eq!(log.end_within(10, 100, 7 * rec + rec - 1), 17);
+        // The range's end bounds it too.
+        assert_eq!(log.end_within(10, 13, 100 * rec), 13);
+        assert_eq!(log.end_within(10, 100, u64::MAX), 31);
+        // One record at least, however small the budget.
+        assert_eq!(log.end_within(10, 100, 1), 11);
+        // Nothing held at `start`: nothing.
+        assert_eq!(log.end_within(31, 100, u64::MAX), 31);
+        assert_eq!(log.end_within(10, 10, u64::MAX), 10);
     }
 
     #[test]
