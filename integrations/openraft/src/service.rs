@@ -122,6 +122,7 @@ fn request_bytes(req: &Request) -> usize {
         Request::Batch(reqs) => reqs.iter().map(request_bytes).sum(),
     }
 }
+
 /// Entries the batcher has proposed and not yet seen applied, at most: while they are
 /// outstanding, further writes wait and then go together as one entry.
 const MAX_BATCHES_IN_FLIGHT: usize = 2;
