@@ -165,6 +165,20 @@ fn a_memtable_filled_by_writes_is_flushed_with_its_own_filter_at_the_allocated_s
     }
 }
 
+/// Puts the present keys `key(2 i)` for `i < n`, 100-byte values, in an order shuffled by
+/// `rng`, in write batches of `batch` keys.
+fn put_shuffled(db: &Db, n: u64, batch: usize, rng: &mut SplitMix64) {
+    let mut order: Vec<u64> = (0..n).collect();
+    rng.shuffle(&mut order);
+    for chunk in order.chunks(batch) {
+        let mut b = WriteBatch::new();
+        for &i in chunk {
+            b.put(key(2 * i), [7u8; 100]);
+        }
+        db.write(b).unwrap();
+    }
+}
+
 /// The default policy's budget on a fully compacted database (design.md#all-runs, "The
 /// floor"): with no L0 file and no writes coming, the one level's filter spends the configured
 /// 10 bits per key (within 5%: bumped ribbon's overhead at this size) and filters at least as
@@ -177,16 +191,8 @@ fn a_compacted_database_spends_the_default_budget_on_its_files() {
     const N: u64 = 200_000;
     let opts = Options { storage: Some(Arc::new(MemStorage::new())), ..Options::default() };
     let db = Db::open(Path::new("/db"), opts).unwrap();
-    let mut order: Vec<u64> = (0..N).collect();
     let mut rng = SplitMix64::new(5);
-    rng.shuffle(&mut order);
-    for batch in order.chunks(10_000) {
-        let mut b = WriteBatch::new();
-        for &i in batch {
-            b.put(key(2 * i), [7u8; 100]);
-        }
-        db.write(b).unwrap();
-    }
+    put_shuffled(&db, N, 10_000, &mut rng);
     db.compact().unwrap();
     let s = db.stats();
     let filled: Vec<_> = s.levels.iter().filter(|l| l.files > 0).collect();
@@ -225,16 +231,8 @@ fn a_growing_tree_filters_l0_no_worse_than_a_classic_bloom_filter() {
     // The files stay in L0, where the floor is asked of them.
     opts.compaction.auto = false;
     let db = Db::open(Path::new("/db"), opts).unwrap();
-    let mut order: Vec<u64> = (0..N).collect();
     let mut rng = SplitMix64::new(9);
-    rng.shuffle(&mut order);
-    for batch in order.chunks(2_000) {
-        let mut b = WriteBatch::new();
-        for &i in batch {
-            b.put(key(2 * i), [3u8; 100]);
-        }
-        db.write(b).unwrap();
-    }
+    put_shuffled(&db, N, 2_000, &mut rng);
     db.flush().unwrap();
     let s = db.stats();
     let l0 = &s.levels[0];
