@@ -244,7 +244,7 @@ fn a_growing_tree_filters_l0_no_worse_than_a_classic_bloom_filter() {
         let i = rng.next_u64() % N;
         assert_eq!(db.get(key(2 * i + 1)).unwrap(), None);
     }
-    let r = db.stats().since(&s).levels[0].reads.clone();
+    let r = db.stats().since(&s).levels[0].reads;
     let checks = r.filter_useful + r.false_positives();
     let observed = r.observed_fpr().unwrap();
     let p = 0.00819;
