@@ -170,6 +170,10 @@ async fn a_snapshot_much_larger_than_a_chunk_streams_in_chunks_to_a_new_node() {
             r.unwrap();
         }
     }
+    // The metrics may publish the last write's apply after the write has answered: wait until
+    // they show every appended entry applied, or the snapshot could be taken past `last`.
+    let last_index = raft1.metrics().borrow().last_log_index;
+    raft1.wait(wait).applied_index(last_index, "every entry applied").await.unwrap();
     let last = raft1.metrics().borrow().last_applied.unwrap();
     raft1.trigger().snapshot().await.unwrap();
     raft1.wait(wait).snapshot(last, "snapshot built").await.unwrap();
