@@ -7,6 +7,8 @@
 // openraft's error types are returned by value, as its traits do.
 #![allow(clippy::result_large_err)]
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
@@ -170,15 +172,7 @@ async fn a_snapshot_much_larger_than_a_chunk_streams_in_chunks_to_a_new_node() {
             r.unwrap();
         }
     }
-    // The metrics may publish the last write's apply after the write has answered: wait until
-    // they show every appended entry applied, or the snapshot could be taken past `last`.
-    let last_index = raft1.metrics().borrow().last_log_index;
-    raft1.wait(wait).applied_index(last_index, "every entry applied").await.unwrap();
-    let last = raft1.metrics().borrow().last_applied.unwrap();
-    raft1.trigger().snapshot().await.unwrap();
-    raft1.wait(wait).snapshot(last, "snapshot built").await.unwrap();
-    raft1.trigger().purge_log(last.index).await.unwrap();
-    raft1.wait(wait).purged(Some(last), "log purged").await.unwrap();
+    let last = common::snapshot_and_purge(&raft1, wait).await;
 
     // Node 2 joins: the entries it lacks are purged, so it is sent the snapshot.
     let (raft2, sm2) = start(&router, &config, &root.path().join("n2"), 2).await;

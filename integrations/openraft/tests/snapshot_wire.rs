@@ -7,6 +7,8 @@
 // openraft's error types are returned by value, as its traits do.
 #![allow(clippy::result_large_err)]
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::sync::{Arc, Mutex};
@@ -144,15 +146,7 @@ async fn a_snapshot_streams_over_http_as_binary_chunks_and_bad_chunks_are_refuse
         let req = Request::Set { key: format!("k{n:03}"), value: value(n, 64 << 10) };
         raft1.client_write(req).await.unwrap();
     }
-    // The metrics may publish the last write's apply after the write has answered: wait until
-    // they show every appended entry applied, or the snapshot could be taken past `last`.
-    let last_index = raft1.metrics().borrow().last_log_index;
-    raft1.wait(wait).applied_index(last_index, "every entry applied").await.unwrap();
-    let last = raft1.metrics().borrow().last_applied.unwrap();
-    raft1.trigger().snapshot().await.unwrap();
-    raft1.wait(wait).snapshot(last, "snapshot built").await.unwrap();
-    raft1.trigger().purge_log(last.index).await.unwrap();
-    raft1.wait(wait).purged(Some(last), "log purged").await.unwrap();
+    let last = common::snapshot_and_purge(&raft1, wait).await;
     let sent = fs::read(root.path().join("n1/snapshot")).unwrap();
     assert!(sent.len() as u64 > 60 * CHUNK, "snapshot of {} bytes", sent.len());
 

@@ -13,6 +13,25 @@ use siftdb_openraft::NodeId;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_siftdb-raft");
 
+/// Builds a snapshot of everything `raft` applied and purges its log up to it, so that a node
+/// joining later is sent the snapshot; returns the snapshot's last log id. The metrics may
+/// publish the last write's apply after that write has answered, so it first waits until they
+/// show every appended entry applied: otherwise the snapshot could be taken past the id it then
+/// waits for.
+pub async fn snapshot_and_purge(
+    raft: &siftdb_openraft::Raft,
+    wait: Option<Duration>,
+) -> openraft::LogId<NodeId> {
+    let last_index = raft.metrics().borrow().last_log_index;
+    raft.wait(wait).applied_index(last_index, "every entry applied").await.unwrap();
+    let last = raft.metrics().borrow().last_applied.unwrap();
+    raft.trigger().snapshot().await.unwrap();
+    raft.wait(wait).snapshot(last, "snapshot built").await.unwrap();
+    raft.trigger().purge_log(last.index).await.unwrap();
+    raft.wait(wait).purged(Some(last), "log purged").await.unwrap();
+    last
+}
+
 /// A local port nobody listens on right now.
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
