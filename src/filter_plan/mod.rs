@@ -164,7 +164,7 @@ pub fn level_filter(policy: &FilterPolicy, level: usize, shape: &TreeShape) -> L
         FilterAllocation::AllRuns { bits_per_key } => {
             let floor = classic_bloom_fpr(*bits_per_key);
             let a = allocate(shape, policy.flush, kind, *bits_per_key, false, Some(floor));
-            a.level_fprs.get(level).copied().unwrap_or(1.0).min(classic_bloom_fpr(*bits_per_key))
+            a.level_fprs.get(level).copied().unwrap_or(1.0).min(floor)
         }
         FilterAllocation::SkewAware { bits_per_key } => {
             let a = allocate(shape, policy.flush, kind, *bits_per_key, true, None);
