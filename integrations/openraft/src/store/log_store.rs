@@ -238,7 +238,7 @@ impl RaftLogReader<TypeConfig> for LogStore {
         Ok(log.segments.read(start, end).map_err(|e| StorageIOError::read_logs(to_any(e)))?)
     }
 
-    /// The entries from `start` whose bytes add up to at most [`APPEND_PAYLOAD_BYTES`] (at least
+    /// The entries from `start` whose bytes add up to at most `APPEND_PAYLOAD_BYTES` (at least
     /// one): what replication sends in one AppendEntries.
     async fn limited_get_log_entries(
         &mut self,
