@@ -102,3 +102,69 @@ fn l0_throttle_delays_writes_and_counts_the_stall() {
     assert!(s.compactions > 0);
     assert_eq!(db.scan().unwrap().count(), 10_000);
 }
+
+/// The (smallest, largest) sequence numbers over the live tables of the database at `path`, from
+/// its manifest (what `Db::close` left).
+fn table_seq_range(path: &Path) -> (u64, u64) {
+    let state = siftdb::inspect::manifest::recover(&siftdb::storage::FsStorage::new(), path)
+        .unwrap()
+        .expect("a database");
+    let files = state.levels.iter().flat_map(|l| l.values());
+    files.fold((u64::MAX, 0), |(lo, hi), m| (lo.min(m.smallest_seq), hi.max(m.largest_seq)))
+}
+
+#[test]
+fn the_bottom_level_writes_sequence_zero_only_for_versions_every_reader_sees() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let on_disk = || Options { storage: None, ..opts(false) };
+    let db = Db::open(&path, on_disk()).unwrap();
+    for i in 0..2000 {
+        db.put(k(i), b"v1").unwrap();
+    }
+    let snap = db.snapshot();
+    for i in (1..2000).step_by(2) {
+        db.put(k(i), b"v2").unwrap();
+    }
+    db.compact().unwrap();
+    // Below the snapshot every key's v1 is seen by every reader: sequence 0. The odd keys' v2
+    // lies above the snapshot, which must not see it: it keeps its sequence number.
+    for i in (0..2000).step_by(7) {
+        assert_eq!(snap.get(k(i)).unwrap().as_deref(), Some(&b"v1"[..]), "key {i}");
+        let now = if i % 2 == 0 { &b"v1"[..] } else { &b"v2"[..] };
+        assert_eq!(db.get(k(i)).unwrap().as_deref(), Some(now), "key {i}");
+    }
+    assert_eq!(total_entries(&db), 3000, "v1 of every key, v2 of the odd ones");
+    // A transaction reads at a registered snapshot: a write after it keeps its sequence
+    // number through a bottommost compaction, so the commit still sees the conflict.
+    let tx = db.transaction().unwrap();
+    assert_eq!(tx.get(k(4)).unwrap().as_deref(), Some(&b"v1"[..]));
+    tx.put(k(4), b"tx").unwrap();
+    db.put(k(4), b"after-read").unwrap();
+    db.compact().unwrap();
+    assert!(matches!(tx.commit(), Err(siftdb::Error::Conflict { .. })));
+    drop(snap);
+    db.close().unwrap();
+    let (lo, hi) = table_seq_range(&path);
+    assert_eq!(lo, 0, "the versions every reader sees are written at sequence 0");
+    assert!(hi > 2000, "the versions above the snapshot keep theirs ({hi})");
+
+    // Without snapshots a full compaction leaves one version per key, all at sequence 0; later
+    // writes (sequence numbers continue from the manifest) are newer than them.
+    let db = Db::open(&path, on_disk()).unwrap();
+    db.compact().unwrap();
+    assert_eq!(total_entries(&db), 2000);
+    db.put(k(6), b"v3").unwrap();
+    db.flush().unwrap();
+    assert_eq!(db.get(k(6)).unwrap().as_deref(), Some(&b"v3"[..]));
+    assert_eq!(db.get(k(4)).unwrap().as_deref(), Some(&b"after-read"[..]));
+    assert_eq!(db.get(k(5)).unwrap().as_deref(), Some(&b"v2"[..]));
+    assert_eq!(db.scan().unwrap().count(), 2000);
+    db.close().unwrap();
+    let state = siftdb::inspect::manifest::recover(&siftdb::storage::FsStorage::new(), &path)
+        .unwrap()
+        .unwrap();
+    let bottom = state.levels.iter().rev().find(|l| !l.is_empty()).unwrap();
+    assert!(bottom.values().all(|m| m.largest_seq == 0), "the compacted run is all at 0");
+    assert!(state.levels[0].values().all(|m| m.smallest_seq > 2000), "the new write is not");
+}

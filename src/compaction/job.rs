@@ -7,7 +7,8 @@
 //! other version is invisible to every reader now and later (a new snapshot sees the newest).
 //! At the bottom (no deeper level overlaps the compaction), a tombstone that is the oldest
 //! surviving version hides nothing and is dropped; so is the tombstone left oldest after that.
-//! Merge operands are kept down to their base or collapsed with the operator
+//! There too the oldest kept Put that every reader sees is written at sequence 0
+//! (`zero_sequence_of_oldest`). Merge operands are kept down to their base or collapsed with the operator
 //! (`collapse.rs`, which implements all of this rule).
 //!
 //! Range tombstones (design.md#range-tombstones): the inputs' tombstones
@@ -731,6 +732,23 @@ impl Output<'_> {
     }
 }
 
+/// At the bottom (nothing older exists anywhere), writes the oldest kept version at sequence 0
+/// when every reader sees it: a Put or blob reference with no live snapshot below its sequence
+/// (RocksDB's bottommost sequence zeroing). Readers then find the same version: any newer
+/// version or covering range tombstone kept beside it has a higher sequence than 0 as it had
+/// than the original, and a tombstone older than it survives at the bottom only for a snapshot
+/// below it, which rules the zeroing out. Why: seven of the trailer's eight bytes become zeros,
+/// which compress, so the last level (most of the data) is smaller on disk and in the cache
+/// and every later rewrite of it writes less.
+fn zero_sequence_of_oldest(keep: &mut [Version], snapshots: &BTreeSet<u64>) {
+    if let Some(v) = keep.last_mut() {
+        let visible_to_all = snapshots.range(..v.seq).next().is_none();
+        if matches!(v.kind, ValueKind::Put | ValueKind::BlobIndex) && visible_to_all {
+            v.seq = 0;
+        }
+    }
+}
+
 /// Writes the surviving versions of one user key (module documentation) and clears `group`.
 #[allow(clippy::too_many_arguments)]
 fn emit(
@@ -845,6 +863,9 @@ fn emit(
         *group = keep; // its allocation is reused for the next key
         return Ok(());
     }
+    if spec.bottommost {
+        zero_sequence_of_oldest(&mut keep, &spec.snapshots);
+    }
     let crossed = out.passes_grandparent_start(&spec.grandparent_starts, user_key);
     if out.builder.as_ref().is_some_and(|(b, _, _)| {
         let size = b.estimated_size();
@@ -897,7 +918,28 @@ fn emit(
 #[cfg(test)]
 mod tests {
     use super::key_head;
+    use crate::compaction::collapse::Version;
     use crate::ikey::{self, ValueKind};
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn only_the_oldest_put_that_every_reader_sees_goes_to_sequence_zero() {
+        let v = |seq, kind| Version { seq, kind, value: Vec::new() };
+        let zeroed = |keep: &[Version], snaps: &[u64]| {
+            let mut keep = keep.to_vec();
+            super::zero_sequence_of_oldest(
+                &mut keep,
+                &snaps.iter().copied().collect::<BTreeSet<_>>(),
+            );
+            keep.iter().map(|v| v.seq).collect::<Vec<_>>()
+        };
+        assert_eq!(zeroed(&[v(9, ValueKind::Put)], &[]), [0]);
+        assert_eq!(zeroed(&[v(9, ValueKind::BlobIndex)], &[9]), [0], "a snapshot at it sees it");
+        assert_eq!(zeroed(&[v(9, ValueKind::Put)], &[8]), [9], "a snapshot below must not");
+        assert_eq!(zeroed(&[v(9, ValueKind::Put), v(5, ValueKind::Put)], &[7]), [9, 0]);
+        assert_eq!(zeroed(&[v(9, ValueKind::Merge)], &[]), [9], "an operand without its base");
+        assert_eq!(zeroed(&[v(9, ValueKind::Delete)], &[]), [9]);
+    }
 
     #[test]
     fn the_grandparent_cursor_reports_each_start_passed_once_within_the_keyspace() {
