@@ -291,6 +291,12 @@ pub struct CompactionOptions {
     pub auto: bool,
     /// L0 files that trigger an L0 -> L1 compaction (score = files / trigger). Default 4.
     pub l0_compaction_trigger: usize,
+    /// An L0 -> base compaction waits until L0 holds at least this fraction of the base-level
+    /// bytes its files overlap, up to `l0_slowdown_writes_trigger / 2` files (design.md#compaction,
+    /// "Picking"): each L0 byte then costs at most `1 + 1 / ratio` writes in that step instead of
+    /// the `1 + base / (trigger x flush)` of a fixed trigger. 0 compacts at
+    /// `l0_compaction_trigger` alone, as LevelDB and RocksDB do. Default 1.0.
+    pub l0_min_base_ratio: f64,
     /// L0 files at which each write batch is delayed by 1 ms. Default 20.
     pub l0_slowdown_writes_trigger: usize,
     /// L0 files at which writes wait for compaction. Default 36.
@@ -318,6 +324,7 @@ impl Default for CompactionOptions {
         CompactionOptions {
             auto: true,
             l0_compaction_trigger: 4,
+            l0_min_base_ratio: 1.0,
             l0_slowdown_writes_trigger: 20,
             l0_stop_writes_trigger: 36,
             max_bytes_for_level_base: 256 << 20,

@@ -55,6 +55,9 @@ pub const MIN_FILE_SIZE: u64 = 1 << 10;
 /// `max_bytes_for_level_multiplier` range (exclusive low end): a level must hold more than the
 /// one above it, and above 1000 every database fits in two levels.
 pub const MULTIPLIER_MAX: f64 = 1000.0;
+/// The largest `CompactionOptions::l0_min_base_ratio`: past a few base levels' worth, L0 would
+/// sit at half the slowdown trigger anyway.
+pub const L0_BASE_RATIO_MAX: f64 = 100.0;
 
 /// `max_subcompactions` range: at least the compaction thread itself, at most
 /// [`crate::limits::MAX_SUBCOMPACTIONS`] threads per compaction.
@@ -187,6 +190,14 @@ fn check_compaction(c: &CompactionOptions) -> Result<()> {
             "compaction.l0_stop_writes_trigger",
             stop,
             &format!("at least l0_slowdown_writes_trigger ({slow})"),
+        ));
+    }
+    let r = c.l0_min_base_ratio;
+    if !(r.is_finite() && (0.0..=L0_BASE_RATIO_MAX).contains(&r)) {
+        return Err(out_of_range(
+            "compaction.l0_min_base_ratio",
+            r,
+            &format!("[0, {L0_BASE_RATIO_MAX}]"),
         ));
     }
     if c.max_bytes_for_level_base < MIN_FILE_SIZE {

@@ -305,3 +305,13 @@ fn per_level_budgets_follow_one_rule_for_the_database_and_its_keyspaces() {
         assert_eq!(db.get("k").unwrap(), Some(b"v".to_vec()));
     }
 }
+
+#[test]
+fn an_l0_base_ratio_below_zero_above_the_cap_or_nan_is_refused() {
+    for (r, shown) in [(-0.5, "-0.5"), (f64::NAN, "NaN"), (101.0, "101"), (f64::INFINITY, "inf")] {
+        refused(
+            with_compaction(|c| c.l0_min_base_ratio = r),
+            &["compaction.l0_min_base_ratio", shown, "[0, 100]"],
+        );
+    }
+}

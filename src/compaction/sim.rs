@@ -82,15 +82,24 @@ impl Sim {
 }
 
 /// 300 flushes of 1000 random keys (of 2^40) through the picker and the merge model, with a
-/// 400 KB L1 target and 100 KB files.
-fn simulate(dynamic_level_bytes: bool) -> (Sim, CompactionOptions) {
-    let memtable_keys = 1000u64;
-    let opts = CompactionOptions {
-        max_bytes_for_level_base: 4 * memtable_keys * ENTRY,
-        target_file_size: memtable_keys * ENTRY,
+/// 400 KB L1 target and 100 KB files; `l0_min_base_ratio` as given.
+fn simulate(dynamic_level_bytes: bool, l0_min_base_ratio: f64) -> (Sim, CompactionOptions) {
+    simulate_with(CompactionOptions {
+        max_bytes_for_level_base: 4 * MEMTABLE_KEYS * ENTRY,
+        target_file_size: MEMTABLE_KEYS * ENTRY,
         dynamic_level_bytes,
+        l0_min_base_ratio,
         ..CompactionOptions::default()
-    };
+    })
+}
+
+/// Keys per simulated flush.
+const MEMTABLE_KEYS: u64 = 1000;
+
+/// 300 flushes of [`MEMTABLE_KEYS`] random keys (of 2^40) through the picker and the merge
+/// model under `opts`.
+fn simulate_with(opts: CompactionOptions) -> (Sim, CompactionOptions) {
+    let memtable_keys = MEMTABLE_KEYS;
     let policy = FilterPolicy::default();
     let mut sim = Sim {
         levels: vec![Vec::new(); NUM_LEVELS],
@@ -105,14 +114,19 @@ fn simulate(dynamic_level_bytes: bool) -> (Sim, CompactionOptions) {
     for _ in 0..300 {
         let keys = (0..memtable_keys).map(|_| rng.next_u64() >> 24).collect();
         sim.flush(keys);
+        let cap = opts.l0_slowdown_writes_trigger / 2;
+        assert!(sim.levels[0].len() <= cap, "L0 waits for bytes only up to {cap} files");
         while let Some(p) = pick(&sim.levels, &opts, &policy) {
             sim.run(&p, memtable_keys as usize);
         }
     }
     let wa = sim.written as f64 / sim.user_bytes as f64;
     eprintln!(
-        "dynamic {dynamic_level_bytes}: simulated write amplification {wa:.2} ({} compactions, \
+        "dynamic {}, L0 ratio {}, base {}: simulated write amplification {wa:.2} ({} compactions, \
          {} moves; level bytes {:?})",
+        opts.dynamic_level_bytes,
+        opts.l0_min_base_ratio,
+        opts.max_bytes_for_level_base,
         sim.compactions,
         sim.moves,
         all_level_bytes(&sim.levels)
@@ -131,8 +145,30 @@ impl Sim {
 }
 
 #[test]
+fn an_l0_that_waits_for_the_base_levels_bytes_writes_less() {
+    // A base level of 8 flushes (as 256 MiB is of 30 MiB flushes): with the trigger alone each
+    // L0 -> base step rewrites the whole base (random keys overlap all of it) for 4 flushes,
+    // 1 + 8/4 = 3 writes per L0 byte; waiting until L0 holds the base's bytes (at most 10
+    // files), at most 1 + 1 = 2. Both trees end within their targets.
+    for dynamic in [false, true] {
+        let opts = |l0_min_base_ratio| CompactionOptions {
+            max_bytes_for_level_base: 8 * MEMTABLE_KEYS * ENTRY,
+            target_file_size: MEMTABLE_KEYS * ENTRY,
+            dynamic_level_bytes: dynamic,
+            l0_min_base_ratio,
+            ..CompactionOptions::default()
+        };
+        let (eager, _) = simulate_with(opts(0.0));
+        let (waiting, opts) = simulate_with(opts(1.0));
+        let (e, w) = (eager.write_amplification(), waiting.write_amplification());
+        assert!(w < e, "dynamic {dynamic}: waiting {w:.3} against the trigger alone {e:.3}");
+        assert!(scores(&waiting.levels, &opts).iter().all(|&s| s < 1.0));
+    }
+}
+
+#[test]
 fn simulated_write_amplification_is_within_the_leveled_bound() {
-    let (sim, opts) = simulate(false);
+    let (sim, opts) = simulate(false, 0.0);
     let (wa, deepest) = (sim.write_amplification(), sim.deepest());
     assert!(deepest >= 3, "30 MB over a 400 KB L1 with multiplier 10 reaches L3");
     // Bound: 1 (flush) + L0 -> L1, which rewrites at most all of L1 with each trigger's worth
@@ -149,8 +185,8 @@ fn simulated_write_amplification_is_within_the_leveled_bound() {
 
 #[test]
 fn dynamic_level_sizing_fills_the_last_level_first() {
-    let (stat, _) = simulate(false);
-    let (dynamic, opts) = simulate(true);
+    let (stat, _) = simulate(false, 0.0);
+    let (dynamic, opts) = simulate(true, 0.0);
     let last = NUM_LEVELS - 1;
     let bytes = all_level_bytes(&dynamic.levels);
     let (targets, base) = opts.level_targets(&bytes);

@@ -205,6 +205,11 @@ pub struct Flags {
     /// L0 files that trigger an L0 -> L1 compaction.
     #[arg(long, default_value_t = 4)]
     pub level0_file_num_compaction_trigger: usize,
+    /// siftdb: an L0 -> base compaction waits until L0 holds this fraction of the base-level
+    /// bytes it overlaps, up to half the slowdown trigger (`CompactionOptions::l0_min_base_ratio`;
+    /// 0 = the trigger alone, as db_bench). Absent, siftdb's default applies.
+    #[arg(long)]
+    pub l0_min_base_ratio: Option<f64>,
     /// L0 files at which writes are delayed.
     #[arg(long, default_value_t = 20)]
     pub level0_slowdown_writes_trigger: usize,
@@ -573,6 +578,9 @@ pub fn apply_db_bench_flags(flags: &Flags, opts: &mut Options) -> Result<(), Str
     c.max_bytes_for_level_multiplier = flags.max_bytes_for_level_multiplier;
     c.dynamic_level_bytes = flags.level_compaction_dynamic_level_bytes;
     (c.l0_compaction_trigger, c.l0_slowdown_writes_trigger, c.l0_stop_writes_trigger) = trig;
+    if let Some(r) = flags.l0_min_base_ratio {
+        c.l0_min_base_ratio = r;
+    }
     Ok(())
 }
 

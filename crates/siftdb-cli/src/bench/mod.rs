@@ -40,6 +40,7 @@ const FLAG_OF_FIELD: &[(&str, &str)] = &[
     ("compaction.l0_compaction_trigger", "--level0_file_num_compaction_trigger"),
     ("compaction.l0_slowdown_writes_trigger", "--level0_slowdown_writes_trigger"),
     ("compaction.l0_stop_writes_trigger", "--level0_stop_writes_trigger"),
+    ("compaction.l0_min_base_ratio", "--l0_min_base_ratio"),
     ("compaction.max_bytes_for_level_base", "--max_bytes_for_level_base"),
     ("compaction.max_bytes_for_level_multiplier", "--max_bytes_for_level_multiplier"),
     ("compaction.target_file_size", "--target_file_size_base"),
