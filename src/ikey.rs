@@ -195,6 +195,26 @@ pub fn split(key: &[u8]) -> (u32, &[u8]) {
     (DEFAULT_KEYSPACE, rest)
 }
 
+/// Replaces, in place, the keyspace id of internal key `key` by `to` when it is `from`; true
+/// when it did. Both ids must be non-zero: the key then carries its id bytes and keeps its
+/// length and flag (an adopted table, design.md#ingestion-and-export). A key of another
+/// keyspace, or malformed, is left as it is.
+#[inline]
+pub(crate) fn replace_keyspace(key: &mut [u8], from: u32, to: u32) -> bool {
+    debug_assert!(from != DEFAULT_KEYSPACE && to != DEFAULT_KEYSPACE);
+    let Some((rest, trailer)) = key.split_last_chunk_mut::<TRAILER_LEN>() else { return false };
+    if trailer[0] & KEYSPACE_FLAG == 0 {
+        return false;
+    }
+    match rest.split_last_chunk_mut::<KEYSPACE_LEN>() {
+        Some((_, ks)) if u32::from_le_bytes(*ks) == from => {
+            *ks = to.to_le_bytes();
+            true
+        }
+        _ => false,
+    }
+}
+
 /// The packed trailer `(seq << 8) | kind_byte`, or 0 for a key shorter than a trailer.
 #[inline]
 fn trailer(key: &[u8]) -> u64 {
@@ -391,6 +411,32 @@ mod tests {
             (2, b"a".to_vec(), 1, ValueKind::Put),
         ];
         assert_eq!(order, want);
+    }
+
+    #[test]
+    fn replacing_a_keyspace_id_keeps_the_order_within_one_keyspace() {
+        let keys: Vec<Vec<u8>> = [(&b"a"[..], 0u64), (b"ab", 0), (b"b", 0), (b"b\x07\0\0\0", 0)]
+            .iter()
+            .map(|&(k, s)| encode_in(7, k, s, ValueKind::Put))
+            .collect();
+        let mut moved = keys.clone();
+        for k in &mut moved {
+            assert!(replace_keyspace(k, 7, 3));
+            assert_eq!(keyspace(k), 3);
+        }
+        for (a, b) in keys.iter().zip(&moved) {
+            assert_eq!(decode_in(a).unwrap().1, decode_in(b).unwrap().1);
+        }
+        for w in moved.windows(2) {
+            assert_eq!(compare(&w[0], &w[1]), Ordering::Less);
+        }
+        // Another keyspace's key, a keyspace-0 key and a short key are left alone.
+        let mut other = encode_in(9, b"a", 1, ValueKind::Put);
+        assert!(!replace_keyspace(&mut other, 7, 3));
+        assert_eq!(keyspace(&other), 9);
+        let mut plain = encode_in(0, b"a\x07\0\0\0", 1, ValueKind::Put);
+        assert!(!replace_keyspace(&mut plain, 7, 3));
+        assert!(!replace_keyspace(&mut [1u8, 2][..], 7, 3));
     }
 
     #[test]

@@ -61,6 +61,9 @@ pub(crate) struct Slot {
     /// The file's global sequence number if it was ingested (0: none), set before it is first
     /// opened ([`TableCache::set_global_seq`]) and applied at every open.
     global_seq: AtomicU64,
+    /// An adopted file's keyspace ids, `stored << 32 | adopted` (0: none), set like
+    /// `global_seq` ([`TableCache::set_adoption`]).
+    adoption: AtomicU64,
 }
 
 impl Slot {
@@ -279,6 +282,14 @@ impl TableCache {
         self.slot(number).global_seq.store(seq.unwrap_or(0), Ordering::Release);
     }
 
+    /// Records that file `number` is an adopted table whose keys carry keyspace id `stored`
+    /// and are read as `adopted` (the manifest's tag 12): every later open of it applies
+    /// them. Called before its first open.
+    pub fn set_adoption(&self, number: u64, ids: Option<(u32, u32)>) {
+        let packed = ids.map_or(0, |(stored, adopted)| (stored as u64) << 32 | adopted as u64);
+        self.slot(number).adoption.store(packed, Ordering::Release);
+    }
+
     /// Opens file `number` (a table just written, or one verified at `Db::open`) and makes it
     /// the open table of its slot, without counting a lookup.
     pub fn open(&self, number: u64) -> Result<Arc<Table>> {
@@ -300,6 +311,10 @@ impl TableCache {
         let mut table = Table::open_with(file, number, self.block_cache.clone(), &path, policy)?;
         let g = slot.global_seq.load(Ordering::Acquire);
         table.set_global_seq((g > 0).then_some(g));
+        let a = slot.adoption.load(Ordering::Acquire);
+        if a != 0 {
+            table.adopt_keyspace((a >> 32) as u32, a as u32)?;
+        }
         table.set_blob_store(self.blobs.clone());
         let table = Arc::new(table);
         self.opens.fetch_add(1, Ordering::Relaxed);

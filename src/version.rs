@@ -376,11 +376,14 @@ pub struct BlobHandle {
 }
 
 impl Version {
-    /// A version of `levels` in any order: L0 is sorted newest first (by file number), deeper
-    /// levels by smallest key.
+    /// A version of `levels` in any order: L0 is sorted newest first (by largest sequence
+    /// number, then file number), deeper levels by smallest key.
     pub fn from_levels(mut levels: Vec<Vec<Arc<TableFile>>>) -> Version {
         levels.resize(levels.len().max(NUM_LEVELS), Vec::new());
-        levels[0].sort_by_key(|t| std::cmp::Reverse(t.meta.number));
+        // Newest first by sequence number, then file number: an ingested file's number may be
+        // below that of the flush its ingestion forced (numbers are taken before the flush),
+        // while its sequence number is above every entry of that flush.
+        levels[0].sort_by_key(|t| std::cmp::Reverse((t.meta.largest_seq, t.meta.number)));
         for files in levels.iter_mut().skip(1) {
             files.sort_by(|a, b| a.meta.smallest().cmp(&b.meta.smallest()));
         }

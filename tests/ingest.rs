@@ -272,7 +272,7 @@ fn several_files_land_in_one_edit_and_move_copy_link_treat_sources_as_asked() {
 }
 
 #[test]
-fn a_keyspace_ingests_its_own_files_and_rewrites_those_of_another_id() {
+fn a_keyspace_ingests_its_own_files_adopts_another_ids_and_rewrites_the_defaults() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path().join("db"), opts()).unwrap();
     let a = db.keyspace("a", KeyspaceOptions::default()).unwrap();
@@ -283,28 +283,48 @@ fn a_keyspace_ingests_its_own_files_and_rewrites_those_of_another_id() {
     w.finish().unwrap();
     let report = a.ingest(&[&fa], IngestOptions::default()).unwrap();
     assert!(!report.files[0].rewritten);
+    assert_eq!(report.files[0].adopted_from, None);
     assert_eq!(a.get("x").unwrap(), Some(b"1".to_vec()));
     assert_eq!(db.get("x").unwrap(), None);
-    // A file of keyspace `a` ingested into `b`: its keys are rewritten into `b`.
+    // A file of keyspace `a` ingested into `b`: adopted, its keys read as `b`'s.
     let fb = dir.path().join("a2.sst");
     let mut w = a.sst_writer(&fb).unwrap();
     w.put("y", "2").unwrap();
     w.finish().unwrap();
     let report = b.ingest(&[&fb], IngestOptions::default()).unwrap();
-    assert!(report.files[0].rewritten);
+    assert!(!report.files[0].rewritten);
+    assert!(report.files[0].adopted_from.is_some(), "{report:?}");
     assert_eq!(b.get("y").unwrap(), Some(b"2".to_vec()));
     assert_eq!(a.get("y").unwrap(), None);
     assert!(fb.exists(), "Link mode leaves the source");
     // A file of range deletions only names its keyspace in its range-deletion block: one of
-    // `a` ingested into `b` is rewritten too, and deletes in `b` only.
+    // `a` ingested into `b` is adopted too, and deletes in `b` only.
     let fd = dir.path().join("a3.sst");
     let mut w = a.sst_writer(&fd).unwrap();
     w.delete_range("x", "z").unwrap();
     w.finish().unwrap();
     let report = b.ingest(&[&fd], IngestOptions::default()).unwrap();
-    assert!(report.files[0].rewritten, "{report:?}");
+    assert!(!report.files[0].rewritten && report.files[0].adopted_from.is_some(), "{report:?}");
     assert_eq!(b.get("y").unwrap(), None);
     assert_eq!(a.get("x").unwrap(), Some(b"1".to_vec()));
+    // The default keyspace's keys carry no id: its files are rewritten into `b`, and `b`'s
+    // into the default keyspace.
+    let f0 = dir.path().join("d.sst");
+    let mut w = db.sst_writer(&f0).unwrap();
+    w.put("w", "3").unwrap();
+    w.finish().unwrap();
+    let report = b.ingest(&[&f0], IngestOptions::default()).unwrap();
+    assert!(report.files[0].rewritten && report.files[0].adopted_from.is_none(), "{report:?}");
+    assert_eq!(b.get("w").unwrap(), Some(b"3".to_vec()));
+    assert_eq!(db.get("w").unwrap(), None);
+    let fbd = dir.path().join("b.sst");
+    let mut w = b.sst_writer(&fbd).unwrap();
+    w.put("v", "4").unwrap();
+    w.finish().unwrap();
+    let report = db.ingest(&[&fbd], IngestOptions::default()).unwrap();
+    assert!(report.files[0].rewritten && report.files[0].adopted_from.is_none(), "{report:?}");
+    assert_eq!(db.get("v").unwrap(), Some(b"4".to_vec()));
+    assert_eq!(b.get("v").unwrap(), None);
 }
 
 fn is_invalid(e: &Error, needle: &str) -> bool {
@@ -558,4 +578,29 @@ fn ingestions_beside_concurrent_writes_and_compactions_lose_nothing() {
         let got = db.get(key(*i)).unwrap().unwrap();
         assert!(got == *v || got == b"w", "key {i}: {:?}", String::from_utf8_lossy(&got));
     }
+}
+
+#[test]
+fn an_ingested_l0_file_stays_newer_than_the_flush_it_forced_after_reopen() {
+    // The ingestion takes its file number, then flushes the memtable holding an older version
+    // of a key it deletes: the flush's file has the higher number, the ingested file the higher
+    // sequence number, which is what recovery orders L0 by.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let db = Db::open(&path, opts()).unwrap();
+    db.put(key(1), "flushed first").unwrap();
+    db.flush().unwrap();
+    db.put(key(2), "in the memtable").unwrap();
+    let f = write_file(&db, &dir.path().join("d.sst"), &[(1, None), (2, None)]);
+    let r = db.ingest(&[f], IngestOptions::default()).unwrap();
+    assert!(r.flushed_memtables && r.files[0].level == 0, "{r:?}");
+    let check = |db: &Db, when: &str| {
+        assert_eq!(db.get(key(1)).unwrap(), None, "{when}");
+        assert_eq!(db.get(key(2)).unwrap(), None, "{when}");
+        assert_eq!(db.scan().unwrap().count(), 0, "{when}");
+    };
+    check(&db, "after the ingestion");
+    drop(db);
+    let db = Db::open(&path, opts()).unwrap();
+    check(&db, "after reopen");
 }

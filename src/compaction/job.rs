@@ -727,6 +727,7 @@ impl Output<'_> {
             entries: s.entries,
             keyspace,
             global_seq: None,
+            stored_keyspace: None,
         });
         Ok(())
     }

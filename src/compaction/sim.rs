@@ -35,6 +35,7 @@ impl Sim {
             entries: keys.len() as u64,
             keyspace: 0,
             global_seq: None,
+            stored_keyspace: None,
         };
         self.keys.insert(number, keys);
         m
@@ -264,6 +265,7 @@ fn file_meta(number: u64, (lo, hi): (&str, &str), entries: u64, size: u64) -> Fi
         entries,
         keyspace: 0,
         global_seq: None,
+        stored_keyspace: None,
     }
 }
 

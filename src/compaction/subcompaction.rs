@@ -148,6 +148,7 @@ mod tests {
             entries: 1,
             keyspace: 0,
             global_seq: None,
+            stored_keyspace: None,
         }
     }
 

@@ -328,6 +328,7 @@ fn write_l0_tables_inner(
             entries: summary.entries,
             keyspace,
             global_seq: None,
+            stored_keyspace: None,
         };
         files.push(Arc::new(TableFile::new(meta, &table, inner.tables.clone())));
     }

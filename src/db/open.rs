@@ -173,12 +173,14 @@ fn recover_files(
         for meta in files.values() {
             tables.note_level(meta.number, level); // before the open: L0 tables may be pinned
             tables.set_global_seq(meta.number, meta.global_seq);
+            tables.set_adoption(meta.number, meta.stored_keyspace.map(|s| (s, meta.keyspace)));
             let table = tables.open(meta.number)?;
             let file = TableFile::new(meta.clone(), &table, tables.clone());
             levels[level].push(Arc::new(file));
         }
     }
-    // L0 newest first (higher file number = written later); deeper levels by smallest key.
+    // L0 newest first (by largest sequence number, then file number); deeper levels by
+    // smallest key.
     let version =
         Version::from_levels(levels).with_blobs(state.blobs.keys().copied(), &mut Vec::new());
 

@@ -66,9 +66,13 @@ pub struct IngestedFile {
     pub entries: u64,
     /// Bytes.
     pub size: u64,
-    /// Whether its keys were rewritten into the target keyspace (a file written for a keyspace
-    /// of the same name in another database, whose id differs).
+    /// Whether its keys were rewritten into the target keyspace: a file written for another
+    /// keyspace id when either id is 0 (the default keyspace's keys carry no id bytes).
     pub rewritten: bool,
+    /// The keyspace id its keys carry when the file was adopted into a target keyspace of
+    /// another id (both non-zero: its bytes kept, the manifest maps the id;
+    /// design.md#ingestion-and-export). `None` for a file of the target's own id or rewritten.
+    pub adopted_from: Option<u32>,
 }
 
 /// What [`crate::Db::ingest`] did.
@@ -98,6 +102,8 @@ struct Checked {
     level: usize,
     size: u64,
     rewritten: bool,
+    /// Set when the file is adopted: the id its keys carry.
+    stored_keyspace: Option<u32>,
 }
 
 /// Checks that `path` is a table `ingest` can take (module documentation).
@@ -189,6 +195,7 @@ fn check_file(inner: &DbInner, path: &Path) -> Result<Checked> {
         level: 0,
         size,
         rewritten: false,
+        stored_keyspace: None,
     })
 }
 
@@ -328,13 +335,15 @@ pub(crate) fn ingest(
             entries: c.entries,
             size: c.size,
             rewritten: c.rewritten,
+            adopted_from: c.stored_keyspace,
         })
         .collect();
     Ok(IngestReport { global_seq, files, flushed_memtables: flushed, sources_left })
 }
 
-/// Links, copies or rewrites every file into the directory under a new number (recorded in
-/// `made` before it is created) and syncs the directory.
+/// Links or copies every file into the directory under a new number (recorded in `made` before
+/// it is created), adopting a file of another non-zero keyspace id and rewriting one whose id
+/// differs in width (the default keyspace on either side), and syncs the directory.
 fn bring_in(
     inner: &DbInner,
     keyspace: u32,
@@ -347,6 +356,16 @@ fn bring_in(
         let number = inner.new_file_number();
         made.push(number);
         let dest = inner.dir.join(filename::sst_name(number));
+        // A file of another non-zero id is adopted: its bytes kept, the manifest maps the id
+        // (ids of equal width keep the keys' order). One with the default keyspace on either
+        // side differs in key width: rewritten.
+        let adopt = c.keyspace != keyspace
+            && c.keyspace != ikey::DEFAULT_KEYSPACE
+            && keyspace != ikey::DEFAULT_KEYSPACE;
+        if adopt {
+            c.stored_keyspace = Some(c.keyspace);
+            c.keyspace = keyspace;
+        }
         if c.keyspace != keyspace {
             rewrite(inner, c, &dest, keyspace)?;
             c.rewritten = true;
@@ -425,8 +444,10 @@ fn install(
                 entries: c.entries,
                 keyspace,
                 global_seq: Some(g),
+                stored_keyspace: c.stored_keyspace,
             };
             inner.tables.set_global_seq(c.number, Some(g));
+            inner.tables.set_adoption(c.number, c.stored_keyspace.map(|s| (s, keyspace)));
             inner.tables.note_level(c.number, level);
             let table = inner.tables.open(c.number)?;
             added.push((level, Arc::new(TableFile::new(meta, &table, inner.tables.clone()))));

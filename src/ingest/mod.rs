@@ -102,7 +102,9 @@ impl Keyspace {
     }
 
     /// [`Db::ingest`] into this keyspace. A file written for a keyspace of another id (the
-    /// same name in another database) is rewritten into this one's.
+    /// same name in another database) is adopted as it is, its keys read with this keyspace's
+    /// id; one written for the default keyspace is rewritten into this one's
+    /// (design.md#ingestion-and-export).
     pub fn ingest<P: AsRef<Path>>(&self, files: &[P], opts: IngestOptions) -> Result<IngestReport> {
         self.check_live()?;
         ingest::ingest(self.inner_arc(), self.id(), &paths(files), &opts)

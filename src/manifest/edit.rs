@@ -23,6 +23,7 @@ mod tag {
     pub const GLOBAL_SEQ: u16 = 9;
     pub const BLOB_FILE_ADDED: u16 = 10;
     pub const BLOB_GARBAGE: u16 = 11;
+    pub const STORED_KEYSPACE: u16 = 12;
 }
 
 /// First tag of the optional range: an unknown tag at or above it is skipped on decode.
@@ -51,6 +52,10 @@ pub struct FileMeta {
     /// entries are stored at sequence 0 and every reader sees them (and its range tombstones)
     /// at this sequence instead. `None` for the files the engine writes itself.
     pub global_seq: Option<u64>,
+    /// An adopted file's stored keyspace id (tag 12, design.md#ingestion-and-export): its
+    /// keys carry this id in the file and every reader sees them as keys of `keyspace`.
+    /// Both ids are non-zero and differ. `None` when the keys carry `keyspace` itself.
+    pub stored_keyspace: Option<u32>,
 }
 
 impl FileMeta {
@@ -249,6 +254,11 @@ impl VersionEdit {
                 v.extend_from_slice(&g.to_le_bytes());
                 put_field(&mut out, tag::GLOBAL_SEQ, &v);
             }
+            if let Some(stored) = f.stored_keyspace {
+                let mut v = f.number.to_le_bytes().to_vec();
+                v.extend_from_slice(&stored.to_le_bytes());
+                put_field(&mut out, tag::STORED_KEYSPACE, &v);
+            }
         }
         for k in &self.keyspaces {
             let mut v = k.id.to_le_bytes().to_vec();
@@ -339,6 +349,7 @@ impl VersionEdit {
                         largest_seq,
                         entries,
                         global_seq: None,
+                        stored_keyspace: None,
                     };
                     edit.added.push((level, meta));
                 }
@@ -359,6 +370,27 @@ impl VersionEdit {
                         return dup("global sequence of a file");
                     }
                     meta.global_seq = Some(g);
+                }
+                tag::STORED_KEYSPACE => {
+                    let number = v.u64("stored keyspace file number")?;
+                    let stored = v.keyspace_id("stored keyspace")?;
+                    let bad = |what: String| {
+                        Err(Error::corruption(format!("version edit: {what}"), Some(field_at)))
+                    };
+                    let Some((_, meta)) = edit.added.iter_mut().find(|(_, m)| m.number == number)
+                    else {
+                        return bad(format!("stored keyspace for file {number}, not added here"));
+                    };
+                    if meta.stored_keyspace.is_some() {
+                        return dup("stored keyspace of a file");
+                    }
+                    if meta.keyspace == 0 || meta.keyspace == stored {
+                        return bad(format!(
+                            "file {number} of keyspace {} cannot store keyspace {stored}",
+                            meta.keyspace
+                        ));
+                    }
+                    meta.stored_keyspace = Some(stored);
                 }
                 tag::KEYSPACE => edit.keyspaces.push(v.keyspace_record()?),
                 tag::KEYSPACE_DROPPED => {

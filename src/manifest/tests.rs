@@ -18,6 +18,7 @@ fn meta(number: u64, key: &[u8]) -> FileMeta {
         entries: number * 3,
         keyspace: 0,
         global_seq: None,
+        stored_keyspace: None,
     }
 }
 
@@ -82,6 +83,42 @@ fn a_global_sequence_round_trips_and_must_name_a_file_added_in_its_edit() {
     zero.added[1].1.global_seq = Some(0);
     assert!(VersionEdit::decode(&zero.encode()).unwrap_err().to_string().contains("out of range"));
     let twice = [bytes.clone(), bytes[bytes.len() - 22..].to_vec()].concat();
+    assert!(VersionEdit::decode(&twice).unwrap_err().to_string().contains("appears twice"));
+}
+
+#[test]
+fn a_stored_keyspace_round_trips_and_must_be_another_non_zero_id_of_a_file_added_here() {
+    let mut e = snapshot(7, 42, 9_999, &[(0, 5)]);
+    let adopted = FileMeta {
+        keyspace: 3,
+        global_seq: Some(10_000),
+        stored_keyspace: Some(7),
+        ..meta(8, b"g")
+    };
+    e.add_file(6, adopted);
+    let bytes = e.encode();
+    assert_eq!(VersionEdit::decode(&bytes).unwrap(), e);
+    // The record is the last field: tag 12, length 12, number, stored id.
+    let field =
+        [&12u16.to_le_bytes()[..], &12u32.to_le_bytes(), &8u64.to_le_bytes(), &7u32.to_le_bytes()]
+            .concat();
+    assert!(bytes.ends_with(&field));
+    let err = |e: &VersionEdit| VersionEdit::decode(&e.encode()).unwrap_err();
+    for (stored, keyspace, what) in [
+        (0, 3, "is 0, the default keyspace"),
+        (3, 3, "cannot store keyspace 3"),
+        (7, 0, "cannot store keyspace 7"),
+    ] {
+        let mut bad = e.clone();
+        bad.added[1].1.stored_keyspace = Some(stored);
+        bad.added[1].1.keyspace = keyspace;
+        let got = err(&bad);
+        assert!(got.is_corruption() && got.to_string().contains(what), "{got}");
+    }
+    let lone = &field;
+    let got = VersionEdit::decode(lone).unwrap_err().to_string();
+    assert!(got.contains("not added here"), "{got}");
+    let twice = [bytes.clone(), field.clone()].concat();
     assert!(VersionEdit::decode(&twice).unwrap_err().to_string().contains("appears twice"));
 }
 

@@ -88,6 +88,44 @@ pub(crate) enum FilterVerdict {
     },
 }
 
+/// An adopted table's keyspace (design.md#ingestion-and-export): its keys are stored with the
+/// id `stored` and read as `adopted`. Both are non-zero, so a key keeps its length, and every
+/// key of a table has one keyspace (the builder enforces it), so replacing the id keeps the
+/// table's order; only keys of `adopted` are in the table as it is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Adoption {
+    /// The id the file's keys carry.
+    pub(crate) stored: u32,
+    /// The id they are read as (the keyspace the manifest files the table under).
+    pub(crate) adopted: u32,
+}
+
+/// Where a seek target of the adopted keyspace's order falls in an adopted table's stored
+/// order ([`Adoption::stored_target`]).
+pub(crate) enum StoredTarget {
+    /// Of a smaller keyspace: before every key.
+    Before,
+    /// Of a larger keyspace: after every key.
+    After,
+    /// The same key with the stored id.
+    Key(Vec<u8>),
+}
+
+impl Adoption {
+    /// `target` (an internal key as read) in the stored order.
+    pub(crate) fn stored_target(&self, target: &[u8]) -> StoredTarget {
+        match ikey::keyspace(target).cmp(&self.adopted) {
+            std::cmp::Ordering::Less => StoredTarget::Before,
+            std::cmp::Ordering::Greater => StoredTarget::After,
+            std::cmp::Ordering::Equal => {
+                let mut k = target.to_vec();
+                ikey::replace_keyspace(&mut k, self.adopted, self.stored);
+                StoredTarget::Key(k)
+            }
+        }
+    }
+}
+
 /// A (hit, miss) counter pair of [`ReadCounters`].
 type HitMiss<'a> =
     (&'a ReadCounters, &'a std::sync::atomic::AtomicU64, &'a std::sync::atomic::AtomicU64);
@@ -130,6 +168,8 @@ pub struct Table {
     /// An ingested table's global sequence number (design.md#ingestion-and-export): its
     /// entries are stored at sequence 0 and read at this one ([`Table::set_global_seq`]).
     global_seq: Option<u64>,
+    /// An adopted table's keyspace ids ([`Table::adopt_keyspace`]).
+    adoption: Option<Adoption>,
     /// Where the values of its `BlobIndex` entries are read (set by the table cache; `None`
     /// for a table opened alone, whose references then cannot be followed).
     blobs: Option<Arc<super::blob::BlobStore>>,
@@ -205,6 +245,7 @@ impl Table {
             dict: None,
             size,
             global_seq: None,
+            adoption: None,
             blobs: None,
         };
         let raw = t.read_raw(footer.properties)?;
@@ -300,6 +341,54 @@ impl Table {
         self.global_seq = seq;
         if let Some(seq) = seq {
             self.range_dels = std::mem::take(&mut self.range_dels).at_seq(seq);
+        }
+    }
+
+    /// Makes the table's keys, stored with keyspace id `stored`, read as keys of `adopted` (an
+    /// adopted table: the manifest records the stored id, tag 12). Refuses ids that are 0 or
+    /// equal, and a table whose keys do not carry `stored` (the manifest and the file
+    /// disagree): both corruption naming the file.
+    pub(crate) fn adopt_keyspace(&mut self, stored: u32, adopted: u32) -> Result<()> {
+        let bad = |what: String| Err(Error::corruption(what, None).in_file(&self.path, 0));
+        if stored == ikey::DEFAULT_KEYSPACE
+            || adopted == ikey::DEFAULT_KEYSPACE
+            || stored == adopted
+        {
+            return bad(format!("keyspace adoption {stored} -> {adopted}: ids must differ from 0 and from each other"));
+        }
+        let held = if self.props.entries > 0 {
+            let (lo, hi) =
+                (ikey::keyspace(&self.props.smallest_key), ikey::keyspace(&self.props.largest_key));
+            if lo != hi {
+                return bad(format!("keys of keyspaces {lo} and {hi} in one table"));
+            }
+            Some(lo)
+        } else {
+            self.range_del_keyspace()?
+        };
+        if held.is_some_and(|ks| ks != stored) {
+            return bad(format!(
+                "the manifest says its keys carry keyspace {stored}, they carry {}",
+                held.unwrap_or_default()
+            ));
+        }
+        self.adoption = Some(Adoption { stored, adopted });
+        Ok(())
+    }
+
+    /// An adopted table's keyspace ids ([`Table::adopt_keyspace`]).
+    pub(crate) fn adoption(&self) -> Option<Adoption> {
+        self.adoption
+    }
+
+    /// The keyspace id the stored keys of `keyspace` carry: itself, or for an adopted table
+    /// the stored id (`None` for any other keyspace: the table holds none of its keys).
+    #[inline]
+    fn stored_keyspace(&self, keyspace: u32) -> Option<u32> {
+        match self.adoption {
+            None => Some(keyspace),
+            Some(a) if a.adopted == keyspace => Some(a.stored),
+            Some(_) => None,
         }
     }
 
@@ -657,6 +746,7 @@ impl Table {
         key_hash: u64,
         counters: &ReadCounters,
     ) -> FilterVerdict {
+        let Some(keyspace) = self.stored_keyspace(keyspace) else { return FilterVerdict::Absent };
         let key = (keyspace, user_key);
         if self.props.entries == 0
             || key < ikey::split(&self.props.smallest_key)
@@ -664,7 +754,7 @@ impl Table {
         {
             return FilterVerdict::Absent;
         }
-        self.probe_filter_in_range(keyspace, user_key, key_hash, counters)
+        self.probe_stored(keyspace, user_key, key_hash, counters)
     }
 
     /// [`Table::probe_filter`] for a key the caller found within the file's key range
@@ -676,6 +766,21 @@ impl Table {
     /// point key of the table bounds is still answered right: the filter holds no such key,
     /// so it says "absent", or "maybe" as for any absent key, and the index finds no version.
     pub(crate) fn probe_filter_in_range(
+        &self,
+        keyspace: u32,
+        user_key: &[u8],
+        key_hash: u64,
+        counters: &ReadCounters,
+    ) -> FilterVerdict {
+        match self.stored_keyspace(keyspace) {
+            Some(keyspace) => self.probe_stored(keyspace, user_key, key_hash, counters),
+            None => FilterVerdict::Absent,
+        }
+    }
+
+    /// [`Table::probe_filter_in_range`] of a key whose keyspace is the stored one. The whole
+    /// filters hash the user key alone; a partition is found by the stored key.
+    fn probe_stored(
         &self,
         keyspace: u32,
         user_key: &[u8],
@@ -773,6 +878,9 @@ impl Table {
         operands: &mut Vec<Vec<u8>>,
         first: Option<(BlockHandle, Arc<Block>)>,
     ) -> Result<GetResult> {
+        let Some(keyspace) = self.stored_keyspace(keyspace) else {
+            return Ok(GetResult::NotFound);
+        };
         if !positive && self.filter_in_cache() {
             // `probe_filter` found no usable filter although the table has one in the cache:
             // its read failed. Read it again here, where an error can be returned.

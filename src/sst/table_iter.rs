@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::sst::block::BlockIter;
 use crate::sst::counters::ScanCounters;
 use crate::sst::format::BlockHandle;
-use crate::sst::reader::{IndexCursor, Table};
+use crate::sst::reader::{Adoption, IndexCursor, StoredTarget, Table};
 use std::sync::Arc;
 
 /// A cursor over a table, movable both ways. Holds the table, its index and the current block
@@ -28,13 +28,19 @@ pub struct TableIter {
     /// An ingested table's global sequence number ([`Table::set_global_seq`]): every key is
     /// read with it in place of the stored 0, through `gkey`.
     global_seq: Option<u64>,
-    /// The current key with the global sequence number (meaningful with `global_seq`).
+    /// An adopted table's keyspace ids ([`Table::adopt_keyspace`]): every key is read with
+    /// the adopted id in place of the stored one, through `gkey`, and seek targets are
+    /// translated the other way ([`Adoption::stored_target`]).
+    adoption: Option<Adoption>,
+    /// The current key as read: with the global sequence number and the adopted keyspace
+    /// (meaningful with either).
     gkey: Vec<u8>,
 }
 
 impl TableIter {
     pub(crate) fn new(table: Arc<Table>, fill_cache: bool) -> TableIter {
         let global_seq = table.global_seq();
+        let adoption = table.adoption();
         TableIter {
             table,
             index: None,
@@ -42,6 +48,7 @@ impl TableIter {
             fill_cache,
             counters: None,
             global_seq,
+            adoption,
             gkey: Vec::new(),
         }
     }
@@ -74,23 +81,42 @@ impl TableIter {
 
     /// The current internal key (empty when not valid).
     pub fn key(&self) -> &[u8] {
-        match self.global_seq {
-            Some(_) if self.valid() => &self.gkey,
-            _ => self.data.as_ref().map_or(&[], |d| d.key()),
+        if self.rewrites() && self.valid() {
+            return &self.gkey;
         }
+        self.data.as_ref().map_or(&[], |d| d.key())
     }
 
-    /// With a global sequence number, rebuilds `gkey` from the stored key: the trailer's
-    /// sequence replaced, its kind byte (and keyspace flag) kept.
+    /// Whether keys are read otherwise than stored (a global sequence number or an adopted
+    /// keyspace).
+    #[inline]
+    fn rewrites(&self) -> bool {
+        self.global_seq.is_some() || self.adoption.is_some()
+    }
+
+    /// Rebuilds `gkey` from the stored key: with a global sequence number the trailer's
+    /// sequence replaced, its kind byte (and keyspace flag) kept; with an adoption the stored
+    /// keyspace id replaced by the adopted one (a key of another id, which only a corrupt
+    /// table holds, is left as it is, so whoever reads it sees the mismatch).
     fn refresh(&mut self) {
-        let Some(g) = self.global_seq else { return };
+        if !self.rewrites() {
+            return;
+        }
         let Some(d) = self.data.as_ref().filter(|d| d.valid()) else { return };
         let raw = d.key();
-        let cut = raw.len().saturating_sub(crate::ikey::TRAILER_LEN);
         self.gkey.clear();
-        self.gkey.extend_from_slice(&raw[..cut]);
-        let kind_byte = raw.get(cut).copied().unwrap_or(0);
-        self.gkey.extend_from_slice(&((g << 8) | kind_byte as u64).to_le_bytes());
+        match self.global_seq {
+            Some(g) => {
+                let cut = raw.len().saturating_sub(crate::ikey::TRAILER_LEN);
+                self.gkey.extend_from_slice(&raw[..cut]);
+                let kind_byte = raw.get(cut).copied().unwrap_or(0);
+                self.gkey.extend_from_slice(&((g << 8) | kind_byte as u64).to_le_bytes());
+            }
+            None => self.gkey.extend_from_slice(raw),
+        }
+        if let Some(a) = self.adoption {
+            crate::ikey::replace_keyspace(&mut self.gkey, a.stored, a.adopted);
+        }
     }
 
     /// The current value (empty when not valid).
@@ -124,11 +150,22 @@ impl TableIter {
     }
 
     fn seek_inner(&mut self, target: &[u8]) -> Result<()> {
+        let stored = match self.adoption.map(|a| a.stored_target(target)) {
+            None => None,
+            Some(StoredTarget::Before) => return self.seek_to_first_inner(),
+            Some(StoredTarget::After) => {
+                self.data = None;
+                return Ok(());
+            }
+            Some(StoredTarget::Key(k)) => Some(k),
+        };
+        let stored_target = stored.as_deref().unwrap_or(target);
         self.data = None;
         let (t, index) = self.index()?;
-        index.seek(t, target)?;
+        index.seek(t, stored_target)?;
         if self.load_block()? {
-            self.data.as_mut().expect("loaded").seek(target).map_err(|e| self.data_err(e))?;
+            let d = self.data.as_mut().expect("loaded");
+            d.seek(stored_target).map_err(|e| self.data_err(e))?;
         }
         self.skip_exhausted_blocks()?;
         self.refresh();

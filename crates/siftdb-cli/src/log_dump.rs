@@ -139,7 +139,7 @@ pub fn manifest(args: &LogDumpArgs) -> Result<()> {
         }
         for (level, m) in &e.added {
             println!(
-                "  + L{level} {:06}.sst keyspace {}, {} bytes, {} entries, keys {}..{}, seq {}..={}{}",
+                "  + L{level} {:06}.sst keyspace {}, {} bytes, {} entries, keys {}..{}, seq {}..={}{}{}",
                 m.number,
                 m.keyspace,
                 m.size,
@@ -149,7 +149,9 @@ pub fn manifest(args: &LogDumpArgs) -> Result<()> {
                 m.smallest_seq,
                 m.largest_seq,
                 // An ingested file: its entries are stored at 0 and read at this sequence.
-                m.global_seq.map_or(String::new(), |g| format!(", ingested at global seq {g}"))
+                m.global_seq.map_or(String::new(), |g| format!(", ingested at global seq {g}")),
+                // An adopted file: its keys carry this id and are read as `keyspace`'s.
+                m.stored_keyspace.map_or(String::new(), |s| format!(", keys stored as keyspace {s}"))
             );
         }
     }

@@ -79,10 +79,20 @@ for _ in $(seq 100); do "$BIN" init --addr "$(addr 1)" --members "$members" 2>/d
 
 echo "dir=$root" >&2
 "$BIN" load --addrs "$addrs" --bytes $((STATE_MIB << 20)) --value-size "$VALUE_SIZE" --clients 8 >&2
-leader=$(metric 1 .current_leader)
-t=$(now)
-"$BIN" snapshot --addr "$(addr "$leader")" >&2
-echo "leader=$leader snapshot_build_s=$(echo "$(now) - $t" | bc)" >&2
+# The snapshot and the purge must be the leader's when the learner is added: a leadership
+# change during the build leaves a leader whose log still holds every entry, and the learner
+# then catches up by log. So the build is repeated on the new leader until none happened.
+leader=""
+for attempt in 1 2 3 4 5; do
+  leader=$(metric 1 .current_leader)
+  t=$(now)
+  "$BIN" snapshot --addr "$(addr "$leader")" >&2
+  echo "leader=$leader snapshot_build_s=$(echo "$(now) - $t" | bc)" >&2
+  now_leader=$(metric 1 .current_leader)
+  [ "$now_leader" = "$leader" ] && break
+  echo "leadership moved from $leader to $now_leader during the build (attempt $attempt)" >&2
+  [ "$attempt" = 5 ] && { echo "catchup.sh: no stable leader over 5 snapshot builds" >&2; exit 1; }
+done
 snapshot_bytes=$(stat -c %s "$root/node-$leader/snapshot")
 leader_applied=$(metric "$leader" .last_applied.index)
 
@@ -111,6 +121,8 @@ watcher=$!
 
 t0=$(now)
 "$BIN" add-learner --addrs "$addrs" 4 "$(addr 4)" >&2
+leader_at_add=$(metric 1 .current_leader)
+[ "$leader_at_add" = "$leader" ] || echo "warning: leader $leader_at_add at add-learner, snapshot taken on $leader" >&2
 while [ "$(metric 4 '.last_applied.index // 0')" -lt "$leader_applied" ]; do sleep 0.05; done
 t1=$(now)
 wait "$watcher" || true

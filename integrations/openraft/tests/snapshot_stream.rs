@@ -180,6 +180,10 @@ async fn a_snapshot_much_larger_than_a_chunk_streams_in_chunks_to_a_new_node() {
     raft2.wait(wait).applied_index_at_least(Some(last.index), "node 2 caught up").await.unwrap();
     assert_eq!(sm2.dump().unwrap(), sm1.dump().unwrap());
     assert_eq!(sm2.dump().unwrap().len(), 256);
+    // The exported tables went in as they were sent: adopted into node 2's fresh keyspace
+    // (another id than node 1's), none rewritten.
+    let (tables, rewritten) = sm2.installed_tables();
+    assert!(tables > 0 && rewritten == 0, "{tables} tables installed, {rewritten} rewritten");
 
     // The snapshot went as consecutive chunks of at most CHUNK bytes, the last one `done`, and
     // arrived byte for byte as node 2's current snapshot.

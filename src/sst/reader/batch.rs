@@ -38,6 +38,7 @@ impl Table {
         snapshot_seq: u64,
         counters: &ReadCounters,
     ) -> Result<Option<BlockHandle>> {
+        let Some(keyspace) = self.stored_keyspace(keyspace) else { return Ok(None) };
         counters.bump(&counters.index_blocks_read);
         let index_entry = self.index_entry(Some(counters))?;
         let target = ikey::lookup_key_in(keyspace, user_key, snapshot_seq);

@@ -1,5 +1,6 @@
 //! Builder -> reader tests over an in-memory file pair.
 
+mod adopted_keyspace;
 mod aligned;
 mod block_reverse;
 mod charges;

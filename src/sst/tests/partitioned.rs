@@ -178,6 +178,49 @@ fn partitioned_filters_of_a_keyspace_answer_for_its_keys() {
 }
 
 #[test]
+fn an_adopted_table_finds_its_partitions_and_index_parts_by_the_stored_id() {
+    // Keys of keyspace 9 read as keyspace 4 (`Table::adopt_keyspace`): the partitioned filter's
+    // top level and the partitioned index are searched with the stored id, wherever they live.
+    let file = MemFile::default();
+    let mut b = TableBuilder::new(Box::new(file.clone()), opts()).unwrap();
+    b.partition_index(128);
+    for i in 0..500u32 {
+        let k = format!("ks{i:06}").into_bytes();
+        b.add(&ikey::encode_in(9, &k, 0, ValueKind::Put), b"value").unwrap();
+    }
+    let s = b.finish(partitioned(StaticFilterKind::Ribbon, 64)).unwrap();
+    assert!(s.properties.filter_partitions > 2 && s.properties.index_partitions > 2);
+    for (cache, policy) in residences() {
+        let mut t = open_with(file.bytes(), cache, policy).unwrap();
+        t.adopt_keyspace(9, 4).unwrap();
+        let c = ReadCounters::new();
+        for i in 0..500u32 {
+            let k = format!("ks{i:06}").into_bytes();
+            let h = hash_key(&k);
+            assert_ne!(t.probe_filter(4, &k, h, &c), FilterVerdict::Absent, "{i}");
+            let got = t
+                .get_past_filter(4, &k, u64::MAX, &c, true, ValueOut::Copy, &mut Vec::new(), 0)
+                .unwrap();
+            assert_eq!(got, GetResult::Found(b"value".to_vec()));
+            assert_eq!(t.probe_filter(9, &k, h, &c), FilterVerdict::Absent, "stored id {i}");
+        }
+        let t = Arc::new(t);
+        let mut it = t.iter(false);
+        it.seek(&ikey::lookup_key_in(4, b"ks000250", u64::MAX)).unwrap();
+        assert_eq!(ikey::split(it.key()), (4, &b"ks000250"[..]));
+        let mut n = 1;
+        while {
+            it.next().unwrap();
+            it.valid()
+        } {
+            assert_eq!(ikey::keyspace(it.key()), 4);
+            n += 1;
+        }
+        assert_eq!(n, 250);
+    }
+}
+
+#[test]
 fn a_lookup_of_a_missing_key_reads_at_most_one_partition() {
     let entries = simple_entries(3000);
     let (bytes, s) = build(&entries, opts(), partitioned(StaticFilterKind::BinaryFuse8, 512));

@@ -62,6 +62,10 @@ struct Shared {
     incoming: AtomicU64,
     /// A test hook: the next install fails between unpack and switch.
     fail_before_switch: AtomicBool,
+    /// Tables ingested by installs since the open, and those of them the engine rewrote
+    /// instead of adopting ([`StateMachine::installed_tables`]).
+    installed_tables: AtomicU64,
+    rewritten_tables: AtomicU64,
 }
 
 impl StateMachine {
@@ -108,6 +112,8 @@ impl StateMachine {
                 snapshot_file: Mutex::new(()),
                 incoming: AtomicU64::new(0),
                 fail_before_switch: AtomicBool::new(false),
+                installed_tables: AtomicU64::new(0),
+                rewritten_tables: AtomicU64::new(0),
             }),
         };
         // A `snapshot` newer than the applied state: an install interrupted between its rename
@@ -134,6 +140,15 @@ impl StateMachine {
     #[doc(hidden)]
     pub fn fail_next_install_before_switch(&self) {
         self.shared.fail_before_switch.store(true, Ordering::Relaxed);
+    }
+
+    /// `(tables, rewritten)`: the tables this node's snapshot installs ingested since it
+    /// opened, and how many of them the engine rewrote entry by entry rather than adopting
+    /// the received bytes (0: a table exported from the sender's data keyspace is adopted
+    /// into the fresh one, siftdb design.md#ingestion-and-export).
+    pub fn installed_tables(&self) -> (u64, u64) {
+        let s = &self.shared;
+        (s.installed_tables.load(Ordering::Relaxed), s.rewritten_tables.load(Ordering::Relaxed))
     }
 
     /// The value of `key` in the applied state (a local read: linearizable only after
@@ -493,9 +508,12 @@ impl Shared {
 
         // 2. Ingest into the new generation, which nothing references yet.
         if !tables.is_empty() {
-            fresh
+            let report = fresh
                 .ingest(&tables, IngestOptions::with_mode(IngestMode::Move))
                 .map_err(|e| refuse(format!("ingest refused the tables: {e}")))?;
+            let rewritten = report.files.iter().filter(|f| f.rewritten).count() as u64;
+            self.installed_tables.fetch_add(report.files.len() as u64, Ordering::Relaxed);
+            self.rewritten_tables.fetch_add(rewritten, Ordering::Relaxed);
         }
         crash_point("install-after-ingest");
         if self.fail_before_switch.swap(false, Ordering::Relaxed) {
