@@ -17,9 +17,10 @@ usage:
   siftdb-raft node --id N --addr HOST:PORT --dir DIR [--snapshot-every ENTRIES]
                    [--store siftdb|rocksdb]   (rocksdb: built with --features rocksdb-peer)
   siftdb-raft init --addr HOST:PORT --members ID=HOST:PORT,ID=HOST:PORT,...
-  siftdb-raft put --addrs A,B,... KEY VALUE
-  siftdb-raft get --addrs A,B,... KEY          (linearizable, through read_index)
-  siftdb-raft delete --addrs A,B,... KEY
+  siftdb-raft put --addrs A,B,... [--encoding utf8|hex] KEY VALUE
+  siftdb-raft get --addrs A,B,... [--encoding utf8|hex] KEY   (linearizable, through read_index)
+  siftdb-raft delete --addrs A,B,... [--encoding utf8|hex] KEY
+                   (--encoding hex: keys and values are given and printed as hex, any bytes)
   siftdb-raft add-learner --addrs A,B,... ID HOST:PORT   (returns once it caught up)
   siftdb-raft promote --addrs A,B,... ID       (makes a learner a voter)
   siftdb-raft metrics --addr HOST:PORT
@@ -154,22 +155,39 @@ async fn run(cmd: &str, mut a: Args) -> Result<(), String> {
         }
         "put" | "delete" | "get" => {
             let client = Client::new(a.addrs()?);
+            let hex = match a.flags.remove("encoding").as_deref() {
+                None | Some("utf8") => false,
+                Some("hex") => true,
+                Some(other) => return Err(format!("--encoding {other}: expected utf8 or hex")),
+            };
             let want = if cmd == "put" { 2 } else { 1 };
             let mut p = a.finish(want)?;
-            let key = p.remove(0);
+            let arg = |s: String, what: &str| -> Result<Vec<u8>, String> {
+                if hex {
+                    from_hex(&s).map_err(|e| format!("{what} {s:?}: {e}"))
+                } else {
+                    Ok(s.into_bytes())
+                }
+            };
+            let key = arg(p.remove(0), "key")?;
             let req = match cmd {
-                "put" => Request::Set { key, value: p.remove(0) },
-                "delete" => Request::Delete { key },
+                "put" => Request::set(key, arg(p.remove(0), "value")?),
+                "delete" => Request::delete(key),
                 _ => {
                     match client.read(&key).await? {
-                        Some(v) => println!("{v}"),
+                        Some(v) => println!("{}", show(&v, hex)?),
                         None => println!("(absent)"),
                     }
                     return Ok(());
                 }
             };
             let r = client.write(&req).await?;
-            println!("ok (previous: {})", r.previous.as_deref().unwrap_or("absent"));
+            let previous = match &r.previous {
+                Some(v) if hex => to_hex(v),
+                Some(v) => v.escape_ascii().to_string(),
+                None => "absent".into(),
+            };
+            println!("ok (previous: {previous})");
             Ok(())
         }
         "add-learner" => {
@@ -255,9 +273,9 @@ async fn bench(mut a: Args) -> Result<(), String> {
                 let key = format!("bench{:08}", i % keys);
                 let ok = if op == "write" {
                     let value = bench_value(i, value_size);
-                    client.write(&Request::Set { key, value }).await.is_ok()
+                    client.write(&Request::set(key, value)).await.is_ok()
                 } else {
-                    client.read(&key).await.is_ok()
+                    client.read(key.as_bytes()).await.is_ok()
                 };
                 let counter = if ok { &done } else { &failed };
                 counter.fetch_add(1, Ordering::Relaxed);
@@ -327,8 +345,7 @@ async fn load(mut a: Args) -> Result<(), String> {
                 if n >= writes {
                     return Ok::<(), String>(());
                 }
-                let req =
-                    Request::Set { key: format!("load{n:010}"), value: bench_value(n, value_size) };
+                let req = Request::set(format!("load{n:010}"), bench_value(n, value_size));
                 client.write(&req).await.map_err(|e| format!("write {n}: {e}"))?;
             }
         }));
@@ -343,4 +360,40 @@ async fn load(mut a: Args) -> Result<(), String> {
         total as f64 / secs / 1e6
     );
     Ok(())
+}
+
+/// The bytes of a hex string (two digits a byte, either case).
+fn from_hex(s: &str) -> Result<Vec<u8>, String> {
+    if !s.len().is_multiple_of(2) {
+        return Err("odd number of hex digits".into());
+    }
+    let digit = |c: u8| -> Result<u8, String> {
+        match c {
+            b'0'..=b'9' => Ok(c - b'0'),
+            b'a'..=b'f' => Ok(c - b'a' + 10),
+            b'A'..=b'F' => Ok(c - b'A' + 10),
+            _ => Err(format!("{:?} is not a hex digit", char::from(c))),
+        }
+    };
+    s.as_bytes()
+        .chunks(2)
+        .map(|p| match p {
+            [hi, lo] => Ok(digit(*hi)? << 4 | digit(*lo)?),
+            _ => Err("odd number of hex digits".into()),
+        })
+        .collect()
+}
+
+fn to_hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// A value as `get` prints it: hex, or the text, refused when it is not UTF-8.
+fn show(v: &[u8], hex: bool) -> Result<String, String> {
+    if hex {
+        return Ok(to_hex(v));
+    }
+    String::from_utf8(v.to_vec()).map_err(|_| {
+        format!("the value ({} bytes) is not UTF-8: read it with --encoding hex", v.len())
+    })
 }
