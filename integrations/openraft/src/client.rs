@@ -16,6 +16,19 @@ use crate::kv_wire;
 use crate::service::api;
 use crate::{NodeId, Request, Response};
 
+/// A transport error with its causes (reqwest's own text stops at "error sending request"),
+/// so that a refused TLS handshake says why (e.g. `invalid peer certificate: UnknownIssuer`).
+pub fn describe(e: &reqwest::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
 /// The result of one attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome<T> {
@@ -36,6 +49,7 @@ pub enum Outcome<T> {
 /// A client of a cluster given by its nodes' addresses.
 pub struct Client {
     http: reqwest::Client,
+    scheme: &'static str,
     addrs: Vec<String>,
     /// The address that last answered as leader.
     leader: Mutex<Option<String>>,
@@ -48,8 +62,15 @@ pub struct Client {
 impl Client {
     /// A client of the nodes at `addrs` (`host:port`).
     pub fn new(addrs: Vec<String>) -> Client {
+        Client::with_security(addrs, &crate::tls::Security::default())
+    }
+
+    /// A client of the nodes at `addrs` over TLS and with the shared secret as `security`
+    /// says ([`crate::tls::SecurityOptions::client`]).
+    pub fn with_security(addrs: Vec<String>, security: &crate::tls::Security) -> Client {
         Client {
-            http: reqwest::Client::new(),
+            http: security.http_client(),
+            scheme: security.scheme(),
             addrs,
             leader: Mutex::new(None),
             attempt_timeout: Duration::from_secs(3),
@@ -65,7 +86,7 @@ impl Client {
     ) -> Outcome<R> {
         let sent = self
             .http
-            .post(format!("http://{addr}{route}"))
+            .post(format!("{}://{addr}{route}", self.scheme))
             .timeout(self.attempt_timeout)
             .json(body)
             .send()
@@ -75,10 +96,11 @@ impl Client {
                 Ok(r) => Outcome::Done(r),
                 Err(e) => Outcome::Unknown(format!("{addr}{route}: reading the reply: {e}")),
             },
-            Err(e) if e.is_connect() => {
-                Outcome::Refused { why: format!("{addr}: cannot connect: {e}"), leader: None }
-            }
-            Err(e) => Outcome::Unknown(format!("{addr}{route}: {e}")),
+            Err(e) if e.is_connect() => Outcome::Refused {
+                why: format!("{addr}: cannot connect: {}", describe(&e)),
+                leader: None,
+            },
+            Err(e) => Outcome::Unknown(format!("{addr}{route}: {}", describe(&e))),
         }
     }
 
@@ -93,7 +115,7 @@ impl Client {
     ) -> Outcome<Result<T, E>> {
         let sent = self
             .http
-            .post(format!("http://{addr}{route}"))
+            .post(format!("{}://{addr}{route}", self.scheme))
             .timeout(self.attempt_timeout)
             .header(reqwest::header::CONTENT_TYPE, kv_wire::CONTENT_TYPE)
             .body(body)
@@ -103,11 +125,11 @@ impl Client {
             Ok(reply) => reply,
             Err(e) if e.is_connect() => {
                 return Outcome::Refused {
-                    why: format!("{addr}: cannot connect: {e}"),
+                    why: format!("{addr}: cannot connect: {}", describe(&e)),
                     leader: None,
                 }
             }
-            Err(e) => return Outcome::Unknown(format!("{addr}{route}: {e}")),
+            Err(e) => return Outcome::Unknown(format!("{addr}{route}: {}", describe(&e))),
         };
         let status = reply.status();
         if status.is_client_error() {
@@ -134,11 +156,11 @@ impl Client {
     async fn get_json<R: DeserializeOwned>(&self, addr: &str, route: &str) -> Result<R, String> {
         let reply = self
             .http
-            .get(format!("http://{addr}{route}"))
+            .get(format!("{}://{addr}{route}", self.scheme))
             .timeout(self.attempt_timeout)
             .send()
             .await
-            .map_err(|e| format!("{addr}{route}: {e}"))?;
+            .map_err(|e| format!("{addr}{route}: {}", describe(&e)))?;
         reply.json().await.map_err(|e| format!("{addr}{route}: {e}"))
     }
 
@@ -261,12 +283,12 @@ impl Client {
     pub async fn dump(&self, addr: &str) -> Result<crate::Pairs, String> {
         let reply = self
             .http
-            .get(format!("http://{addr}/kv/dump"))
+            .get(format!("{}://{addr}/kv/dump", self.scheme))
             .timeout(self.attempt_timeout)
             .header(reqwest::header::ACCEPT, kv_wire::CONTENT_TYPE)
             .send()
             .await
-            .map_err(|e| format!("{addr}/kv/dump: {e}"))?;
+            .map_err(|e| format!("{addr}/kv/dump: {}", describe(&e)))?;
         let status = reply.status();
         let bytes = reply.bytes().await.map_err(|e| format!("{addr}/kv/dump: {e}"))?;
         if !status.is_success() {
@@ -310,11 +332,11 @@ impl Client {
     pub async fn snapshot(&self, addr: &str) -> Result<Option<openraft::LogId<NodeId>>, String> {
         let reply = self
             .http
-            .post(format!("http://{addr}/cluster/snapshot"))
+            .post(format!("{}://{addr}/cluster/snapshot", self.scheme))
             .timeout(Duration::from_secs(3600))
             .send()
             .await
-            .map_err(|e| format!("{addr}/cluster/snapshot: {e}"))?;
+            .map_err(|e| format!("{addr}/cluster/snapshot: {}", describe(&e)))?;
         let r: api::SnapshotResult =
             reply.json().await.map_err(|e| format!("{addr}/cluster/snapshot: {e}"))?;
         r

@@ -34,6 +34,7 @@ pub mod peer_rocksdb;
 pub mod service;
 pub mod snapshot_wire;
 pub mod store;
+pub mod tls;
 
 use std::fmt;
 

@@ -104,6 +104,8 @@ pub struct NodeConfig {
     pub snapshot_every: u64,
     /// Which engine stores the log and the state machine.
     pub store: StoreKind,
+    /// TLS and the shared secret, for the listener and the RPCs to peers ([`crate::tls`]).
+    pub security: crate::tls::Security,
 }
 
 /// The engine under a node.
@@ -215,12 +217,18 @@ pub async fn run_node(cfg: NodeConfig) -> Result<(), Box<dyn std::error::Error>>
     let (raft, sm): (Raft, Arc<dyn KvRead>) = match cfg.store {
         StoreKind::Siftdb => {
             let (log, sm) = store::open(&cfg.dir, cfg.id)?;
-            (Raft::new(cfg.id, config, Network::default(), log, sm.clone()).await?, Arc::new(sm))
+            (
+                Raft::new(cfg.id, config, Network::new(&cfg.security), log, sm.clone()).await?,
+                Arc::new(sm),
+            )
         }
         #[cfg(feature = "rocksdb-peer")]
         StoreKind::Rocksdb => {
             let (log, sm) = crate::peer_rocksdb::open(&cfg.dir, cfg.id)?;
-            (Raft::new(cfg.id, config, Network::default(), log, sm.clone()).await?, Arc::new(sm))
+            (
+                Raft::new(cfg.id, config, Network::new(&cfg.security), log, sm.clone()).await?,
+                Arc::new(sm),
+            )
         }
         #[cfg(not(feature = "rocksdb-peer"))]
         StoreKind::Rocksdb => {
@@ -230,10 +238,28 @@ pub async fn run_node(cfg: NodeConfig) -> Result<(), Box<dyn std::error::Error>>
         }
     };
     let listener = tokio::net::TcpListener::bind(&cfg.addr).await?;
-    eprintln!("siftdb-raft node {} serving on {} from {}", cfg.id, cfg.addr, cfg.dir.display());
-    axum::serve(listener, router(raft.clone(), sm))
-        .with_graceful_shutdown(shutdown_signal())
-        .await?;
+    let mut app = router(raft.clone(), sm);
+    if let Some(secret) = cfg.security.secret.clone() {
+        // Outermost: a request without the secret reaches no route, so never Raft.
+        app = app.layer(axum::middleware::from_fn(move |req, next| {
+            check_secret(secret.clone(), req, next)
+        }));
+    }
+    eprintln!(
+        "siftdb-raft node {} serving {} on {} from {}",
+        cfg.id,
+        cfg.security.scheme(),
+        cfg.addr,
+        cfg.dir.display()
+    );
+    match cfg.security.server.clone() {
+        Some(tls) => {
+            axum::serve(crate::tls::TlsListener::new(listener, tls)?, app)
+                .with_graceful_shutdown(shutdown_signal())
+                .await?
+        }
+        None => axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await?,
+    }
     raft.shutdown().await?;
     Ok(())
 }
@@ -263,6 +289,23 @@ pub fn router(raft: Raft, sm: Arc<dyn KvRead>) -> Router {
         .route("/cluster/snapshot", post(cluster_snapshot))
         .route("/cluster/metrics", get(cluster_metrics))
         .with_state(app)
+}
+
+/// Answers HTTP 401 unless the request carries the shared secret.
+async fn check_secret(
+    secret: Arc<str>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> HttpResponse {
+    let given = req.headers().get(crate::tls::SECRET_HEADER).map(|v| v.as_bytes());
+    match given {
+        Some(g) if crate::tls::secret_matches(g, secret.as_bytes()) => next.run(req).await,
+        Some(_) => (StatusCode::UNAUTHORIZED, "wrong shared secret").into_response(),
+        None => {
+            let why = format!("missing shared secret (header {})", crate::tls::SECRET_HEADER);
+            (StatusCode::UNAUTHORIZED, why).into_response()
+        }
+    }
 }
 
 async fn shutdown_signal() {
