@@ -6,7 +6,8 @@
 //!   machine in one siftdb database; the layout is in README.md.
 //! - [`service`] is a replicated KV service over HTTP built on them (the `siftdb-raft` binary),
 //!   [`client`] its client, [`network`] the Raft RPCs between nodes ([`snapshot_wire`]: the
-//!   binary body of a snapshot chunk).
+//!   binary body of a snapshot chunk, [`kv_wire`]: the binary bodies of the client routes,
+//!   [`tls`]: TLS and the shared secret, off unless configured).
 //!
 //! Quick start, in-process (the storage only):
 //!
