@@ -1,6 +1,7 @@
 //! A client of the KV service: one-attempt calls that say whether a write certainly did not
 //! happen, certainly happened, or may have (what a linearizability checker needs), and retrying
-//! calls that follow the leader (what the CLI uses).
+//! calls that follow the leader (what the CLI uses). Keys and values are bytes and travel in
+//! the binary bodies of [`crate::kv_wire`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -11,8 +12,22 @@ use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use crate::kv_wire;
 use crate::service::api;
 use crate::{NodeId, Request, Response};
+
+/// A transport error with its causes (reqwest's own text stops at "error sending request"),
+/// so that a refused TLS handshake says why (e.g. `invalid peer certificate: UnknownIssuer`).
+pub fn describe(e: &reqwest::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
 
 /// The result of one attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,6 +49,7 @@ pub enum Outcome<T> {
 /// A client of a cluster given by its nodes' addresses.
 pub struct Client {
     http: reqwest::Client,
+    scheme: &'static str,
     addrs: Vec<String>,
     /// The address that last answered as leader.
     leader: Mutex<Option<String>>,
@@ -46,8 +62,15 @@ pub struct Client {
 impl Client {
     /// A client of the nodes at `addrs` (`host:port`).
     pub fn new(addrs: Vec<String>) -> Client {
+        Client::with_security(addrs, &crate::tls::Security::default())
+    }
+
+    /// A client of the nodes at `addrs` over TLS and with the shared secret as `security`
+    /// says ([`crate::tls::SecurityOptions::client`]).
+    pub fn with_security(addrs: Vec<String>, security: &crate::tls::Security) -> Client {
         Client {
-            http: reqwest::Client::new(),
+            http: security.http_client(),
+            scheme: security.scheme(),
             addrs,
             leader: Mutex::new(None),
             attempt_timeout: Duration::from_secs(3),
@@ -63,7 +86,7 @@ impl Client {
     ) -> Outcome<R> {
         let sent = self
             .http
-            .post(format!("http://{addr}{route}"))
+            .post(format!("{}://{addr}{route}", self.scheme))
             .timeout(self.attempt_timeout)
             .json(body)
             .send()
@@ -73,27 +96,80 @@ impl Client {
                 Ok(r) => Outcome::Done(r),
                 Err(e) => Outcome::Unknown(format!("{addr}{route}: reading the reply: {e}")),
             },
+            Err(e) if e.is_connect() => Outcome::Refused {
+                why: format!("{addr}: cannot connect: {}", describe(&e)),
+                leader: None,
+            },
+            Err(e) => Outcome::Unknown(format!("{addr}{route}: {}", describe(&e))),
+        }
+    }
+
+    /// Sends a binary body ([`kv_wire`]) and decodes the binary reply with `ok`. A 4xx status
+    /// means the node refused the request before doing anything with it.
+    async fn post_binary<T, E: DeserializeOwned>(
+        &self,
+        addr: &str,
+        route: &str,
+        body: Vec<u8>,
+        ok: impl FnOnce(&mut kv_wire::Reader<'_>) -> Result<T, kv_wire::KvWireError>,
+    ) -> Outcome<Result<T, E>> {
+        let sent = self
+            .http
+            .post(format!("{}://{addr}{route}", self.scheme))
+            .timeout(self.attempt_timeout)
+            .header(reqwest::header::CONTENT_TYPE, kv_wire::CONTENT_TYPE)
+            .body(body)
+            .send()
+            .await;
+        let reply = match sent {
+            Ok(reply) => reply,
             Err(e) if e.is_connect() => {
-                Outcome::Refused { why: format!("{addr}: cannot connect: {e}"), leader: None }
+                return Outcome::Refused {
+                    why: format!("{addr}: cannot connect: {}", describe(&e)),
+                    leader: None,
+                }
             }
-            Err(e) => Outcome::Unknown(format!("{addr}{route}: {e}")),
+            Err(e) => return Outcome::Unknown(format!("{addr}{route}: {}", describe(&e))),
+        };
+        let status = reply.status();
+        if status.is_client_error() {
+            let text = reply.text().await.unwrap_or_default();
+            return Outcome::Refused {
+                why: format!("{addr}{route}: {status}: {text}"),
+                leader: None,
+            };
+        }
+        let bytes = match reply.bytes().await {
+            Ok(b) if status.is_success() => b,
+            Ok(b) => {
+                let text = String::from_utf8_lossy(&b);
+                return Outcome::Unknown(format!("{addr}{route}: {status}: {text}"));
+            }
+            Err(e) => return Outcome::Unknown(format!("{addr}{route}: reading the reply: {e}")),
+        };
+        match kv_wire::decode_reply(&bytes, ok) {
+            Ok(r) => Outcome::Done(r),
+            Err(e) => Outcome::Unknown(format!("{addr}{route}: reading the reply: {e}")),
         }
     }
 
     async fn get_json<R: DeserializeOwned>(&self, addr: &str, route: &str) -> Result<R, String> {
         let reply = self
             .http
-            .get(format!("http://{addr}{route}"))
+            .get(format!("{}://{addr}{route}", self.scheme))
             .timeout(self.attempt_timeout)
             .send()
             .await
-            .map_err(|e| format!("{addr}{route}: {e}"))?;
+            .map_err(|e| format!("{addr}{route}: {}", describe(&e)))?;
         reply.json().await.map_err(|e| format!("{addr}{route}: {e}"))
     }
 
     /// One write attempt at the node `addr`.
     pub async fn write_once(&self, addr: &str, req: &Request) -> Outcome<Response> {
-        match self.post::<_, api::WriteResult>(addr, "/kv/write", req).await {
+        let body = kv_wire::encode_write(req);
+        let sent: Outcome<api::WriteResult> =
+            self.post_binary(addr, "/kv/write", body, |r| r.response()).await;
+        match sent {
             Outcome::Done(Ok(r)) => Outcome::Done(r),
             Outcome::Done(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f)))) => {
                 Outcome::Refused {
@@ -111,8 +187,11 @@ impl Client {
 
     /// One linearizable read attempt at the node `addr`. A read changes nothing, so every
     /// failure is `Refused`.
-    pub async fn read_once(&self, addr: &str, key: &str) -> Outcome<Option<String>> {
-        match self.post::<_, api::ReadResult>(addr, "/kv/read", &key).await {
+    pub async fn read_once(&self, addr: &str, key: &[u8]) -> Outcome<Option<Vec<u8>>> {
+        let body = kv_wire::encode_key(key);
+        let sent: Outcome<api::ReadResult> =
+            self.post_binary(addr, "/kv/read", body, |r| r.value()).await;
+        match sent {
             Outcome::Done(Ok(v)) => Outcome::Done(v),
             Outcome::Done(Err(RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f)))) => {
                 Outcome::Refused {
@@ -152,7 +231,7 @@ impl Client {
     }
 
     /// Reads `key` linearizably, following the leader and retrying until `call_timeout`.
-    pub async fn read(&self, key: &str) -> Result<Option<String>, String> {
+    pub async fn read(&self, key: &[u8]) -> Result<Option<Vec<u8>>, String> {
         self.follow_leader(|addr| async move { self.read_once(&addr, key).await }).await
     }
 
@@ -190,16 +269,34 @@ impl Client {
     }
 
     /// The value of `key` in the applied state of the node `addr` (not linearizable).
-    pub async fn local_get(&self, addr: &str, key: &str) -> Result<Option<String>, String> {
-        match self.post::<_, api::LocalResult<Option<String>>>(addr, "/kv/local", &key).await {
+    pub async fn local_get(&self, addr: &str, key: &[u8]) -> Result<Option<Vec<u8>>, String> {
+        let body = kv_wire::encode_key(key);
+        let sent: Outcome<api::LocalResult<Option<Vec<u8>>>> =
+            self.post_binary(addr, "/kv/local", body, |r| r.value()).await;
+        match sent {
             Outcome::Done(r) => r,
             Outcome::Refused { why, .. } | Outcome::Unknown(why) => Err(why),
         }
     }
 
     /// Every pair of the applied state of the node `addr`.
-    pub async fn dump(&self, addr: &str) -> Result<Vec<(String, String)>, String> {
-        self.get_json::<api::LocalResult<Vec<(String, String)>>>(addr, "/kv/dump").await?
+    pub async fn dump(&self, addr: &str) -> Result<crate::Pairs, String> {
+        let reply = self
+            .http
+            .get(format!("{}://{addr}/kv/dump", self.scheme))
+            .timeout(self.attempt_timeout)
+            .header(reqwest::header::ACCEPT, kv_wire::CONTENT_TYPE)
+            .send()
+            .await
+            .map_err(|e| format!("{addr}/kv/dump: {}", describe(&e)))?;
+        let status = reply.status();
+        let bytes = reply.bytes().await.map_err(|e| format!("{addr}/kv/dump: {e}"))?;
+        if !status.is_success() {
+            return Err(format!("{addr}/kv/dump: {status}: {}", String::from_utf8_lossy(&bytes)));
+        }
+        let r: api::LocalResult<_> = kv_wire::decode_reply(&bytes, |r| r.pairs())
+            .map_err(|e| format!("{addr}/kv/dump: {e}"))?;
+        r
     }
 
     /// The Raft metrics of the node `addr`.
@@ -235,11 +332,11 @@ impl Client {
     pub async fn snapshot(&self, addr: &str) -> Result<Option<openraft::LogId<NodeId>>, String> {
         let reply = self
             .http
-            .post(format!("http://{addr}/cluster/snapshot"))
+            .post(format!("{}://{addr}/cluster/snapshot", self.scheme))
             .timeout(Duration::from_secs(3600))
             .send()
             .await
-            .map_err(|e| format!("{addr}/cluster/snapshot: {e}"))?;
+            .map_err(|e| format!("{addr}/cluster/snapshot: {}", describe(&e)))?;
         let r: api::SnapshotResult =
             reply.json().await.map_err(|e| format!("{addr}/cluster/snapshot: {e}"))?;
         r

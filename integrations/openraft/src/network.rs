@@ -22,11 +22,20 @@ use crate::{NodeId, TypeConfig};
 #[derive(Clone, Default)]
 pub struct Network {
     http: reqwest::Client,
+    scheme: &'static str,
+}
+
+impl Network {
+    /// RPCs over TLS and with the shared secret as `security` says ([`crate::tls`]).
+    pub fn new(security: &crate::tls::Security) -> Network {
+        Network { http: security.http_client(), scheme: security.scheme() }
+    }
 }
 
 /// The RPC sender to one peer.
 pub struct Connection {
     http: reqwest::Client,
+    scheme: &'static str,
     target: NodeId,
     node: BasicNode,
 }
@@ -35,7 +44,8 @@ impl RaftNetworkFactory<TypeConfig> for Network {
     type Network = Connection;
 
     async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> Connection {
-        Connection { http: self.http.clone(), target, node: node.clone() }
+        let scheme = if self.scheme.is_empty() { "http" } else { self.scheme };
+        Connection { http: self.http.clone(), scheme, target, node: node.clone() }
     }
 }
 
@@ -51,7 +61,7 @@ impl Connection {
         Resp: DeserializeOwned,
         E: std::error::Error + DeserializeOwned,
     {
-        let url = format!("http://{}/raft/{route}", self.node.addr);
+        let url = format!("{}://{}/raft/{route}", self.scheme, self.node.addr);
         self.send(self.http.post(&url).timeout(option.hard_ttl()).json(req)).await
     }
 
@@ -103,7 +113,7 @@ impl RaftNetwork<TypeConfig> for Connection {
         RPCError<NodeId, BasicNode, RaftError<NodeId, InstallSnapshotError>>,
     > {
         // The chunk's bytes as they are, with a small JSON header (snapshot_wire.rs).
-        let url = format!("http://{}/raft/snapshot", self.node.addr);
+        let url = format!("{}://{}/raft/snapshot", self.scheme, self.node.addr);
         let body = crate::snapshot_wire::encode(&rpc);
         drop(rpc);
         let request = self

@@ -306,23 +306,15 @@ impl RaftLogStorage<TypeConfig> for RocksLogStore {
 }
 
 impl KvRead for RocksStateMachine {
-    fn get(&self, key: &str) -> Result<Option<String>, String> {
-        let v = self
-            .shared
-            .db
-            .get_cf(self.shared.cf("sm_data"), key.as_bytes())
-            .map_err(|e| e.to_string())?;
-        Ok(v.map(|v| String::from_utf8_lossy(&v).into_owned()))
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, String> {
+        self.shared.db.get_cf(self.shared.cf("sm_data"), key).map_err(|e| e.to_string())
     }
 
-    fn dump(&self) -> Result<Vec<(String, String)>, String> {
+    fn dump(&self) -> Result<crate::Pairs, String> {
         let mut out = Vec::new();
         for item in self.shared.db.iterator_cf(self.shared.cf("sm_data"), IteratorMode::Start) {
             let (k, v) = item.map_err(|e| e.to_string())?;
-            out.push((
-                String::from_utf8_lossy(&k).into_owned(),
-                String::from_utf8_lossy(&v).into_owned(),
-            ));
+            out.push((k.to_vec(), v.to_vec()));
         }
         Ok(out)
     }
@@ -350,8 +342,8 @@ impl RaftStateMachine<TypeConfig> for RocksStateMachine {
         let mut batch = WriteBatch::default();
         for write in &plan.writes {
             match write {
-                DataWrite::Put(k, v) => batch.put_cf(data, k.as_bytes(), v.as_bytes()),
-                DataWrite::Delete(k) => batch.delete_cf(data, k.as_bytes()),
+                DataWrite::Put(k, v) => batch.put_cf(data, k, v),
+                DataWrite::Delete(k) => batch.delete_cf(data, k),
             }
         }
         if let Some(m) = &plan.membership {

@@ -5,10 +5,16 @@
 //! |---|---|---|
 //! | `POST /raft/append`, `/raft/vote` | openraft's RPC request | its reply |
 //! | `POST /raft/snapshot` | one chunk, binary ([`crate::snapshot_wire`]) | openraft's reply; HTTP 400 with the [`crate::snapshot_wire::ChunkError`] text for a body that fails a check |
-//! | `POST /kv/write` | [`Request`] | [`api::WriteResult`]; concurrent writes are proposed together as one [`Request::Batch`] entry; a batch holding a batch is refused (HTTP 400) |
-//! | `POST /kv/read` | key (string) | [`api::ReadResult`]: linearizable, through `ensure_linearizable` |
-//! | `POST /kv/local` | key (string) | this node's applied value, not linearizable |
+//! | `POST /kv/write` | [`Request`] | [`api::WriteResult`]; concurrent writes are proposed together as one [`Request::Batch`] entry; a batch holding a batch or a key longer than `siftdb::MAX_KEY_SIZE` is refused (HTTP 400), a body past [`KV_WRITE_BODY_LIMIT`] too (HTTP 413) |
+//! | `POST /kv/read` | key | [`api::ReadResult`]: linearizable, through `ensure_linearizable` |
+//! | `POST /kv/local` | key | this node's applied value, not linearizable |
 //! | `GET /kv/dump` | | this node's applied state, every pair in key order |
+//!
+//! The `/kv/*` routes take and give binary bodies ([`crate::kv_wire`], any bytes as keys and
+//! values) when the request's `Content-Type` (for `/kv/dump`: `Accept`) is
+//! [`kv_wire::CONTENT_TYPE`], else JSON, where a key or value is a string when UTF-8 and
+//! `{"base64": ...}` otherwise ([`api::JsonBytes`]). A body that does not decode is answered
+//! HTTP 400 with what is wrong.
 //! | `POST /cluster/init` | map of node id to `BasicNode` | [`api::InitResult`] |
 //! | `POST /cluster/add-learner` | `[id, "host:port"]` | [`api::WriteResult`] of the change |
 //! | `POST /cluster/change-membership` | set of voter ids | [`api::MembershipResult`] |
@@ -22,7 +28,8 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
-use axum::http::StatusCode;
+use axum::http::header::{ACCEPT, CONTENT_TYPE};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response as HttpResponse};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -33,6 +40,7 @@ use openraft::raft::{
 };
 use openraft::{BasicNode, Config, SnapshotPolicy};
 
+use crate::kv_wire;
 use crate::network::Network;
 use crate::store;
 use crate::{KvRead, NodeId, Raft, Request, TypeConfig};
@@ -48,7 +56,13 @@ pub mod api {
     pub type WriteResult = Result<Response, RaftError<NodeId, ClientWriteError<NodeId, BasicNode>>>;
     /// `/kv/read`.
     pub type ReadResult =
-        Result<Option<String>, RaftError<NodeId, CheckIsLeaderError<NodeId, BasicNode>>>;
+        Result<Option<Vec<u8>>, RaftError<NodeId, CheckIsLeaderError<NodeId, BasicNode>>>;
+
+    /// A key or value in a JSON body: a string when its bytes are UTF-8, else
+    /// `{"base64": ...}` ([`crate::bytes_json`]).
+    #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+    #[serde(transparent)]
+    pub struct JsonBytes(#[serde(with = "crate::bytes_json")] pub Vec<u8>);
     /// `/kv/local` and `/kv/dump`: a storage failure as text.
     pub type LocalResult<T> = Result<T, String>;
     /// `/cluster/init`.
@@ -59,6 +73,10 @@ pub mod api {
     /// `/cluster/snapshot`: the log id the snapshot covers (none for an empty state), or why not.
     pub type SnapshotResult = Result<Option<openraft::LogId<NodeId>>, String>;
 }
+
+/// The largest `/kv/write` body accepted (axum's default): one client write, keys and values
+/// included; a larger one is answered HTTP 413 before anything is proposed.
+pub const KV_WRITE_BODY_LIMIT: usize = 2 << 20;
 
 /// The largest `/raft/append` body accepted (from a peer: it holds up to
 /// `Config::max_payload_entries` entries).
@@ -86,6 +104,8 @@ pub struct NodeConfig {
     pub snapshot_every: u64,
     /// Which engine stores the log and the state machine.
     pub store: StoreKind,
+    /// TLS and the shared secret, for the listener and the RPCs to peers ([`crate::tls`]).
+    pub security: crate::tls::Security,
 }
 
 /// The engine under a node.
@@ -197,12 +217,18 @@ pub async fn run_node(cfg: NodeConfig) -> Result<(), Box<dyn std::error::Error>>
     let (raft, sm): (Raft, Arc<dyn KvRead>) = match cfg.store {
         StoreKind::Siftdb => {
             let (log, sm) = store::open(&cfg.dir, cfg.id)?;
-            (Raft::new(cfg.id, config, Network::default(), log, sm.clone()).await?, Arc::new(sm))
+            (
+                Raft::new(cfg.id, config, Network::new(&cfg.security), log, sm.clone()).await?,
+                Arc::new(sm),
+            )
         }
         #[cfg(feature = "rocksdb-peer")]
         StoreKind::Rocksdb => {
             let (log, sm) = crate::peer_rocksdb::open(&cfg.dir, cfg.id)?;
-            (Raft::new(cfg.id, config, Network::default(), log, sm.clone()).await?, Arc::new(sm))
+            (
+                Raft::new(cfg.id, config, Network::new(&cfg.security), log, sm.clone()).await?,
+                Arc::new(sm),
+            )
         }
         #[cfg(not(feature = "rocksdb-peer"))]
         StoreKind::Rocksdb => {
@@ -212,10 +238,28 @@ pub async fn run_node(cfg: NodeConfig) -> Result<(), Box<dyn std::error::Error>>
         }
     };
     let listener = tokio::net::TcpListener::bind(&cfg.addr).await?;
-    eprintln!("siftdb-raft node {} serving on {} from {}", cfg.id, cfg.addr, cfg.dir.display());
-    axum::serve(listener, router(raft.clone(), sm))
-        .with_graceful_shutdown(shutdown_signal())
-        .await?;
+    let mut app = router(raft.clone(), sm);
+    if let Some(secret) = cfg.security.secret.clone() {
+        // Outermost: a request without the secret reaches no route, so never Raft.
+        app = app.layer(axum::middleware::from_fn(move |req, next| {
+            check_secret(secret.clone(), req, next)
+        }));
+    }
+    eprintln!(
+        "siftdb-raft node {} serving {} on {} from {}",
+        cfg.id,
+        cfg.security.scheme(),
+        cfg.addr,
+        cfg.dir.display()
+    );
+    match cfg.security.server.clone() {
+        Some(tls) => {
+            axum::serve(crate::tls::TlsListener::new(listener, tls)?, app)
+                .with_graceful_shutdown(shutdown_signal())
+                .await?
+        }
+        None => axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await?,
+    }
     raft.shutdown().await?;
     Ok(())
 }
@@ -235,7 +279,7 @@ pub fn router(raft: Raft, sm: Arc<dyn KvRead>) -> Router {
         .route("/raft/append", post(raft_append).layer(DefaultBodyLimit::max(APPEND_BODY_LIMIT)))
         .route("/raft/vote", post(raft_vote))
         .route("/raft/snapshot", post(raft_snapshot).layer(DefaultBodyLimit::max(chunk_limit)))
-        .route("/kv/write", post(kv_write))
+        .route("/kv/write", post(kv_write).layer(DefaultBodyLimit::max(KV_WRITE_BODY_LIMIT)))
         .route("/kv/read", post(kv_read))
         .route("/kv/local", post(kv_local))
         .route("/kv/dump", get(kv_dump))
@@ -245,6 +289,23 @@ pub fn router(raft: Raft, sm: Arc<dyn KvRead>) -> Router {
         .route("/cluster/snapshot", post(cluster_snapshot))
         .route("/cluster/metrics", get(cluster_metrics))
         .with_state(app)
+}
+
+/// Answers HTTP 401 unless the request carries the shared secret.
+async fn check_secret(
+    secret: Arc<str>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> HttpResponse {
+    let given = req.headers().get(crate::tls::SECRET_HEADER).map(|v| v.as_bytes());
+    match given {
+        Some(g) if crate::tls::secret_matches(g, secret.as_bytes()) => next.run(req).await,
+        Some(_) => (StatusCode::UNAUTHORIZED, "wrong shared secret").into_response(),
+        None => {
+            let why = format!("missing shared secret (header {})", crate::tls::SECRET_HEADER);
+            (StatusCode::UNAUTHORIZED, why).into_response()
+        }
+    }
 }
 
 async fn shutdown_signal() {
@@ -282,47 +343,137 @@ async fn raft_snapshot(State(app): AppState, body: Bytes) -> HttpResponse {
     Json(reply).into_response()
 }
 
-async fn kv_write(State(app): AppState, Json(req): Json<Request>) -> HttpResponse {
-    if let Request::Batch(reqs) = &req {
+/// Whether the request's body is binary ([`kv_wire`]) rather than JSON.
+fn sent_binary(headers: &HeaderMap) -> bool {
+    headers.get(CONTENT_TYPE).is_some_and(|v| v.as_bytes() == kv_wire::CONTENT_TYPE.as_bytes())
+}
+
+fn binary_reply(body: Vec<u8>) -> HttpResponse {
+    ([(CONTENT_TYPE, kv_wire::CONTENT_TYPE)], body).into_response()
+}
+
+fn bad_request(why: String) -> HttpResponse {
+    (StatusCode::BAD_REQUEST, why).into_response()
+}
+
+/// The key of a `/kv/read` or `/kv/local` body, binary or JSON; `Err` is the HTTP 400 reply.
+fn request_key(headers: &HeaderMap, body: &[u8]) -> Result<Vec<u8>, HttpResponse> {
+    if sent_binary(headers) {
+        kv_wire::decode_key(body)
+            .map(<[u8]>::to_vec)
+            .map_err(|e| bad_request(format!("refused key: {e}")))
+    } else {
+        serde_json::from_slice::<api::JsonBytes>(body)
+            .map(|k| k.0)
+            .map_err(|e| bad_request(format!("refused key: {e}")))
+    }
+}
+
+/// The length of the longest key `req` writes (none for an empty batch).
+fn longest_key(req: &Request) -> Option<usize> {
+    match req {
+        Request::Set { key, .. } | Request::Delete { key } => Some(key.len()),
+        Request::Batch(reqs) => reqs.iter().filter_map(longest_key).max(),
+    }
+}
+
+async fn kv_write(State(app): AppState, headers: HeaderMap, body: Bytes) -> HttpResponse {
+    let binary = sent_binary(&headers);
+    let req = if binary {
+        kv_wire::decode_write(&body).map_err(|e| e.to_string())
+    } else {
+        serde_json::from_slice::<Request>(&body).map_err(|e| e.to_string())
+    };
+    drop(body);
+    let req = match req {
+        Ok(r) => r,
+        Err(e) => return bad_request(format!("refused write: {e}")),
+    };
+    // A key siftdb refuses would fail `apply` on every node after it was committed.
+    if let Some(n) = longest_key(&req).filter(|&n| n > siftdb::MAX_KEY_SIZE) {
+        let why = format!("refused write: a key of {n} bytes exceeds {}", siftdb::MAX_KEY_SIZE);
+        return bad_request(why);
+    }
+    let result: api::WriteResult = if let Request::Batch(reqs) = &req {
         // The log's entry format holds one level of batch (entry_codec.rs).
         if reqs.iter().any(|r| matches!(r, Request::Batch(_))) {
-            let why = "refused write: a batch may not contain a batch";
-            return (StatusCode::BAD_REQUEST, why).into_response();
+            return bad_request("refused write: a batch may not contain a batch".into());
         }
-        return Json(app.raft.client_write(req).await.map(|r| r.data)).into_response();
-    }
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    if app.writes.send((req, tx)).is_err() {
-        return (StatusCode::SERVICE_UNAVAILABLE, "the node is shutting down").into_response();
-    }
-    match rx.await {
-        Ok(result) => Json(result).into_response(),
-        Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "the node is shutting down").into_response(),
+        app.raft.client_write(req).await.map(|r| r.data)
+    } else {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        if app.writes.send((req, tx)).is_err() {
+            return (StatusCode::SERVICE_UNAVAILABLE, "the node is shutting down").into_response();
+        }
+        match rx.await {
+            Ok(result) => result,
+            Err(_) => {
+                return (StatusCode::SERVICE_UNAVAILABLE, "the node is shutting down")
+                    .into_response()
+            }
+        }
+    };
+    if binary {
+        binary_reply(kv_wire::encode_reply(&result, kv_wire::encode_response))
+    } else {
+        Json(result).into_response()
     }
 }
 
-async fn kv_read(State(app): AppState, Json(key): Json<String>) -> Json<api::ReadResult> {
+async fn kv_read(State(app): AppState, headers: HeaderMap, body: Bytes) -> HttpResponse {
+    let key = match request_key(&headers, &body) {
+        Ok(k) => k,
+        Err(refused) => return refused,
+    };
     // ensure_linearizable waits until this node has applied everything committed when the read
     // arrived (and that it is still the leader), so the local read after it is linearizable.
-    if let Err(e) = app.raft.ensure_linearizable().await {
-        return Json(Err(e));
+    let result: api::ReadResult = match app.raft.ensure_linearizable().await {
+        Err(e) => Err(e),
+        Ok(_) => app.sm.get(&key).map_err(|e| {
+            let io = openraft::StorageIOError::read_state_machine(openraft::AnyError::error(e));
+            RaftError::Fatal(openraft::error::Fatal::StorageError(io.into()))
+        }),
+    };
+    value_reply(sent_binary(&headers), result)
+}
+
+/// A value reply, binary or JSON.
+fn value_reply<E: serde::Serialize>(
+    binary: bool,
+    result: Result<Option<Vec<u8>>, E>,
+) -> HttpResponse {
+    if binary {
+        binary_reply(kv_wire::encode_reply(&result, kv_wire::encode_value))
+    } else {
+        Json(result.map(|v| v.map(api::JsonBytes))).into_response()
     }
-    let value = app.sm.get(&key).map_err(|e| {
-        let io = openraft::StorageIOError::read_state_machine(openraft::AnyError::error(e));
-        RaftError::Fatal(openraft::error::Fatal::StorageError(io.into()))
-    });
-    Json(value)
 }
 
-async fn kv_local(
-    State(app): AppState,
-    Json(key): Json<String>,
-) -> Json<api::LocalResult<Option<String>>> {
-    Json(app.sm.get(&key))
+async fn kv_local(State(app): AppState, headers: HeaderMap, body: Bytes) -> HttpResponse {
+    let key = match request_key(&headers, &body) {
+        Ok(k) => k,
+        Err(refused) => return refused,
+    };
+    let result: api::LocalResult<Option<Vec<u8>>> = app.sm.get(&key);
+    value_reply(sent_binary(&headers), result)
 }
 
-async fn kv_dump(State(app): AppState) -> Json<api::LocalResult<Vec<(String, String)>>> {
-    Json(app.sm.dump())
+/// Every pair; binary when the request accepts [`kv_wire::CONTENT_TYPE`].
+async fn kv_dump(State(app): AppState, headers: HeaderMap) -> HttpResponse {
+    let result: api::LocalResult<crate::Pairs> = app.sm.dump();
+    let binary =
+        headers.get(ACCEPT).is_some_and(|v| v.as_bytes() == kv_wire::CONTENT_TYPE.as_bytes());
+    if binary {
+        binary_reply(kv_wire::encode_reply(&result, |p, out| kv_wire::encode_pairs(p, out)))
+    } else {
+        let json = result.map(|pairs| {
+            pairs
+                .into_iter()
+                .map(|(k, v)| (api::JsonBytes(k), api::JsonBytes(v)))
+                .collect::<Vec<_>>()
+        });
+        Json(json).into_response()
+    }
 }
 
 async fn cluster_init(

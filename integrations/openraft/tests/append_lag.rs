@@ -36,7 +36,7 @@ async fn a_learner_far_behind_in_large_entries_catches_up_by_log() {
     wait_until_serving(&admin, &nodes[..1]).await;
     admin.init(&a1, &BTreeMap::from([(1, a1.clone())])).await.expect("the cluster initializes");
     for n in 0..ENTRIES {
-        let req = Request::Set { key: format!("k{n:03}"), value: value(n) };
+        let req = Request::set(format!("k{n:03}"), value(n));
         admin.write(&req).await.unwrap_or_else(|e| panic!("write {n}: {e}"));
     }
     let leader_applied = admin.metrics(&a1).await.unwrap().last_applied.map(|l| l.index);

@@ -59,7 +59,7 @@ async fn perform(
         let invoke = rec.now();
         match write {
             Some(value) => {
-                let req = Request::Set { key: key.into(), value: value.into() };
+                let req = Request::set(key, value);
                 let outcome = client.write_once(&addr, &req).await;
                 let complete = match outcome {
                     Outcome::Done(_) => Some(rec.now()),
@@ -80,8 +80,9 @@ async fn perform(
                 *leader_hint = None;
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
-            None => match client.read_once(&addr, key).await {
+            None => match client.read_once(&addr, key.as_bytes()).await {
                 Outcome::Done(v) => {
+                    let v = v.map(|b| String::from_utf8(b).expect("values written are UTF-8"));
                     let complete = Some(rec.now());
                     let op = Op { key: key.into(), kind: Kind::Read(v.clone()), invoke, complete };
                     rec.history.lock().unwrap().push(op);
@@ -183,8 +184,9 @@ async fn leader_killed_twice_loses_no_acknowledged_write_and_history_is_lineariz
             dumps.push(admin.dump(&n.addr).await.unwrap_or_default());
         }
         let complete = dumps.iter().all(|d| {
-            let m: BTreeMap<&String, &String> = d.iter().map(|(k, v)| (k, v)).collect();
-            acked.iter().all(|(k, v)| m.get(k) == Some(&v))
+            let m: BTreeMap<&[u8], &[u8]> =
+                d.iter().map(|(k, v)| (k.as_slice(), v.as_slice())).collect();
+            acked.iter().all(|(k, v)| m.get(k.as_bytes()) == Some(&v.as_bytes()))
         });
         if complete && dumps.windows(2).all(|w| w[0] == w[1]) {
             break dumps;

@@ -34,7 +34,7 @@ fn contents(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
 
 fn set(term: u64, index: u64, key: &str, value: &str) -> Entry<TypeConfig> {
     let mut e = blank_ent::<TypeConfig>(term, 1, index);
-    e.payload = EntryPayload::Normal(Request::Set { key: key.into(), value: value.into() });
+    e.payload = EntryPayload::Normal(Request::set(key, value));
     e
 }
 
@@ -148,8 +148,8 @@ async fn a_corrupt_snapshot_sent_to_install_is_refused_and_the_state_is_unchange
         let err = err.err().unwrap_or_else(|| panic!("{what} was installed"));
         assert!(err.to_string().contains("snapshot"), "{what}: {err}");
         assert_eq!(sm2.applied_state().await.unwrap(), applied_before, "{what}");
-        assert_eq!(sm2.get("y").unwrap().as_deref(), Some("mine"), "{what}");
-        assert_eq!(sm2.get("x").unwrap(), None, "{what}");
+        assert_eq!(sm2.get(b"y").unwrap().as_deref(), Some(&b"mine"[..]), "{what}");
+        assert_eq!(sm2.get(b"x").unwrap(), None, "{what}");
         assert!(sm2.get_current_snapshot().await.unwrap().is_none(), "{what}");
     }
     assert_eq!(log2.get_log_state().await.unwrap(), log_before);
@@ -157,11 +157,11 @@ async fn a_corrupt_snapshot_sent_to_install_is_refused_and_the_state_is_unchange
     // The intact snapshot installs, replacing the state.
     let data = received(&mut sm2, &good).await;
     sm2.install_snapshot(&snapshot.meta, data).await.unwrap();
-    assert_eq!(sm2.get("x").unwrap().as_deref(), Some("from-1"));
-    assert_eq!(sm2.get("y").unwrap(), None);
+    assert_eq!(sm2.get(b"x").unwrap().as_deref(), Some(&b"from-1"[..]));
+    assert_eq!(sm2.get(b"y").unwrap(), None);
     assert_eq!(sm2.applied_state().await.unwrap().0, snapshot.meta.last_log_id);
     drop((log2, sm2));
     // And survives a reopen, with the replaced generation gone.
     let (_l, sm2) = store::open(&dst, 2).unwrap();
-    assert_eq!(sm2.dump().unwrap(), vec![("x".to_string(), "from-1".to_string())]);
+    assert_eq!(sm2.dump().unwrap(), vec![(b"x".to_vec(), b"from-1".to_vec())]);
 }

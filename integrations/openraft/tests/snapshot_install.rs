@@ -23,13 +23,13 @@ fn key(n: usize) -> String {
 
 async fn write(client: &Client, range: std::ops::Range<usize>) {
     for n in range {
-        let req = Request::Set { key: key(n), value: format!("v{n}") };
+        let req = Request::set(key(n), format!("v{n}"));
         client.write(&req).await.unwrap_or_else(|e| panic!("write {n}: {e}"));
     }
 }
 
 /// What a restart of the node in `dir` finds: its applied log index and its pairs.
-async fn restarted_state(dir: &Path) -> (Option<u64>, Vec<(String, String)>) {
+async fn restarted_state(dir: &Path) -> (Option<u64>, Vec<(Vec<u8>, Vec<u8>)>) {
     let (_log, mut sm) = store::open(dir, 2).unwrap();
     let applied = sm.applied_state().await.unwrap().0.map(|id| id.index);
     (applied, sm.dump().unwrap())
@@ -37,13 +37,13 @@ async fn restarted_state(dir: &Path) -> (Option<u64>, Vec<(String, String)>) {
 
 /// The writes were made one at a time in key order, so every state the node may hold is the
 /// first `m` of them: anything else mixes two states.
-fn assert_a_prefix_of_the_writes(dump: &[(String, String)], what: &str) {
+fn assert_a_prefix_of_the_writes(dump: &[(Vec<u8>, Vec<u8>)], what: &str) {
     for (i, (k, v)) in dump.iter().enumerate() {
-        assert_eq!((k.as_str(), v.as_str()), (key(i).as_str(), format!("v{i}").as_str()), "{what}");
+        assert_eq!((&k[..], &v[..]), (key(i).as_bytes(), format!("v{i}").as_bytes()), "{what}");
     }
 }
 
-async fn dump_until(client: &Client, addr: &str, want: &[(String, String)]) {
+async fn dump_until(client: &Client, addr: &str, want: &[(Vec<u8>, Vec<u8>)]) {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         if client.dump(addr).await.ok().as_deref() == Some(want) {

@@ -164,7 +164,7 @@ async fn a_snapshot_much_larger_than_a_chunk_streams_in_chunks_to_a_new_node() {
     for round in 0..32u64 {
         let writes = (0..8u64).map(|i| {
             let n = round * 8 + i;
-            let req = Request::Set { key: format!("k{n:04}"), value: value(n, 64 << 10) };
+            let req = Request::set(format!("k{n:04}"), value(n, 64 << 10));
             let raft = raft1.clone();
             async move { raft.client_write(req).await }
         });
@@ -231,7 +231,7 @@ where
 
 fn set(term: u64, index: u64, key: &str, value: &str) -> openraft::Entry<TypeConfig> {
     let mut e = blank_ent::<TypeConfig>(term, 1, index);
-    e.payload = EntryPayload::Normal(Request::Set { key: key.into(), value: value.into() });
+    e.payload = EntryPayload::Normal(Request::set(key, value));
     e
 }
 

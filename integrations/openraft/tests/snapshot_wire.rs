@@ -143,7 +143,7 @@ async fn a_snapshot_streams_over_http_as_binary_chunks_and_bad_chunks_are_refuse
 
     // 4 MiB of state: 64 values of 64 KiB.
     for n in 0..64u64 {
-        let req = Request::Set { key: format!("k{n:03}"), value: value(n, 64 << 10) };
+        let req = Request::set(format!("k{n:03}"), value(n, 64 << 10));
         raft1.client_write(req).await.unwrap();
     }
     let last = common::snapshot_and_purge(&raft1, wait).await;

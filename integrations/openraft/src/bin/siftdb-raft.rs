@@ -10,16 +10,29 @@ use std::time::{Duration, Instant};
 
 use siftdb_openraft::client::Client;
 use siftdb_openraft::service::{run_node, NodeConfig, StoreKind};
+use siftdb_openraft::tls::{Security, SecurityOptions};
 use siftdb_openraft::{NodeId, Request};
+
+/// The client commands' TLS and secret settings, from their flags.
+static SECURITY: std::sync::OnceLock<Security> = std::sync::OnceLock::new();
+
+/// A client of `addrs` with the command line's TLS and secret settings.
+fn client(addrs: Vec<String>) -> Client {
+    Client::with_security(addrs, SECURITY.get().expect("set before any client command"))
+}
 
 const USAGE: &str = "\
 usage:
   siftdb-raft node --id N --addr HOST:PORT --dir DIR [--snapshot-every ENTRIES]
                    [--store siftdb|rocksdb]   (rocksdb: built with --features rocksdb-peer)
+                   [--tls-cert PEM --tls-key PEM --tls-ca PEM [--mtls on]] [--secret-file FILE]
+every other command takes [--tls-ca PEM [--tls-cert PEM --tls-key PEM]] [--secret-file FILE]
+  to talk to nodes that serve TLS (with --mtls: the client certificate) or demand the secret
   siftdb-raft init --addr HOST:PORT --members ID=HOST:PORT,ID=HOST:PORT,...
-  siftdb-raft put --addrs A,B,... KEY VALUE
-  siftdb-raft get --addrs A,B,... KEY          (linearizable, through read_index)
-  siftdb-raft delete --addrs A,B,... KEY
+  siftdb-raft put --addrs A,B,... [--encoding utf8|hex] KEY VALUE
+  siftdb-raft get --addrs A,B,... [--encoding utf8|hex] KEY   (linearizable, through read_index)
+  siftdb-raft delete --addrs A,B,... [--encoding utf8|hex] KEY
+                   (--encoding hex: keys and values are given and printed as hex, any bytes)
   siftdb-raft add-learner --addrs A,B,... ID HOST:PORT   (returns once it caught up)
   siftdb-raft promote --addrs A,B,... ID       (makes a learner a voter)
   siftdb-raft metrics --addr HOST:PORT
@@ -117,7 +130,28 @@ fn main() -> ExitCode {
     }
 }
 
+/// The TLS and secret flags (`--mtls` only for a node).
+fn security_options(a: &mut Args, node: bool) -> Result<SecurityOptions, String> {
+    let mtls = match a.flags.remove("mtls").as_deref() {
+        None | Some("off") => false,
+        Some("on") if node => true,
+        Some(other) if node => return Err(format!("--mtls {other}: expected on or off")),
+        Some(_) => return Err("--mtls is a node flag".into()),
+    };
+    Ok(SecurityOptions {
+        cert: a.flags.remove("tls-cert").map(PathBuf::from),
+        key: a.flags.remove("tls-key").map(PathBuf::from),
+        ca: a.flags.remove("tls-ca").map(PathBuf::from),
+        mtls,
+        secret_file: a.flags.remove("secret-file").map(PathBuf::from),
+    })
+}
+
 async fn run(cmd: &str, mut a: Args) -> Result<(), String> {
+    if cmd != "node" {
+        let security = security_options(&mut a, false)?.client().map_err(|e| e.to_string())?;
+        SECURITY.set(security).expect("set once");
+    }
     match cmd {
         "node" => {
             let cfg = NodeConfig {
@@ -125,6 +159,7 @@ async fn run(cmd: &str, mut a: Args) -> Result<(), String> {
                 addr: a.flag("addr")?,
                 dir: PathBuf::from(a.flag("dir")?),
                 snapshot_every: a.number("snapshot-every", Some(10_000))?,
+                security: security_options(&mut a, true)?.node().map_err(|e| e.to_string())?,
                 store: match a.flags.remove("store").as_deref() {
                     None | Some("siftdb") => StoreKind::Siftdb,
                     Some("rocksdb") => StoreKind::Rocksdb,
@@ -150,30 +185,47 @@ async fn run(cmd: &str, mut a: Args) -> Result<(), String> {
                 members.insert(id, at.to_string());
             }
             a.finish(0)?;
-            Client::new(vec![addr.clone()]).init(&addr, &members).await
+            client(vec![addr.clone()]).init(&addr, &members).await
         }
         "put" | "delete" | "get" => {
-            let client = Client::new(a.addrs()?);
+            let client = client(a.addrs()?);
+            let hex = match a.flags.remove("encoding").as_deref() {
+                None | Some("utf8") => false,
+                Some("hex") => true,
+                Some(other) => return Err(format!("--encoding {other}: expected utf8 or hex")),
+            };
             let want = if cmd == "put" { 2 } else { 1 };
             let mut p = a.finish(want)?;
-            let key = p.remove(0);
+            let arg = |s: String, what: &str| -> Result<Vec<u8>, String> {
+                if hex {
+                    from_hex(&s).map_err(|e| format!("{what} {s:?}: {e}"))
+                } else {
+                    Ok(s.into_bytes())
+                }
+            };
+            let key = arg(p.remove(0), "key")?;
             let req = match cmd {
-                "put" => Request::Set { key, value: p.remove(0) },
-                "delete" => Request::Delete { key },
+                "put" => Request::set(key, arg(p.remove(0), "value")?),
+                "delete" => Request::delete(key),
                 _ => {
                     match client.read(&key).await? {
-                        Some(v) => println!("{v}"),
+                        Some(v) => println!("{}", show(&v, hex)?),
                         None => println!("(absent)"),
                     }
                     return Ok(());
                 }
             };
             let r = client.write(&req).await?;
-            println!("ok (previous: {})", r.previous.as_deref().unwrap_or("absent"));
+            let previous = match &r.previous {
+                Some(v) if hex => to_hex(v),
+                Some(v) => v.escape_ascii().to_string(),
+                None => "absent".into(),
+            };
+            println!("ok (previous: {previous})");
             Ok(())
         }
         "add-learner" => {
-            let mut client = Client::new(a.addrs()?);
+            let mut client = client(a.addrs()?);
             // The leader answers once the learner caught up: by snapshot, a large state takes
             // longer than the default 3 s attempt and 30 s call (as `snapshot` waits its build).
             client.attempt_timeout = Duration::from_secs(3600);
@@ -186,7 +238,7 @@ async fn run(cmd: &str, mut a: Args) -> Result<(), String> {
         }
         "promote" => {
             let addrs = a.addrs()?;
-            let client = Client::new(addrs.clone());
+            let client = client(addrs.clone());
             let p = a.finish(1)?;
             let id: NodeId = p[0].parse().map_err(|_| format!("'{}' is not a node id", p[0]))?;
             let m = client.metrics(&addrs[0]).await?;
@@ -207,14 +259,14 @@ async fn run(cmd: &str, mut a: Args) -> Result<(), String> {
         "metrics" => {
             let addr = a.flag("addr")?;
             a.finish(0)?;
-            let m = Client::new(vec![addr.clone()]).metrics(&addr).await?;
+            let m = client(vec![addr.clone()]).metrics(&addr).await?;
             println!("{}", serde_json::to_string_pretty(&m).map_err(|e| e.to_string())?);
             Ok(())
         }
         "snapshot" => {
             let addr = a.flag("addr")?;
             a.finish(0)?;
-            match Client::new(vec![addr.clone()]).snapshot(&addr).await? {
+            match client(vec![addr.clone()]).snapshot(&addr).await? {
                 Some(log_id) => println!("snapshot at {log_id}; log purged up to it"),
                 None => println!("nothing applied: no snapshot"),
             }
@@ -247,7 +299,7 @@ async fn bench(mut a: Args) -> Result<(), String> {
     let start = Instant::now();
     let mut tasks = Vec::new();
     for c in 0..clients as u64 {
-        let client = Client::new(addrs.clone());
+        let client = client(addrs.clone());
         let (done, failed, op) = (done.clone(), failed.clone(), op.clone());
         tasks.push(tokio::spawn(async move {
             let mut i = c;
@@ -255,9 +307,9 @@ async fn bench(mut a: Args) -> Result<(), String> {
                 let key = format!("bench{:08}", i % keys);
                 let ok = if op == "write" {
                     let value = bench_value(i, value_size);
-                    client.write(&Request::Set { key, value }).await.is_ok()
+                    client.write(&Request::set(key, value)).await.is_ok()
                 } else {
-                    client.read(&key).await.is_ok()
+                    client.read(key.as_bytes()).await.is_ok()
                 };
                 let counter = if ok { &done } else { &failed };
                 counter.fetch_add(1, Ordering::Relaxed);
@@ -319,7 +371,7 @@ async fn load(mut a: Args) -> Result<(), String> {
     let start = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..clients {
-        let client = Client::new(addrs.clone());
+        let client = client(addrs.clone());
         let next = next.clone();
         tasks.push(tokio::spawn(async move {
             loop {
@@ -327,8 +379,7 @@ async fn load(mut a: Args) -> Result<(), String> {
                 if n >= writes {
                     return Ok::<(), String>(());
                 }
-                let req =
-                    Request::Set { key: format!("load{n:010}"), value: bench_value(n, value_size) };
+                let req = Request::set(format!("load{n:010}"), bench_value(n, value_size));
                 client.write(&req).await.map_err(|e| format!("write {n}: {e}"))?;
             }
         }));
@@ -343,4 +394,40 @@ async fn load(mut a: Args) -> Result<(), String> {
         total as f64 / secs / 1e6
     );
     Ok(())
+}
+
+/// The bytes of a hex string (two digits a byte, either case).
+fn from_hex(s: &str) -> Result<Vec<u8>, String> {
+    if !s.len().is_multiple_of(2) {
+        return Err("odd number of hex digits".into());
+    }
+    let digit = |c: u8| -> Result<u8, String> {
+        match c {
+            b'0'..=b'9' => Ok(c - b'0'),
+            b'a'..=b'f' => Ok(c - b'a' + 10),
+            b'A'..=b'F' => Ok(c - b'A' + 10),
+            _ => Err(format!("{:?} is not a hex digit", char::from(c))),
+        }
+    };
+    s.as_bytes()
+        .chunks(2)
+        .map(|p| match p {
+            [hi, lo] => Ok(digit(*hi)? << 4 | digit(*lo)?),
+            _ => Err("odd number of hex digits".into()),
+        })
+        .collect()
+}
+
+fn to_hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// A value as `get` prints it: hex, or the text, refused when it is not UTF-8.
+fn show(v: &[u8], hex: bool) -> Result<String, String> {
+    if hex {
+        return Ok(to_hex(v));
+    }
+    String::from_utf8(v.to_vec()).map_err(|_| {
+        format!("the value ({} bytes) is not UTF-8: read it with --encoding hex", v.len())
+    })
 }

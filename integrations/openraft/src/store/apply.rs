@@ -11,9 +11,9 @@ use crate::{NodeId, Request, Response, TypeConfig};
 /// One write to the data keyspace.
 pub(crate) enum DataWrite {
     /// Set the key to the value.
-    Put(String, String),
+    Put(Vec<u8>, Vec<u8>),
     /// Remove the key.
-    Delete(String),
+    Delete(Vec<u8>),
 }
 
 /// The effect of applying a run of entries.
@@ -31,12 +31,12 @@ pub(crate) struct ApplyPlan {
 /// Plans `entries`; `get` reads a key's applied value (before this run).
 pub(crate) fn plan<E: std::fmt::Display>(
     entries: impl IntoIterator<Item = openraft::Entry<TypeConfig>>,
-    mut get: impl FnMut(&str) -> Result<Option<String>, E>,
+    mut get: impl FnMut(&[u8]) -> Result<Option<Vec<u8>>, E>,
 ) -> Result<ApplyPlan, StorageError<NodeId>> {
     let mut plan =
         ApplyPlan { writes: Vec::new(), responses: Vec::new(), last: None, membership: None };
     // Values written earlier in this run, which `get` cannot see yet.
-    let mut pending: HashMap<String, Option<String>> = HashMap::new();
+    let mut pending: HashMap<Vec<u8>, Option<Vec<u8>>> = HashMap::new();
     for entry in entries {
         let log_id = entry.log_id;
         plan.last = Some(log_id);
@@ -60,8 +60,8 @@ fn plan_request<E: std::fmt::Display>(
     req: Request,
     log_id: LogId<NodeId>,
     writes: &mut Vec<DataWrite>,
-    pending: &mut HashMap<String, Option<String>>,
-    get: &mut impl FnMut(&str) -> Result<Option<String>, E>,
+    pending: &mut HashMap<Vec<u8>, Option<Vec<u8>>>,
+    get: &mut impl FnMut(&[u8]) -> Result<Option<Vec<u8>>, E>,
 ) -> Result<Response, StorageError<NodeId>> {
     let (key, value) = match req {
         Request::Set { key, value } => (key, Some(value)),
@@ -98,31 +98,28 @@ mod tests {
     }
 
     fn set(k: &str, v: &str) -> Request {
-        Request::Set { key: k.into(), value: v.into() }
+        Request::set(k, v)
     }
 
     #[test]
     fn a_batch_applies_in_order_with_one_response_per_request() {
-        let batch = Request::Batch(vec![
-            set("a", "1"),
-            set("a", "2"),
-            Request::Delete { key: "a".into() },
-            set("b", "3"),
-        ]);
+        let batch =
+            Request::Batch(vec![set("a", "1"), set("a", "2"), Request::delete("a"), set("b", "3")]);
         let entries = vec![entry(1, set("b", "0")), entry(2, batch), entry(3, set("a", "4"))];
-        let plan = plan(entries, |k| Ok::<_, String>((k == "a").then(|| "0".to_string()))).unwrap();
+        let plan = plan(entries, |k| Ok::<_, String>((k == b"a").then(|| b"0".to_vec()))).unwrap();
         let previous = |r: &Response| r.previous.clone();
         assert_eq!(plan.responses.len(), 3);
         assert_eq!(plan.responses[0].previous, None);
         let inner: Vec<_> = plan.responses[1].batch.iter().map(previous).collect();
-        assert_eq!(inner, [Some("0".into()), Some("1".into()), Some("2".into()), Some("0".into())]);
+        let v = |s: &str| Some(s.as_bytes().to_vec());
+        assert_eq!(inner, [v("0"), v("1"), v("2"), v("0")]);
         assert_eq!(plan.responses[2].previous, None, "a was deleted by the batch");
         let writes: Vec<String> = plan
             .writes
             .iter()
             .map(|w| match w {
-                DataWrite::Put(k, v) => format!("{k}={v}"),
-                DataWrite::Delete(k) => format!("-{k}"),
+                DataWrite::Put(k, v) => format!("{}={}", k.escape_ascii(), v.escape_ascii()),
+                DataWrite::Delete(k) => format!("-{}", k.escape_ascii()),
             })
             .collect();
         assert_eq!(writes, ["b=0", "a=1", "a=2", "-a", "b=3", "a=4"]);

@@ -42,7 +42,9 @@ pub(crate) fn encode(entry: &Entry<TypeConfig>, out: &mut Vec<u8>) {
     }
 }
 
-fn encode_request(req: &Request, out: &mut Vec<u8>) {
+/// Appends the encoding of `req` (its request tag first) to `out`; the client routes' binary
+/// write body uses the same encoding (`crate::kv_wire`).
+pub(crate) fn encode_request(req: &Request, out: &mut Vec<u8>) {
     let bytes = |out: &mut Vec<u8>, b: &[u8]| {
         out.extend_from_slice(&(b.len() as u32).to_le_bytes());
         out.extend_from_slice(b);
@@ -50,12 +52,12 @@ fn encode_request(req: &Request, out: &mut Vec<u8>) {
     match req {
         Request::Set { key, value } => {
             out.push(0);
-            bytes(out, key.as_bytes());
-            bytes(out, value.as_bytes());
+            bytes(out, key);
+            bytes(out, value);
         }
         Request::Delete { key } => {
             out.push(1);
-            bytes(out, key.as_bytes());
+            bytes(out, key);
         }
         Request::Batch(reqs) => {
             out.push(2);
@@ -72,10 +74,10 @@ fn encode_request(req: &Request, out: &mut Vec<u8>) {
 fn decode_request(r: &mut Reader<'_>, batch_allowed: bool) -> Result<Request, String> {
     match r.u8("request tag")? {
         0 => {
-            let key = r.string("key")?;
-            Ok(Request::Set { key, value: r.string("value")? })
+            let key = r.bytes("key")?;
+            Ok(Request::Set { key, value: r.bytes("value")? })
         }
-        1 => Ok(Request::Delete { key: r.string("key")? }),
+        1 => Ok(Request::Delete { key: r.bytes("key")? }),
         2 if batch_allowed => {
             let n = r.u32("batch count")?;
             // Each request takes at least 5 bytes: a count past that is corrupt, and is refused
@@ -127,11 +129,21 @@ impl<'a> Reader<'a> {
         Ok(u64::from_le_bytes(a))
     }
 
-    fn string(&mut self, what: &str) -> Result<String, String> {
+    fn bytes(&mut self, what: &str) -> Result<Vec<u8>, String> {
         let n = self.u32(what)? as usize;
-        let b = self.take(n, what)?;
-        String::from_utf8(b.to_vec()).map_err(|_| format!("{what} is not UTF-8"))
+        Ok(self.take(n, what)?.to_vec())
     }
+}
+
+/// Decodes one request as [`encode_request`] writes it, the whole of `bytes` (a batch may hold
+/// sets and deletes, not batches); the error names what is wrong and at which byte.
+pub(crate) fn decode_request_exact(bytes: &[u8]) -> Result<Request, String> {
+    let mut r = Reader { bytes, at: 0 };
+    let req = decode_request(&mut r, true)?;
+    if r.at != bytes.len() {
+        return Err(format!("{} bytes after the request", bytes.len() - r.at));
+    }
+    Ok(req)
 }
 
 /// Decodes an entry in either format; the error says what is wrong.
@@ -170,13 +182,15 @@ mod tests {
 
     fn entries() -> Vec<Entry<TypeConfig>> {
         let mut set = blank_ent::<TypeConfig>(3, 2, 10);
-        set.payload = EntryPayload::Normal(Request::Set { key: "k".into(), value: "v é".into() });
+        set.payload = EntryPayload::Normal(Request::set("k", "v é"));
         let mut del = blank_ent::<TypeConfig>(u64::MAX, u64::MAX, u64::MAX);
-        del.payload = EntryPayload::Normal(Request::Delete { key: String::new() });
+        del.payload = EntryPayload::Normal(Request::delete(Vec::new()));
         let mut batch = blank_ent::<TypeConfig>(4, 1, 11);
         batch.payload = EntryPayload::Normal(Request::Batch(vec![
-            Request::Set { key: "a".into(), value: "1".into() },
-            Request::Delete { key: "b".into() },
+            Request::set("a", "1"),
+            Request::delete("b"),
+            // Every byte value, and bytes that are not UTF-8.
+            Request::set((0..=255u8).collect::<Vec<u8>>(), vec![0xff, 0xfe, 0x00, 0xc3]),
         ]));
         let mut empty_batch = blank_ent::<TypeConfig>(4, 1, 12);
         empty_batch.payload = EntryPayload::Normal(Request::Batch(Vec::new()));
@@ -217,10 +231,7 @@ mod tests {
         }
         old.extend_from_slice(&[1, 0, 1, 0, 0, 0, b'k', 1, 0, 0, 0, b'v']);
         let e = decode(&old).unwrap();
-        assert_eq!(
-            e.payload,
-            EntryPayload::Normal(Request::Set { key: "k".into(), value: "v".into() })
-        );
+        assert_eq!(e.payload, EntryPayload::Normal(Request::set("k", "v")));
         // The same with a batch request tag is refused in format 1.
         let mut b = old[..25].to_vec();
         b.extend_from_slice(&[1, 2, 0, 0, 0, 0]);

@@ -358,8 +358,7 @@ mod tests {
 
     fn ent(index: u64) -> Entry<TypeConfig> {
         let mut e = blank_ent::<TypeConfig>(2, 1, index);
-        e.payload =
-            EntryPayload::Normal(Request::Set { key: format!("k{index}"), value: "v".into() });
+        e.payload = EntryPayload::Normal(Request::set(format!("k{index}"), "v"));
         e
     }
 

@@ -616,10 +616,7 @@ mod tests {
 
     fn ent(term: u64, index: u64) -> Entry<TypeConfig> {
         let mut e = blank_ent::<TypeConfig>(term, 1, index);
-        e.payload = EntryPayload::Normal(Request::Set {
-            key: format!("key-{index}"),
-            value: "v".repeat(40),
-        });
+        e.payload = EntryPayload::Normal(Request::set(format!("key-{index}"), "v".repeat(40)));
         e
     }
 

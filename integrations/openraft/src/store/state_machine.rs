@@ -153,33 +153,23 @@ impl StateMachine {
 
     /// The value of `key` in the applied state (a local read: linearizable only after
     /// `Raft::ensure_linearizable`).
-    pub fn get(&self, key: &str) -> siftdb::Result<Option<String>> {
-        let v = self.shared.data.read().get(key.as_bytes())?;
-        Ok(v.map(|v| String::from_utf8_lossy(&v).into_owned()))
+    pub fn get(&self, key: &[u8]) -> siftdb::Result<Option<Vec<u8>>> {
+        self.shared.data.read().get(key)
     }
 
     /// Every key and value of the applied state, in key order.
-    pub fn dump(&self) -> siftdb::Result<Vec<(String, String)>> {
+    pub fn dump(&self) -> siftdb::Result<crate::Pairs> {
         let data = self.shared.data.read();
-        data.scan()?
-            .map(|item| {
-                item.map(|(k, v)| {
-                    (
-                        String::from_utf8_lossy(&k).into_owned(),
-                        String::from_utf8_lossy(&v).into_owned(),
-                    )
-                })
-            })
-            .collect()
+        data.scan()?.map(|item| item.map(|(k, v)| (k.to_vec(), v.to_vec()))).collect()
     }
 }
 
 impl crate::KvRead for StateMachine {
-    fn get(&self, key: &str) -> Result<Option<String>, String> {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, String> {
         StateMachine::get(self, key).map_err(|e| e.to_string())
     }
 
-    fn dump(&self) -> Result<Vec<(String, String)>, String> {
+    fn dump(&self) -> Result<crate::Pairs, String> {
         StateMachine::dump(self).map_err(|e| e.to_string())
     }
 }
@@ -225,15 +215,12 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         I::IntoIter: OptionalSend,
     {
         let data = self.shared.data.read();
-        let plan = super::apply::plan(entries, |key| {
-            let v = data.get(key.as_bytes())?;
-            Ok::<_, siftdb::Error>(v.map(|v| String::from_utf8_lossy(&v).into_owned()))
-        })?;
+        let plan = super::apply::plan(entries, |key| data.get(key))?;
         let mut batch = WriteBatch::new();
         for write in &plan.writes {
             match write {
-                DataWrite::Put(k, v) => batch.put_in(&data, k.as_bytes(), v.as_bytes()),
-                DataWrite::Delete(k) => batch.delete_in(&data, k.as_bytes()),
+                DataWrite::Put(k, v) => batch.put_in(&data, k, v),
+                DataWrite::Delete(k) => batch.delete_in(&data, k),
             };
         }
         let (responses, membership) = (plan.responses, plan.membership);

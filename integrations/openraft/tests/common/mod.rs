@@ -45,6 +45,8 @@ pub struct NodeProc {
     pub snapshot_every: u64,
     /// Environment variables the process is started with.
     pub env: Vec<(String, String)>,
+    /// More arguments of its `node` command line.
+    pub args: Vec<String>,
     child: Option<Child>,
 }
 
@@ -56,6 +58,7 @@ impl NodeProc {
             dir: root.join(format!("node-{id}")),
             snapshot_every,
             env: Vec::new(),
+            args: Vec::new(),
             child: None,
         }
     }
@@ -67,6 +70,7 @@ impl NodeProc {
             .arg("--dir")
             .arg(&self.dir)
             .args(["--snapshot-every", &self.snapshot_every.to_string()])
+            .args(&self.args)
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
