@@ -2,25 +2,11 @@
 //! files `Db::ingest` takes, in this database or another; merges resolved, tombstones dropped;
 //! never into a directory holding files it did not write.
 
-use siftdb::{
-    CompactionOptions, Db, Error, ExportOptions, IngestMode, IngestOptions, KeyspaceOptions,
-    Options, U64AddOperator,
-};
+mod common;
+
+use common::{ingest_options as opts, key6 as key};
+use siftdb::{Db, Error, ExportOptions, IngestMode, IngestOptions, KeyspaceOptions};
 use std::collections::BTreeMap;
-use std::sync::Arc;
-
-fn key(i: u64) -> Vec<u8> {
-    format!("key{i:06}").into_bytes()
-}
-
-fn opts() -> Options {
-    Options {
-        memtable_size: 64 << 10,
-        compaction: CompactionOptions { auto: false, ..CompactionOptions::default() },
-        merge_operator: Some(Arc::new(U64AddOperator)),
-        ..Options::default()
-    }
-}
 
 #[test]
 fn export_then_ingest_into_a_second_database_round_trips_the_range() {

@@ -3,28 +3,17 @@
 //! with memtables and levels; snapshots; range deletions and merges in ingested files; and bad
 //! input, each a typed error that changes nothing.
 
+mod common;
+
+use common::{ingest_options as opts, key6 as key};
 use siftdb::{
     CompactionOptions, Db, Error, IngestMode, IngestOptions, KeyspaceOptions, Options, SstWriter,
-    U64AddOperator,
 };
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
-
-fn key(i: u64) -> Vec<u8> {
-    format!("key{i:06}").into_bytes()
-}
-
-fn opts() -> Options {
-    Options {
-        memtable_size: 64 << 10,
-        compaction: CompactionOptions { auto: false, ..CompactionOptions::default() },
-        merge_operator: Some(Arc::new(U64AddOperator)),
-        ..Options::default()
-    }
-}
 
 /// Every read path agrees with `model` over keys `0..universe`: get, multi_get, a full scan
 /// both ways, and a range both ways.

@@ -4,30 +4,17 @@
 //! whose ids equal the stored ones; snapshots, range deletions, merges, reopen, checkpoint and
 //! compaction with other data; and manifest records that do not fit the file, refused.
 
+mod common;
+
+use common::{ingest_options as opts, key6 as key};
 use siftdb::inspect::filename::{sst_name, CURRENT};
 use siftdb::inspect::manifest::{recover, FileMeta, VersionEdit};
 use siftdb::storage::{FsStorage, Storage};
-use siftdb::{
-    CompactionOptions, Db, Error, IngestOptions, Keyspace, KeyspaceOptions, Options, U64AddOperator,
-};
+use siftdb::{Db, Error, IngestOptions, Keyspace, KeyspaceOptions};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
-
-fn key(i: u64) -> Vec<u8> {
-    format!("key{i:06}").into_bytes()
-}
-
-fn opts() -> Options {
-    Options {
-        memtable_size: 64 << 10,
-        compaction: CompactionOptions { auto: false, ..CompactionOptions::default() },
-        merge_operator: Some(Arc::new(U64AddOperator)),
-        ..Options::default()
-    }
-}
 
 /// Every read path of `ks` agrees with `model` over keys `0..universe`: get, multi_get, a
 /// full scan both ways, a range both ways, and cursor seeks both ways.

@@ -23,6 +23,17 @@ pub fn key6(i: u64) -> Vec<u8> {
     format!("key{i:06}").into_bytes()
 }
 
+/// What the ingestion and export tests open with: 64 KiB memtables, no automatic compaction
+/// (each test places its files itself), and the u64 counter operator for their merges.
+pub fn ingest_options() -> Options {
+    Options {
+        memtable_size: 64 << 10,
+        compaction: CompactionOptions { auto: false, ..CompactionOptions::default() },
+        merge_operator: Some(Arc::new(siftdb::U64AddOperator)),
+        ..Options::default()
+    }
+}
+
 /// `user` and `i` in eight zero-padded digits (`user00000042`).
 pub fn user_key(i: u64) -> Vec<u8> {
     format!("user{i:08}").into_bytes()
