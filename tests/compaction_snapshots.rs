@@ -168,3 +168,45 @@ fn the_bottom_level_writes_sequence_zero_only_for_versions_every_reader_sees() {
     assert!(bottom.values().all(|m| m.largest_seq == 0), "the compacted run is all at 0");
     assert!(state.levels[0].values().all(|m| m.smallest_seq > 2000), "the new write is not");
 }
+
+#[test]
+fn l0_left_waiting_for_bytes_compacts_once_writes_stop() {
+    // A base level of 4 MB under L0 files of a few KB that each span its whole key range:
+    // past the trigger L0 waits for the base's bytes (up to 10 files) while writes go on; once
+    // they stop for `L0_SETTLE_AFTER` (1 s) the trigger alone applies and L0 drops below it.
+    // Without that the six files would stay for good.
+    let db = Db::open(
+        Path::new("/db"),
+        Options {
+            compaction: CompactionOptions {
+                auto: true,
+                target_file_size: 1 << 20,
+                max_bytes_for_level_base: 64 << 20,
+                dynamic_level_bytes: true,
+                ..CompactionOptions::default()
+            },
+            ..opts(true)
+        },
+    )
+    .unwrap();
+    let value = [7u8; 200];
+    for i in 0..20_000 {
+        db.put(k(i), value).unwrap();
+    }
+    db.compact().unwrap();
+    for round in 0..6 {
+        for j in 0..100 {
+            db.put(k(j * 200 + round), b"new").unwrap();
+        }
+        db.flush().unwrap();
+    }
+    assert_eq!(db.stats().levels[0].files, 6, "L0 waits for bytes while writes go on");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while db.stats().levels[0].files >= 4 {
+        assert!(std::time::Instant::now() < deadline, "L0 still waits after writes stopped");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(db.get(k(5)).unwrap().as_deref(), Some(&b"new"[..]));
+    assert_eq!(db.get(k(6)).unwrap().as_deref(), Some(&value[..]));
+    assert_eq!(db.scan().unwrap().count(), 20_000);
+}

@@ -37,6 +37,7 @@ use crate::filename;
 use crate::filter_plan::LevelMove;
 use crate::limits::NUM_LEVELS;
 use crate::manifest::VersionEdit;
+use crate::options::CompactionOptions;
 use crate::version::{TableFile, Version};
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
@@ -52,13 +53,43 @@ pub(crate) fn spawn_compactor(inner: Arc<DbInner>) -> Result<JoinHandle<()>> {
         .map_err(|e| Error::io("spawning the compaction thread", e))
 }
 
+/// How long writes must have stopped before L0 stops waiting for bytes
+/// (`CompactionOptions::l0_min_base_ratio`) and compacts at the trigger alone.
+pub(crate) const L0_SETTLE_AFTER: Duration = Duration::from_secs(1);
+
 fn next_pick(inner: &DbInner) -> Option<Pick> {
+    next_pick_settling(inner, false)
+}
+
+/// The next automatic compaction. L0's wait for bytes saves rewrites while writes go on; once
+/// they stop (or with `settle`, for a caller waiting for the tree to settle), the L0 files it
+/// left would cost every later lookup a probe each, so the trigger alone applies.
+fn next_pick_settling(inner: &DbInner, settle: bool) -> Option<Pick> {
     if !inner.opts.compaction.auto || inner.life.is_read_only() {
         return None;
     }
     let v = inner.super_version().version.clone();
-    pick(v.levels(), &inner.opts.compaction, &inner.opts.filter_policy)
-        .or_else(|| ttl_pick(inner, &v))
+    let opts = &inner.opts.compaction;
+    let settled;
+    let opts = if opts.l0_min_base_ratio > 0.0 && (settle || writes_idle(inner)) {
+        settled = CompactionOptions { l0_min_base_ratio: 0.0, ..opts.clone() };
+        &settled
+    } else {
+        opts
+    };
+    pick(v.levels(), opts, &inner.opts.filter_policy).or_else(|| ttl_pick(inner, &v))
+}
+
+/// Whether no write has been published for [`L0_SETTLE_AFTER`] (as the picker observes it: it
+/// runs at least every 200 ms while the compaction thread waits).
+fn writes_idle(inner: &DbInner) -> bool {
+    let seq = inner.visible_seq.load(Ordering::Acquire);
+    let mut seen = inner.seq_seen.lock();
+    if seen.0 != seq {
+        *seen = (seq, Instant::now());
+        return false;
+    }
+    seen.1.elapsed() >= L0_SETTLE_AFTER
 }
 
 /// Whether `f` holds entries past its keyspace's TTL (its oldest write time, a table
@@ -485,7 +516,9 @@ pub(crate) fn wait_for_compactions(inner: &DbInner) -> Result<()> {
     let mut g = inner.bg_lock.lock();
     loop {
         inner.check_writable()?;
-        if next_pick(inner).is_none() && inner.compaction_lock.try_lock().is_some() {
+        // Settled: L0 too, which the compaction thread takes up once writes have been idle
+        // for `L0_SETTLE_AFTER`.
+        if next_pick_settling(inner, true).is_none() && inner.compaction_lock.try_lock().is_some() {
             return Ok(());
         }
         inner.bg_cv.wait_for(&mut g, Duration::from_millis(20));

@@ -128,6 +128,10 @@ pub(crate) struct DbInner {
     /// (stalled writers, `Db::flush`).
     pub bg_lock: Mutex<()>,
     pub bg_cv: Condvar,
+    /// The last `visible_seq` the compaction picker saw and when it first saw it: writes are
+    /// idle once it has not moved for `compact::L0_SETTLE_AFTER` (then L0 stops waiting for
+    /// bytes, `CompactionOptions::l0_min_base_ratio`).
+    pub seq_seen: Mutex<(u64, std::time::Instant)>,
     /// Open, read-only after a failure, closing, closed (lifecycle.rs): checked by every call
     /// of every handle; iterators and cursors hold it too.
     pub life: Arc<Lifecycle>,
@@ -397,7 +401,9 @@ impl Db {
         compact::compact_range(&self.inner, lo.as_deref(), hi.as_deref())
     }
 
-    /// Waits until automatic compaction has nothing left to do and no compaction runs.
+    /// Waits until automatic compaction has nothing left to do and no compaction runs. That
+    /// includes L0 files left waiting for bytes (`CompactionOptions::l0_min_base_ratio`): they
+    /// compact once writes have stopped for a second.
     pub fn wait_for_compactions(&self) -> Result<()> {
         compact::wait_for_compactions(&self.inner)
     }

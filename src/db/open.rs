@@ -317,6 +317,7 @@ fn assemble(
         manifest: Mutex::new(path.manifest),
         bg_lock: Mutex::new(()),
         bg_cv: Condvar::new(),
+        seq_seen: Mutex::new((0, std::time::Instant::now())),
         life: Arc::new(match path.read_only {
             Some(why) => super::Lifecycle::read_only(why),
             None => super::Lifecycle::open(),
