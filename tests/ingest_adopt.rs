@@ -7,9 +7,9 @@
 mod common;
 
 use common::{ingest_options as opts, key6 as key};
-use siftdb::inspect::filename::{sst_name, CURRENT};
+use siftdb::inspect::filename::sst_name;
 use siftdb::inspect::manifest::{recover, FileMeta, VersionEdit};
-use siftdb::storage::{FsStorage, Storage};
+use siftdb::storage::FsStorage;
 use siftdb::{Db, Error, IngestOptions, Keyspace, KeyspaceOptions};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -284,14 +284,8 @@ fn adopted_files_read_as_the_model_through_every_path_snapshot_reopen_checkpoint
 /// Replaces the manifest of the closed database `dir` with one whose snapshot holds `files`
 /// (CRC-valid: written with the engine's log writer), and points CURRENT at it.
 fn forge_manifest(dir: &Path, base: &VersionEdit, files: Vec<(u32, FileMeta)>, number: u64) {
-    let storage = FsStorage::new();
     let edit = VersionEdit { added: files, next_file_number: Some(number + 1), ..base.clone() };
-    let name = format!("MANIFEST-{number:06}");
-    let mut w = siftdb::testing::WalWriter::new(storage.create(&dir.join(&name)).unwrap());
-    w.add_record(&edit.encode()).unwrap();
-    w.sync().unwrap();
-    drop(w);
-    std::fs::write(dir.join(CURRENT), format!("{name}\n")).unwrap();
+    common::write_manifest(dir, &edit, number);
 }
 
 #[test]

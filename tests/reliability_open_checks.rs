@@ -4,7 +4,7 @@
 //! have, or overlapping tables on a sorted level, is corruption (and no named file is deleted);
 //! the directories `Db::open` and `Db::checkpoint` create survive a power loss.
 
-use siftdb::inspect::filename::{parse_file_name, sst_name, FileKind, CURRENT};
+use siftdb::inspect::filename::{parse_file_name, sst_name, FileKind};
 use siftdb::inspect::manifest::{recover, FileMeta, VersionEdit};
 use siftdb::storage::{FsStorage, MemStorage, Storage};
 use siftdb::{Db, Error, KeyspaceOptions, Options, WriteOptions};
@@ -115,12 +115,7 @@ fn forge_manifest(dir: &Path, change: impl FnOnce(&mut Vec<(u32, FileMeta)>)) ->
         dropped_keyspaces: state.dropped_keyspaces.iter().copied().collect(),
         ..VersionEdit::default()
     };
-    let name = format!("MANIFEST-{number:06}");
-    let mut w = siftdb::testing::WalWriter::new(storage.create(&dir.join(&name)).unwrap());
-    w.add_record(&edit.encode()).unwrap();
-    w.sync().unwrap();
-    drop(w);
-    std::fs::write(dir.join(CURRENT), format!("{name}\n")).unwrap();
+    let name = common::write_manifest(dir, &edit, number);
     let again = recover(&storage, dir).unwrap().unwrap();
     assert_eq!(again.manifest_number, number, "the forged manifest replays");
     name

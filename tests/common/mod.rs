@@ -34,6 +34,25 @@ pub fn ingest_options() -> Options {
     }
 }
 
+/// Writes `edit` as the only record of a new manifest `MANIFEST-<number>` in the closed
+/// database `dir` (CRC-valid: the engine's log writer) and points CURRENT at it, for tests
+/// that forge a manifest to see what open makes of it. Returns the manifest's name.
+pub fn write_manifest(
+    dir: &Path,
+    edit: &siftdb::inspect::manifest::VersionEdit,
+    number: u64,
+) -> String {
+    use siftdb::storage::Storage;
+    let name = format!("MANIFEST-{number:06}");
+    let file = siftdb::storage::FsStorage::new().create(&dir.join(&name)).unwrap();
+    let mut w = siftdb::testing::WalWriter::new(file);
+    w.add_record(&edit.encode()).unwrap();
+    w.sync().unwrap();
+    drop(w);
+    std::fs::write(dir.join(siftdb::inspect::filename::CURRENT), format!("{name}\n")).unwrap();
+    name
+}
+
 /// `user` and `i` in eight zero-padded digits (`user00000042`).
 pub fn user_key(i: u64) -> Vec<u8> {
     format!("user{i:08}").into_bytes()
