@@ -265,6 +265,34 @@ fn a_second_open_of_an_open_directory_is_refused_as_locked() {
     assert_eq!(db.get("k").unwrap().as_deref(), Some(&b"v"[..]));
 }
 
+/// A process that forks while a database is open (another thread spawning a command does) gives
+/// the child a duplicate of the LOCK file's descriptor until the child execs or exits. Closing
+/// the database must release the lock all the same, so that a reopen at once succeeds.
+#[test]
+fn closing_releases_the_lock_even_while_a_forked_child_holds_a_copy_of_its_descriptor() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    db.put("k", "v").unwrap();
+    // SAFETY: the child calls only async-signal-safe functions (`usleep`, `_exit`): it holds
+    // its copies of the parent's descriptors for two seconds, as a child between `fork` and
+    // `exec` does, then leaves without running any destructor.
+    let child = unsafe { libc::fork() };
+    assert!(child >= 0, "fork failed");
+    if child == 0 {
+        unsafe {
+            libc::usleep(2_000_000);
+            libc::_exit(0);
+        }
+    }
+    db.close().unwrap();
+    let reopened = Db::open(dir.path(), Options::default());
+    let mut status = 0;
+    // SAFETY: `child` is this process's child; `status` is a valid out pointer.
+    assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
+    let db = reopened.expect("the closed database reopens while the child lives");
+    assert_eq!(db.get("k").unwrap().as_deref(), Some(&b"v"[..]));
+}
+
 #[test]
 fn oversized_keys_and_values_are_invalid_arguments() {
     let storage = MemStorage::new();

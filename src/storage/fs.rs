@@ -8,8 +8,9 @@
 //!   which makes creations, renames and removals in it durable.
 //! * `Storage::lock` takes an advisory `flock`-style exclusive lock ([`File::try_lock`]) on the
 //!   LOCK file. On Linux such a lock belongs to the open file description, so a second `lock` of
-//!   the same path fails even inside one process. The lock is released when the guard drops
-//!   (closing the file).
+//!   the same path fails even inside one process. The lock is released when the guard drops:
+//!   it unlocks explicitly before closing the file, because a forked child shares the open
+//!   file description (and with it the lock) until it execs.
 //!
 //! * [`Storage::open_immutable`] (finished SSTs) maps the file read-only when the storage was
 //!   built with [`FsStorage::with_mmap`]`(true)` on a 64-bit unix target; the table reader then
@@ -169,12 +170,23 @@ impl RandomAccessFile for FsRandomAccessFile {
     }
 }
 
-/// Holds the open LOCK file; closing it (on drop) releases the lock.
+/// Holds the open LOCK file; dropping it releases the lock.
 struct FsDirLock {
-    _file: File,
+    file: File,
 }
 
 impl DirLock for FsDirLock {}
+
+impl Drop for FsDirLock {
+    fn drop(&mut self) {
+        // Closing the descriptor alone is not enough: the lock belongs to the open file
+        // description, and a child this process forked (another thread spawning a command)
+        // shares it until the child execs or exits, keeping the directory locked after close.
+        // Unlocking releases it for every descriptor of the description. An error leaves the
+        // close to release it, as before.
+        let _ = self.file.unlock();
+    }
+}
 
 /// Creates (or truncates) `path` with `opts`, refusing a symbolic link at `path`
 /// (`O_NOFOLLOW`): the engine writes only files it names in its own directory, and a link
@@ -330,7 +342,7 @@ impl Storage for FsStorage {
             .open(path)
             .map_err(|e| io_err("opening lock file", path, e))?;
         match file.try_lock() {
-            Ok(()) => Ok(Box::new(FsDirLock { _file: file })),
+            Ok(()) => Ok(Box::new(FsDirLock { file })),
             Err(std::fs::TryLockError::WouldBlock) => Err(Error::Locked(path.to_path_buf())),
             Err(std::fs::TryLockError::Error(e)) => Err(io_err("locking", path, e)),
         }
