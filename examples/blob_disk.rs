@@ -41,11 +41,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n: u64 = arg(1).and_then(|s| s.parse().ok()).unwrap_or(200_000);
     let value_size: usize = arg(2).and_then(|s| s.parse().ok()).unwrap_or(4096);
     let cutoff: f64 = arg(3).and_then(|s| s.parse().ok()).unwrap_or(0.25);
-    let opts = Options {
-        blob_threshold: Some(1024),
-        blob_gc_age_cutoff: cutoff,
-        ..Options::default()
-    };
+    let opts =
+        Options { blob_threshold: Some(1024), blob_gc_age_cutoff: cutoff, ..Options::default() };
     let tmp = tempfile::tempdir()?;
     let dir = tmp.path().join("db");
     let db = Db::open(&dir, opts)?;
