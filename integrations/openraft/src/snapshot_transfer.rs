@@ -242,8 +242,7 @@ where
     if frames.next().await?.is_some() {
         return Err(TransferError::TrailingBytes);
     }
-    // From here the file is openraft's: its install renames it (unsynced until then: the install
-    // syncs it before the rename, and an open removes every incoming file).
+    // From here the file (synced) is openraft's: its install renames it to `snapshot`.
     incoming.path = None;
     let snapshot =
         Snapshot { meta: header.meta, snapshot: Box::new(SnapshotData::from_std(file, path)) };
@@ -295,20 +294,70 @@ where
     Ok(())
 }
 
-/// Appends every block of `rx` to `file` in [`WRITE_BYTES`] writes; returns the file and the
-/// CRC-32 of what was written.
+/// Appends every block of `rx` to `file` in [`WRITE_BYTES`] writes and syncs it; returns the
+/// file and the CRC-32 of what was written. Every [`SYNC_BYTES`] a background thread syncs what
+/// was written so far, so the disk writes overlap the transfer instead of all waiting for the
+/// last sync.
 fn write_incoming(
     file: File,
     mut rx: tokio::sync::mpsc::Receiver<Bytes>,
 ) -> io::Result<(File, u32)> {
+    let syncer = BackgroundSync::new(&file)?;
     let mut crc = crc32fast::Hasher::new();
     let mut out = io::BufWriter::with_capacity(WRITE_BYTES, file);
+    let mut unsynced = 0u64;
     while let Some(block) = rx.blocking_recv() {
         crc.update(&block);
         out.write_all(&block)?;
+        unsynced += block.len() as u64;
+        if unsynced >= SYNC_BYTES {
+            out.flush()?;
+            syncer.kick();
+            unsynced = 0;
+        }
     }
     let file = out.into_inner().map_err(|e| e.into_error())?;
+    syncer.finish()?;
+    file.sync_data()?;
     Ok((file, crc.finalize()))
+}
+
+/// Bytes appended to an incoming file between two background syncs.
+const SYNC_BYTES: u64 = 64 << 20;
+
+/// A thread that syncs a file each time it is kicked (a kick while a sync runs is folded into
+/// the next one).
+struct BackgroundSync {
+    kicks: std::sync::mpsc::SyncSender<()>,
+    thread: std::thread::JoinHandle<io::Result<()>>,
+}
+
+impl BackgroundSync {
+    fn new(file: &File) -> io::Result<BackgroundSync> {
+        let file = file.try_clone()?;
+        let (kicks, rx) = std::sync::mpsc::sync_channel::<()>(1);
+        let thread = std::thread::Builder::new().name("snapshot-sync".into()).spawn(move || {
+            for () in rx {
+                file.sync_data()?;
+            }
+            Ok(())
+        })?;
+        Ok(BackgroundSync { kicks, thread })
+    }
+
+    fn kick(&self) {
+        // Full: a sync is already queued, which will cover these bytes too.
+        let _ = self.kicks.try_send(());
+    }
+
+    /// Waits for the queued syncs; the first error of any of them.
+    fn finish(self) -> io::Result<()> {
+        drop(self.kicks);
+        match self.thread.join() {
+            Ok(r) => r,
+            Err(_) => Err(io::Error::other("the snapshot sync thread panicked")),
+        }
+    }
 }
 
 /// A body read as bytes, each frame awaited at most `stall`.
