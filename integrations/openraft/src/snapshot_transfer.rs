@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
-use openraft::error::Fatal;
+use openraft::error::{Fatal, RaftError};
 use openraft::raft::SnapshotResponse;
 use openraft::{Snapshot, Vote};
 
@@ -205,7 +205,6 @@ where
 {
     let mut frames = Frames { body, pending: Bytes::new(), stall, got: 0 };
     let prefix = frames.read_exact(PREFIX_BYTES, "header length").await?;
-    let prefix: [u8; PREFIX_BYTES] = prefix.as_slice().try_into().expect("PREFIX_BYTES read");
     let header_len = snapshot_wire::decode_prefix(&prefix)?;
     let header = frames.read_exact(header_len as usize, "header").await?;
     let header = snapshot_wire::decode_header(&header)?;
@@ -217,10 +216,8 @@ where
 
     let data = match raft.begin_receiving_snapshot().await {
         Ok(d) => d,
-        Err(e) => {
-            let fatal = e.into_fatal().expect("RaftError<Infallible> is Fatal");
-            return Ok(Received::Installed(Err(fatal)));
-        }
+        Err(RaftError::Fatal(f)) => return Ok(Received::Installed(Err(f))),
+        Err(RaftError::APIError(never)) => match never {},
     };
     let (file, path) = data.into_std().await;
     let mut incoming = Incoming { path: Some(path.clone()) };

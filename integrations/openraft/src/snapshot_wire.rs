@@ -53,7 +53,14 @@ pub fn encode_prefix(header: &Header) -> Vec<u8> {
 }
 
 /// The header length in the first [`PREFIX_BYTES`] of a body, its magic and bound checked.
-pub fn decode_prefix(prefix: &[u8; PREFIX_BYTES]) -> Result<u32, TransferError> {
+pub fn decode_prefix(prefix: &[u8]) -> Result<u32, TransferError> {
+    let Some(prefix) = prefix.get(..PREFIX_BYTES) else {
+        return Err(TransferError::Truncated {
+            inside: "header length",
+            got: prefix.len() as u64,
+            expected: PREFIX_BYTES as u64,
+        });
+    };
     if &prefix[..4] != MAGIC {
         return Err(TransferError::BadMagic { found: prefix[..4].to_vec() });
     }
@@ -164,15 +171,19 @@ mod tests {
     #[test]
     fn the_prefix_round_trips_and_its_checks_refuse() {
         let bytes = encode_prefix(&header());
-        let prefix: [u8; PREFIX_BYTES] = bytes[..PREFIX_BYTES].try_into().unwrap();
-        let len = decode_prefix(&prefix).unwrap();
+        let prefix = &bytes[..PREFIX_BYTES];
+        let len = decode_prefix(prefix).unwrap();
         assert_eq!(len as usize, bytes.len() - PREFIX_BYTES);
         assert_eq!(decode_header(&bytes[PREFIX_BYTES..]).unwrap(), header());
 
-        let mut bad = prefix;
+        assert!(matches!(
+            decode_prefix(&prefix[..7]),
+            Err(TransferError::Truncated { got: 7, .. })
+        ));
+        let mut bad = prefix.to_vec();
         bad[0] ^= 1;
         assert!(matches!(decode_prefix(&bad), Err(TransferError::BadMagic { .. })));
-        let mut long = prefix;
+        let mut long = prefix.to_vec();
         long[4..].copy_from_slice(&(MAX_HEADER_BYTES + 1).to_le_bytes());
         assert!(matches!(
             decode_prefix(&long),
