@@ -6,8 +6,9 @@
 //!   machine in one siftdb database; the layout is in README.md.
 //! - [`service`] is a replicated KV service over HTTP built on them (the `siftdb-raft` binary),
 //!   [`client`] its client, [`network`] the Raft RPCs between nodes ([`snapshot_wire`]: the
-//!   binary body of a snapshot chunk, [`kv_wire`]: the binary bodies of the client routes,
-//!   [`tls`]: TLS and the shared secret, off unless configured).
+//!   binary body carrying a whole snapshot, [`snapshot_transfer`]: its sending and receiving
+//!   ends, [`kv_wire`]: the binary bodies of the client routes, [`tls`]: TLS and the shared
+//!   secret, off unless configured).
 //!
 //! Quick start, in-process (the storage only):
 //!
@@ -33,6 +34,7 @@ pub mod network;
 #[cfg(feature = "rocksdb-peer")]
 pub mod peer_rocksdb;
 pub mod service;
+pub mod snapshot_transfer;
 pub mod snapshot_wire;
 pub mod store;
 pub mod tls;
@@ -46,8 +48,8 @@ pub type NodeId = u64;
 
 openraft::declare_raft_types!(
     /// The openraft types of the KV service: requests are [`Request`], responses [`Response`],
-    /// snapshots are files ([`store::SnapshotData`], the format in docs/snapshots.md), sent in
-    /// chunks of `Config::snapshot_max_chunk_size`.
+    /// snapshots are files ([`store::SnapshotData`], the format in docs/snapshots.md), each sent
+    /// as one streamed body ([`snapshot_transfer`]).
     pub TypeConfig:
         D = Request,
         R = Response,

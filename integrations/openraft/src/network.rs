@@ -1,22 +1,31 @@
 //! The Raft RPCs between nodes over HTTP/1.1 (reqwest), answered by [`crate::service`]'s
-//! `/raft/*` routes: append and vote as JSON, a snapshot chunk as a binary body
-//! ([`crate::snapshot_wire`]). Each reply is the JSON of a `Result`, so a remote Raft error comes
-//! back as itself and a transport failure (or a chunk the peer refused, HTTP 400) as openraft's
-//! `Unreachable` (nothing sent) or `NetworkError`.
+//! `/raft/*` routes: append and vote as JSON, a whole snapshot as one streamed binary body
+//! ([`crate::snapshot_wire`], [`crate::snapshot_transfer`]). Each reply is the JSON of a
+//! `Result`, so a remote Raft error comes back as itself and a transport failure (or a body the
+//! peer refused, HTTP 400) as openraft's `Unreachable` (nothing sent) or `NetworkError`.
+
+use std::future::Future;
+use std::time::Duration;
 
 use openraft::error::{
-    InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable,
+    Fatal, Infallible, NetworkError, RPCError, RaftError, RemoteError, ReplicationClosed,
+    StreamingError, Unreachable,
 };
 use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
 use openraft::raft::{
-    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
-    VoteRequest, VoteResponse,
+    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, VoteRequest, VoteResponse,
 };
-use openraft::BasicNode;
+use openraft::{BasicNode, OptionalSend, Snapshot, StorageIOError, Vote};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use crate::snapshot_transfer::SnapshotBody;
 use crate::{NodeId, TypeConfig};
+
+/// How long a snapshot body may go without a byte handed to the connection before the sender
+/// gives up (openraft then sends the snapshot again later). The receiver waits as long for each
+/// frame ([`crate::service`]).
+pub const SNAPSHOT_STALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Makes one [`Connection`] per peer; they share the HTTP client's connection pool.
 #[derive(Clone, Default)]
@@ -104,25 +113,50 @@ impl RaftNetwork<TypeConfig> for Connection {
         self.call("append", &rpc, &option).await
     }
 
-    async fn install_snapshot(
+    /// Sends the whole snapshot as one streamed body and waits for the follower's install. Ends
+    /// early when openraft cancels (the connection is dropped, and the follower refuses the
+    /// truncated body), when the body stalls for [`SNAPSHOT_STALL_TIMEOUT`], or when no reply
+    /// came within `option.hard_ttl()` (`Config::install_snapshot_timeout`) of its last byte.
+    async fn full_snapshot(
         &mut self,
-        rpc: InstallSnapshotRequest<TypeConfig>,
+        vote: Vote<NodeId>,
+        snapshot: Snapshot<TypeConfig>,
+        cancel: impl Future<Output = ReplicationClosed> + OptionalSend + 'static,
         option: RPCOption,
-    ) -> Result<
-        InstallSnapshotResponse<NodeId>,
-        RPCError<NodeId, BasicNode, RaftError<NodeId, InstallSnapshotError>>,
-    > {
-        // The chunk's bytes as they are, with a small JSON header (snapshot_wire.rs).
+    ) -> Result<SnapshotResponse<NodeId>, StreamingError<TypeConfig, Fatal<NodeId>>> {
+        let sig = snapshot.meta.signature();
+        let body = SnapshotBody::new(vote, snapshot).await.map_err(|e| {
+            let e = StorageIOError::read_snapshot(Some(sig), openraft::AnyError::new(&e));
+            StreamingError::StorageError(e.into())
+        })?;
+        let progress = body.progress();
         let url = format!("{}://{}/raft/snapshot", self.scheme, self.node.addr);
-        let body = crate::snapshot_wire::encode(&rpc);
-        drop(rpc);
         let request = self
             .http
             .post(&url)
-            .timeout(option.hard_ttl())
             .header(reqwest::header::CONTENT_TYPE, crate::snapshot_wire::CONTENT_TYPE)
-            .body(body);
-        self.send(request).await
+            .body(reqwest::Body::wrap(body));
+        let exchange = self.send::<SnapshotResponse<NodeId>, Infallible>(request);
+        tokio::select! {
+            reply = exchange => reply.map_err(|e| match e {
+                RPCError::Unreachable(u) => StreamingError::Unreachable(u),
+                RPCError::RemoteError(r) => {
+                    let fatal = match r.source {
+                        RaftError::Fatal(f) => f,
+                        RaftError::APIError(never) => match never {},
+                    };
+                    let node = self.node.clone();
+                    StreamingError::RemoteError(RemoteError::new_with_node(self.target, node, fatal))
+                }
+                RPCError::Network(n) => StreamingError::Network(n),
+                other => StreamingError::Network(NetworkError::new(&other)),
+            }),
+            closed = cancel => Err(StreamingError::Closed(closed)),
+            why = progress.stalled(SNAPSHOT_STALL_TIMEOUT, option.hard_ttl()) => {
+                let e = std::io::Error::new(std::io::ErrorKind::TimedOut, why);
+                Err(StreamingError::Network(NetworkError::new(&e)))
+            }
+        }
     }
 
     async fn vote(

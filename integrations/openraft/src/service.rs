@@ -4,7 +4,7 @@
 //! | route | body | reply |
 //! |---|---|---|
 //! | `POST /raft/append`, `/raft/vote` | openraft's RPC request | its reply |
-//! | `POST /raft/snapshot` | one chunk, binary ([`crate::snapshot_wire`]) | openraft's reply; HTTP 400 with the [`crate::snapshot_wire::ChunkError`] text for a body that fails a check |
+//! | `POST /raft/snapshot` | a whole snapshot, streamed binary ([`crate::snapshot_wire`]) | after the install, openraft's `SnapshotResponse`; HTTP 400 with the [`crate::snapshot_wire::TransferError`] text for a body that fails a check, is cut short or stalls |
 //! | `POST /kv/write` | [`Request`] | [`api::WriteResult`]; concurrent writes are proposed together as one [`Request::Batch`] entry; a batch holding a batch or a key longer than `siftdb::MAX_KEY_SIZE` is refused (HTTP 400), a body past [`KV_WRITE_BODY_LIMIT`] too (HTTP 413) |
 //! | `POST /kv/read` | key | [`api::ReadResult`]: linearizable, through `ensure_linearizable` |
 //! | `POST /kv/local` | key | this node's applied value, not linearizable |
@@ -33,15 +33,13 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response as HttpResponse};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use openraft::error::{InstallSnapshotError, RaftError};
-use openraft::raft::{
-    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
-    VoteRequest, VoteResponse,
-};
+use openraft::error::RaftError;
+use openraft::raft::{AppendEntriesRequest, AppendEntriesResponse, VoteRequest, VoteResponse};
 use openraft::{BasicNode, Config, SnapshotPolicy};
 
 use crate::kv_wire;
-use crate::network::Network;
+use crate::network::{Network, SNAPSHOT_STALL_TIMEOUT};
+use crate::snapshot_transfer::Received;
 use crate::store;
 use crate::{KvRead, NodeId, Raft, Request, TypeConfig};
 
@@ -82,14 +80,11 @@ pub const KV_WRITE_BODY_LIMIT: usize = 2 << 20;
 /// `Config::max_payload_entries` entries).
 const APPEND_BODY_LIMIT: usize = 1 << 30;
 
-/// Bytes of snapshot a chunk of `install_snapshot` carries (openraft's default).
-pub const SNAPSHOT_CHUNK_BYTES: u64 = 3 << 20;
-
-/// How long one `install_snapshot` chunk may take, the last one included: the receiver answers
-/// the last chunk only after it unpacked and ingested the whole snapshot, and a timeout makes the
-/// leader send the snapshot again from its first byte. openraft's default (200 ms) is far below
-/// the install of a large state.
-pub const SNAPSHOT_CHUNK_TIMEOUT: Duration = Duration::from_secs(600);
+/// How long the leader waits, after the last byte of a snapshot body, for the follower's reply:
+/// it comes after the install (unpack, ingest, switch), and a timeout makes the leader send the
+/// snapshot again from its first byte. openraft's default (200 ms) is far below the install of a
+/// large state. (The transfer itself has no bound but a stall: [`SNAPSHOT_STALL_TIMEOUT`].)
+pub const SNAPSHOT_INSTALL_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// How to run one node.
 #[derive(Debug, Clone)]
@@ -121,6 +116,8 @@ struct App {
     raft: Raft,
     sm: Arc<dyn KvRead>,
     writes: tokio::sync::mpsc::UnboundedSender<PendingWrite>,
+    /// Held while a snapshot body is received and installed: one incoming file at a time.
+    receiving: tokio::sync::Mutex<()>,
 }
 
 /// A client write waiting for the batcher, and where its result goes.
@@ -208,8 +205,7 @@ pub async fn run_node(cfg: NodeConfig) -> Result<(), Box<dyn std::error::Error>>
         election_timeout_max: 600,
         snapshot_policy: SnapshotPolicy::LogsSinceLast(cfg.snapshot_every),
         max_in_snapshot_log_to_keep: cfg.snapshot_every / 2,
-        snapshot_max_chunk_size: SNAPSHOT_CHUNK_BYTES,
-        install_snapshot_timeout: SNAPSHOT_CHUNK_TIMEOUT.as_millis() as u64,
+        install_snapshot_timeout: SNAPSHOT_INSTALL_TIMEOUT.as_millis() as u64,
         ..Default::default()
     }
     .validate()?;
@@ -264,21 +260,18 @@ pub async fn run_node(cfg: NodeConfig) -> Result<(), Box<dyn std::error::Error>>
     Ok(())
 }
 
-/// The HTTP routes of a node (the table above) over `raft` and its state machine `sm`. A snapshot
-/// chunk body may be as large as `raft`'s `snapshot_max_chunk_size` plus its header.
+/// The HTTP routes of a node (the table above) over `raft` and its state machine `sm`.
 pub fn router(raft: Raft, sm: Arc<dyn KvRead>) -> Router {
-    let chunk_limit = raft.config().snapshot_max_chunk_size as usize
-        + 8
-        + crate::snapshot_wire::MAX_HEADER_BYTES as usize;
     let (writes, queued) = tokio::sync::mpsc::unbounded_channel();
     tokio::spawn(batch_writes(raft.clone(), queued));
-    let app = Arc::new(App { raft, sm, writes });
+    let app = Arc::new(App { raft, sm, writes, receiving: tokio::sync::Mutex::new(()) });
     Router::new()
         // An AppendEntries of up to openraft's 300 entries of large values can pass axum's
         // 2 MB default: a follower refusing it could never catch up.
         .route("/raft/append", post(raft_append).layer(DefaultBodyLimit::max(APPEND_BODY_LIMIT)))
         .route("/raft/vote", post(raft_vote))
-        .route("/raft/snapshot", post(raft_snapshot).layer(DefaultBodyLimit::max(chunk_limit)))
+        // Streamed to a file, never held: its length is the snapshot's (snapshot_transfer.rs).
+        .route("/raft/snapshot", post(raft_snapshot).layer(DefaultBodyLimit::disable()))
         .route("/kv/write", post(kv_write).layer(DefaultBodyLimit::max(KV_WRITE_BODY_LIMIT)))
         .route("/kv/read", post(kv_read))
         .route("/kv/local", post(kv_local))
@@ -331,15 +324,14 @@ async fn raft_vote(
     Json(app.raft.vote(rpc).await)
 }
 
-async fn raft_snapshot(State(app): AppState, body: Bytes) -> HttpResponse {
-    // Checked before openraft sees it: a refused chunk is never written to the incoming file.
-    let rpc: InstallSnapshotRequest<TypeConfig> = match crate::snapshot_wire::decode(&body) {
-        Ok(rpc) => rpc,
+async fn raft_snapshot(State(app): AppState, body: axum::body::Body) -> HttpResponse {
+    let _one = app.receiving.lock().await;
+    let received = crate::snapshot_transfer::receive(&app.raft, body, SNAPSHOT_STALL_TIMEOUT).await;
+    let reply: Result<_, RaftError<NodeId>> = match received {
+        Ok(Received::Installed(r)) => r.map_err(RaftError::Fatal),
+        Ok(Received::StaleVote(r)) => Ok(r),
         Err(e) => return (StatusCode::BAD_REQUEST, e.to_string()).into_response(),
     };
-    drop(body);
-    let reply: Result<InstallSnapshotResponse<NodeId>, RaftError<NodeId, InstallSnapshotError>> =
-        app.raft.install_snapshot(rpc).await;
     Json(reply).into_response()
 }
 

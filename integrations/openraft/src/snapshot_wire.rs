@@ -1,51 +1,84 @@
-//! The body of a `POST /raft/snapshot`: one chunk of openraft's chunked `install_snapshot` RPC
-//! with the chunk's bytes as they are (not a JSON array of numbers: that cost about 3.5 wire bytes
-//! and a parse per snapshot byte). All integers little-endian:
+//! The body of a `POST /raft/snapshot`: one whole snapshot, streamed (sent and received by
+//! [`crate::snapshot_transfer`]). All integers little-endian:
 //!
 //! | bytes | field |
 //! |---|---|
-//! | 4 | magic `SRC1` |
+//! | 4 | magic `SFT1` |
 //! | 4 | header length H (at most [`MAX_HEADER_BYTES`]) |
-//! | H | the header as JSON: `vote`, `meta`, `offset`, `done` of the request, and the chunk's `len` and `crc32` (CRC-32 of its bytes, crc32fast) |
-//! | len | the chunk's bytes |
+//! | H | the header as JSON: the leader's `vote`, the snapshot's `meta` and its length `len` in bytes |
+//! | len | the snapshot file's bytes as they are |
+//! | 4 | CRC-32 (crc32fast) of those `len` bytes |
 //!
-//! The body ends exactly after the chunk. [`decode`] checks every field before the request
-//! reaches openraft, so a truncated or corrupted chunk is refused with a [`ChunkError`] and never
-//! written into the receiving node's incoming file.
+//! The body ends exactly after the CRC. The receiver checks the magic, the header's bound and
+//! JSON, that exactly `len` bytes and the CRC arrive and that the CRC matches, before the snapshot
+//! reaches openraft; a body failing one is refused with a [`TransferError`].
 
 use std::fmt;
 
-use openraft::raft::InstallSnapshotRequest;
 use openraft::{BasicNode, SnapshotMeta, Vote};
 use serde::{Deserialize, Serialize};
 
-use crate::{NodeId, TypeConfig};
+use crate::NodeId;
 
-/// The first 4 bytes of a chunk body.
-pub const MAGIC: &[u8; 4] = b"SRC1";
+/// The first 4 bytes of a snapshot body.
+pub const MAGIC: &[u8; 4] = b"SFT1";
 /// The largest header accepted (it holds the snapshot's membership, a few hundred bytes).
 pub const MAX_HEADER_BYTES: u32 = 1 << 20;
-/// The `Content-Type` of a chunk body.
-pub const CONTENT_TYPE: &str = "application/x-siftdb-snapshot-chunk";
+/// The `Content-Type` of a snapshot body.
+pub const CONTENT_TYPE: &str = "application/x-siftdb-snapshot";
+/// Bytes of the body before the header: the magic and the header length.
+pub const PREFIX_BYTES: usize = 8;
+/// Bytes of the body after the snapshot: its CRC-32.
+pub const TRAILER_BYTES: usize = 4;
 
-#[derive(Serialize, Deserialize)]
-struct Header {
-    vote: Vote<NodeId>,
-    meta: SnapshotMeta<NodeId, BasicNode>,
-    offset: u64,
-    done: bool,
-    len: u64,
-    crc32: u32,
+/// The header of a snapshot body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Header {
+    /// The sending leader's vote.
+    pub vote: Vote<NodeId>,
+    /// The snapshot's meta (the receiver's install checks that the snapshot's own is the same).
+    pub meta: SnapshotMeta<NodeId, BasicNode>,
+    /// The snapshot's length in bytes.
+    pub len: u64,
 }
 
-/// Why a chunk body was refused.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ChunkError {
-    /// The body is shorter than the magic and the header length.
-    TooShort {
-        /// The body's length.
-        len: usize,
-    },
+/// The magic, header length and header of a body announcing `header`.
+pub fn encode_prefix(header: &Header) -> Vec<u8> {
+    let json = serde_json::to_vec(header).expect("a snapshot header serializes");
+    let mut out = Vec::with_capacity(PREFIX_BYTES + json.len());
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&(json.len() as u32).to_le_bytes());
+    out.extend_from_slice(&json);
+    out
+}
+
+/// The header length in the first [`PREFIX_BYTES`] of a body, its magic and bound checked.
+pub fn decode_prefix(prefix: &[u8]) -> Result<u32, TransferError> {
+    let Some(prefix) = prefix.get(..PREFIX_BYTES) else {
+        return Err(TransferError::Truncated {
+            inside: "header length",
+            got: prefix.len() as u64,
+            expected: PREFIX_BYTES as u64,
+        });
+    };
+    if &prefix[..4] != MAGIC {
+        return Err(TransferError::BadMagic { found: prefix[..4].to_vec() });
+    }
+    let len = u32::from_le_bytes([prefix[4], prefix[5], prefix[6], prefix[7]]);
+    if len > MAX_HEADER_BYTES {
+        return Err(TransferError::HeaderTooLong { len });
+    }
+    Ok(len)
+}
+
+/// The header in `json`.
+pub fn decode_header(json: &[u8]) -> Result<Header, TransferError> {
+    serde_json::from_slice(json).map_err(|e| TransferError::Header(e.to_string()))
+}
+
+/// Why a snapshot body was refused (or could not be received).
+#[derive(Debug)]
+pub enum TransferError {
     /// The body does not start with [`MAGIC`].
     BadMagic {
         /// Its first bytes.
@@ -56,181 +89,107 @@ pub enum ChunkError {
         /// The stated length.
         len: u32,
     },
-    /// The body ends inside the header.
-    HeaderTruncated {
-        /// The stated header length.
-        header_len: u32,
-        /// The bytes that follow the header length.
-        have: usize,
-    },
     /// The header is not the expected JSON.
     Header(String),
-    /// The chunk's bytes are not as many as the header says (a truncated or extended body).
-    LengthMismatch {
-        /// The header's `len`.
-        announced: u64,
-        /// The bytes that follow the header.
+    /// The body ended (or the connection was closed) before its end: inside the prefix or
+    /// header, the snapshot's bytes or the CRC.
+    Truncated {
+        /// Where it ended.
+        inside: &'static str,
+        /// Bytes of that part received.
         got: u64,
+        /// Bytes of that part expected.
+        expected: u64,
     },
-    /// The chunk's bytes fail the header's CRC-32.
+    /// Bytes follow the CRC.
+    TrailingBytes,
+    /// The snapshot's bytes fail the body's CRC-32.
     CrcMismatch {
-        /// The header's `crc32`.
+        /// The CRC at the end of the body.
         stored: u32,
         /// The CRC-32 of the bytes received.
         computed: u32,
     },
+    /// No byte arrived for this long.
+    Stalled {
+        /// The bound that passed, in seconds.
+        secs: u64,
+        /// Bytes of the body received before.
+        got: u64,
+    },
+    /// The connection failed while the body was read.
+    Body(String),
+    /// Writing the received bytes to the incoming file failed.
+    Io(std::io::Error),
 }
 
-impl fmt::Display for ChunkError {
+impl fmt::Display for TransferError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "refused snapshot chunk: ")?;
+        write!(f, "refused snapshot: ")?;
         match self {
-            ChunkError::TooShort { len } => write!(f, "a body of {len} bytes has no header"),
-            ChunkError::BadMagic { found } => {
+            TransferError::BadMagic { found } => {
                 write!(f, "it starts with {found:02x?}, not the magic {MAGIC:02x?}")
             }
-            ChunkError::HeaderTooLong { len } => {
+            TransferError::HeaderTooLong { len } => {
                 write!(f, "header length {len} is over {MAX_HEADER_BYTES}")
             }
-            ChunkError::HeaderTruncated { header_len, have } => {
-                write!(f, "the body ends inside the header ({have} of {header_len} bytes)")
+            TransferError::Header(e) => write!(f, "the header is not snapshot JSON: {e}"),
+            TransferError::Truncated { inside, got, expected } => {
+                write!(f, "the body ends inside the {inside} ({got} of {expected} bytes)")
             }
-            ChunkError::Header(e) => write!(f, "the header is not chunk JSON: {e}"),
-            ChunkError::LengthMismatch { announced, got } => {
-                write!(f, "the header announces {announced} chunk bytes, the body has {got}")
+            TransferError::TrailingBytes => write!(f, "bytes follow the CRC"),
+            TransferError::CrcMismatch { stored, computed } => {
+                write!(f, "snapshot CRC mismatch: stored {stored:#010x}, computed {computed:#010x}")
             }
-            ChunkError::CrcMismatch { stored, computed } => {
-                write!(f, "chunk CRC mismatch: stored {stored:#010x}, computed {computed:#010x}")
+            TransferError::Stalled { secs, got } => {
+                write!(f, "no byte arrived for {secs} s after {got} bytes of the body")
             }
+            TransferError::Body(e) => write!(f, "reading the body failed: {e}"),
+            TransferError::Io(e) => write!(f, "writing the incoming file failed: {e}"),
         }
     }
 }
 
-impl std::error::Error for ChunkError {}
-
-/// The body carrying `req`.
-pub fn encode(req: &InstallSnapshotRequest<TypeConfig>) -> Vec<u8> {
-    let header = Header {
-        vote: req.vote,
-        meta: req.meta.clone(),
-        offset: req.offset,
-        done: req.done,
-        len: req.data.len() as u64,
-        crc32: crc32fast::hash(&req.data),
-    };
-    let json = serde_json::to_vec(&header).expect("a chunk header serializes");
-    let mut body = Vec::with_capacity(8 + json.len() + req.data.len());
-    body.extend_from_slice(MAGIC);
-    body.extend_from_slice(&(json.len() as u32).to_le_bytes());
-    body.extend_from_slice(&json);
-    body.extend_from_slice(&req.data);
-    body
-}
-
-/// The request in `body`, every field checked.
-pub fn decode(body: &[u8]) -> Result<InstallSnapshotRequest<TypeConfig>, ChunkError> {
-    let (Some(magic), Some(len_bytes)) = (body.get(..4), body.get(4..8)) else {
-        return Err(ChunkError::TooShort { len: body.len() });
-    };
-    if magic != MAGIC {
-        return Err(ChunkError::BadMagic { found: magic.to_vec() });
-    }
-    let mut n = [0u8; 4];
-    n.copy_from_slice(len_bytes);
-    let header_len = u32::from_le_bytes(n);
-    if header_len > MAX_HEADER_BYTES {
-        return Err(ChunkError::HeaderTooLong { len: header_len });
-    }
-    let rest = body.get(8..).unwrap_or_default();
-    let (Some(json), Some(data)) =
-        (rest.get(..header_len as usize), rest.get(header_len as usize..))
-    else {
-        return Err(ChunkError::HeaderTruncated { header_len, have: rest.len() });
-    };
-    let header: Header =
-        serde_json::from_slice(json).map_err(|e| ChunkError::Header(e.to_string()))?;
-    if header.len != data.len() as u64 {
-        return Err(ChunkError::LengthMismatch { announced: header.len, got: data.len() as u64 });
-    }
-    let computed = crc32fast::hash(data);
-    if computed != header.crc32 {
-        return Err(ChunkError::CrcMismatch { stored: header.crc32, computed });
-    }
-    Ok(InstallSnapshotRequest {
-        vote: header.vote,
-        meta: header.meta,
-        offset: header.offset,
-        data: data.to_vec(),
-        done: header.done,
-    })
-}
+impl std::error::Error for TransferError {}
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn request(data: Vec<u8>) -> InstallSnapshotRequest<TypeConfig> {
-        InstallSnapshotRequest {
+    fn header() -> Header {
+        Header {
             vote: Vote::new_committed(3, 1),
             meta: SnapshotMeta {
                 last_log_id: Some(openraft::testing::log_id(3, 1, 99)),
                 last_membership: Default::default(),
                 snapshot_id: "3-99-7".into(),
             },
-            offset: 1 << 20,
-            data,
-            done: false,
+            len: 5 << 30,
         }
     }
 
     #[test]
-    fn round_trip_and_every_flipped_bit_and_truncation_is_refused() {
-        let data: Vec<u8> = (0..3000u32).map(|i| (i * 7 % 251) as u8).collect();
-        let req = request(data.clone());
-        let body = encode(&req);
-        let got = decode(&body).unwrap();
-        assert_eq!(
-            (got.vote, &got.meta, got.offset, got.done),
-            (req.vote, &req.meta, req.offset, req.done)
-        );
-        assert_eq!(got.data, data);
-        // The body is the chunk plus a small header, not a JSON array of numbers.
-        assert!(body.len() < data.len() + 400, "{} bytes", body.len());
-        // A flipped bit anywhere is refused or (inside the JSON header, where it may still
-        // parse) changes nothing of the chunk's bytes unnoticed: CRC-32 detects every
-        // single-bit error in the chunk, and the magic and lengths are checked.
-        let header_end = body.len() - data.len();
-        for i in 0..body.len() {
-            for bit in 0..8 {
-                let mut bad = body.clone();
-                bad[i] ^= 1 << bit;
-                match decode(&bad) {
-                    Err(_) => {}
-                    Ok(r) => {
-                        assert!((8..header_end).contains(&i), "flip of bit {bit} of byte {i}");
-                        assert_eq!(r.data, data);
-                    }
-                }
-            }
-        }
-        for n in 0..body.len() {
-            assert!(decode(&body[..n]).is_err(), "truncation to {n} accepted");
-        }
-        let mut longer = body.clone();
-        longer.push(0);
-        assert_eq!(
-            decode(&longer).unwrap_err(),
-            ChunkError::LengthMismatch { announced: 3000, got: 3001 }
-        );
-    }
+    fn the_prefix_round_trips_and_its_checks_refuse() {
+        let bytes = encode_prefix(&header());
+        let prefix = &bytes[..PREFIX_BYTES];
+        let len = decode_prefix(prefix).unwrap();
+        assert_eq!(len as usize, bytes.len() - PREFIX_BYTES);
+        assert_eq!(decode_header(&bytes[PREFIX_BYTES..]).unwrap(), header());
 
-    #[test]
-    fn a_header_length_over_the_bound_is_refused_before_reading_it() {
-        let mut body = encode(&request(vec![1, 2, 3]));
-        body[4..8].copy_from_slice(&(MAX_HEADER_BYTES + 1).to_le_bytes());
-        assert_eq!(
-            decode(&body).unwrap_err(),
-            ChunkError::HeaderTooLong { len: MAX_HEADER_BYTES + 1 }
-        );
+        assert!(matches!(
+            decode_prefix(&prefix[..7]),
+            Err(TransferError::Truncated { got: 7, .. })
+        ));
+        let mut bad = prefix.to_vec();
+        bad[0] ^= 1;
+        assert!(matches!(decode_prefix(&bad), Err(TransferError::BadMagic { .. })));
+        let mut long = prefix.to_vec();
+        long[4..].copy_from_slice(&(MAX_HEADER_BYTES + 1).to_le_bytes());
+        assert!(matches!(
+            decode_prefix(&long),
+            Err(TransferError::HeaderTooLong { len }) if len == MAX_HEADER_BYTES + 1
+        ));
+        let json = &bytes[PREFIX_BYTES..];
+        assert!(matches!(decode_header(&json[..json.len() - 1]), Err(TransferError::Header(_))));
     }
 }

@@ -1,6 +1,6 @@
 //! TLS (rustls, ring provider) and the shared secret, for nodes and clients; off unless
 //! configured. With TLS every listener serves HTTPS and every outgoing request (Raft RPCs,
-//! snapshot chunks, client calls) verifies the server's certificate against the given CA; with
+//! snapshots, client calls) verifies the server's certificate against the given CA; with
 //! mutual TLS a node also demands a client certificate signed by that CA, and presents its own
 //! on its outgoing requests. With a shared secret every request must carry it in the
 //! [`SECRET_HEADER`] header, else it is answered HTTP 401 before any route (and so Raft) sees it.

@@ -1,8 +1,8 @@
-//! Snapshots stream: a state much larger than openraft's chunk size is built as a file, sent in
-//! chunks of `Config::snapshot_max_chunk_size` by openraft's own chunked transport to a node
-//! that joins after the log it needs was purged, written chunk by chunk into a file there and
-//! installed. And an install that fails between unpack and switch leaves the old state, in the
-//! running store and after a reopen.
+//! Snapshots stream: a state many times the transfer's block size is built as a file, sent as
+//! one body (`snapshot_transfer::SnapshotBody`, read block by block from the file) to a node that
+//! joins after the log it needs was purged, received by `snapshot_transfer::receive` into a
+//! file there and installed; in one process, without HTTP. And an install that fails between
+//! unpack and switch leaves the old state, in the running store and after a reopen.
 
 // openraft's error types are returned by value, as its traits do.
 #![allow(clippy::result_large_err)]
@@ -11,38 +11,72 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::fs;
+use std::future::Future;
 use std::path::Path;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use openraft::error::{InstallSnapshotError, RPCError, RaftError, RemoteError, Unreachable};
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+use openraft::error::{
+    Fatal, NetworkError, RPCError, RaftError, RemoteError, ReplicationClosed, StreamingError,
+    Unreachable,
+};
 use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
 use openraft::raft::{
-    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
-    VoteRequest, VoteResponse,
+    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, VoteRequest, VoteResponse,
 };
 use openraft::storage::{RaftLogStorage, RaftStateMachine};
 use openraft::testing::{blank_ent, membership_ent};
-use openraft::{BasicNode, Config, EntryPayload, RaftSnapshotBuilder, SnapshotPolicy};
+use openraft::{
+    BasicNode, Config, EntryPayload, OptionalSend, RaftSnapshotBuilder, Snapshot, SnapshotPolicy,
+    Vote,
+};
+use siftdb_openraft::snapshot_transfer::{self, Received, SnapshotBody, BLOCK_BYTES};
 use siftdb_openraft::store::{self, StateMachine};
 use siftdb_openraft::{NodeId, Raft, Request, TypeConfig};
 use tokio::io::AsyncWriteExt;
 
-const CHUNK: u64 = 64 << 10;
-
-/// One snapshot chunk as the network saw it.
-#[derive(Debug, Clone)]
-struct Chunk {
-    offset: u64,
-    len: usize,
-    done: bool,
-}
-
-/// The nodes of one test process, and every snapshot chunk sent between them.
+/// The nodes of one test process, and the frame lengths of every snapshot transfer between
+/// them.
 #[derive(Default)]
 struct Router {
     nodes: Mutex<BTreeMap<NodeId, Raft>>,
-    chunks: Mutex<Vec<Chunk>>,
+    transfers: Mutex<Vec<Vec<usize>>>,
+}
+
+/// A body passed through, recording each frame's length.
+struct Recorded {
+    inner: SnapshotBody,
+    frames: Vec<usize>,
+    router: Arc<Router>,
+}
+
+impl Body for Recorded {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+        let this = self.get_mut();
+        let polled = Pin::new(&mut this.inner).poll_frame(cx);
+        match &polled {
+            Poll::Ready(Some(Ok(f))) => this.frames.extend(f.data_ref().map(|d| d.len())),
+            Poll::Ready(None) => {
+                this.router.transfers.lock().unwrap().push(std::mem::take(&mut this.frames))
+            }
+            _ => {}
+        }
+        polled
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
 }
 
 #[derive(Clone)]
@@ -90,18 +124,29 @@ impl RaftNetwork<TypeConfig> for Conn {
         self.remote(raft.append_entries(rpc).await)
     }
 
-    async fn install_snapshot(
+    async fn full_snapshot(
         &mut self,
-        rpc: InstallSnapshotRequest<TypeConfig>,
+        vote: Vote<NodeId>,
+        snapshot: Snapshot<TypeConfig>,
+        _cancel: impl Future<Output = ReplicationClosed> + OptionalSend + 'static,
         _option: RPCOption,
-    ) -> Result<
-        InstallSnapshotResponse<NodeId>,
-        RPCError<NodeId, BasicNode, RaftError<NodeId, InstallSnapshotError>>,
-    > {
-        let chunk = Chunk { offset: rpc.offset, len: rpc.data.len(), done: rpc.done };
-        self.router.chunks.lock().unwrap().push(chunk);
-        let raft = self.raft()?;
-        self.remote(raft.install_snapshot(rpc).await)
+    ) -> Result<SnapshotResponse<NodeId>, StreamingError<TypeConfig, Fatal<NodeId>>> {
+        let raft = match self.raft::<openraft::error::Infallible>() {
+            Ok(r) => r,
+            Err(RPCError::Unreachable(u)) => return Err(StreamingError::Unreachable(u)),
+            Err(e) => return Err(StreamingError::Network(NetworkError::new(&e))),
+        };
+        let body = SnapshotBody::new(vote, snapshot)
+            .await
+            .map_err(|e| StreamingError::Network(NetworkError::new(&e)))?;
+        let body = Recorded { inner: body, frames: Vec::new(), router: self.router.clone() };
+        match snapshot_transfer::receive(&raft, body, Duration::from_secs(30)).await {
+            Ok(Received::Installed(r)) => {
+                r.map_err(|f| StreamingError::RemoteError(RemoteError::new(self.target, f)))
+            }
+            Ok(Received::StaleVote(r)) => Ok(r),
+            Err(e) => Err(StreamingError::Network(NetworkError::new(&e))),
+        }
     }
 
     async fn vote(
@@ -140,14 +185,13 @@ async fn start(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_snapshot_much_larger_than_a_chunk_streams_in_chunks_to_a_new_node() {
+async fn a_snapshot_many_blocks_long_streams_as_one_body_to_a_new_node() {
     let root = tempfile::tempdir().unwrap();
     let config = Config {
         heartbeat_interval: 100,
         election_timeout_min: 300,
         election_timeout_max: 600,
         snapshot_policy: SnapshotPolicy::Never,
-        snapshot_max_chunk_size: CHUNK,
         max_in_snapshot_log_to_keep: 0,
         purge_batch_size: 1,
         ..Default::default()
@@ -185,20 +229,21 @@ async fn a_snapshot_much_larger_than_a_chunk_streams_in_chunks_to_a_new_node() {
     let (tables, rewritten) = sm2.installed_tables();
     assert!(tables > 0 && rewritten == 0, "{tables} tables installed, {rewritten} rewritten");
 
-    // The snapshot went as consecutive chunks of at most CHUNK bytes, the last one `done`, and
-    // arrived byte for byte as node 2's current snapshot.
+    // The snapshot went as one body: the header, then the file in blocks of BLOCK_BYTES (the last
+    // one shorter), then the 4-byte CRC; it arrived byte for byte as node 2's current snapshot.
     let sent = fs::read(root.path().join("n1/snapshot")).unwrap();
-    assert!(sent.len() as u64 > 200 * CHUNK, "snapshot of {} bytes", sent.len());
-    let chunks = router.chunks.lock().unwrap().clone();
-    assert_eq!(chunks.len() as u64, (sent.len() as u64).div_ceil(CHUNK), "{chunks:?}");
-    let mut offset = 0u64;
-    for (i, c) in chunks.iter().enumerate() {
-        assert_eq!(c.offset, offset, "chunk {i}");
-        assert!(c.len as u64 <= CHUNK && c.len > 0, "chunk {i}: {c:?}");
-        assert_eq!(c.done, i + 1 == chunks.len(), "chunk {i}");
-        offset += c.len as u64;
+    assert!(sent.len() > 15 * BLOCK_BYTES, "snapshot of {} bytes", sent.len());
+    let transfers = router.transfers.lock().unwrap().clone();
+    assert_eq!(transfers.len(), 1, "{transfers:?}");
+    let frames = &transfers[0];
+    let blocks = &frames[1..frames.len() - 1];
+    assert_eq!(blocks.len(), sent.len().div_ceil(BLOCK_BYTES), "{frames:?}");
+    for (i, &len) in blocks.iter().enumerate() {
+        let full = i + 1 < blocks.len();
+        assert!(if full { len == BLOCK_BYTES } else { len <= BLOCK_BYTES }, "block {i}: {len}");
     }
-    assert_eq!(offset, sent.len() as u64);
+    assert_eq!(blocks.iter().sum::<usize>(), sent.len());
+    assert_eq!(frames.last(), Some(&4));
     assert_eq!(fs::read(root.path().join("n2/snapshot")).unwrap(), sent);
     // Nothing was left behind by the receive and the install.
     let names: Vec<String> = fs::read_dir(root.path().join("n2"))

@@ -1,8 +1,9 @@
-//! The compact snapshot transport over real HTTP: two in-process nodes serve the service's routes
-//! (`service::router`) and talk through `network::Network`. A snapshot of a few MiB, sent in
-//! 64 KiB chunks as binary bodies (`snapshot_wire`), arrives byte for byte; a truncated or
-//! corrupted chunk body is refused with HTTP 400 and the typed `ChunkError`'s text, and leaves
-//! nothing on the receiver.
+//! The streamed snapshot transport over real HTTP: two in-process nodes serve the service's
+//! routes (`service::router`) and talk through `network::Network`. A snapshot of a few MiB goes
+//! as one body (`snapshot_wire`) in one request and arrives byte for byte. A body that is
+//! truncated, corrupted, followed by extra bytes, cut off by a dropped connection or stalled is
+//! refused (HTTP 400 with the typed `TransferError`'s text where a reply can still be read) and
+//! leaves nothing on the receiver, whose state is unchanged.
 
 // openraft's error types are returned by value, as its traits do.
 #![allow(clippy::result_large_err)]
@@ -11,48 +12,52 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
-use openraft::error::{InstallSnapshotError, RPCError, RaftError};
+use bytes::Bytes;
+use http_body::{Body, Frame};
+use openraft::error::{Fatal, RPCError, RaftError, ReplicationClosed, StreamingError};
 use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
 use openraft::raft::{
-    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
-    VoteRequest, VoteResponse,
+    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, VoteRequest, VoteResponse,
 };
 use openraft::storage::RaftStateMachine;
-use openraft::{BasicNode, Config, SnapshotPolicy};
+use openraft::{BasicNode, Config, OptionalSend, Snapshot, SnapshotPolicy, Vote};
 use siftdb_openraft::network::{Connection, Network};
-use siftdb_openraft::snapshot_wire::{self, ChunkError};
+use siftdb_openraft::snapshot_transfer;
+use siftdb_openraft::snapshot_wire::{self, Header, TransferError};
 use siftdb_openraft::store::{self, StateMachine};
 use siftdb_openraft::{service, NodeId, Raft, Request, TypeConfig};
+use tokio::io::AsyncWriteExt;
 
-const CHUNK: u64 = 64 << 10;
-
-/// `Network` (HTTP), recording the offset, length and `done` of every snapshot chunk sent.
+/// `Network` (HTTP), counting the snapshot transfers it makes.
 #[derive(Clone, Default)]
-struct Recording {
+struct Counting {
     inner: Network,
-    chunks: Arc<Mutex<Vec<(u64, usize, bool)>>>,
+    transfers: Arc<AtomicU64>,
 }
 
-struct RecordingConn {
+struct CountingConn {
     inner: Connection,
-    chunks: Arc<Mutex<Vec<(u64, usize, bool)>>>,
+    transfers: Arc<AtomicU64>,
 }
 
-impl RaftNetworkFactory<TypeConfig> for Recording {
-    type Network = RecordingConn;
+impl RaftNetworkFactory<TypeConfig> for Counting {
+    type Network = CountingConn;
 
-    async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> RecordingConn {
-        RecordingConn {
+    async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> CountingConn {
+        CountingConn {
             inner: self.inner.new_client(target, node).await,
-            chunks: self.chunks.clone(),
+            transfers: self.transfers.clone(),
         }
     }
 }
 
-impl RaftNetwork<TypeConfig> for RecordingConn {
+impl RaftNetwork<TypeConfig> for CountingConn {
     async fn append_entries(
         &mut self,
         rpc: AppendEntriesRequest<TypeConfig>,
@@ -61,16 +66,15 @@ impl RaftNetwork<TypeConfig> for RecordingConn {
         self.inner.append_entries(rpc, option).await
     }
 
-    async fn install_snapshot(
+    async fn full_snapshot(
         &mut self,
-        rpc: InstallSnapshotRequest<TypeConfig>,
+        vote: Vote<NodeId>,
+        snapshot: Snapshot<TypeConfig>,
+        cancel: impl std::future::Future<Output = ReplicationClosed> + OptionalSend + 'static,
         option: RPCOption,
-    ) -> Result<
-        InstallSnapshotResponse<NodeId>,
-        RPCError<NodeId, BasicNode, RaftError<NodeId, InstallSnapshotError>>,
-    > {
-        self.chunks.lock().unwrap().push((rpc.offset, rpc.data.len(), rpc.done));
-        self.inner.install_snapshot(rpc, option).await
+    ) -> Result<SnapshotResponse<NodeId>, StreamingError<TypeConfig, Fatal<NodeId>>> {
+        self.transfers.fetch_add(1, Ordering::Relaxed);
+        self.inner.full_snapshot(vote, snapshot, cancel, option).await
     }
 
     async fn vote(
@@ -79,6 +83,26 @@ impl RaftNetwork<TypeConfig> for RecordingConn {
         option: RPCOption,
     ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
         self.inner.vote(rpc, option).await
+    }
+}
+
+/// A body that yields `first` and then nothing, ever (a sender that stalled).
+struct Stalled {
+    first: Option<Bytes>,
+}
+
+impl Body for Stalled {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+        match self.get_mut().first.take() {
+            Some(b) => Poll::Ready(Some(Ok(Frame::data(b)))),
+            None => Poll::Pending,
+        }
     }
 }
 
@@ -98,7 +122,7 @@ fn value(seed: u64, len: usize) -> String {
 /// Opens node `id` in `dir`, starts Raft on it and serves its routes on a free local port.
 async fn start(
     config: &Arc<Config>,
-    net: &Recording,
+    net: &Counting,
     dir: &std::path::Path,
     id: NodeId,
 ) -> (Raft, StateMachine, String) {
@@ -120,22 +144,35 @@ fn names(dir: &std::path::Path) -> Vec<String> {
     v
 }
 
+/// Waits until `dir` holds exactly `want` (a refused receive removes its incoming file when its
+/// handler ends, which for a dropped connection is after the client saw it close).
+async fn wait_for_names(dir: &std::path::Path, want: &[&str]) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let got = names(dir);
+        if got == want {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{} holds {got:?}, not {want:?}", dir.display());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_snapshot_streams_over_http_as_binary_chunks_and_bad_chunks_are_refused() {
+async fn a_snapshot_streams_over_http_as_one_body_and_bad_bodies_are_refused() {
     let root = tempfile::tempdir().unwrap();
     let config = Config {
         heartbeat_interval: 100,
         election_timeout_min: 300,
         election_timeout_max: 600,
         snapshot_policy: SnapshotPolicy::Never,
-        snapshot_max_chunk_size: CHUNK,
         install_snapshot_timeout: 60_000,
         max_in_snapshot_log_to_keep: 0,
         purge_batch_size: 1,
         ..Default::default()
     };
     let config = Arc::new(config.validate().unwrap());
-    let net = Recording::default();
+    let net = Counting::default();
     let (raft1, mut sm1, addr1) = start(&config, &net, &root.path().join("n1"), 1).await;
     raft1.initialize(BTreeMap::from([(1, BasicNode { addr: addr1 })])).await.unwrap();
     let wait = Some(Duration::from_secs(60));
@@ -148,36 +185,42 @@ async fn a_snapshot_streams_over_http_as_binary_chunks_and_bad_chunks_are_refuse
     }
     let last = common::snapshot_and_purge(&raft1, wait).await;
     let sent = fs::read(root.path().join("n1/snapshot")).unwrap();
-    assert!(sent.len() as u64 > 60 * CHUNK, "snapshot of {} bytes", sent.len());
+    assert!(sent.len() > 4 << 20, "snapshot of {} bytes", sent.len());
 
     let dir2 = root.path().join("n2");
     let (raft2, sm2, addr2) = start(&config, &net, &dir2, 2).await;
+    let before = (sm2.dump().unwrap(), raft2.metrics().borrow().last_applied);
 
-    // Bad bodies straight at node 2's route: the first chunk of node 1's snapshot, truncated by
-    // one byte, then with one chunk byte flipped. Each is refused before openraft sees it.
+    // Bad bodies straight at node 2's route, made from node 1's snapshot. Each is refused before
+    // openraft sees it.
     let meta = sm1.get_current_snapshot().await.unwrap().unwrap().meta;
     let vote = raft1.metrics().borrow().vote;
-    let first = InstallSnapshotRequest::<TypeConfig> {
-        vote,
-        meta,
-        offset: 0,
-        data: sent[..CHUNK as usize].to_vec(),
-        done: false,
-    };
-    let body = snapshot_wire::encode(&first);
-    let truncated = body[..body.len() - 1].to_vec();
+    let prefix = snapshot_wire::encode_prefix(&Header { vote, meta, len: sent.len() as u64 });
+    let mut body = prefix.clone();
+    body.extend_from_slice(&sent);
+    body.extend_from_slice(&crc32fast::hash(&sent).to_le_bytes());
     let mut flipped = body.clone();
-    let at = body.len() - 1000;
-    flipped[at] ^= 0x10;
-    assert_eq!(
-        snapshot_wire::decode(&truncated).unwrap_err(),
-        ChunkError::LengthMismatch { announced: CHUNK, got: CHUNK - 1 }
-    );
-    assert!(matches!(snapshot_wire::decode(&flipped), Err(ChunkError::CrcMismatch { .. })));
+    flipped[prefix.len() + sent.len() / 2] ^= 0x10;
+    let mut longer = body.clone();
+    longer.push(0);
+    // Refused after its first 8 bytes, before the rest is read: short enough that the client
+    // sent it all (a longer one meets the closed connection: a network error to the sender).
+    let mut bad_magic = body[..1024].to_vec();
+    bad_magic[0] = b'X';
+    let n = sent.len() as u64;
     let http = reqwest::Client::new();
     for (bad, says) in [
-        (truncated, "the header announces 65536 chunk bytes, the body has 65535"),
-        (flipped, "chunk CRC mismatch"),
+        (
+            body[..body.len() - 1].to_vec(),
+            "the body ends inside the CRC (3 of 4 bytes)".to_string(),
+        ),
+        (
+            body[..body.len() - 1000].to_vec(),
+            format!("inside the snapshot ({} of {n} bytes)", n - 996),
+        ),
+        (flipped, "snapshot CRC mismatch".into()),
+        (longer, "bytes follow the CRC".into()),
+        (bad_magic, "not the magic".into()),
     ] {
         let reply = http
             .post(format!("http://{addr2}/raft/snapshot"))
@@ -188,30 +231,53 @@ async fn a_snapshot_streams_over_http_as_binary_chunks_and_bad_chunks_are_refuse
             .unwrap();
         assert_eq!(reply.status(), reqwest::StatusCode::BAD_REQUEST);
         let text = reply.text().await.unwrap();
-        assert!(text.starts_with("refused snapshot chunk: ") && text.contains(says), "{text}");
+        assert!(text.starts_with("refused snapshot: ") && text.contains(&says), "{text}");
+        assert_eq!(names(&dir2), ["NODE", "db", "raftlog"], "a refused body left something");
     }
-    assert_eq!(names(&dir2), ["NODE", "db", "raftlog"], "a refused chunk left something");
-    assert!(net.chunks.lock().unwrap().is_empty());
 
-    // Node 2 joins: the entries it lacks are purged, so node 1 streams the snapshot over HTTP.
+    // A connection dropped in the middle of the body (a leader killed mid-transfer): the
+    // request announced the whole length, half of it arrives, then the socket closes.
+    let mut tcp = tokio::net::TcpStream::connect(&addr2).await.unwrap();
+    let head = format!(
+        "POST /raft/snapshot HTTP/1.1\r\nhost: {addr2}\r\ncontent-type: {}\r\n\
+         content-length: {}\r\n\r\n",
+        snapshot_wire::CONTENT_TYPE,
+        body.len()
+    );
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    tcp.write_all(&body[..body.len() / 2]).await.unwrap();
+    tcp.flush().await.unwrap();
+    // The incoming file exists while the body arrives; it goes when the connection does.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !names(&dir2).iter().any(|n| n.starts_with("snapshot.incoming.")) {
+        assert!(Instant::now() < deadline, "no incoming file: {:?}", names(&dir2));
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    drop(tcp);
+    wait_for_names(&dir2, &["NODE", "db", "raftlog"]).await;
+
+    // A sender that stalls after the header: refused once no byte came for the bound.
+    let stalled = Stalled { first: Some(Bytes::from(body[..prefix.len() + 100].to_vec())) };
+    let started = Instant::now();
+    let err =
+        snapshot_transfer::receive(&raft2, stalled, Duration::from_millis(300)).await.unwrap_err();
+    assert!(
+        matches!(err, TransferError::Stalled { got, .. } if got == prefix.len() as u64 + 100),
+        "{err}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(names(&dir2), ["NODE", "db", "raftlog"]);
+    assert_eq!((sm2.dump().unwrap(), raft2.metrics().borrow().last_applied), before);
+
+    // Node 2 joins: the entries it lacks are purged, so node 1 streams the snapshot over HTTP,
+    // in one transfer, and node 2 ends with its bytes as its current snapshot.
     raft1.add_learner(2, BasicNode { addr: addr2 }, true).await.unwrap();
     raft2.wait(wait).applied_index_at_least(Some(last.index), "node 2 caught up").await.unwrap();
     assert_eq!(sm2.dump().unwrap(), sm1.dump().unwrap());
     assert_eq!(sm2.dump().unwrap().len(), 64);
-
-    // Consecutive chunks of at most CHUNK bytes, the last one `done`; byte for byte.
-    let chunks = net.chunks.lock().unwrap().clone();
-    assert_eq!(chunks.len() as u64, (sent.len() as u64).div_ceil(CHUNK), "{chunks:?}");
-    let mut offset = 0u64;
-    for (i, &(at, len, done)) in chunks.iter().enumerate() {
-        assert_eq!(at, offset, "chunk {i}");
-        assert!(len as u64 <= CHUNK && len > 0, "chunk {i}: {len}");
-        assert_eq!(done, i + 1 == chunks.len(), "chunk {i}");
-        offset += len as u64;
-    }
-    assert_eq!(offset, sent.len() as u64);
     assert_eq!(fs::read(dir2.join("snapshot")).unwrap(), sent);
     assert_eq!(names(&dir2), ["NODE", "db", "raftlog", "snapshot"]);
+    assert_eq!(net.transfers.load(Ordering::Relaxed), 1);
 
     raft2.shutdown().await.unwrap();
     raft1.shutdown().await.unwrap();

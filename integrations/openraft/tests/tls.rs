@@ -110,7 +110,7 @@ async fn a_tls_cluster_replicates_installs_a_snapshot_and_refuses_strangers() {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
-    // A new node is sent the snapshot in chunks over TLS.
+    // A new node is sent the snapshot, one streamed body, over TLS and with the secret.
     admin.snapshot(&leader_addr).await.unwrap().expect("a snapshot was built");
     nodes[3].start();
     wait_until_serving(&admin, &nodes).await;
@@ -152,7 +152,8 @@ async fn a_tls_cluster_replicates_installs_a_snapshot_and_refuses_strangers() {
     std::fs::write(&wrong, "wrong").unwrap();
     let wrong_secret = client_security(&pki.ca, Some(&pki), Some(&wrong)).http_client();
     for http in [no_secret, wrong_secret] {
-        for route in ["/kv/write", "/raft/append", "/raft/vote", "/cluster/init"] {
+        for route in ["/kv/write", "/raft/append", "/raft/vote", "/raft/snapshot", "/cluster/init"]
+        {
             let r = http
                 .post(format!("https://{leader_addr}{route}"))
                 .header("content-type", "application/json")

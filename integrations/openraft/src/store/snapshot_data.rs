@@ -1,10 +1,10 @@
 //! [`SnapshotData`]: openraft's snapshot data as a file, so a snapshot is never held in memory.
 //!
-//! openraft 0.9's chunked transport reads the sender's data with `seek` + `read` in chunks of
-//! `Config::snapshot_max_chunk_size` and, on the receiver, writes each chunk at its offset into
-//! the data `begin_receiving_snapshot` returned, then calls `shutdown` and `install_snapshot`.
-//! Both ends are plain files here: the sender's is the node's current `snapshot` file (opened
-//! read-only), the receiver's a new `snapshot.incoming.<n>` file in its node directory.
+//! The sender's is the node's current `snapshot` file (opened read-only), which
+//! [`crate::snapshot_transfer::SnapshotBody`] reads from its first byte; the receiver's a new
+//! `snapshot.incoming.<n>` file in its node directory, which
+//! [`crate::snapshot_transfer::receive`] fills before `install_snapshot` reads it. The async
+//! read, write and seek are for openraft's storage test suite and tests that write one directly.
 
 use std::io;
 use std::path::{Path, PathBuf};
