@@ -11,6 +11,7 @@
 //! Arguments: keys (200,000), value bytes (4,096), `Options::blob_gc_age_cutoff` (0.25,
 //! RocksDB's default). Automatic compaction runs as usual during the writes.
 
+use siftdb::filter::rng::SplitMix64;
 use siftdb::{Db, Options};
 
 /// Bytes of the database directory's files, and of its blob files alone.
@@ -27,15 +28,6 @@ fn disk_bytes(dir: &std::path::Path) -> std::io::Result<(u64, u64)> {
     Ok((all, blobs))
 }
 
-/// SplitMix64: the keys' orders and the values' bytes, reproducible.
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let arg = |i: usize| std::env::args().nth(i);
     let n: u64 = arg(1).and_then(|s| s.parse().ok()).unwrap_or(200_000);
@@ -46,21 +38,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let tmp = tempfile::tempdir()?;
     let dir = tmp.path().join("db");
     let db = Db::open(&dir, opts)?;
-    let mut rng = 1u64;
+    // The keys' orders and the values' bytes, reproducible.
+    let mut rng = SplitMix64::new(1);
     let mut value = vec![0u8; value_size];
     let mut order: Vec<u64> = (0..n).collect();
     for pass in 0..3 {
         if pass > 0 {
-            // Fisher-Yates: every key once per pass, in a new order.
-            for i in (1..order.len()).rev() {
-                order.swap(i, (splitmix(&mut rng) % (i as u64 + 1)) as usize);
-            }
+            rng.shuffle(&mut order); // every key once per pass, in a new order
         }
         for &k in &order {
-            for chunk in value.chunks_mut(8) {
-                let r = splitmix(&mut rng).to_le_bytes();
-                chunk.copy_from_slice(&r[..chunk.len()]);
-            }
+            rng.fill(&mut value);
             db.put(format!("key{k:013}"), &value)?;
         }
         let (all, blobs) = disk_bytes(&dir)?;
