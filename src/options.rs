@@ -809,9 +809,12 @@ impl std::fmt::Debug for Options {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReadOptions {
     /// For ranges and cursors. `true` (the default): data blocks the read loads from disk are
-    /// put in the block cache. `false`: they are read around the cache (blocks already cached
-    /// are still used), so a one-off bulk scan does not evict the blocks point lookups keep
-    /// hot. Point lookups (`multi_get_opt`) fill the cache as `get` does.
+    /// put in the block cache until this one range or cursor has put a quarter of the cache's
+    /// capacity there; the rest of a longer scan is read around the cache, so a scan cannot
+    /// flush the blocks point lookups keep hot (under LRU, a scan longer than the cache would
+    /// evict its own blocks before reading them again). `false`: nothing is put in the cache
+    /// (blocks already cached are still used). Point lookups (`multi_get_opt`) fill the cache
+    /// as `get` does.
     pub fill_cache: bool,
     /// For `multi_get_opt`: the most threads one batch may use (1 to 64). 1 (the default, as
     /// in RocksDB) looks every key up on the calling thread. Above 1, a batch of at least 64

@@ -181,6 +181,40 @@ fn a_scan_that_does_not_fill_the_cache_leaves_it_as_it_was() {
 }
 
 #[test]
+fn a_scan_puts_at_most_a_quarter_of_the_block_cache_in_it_and_more_on_each_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    // About 2.4 MB of data blocks against a 1 MiB cache: a scan's budget is 256 KiB.
+    let opts = || Options { block_cache_bytes: 1 << 20, ..Options::default() };
+    {
+        let db = Db::open(dir.path(), opts()).unwrap();
+        for i in 0..20_000u32 {
+            db.put(i.to_be_bytes(), [i as u8; 100]).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    let db = Db::open(dir.path(), opts()).unwrap();
+    let cached = || db.memory_usage().block_cache_data;
+    assert_eq!(db.scan().unwrap().count(), 20_000);
+    let first = cached();
+    // The budget spends each block's charge as it admits it: one block (about 4 KiB) past
+    // 256 KiB at most, plus the cache's own bookkeeping per entry (a few percent).
+    assert!(first > 200 << 10 && first <= 288 << 10, "one pass cached {first} bytes");
+    // A second pass hits what the first cached and caches as much again beyond it.
+    assert_eq!(db.scan().unwrap().count(), 20_000);
+    let second = cached();
+    assert!(second > first + (200 << 10), "two passes cached {second} bytes");
+    // A short range within the budget (about 14 blocks) is cached whole, as before: read
+    // again, it misses no block.
+    let reads = || db.stats().total_scan_reads();
+    let keys = |lo: u32, hi: u32| db.range(lo.to_be_bytes()..hi.to_be_bytes()).unwrap().count();
+    assert_eq!(keys(18_000, 18_500), 500);
+    let (hits, misses) = (reads().block_cache_hits, reads().block_cache_misses);
+    assert_eq!(keys(18_000, 18_500), 500);
+    assert_eq!(reads().block_cache_misses, misses, "every block of the range was cached");
+    assert!(reads().block_cache_hits >= hits + 10, "the second read hit the cache");
+}
+
+#[test]
 fn a_keyspace_writes_with_write_options_and_batches_like_the_db() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), Options::default()).unwrap();

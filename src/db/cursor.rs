@@ -38,7 +38,7 @@ use crate::merge::{Operands, SharedMergeOperator};
 use crate::options::ReadOptions;
 use crate::prefix::PrefixExtractor;
 use crate::range_del::{Fragments, RangeTombstone};
-use crate::sst::ScanCounters;
+use crate::sst::{CacheFill, ScanCounters};
 use crate::version::{borrowed, TableFile};
 use std::ops::Bound;
 use std::sync::Arc;
@@ -109,6 +109,9 @@ pub(crate) struct CursorConfig {
     life: Arc<super::Lifecycle>,
     /// Put the data blocks read from disk in the block cache ([`ReadOptions::fill_cache`]).
     fill_cache: bool,
+    /// How many bytes of blocks one cursor puts in the block cache (a quarter of its
+    /// capacity) before it reads around it (src/sst/cache_fill.rs says why).
+    fill_budget: usize,
     /// The keyspace's TTL state (src/db/ttl.rs): an expired version counts as a tombstone,
     /// and values shown lose their write time (`merge_op` then strips the operands' times).
     ttl: Option<super::ttl::ReadTtl>,
@@ -128,6 +131,7 @@ impl CursorConfig {
             count_filters: true,
             life: inner.life.clone(),
             fill_cache: true,
+            fill_budget: inner.opts.block_cache_bytes / 4,
         }
     }
 
@@ -166,9 +170,11 @@ impl DbCursor {
         config: CursorConfig,
         mut sources: Vec<Source>,
     ) -> DbCursor {
-        if !config.fill_cache {
-            sources.iter_mut().for_each(Source::leave_cache_unfilled);
-        }
+        let fill = match config.fill_cache {
+            true => CacheFill::budget(config.fill_budget),
+            false => CacheFill::Never,
+        };
+        sources.iter_mut().for_each(|s| s.fill_cache_as(&fill));
         DbCursor {
             merge: Merge::new(sources),
             sv,

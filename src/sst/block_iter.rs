@@ -37,6 +37,15 @@ impl BlockIter {
         BlockIter { block, next: 0, cur: 0, key: Vec::new(), value: (0, 0), valid: false }
     }
 
+    /// Moves the cursor to `block`, positioned nowhere (its key buffer kept); returns the
+    /// block it iterated.
+    pub(crate) fn switch_to(&mut self, block: Arc<Block>) -> Arc<Block> {
+        self.valid = false;
+        self.key.clear();
+        (self.next, self.cur, self.value) = (0, 0, (0, 0));
+        std::mem::replace(&mut self.block, block)
+    }
+
     /// Whether the cursor is on an entry.
     pub fn valid(&self) -> bool {
         self.valid

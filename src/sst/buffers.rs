@@ -62,20 +62,23 @@ const ROUND: usize = 256;
 
 /// Drops `evicted` (emptying it), keeping the buffers of blocks nobody else holds for reuse.
 pub(crate) fn recycle(evicted: &mut Vec<Arc<Block>>) {
-    for block in evicted.drain(..) {
-        let Ok(block) = Arc::try_unwrap(block) else { continue };
-        let data = block.into_data();
-        if data.capacity() <= SCRATCH_MAX {
-            POOL.with(|p| {
-                // Oldest out: a full pool must not keep buffers that fit no request (the odd
-                // short block at a table's end), or it stops recycling altogether.
-                let mut p = p.borrow_mut();
-                if p.len() == POOL_MAX {
-                    p.remove(0);
-                }
-                p.push(data);
-            });
-        }
+    evicted.drain(..).for_each(recycle_one);
+}
+
+/// Drops `block`, keeping its buffer for reuse if nobody else holds the block.
+pub(crate) fn recycle_one(block: Arc<Block>) {
+    let Ok(block) = Arc::try_unwrap(block) else { return };
+    let data = block.into_data();
+    if data.capacity() <= SCRATCH_MAX {
+        POOL.with(|p| {
+            // Oldest out: a full pool must not keep buffers that fit no request (the odd
+            // short block at a table's end), or it stops recycling altogether.
+            let mut p = p.borrow_mut();
+            if p.len() == POOL_MAX {
+                p.remove(0);
+            }
+            p.push(data);
+        });
     }
 }
 

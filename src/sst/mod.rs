@@ -21,6 +21,7 @@ mod block;
 mod block_iter;
 mod buffers;
 mod builder;
+mod cache_fill;
 mod compression;
 mod counters;
 pub mod format;
@@ -44,6 +45,7 @@ pub use block::{Block, BlockIter, BlockSlice};
 pub type BlockCache = crate::cache::Cache<Block>;
 
 pub use builder::{FilterBlockSource, TableBuilder, TableSummary};
+pub(crate) use cache_fill::CacheFill;
 pub(crate) use counters::ScanCounters;
 pub use meta::MetaPolicy;
 pub use partitioned_filter::PartitionedFilterSource;

@@ -18,6 +18,7 @@ use crate::ikey::{self, ValueKind};
 use crate::range_del::Fragments;
 use crate::sst::block::{Block, BlockIter, BlockSlice};
 use crate::sst::buffers;
+use crate::sst::cache_fill::CacheFill;
 use crate::sst::compression::DecoderDict;
 pub use crate::sst::counters::{ReadCounters, ReadStats};
 use crate::sst::format::{
@@ -642,12 +643,12 @@ impl Table {
 
     /// A data block via the cache. `counters` (lookups only) records cache hits and misses,
     /// and the reads that went to the file (`file_reads`, `file_read_bytes`);
-    /// `fill_cache = false` (compaction scans) reads around the cache without inserting.
+    /// A block read from the file goes in the cache if `fill` admits it ([`CacheFill`]).
     pub(crate) fn data_block(
         &self,
         h: BlockHandle,
         counters: Option<&ReadCounters>,
-        fill_cache: bool,
+        fill: &CacheFill,
     ) -> Result<Arc<Block>> {
         if let Some(c) = counters {
             c.bump(&c.data_blocks_read);
@@ -665,9 +666,9 @@ impl Table {
             c.add(&c.file_read_bytes, h.size + BLOCK_TRAILER_LEN as u64);
         }
         let block = Arc::new(Block::new(raw).map_err(|e| self.err_at(e, h))?);
-        if fill_cache {
-            if let Some(cache) = &self.cache {
-                let charge = block.arc_heap_bytes();
+        if let Some(cache) = &self.cache {
+            let charge = block.arc_heap_bytes();
+            if fill.admit(charge) {
                 buffers::with_evicted(|evicted| {
                     cache.insert_evicting(
                         self.number,
@@ -910,7 +911,7 @@ impl Table {
         loop {
             let block = match first_block.take() {
                 Some(block) => block,
-                None => self.data_block(h, Some(counters), true)?,
+                None => self.data_block(h, Some(counters), &CacheFill::Always)?,
             };
             let mut it = block.iter();
             if seen {
@@ -1076,7 +1077,13 @@ impl Table {
     /// An iterator over all entries in internal-key order. `fill_cache = false` keeps a
     /// one-pass scan (compaction) from evicting the working set.
     pub fn iter(self: &Arc<Self>, fill_cache: bool) -> TableIter {
-        TableIter::new(Arc::clone(self), fill_cache)
+        let fill = if fill_cache { CacheFill::Always } else { CacheFill::Never };
+        self.iter_filling(fill)
+    }
+
+    /// An iterator whose block reads go in the cache as `fill` admits them.
+    pub(crate) fn iter_filling(self: &Arc<Self>, fill: CacheFill) -> TableIter {
+        TableIter::new(Arc::clone(self), fill)
     }
 
     /// The filter as a probe-able view, when the table holds it (`None` without a filter, with

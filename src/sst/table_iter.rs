@@ -6,6 +6,8 @@
 
 use crate::error::Result;
 use crate::sst::block::BlockIter;
+use crate::sst::buffers;
+use crate::sst::cache_fill::CacheFill;
 use crate::sst::counters::ScanCounters;
 use crate::sst::format::BlockHandle;
 use crate::sst::reader::{Adoption, IndexCursor, StoredTarget, Table};
@@ -22,7 +24,8 @@ pub struct TableIter {
     index: Option<IndexCursor>,
     /// Invariant: `Some` only when `index` is.
     data: Option<BlockIter>,
-    fill_cache: bool,
+    /// Which blocks read from the file go in the block cache.
+    fill: CacheFill,
     /// Where block reads are counted (engine scans); `None` for compaction and tools.
     counters: Option<(Arc<dyn ScanCounters>, usize)>,
     /// An ingested table's global sequence number ([`Table::set_global_seq`]): every key is
@@ -38,14 +41,14 @@ pub struct TableIter {
 }
 
 impl TableIter {
-    pub(crate) fn new(table: Arc<Table>, fill_cache: bool) -> TableIter {
+    pub(crate) fn new(table: Arc<Table>, fill: CacheFill) -> TableIter {
         let global_seq = table.global_seq();
         let adoption = table.adoption();
         TableIter {
             table,
             index: None,
             data: None,
-            fill_cache,
+            fill,
             counters: None,
             global_seq,
             adoption,
@@ -288,8 +291,13 @@ impl TableIter {
         }
         let h = BlockHandle::decode(index.value()).map_err(|e| self.index_err(e))?;
         let counters = self.counters.as_ref().map(|(c, level)| c.counters(*level));
-        let block = self.table.data_block(h, counters, self.fill_cache)?;
-        self.data = Some(block.iter());
+        let block = self.table.data_block(h, counters, &self.fill)?;
+        // The block left behind, if nobody else holds it (the cache did not take it), gives
+        // its buffer to the next block this thread reads.
+        match &mut self.data {
+            Some(data) => buffers::recycle_one(data.switch_to(block)),
+            None => self.data = Some(block.iter()),
+        }
         Ok(true)
     }
 

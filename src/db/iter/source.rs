@@ -8,7 +8,7 @@ use crate::batch::ValueKind;
 use crate::error::Result;
 use crate::ikey;
 use crate::memtable::{MemEntry, MemKey, Memtable};
-use crate::sst::{ScanCounters, TableIter};
+use crate::sst::{CacheFill, ScanCounters, TableIter};
 use crate::version::{TableFile, Version};
 use std::cmp::{Ordering, Reverse};
 use std::collections::VecDeque;
@@ -125,8 +125,8 @@ pub(crate) enum Source {
         /// A scan filter's "maybe" for this (single-file) source, settled at the first
         /// forward seek (src/db/iter/scan_probe.rs).
         check: Option<Box<PendingCheck>>,
-        /// Put the data blocks the files' cursors read in the block cache.
-        fill_cache: bool,
+        /// Which data blocks the files' cursors read go in the block cache.
+        fill: CacheFill,
     },
 }
 
@@ -181,7 +181,7 @@ impl Source {
             current: None,
             counters,
             check: None,
-            fill_cache: true,
+            fill: CacheFill::Always,
         }
     }
 
@@ -193,13 +193,14 @@ impl Source {
         check: PendingCheck,
     ) -> Source {
         let check = Some(Box::new(check));
-        Source::Files { files, at: 0, iter: None, current: None, counters, check, fill_cache: true }
+        let fill = CacheFill::Always;
+        Source::Files { files, at: 0, iter: None, current: None, counters, check, fill }
     }
 
-    /// Makes a files source read around the block cache ([`crate::ReadOptions::fill_cache`]).
-    pub fn leave_cache_unfilled(&mut self) {
-        if let Source::Files { fill_cache, .. } = self {
-            *fill_cache = false;
+    /// Makes a files source put the blocks it reads in the block cache as `with` admits them.
+    pub(crate) fn fill_cache_as(&mut self, with: &CacheFill) {
+        if let Source::Files { fill, .. } = self {
+            *fill = with.clone();
         }
     }
 
@@ -372,7 +373,7 @@ impl Source {
         i: usize,
         position: impl FnOnce(&mut TableIter) -> Result<()>,
     ) -> Result<()> {
-        if let Source::Files { files, at, iter, current, counters, fill_cache, .. } = self {
+        if let Source::Files { files, at, iter, current, counters, fill, .. } = self {
             *current = None;
             *at = i;
             let Some(file) = files.get(i) else {
@@ -381,7 +382,8 @@ impl Source {
             };
             let level = files.level;
             let table = file.table()?;
-            let mut it = Box::new(table.iter(*fill_cache).counting(counters.clone(), level));
+            let mut it =
+                Box::new(table.iter_filling(fill.clone()).counting(counters.clone(), level));
             position(&mut it)?;
             *current = read(&mut it)?;
             *iter = Some(it);
