@@ -2,7 +2,8 @@
 //!
 //! Same answers as one `get` per key at the same snapshot, with the work reordered:
 //! 1. every key is hashed once, and the keys are visited in key order (ties by position);
-//! 2. the memtables answer what they hold;
+//! 2. the memtables answer what they hold, newest first, each searching its skip list for the
+//!    keys its filter lets through with the searches interleaved (`SkipList::seek_many`);
 //! 3. then the SSTs in rounds. The sources are each L0 file, newest first, then each deeper
 //!    level. A round takes every pending key down the sources as a single `get` would, probing
 //!    filters, to the first source that may hold it (a file whose filter says "maybe" and whose
@@ -37,7 +38,7 @@ use super::{DbInner, SuperVersion};
 use crate::error::Result;
 use crate::filter::hash_key;
 use crate::limits::NUM_LEVELS;
-use crate::memtable::MemLookup;
+use crate::memtable::{MemLookup, Memtable};
 use crate::merge::{Operands, SharedMergeOperator};
 use crate::sst::ReadCounters;
 
@@ -182,20 +183,28 @@ fn lookup_all(
         blob_store: None,
     };
 
+    // The memtables, newest first, each asked for every key no newer one resolved (a key's
+    // answer depends only on the sources it passes, so memtable by memtable gives each key
+    // the walk a single `get` makes); a memtable's skip-list searches run interleaved.
     let mut done = vec![false; b.pending.len()];
-    for (slot, &i) in b.pending.iter().enumerate() {
-        for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
+    let (mut asked, mut probes, mut positions) = (Vec::new(), Vec::new(), Vec::new());
+    for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
+        asked.clear();
+        asked.extend(b.pending.iter().enumerate().filter(|&(slot, _)| !done[slot]));
+        probes.clear();
+        probes.extend(asked.iter().map(|&(_, &i)| (keys[i], b.hashes[i])));
+        mem.positions(keyspace, snapshot, &probes, &mut positions);
+        for (&(slot, &i), &position) in asked.iter().zip(&positions) {
             let covering = mem.max_covering_tombstone(keyspace, keys[i], snapshot);
             b.covered[i] = b.covered[i].max(covering);
             let ops = &mut b.operands[i];
-            let (key, hash, covered) = (keys[i], b.hashes[i], b.covered[i]);
-            match mem.lookup(keyspace, key, hash, snapshot, true, &mut ops.list, covered) {
+            let (key, covered) = (keys[i], b.covered[i]);
+            match Memtable::lookup_at(position, keyspace, key, true, &mut ops.list, covered) {
                 MemLookup::Found(v) => b.answers[i] = Some(ops.finish(keys[i], Some(v))),
                 MemLookup::Deleted => b.answers[i] = Some(ops.finish(keys[i], None)),
                 MemLookup::Absent => continue,
             }
             done[slot] = true;
-            break;
         }
     }
     b.retire(&mut done);

@@ -284,14 +284,60 @@ impl Memtable {
         operands: &mut Vec<Vec<u8>>,
         covered_below: u64,
     ) -> MemLookup {
-        // An empty memtable (the usual state after a flush or a reopen) answers without a
-        // filter probe, which would be a cache miss. Sound by invariant 2: a visible write's
-        // `entries` increment precedes its publication.
-        if self.entries.load(Ordering::Relaxed) == 0 || !self.filter.contains_hash(key_hash) {
+        if !self.may_hold(key_hash) {
             return MemLookup::Absent;
         }
         let probe = Probe::new(keyspace, key, snapshot, crate::ikey::LOOKUP_KIND);
-        let mut entry = self.map.seek(&probe);
+        let start = self.map.seek(&probe);
+        Self::lookup_at(start, keyspace, key, copy_value, operands, covered_below)
+    }
+
+    /// Whether the filter lets a key of hash `key_hash` through. An empty memtable (the usual
+    /// state after a flush or a reopen) answers without a filter probe, which would be a cache
+    /// miss. Sound by invariant 2: a visible write's `entries` increment precedes its
+    /// publication.
+    fn may_hold(&self, key_hash: u64) -> bool {
+        self.entries.load(Ordering::Relaxed) != 0 && self.filter.contains_hash(key_hash)
+    }
+
+    /// Where [`Memtable::lookup`] of each `(key, key_hash)` of `keys` in `keyspace` at
+    /// `snapshot` starts its walk, for [`Memtable::lookup_at`]: `out[i]` for `keys[i]`
+    /// (`None` when the filter rules the key out, or past the last entry). The skip-list
+    /// searches run interleaved (`SkipList::seek_many`), which is what a batch gains.
+    pub(crate) fn positions<'m>(
+        &'m self,
+        keyspace: u32,
+        snapshot: u64,
+        keys: &[(&[u8], u64)],
+        out: &mut Vec<Option<MemEntry<'m>>>,
+    ) {
+        let mut probes = Vec::with_capacity(keys.len());
+        let mut slots = Vec::with_capacity(keys.len());
+        for (i, &(key, hash)) in keys.iter().enumerate() {
+            if self.may_hold(hash) {
+                probes.push(Probe::new(keyspace, key, snapshot, crate::ikey::LOOKUP_KIND));
+                slots.push(i);
+            }
+        }
+        let mut found = Vec::new();
+        self.map.seek_many(&probes, &mut found);
+        out.clear();
+        out.resize(keys.len(), None);
+        for (i, entry) in slots.into_iter().zip(found) {
+            out[i] = entry;
+        }
+    }
+
+    /// [`Memtable::lookup`]'s walk over `key`'s versions from `entry`, the position
+    /// [`Memtable::positions`] gave for `key` (the other arguments as `lookup`'s).
+    pub(crate) fn lookup_at(
+        mut entry: Option<MemEntry<'_>>,
+        keyspace: u32,
+        key: &[u8],
+        copy_value: bool,
+        operands: &mut Vec<Vec<u8>>,
+        covered_below: u64,
+    ) -> MemLookup {
         while let Some(e) = entry.filter(|e| e.keyspace() == keyspace && e.key() == key) {
             if e.seq() < covered_below {
                 return MemLookup::Deleted; // under a newer range tombstone
