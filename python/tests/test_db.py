@@ -312,3 +312,21 @@ def test_multi_get_threads_out_of_range_is_an_invalid_argument(tmp_path):
         for bad in (0, 65):
             with pytest.raises(siftdb.InvalidArgumentError, match="multi_get_threads"):
                 db.multi_get([b"a"], threads=bad)
+
+
+def test_multi_get_takes_any_buffers_from_a_list_a_tuple_or_a_generator(tmp_path):
+    with siftdb.Db(str(tmp_path / "db")) as db:
+        for i in range(0, 40, 2):
+            db[b"k%02d" % i] = b"v%02d" % i
+        keys = [b"k%02d" % i for i in range(40)]
+        want = [b"v%02d" % i if i % 2 == 0 else None for i in range(40)]
+        # Every kind of buffer, in a list longer than the read-ahead of its items.
+        mixed = [
+            [bytes, bytearray, memoryview][i % 3](k) for i, k in enumerate(keys)
+        ]
+        assert db.multi_get(mixed) == want
+        assert db.multi_get(tuple(mixed)) == want
+        assert db.multi_get(k for k in keys) == want
+        assert db.multi_get([]) == []
+        with pytest.raises(TypeError, match="key must be bytes"):
+            db.multi_get(keys[:20] + ["k00"] + keys[20:])

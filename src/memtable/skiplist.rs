@@ -24,6 +24,7 @@
 //! comparisons per search stay about those of branching factor 2, with half the pointers.
 
 use crate::batch::ValueKind;
+use crate::filter::prefetch_read;
 // The key's first 8 bytes as an order-preserving integer (weakly: a smaller prefix means a
 // smaller key), compared inline so most steps of a search never touch the key bytes.
 use crate::ikey::key_prefix;
@@ -218,20 +219,12 @@ impl<'s> Lane<'s> {
 }
 
 /// Hints the CPU to load the first two cache lines of `node` (its header, the start of its
-/// tower and, for short keys, its key). A hint only: it never faults or changes state.
+/// tower and, for short keys, its key).
 #[inline(always)]
 fn prefetch_node(node: &Node) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: `_mm_prefetch` does not dereference its argument in the language sense and
-    // cannot fault; SSE is part of the x86_64 baseline.
-    unsafe {
-        use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        let p = node as *const Node as *const i8;
-        _mm_prefetch(p, _MM_HINT_T0);
-        _mm_prefetch(p.wrapping_add(64), _MM_HINT_T0);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = node;
+    let p = node as *const Node as *const u8;
+    prefetch_read(p);
+    prefetch_read(p.wrapping_add(64));
 }
 
 /// The writer's side: the arena and the height generator.

@@ -110,6 +110,10 @@ pub use error::{FilterError, Result};
 pub use grafite::{Grafite, GrafiteBuilder, GrafiteView};
 pub use hash::{hash_key, hash_keys};
 pub use prefetch::{ProbeHint, SharedProbeHint};
+// The engine's batch paths (skip-list searches, Python key lists) overlap their cache misses
+// with the same hint; not part of the filter API proper.
+#[doc(hidden)]
+pub use prefetch::prefetch_read;
 pub use ribbon::{
     BumpedRibbon, BumpedRibbonBuilder, BumpedRibbonView, Ribbon, RibbonBuilder, RibbonView,
 };
