@@ -474,6 +474,13 @@ pub struct Options {
     /// the first `compression_max_dict_bytes` of data blocks are used as the dictionary
     /// without training. Valid: 0, or `compression_max_dict_bytes..=256 MiB`.
     pub compression_zstd_max_train_bytes: usize,
+    /// With `compression_zstd_max_train_bytes` above 0: `true` (the default, as RocksDB's
+    /// `use_zstd_dict_trainer`) trains each dictionary with zstd's trainer; `false` takes the
+    /// last `compression_max_dict_bytes` of those blocks as the dictionary's content and has
+    /// zstd add the entropy tables the blocks compress to with it
+    /// (`ZDICT_finalizeDictionary`), at a small part of the trainer's cost. Either way a
+    /// block decode starts from the dictionary's tables instead of rebuilding its own.
+    pub compression_use_zstd_dict_trainer: bool,
     /// Bytes of the shared block cache (`siftdb bench --cache_size`). Default 32 MiB; 0
     /// disables it. It bounds the decompressed data blocks read by lookups and scans, and with
     /// [`Options::cache_index_and_filter_blocks`] the tables' index and filter blocks too: each
@@ -721,6 +728,7 @@ impl Default for Options {
             compression_per_level: Vec::new(),
             compression_max_dict_bytes: 0,
             compression_zstd_max_train_bytes: 0,
+            compression_use_zstd_dict_trainer: true,
             block_cache_bytes: 32 << 20,
             cache_index_and_filter_blocks: false,
             pin_l0_filter_and_index_blocks_in_cache: false,
@@ -766,6 +774,7 @@ impl std::fmt::Debug for Options {
             .field("compression_per_level", &self.compression_per_level)
             .field("compression_max_dict_bytes", &self.compression_max_dict_bytes)
             .field("compression_zstd_max_train_bytes", &self.compression_zstd_max_train_bytes)
+            .field("compression_use_zstd_dict_trainer", &self.compression_use_zstd_dict_trainer)
             .field("block_cache_bytes", &self.block_cache_bytes)
             .field("cache_index_and_filter_blocks", &self.cache_index_and_filter_blocks)
             .field(

@@ -562,8 +562,7 @@ impl TableBuilder {
         else {
             return Ok(());
         };
-        let (max_dict, train) = (self.opts.max_dict_bytes, self.opts.zstd_max_train_bytes);
-        if let Some(bytes) = dictionary::train(&samples, max_dict, train) {
+        if let Some(bytes) = dictionary::train(&samples, &self.opts) {
             if let Some(encoder) = EncoderDict::new(&bytes, samples.level) {
                 self.dict = DictState::Ready { bytes, encoder };
             }

@@ -114,6 +114,9 @@ pub struct TableOptions {
     /// the memory the builder buffers. 0: the first `max_dict_bytes` of data blocks are the
     /// dictionary as they are (raw content, no training).
     pub zstd_max_train_bytes: usize,
+    /// With `zstd_max_train_bytes > 0`: train with zstd's trainer (`true`), or finalize the
+    /// samples' last `max_dict_bytes` as the dictionary (RocksDB's `use_zstd_dict_trainer`).
+    pub use_zstd_dict_trainer: bool,
 }
 
 impl From<crate::options::Compression> for Compression {
@@ -139,6 +142,7 @@ impl TableOptions {
             block_align: opts.block_align,
             max_dict_bytes: opts.compression_max_dict_bytes,
             zstd_max_train_bytes: opts.compression_zstd_max_train_bytes,
+            use_zstd_dict_trainer: opts.compression_use_zstd_dict_trainer,
         }
     }
 }
@@ -152,6 +156,7 @@ impl Default for TableOptions {
             block_align: false,
             max_dict_bytes: 0,
             zstd_max_train_bytes: 0,
+            use_zstd_dict_trainer: true,
         }
     }
 }

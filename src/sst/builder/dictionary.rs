@@ -81,16 +81,14 @@ impl DictState {
     }
 }
 
-/// The dictionary for a table whose first data blocks are `samples`: trained by zstd to at most
-/// `max_dict_bytes` when `train_bytes > 0`, else the samples' first `max_dict_bytes` as raw
-/// content. `None` when there is none to be had (zstd's trainer refuses too few or too small
-/// samples; a table too small for even a raw dictionary).
-pub(super) fn train(
-    samples: &Samples,
-    max_dict_bytes: usize,
-    train_bytes: usize,
-) -> Option<Vec<u8>> {
-    if train_bytes == 0 {
+/// The dictionary for a table whose first data blocks are `samples`, at most
+/// `opts.max_dict_bytes`: trained by zstd when `opts.zstd_max_train_bytes > 0` (with its trainer,
+/// or finalized from the samples' last bytes: `opts.use_zstd_dict_trainer`), else the samples'
+/// first bytes as raw content. `None` when there is none to be had (zstd refuses too few or too
+/// small samples; a table too small for even a raw dictionary).
+pub(super) fn train(samples: &Samples, opts: &TableOptions) -> Option<Vec<u8>> {
+    let max_dict_bytes = opts.max_dict_bytes;
+    if opts.zstd_max_train_bytes == 0 {
         // Raw content starts with a data block, whose first byte is its first entry's shared
         // key length, 0; zstd's dictionary magic starts with 0x37, so zstd (writer and reader
         // alike) takes these bytes as raw content, never as a formatted dictionary.
@@ -98,5 +96,47 @@ pub(super) fn train(
         return (n >= MIN_RAW_DICT).then(|| samples.data.get(..n).unwrap_or_default().to_vec());
     }
     let sizes: Vec<usize> = samples.blocks.iter().map(|b| b.0).collect();
+    if !opts.use_zstd_dict_trainer {
+        return finalize(samples, &sizes, max_dict_bytes);
+    }
     zstd::dict::from_continuous(&samples.data, &sizes, max_dict_bytes).ok()
+}
+
+/// A dictionary of the samples' last `max_dict_bytes` as content, with the entropy tables zstd
+/// derives from compressing the samples with it (`ZDICT_finalizeDictionary`; RocksDB's
+/// `use_zstd_dict_trainer = false`).
+fn finalize(samples: &Samples, sizes: &[usize], max_dict_bytes: usize) -> Option<Vec<u8>> {
+    use zstd::zstd_safe::zstd_sys;
+    let content = &samples.data[samples.data.len().saturating_sub(max_dict_bytes)..];
+    // As for raw content: a few dozen bytes of history are not worth a format-8 table.
+    if content.len() < MIN_RAW_DICT {
+        return None;
+    }
+    let mut out = vec![0u8; max_dict_bytes];
+    let params = zstd_sys::ZDICT_params_t {
+        compressionLevel: samples.level,
+        notificationLevel: 0,
+        dictID: 0,
+    };
+    let n_samples = u32::try_from(sizes.len()).ok()?;
+    // SAFETY: every pointer is to a live buffer of the length passed with it; `sizes` sums to
+    // `samples.data.len()`; zstd writes at most `out.len()` bytes.
+    let n = unsafe {
+        zstd_sys::ZDICT_finalizeDictionary(
+            out.as_mut_ptr().cast(),
+            out.len(),
+            content.as_ptr().cast(),
+            content.len(),
+            samples.data.as_ptr().cast(),
+            sizes.as_ptr(),
+            n_samples,
+            params,
+        )
+    };
+    // SAFETY: a pure function of the code.
+    if unsafe { zstd_sys::ZDICT_isError(n) } != 0 {
+        return None;
+    }
+    out.truncate(n);
+    Some(out)
 }

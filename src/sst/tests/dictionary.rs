@@ -92,6 +92,26 @@ fn a_trained_dictionary_shrinks_blocks_and_every_entry_reads_back() {
 }
 
 #[test]
+fn a_finalized_dictionary_carries_entropy_tables_shrinks_blocks_and_reads_back() {
+    let entries = worded_entries(20_000);
+    let (plain, _) = build(&entries, zstd(0, 0), bloom_source());
+    let opts = TableOptions { use_zstd_dict_trainer: false, ..zstd(4096, 64 << 10) };
+    let (bytes, summary) = build(&entries, opts, bloom_source());
+    let p = &summary.properties;
+    assert_eq!(p.format_version, 8);
+    let h = dict_handle(&bytes);
+    assert!(h.size > 256 && h.size <= 4096, "dictionary of {} bytes", h.size);
+    // A formatted zstd dictionary (magic 0xEC30A437, little-endian), not raw content: it
+    // holds entropy tables.
+    let dict = &bytes[h.offset as usize..h.offset as usize + h.size as usize];
+    assert!(dict.windows(4).any(|w| w == [0x37, 0xA4, 0x30, 0xEC]), "no zstd dictionary magic");
+    let plain_data = open(plain, None).unwrap().properties().data_size;
+    assert!(p.data_size + h.size < plain_data, "{} + {} vs {plain_data}", p.data_size, h.size);
+    reads_back(bytes.clone(), &entries, false);
+    reads_back(bytes, &entries, true);
+}
+
+#[test]
 fn raw_samples_serve_as_the_dictionary_without_training() {
     let entries = simple_entries(5_000);
     let (bytes, summary) = build(&entries, zstd(8192, 0), bloom_source());
@@ -115,9 +135,12 @@ fn a_table_smaller_than_the_training_target_trains_on_what_it_has() {
 fn a_table_too_small_to_train_is_written_without_a_dictionary() {
     // One or two blocks are too few samples for zstd's trainer, and a raw dictionary needs 64
     // bytes: the table is a plain zstd table of the oldest format that holds it.
-    for (n, train) in [(30, 64 << 10), (2, 0), (1, 64 << 10)] {
+    for (n, train, trainer) in
+        [(30, 64 << 10, true), (2, 0, true), (1, 64 << 10, true), (1, 64 << 10, false)]
+    {
         let entries = simple_entries(n);
-        let (bytes, summary) = build(&entries, zstd(4096, train), bloom_source());
+        let opts = TableOptions { use_zstd_dict_trainer: trainer, ..zstd(4096, train) };
+        let (bytes, summary) = build(&entries, opts, bloom_source());
         assert_eq!(summary.properties.format_version, 1, "{n} entries");
         assert_eq!(dict_handle(&bytes).size, 0);
         reads_back(bytes, &entries, false);

@@ -65,6 +65,7 @@ pub fn apply(flags: &Flags, opts: &mut Options) -> Result<(), String> {
     }
     opts.compression_max_dict_bytes = flags.compression_max_dict_bytes;
     opts.compression_zstd_max_train_bytes = flags.compression_zstd_max_train_bytes;
+    opts.compression_use_zstd_dict_trainer = flags.compression_use_zstd_dict_trainer;
     Ok(())
 }
 
@@ -132,6 +133,9 @@ mod tests {
             (opts.compression_max_dict_bytes, opts.compression_zstd_max_train_bytes),
             (16384, 1_638_400)
         );
+        assert!(opts.compression_use_zstd_dict_trainer, "zstd's trainer by default, as db_bench");
+        let opts = options(&["--compression_use_zstd_dict_trainer=false"]).unwrap();
+        assert!(!opts.compression_use_zstd_dict_trainer);
     }
 
     #[test]

@@ -168,6 +168,11 @@ pub struct Flags {
     /// (`Options::compression_zstd_max_train_bytes`).
     #[arg(long, default_value_t = 0)]
     pub compression_zstd_max_train_bytes: usize,
+    /// db_bench: train each dictionary with zstd's trainer (true), or finalize the trained-on
+    /// blocks' last `--compression_max_dict_bytes` as the dictionary (false;
+    /// `Options::compression_use_zstd_dict_trainer`).
+    #[arg(long, default_value = "true", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub compression_use_zstd_dict_trainer: bool,
     /// db_bench: keep values of at least `--min_blob_size` bytes in blob files
     /// (`Options::blob_threshold`).
     #[arg(long, default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
