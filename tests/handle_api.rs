@@ -154,18 +154,23 @@ fn get_pinned_answers_as_get_from_memtables_tables_and_merges() {
     assert_eq!(db.get_pinned("table").unwrap().unwrap(), b"new".to_vec());
 }
 
+/// The database in `dir` after keys `0..n` (4 bytes, big-endian) with 100-byte values were
+/// written and flushed to one table, reopened with a block cache of `cache_bytes` (empty).
+fn reopened_with_a_flushed_table(dir: &std::path::Path, cache_bytes: usize, n: u32) -> Db {
+    let opts = || Options { block_cache_bytes: cache_bytes, ..Options::default() };
+    let db = Db::open(dir, opts()).unwrap();
+    for i in 0..n {
+        db.put(i.to_be_bytes(), [i as u8; 100]).unwrap();
+    }
+    db.flush().unwrap();
+    db.close().unwrap();
+    Db::open(dir, opts()).unwrap()
+}
+
 #[test]
 fn a_scan_that_does_not_fill_the_cache_leaves_it_as_it_was() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = || Options { block_cache_bytes: 64 << 20, ..Options::default() };
-    {
-        let db = Db::open(dir.path(), opts()).unwrap();
-        for i in 0..5_000u32 {
-            db.put(i.to_be_bytes(), [3u8; 100]).unwrap();
-        }
-        db.flush().unwrap();
-    }
-    let db = Db::open(dir.path(), opts()).unwrap();
+    let db = reopened_with_a_flushed_table(dir.path(), 64 << 20, 5_000);
     let cached = || db.memory_usage().block_cache_data;
     let before = cached();
     let unfilled = ReadOptions { fill_cache: false, ..Default::default() };
@@ -184,15 +189,7 @@ fn a_scan_that_does_not_fill_the_cache_leaves_it_as_it_was() {
 fn a_scan_puts_at_most_a_quarter_of_the_block_cache_in_it_and_more_on_each_pass() {
     let dir = tempfile::tempdir().unwrap();
     // About 2.4 MB of data blocks against a 1 MiB cache: a scan's budget is 256 KiB.
-    let opts = || Options { block_cache_bytes: 1 << 20, ..Options::default() };
-    {
-        let db = Db::open(dir.path(), opts()).unwrap();
-        for i in 0..20_000u32 {
-            db.put(i.to_be_bytes(), [i as u8; 100]).unwrap();
-        }
-        db.flush().unwrap();
-    }
-    let db = Db::open(dir.path(), opts()).unwrap();
+    let db = reopened_with_a_flushed_table(dir.path(), 1 << 20, 20_000);
     let cached = || db.memory_usage().block_cache_data;
     assert_eq!(db.scan().unwrap().count(), 20_000);
     let first = cached();

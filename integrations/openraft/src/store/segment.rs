@@ -794,6 +794,16 @@ mod tests {
         assert_eq!(indexes(&log, 0, 100), (1..=13).collect::<Vec<_>>());
     }
 
+    /// A new log in `dir` (segments of `roll` bytes) holding entries 1..=`n` of term 1, with
+    /// its last segment's path and the end of its records.
+    fn log_of(dir: &Path, roll: u64, n: u64) -> (SegmentLog, PathBuf, u64) {
+        let (mut log, _) = SegmentLog::open(dir, None, roll).unwrap();
+        log.append(&ents(1, 1..=n)).unwrap();
+        let seg = log.segments.last().unwrap();
+        let (path, end) = (seg.path.clone(), seg.end);
+        (log, path, end)
+    }
+
     /// The length of the file at `path`.
     fn file_len(path: &Path) -> u64 {
         fs::metadata(path).unwrap().len()
@@ -803,12 +813,7 @@ mod tests {
     fn appends_go_into_reserved_space() {
         const ROLL: u64 = 4096;
         let dir = tempfile::tempdir().unwrap();
-        let (mut log, _) = SegmentLog::open(dir.path(), None, ROLL).unwrap();
-        log.append(&ents(1, 1..=10)).unwrap();
-        let (path, end) = {
-            let seg = log.segments.last().unwrap();
-            (seg.path.clone(), seg.end)
-        };
+        let (mut log, path, end) = log_of(dir.path(), ROLL, 10);
         assert_eq!(log.segment_count(), 1);
         assert!(end < ROLL);
         if cfg!(target_os = "linux") {
@@ -863,12 +868,7 @@ mod tests {
     fn a_torn_record_in_the_reserved_space_is_cut() {
         const ROLL: u64 = 4096;
         let dir = tempfile::tempdir().unwrap();
-        let (mut log, _) = SegmentLog::open(dir.path(), None, ROLL).unwrap();
-        log.append(&ents(1, 1..=5)).unwrap();
-        let (path, end) = {
-            let seg = log.segments.last().unwrap();
-            (seg.path.clone(), seg.end)
-        };
+        let (mut log, path, end) = log_of(dir.path(), ROLL, 5);
         let mut next = Vec::new();
         frame(
             &{
