@@ -813,7 +813,7 @@ mod tests {
     fn appends_go_into_reserved_space() {
         const ROLL: u64 = 4096;
         let dir = tempfile::tempdir().unwrap();
-        let (mut log, path, end) = log_of(dir.path(), ROLL, 10);
+        let (log, path, end) = log_of(dir.path(), ROLL, 10);
         assert_eq!(log.segment_count(), 1);
         assert!(end < ROLL);
         if cfg!(target_os = "linux") {
@@ -868,7 +868,7 @@ mod tests {
     fn a_torn_record_in_the_reserved_space_is_cut() {
         const ROLL: u64 = 4096;
         let dir = tempfile::tempdir().unwrap();
-        let (mut log, path, end) = log_of(dir.path(), ROLL, 5);
+        let (log, path, end) = log_of(dir.path(), ROLL, 5);
         let mut next = Vec::new();
         frame(
             &{
