@@ -24,9 +24,10 @@ pub fn build_filter(lf: LevelFilter, hashes: &[u64]) -> Result<Option<(Vec<u8>, 
             StaticFilterKind::Ribbon => {
                 Ribbon::with_false_pos(fpr.clamp(MIN_FPR, 0.5)).build(hashes)?.to_bytes()
             }
-            StaticFilterKind::BumpedRibbon => {
-                BumpedRibbon::with_false_pos(fpr.clamp(MIN_FPR, 0.5)).build(hashes)?.to_bytes()
-            }
+            StaticFilterKind::BumpedRibbon => BumpedRibbon::with_false_pos(fpr.clamp(MIN_FPR, 0.5))
+                .threads(build_threads())
+                .build(hashes)?
+                .to_bytes(),
             StaticFilterKind::BinaryFuse8 => BinaryFuse8::build(hashes)?.to_bytes(),
             StaticFilterKind::BinaryFuse16 => BinaryFuse16::build(hashes)?.to_bytes(),
             StaticFilterKind::BinaryFuse4Wise8 => BinaryFuse4Wise8::build(hashes)?.to_bytes(),
@@ -53,6 +54,13 @@ pub fn build_filter(lf: LevelFilter, hashes: &[u64]) -> Result<Option<(Vec<u8>, 
         return Ok(None);
     }
     with_fallback(attempt, lf.bits_per_key(), hashes).map(Some)
+}
+
+/// Threads a bumped ribbon filter's large layers are banded on: the machine's cores, at most
+/// four. The bytes do not depend on it; the table waits for its filter, so a free core
+/// shortens a flush, a compaction or an `SstWriter::finish` (the banding is most of it).
+fn build_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get()).min(4)
 }
 
 /// Runs `attempt`; on failure builds a blocked Bloom filter of `bits_per_key` (at least 1) over

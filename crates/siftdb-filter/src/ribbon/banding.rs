@@ -104,7 +104,9 @@ pub(super) fn band(h1s: &[u64], layout: &Layout, band: &mut Band) -> bool {
         let (start, coeff, result) = key_row(h1, starts);
         // A row implied by stored ones (consistent) is fine; a contradiction fails the attempt.
         let row = insert(&mut band.coeffs, &mut band.results, start as usize, coeff, result & mask);
-        if row == (Inserted::Reduced { consistent: false }) {
+        // `Beyond` cannot happen over the whole band (see `insert`); it fails like a
+        // contradiction rather than being trusted away.
+        if matches!(row, Inserted::Reduced { consistent: false } | Inserted::Beyond) {
             return false;
         }
     }
@@ -119,11 +121,15 @@ pub(super) enum Inserted {
     /// Reduced to zero coefficients by stored rows: implied by them if `consistent` (its
     /// result reduced to zero too, e.g. a hash collision), contradicting them otherwise.
     Reduced { consistent: bool },
+    /// Its leading 1 moved past the last slot of `coeffs` (only when `coeffs` is a window of
+    /// the band, as a chunk of a bumped layer is): nothing was stored.
+    Beyond,
 }
 
-/// Inserts one row with its leading 1 at slot `i`. Invariant: the row's highest set bit is at
-/// most `start + 127 <= m - 1`, and XOR with a stored row (whose bits lie in `i..i + 128`, also
-/// `<= m - 1`) cannot raise it, so `i` stays in bounds.
+/// Inserts one row with its leading 1 at slot `i` of `coeffs`. Over the whole band the row's
+/// highest set bit is at most `start + 127 <= m - 1`, and XOR with a stored row (whose bits lie
+/// in `i..i + 128`, also `<= m - 1`) cannot raise it, so `i` stays below `m`; over a window of
+/// the band the leading 1 may pass the window's end, which is [`Inserted::Beyond`].
 #[inline]
 pub(super) fn insert(
     coeffs: &mut [u128],
@@ -135,6 +141,9 @@ pub(super) fn insert(
     // One length for both: the bounds check of `coeffs[i]` then covers `results[i]`.
     let results = &mut results[..coeffs.len()];
     loop {
+        if i >= coeffs.len() {
+            return Inserted::Beyond;
+        }
         let stored = coeffs[i];
         if stored == 0 {
             coeffs[i] = c;
@@ -200,6 +209,16 @@ mod tests {
         // Slots {3, 4, 5} reduce by A to {5, 6}, stored at slot 5 with result 7 ^ 5.
         assert_eq!(insert(&mut coeffs, &mut results, 3, 0b111, 7), Inserted::At(5));
         assert_eq!((coeffs[5], results[5]), (0b11, 2));
+    }
+
+    #[test]
+    fn a_row_leaving_a_window_is_beyond_and_stores_nothing() {
+        // A window of 4 slots whose slots 1..4 are taken: a row from slot 1 with bits {1, 5}
+        // reduces past slot 3 and is refused; its rows are untouched.
+        let mut coeffs = vec![0, 0b1, 0b1, 0b1];
+        let mut results = vec![0, 1, 2, 3];
+        assert_eq!(insert(&mut coeffs, &mut results, 1, 0b10001, 9), Inserted::Beyond);
+        assert_eq!((coeffs, results), (vec![0, 1, 1, 1], vec![0, 1, 2, 3]));
     }
 
     #[test]

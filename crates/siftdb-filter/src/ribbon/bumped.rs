@@ -41,6 +41,7 @@ const MAX_LAYERS: usize = bumping::MAX_BUMPED_LAYERS + 1;
 pub struct BumpedRibbonBuilder {
     target: Target,
     seed: u64,
+    threads: usize,
 }
 
 impl BumpedRibbonBuilder {
@@ -51,19 +52,27 @@ impl BumpedRibbonBuilder {
         self
     }
 
+    /// Bands each layer of more than 65,536 starts on up to `threads` threads (default 1; 0
+    /// counts as 1). The filter is the same, byte for byte, for every thread count.
+    pub fn threads(mut self, threads: usize) -> BumpedRibbonBuilder {
+        self.threads = threads.max(1);
+        self
+    }
+
     /// Builds the filter of `hashes` (duplicates are removed; the empty set gives a filter that
     /// answers "no" to everything). Targets are checked as [`Ribbon`](super::Ribbon)'s are; the
     /// bumped layers cannot fail, and the last one retries seeds and grows as standard ribbon
     /// does ([`FilterError::Full`] only if that fails too).
     pub fn build(&self, hashes: &[u64]) -> Result<BumpedRibbon> {
         self.target.validate()?;
-        let th = Thresholds::for_layers(bumping::BUCKET_LOG2, bumping::SLOTS_PER_KEY);
         let mut seed = self.seed;
         // Each layer mixes the previous layer's mixed hashes (the key hashes for the first)
         // with its own seed: `mix64` is a bijection, so they stay distinct (deduplicating the
         // first layer's deduplicates the keys), and sorted they are in start order.
         let mut h1s = super::banding::mixed_sorted(hashes, seed);
         let num_keys = h1s.len() as u64;
+        let slots_per_key = bumping::slots_per_key(num_keys);
+        let th = Thresholds::for_layers(bumping::BUCKET_LOG2, slots_per_key);
         if banding_limit_exceeded(num_keys) {
             return Err(FilterError::invalid(format!(
                 "{num_keys} keys exceed the ribbon size limit"
@@ -77,8 +86,8 @@ impl BumpedRibbonBuilder {
             if !layers.is_empty() {
                 h1s = super::banding::mixed_sorted(&keys, seed);
             }
-            let layout = self.target.layout(bumping::bumped_layer_blocks(h1s.len()));
-            let (meta, words, bumped) = bumping::band_layer(&h1s, &layout, &th);
+            let layout = self.target.layout(bumping::bumped_layer_blocks(h1s.len(), slots_per_key));
+            let (meta, words, bumped) = bumping::band_layer(&h1s, &layout, &th, self.threads);
             layers.push(BuiltLayer { seed, layout, meta, words });
             seed = seed.wrapping_add(SEED_STEP);
             remaining = bumped.len();
@@ -133,12 +142,20 @@ impl BumpedRibbon {
     /// A builder targeting false-positive rate `fpr` in `[2^-32, 1/2]` (each layer mixes
     /// `floor(log2(1/fpr))` and one more result bits, as [`Ribbon`](super::Ribbon) does).
     pub fn with_false_pos(fpr: f64) -> BumpedRibbonBuilder {
-        BumpedRibbonBuilder { target: Target::Fpr(fpr), seed: BumpedRibbon::DEFAULT_SEED }
+        BumpedRibbonBuilder {
+            target: Target::Fpr(fpr),
+            seed: BumpedRibbon::DEFAULT_SEED,
+            threads: 1,
+        }
     }
 
     /// A builder with exactly `bits` result bits per slot (`1..=32`): FPR `2^-bits`.
     pub fn with_result_bits(bits: u32) -> BumpedRibbonBuilder {
-        BumpedRibbonBuilder { target: Target::ResultBits(bits), seed: BumpedRibbon::DEFAULT_SEED }
+        BumpedRibbonBuilder {
+            target: Target::ResultBits(bits),
+            seed: BumpedRibbon::DEFAULT_SEED,
+            threads: 1,
+        }
     }
 
     /// The expected false-positive rate: each layer's rate weighted by the share of non-keys

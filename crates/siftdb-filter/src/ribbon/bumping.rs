@@ -18,6 +18,7 @@
 //! reduced by a removed one.
 
 use super::banding::{self, Band, Inserted};
+use super::layer_chunks::{self, Chunk};
 use super::solution::{self, key_row, Layout, W};
 use crate::envelope::Words;
 use crate::hash::fast_range64;
@@ -25,12 +26,27 @@ use crate::hash::fast_range64;
 /// Buckets of 512 starts: Walzer et al.'s recommended `w^2 / (4 log2 w)` for 128-bit rows with
 /// 2-bit thresholds, rounded down to a power of two.
 pub(super) const BUCKET_LOG2: u32 = 9;
-/// Slots per key of each bumped layer (overloaded: about 2% of the keys go on to the next).
-/// Banding a full layer is slower than banding standard ribbon's 4.7% of spare slots (rows
-/// travel further to a free slot): measured at 1M keys, 131 ns per key against 40 at 0.98,
-/// 91 at 1.0 (total slots per key 1.0058) and 145 at 0.96 (1.0010); 0.98 gives 1.0013
-/// (docs/format.md#bumped-ribbon).
+/// Slots per key of each bumped layer of a filter of fewer than [`LARGE_FILTER_KEYS`] keys
+/// (overloaded: about 2% of the keys go on to the next layer).
 pub(super) const SLOTS_PER_KEY: f64 = 0.98;
+/// Slots per key of each bumped layer of a filter of [`LARGE_FILTER_KEYS`] keys or more.
+/// Banding a full layer is slower than banding standard ribbon's 4.7% of spare slots (rows
+/// travel further to a free slot), and the fuller the slower. Measured on one thread of the
+/// 2-core VM at 1% (whole builds, `crates/siftdb-filter/examples/bumped_build.rs`): 0.98 takes
+/// 193 ns a key at 100,000 and 1M keys, 1.0 takes 130 and 150, for 0.4% and 0.25% more bytes
+/// (at 9,100 keys, 168 against 124 ns for 1.4% more bytes, hence the cut).
+pub(super) const LARGE_SLOTS_PER_KEY: f64 = 1.0;
+/// Distinct keys from which a filter's bumped layers take [`LARGE_SLOTS_PER_KEY`].
+pub(super) const LARGE_FILTER_KEYS: u64 = 65_536;
+
+/// Slots per key of the bumped layers of a filter of `num_keys` distinct keys.
+pub(super) fn slots_per_key(num_keys: u64) -> f64 {
+    if num_keys >= LARGE_FILTER_KEYS {
+        LARGE_SLOTS_PER_KEY
+    } else {
+        SLOTS_PER_KEY
+    }
+}
 /// Layers with bumping at most; what is left after them goes to the last, standard, layer.
 pub(super) const MAX_BUMPED_LAYERS: usize = 6;
 /// Keys at or below which the rest go to the last layer, a standard ribbon. A filter of this
@@ -140,20 +156,45 @@ pub(super) struct BuiltLayer {
 }
 
 /// Bands the keys whose hashes mixed with this layer's seed are `h1s` (sorted, distinct: start
-/// order) into a layer of `layout` with bumping; returns the layer's thresholds and solution,
-/// and the mixed hashes of the bumped keys (the next layer mixes these again).
+/// order) into a layer of `layout` with bumping, in chunks on up to `threads` threads (the
+/// result does not depend on `threads`: [`super::layer_chunks`]); returns the layer's
+/// thresholds and solution, and the mixed hashes of the bumped keys (the next layer mixes these
+/// again).
 pub(super) fn band_layer(
     h1s: &[u64],
     layout: &Layout,
     th: &Thresholds,
+    threads: usize,
 ) -> (Vec<u64>, Vec<u64>, Vec<u64>) {
     let starts = layout.num_starts();
     let m = layout.num_slots() as usize;
-    let mut coeffs = vec![0u128; m];
-    let mut results = vec![0u32; m];
+    // Zeroed by writing, not `vec![0; m]`: calloc's lazily zeroed pages are first read by the
+    // banding, then written, and that copy-on-write flushes the TLB of every core the chunks
+    // run on (7% of a 500,000-key build on two threads, perf).
+    let mut band = Band { coeffs: zeroed(m), results: zeroed(m) };
     // Every bucket starts as "nothing bumped" (3), which buckets without keys keep.
     let mut meta = vec![u64::MAX; meta_words(th.num_buckets(starts)) as usize];
     let mask = solution::column_mask(layout.upper_columns());
+    let bumped =
+        layer_chunks::band_in_chunks(h1s, starts, th, &mut band, &mut meta, threads, &|c| {
+            band_chunk(c, starts, th, mask)
+        });
+    let words = solution::back_substitute(&band.coeffs, &band.results, layout);
+    (meta, words, bumped)
+}
+
+/// `n` zeros, written. The fill value goes through `black_box` so the compiler cannot see that
+/// it stores zeros into zeroed memory and drop the fill (it would be `calloc`, whose pages
+/// stay unmapped until touched).
+fn zeroed<T: Copy + Default>(n: usize) -> Vec<T> {
+    let mut v = vec![T::default(); n];
+    v.fill(std::hint::black_box(T::default()));
+    v
+}
+
+/// Bands one chunk's keys bucket by bucket; returns the keys it bumped.
+fn band_chunk(chunk: Chunk<'_>, starts: u64, th: &Thresholds, mask: u32) -> Vec<u64> {
+    let Chunk { h1s, coeffs, results, slot_base, meta, bucket_base } = chunk;
     let mut bumped = Vec::new();
     // Rows stored in the current bucket for the current class: (pivot slot, mixed hash).
     let mut stored: Vec<(usize, u64)> = Vec::new();
@@ -181,11 +222,13 @@ pub(super) fn band_layer(
                 stored.clear();
             }
             // A row that reduces to zero is bumped even if its result reduced to zero too: it
-            // would rest on rows a later bump of this bucket may take out.
-            match banding::insert(&mut coeffs, &mut results, start as usize, coeff, result & mask) {
+            // would rest on rows a later bump of this bucket may take out. So is a row that
+            // leaves the chunk's window.
+            let local = start as usize - slot_base;
+            match banding::insert(coeffs, results, local, coeff, result & mask) {
                 Inserted::At(pivot) => stored.push((pivot, h1)),
-                Inserted::Reduced { .. } => {
-                    set_threshold(&mut meta, bucket, c);
+                Inserted::Reduced { .. } | Inserted::Beyond => {
+                    set_threshold(meta, bucket - bucket_base, c);
                     full = true;
                     for (pivot, kept) in stored.drain(..) {
                         coeffs[pivot] = 0;
@@ -198,8 +241,7 @@ pub(super) fn band_layer(
         }
         i = end;
     }
-    let words = solution::back_substitute(&coeffs, &results, layout);
-    (meta, words, bumped)
+    bumped
 }
 
 /// The last layer: a standard ribbon of `keys` in `layout_for(blocks)`, trying `attempts` seeds
@@ -231,8 +273,8 @@ pub(super) fn band_last(
 }
 
 /// Blocks of a bumped layer for `n` keys.
-pub(super) fn bumped_layer_blocks(n: usize) -> u64 {
-    ((n as f64 * SLOTS_PER_KEY / W as f64).ceil() as u64).max(2)
+pub(super) fn bumped_layer_blocks(n: usize, slots_per_key: f64) -> u64 {
+    ((n as f64 * slots_per_key / W as f64).ceil() as u64).max(2)
 }
 
 /// `(fraction of starts kept, FPR of a non-key that is kept)` of one layer: every start of the

@@ -51,6 +51,7 @@ mod bumped;
 #[cfg(test)]
 mod bumped_tests;
 mod bumping;
+mod layer_chunks;
 mod solution;
 #[cfg(test)]
 mod tests;
