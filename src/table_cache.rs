@@ -420,9 +420,9 @@ pub struct HeldMemory {
 /// Half the process's soft limit on open descriptors (`RLIMIT_NOFILE`), the most tables a
 /// limited cache keeps open; `None` where there is no limit or it cannot be read. The other
 /// half is left for the WAL, manifest, LOCK and directory handles, tables a running scan or
-/// compaction still holds after the cache evicted them, and the application's own files: so
-/// the default `max_open_files` (512, sized for the common 1024) also works under a lower
-/// `ulimit -n`, where it would otherwise fail with "Too many open files".
+/// compaction still holds after the cache evicted them, and the application's own files. The
+/// default `max_open_files` is this share itself, so it works under any `ulimit -n` instead of
+/// failing with "Too many open files".
 pub(crate) fn descriptor_share() -> Option<usize> {
     #[cfg(unix)]
     {

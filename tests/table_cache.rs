@@ -1,7 +1,7 @@
 //! The table cache under a real descriptor limit: a database of thousands of SSTs is read (every
 //! key by `get`, then a full scan) and compacted after this process lowers its own
 //! `RLIMIT_NOFILE` to 256, with `max_open_files = 64`, then read with the default
-//! `max_open_files` (512), which the cache caps at half the limit. The same database with an
+//! `max_open_files` (as many as the limit allows), which the cache caps at half the limit. The same database with an
 //! unlimited table cache cannot even be opened under that limit, which shows the limit is real.
 //!
 //! This is its own test binary, with one test, because the limit applies to the whole process.
@@ -138,8 +138,8 @@ fn thousands_of_tables_are_read_and_compacted_under_a_256_descriptor_limit() {
     check_every_key(&db, &model);
     drop(db);
 
-    // The default max_open_files (512, sized for the common 1024) is capped at half this
-    // process's soft limit, so the database also works under 256 without setting it.
+    // The default max_open_files is capped at half this process's soft limit, so the
+    // database also works under 256 without setting it.
     let default = Options::default().max_open_files;
     assert!(default as libc::rlim_t > FD_LIMIT);
     let db = Db::open(&path, options(default)).unwrap();

@@ -355,7 +355,7 @@ pub struct Flags {
     pub mmap_write: Option<bool>,
     /// Tables kept open at once (`Options::max_open_files`): -1 = unlimited, else 16 or more.
     /// db_bench's flag of the same name defaults to RocksDB's -1; absent here, siftdb's own
-    /// default (512) applies.
+    /// default (half the soft descriptor limit) applies.
     #[arg(long, allow_hyphen_values = true)]
     pub open_files: Option<i32>,
     /// Read SSTs with O_DIRECT (`Options::direct_reads`; Linux only): block-cache misses are
