@@ -28,12 +28,6 @@ use std::path::{Path, PathBuf};
 /// Bytes of one mapped window (a multiple of every page size in use).
 pub(crate) const WINDOW_BYTES: u64 = 4 << 20;
 
-/// Bytes of a window made writable at once ahead of the appends (`MADV_POPULATE_WRITE`): one
-/// system call for 64 pages instead of a page fault at the first touch of each, where the
-/// file system's work per page (`page_mkwrite`) is the same. A multiple of the page size that
-/// divides [`WINDOW_BYTES`].
-const POPULATE_BYTES: u64 = 256 << 10;
-
 /// See the module documentation.
 pub(crate) struct MmapLogFile {
     file: File,
@@ -45,11 +39,6 @@ pub(crate) struct MmapLogFile {
     window: u64,
     /// Set by `close` (the file is cut to `len`) and by a failed append: no more appends.
     closed: bool,
-    /// File offset up to which the mapped window is already writable (populated).
-    populated: u64,
-    /// Cleared when the kernel refuses to populate (before Linux 5.14): pages then fault in
-    /// one by one as they are first written, as without it.
-    populate: bool,
 }
 
 impl MmapLogFile {
@@ -61,16 +50,7 @@ impl MmapLogFile {
         match reserve_and_map(&file, path, 0, window) {
             Ok(map) => {
                 let path = path.to_path_buf();
-                Ok(MmapLogFile {
-                    file,
-                    path,
-                    len: 0,
-                    map: Some((0, map)),
-                    window,
-                    closed: false,
-                    populated: 0,
-                    populate: true,
-                })
+                Ok(MmapLogFile { file, path, len: 0, map: Some((0, map)), window, closed: false })
             }
             Err(_) => {
                 // Nothing usable reserved: leave the file as created (empty).
@@ -101,22 +81,6 @@ fn reserve_and_map(file: &File, path: &Path, start: u64, window: u64) -> Result<
     map.map_err(|e| err("mapping", e))
 }
 
-impl MmapLogFile {
-    /// Makes the mapped window writable up to file offset `end` at least, in
-    /// [`POPULATE_BYTES`] steps; best effort (a refusal only leaves the pages to fault in).
-    fn populate_to(&mut self, end: u64) {
-        let Some((start, map)) = &self.map else { return };
-        while self.populate && self.populated < end {
-            let len = POPULATE_BYTES.min(start + self.window - self.populated);
-            let at = (self.populated - start) as usize;
-            if map.advise_range(memmap2::Advice::PopulateWrite, at, len as usize).is_err() {
-                self.populate = false;
-            }
-            self.populated += len;
-        }
-    }
-}
-
 impl WritableFile for MmapLogFile {
     fn append(&mut self, mut data: &[u8]) -> Result<()> {
         if self.closed {
@@ -132,11 +96,9 @@ impl WritableFile for MmapLogFile {
                         // The record may be half copied: no later append may follow it.
                         .inspect_err(|_| self.closed = true)?;
                     self.map = Some((start, map));
-                    self.populated = start;
                     start
                 }
             };
-            self.populate_to((self.len + data.len() as u64).min(start + self.window));
             let (_, map) = self.map.as_mut().expect("a window is mapped");
             let at = (self.len - start) as usize;
             let take = data.len().min(map.len() - at);
@@ -285,41 +247,6 @@ mod tests {
         );
         let db = crate::Db::open(dir.path(), crate::Options::default()).expect("reopen");
         assert_eq!(db.get("k99").expect("get"), Some(b"v".to_vec()));
-    }
-
-    /// Whether this kernel has `MADV_POPULATE_WRITE` (Linux 5.14).
-    fn kernel_populates() -> bool {
-        let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-        let mut parts = release.trim().split(['.', '-']).map(|p| p.parse::<u32>().unwrap_or(0));
-        let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
-        (major, minor) >= (5, 14)
-    }
-
-    #[test]
-    fn appends_are_populated_ahead_in_steps_and_read_back() {
-        // A 1 MiB window is four populate steps: every append finds its bytes already
-        // writable, records crossing steps and windows read back whole.
-        let dir = tempfile::tempdir().expect("tempdir");
-        let (path, log) = open_log(dir.path(), 1 << 20);
-        assert_eq!(log.populated, 0, "nothing is populated before the first append");
-        let mut log = log;
-        let want: Vec<Vec<u8>> =
-            (0..60).map(|i| vec![i as u8 + 1; 1 + (i * 50_021) % 90_000]).collect();
-        let mut len = 0u64;
-        for r in &want {
-            log.append(r).expect("append");
-            len += r.len() as u64;
-            assert_eq!(log.len(), len);
-            if kernel_populates() {
-                assert!(log.populate, "the kernel refused to populate at {len}");
-                let window_end = len.div_ceil(1 << 20) * (1 << 20);
-                assert!(log.populated >= len && log.populated <= window_end, "{}", log.populated);
-                assert_eq!(log.populated % POPULATE_BYTES, 0, "steps stay aligned");
-            }
-        }
-        drop(log);
-        let bytes = std::fs::read(&path).expect("read");
-        assert_eq!(bytes, want.concat(), "cut to the log, every byte in place");
     }
 
     #[test]
