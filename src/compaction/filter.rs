@@ -59,8 +59,10 @@ pub fn build_filter(lf: LevelFilter, hashes: &[u64]) -> Result<Option<(Vec<u8>, 
 /// Threads a bumped ribbon filter's large layers are banded on: the machine's cores, at most
 /// four. The bytes do not depend on it; the table waits for its filter, so a free core
 /// shortens a flush, a compaction or an `SstWriter::finish` (the banding is most of it).
+/// Read once: `available_parallelism` reads the cgroup's CPU quota from files on Linux.
 fn build_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get()).min(4)
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()).min(4))
 }
 
 /// Runs `attempt`; on failure builds a blocked Bloom filter of `bits_per_key` (at least 1) over
