@@ -106,39 +106,30 @@ fn split_window<T>(rest: &mut [T], skip: usize, len: usize) -> (&mut [T], &mut [
     rest[skip..].split_at_mut(len)
 }
 
-/// Runs `f` on every job, the jobs dealt round-robin to up to `threads` threads (the calling
-/// thread is one). A group whose thread the OS refuses stays in its cell and the caller runs
-/// it after the others: no chunk is ever left unbanded. Returns each job's index and output.
-fn run<'a, F>(jobs: Vec<(usize, Chunk<'a>)>, threads: usize, f: &F) -> Vec<(usize, Vec<u64>)>
+/// Runs `f` on every job on up to `threads` threads (the calling thread is one), each taking
+/// the next job from a shared queue until it is empty. A thread the OS refuses leaves its share
+/// to the others: the caller drains the queue too, so no chunk is ever left unbanded. Returns
+/// each job's index and output.
+fn run<F>(jobs: Vec<(usize, Chunk<'_>)>, threads: usize, f: &F) -> Vec<(usize, Vec<u64>)>
 where
     F: Fn(Chunk<'_>) -> Vec<u64> + Sync,
 {
-    type Group<'a> = Vec<(usize, Chunk<'a>)>;
-    let serial = |group: Group<'a>| -> Vec<(usize, Vec<u64>)> {
-        group.into_iter().map(|(c, chunk)| (c, f(chunk))).collect()
+    let helpers = threads.clamp(1, jobs.len().max(1)) - 1;
+    let queue = Mutex::new(jobs);
+    // The lock is released before the job runs: the guard is a temporary of `next`'s body.
+    let next = || queue.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).pop();
+    let work = || {
+        let mut out = Vec::new();
+        while let Some((c, chunk)) = next() {
+            out.push((c, f(chunk)));
+        }
+        out
     };
-    let groups = threads.clamp(1, jobs.len().max(1));
-    if groups == 1 {
-        return serial(jobs);
-    }
-    let mut dealt: Vec<Group<'a>> = (0..groups).map(|_| Vec::new()).collect();
-    for (k, job) in jobs.into_iter().enumerate() {
-        dealt[k % groups].push(job);
-    }
-    let mine = dealt.remove(0);
-    let cells: Vec<Mutex<Option<Group<'a>>>> =
-        dealt.into_iter().map(|g| Mutex::new(Some(g))).collect();
-    let take = |cell: &Mutex<Option<Group<'a>>>| -> Group<'a> {
-        cell.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take().unwrap_or_default()
-    };
-    let mut out = std::thread::scope(|s| {
-        let handles: Vec<_> = cells
-            .iter()
-            .filter_map(|cell| {
-                std::thread::Builder::new().spawn_scoped(s, || serial(take(cell))).ok()
-            })
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..helpers)
+            .filter_map(|_| std::thread::Builder::new().spawn_scoped(s, work).ok())
             .collect();
-        let mut out = serial(mine);
+        let mut out = work();
         for h in handles {
             match h.join() {
                 Ok(part) => out.extend(part),
@@ -146,9 +137,5 @@ where
             }
         }
         out
-    });
-    for cell in &cells {
-        out.extend(serial(take(cell)));
-    }
-    out
+    })
 }
