@@ -74,6 +74,12 @@ impl Slot {
         self.hint.prefetch(key_hash)
     }
 
+    /// The open table's probe hint, if any (what [`Slot::prefetch_filter`] uses).
+    #[inline]
+    pub(crate) fn probe_hint(&self) -> Option<crate::filter::ProbeHint> {
+        self.hint.load()
+    }
+
     /// Marks the slot recently used, writing the bit only when it is clear (a hot table's
     /// line is then only read by lookups).
     #[inline]

@@ -10,6 +10,7 @@
 //! holds one keyspace.
 
 mod brief_index;
+mod probe_entry;
 
 use crate::error::{Error, Result};
 use crate::filter::FilterKind;
@@ -18,6 +19,7 @@ use crate::manifest::FileMeta;
 use crate::sst::Table;
 use crate::table_cache::{Slot, TableCache};
 use brief_index::BriefIndex;
+pub(crate) use probe_entry::ProbeEntry;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::path::Path;
@@ -297,6 +299,12 @@ impl TableFile {
         }
     }
 
+    /// The probe hint of the file's open table, if any (what a level's probe entry copies).
+    #[inline]
+    pub(crate) fn probe_hint(&self) -> Option<crate::filter::ProbeHint> {
+        self.slot.probe_hint()
+    }
+
     /// Starts loading the line of the file's prefix filter that a probe of `prefix_hash`
     /// reads, if the table is open and has one; otherwise nothing. A hint only.
     #[inline]
@@ -358,6 +366,10 @@ pub struct Version {
     /// arrays, not over the files (one pointer chase per step, most of the search's time in a
     /// 10M-key readmissing profile). Rebuilt with the level (`reindex`).
     largest_briefs: Vec<BriefIndex>,
+    /// Per file of `levels[i]`, in the same order: its smallest key's brief and a copy of its
+    /// filter's probe hint (src/version/probe_entry.rs). Rebuilt with the level; shared by the
+    /// versions that share the level, so a hint a lookup learned outlives other levels' edits.
+    probe_entries: Vec<Arc<[ProbeEntry]>>,
     /// The files of `levels[i]` that hold range tombstones, in level order (rebuilt with the
     /// level): a scan collects tombstones from these without visiting every file.
     range_deletion_files: Vec<Vec<Arc<TableFile>>>,
@@ -390,6 +402,7 @@ impl Version {
         let mut v = Version {
             levels,
             largest_briefs: Vec::new(),
+            probe_entries: Vec::new(),
             range_deletion_files: Vec::new(),
             blobs: BTreeMap::new(),
         };
@@ -414,6 +427,18 @@ impl Version {
         keyspace: u32,
         user_key: &[u8],
     ) -> Option<&Arc<TableFile>> {
+        self.find_in_level_entry(level, keyspace, user_key).map(|(file, _)| file)
+    }
+
+    /// [`Version::find_in_level`], with the file's probe entry (its filter's probe hint, for a
+    /// prefetch before the file itself is loaded). The search reads only the level's arrays
+    /// unless briefs tie (module documentation of src/version/probe_entry.rs).
+    pub(crate) fn find_in_level_entry(
+        &self,
+        level: usize,
+        keyspace: u32,
+        user_key: &[u8],
+    ) -> Option<(&Arc<TableFile>, &ProbeEntry)> {
         let key = (keyspace, user_key);
         let target = brief(keyspace, user_key);
         let files = &self.levels[level];
@@ -423,8 +448,9 @@ impl Version {
         // pointer chasing to the files and their keys' heap bytes, and memcmp.)
         let i =
             first_ending_in(&self.largest_briefs[level], target, |i| files[i].meta.largest() < key);
-        let file = files.get(i)?;
-        at_or_before(file.smallest_brief, target, || file.meta.smallest() <= key).then_some(file)
+        let entry = self.probe_entries[level].get(i)?;
+        at_or_before(entry.smallest_brief, target, || files[i].meta.smallest() <= key)
+            .then(|| (&files[i], entry))
     }
 
     /// The files of sorted level `level >= 1` that overlap the user keys of `keyspace` within
@@ -492,11 +518,14 @@ impl Version {
     fn reindex(&mut self, level: usize) {
         if self.largest_briefs.len() < self.levels.len() {
             self.largest_briefs.resize(self.levels.len(), BriefIndex::default());
+            self.probe_entries.resize(self.levels.len(), Arc::from([]));
             self.range_deletion_files.resize(self.levels.len(), Vec::new());
         }
         let files = &self.levels[level];
         self.largest_briefs[level] =
             BriefIndex::new(files.iter().map(|f| f.largest_brief).collect());
+        self.probe_entries[level] =
+            files.iter().map(|f| ProbeEntry::new(f.smallest_brief, f.slot.probe_hint())).collect();
         self.range_deletion_files[level] =
             files.iter().filter(|f| f.info.range_deletions > 0).cloned().collect();
     }

@@ -18,7 +18,7 @@ use crate::limits::NUM_LEVELS;
 use crate::memtable::MemLookup;
 use crate::merge::Operands;
 use crate::sst::{FilterVerdict, GetResult, ReadCounters, Table, ValueOut};
-use crate::version::TableFile;
+use crate::version::{ProbeEntry, TableFile};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -181,11 +181,16 @@ fn lookup(
     // probed in order; their filters are prefetched too.
     let l0 = || sv.version.levels()[0].iter().filter(|f| f.may_contain_key(keyspace, key));
     l0().for_each(|f| f.prefetch_filter(hash));
-    let mut deeper: [Option<&Arc<TableFile>>; NUM_LEVELS] = [None; NUM_LEVELS];
+    // A sorted level's probe entry holds a copy of the file's filter hint: the prefetch starts
+    // straight after the level search, before the file and its slot are loaded
+    // (src/version/probe_entry.rs). An entry without one yet goes by the slot.
+    let mut deeper: [Option<(&Arc<TableFile>, &ProbeEntry)>; NUM_LEVELS] = [None; NUM_LEVELS];
     for (level, slot) in deeper.iter_mut().enumerate().skip(1) {
-        *slot = sv.version.find_in_level(level, keyspace, key);
-        if let Some(file) = slot {
-            file.prefetch_filter(hash);
+        *slot = sv.version.find_in_level_entry(level, keyspace, key);
+        if let Some((file, entry)) = slot {
+            if !entry.prefetch_filter(hash) {
+                file.prefetch_filter(hash);
+            }
         }
     }
     for file in l0() {
@@ -195,9 +200,12 @@ fn lookup(
             Step::Continue => {}
         }
     }
-    for (file, level_reads) in deeper.iter().zip(reads).skip(1) {
-        if let Some(file) = file {
-            match file.with_table(|t| in_table(t, level_reads))?? {
+    for (found, level_reads) in deeper.iter().zip(reads).skip(1) {
+        if let Some((file, entry)) = found {
+            let step = file.with_table(|t| in_table(t, level_reads))??;
+            // The slot's line was just read: keeping the entry's copy current is nearly free.
+            entry.refresh_hint(file.probe_hint());
+            match step {
                 Step::Base(v) => return finish(ops, Some(v)),
                 Step::Deleted => return finish(ops, None),
                 Step::Continue => {}
