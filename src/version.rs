@@ -356,7 +356,13 @@ pub(crate) fn owned(b: Bound<&[u8]>) -> Bound<Vec<u8>> {
 }
 
 /// The files of every level at one point in time.
+///
+/// Cache-line aligned, so no other heap object (nor a neighbouring allocation's malloc
+/// header) shares a line with the fields every lookup reads: a version on a line another
+/// thread writes made two-thread lookups slower by a quarter in some processes, depending on
+/// where the heap put it (docs/results/2026-11-29-50m-lz4/README.md#probe-entries).
 #[derive(Clone, Default)]
+#[repr(align(64))]
 pub struct Version {
     /// `levels[0]` newest first; deeper levels sorted by smallest key, disjoint. Private, so
     /// that every change goes through `reindex` (read it with [`Version::levels`]).
