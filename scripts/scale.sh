@@ -5,7 +5,8 @@
 # writer changes the database) at each thread count. Every run is under /usr/bin/time -v.
 # Writes into DIR:
 #   scale.csv                         one row per engine x size x threads x benchmark (medians
-#                                     over --reps), with the per engine x size figures repeated
+#                                     over --reps), with the per engine x size figures repeated,
+#                                     and readwhilewriting's read p50 / p99 / p99.9 (--histogram)
 #   runs.csv                          every run of every repetition (what the medians come from)
 #   ops_vs_keys_<bench>_t<threads>.svg  ops/s against keys, one line per engine
 #   ratio_vs_keys_<bench>.svg         siftdb's ops/s over each peer's, against keys
@@ -209,8 +210,11 @@ for num in "${NUMS[@]}"; do
           # (the probe's for the first).
           reads=$(( ${prev:-100000} * DURATION / t )); (( reads < 1000 )) && reads=1000
           echo "scale.sh: $e num=$num rep $r: $b threads=$t reads/thread=$reads" >&2
+          # readwhilewriting's reads are timed one by one (--histogram): their tail is what a
+          # writer's stalls show in.
+          hist=(); [[ "$b" == readwhilewriting ]] && hist=(--histogram=1)
           if run "$e" "$num" "$L-$b-t$t" --benchmarks="$b" --use_existing_db=1 --threads="$t" \
-               --duration="$DURATION" --reads="$reads" --seed=7; then
+               --duration="$DURATION" --reads="$reads" --seed=7 "${hist[@]}"; then
             record "$e" "$num" "$r" "$t" "$b" "$L-$b-t$t"
             v=$(ops "$L-$b-t$t.log" "$b")
             prev="${v:-$prev}"
@@ -229,6 +233,8 @@ out, runs_path, elapsed, command, compression, duration, reps = sys.argv[1:8]
 USER_BYTES_PER_KEY = 16 + 100
 line_re = re.compile(r'^(\S+)\s+:\s+([\d.]+) micros/op (\d+) ops/sec(?:[; ]+([\d.]+) seconds)?')
 tick_re = re.compile(r'^(rocksdb\.[\w.]+) COUNT : (\d+)')
+# siftdb-bench-kit's line under a result timed with --histogram (siftdb, rocksdb-bench, fjall).
+lat_re = re.compile(r'^latency\s+: (\S+) p50 ([\d.]+) us, p99 ([\d.]+) us, p99\.9 ([\d.]+) us')
 
 def parse_time(path):
     t = {}
@@ -246,7 +252,7 @@ def parse_time(path):
     return t
 
 def parse_log(path):
-    res, ticks = {}, {}
+    res, ticks, lat = {}, {}, {}
     for l in open(path, errors='replace'):
         l = l.strip()
         m = line_re.match(l)
@@ -255,7 +261,10 @@ def parse_log(path):
         m = tick_re.match(l)
         if m:
             ticks[m[1]] = int(m[2])
-    return res, ticks
+        m = lat_re.match(l)
+        if m:
+            lat[m[1]] = tuple(float(x) for x in m.groups()[1:])
+    return res, ticks, lat
 
 rows, meta = [], {}   # meta[(engine, num, rep)] = per engine x size figures of that repetition
 for e, num, rep, t, kind, base in csv.reader(open(runs_path), delimiter='\t'):
@@ -267,7 +276,7 @@ for e, num, rep, t, kind, base in csv.reader(open(runs_path), delimiter='\t'):
         m['apparent'] = int(apparent) / (num * USER_BYTES_PER_KEY)
         continue
     tm = parse_time(base + '.time')
-    res, ticks = parse_log(base + '.log')
+    res, ticks, lat = parse_log(base + '.log')
     if 'rss_mb' in tm:
         m['rss'].append(tm['rss_mb'])
     if kind == 'open':
@@ -290,20 +299,22 @@ for e, num, rep, t, kind, base in csv.reader(open(runs_path), delimiter='\t'):
                              ops_per_sec=num / s if s else None, micros_per_op=us, seconds=s,
                              run_peak_rss_mb=tm.get('rss_mb')))
         elif kind == 'fill' or b == kind:
+            p50, p99, p999 = lat.get(b, (None, None, None))
             rows.append(dict(engine=e, keys=num, rep=rep, threads=t, benchmark=b,
                              ops_per_sec=opsps, micros_per_op=us, seconds=secs,
-                             run_peak_rss_mb=tm.get('rss_mb')))
+                             run_peak_rss_mb=tm.get('rss_mb'), p50_us=p50, p99_us=p99,
+                             p999_us=p999))
 
 def fmt(v, nd=3):
     return '' if v is None else (f'{v:.{nd}f}' if isinstance(v, float) else str(v))
 
 cols = ['engine', 'keys', 'rep', 'threads', 'benchmark', 'ops_per_sec', 'micros_per_op', 'seconds',
-        'run_peak_rss_mb']
+        'run_peak_rss_mb', 'p50_us', 'p99_us', 'p999_us']
 with open(f'{out}/runs.csv', 'w', newline='') as f:
     w = csv.writer(f)
     w.writerow(cols)
     for r in rows:
-        w.writerow([fmt(r[c]) for c in cols])
+        w.writerow([fmt(r.get(c)) for c in cols])
 
 med = lambda v: statistics.median(v) if v else None
 engines = list(dict.fromkeys(r['engine'] for r in rows))
@@ -324,22 +335,24 @@ for e in engines:
                                  open_seconds=pick('open'))
 SIZE_COLS = ['peak_rss_mb', 'disk_bytes_per_user_byte', 'apparent_bytes_per_user_byte', 'write_amp',
              'fs_write_amp', 'stall_seconds', 'open_seconds']
+# Read latency of the runs timed with --histogram (readwhilewriting), median over repetitions.
+LAT_COLS = ['p50_us', 'p99_us', 'p999_us']
 keyfun = lambda k: (nums.index(k[1]), engines.index(k[0]), BENCH_ORDER.index(k[3])
                     if k[3] in BENCH_ORDER else 99, k[2])
 table = {}
 with open(f'{out}/scale.csv', 'w', newline='') as f:
     w = csv.writer(f)
     w.writerow(['engine', 'keys', 'threads', 'benchmark', 'ops_per_sec', 'micros_per_op', 'seconds',
-                'run_peak_rss_mb', 'reps'] + SIZE_COLS)
+                'run_peak_rss_mb', 'reps'] + SIZE_COLS + LAT_COLS)
     for k in sorted(series, key=keyfun):
         rs = series[k]
-        v = {c: med([r[c] for r in rs if r[c] is not None]) for c in
-             ('ops_per_sec', 'micros_per_op', 'seconds', 'run_peak_rss_mb')}
+        v = {c: med([r[c] for r in rs if r.get(c) is not None]) for c in
+             ['ops_per_sec', 'micros_per_op', 'seconds', 'run_peak_rss_mb'] + LAT_COLS}
         table[k] = v
         sm = size_meta[(k[0], k[1])]
         w.writerow([k[0], k[1], k[2], k[3], fmt(v['ops_per_sec'], 0), fmt(v['micros_per_op']),
                     fmt(v['seconds']), fmt(v['run_peak_rss_mb'], 1), len(rs)] +
-                   [fmt(sm[c], 3) for c in SIZE_COLS])
+                   [fmt(sm[c], 3) for c in SIZE_COLS] + [fmt(v[c], 2) for c in LAT_COLS])
 
 from xml.sax.saxutils import escape
 import math
@@ -468,6 +481,16 @@ for n in nums:
     for e in engines:
         sm = size_meta[(e, n)]
         md.append(f'| {human(n)} | {e} | ' + ' | '.join(fmt(sm[c], 2) for c in SIZE_COLS) + ' |')
+lat_keys = [k for k in sorted(table, key=keyfun) if table[k]['p50_us'] is not None]
+if lat_keys:
+    md += ['', 'Read latency of the runs timed with --histogram (readwhilewriting: reads while one '
+           'writer puts), median over repetitions:', '',
+           '| keys | engine | benchmark | threads | p50 us | p99 us | p99.9 us |',
+           '|---|---|---|---|---|---|---|']
+    for k in lat_keys:
+        v = table[k]
+        md.append(f'| {human(k[1])} | {k[0]} | {k[3]} | {k[2]} | ' +
+                  ' | '.join(fmt(v[c], 2) for c in LAT_COLS) + ' |')
 md += ['', 'Plots: ' + ', '.join(f'[{p}]({p})' for p in plots), '']
 open(f'{out}/table.md', 'w').write('\n'.join(md))
 print('\n'.join(md))
