@@ -463,21 +463,40 @@ fn evict_over(st: &mut State, limit: usize, evicted: &mut Vec<Arc<Table>>) {
     }
 }
 
+/// A test table: file `number` in `/db` of `storage`, holding `user_keys` (sorted; each a put
+/// of `v` at sequence 1), with a Ribbon filter over them when `ribbon`.
+#[cfg(test)]
+pub(crate) fn write_test_table(
+    storage: &crate::storage::MemStorage,
+    number: u64,
+    user_keys: &[&[u8]],
+    ribbon: bool,
+) {
+    use crate::filter::prelude::*;
+    use crate::sst::{FilterBlockSource, TableBuilder, TableOptions};
+    let path = std::path::Path::new("/db").join(filename::sst_name(number));
+    let mut b = TableBuilder::new(storage.create(&path).unwrap(), TableOptions::default()).unwrap();
+    for k in user_keys {
+        b.add(&crate::ikey::encode(k, 1, crate::ikey::ValueKind::Put), b"v").unwrap();
+    }
+    let filter = if ribbon {
+        let hashes: Vec<u64> = user_keys.iter().map(|k| crate::filter::hash_key(k)).collect();
+        FilterBlockSource::Bytes(crate::filter::Ribbon::build(&hashes).unwrap().to_bytes())
+    } else {
+        FilterBlockSource::None
+    };
+    b.finish(filter).unwrap();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sst::{FilterBlockSource, TableBuilder, TableOptions};
     use crate::storage::MemStorage;
     use std::path::Path;
 
     fn write_tables(storage: &MemStorage, n: u64) {
         for number in 1..=n {
-            let path = Path::new("/db").join(filename::sst_name(number));
-            let file = storage.create(&path).unwrap();
-            let mut b = TableBuilder::new(file, TableOptions::default()).unwrap();
-            let key = crate::ikey::encode(&number.to_be_bytes(), 1, crate::ikey::ValueKind::Put);
-            b.add(&key, b"v").unwrap();
-            b.finish(FilterBlockSource::None).unwrap();
+            write_test_table(storage, number, &[&number.to_be_bytes()], false);
         }
     }
 
@@ -510,24 +529,12 @@ mod tests {
 
     #[test]
     fn an_open_table_with_a_ribbon_filter_leaves_a_probe_hint_in_its_slot_until_closed() {
-        use crate::filter::prelude::*;
-        use crate::filter::{hash_key, Ribbon};
+        use crate::filter::hash_key;
         let storage = MemStorage::new();
         storage.create_dir_all(Path::new("/db")).unwrap();
         // Tables 1..=19 carry a Ribbon filter over their key; table 20 has none.
         for number in 1..=20u64 {
-            let path = Path::new("/db").join(filename::sst_name(number));
-            let mut b =
-                TableBuilder::new(storage.create(&path).unwrap(), TableOptions::default()).unwrap();
-            let user_key = number.to_be_bytes();
-            b.add(&crate::ikey::encode(&user_key, 1, crate::ikey::ValueKind::Put), b"v").unwrap();
-            let filter = match number {
-                20 => FilterBlockSource::None,
-                _ => FilterBlockSource::Bytes(
-                    Ribbon::build(&[hash_key(&user_key)]).unwrap().to_bytes(),
-                ),
-            };
-            b.finish(filter).unwrap();
+            write_test_table(&storage, number, &[&number.to_be_bytes()], number != 20);
         }
         let c = cache(&storage, 16).unwrap();
         let hint = |n: u64| c.slot(n).hint.load();

@@ -58,11 +58,8 @@ impl ProbeEntry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::filename;
-    use crate::filter::prelude::*;
-    use crate::filter::{hash_key, Ribbon};
+    use crate::filter::hash_key;
     use crate::manifest::FileMeta;
-    use crate::sst::{FilterBlockSource, TableBuilder, TableOptions};
     use crate::storage::{MemStorage, Storage};
     use crate::table_cache::TableCache;
     use crate::version::{TableFile, Version};
@@ -79,14 +76,9 @@ mod tests {
         let storage = MemStorage::new();
         storage.create_dir_all(Path::new("/db")).unwrap();
         for n in 1..=3u64 {
-            let path = Path::new("/db").join(filename::sst_name(n));
-            let mut b =
-                TableBuilder::new(storage.create(&path).unwrap(), TableOptions::default()).unwrap();
-            for k in keys(n) {
-                b.add(&crate::ikey::encode(&k, 1, crate::ikey::ValueKind::Put), b"v").unwrap();
-            }
-            let hashes: Vec<u64> = keys(n).iter().map(|k| hash_key(k)).collect();
-            b.finish(FilterBlockSource::Bytes(Ribbon::build(&hashes).unwrap().to_bytes())).unwrap();
+            let keys = keys(n);
+            let user_keys: Vec<&[u8]> = keys.iter().map(|k| k.as_slice()).collect();
+            crate::table_cache::write_test_table(&storage, n, &user_keys, true);
         }
         let tables =
             Arc::new(TableCache::new(Arc::new(storage.clone()), "/db".into(), None, 16).unwrap());
