@@ -2,11 +2,16 @@
 # Scale ladder (issue 12, item 4): for each engine and database size, one fill (fillrandom then
 # compact, in one process), then on that same database, reopened with --use_existing_db=1, the
 # read benchmarks (readrandom, readmissing, seekrandom, then readwhilewriting last, since its
-# writer changes the database) at each thread count. Every run is under /usr/bin/time -v.
+# writer changes the database) at each thread count; then, in a database of its own, YCSB's load
+# phase (ycsbload: --num records of 100 bytes under YCSB's hashed keys, each written once) and
+# the core workloads (--ycsb, in YCSB's recommended order a,b,c,f,d,e) at each thread count, each
+# for --duration seconds (rocksdb-debian's db_bench has no YCSB workloads: skipped there). Every
+# run is under /usr/bin/time -v.
 # Writes into DIR:
 #   scale.csv                         one row per engine x size x threads x benchmark (medians
 #                                     over --reps), with the per engine x size figures repeated,
 #                                     and readwhilewriting's read p50 / p99 / p99.9 (--histogram)
+#   ycsb_latency.csv                  per YCSB workload x operation type: p50 / p99 / p99.9
 #   runs.csv                          every run of every repetition (what the medians come from)
 #   ops_vs_keys_<bench>_t<threads>.svg  ops/s against keys, one line per engine
 #   ratio_vs_keys_<bench>.svg         siftdb's ops/s over each peer's, against keys
@@ -15,7 +20,7 @@
 #
 #   scripts/scale.sh [--sizes 1M,10M,50M] [--threads 1,2,8]
 #                    [--engines siftdb,fjall,rocksdb,rocksdb-debian] [--compression zstd|lz4|none]
-#                    [--reps 1] [--duration 5] [--out DIR]
+#                    [--reps 1] [--duration 5] [--ycsb a,b,c,f,d,e|none] [--out DIR]
 #
 # Engines: siftdb = target/release/siftdb bench; fjall = tools/fjall-bench; rocksdb =
 # tools/rocksdb-bench (skipped when that crate is absent); rocksdb-debian = db_bench from Debian's
@@ -41,12 +46,13 @@ ENGINES="siftdb,fjall,rocksdb,rocksdb-debian"
 COMPRESSION="zstd"
 REPS=1
 DURATION=5
+YCSB="a,b,c,f,d,e"
 OUT="/tmp/siftdb-scale-$(date +%Y%m%d-%H%M%S)"
 COMMAND="scripts/scale.sh $*"
 die() { echo "scale.sh: $*" >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    --sizes|--threads|--engines|--compression|--reps|--duration|--out)
+    --sizes|--threads|--engines|--compression|--reps|--duration|--ycsb|--out)
       [[ $# -ge 2 ]] || die "$1 needs a value"
       v="$2"; k="${1#--}"; shift 2 ;;
     --*=*) k="${1%%=*}"; k="${k#--}"; v="${1#*=}"; shift ;;
@@ -56,6 +62,7 @@ while [[ $# -gt 0 ]]; do
   case "$k" in
     sizes) SIZES="$v" ;; threads) THREADS="$v" ;; engines) ENGINES="$v" ;;
     compression) COMPRESSION="$v" ;; reps) REPS="$v" ;; duration) DURATION="$v" ;; out) OUT="$v" ;;
+    ycsb) YCSB="$v" ;;
     *) die "unknown flag --$k (see --help)" ;;
   esac
 done
@@ -63,6 +70,8 @@ done
 [[ "$DURATION" =~ ^[1-9][0-9]*$ ]] || die "--duration=$DURATION: expected whole seconds >= 1"
 [[ "$COMPRESSION" =~ ^(zstd|lz4|none)$ ]] || die "--compression=$COMPRESSION: expected zstd, lz4 or none"
 [[ "$THREADS" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "--threads=$THREADS: expected counts like 1,2,8"
+[[ "$YCSB" == none || "$YCSB" =~ ^[a-f](,[a-f])*$ ]] || die "--ycsb=$YCSB: expected workloads like a,b,c,f,d,e or none"
+YCSB_LIST=(); [[ "$YCSB" != none ]] && IFS=, read -r -a YCSB_LIST <<<"$YCSB"
 
 # Sizes: 20K, 1M, 50M (decimal, as db_bench counts) or plain numbers.
 NUMS=()
@@ -82,7 +91,7 @@ IFS=, read -r -a T_LIST <<<"$THREADS"
 # replaced); anything else means the directory is someone else's and the run is refused.
 own_entry() {
   case "$1" in
-    scale.csv|runs.csv|table.md|logs|ops_vs_keys_*.svg|ratio_vs_keys_*.svg|db-*) return 0 ;;
+    scale.csv|runs.csv|ycsb_latency.csv|table.md|logs|ops_vs_keys_*.svg|ratio_vs_keys_*.svg|db-*) return 0 ;;
   esac
   return 1
 }
@@ -102,7 +111,7 @@ if [[ -e "$OUT" ]]; then
 fi
 mkdir -p "$OUT/logs"
 # Replace an earlier run's outputs (all checked above to be this script's own names).
-rm -f -- "$OUT"/scale.csv "$OUT"/runs.csv "$OUT"/table.md "$OUT"/ops_vs_keys_*.svg \
+rm -f -- "$OUT"/scale.csv "$OUT"/runs.csv "$OUT"/ycsb_latency.csv "$OUT"/table.md "$OUT"/ops_vs_keys_*.svg \
   "$OUT"/ratio_vs_keys_*.svg "$OUT"/logs/*.log "$OUT"/logs/*.time
 for d in "$OUT"/db-*; do [[ -e "$d" ]] && rm -rf -- "$d"; done
 
@@ -222,6 +231,22 @@ for num in "${NUMS[@]}"; do
         done
       done
       rm -rf -- "$db"
+      # YCSB in a database of its own: the load, then each workload on what the previous left.
+      if (( ${#YCSB_LIST[@]} > 0 )) && [[ "$e" != rocksdb-debian ]]; then
+        echo "scale.sh: $e num=$num rep $r/$REPS: ycsbload" >&2
+        if run "$e" "$num" "$L-ycsbload" --benchmarks=ycsbload --threads=1 --seed=1; then
+          record "$e" "$num" "$r" 1 ycsbload "$L-ycsbload"
+          for t in "${T_LIST[@]}"; do
+            for w in "${YCSB_LIST[@]}"; do
+              echo "scale.sh: $e num=$num rep $r: ycsb$w threads=$t" >&2
+              run "$e" "$num" "$L-ycsb$w-t$t" --benchmarks="ycsb$w" --use_existing_db=1 --threads="$t" \
+                --duration="$DURATION" --reads=1000000000 --seed=9 &&
+                record "$e" "$num" "$r" "$t" "ycsb$w" "$L-ycsb$w-t$t"
+            done
+          done
+        fi
+        rm -rf -- "$db"
+      fi
     done
   done
 done
@@ -235,6 +260,8 @@ line_re = re.compile(r'^(\S+)\s+:\s+([\d.]+) micros/op (\d+) ops/sec(?:[; ]+([\d
 tick_re = re.compile(r'^(rocksdb\.[\w.]+) COUNT : (\d+)')
 # siftdb-bench-kit's line under a result timed with --histogram (siftdb, rocksdb-bench, fjall).
 lat_re = re.compile(r'^latency\s+: (\S+) p50 ([\d.]+) us, p99 ([\d.]+) us, p99\.9 ([\d.]+) us')
+# YCSB workloads (the kit's ycsb module) print one latency line per operation type, named
+# "<workload>.<OP>" (ycsba.READ, ycsba.UPDATE, ...).
 
 def parse_time(path):
     t = {}
@@ -267,6 +294,7 @@ def parse_log(path):
     return res, ticks, lat
 
 rows, meta = [], {}   # meta[(engine, num, rep)] = per engine x size figures of that repetition
+ycsb_lat = []         # per YCSB run and operation type: (engine, num, rep, threads, workload, op, p50, p99, p999)
 for e, num, rep, t, kind, base in csv.reader(open(runs_path), delimiter='\t'):
     num, rep, t = int(num), int(rep), int(t)
     m = meta.setdefault((e, num, rep), {'rss': []})
@@ -298,6 +326,14 @@ for e, num, rep, t, kind, base in csv.reader(open(runs_path), delimiter='\t'):
             rows.append(dict(engine=e, keys=num, rep=rep, threads=1, benchmark=b,
                              ops_per_sec=num / s if s else None, micros_per_op=us, seconds=s,
                              run_peak_rss_mb=tm.get('rss_mb')))
+        elif kind.startswith('ycsb') and b == kind:
+            rows.append(dict(engine=e, keys=num, rep=rep, threads=t, benchmark=b,
+                             ops_per_sec=opsps, micros_per_op=us, seconds=secs,
+                             run_peak_rss_mb=tm.get('rss_mb')))
+            for name, v in lat.items():
+                w, _, op = name.partition('.')
+                if w == b and op:
+                    ycsb_lat.append((e, num, rep, t, b, op) + v)
         elif kind == 'fill' or b == kind:
             p50, p99, p999 = lat.get(b, (None, None, None))
             rows.append(dict(engine=e, keys=num, rep=rep, threads=t, benchmark=b,
@@ -319,7 +355,8 @@ with open(f'{out}/runs.csv', 'w', newline='') as f:
 med = lambda v: statistics.median(v) if v else None
 engines = list(dict.fromkeys(r['engine'] for r in rows))
 nums = sorted({r['keys'] for r in rows})
-BENCH_ORDER = ['fillrandom', 'compact', 'readrandom', 'readmissing', 'seekrandom', 'readwhilewriting']
+BENCH_ORDER = ['fillrandom', 'compact', 'readrandom', 'readmissing', 'seekrandom', 'readwhilewriting',
+               'ycsbload', 'ycsba', 'ycsbb', 'ycsbc', 'ycsbf', 'ycsbd', 'ycsbe']
 series = {}
 for r in rows:
     series.setdefault((r['engine'], r['keys'], r['threads'], r['benchmark']), []).append(r)
@@ -491,6 +528,26 @@ if lat_keys:
         v = table[k]
         md.append(f'| {human(k[1])} | {k[0]} | {k[3]} | {k[2]} | ' +
                   ' | '.join(fmt(v[c], 2) for c in LAT_COLS) + ' |')
+# YCSB latency per operation type, median over repetitions.
+ylat = {}
+for e, n, rep, t, w, op, p50, p99, p999 in ycsb_lat:
+    ylat.setdefault((e, n, t, w, op), []).append((p50, p99, p999))
+ykeys = sorted(ylat, key=lambda k: (nums.index(k[1]), engines.index(k[0]), BENCH_ORDER.index(k[3]), k[2], k[4]))
+with open(f'{out}/ycsb_latency.csv', 'w', newline='') as f:
+    w = csv.writer(f)
+    w.writerow(['engine', 'keys', 'threads', 'workload', 'op', 'p50_us', 'p99_us', 'p999_us', 'reps'])
+    for k in ykeys:
+        vs = ylat[k]
+        w.writerow(list(k) + [fmt(med([v[i] for v in vs]), 2) for i in range(3)] + [len(vs)])
+if ykeys:
+    md += ['', 'YCSB latency per operation type (each workload --duration seconds on the database '
+           'ycsbload wrote), median over repetitions:', '',
+           '| keys | engine | workload | threads | op | p50 us | p99 us | p99.9 us |',
+           '|---|---|---|---|---|---|---|---|']
+    for k in ykeys:
+        vs = ylat[k]
+        md.append(f'| {human(k[1])} | {k[0]} | {k[3]} | {k[2]} | {k[4]} | ' +
+                  ' | '.join(fmt(med([v[i] for v in vs]), 2) for i in range(3)) + ' |')
 md += ['', 'Plots: ' + ', '.join(f'[{p}]({p})' for p in plots), '']
 open(f'{out}/table.md', 'w').write('\n'.join(md))
 print('\n'.join(md))

@@ -3,8 +3,9 @@
 //! key and value generation, the key layout of the scan benchmarks, the thread runner and read
 //! budget of the workloads, and the result line; the filter survey (FPR, space and speed of
 //! every filter kind) behind `siftdb readamp`'s plot and the filter examples. Also the demo's load loop, shared by
-//! `siftdb demo`, `siftdb readamp` and the `point_lookups` example; YCSB's request
-//! distributions and a latency histogram (`siftdb ycsb`); and the transaction workloads behind
+//! `siftdb demo`, `siftdb readamp` and the `point_lookups` example; the YCSB core workloads
+//! behind the [`ycsb::YcsbEngine`] trait (`siftdb ycsb`, and `ycsbload`, `ycsba`..`ycsbf` in
+//! every driver), with their request distributions and a latency histogram; and the transaction workloads behind
 //! the [`txn::TxEngine`] trait that siftdb and each peer implement; the `ingest` benchmark's
 //! plan and the write-amplification meter (process I/O) every tool prints under a fill.
 //!
@@ -22,4 +23,5 @@ pub mod result_line;
 pub mod survey;
 pub mod txn;
 pub mod workloads;
+pub mod ycsb;
 pub mod zipf;

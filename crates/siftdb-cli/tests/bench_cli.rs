@@ -568,6 +568,47 @@ fn bench_takes_the_db_bench_flags_and_prints_the_memory_report() {
     assert!(err.contains("cache_index_and_filter_blocks"), "{err}");
 }
 
+/// The YCSB benchmarks through the binary: the load writes every record, and each workload
+/// finds every record it reads (loaded, or inserted and acknowledged by workload D), with a
+/// latency line per operation type of its mix.
+#[test]
+fn ycsb_benchmarks_load_every_record_and_each_workload_finds_what_it_reads() {
+    let out = bench_stdout(&[
+        "--benchmarks=ycsbload,ycsba,ycsbb,ycsbc,ycsbf,ycsbd,ycsbe",
+        "--num=3000",
+        "--value_size=200",
+        "--reads=2000",
+        "--threads=2",
+    ]);
+    let (name, ops, _) = result_of(&out, "ycsbload");
+    assert_eq!((name.as_str(), ops), ("ycsbload", 3000), "{out}");
+    let ops_of = |w: &str| -> Vec<&str> {
+        out.lines()
+            .filter_map(|l| l.strip_prefix(&format!("latency      : {w}.")))
+            .map(|l| l.split_once(' ').expect("op then figures").0)
+            .collect()
+    };
+    for (w, want) in [
+        ("ycsba", vec!["READ", "UPDATE"]),
+        ("ycsbb", vec!["READ", "UPDATE"]),
+        ("ycsbc", vec!["READ"]),
+        ("ycsbf", vec!["READ", "READ-MODIFY-WRITE"]),
+        ("ycsbd", vec!["READ", "INSERT"]),
+        ("ycsbe", vec!["INSERT", "SCAN"]),
+    ] {
+        assert_eq!(result_of(&out, w).1, 4000, "{w}: 2 threads x 2000: {out}");
+        assert_eq!(ops_of(w), want, "{w}: {out}");
+        if w != "ycsbe" {
+            let found = out
+                .lines()
+                .find_map(|l| l.strip_prefix(&format!("ycsb         : {w} reads found ")))
+                .unwrap_or_else(|| panic!("no found line of {w}: {out}"));
+            let (f, n) = found.split_once(" of ").expect("F of N");
+            assert_eq!(f, n, "{w}: every read finds its record: {out}");
+        }
+    }
+}
+
 #[test]
 fn histogram_prints_read_latency_and_fills_print_write_amplification() {
     let out = bench_stdout(&[

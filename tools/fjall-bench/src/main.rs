@@ -20,6 +20,10 @@
 //! `OptimisticTxDatabase` and the other benchmarks use its inner database and keyspace, which
 //! is what a plain `Database` is. `batchblind` writes a batch of that inner database. Each
 //! thread runs `--reads` transactions, or `--duration` seconds when given.
+//!
+//! The YCSB benchmarks (the kit's `ycsb` module: `ycsbload` fills a new database with
+//! `--num` records of `--value_size` bytes; `ycsba`..`ycsbf` run `--reads` operations per
+//! thread, or `--duration` seconds) go through fjall's keyspace (`ycsb.rs`).
 
 // The key/value generators, the thread runner, the read loop and the result line are siftdb
 // bench's own (siftdb-bench-kit), so both tools do the same work and print the same line
@@ -34,6 +38,9 @@ use siftdb_bench_kit::keys::{make_key, ValueGen};
 use siftdb_bench_kit::result_line::ThreadStats as St;
 use siftdb_bench_kit::txn::{self, TxEngine, TxError, TxRun, TxWorkload};
 use siftdb_bench_kit::workloads::{self, Body, Budget, WriteRate};
+use siftdb_bench_kit::ycsb::{self as kit_ycsb, Workload, YcsbRun};
+
+mod ycsb;
 use std::collections::HashMap;
 
 struct Flags {
@@ -400,7 +407,7 @@ fn main() -> R<()> {
         }
         let (num, kz, vz) = (f.num, f.key_size, f.value_size);
         let st = match name.as_str() {
-            "fillseq" | "fillrandom" if f.use_existing_db => {
+            "fillseq" | "fillrandom" | kit_ycsb::LOAD if f.use_existing_db => {
                 println!("{name:<12} : skipped (--use_existing_db is true)");
                 continue;
             }
@@ -421,6 +428,24 @@ fn main() -> R<()> {
                     st.done = num;
                     Ok(())
                 })?
+            }
+            kit_ycsb::LOAD => {
+                drop(h);
+                h = open(&path, &f, true, tx)?;
+                kit_ycsb::load(&ycsb::FjallYcsb { ks: &h.ks }, num, vz, f.threads, base)?
+            }
+            w if kit_ycsb::is_benchmark(w) => {
+                let run = YcsbRun {
+                    workload: Workload::parse(w).expect("a benchmark other than the load"),
+                    records: num,
+                    record_size: vz,
+                    threads: f.threads,
+                    seed: base,
+                    ops: f.reads,
+                    duration_secs: f.duration,
+                };
+                println!("{}", kit_ycsb::run(&ycsb::FjallYcsb { ks: &h.ks }, &run)?.lines(&name));
+                continue;
             }
             w if TxWorkload::parse(w).is_some() => {
                 let (db, ks) =

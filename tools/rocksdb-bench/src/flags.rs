@@ -10,11 +10,13 @@
 
 use siftdb_bench_kit::key_layout::{check_prefix_size, RangeFlavour};
 use siftdb_bench_kit::txn::TxWorkload;
+use siftdb_bench_kit::ycsb;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
 /// The benchmarks rocksdb-bench runs (siftdb bench's list), besides the transaction benchmarks
-/// `txrmw[N]`, `txblind[N]` and `batchblind[N]` (siftdb-bench-kit's `txn` module).
+/// `txrmw[N]`, `txblind[N]` and `batchblind[N]` (siftdb-bench-kit's `txn` module) and the YCSB
+/// ones, `ycsbload` and `ycsba`..`ycsbf` (its `ycsb` module).
 pub const BENCHMARKS: &[&str] = &[
     "fillseq",
     "fillrandom",
@@ -233,10 +235,13 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Flags, String> {
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
         .collect();
-    let known = |b: &str| BENCHMARKS.contains(&b) || TxWorkload::parse(b).is_some();
+    let known = |b: &str| {
+        BENCHMARKS.contains(&b) || TxWorkload::parse(b).is_some() || ycsb::is_benchmark(b)
+    };
     if let Some(bad) = benchmarks.iter().find(|b| !known(b.as_str())) {
         return Err(format!(
-            "unknown benchmark {bad:?} (known: {}, txrmw[N], txblind[N], batchblind[N])",
+            "unknown benchmark {bad:?} (known: {}, txrmw[N], txblind[N], batchblind[N], ycsbload, \
+             ycsba..ycsbf)",
             BENCHMARKS.join(",")
         ));
     }

@@ -9,7 +9,8 @@
 //! RocksDB options in `engine.rs`, the benchmarks in `workloads.rs`. `--statistics` prints
 //! RocksDB's own statistics in db_bench's format plus the live tables' filter size and entries.
 //! The transaction benchmarks (`txrmw[N]`, `txblind[N]`, `batchblind[N]`) run through
-//! `OptimisticTransactionDB` (`txn.rs`).
+//! `OptimisticTransactionDB` (`txn.rs`); the YCSB benchmarks (`ycsbload`, `ycsba`..`ycsbf`)
+//! through `ycsb.rs`.
 
 // The key/value generators, the key layout of the scan benchmarks, the thread runner, the read
 // budget and the result line are siftdb bench's own (siftdb-bench-kit), so both tools do the
@@ -19,11 +20,13 @@ mod flags;
 mod ingest;
 mod txn;
 mod workloads;
+mod ycsb;
 
 use siftdb_bench_kit::io_meter::WriteMeter;
 use siftdb_bench_kit::key_layout::{FillStream, KeyLayout, PrefixGen, RangeGen};
 use siftdb_bench_kit::result_line::ThreadStats as St;
 use siftdb_bench_kit::txn::TxWorkload;
+use siftdb_bench_kit::ycsb::{self as kit_ycsb, Workload, YcsbRun};
 use std::path::PathBuf;
 use workloads::Ctx;
 
@@ -104,7 +107,7 @@ fn run() -> R<()> {
 
     let mut next_seed = f.seed;
     for name in &f.benchmarks {
-        if matches!(name.as_str(), "fillseq" | "fillrandom" | "ingest") {
+        if matches!(name.as_str(), "fillseq" | "fillrandom" | "ingest" | kit_ycsb::LOAD) {
             if f.use_existing_db {
                 println!("{name:<12} : skipped (--use_existing_db is true)");
                 continue;
@@ -138,6 +141,27 @@ fn run() -> R<()> {
             "ingest" => {
                 ctx.next_seed += 1;
                 noted(ingest::run(&f, &dir, &db, &opts, next_seed)?)
+            }
+            kit_ycsb::LOAD => {
+                let engine = ycsb::RocksYcsb { db: &db, wo: ctx.write_opts() };
+                ctx.next_seed += f.threads as u64;
+                let st = kit_ycsb::load(&engine, f.num, f.value_size, f.threads, next_seed)?;
+                noted(with_write_amp(st, name, &meter))
+            }
+            w if kit_ycsb::is_benchmark(w) => {
+                let run = YcsbRun {
+                    workload: Workload::parse(w).expect("a benchmark other than the load"),
+                    records: f.num,
+                    record_size: f.value_size,
+                    threads: f.threads,
+                    seed: ctx.next_seed,
+                    ops: f.reads,
+                    duration_secs: f.duration,
+                };
+                ctx.next_seed += f.threads as u64;
+                let engine = ycsb::RocksYcsb { db: &db, wo: ctx.write_opts() };
+                println!("{}", kit_ycsb::run(&engine, &run)?.lines(name));
+                None
             }
             "waitforcompaction" => {
                 // db_bench's waitforcompaction: until no flush or compaction is pending or

@@ -37,7 +37,7 @@ impl Ctx<'_> {
         KeyLayout { num: self.f.num, spacing: self.f.key_spacing }
     }
 
-    fn write_opts(&self) -> WriteOptions {
+    pub fn write_opts(&self) -> WriteOptions {
         let mut wo = WriteOptions::default();
         wo.set_sync(self.f.sync);
         wo

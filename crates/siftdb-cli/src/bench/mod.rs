@@ -12,12 +12,14 @@ mod transactions;
 pub mod workloads;
 
 use crate::dirs::{self, ToolDir};
+use crate::ycsb::SiftYcsb;
 use flags::{apply_db_bench_flags, Flags};
 use report::ThreadStats;
 use siftdb::{Db, Error, Options, Result};
 use siftdb_bench_kit::io_meter::WriteMeter;
 use siftdb_bench_kit::key_layout::{self, FillStream, KeyLayout, PrefixGen, RangeGen};
 use siftdb_bench_kit::txn::{self, TxRun, TxWorkload};
+use siftdb_bench_kit::ycsb::{self, Workload, YcsbRun};
 use std::path::{Path, PathBuf};
 use workloads::Ctx;
 
@@ -169,10 +171,12 @@ pub fn run(flags: &Flags) -> Result<()> {
         "waitforcompaction",
         "stats",
     ];
-    let known = |n: &str| KNOWN.contains(&n) || TxWorkload::parse(n).is_some();
+    let known =
+        |n: &str| KNOWN.contains(&n) || TxWorkload::parse(n).is_some() || ycsb::is_benchmark(n);
     if let Some(bad) = names.iter().find(|n| !known(n)) {
         return Err(invalid(format!(
-            "unknown benchmark {bad:?} (known: {}, txrmw[N], txblind[N], batchblind[N])",
+            "unknown benchmark {bad:?} (known: {}, txrmw[N], txblind[N], batchblind[N], \
+             ycsbload, ycsba..ycsbf)",
             KNOWN.join(",")
         )));
     }
@@ -259,7 +263,7 @@ pub fn run(flags: &Flags) -> Result<()> {
     let mut db = open(&dir, &opts, !flags.use_existing_db, flags.destroy_existing_db)?;
     let mut next_seed = flags.seed;
     for name in &names {
-        let fresh = matches!(name.as_str(), "fillseq" | "fillrandom" | "ingest");
+        let fresh = matches!(name.as_str(), "fillseq" | "fillrandom" | "ingest" | ycsb::LOAD);
         if fresh {
             if flags.use_existing_db {
                 println!("{name:<12} : skipped (--use_existing_db is true)");
@@ -321,6 +325,28 @@ pub fn run(flags: &Flags) -> Result<()> {
                 println!("{}", report::memory(&db.memory_usage()));
                 None
             }
+            ycsb::LOAD => {
+                let engine = SiftYcsb { db: &db, sync: flags.sync };
+                ctx.next_seed += flags.threads as u64;
+                let st =
+                    ycsb::load(&engine, flags.num, flags.value_size, flags.threads, next_seed)?;
+                noted(with_write_amp(st, name, &meter))
+            }
+            w if ycsb::is_benchmark(w) => {
+                let run = YcsbRun {
+                    workload: Workload::parse(w).expect("a benchmark other than the load"),
+                    records: flags.num,
+                    record_size: flags.value_size,
+                    threads: flags.threads,
+                    seed: ctx.next_seed,
+                    ops: flags.reads(),
+                    duration_secs: flags.duration,
+                };
+                ctx.next_seed += flags.threads as u64;
+                let s = ycsb::run(&SiftYcsb { db: &db, sync: flags.sync }, &run)?;
+                println!("{}", s.lines(name));
+                None
+            }
             w => {
                 let workload = TxWorkload::parse(w).expect("checked against KNOWN");
                 let run = TxRun {
@@ -349,7 +375,7 @@ pub fn run(flags: &Flags) -> Result<()> {
         if let Some(line) = note {
             println!("{line}");
         }
-        if matches!(name.as_str(), "fillseq" | "fillrandom" | "overwrite") {
+        if matches!(name.as_str(), "fillseq" | "fillrandom" | "overwrite" | ycsb::LOAD) {
             println!("{}", blob::write_amp_line(name, &db.stats()));
         }
         if let Some((reads0, lookups0)) = reads_before {
