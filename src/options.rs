@@ -295,7 +295,9 @@ pub struct CompactionOptions {
     /// bytes its files overlap, up to `l0_slowdown_writes_trigger / 2` files (design.md#compaction,
     /// "Picking"): each L0 byte then costs at most `1 + 1 / ratio` writes in that step instead of
     /// the `1 + base / (trigger x flush)` of a fixed trigger. 0 compacts at
-    /// `l0_compaction_trigger` alone, as LevelDB and RocksDB do. Default 1.0.
+    /// `l0_compaction_trigger` alone, as LevelDB and RocksDB do. The wait ends early once
+    /// writes have stopped for a second, or once scans have read as many bytes of the waiting
+    /// L0 files as the compaction would rewrite. Default 1.0.
     pub l0_min_base_ratio: f64,
     /// L0 files at which each write batch is delayed by 1 ms. Default 20.
     pub l0_slowdown_writes_trigger: usize,

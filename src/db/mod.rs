@@ -132,6 +132,10 @@ pub(crate) struct DbInner {
     /// idle once it has not moved for `compact::L0_SETTLE_AFTER` (then L0 stops waiting for
     /// bytes, `CompactionOptions::l0_min_base_ratio`).
     pub seq_seen: Mutex<(u64, std::time::Instant)>,
+    /// The L0 file set the compaction picker last saw (count, sum of file numbers) and the
+    /// scans' L0 data-block reads then: once scans have read as many bytes of L0 blocks since
+    /// as an L0 compaction would rewrite, L0 stops waiting for bytes (`compact::scans_paid_for_l0`).
+    pub l0_scan_mark: Mutex<((usize, u64), u64)>,
     /// Open, read-only after a failure, closing, closed (lifecycle.rs): checked by every call
     /// of every handle; iterators and cursors hold it too.
     pub life: Arc<Lifecycle>,

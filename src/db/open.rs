@@ -318,6 +318,7 @@ fn assemble(
         bg_lock: Mutex::new(()),
         bg_cv: Condvar::new(),
         seq_seen: Mutex::new((0, std::time::Instant::now())),
+        l0_scan_mark: Mutex::new(((0, 0), 0)),
         life: Arc::new(match path.read_only {
             Some(why) => super::Lifecycle::read_only(why),
             None => super::Lifecycle::open(),
