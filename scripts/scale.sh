@@ -533,21 +533,19 @@ ylat = {}
 for e, n, rep, t, w, op, p50, p99, p999 in ycsb_lat:
     ylat.setdefault((e, n, t, w, op), []).append((p50, p99, p999))
 ykeys = sorted(ylat, key=lambda k: (nums.index(k[1]), engines.index(k[0]), BENCH_ORDER.index(k[3]), k[2], k[4]))
+ymed = {k: [fmt(med([v[i] for v in ylat[k]]), 2) for i in range(3)] for k in ykeys}
 with open(f'{out}/ycsb_latency.csv', 'w', newline='') as f:
     w = csv.writer(f)
     w.writerow(['engine', 'keys', 'threads', 'workload', 'op', 'p50_us', 'p99_us', 'p999_us', 'reps'])
     for k in ykeys:
-        vs = ylat[k]
-        w.writerow(list(k) + [fmt(med([v[i] for v in vs]), 2) for i in range(3)] + [len(vs)])
+        w.writerow(list(k) + ymed[k] + [len(ylat[k])])
 if ykeys:
     md += ['', 'YCSB latency per operation type (each workload --duration seconds on the database '
            'ycsbload wrote), median over repetitions:', '',
            '| keys | engine | workload | threads | op | p50 us | p99 us | p99.9 us |',
            '|---|---|---|---|---|---|---|---|']
     for k in ykeys:
-        vs = ylat[k]
-        md.append(f'| {human(k[1])} | {k[0]} | {k[3]} | {k[2]} | {k[4]} | ' +
-                  ' | '.join(fmt(med([v[i] for v in vs]), 2) for i in range(3)) + ' |')
+        md.append(f'| {human(k[1])} | {k[0]} | {k[3]} | {k[2]} | {k[4]} | ' + ' | '.join(ymed[k]) + ' |')
 md += ['', 'Plots: ' + ', '.join(f'[{p}]({p})' for p in plots), '']
 open(f'{out}/table.md', 'w').write('\n'.join(md))
 print('\n'.join(md))
