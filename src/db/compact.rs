@@ -117,9 +117,9 @@ fn scans_paid_for_l0(inner: &DbInner, v: &Version) -> bool {
         *mark = (shape, read);
         return false;
     }
-    let sizes = crate::compaction::picker::all_level_bytes(levels);
-    let base = inner.opts.compaction.level_targets(&sizes).1;
-    let rewrite = sizes[0] + sizes.get(base).copied().unwrap_or(0);
+    let base = crate::compaction::picker::output_level(levels, 0, &inner.opts.compaction);
+    let bytes = |l: usize| levels.get(l).map_or(0, |f| crate::compaction::picker::level_bytes(f));
+    let rewrite = bytes(0) + bytes(base);
     read.saturating_sub(mark.1).saturating_mul(inner.opts.block_size as u64) >= rewrite
 }
 
