@@ -485,6 +485,18 @@ pub struct Options {
     /// (`ZDICT_finalizeDictionary`), at a small part of the trainer's cost. Either way a
     /// block decode starts from the dictionary's tables instead of rebuilding its own.
     pub compression_use_zstd_dict_trainer: bool,
+    /// The dictionary size of files written by bottommost compactions, those with no older
+    /// data below their output (RocksDB's `bottommost_compression_opts.max_dict_bytes` with
+    /// `enabled`). `None` (the default): [`Options::compression_max_dict_bytes`] applies there
+    /// too. A settled tree keeps most of its data in such files, so a dictionary only there
+    /// gives most of the read gain while flushes and the upper levels' compactions, which
+    /// rewrite the most bytes, skip its cost (design.md#zstd-dictionaries). Same range.
+    pub bottommost_compression_max_dict_bytes: Option<usize>,
+    /// Training bytes of those files' dictionaries (RocksDB's
+    /// `bottommost_compression_opts.zstd_max_train_bytes`). `None` (the default):
+    /// [`Options::compression_zstd_max_train_bytes`]. Same range, against the bottommost
+    /// dictionary size.
+    pub bottommost_compression_zstd_max_train_bytes: Option<usize>,
     /// Bytes of the shared block cache (`siftdb bench --cache_size`). Default 32 MiB; 0
     /// disables it. It bounds the decompressed data blocks read by lookups and scans, and with
     /// [`Options::cache_index_and_filter_blocks`] the tables' index and filter blocks too: each
@@ -718,6 +730,19 @@ impl Options {
             list => list[level.min(list.len() - 1)],
         }
     }
+
+    /// The zstd dictionary size and training bytes of files written by a compaction that is
+    /// bottommost (`bottommost`: no older data below its output) or not.
+    pub(crate) fn dictionary_for(&self, bottommost: bool) -> (usize, usize) {
+        let all = (self.compression_max_dict_bytes, self.compression_zstd_max_train_bytes);
+        if !bottommost {
+            return all;
+        }
+        (
+            self.bottommost_compression_max_dict_bytes.unwrap_or(all.0),
+            self.bottommost_compression_zstd_max_train_bytes.unwrap_or(all.1),
+        )
+    }
 }
 
 impl Default for Options {
@@ -734,6 +759,8 @@ impl Default for Options {
             compression_max_dict_bytes: 0,
             compression_zstd_max_train_bytes: 0,
             compression_use_zstd_dict_trainer: true,
+            bottommost_compression_max_dict_bytes: None,
+            bottommost_compression_zstd_max_train_bytes: None,
             block_cache_bytes: 32 << 20,
             cache_index_and_filter_blocks: false,
             pin_l0_filter_and_index_blocks_in_cache: false,
@@ -780,6 +807,14 @@ impl std::fmt::Debug for Options {
             .field("compression_max_dict_bytes", &self.compression_max_dict_bytes)
             .field("compression_zstd_max_train_bytes", &self.compression_zstd_max_train_bytes)
             .field("compression_use_zstd_dict_trainer", &self.compression_use_zstd_dict_trainer)
+            .field(
+                "bottommost_compression_max_dict_bytes",
+                &self.bottommost_compression_max_dict_bytes,
+            )
+            .field(
+                "bottommost_compression_zstd_max_train_bytes",
+                &self.bottommost_compression_zstd_max_train_bytes,
+            )
             .field("block_cache_bytes", &self.block_cache_bytes)
             .field("cache_index_and_filter_blocks", &self.cache_index_and_filter_blocks)
             .field(

@@ -73,6 +73,18 @@ fn out_of_range(field: &str, value: impl Display, range: &str) -> Error {
     Error::invalid(format!("{field} = {value} is out of range (valid: {range})"))
 }
 
+/// `e`, a dictionary option's error, naming the bottommost options it came from.
+fn bottommost_named(e: Error) -> Error {
+    match e {
+        Error::InvalidArgument(msg) => Error::invalid(format!(
+            "bottommost_{msg} (the bottommost dictionary: bottommost_compression_max_dict_bytes \
+             and bottommost_compression_zstd_max_train_bytes, each defaulting to the option \
+             without the prefix)"
+        )),
+        other => other,
+    }
+}
+
 /// The dictionary options: `max_dict_bytes` within 0..=[`MAX_DICT_BYTES`], and a nonzero
 /// `train_bytes` at least the dictionary (zstd trains a dictionary from samples larger than it)
 /// and at most [`MAX_TRAIN_BYTES`].
@@ -268,6 +280,8 @@ impl Options {
             }
         }
         check_dictionary(self.compression_max_dict_bytes, self.compression_zstd_max_train_bytes)?;
+        let (dict, train) = self.dictionary_for(true);
+        check_dictionary(dict, train).map_err(bottommost_named)?;
         if self.max_open_files != -1 && self.max_open_files < crate::options::MIN_MAX_OPEN_FILES {
             return Err(out_of_range(
                 "max_open_files",

@@ -242,6 +242,35 @@ fn dictionary_sizes_out_of_range_are_refused() {
     refused(dict(16384, (256 << 20) + 1), &["compression_zstd_max_train_bytes = 268435457"]);
 }
 
+#[test]
+fn bottommost_dictionary_sizes_out_of_range_are_refused_by_their_own_names() {
+    let bottom = |dict: Option<usize>, train: Option<usize>, all_train| Options {
+        compression: Compression::Zstd(3),
+        compression_zstd_max_train_bytes: all_train,
+        bottommost_compression_max_dict_bytes: dict,
+        bottommost_compression_zstd_max_train_bytes: train,
+        ..Options::default()
+    };
+    refused(
+        bottom(Some((1 << 20) + 1), None, 0),
+        &["bottommost_compression_max_dict_bytes = 1048577", "0..=1048576"],
+    );
+    refused(
+        bottom(Some(16384), Some(100), 0),
+        &["bottommost_compression_zstd_max_train_bytes = 100", "16384..=268435456"],
+    );
+    // The bottommost size against the training bytes it inherits from the all-levels option.
+    refused(
+        bottom(Some(65536), None, 32768),
+        &["bottommost_compression_zstd_max_train_bytes = 32768", "defaulting"],
+    );
+    // Valid pairs open, including a bottommost size of 0 under an all-levels training size.
+    for opts in [bottom(Some(16384), Some(1 << 20), 0), bottom(Some(0), None, 1 << 20)] {
+        let tmp = tempfile::tempdir().unwrap();
+        Db::open(tmp.path().join("db"), opts).unwrap();
+    }
+}
+
 /// The flush filters whose false-positive estimate sums a Poisson mix with mean
 /// `block bits / bits_per_key` keys per block.
 fn tiny_flush_filters(bits_per_key: f64) -> [FilterConfig; 2] {

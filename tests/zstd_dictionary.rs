@@ -57,6 +57,22 @@ fn table_properties(dir: &Path) -> Vec<TableProperties> {
     out
 }
 
+/// Whether each live table of the database at `dir` (closed) has a dictionary, by level.
+fn dictionaries_by_level(dir: &Path) -> Vec<(usize, bool)> {
+    let storage = siftdb::storage::FsStorage::new();
+    let state = siftdb::inspect::manifest::recover(&storage, dir).unwrap().unwrap();
+    let mut out = Vec::new();
+    for (level, files) in state.levels.iter().enumerate() {
+        for meta in files.values() {
+            let path = dir.join(siftdb::inspect::filename::sst_name(meta.number));
+            let file = siftdb::storage::Storage::open(&storage, &path).unwrap();
+            let t = siftdb::inspect::sst::Table::open(file, meta.number, None, &path).unwrap();
+            out.push((level, t.properties().compression_dict_block.size > 0));
+        }
+    }
+    out
+}
+
 fn assert_holds(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
     for (k, v) in model.iter().step_by(3) {
         assert_eq!(db.get(k).unwrap().as_ref(), Some(v), "{:?}", String::from_utf8_lossy(k));
@@ -185,5 +201,48 @@ fn batched_direct_reads_decode_with_the_dictionary() {
         for (k, v) in chunk.iter().zip(got) {
             assert_eq!(v.unwrap().as_ref(), model.get(*k), "{:?}", String::from_utf8_lossy(k));
         }
+    }
+}
+
+#[test]
+fn the_bottommost_options_decide_the_dictionaries_of_bottommost_outputs_only() {
+    // Dictionaries only at the bottom: a flush writes none, a full compaction (every output
+    // bottommost) writes them; then the reverse, dictionaries everywhere but at the bottom.
+    for (all, bottom) in [((0, 0), (4096, 32 << 10)), ((4096, 32 << 10), (0, 0))] {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = || Options {
+            bottommost_compression_max_dict_bytes: Some(bottom.0),
+            bottommost_compression_zstd_max_train_bytes: Some(bottom.1),
+            ..options(all.0, all.1)
+        };
+        {
+            let db = Db::open(dir.path(), opts()).unwrap();
+            for i in 0..3_000 {
+                db.put(key(i), value(i, 0)).unwrap();
+            }
+            db.flush().unwrap();
+        }
+        let flushed = dictionaries_by_level(dir.path());
+        assert!(flushed.iter().any(|&(level, _)| level == 0), "no L0 table: {flushed:?}");
+        let l0_dict = all.0 > 0;
+        assert!(
+            flushed.iter().filter(|&&(l, _)| l == 0).all(|&(_, d)| d == l0_dict),
+            "{flushed:?}"
+        );
+        let db = Db::open(dir.path(), opts()).unwrap();
+        // Rewrites the first 3,000 keys with the same values and adds the rest.
+        let model = fill(&db);
+        db.compact().unwrap();
+        assert_holds(&db, &model);
+        drop(db);
+        let compacted = dictionaries_by_level(dir.path());
+        assert!(compacted.len() >= 2, "{compacted:?}");
+        let deepest = compacted.iter().map(|&(l, _)| l).max().unwrap();
+        assert!(
+            compacted.iter().all(|&(l, d)| l == deepest && d == (bottom.0 > 0)),
+            "{compacted:?}"
+        );
+        let db = Db::open(dir.path(), opts()).unwrap();
+        assert_holds(&db, &model);
     }
 }

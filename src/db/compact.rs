@@ -282,7 +282,7 @@ pub(crate) fn run_pick(inner: &DbInner, p: &Pick) -> Result<()> {
     // since the database was reopened).
     let set = inner.keyspaces.load_full();
     let layout = |ks: u32| {
-        let l = Layout::of(&inner.opts, &set, ks, p.output_level);
+        let l = Layout::of_output(&inner.opts, &set, ks, p.output_level, p.bottommost);
         OutputLayout {
             table: l.table,
             filter: l.compaction_filter(p.output_level, &shape),

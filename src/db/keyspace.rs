@@ -102,7 +102,19 @@ impl Layout {
     /// The layout of `keyspace`'s files written to `level` (its persisted options, or the
     /// database options for the default keyspace and for ids no longer live).
     pub fn of(opts: &Options, set: &KeyspaceSet, keyspace: u32, level: usize) -> Layout {
-        let base = TableOptions::for_level(opts, level);
+        Layout::of_output(opts, set, keyspace, level, false)
+    }
+
+    /// [`Layout::of`] for the outputs of a compaction that is `bottommost` or not
+    /// ([`TableOptions::for_output`]).
+    pub fn of_output(
+        opts: &Options,
+        set: &KeyspaceSet,
+        keyspace: u32,
+        level: usize,
+        bottommost: bool,
+    ) -> Layout {
+        let base = TableOptions::for_output(opts, level, bottommost);
         match set.live.get(&keyspace) {
             Some(k) => {
                 let o = &k.options;

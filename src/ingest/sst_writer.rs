@@ -113,7 +113,7 @@ impl SstWriter {
             .clone()
             .unwrap_or_else(|| Arc::new(crate::storage::FsStorage::with_mmap(false)));
         let layout = Layout {
-            table: crate::sst::TableOptions::for_level(opts, NUM_LEVELS - 1),
+            table: crate::sst::TableOptions::for_output(opts, NUM_LEVELS - 1, true),
             policy: opts.filter_policy.clone(),
             // An external file holds its values inline; the ingesting database keeps them so.
             blob_threshold: None,

@@ -132,16 +132,23 @@ impl From<crate::options::Compression> for Compression {
 
 impl TableOptions {
     /// Table options of files written to `level` (0 for flushes, the output level for
-    /// compactions), derived from the engine options (a keyspace's own options replace block
-    /// size and compression: `db::keyspace::Layout`).
-    pub(crate) fn for_level(opts: &crate::options::Options, level: usize) -> TableOptions {
+    /// compactions) by a compaction that is `bottommost` or not (the zstd dictionary settings
+    /// differ: `Options::bottommost_compression_max_dict_bytes`; flushes pass `false`), derived
+    /// from the engine options (a keyspace's own options replace block size and compression:
+    /// `db::keyspace::Layout`).
+    pub(crate) fn for_output(
+        opts: &crate::options::Options,
+        level: usize,
+        bottommost: bool,
+    ) -> TableOptions {
+        let (max_dict_bytes, zstd_max_train_bytes) = opts.dictionary_for(bottommost);
         TableOptions {
             block_size: opts.block_size,
             restart_interval: opts.block_restart_interval,
             compression: opts.compression_for_level(level).into(),
             block_align: opts.block_align,
-            max_dict_bytes: opts.compression_max_dict_bytes,
-            zstd_max_train_bytes: opts.compression_zstd_max_train_bytes,
+            max_dict_bytes,
+            zstd_max_train_bytes,
             use_zstd_dict_trainer: opts.compression_use_zstd_dict_trainer,
         }
     }

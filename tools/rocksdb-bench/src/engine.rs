@@ -57,6 +57,14 @@ pub fn options(f: &Flags) -> Options {
         o.set_compression_options(-14, 32767, 0, f.compression_max_dict_bytes);
         o.set_zstd_max_train_bytes(f.compression_zstd_max_train_bytes);
     }
+    let bottom =
+        (f.bottommost_compression_max_dict_bytes, f.bottommost_compression_zstd_max_train_bytes);
+    if bottom != (None, None) {
+        let dict = bottom.0.unwrap_or(f.compression_max_dict_bytes);
+        let train = bottom.1.unwrap_or(f.compression_zstd_max_train_bytes);
+        o.set_bottommost_compression_options(-14, 32767, 0, dict, true);
+        o.set_bottommost_zstd_max_train_bytes(train, true);
+    }
     if f.enable_blob_files {
         o.set_enable_blob_files(true);
         o.set_min_blob_size(f.min_blob_size);

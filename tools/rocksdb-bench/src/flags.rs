@@ -75,6 +75,12 @@ pub struct Flags {
     /// db_bench's `--compression_zstd_max_train_bytes`, default 0 = the samples are the
     /// dictionary).
     pub compression_zstd_max_train_bytes: i32,
+    /// The dictionary size of bottommost files (`bottommost_compression_opts.max_dict_bytes`,
+    /// enabled when this or the next is given; the other then takes the all-levels value).
+    pub bottommost_compression_max_dict_bytes: Option<i32>,
+    /// Bytes each bottommost dictionary is trained on
+    /// (`bottommost_compression_opts.zstd_max_train_bytes`).
+    pub bottommost_compression_zstd_max_train_bytes: Option<i32>,
     /// LRU block cache bytes (0 = no block cache).
     pub cache_size: u64,
     /// Memtable bytes (RocksDB's default when unset).
@@ -271,6 +277,14 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Flags, String> {
         compression_zstd_max_train_bytes: g
             .num("compression_zstd_max_train_bytes", (|x: i32| x >= 0, "must be at least 0"))?
             .unwrap_or(0),
+        bottommost_compression_max_dict_bytes: g.num(
+            "bottommost_compression_max_dict_bytes",
+            (|x: i32| x >= 0, "must be at least 0"),
+        )?,
+        bottommost_compression_zstd_max_train_bytes: g.num(
+            "bottommost_compression_zstd_max_train_bytes",
+            (|x: i32| x >= 0, "must be at least 0"),
+        )?,
         cache_size: g.num("cache_size", ANY)?.unwrap_or(8 << 20),
         write_buffer_size: g.num("write_buffer_size", POSITIVE)?,
         target_file_size_base: g.num("target_file_size_base", POSITIVE)?,
@@ -380,6 +394,19 @@ mod tests {
             (f.compression_max_dict_bytes, f.compression_zstd_max_train_bytes),
             (16384, 1_638_400)
         );
+        let f = parse(args(
+            "--compression_type=zstd --bottommost_compression_max_dict_bytes=16384 \
+             --bottommost_compression_zstd_max_train_bytes=1638400",
+        ))
+        .unwrap();
+        assert_eq!(
+            (
+                f.bottommost_compression_max_dict_bytes,
+                f.bottommost_compression_zstd_max_train_bytes
+            ),
+            (Some(16384), Some(1_638_400))
+        );
+        assert_eq!(f.compression_max_dict_bytes, 0);
         let e = parse(args("--compression_max_dict_bytes=-1")).unwrap_err();
         assert!(e.contains("--compression_max_dict_bytes=-1 is out of range"), "{e}");
     }

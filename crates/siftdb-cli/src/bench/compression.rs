@@ -1,7 +1,8 @@
 //! The compression flags: db_bench's `--compression_type` and `--min_level_to_compress`, and
 //! siftdb's `--compression_per_level`, mapped onto [`Options::compression`] and
 //! [`Options::compression_per_level`]; db_bench's `--compression_max_dict_bytes` and
-//! `--compression_zstd_max_train_bytes` onto the zstd dictionary options.
+//! `--compression_zstd_max_train_bytes` onto the zstd dictionary options, and their
+//! `--bottommost_` forms onto the bottommost dictionary options.
 //!
 //! siftdb has no snappy. db_bench's default `--compression_type=snappy` maps to LZ4, the codec of
 //! the same class (fast, byte-oriented, no entropy coding), with a note on stderr; it is never
@@ -66,6 +67,9 @@ pub fn apply(flags: &Flags, opts: &mut Options) -> Result<(), String> {
     opts.compression_max_dict_bytes = flags.compression_max_dict_bytes;
     opts.compression_zstd_max_train_bytes = flags.compression_zstd_max_train_bytes;
     opts.compression_use_zstd_dict_trainer = flags.compression_use_zstd_dict_trainer;
+    opts.bottommost_compression_max_dict_bytes = flags.bottommost_compression_max_dict_bytes;
+    opts.bottommost_compression_zstd_max_train_bytes =
+        flags.bottommost_compression_zstd_max_train_bytes;
     Ok(())
 }
 
@@ -136,6 +140,17 @@ mod tests {
         assert!(opts.compression_use_zstd_dict_trainer, "zstd's trainer by default, as db_bench");
         let opts = options(&["--compression_use_zstd_dict_trainer=false"]).unwrap();
         assert!(!opts.compression_use_zstd_dict_trainer);
+        let bottom = |o: &Options| {
+            (o.bottommost_compression_max_dict_bytes, o.bottommost_compression_zstd_max_train_bytes)
+        };
+        assert_eq!(bottom(&options(&[]).unwrap()), (None, None));
+        let opts = options(&[
+            "--bottommost_compression_max_dict_bytes=16384",
+            "--bottommost_compression_zstd_max_train_bytes=1638400",
+        ])
+        .unwrap();
+        assert_eq!(bottom(&opts), (Some(16384), Some(1_638_400)));
+        assert_eq!(opts.compression_max_dict_bytes, 0, "the all-levels size stays its own");
     }
 
     #[test]

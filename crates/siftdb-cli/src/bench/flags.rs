@@ -173,6 +173,16 @@ pub struct Flags {
     /// `Options::compression_use_zstd_dict_trainer`).
     #[arg(long, default_value = "true", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub compression_use_zstd_dict_trainer: bool,
+    /// The dictionary size of files written by bottommost compactions
+    /// (`Options::bottommost_compression_max_dict_bytes`; RocksDB's
+    /// `bottommost_compression_opts.max_dict_bytes`). Absent: `--compression_max_dict_bytes`.
+    #[arg(long)]
+    pub bottommost_compression_max_dict_bytes: Option<usize>,
+    /// Training bytes of those dictionaries
+    /// (`Options::bottommost_compression_zstd_max_train_bytes`). Absent:
+    /// `--compression_zstd_max_train_bytes`.
+    #[arg(long)]
+    pub bottommost_compression_zstd_max_train_bytes: Option<usize>,
     /// db_bench: keep values of at least `--min_blob_size` bytes in blob files
     /// (`Options::blob_threshold`).
     #[arg(long, default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
