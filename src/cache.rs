@@ -333,6 +333,8 @@ impl<T> std::ops::Deref for Padded<T> {
 pub struct Cache<V> {
     shards: Box<[Padded<Mutex<Shard>>]>,
     capacity: usize,
+    /// The admission rule of data blocks once full (`None`: every block is admitted).
+    doorkeeper: Option<crate::cache_admission::Doorkeeper>,
     _values: std::marker::PhantomData<fn() -> Arc<V>>,
 }
 
@@ -368,8 +370,28 @@ impl<V: Send + Sync + 'static> Cache<V> {
         Cache {
             shards: (0..shards).map(|_| Padded(Mutex::new(Shard::new(per_shard)))).collect(),
             capacity: capacity_bytes,
+            doorkeeper: None,
             _values: std::marker::PhantomData,
         }
+    }
+
+    /// This cache, admitting data blocks once full only at their second miss within a window
+    /// of recent misses ([`crate::cache_admission`]) when `second_miss`.
+    pub fn with_second_miss_admission(mut self, second_miss: bool) -> Cache<V> {
+        self.doorkeeper =
+            second_miss.then(|| crate::cache_admission::Doorkeeper::new(self.capacity));
+        self
+    }
+
+    /// Whether the data block `(file, offset)`, just read from its file after a miss, should
+    /// be inserted (always without second-miss admission; see [`crate::cache_admission`]).
+    pub fn admits(&self, file: u64, offset: u64) -> bool {
+        self.doorkeeper.as_ref().is_none_or(|d| d.admits(file, offset))
+    }
+
+    /// Bytes the admission rule's table holds beside the cache's capacity.
+    pub fn admission_bytes(&self) -> usize {
+        self.doorkeeper.as_ref().map_or(0, |d| d.heap_bytes())
     }
 
     /// False for a cache of capacity 0.
@@ -437,6 +459,9 @@ impl<V: Send + Sync + 'static> Cache<V> {
         }
         let mut out = Vec::new();
         self.insert_raw(file, offset, value, charge, EntryKind::Data, &mut out);
+        if let (Some(d), false) = (&self.doorkeeper, out.is_empty()) {
+            d.note_eviction();
+        }
         evicted.extend(out.into_iter().filter_map(typed::<V>));
     }
 

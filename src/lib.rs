@@ -94,6 +94,7 @@ pub(crate) mod batch;
 // Builds with `inspect` (the workspace's, CI's clippy) still lint every item.
 #[cfg_attr(not(feature = "inspect"), allow(dead_code, unused_imports))]
 pub(crate) mod cache;
+pub(crate) mod cache_admission;
 pub(crate) mod compaction;
 pub(crate) mod error;
 pub(crate) mod filename;
@@ -140,8 +141,8 @@ pub use ingest::{
 pub use keyspace_options::KeyspaceOptions;
 pub use merge::{MergeOperator, U64AddOperator};
 pub use options::{
-    CompactionOptions, Compression, FilterAllocation, FilterConfig, FilterPolicy, LevelBudget,
-    Options, RangeFilterOptions, ReadOptions, StaticFilterKind, WriteOptions,
+    CacheAdmission, CompactionOptions, Compression, FilterAllocation, FilterConfig, FilterPolicy,
+    LevelBudget, Options, RangeFilterOptions, ReadOptions, StaticFilterKind, WriteOptions,
 };
 pub use prefix::{DelimitedPrefix, FixedPrefix, PrefixExtractor};
 pub use txn::{Isolation, Transaction, TransactionOptions, TxCursor, TxIterator, TxKeyspace};

@@ -7,6 +7,22 @@ pub use crate::options_validate::{
 use crate::storage::Storage;
 use std::sync::Arc;
 
+/// Which data blocks read from files go into a full block cache ([`Options::block_cache_admission`],
+/// design.md#block-cache). Until the cache first evicts, every block read goes in either way;
+/// index and filter blocks (`cache_index_and_filter_blocks`) always do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CacheAdmission {
+    /// Every block read from a file (an LRU cache, as RocksDB's).
+    All,
+    /// A block missed a second time within a window of recent misses (about twice the blocks
+    /// the cache holds): TinyLFU's doorkeeper. Reads spread over far more data than the cache
+    /// then decode into warm buffers instead of inserting and evicting a block each, while
+    /// blocks read repeatedly are cached from their second miss. The window takes
+    /// `block_cache_bytes / 512` bytes beside the cache (at least 4 KiB, at most 64 MiB).
+    #[default]
+    SecondMiss,
+}
+
 /// Per-block compression of SST data blocks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Compression {
@@ -510,6 +526,9 @@ pub struct Options {
     /// tables, or the page cache and mapped file pages (`mmap_reads`) the OS keeps.
     /// [`crate::Db::memory_usage`] reports each of these (design.md#memory-accounting).
     pub block_cache_bytes: usize,
+    /// Which data blocks read from files enter the block cache once it is full. Default
+    /// [`CacheAdmission::SecondMiss`]; [`CacheAdmission::All`] is RocksDB's LRU cache.
+    pub block_cache_admission: CacheAdmission,
     /// Keep the tables' index and filter blocks in the block cache (RocksDB's
     /// `cache_index_and_filter_blocks`): charged to `block_cache_bytes`, evicted under
     /// pressure and read from the file again on demand, so `block_cache_bytes` bounds them.
@@ -762,6 +781,7 @@ impl Default for Options {
             bottommost_compression_max_dict_bytes: None,
             bottommost_compression_zstd_max_train_bytes: None,
             block_cache_bytes: 32 << 20,
+            block_cache_admission: CacheAdmission::SecondMiss,
             cache_index_and_filter_blocks: false,
             pin_l0_filter_and_index_blocks_in_cache: false,
             partition_filters: false,
@@ -816,6 +836,7 @@ impl std::fmt::Debug for Options {
                 &self.bottommost_compression_zstd_max_train_bytes,
             )
             .field("block_cache_bytes", &self.block_cache_bytes)
+            .field("block_cache_admission", &self.block_cache_admission)
             .field("cache_index_and_filter_blocks", &self.cache_index_and_filter_blocks)
             .field(
                 "pin_l0_filter_and_index_blocks_in_cache",

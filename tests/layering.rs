@@ -31,6 +31,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "merge",
             "range_del",
             "cache",
+            "cache_admission",
             "filename",
             "options",
             "keyspace_options",

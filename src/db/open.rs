@@ -95,8 +95,10 @@ fn engine_parts(dir: &Path, opts: &Options) -> Result<EngineParts> {
         )
     });
     // Built first: it rejects an out-of-range `max_open_files` before anything is written.
-    let cache =
-        (opts.block_cache_bytes > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_bytes)));
+    let cache = (opts.block_cache_bytes > 0).then(|| {
+        let second_miss = opts.block_cache_admission == crate::options::CacheAdmission::SecondMiss;
+        Arc::new(BlockCache::new(opts.block_cache_bytes).with_second_miss_admission(second_miss))
+    });
     let tables = Arc::new(
         TableCache::new(storage.clone(), dir.to_path_buf(), cache.clone(), opts.max_open_files)?
             .with_meta_policy(

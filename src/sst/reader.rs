@@ -668,7 +668,7 @@ impl Table {
         let block = Arc::new(Block::new(raw).map_err(|e| self.err_at(e, h))?);
         if let Some(cache) = &self.cache {
             let charge = block.arc_heap_bytes();
-            if fill.admit(charge) {
+            if cache.admits(self.number, h.offset) && fill.admit(charge) {
                 buffers::with_evicted(|evicted| {
                     cache.insert_evicting(
                         self.number,

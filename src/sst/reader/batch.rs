@@ -108,7 +108,7 @@ impl Table {
         counters.bump(&counters.file_reads);
         counters.add(&counters.file_read_bytes, h.size + BLOCK_TRAILER_LEN as u64);
         let block = Arc::new(Block::new(raw).map_err(|e| self.err_at(e, h))?);
-        if let Some(cache) = &self.cache {
+        if let Some(cache) = self.cache.as_ref().filter(|c| c.admits(self.number, h.offset)) {
             let charge = block.arc_heap_bytes();
             buffers::with_evicted(|evicted| {
                 cache.insert_evicting(self.number, h.offset, Arc::clone(&block), charge, evicted)

@@ -20,6 +20,15 @@ fn parse_bool(s: &str) -> Result<bool, String> {
     }
 }
 
+/// `--cache_admission`: `second_miss` or `all`.
+fn parse_cache_admission(s: &str) -> Result<siftdb::CacheAdmission, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "second_miss" => Ok(siftdb::CacheAdmission::SecondMiss),
+        "all" => Ok(siftdb::CacheAdmission::All),
+        _ => Err(format!("expected second_miss or all, got {s:?}")),
+    }
+}
+
 /// The flush filter named by `--flush_filter`.
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FlushFilter {
@@ -248,6 +257,11 @@ pub struct Flags {
     /// which count in RSS as RssFile. The `stats` benchmark and `--statistics` print each.
     #[arg(long, default_value_t = 8 << 20)]
     pub cache_size: usize,
+    /// Which data blocks enter a full block cache (`Options::block_cache_admission`):
+    /// `second_miss` (siftdb's default: a block missed twice within a window of recent misses)
+    /// or `all` (every block read, RocksDB's LRU cache).
+    #[arg(long, default_value = "second_miss", value_parser = parse_cache_admission)]
+    pub cache_admission: siftdb::CacheAdmission,
     /// Keep index and filter blocks in the block cache, charged to `--cache_size`
     /// (`Options::cache_index_and_filter_blocks`). db_bench's flag of the same name.
     #[arg(long, default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
@@ -544,6 +558,7 @@ impl Flags {
 pub fn apply_db_bench_flags(flags: &Flags, opts: &mut Options) -> Result<(), String> {
     opts.memtable_size = flags.write_buffer_size;
     opts.block_cache_bytes = flags.cache_size;
+    opts.block_cache_admission = flags.cache_admission;
     opts.cache_index_and_filter_blocks = flags.cache_index_and_filter_blocks;
     opts.pin_l0_filter_and_index_blocks_in_cache = flags.pin_l0_filter_and_index_blocks_in_cache;
     opts.partition_filters = flags.partition_index_and_filters;
