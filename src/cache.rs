@@ -389,11 +389,6 @@ impl<V: Send + Sync + 'static> Cache<V> {
         self.doorkeeper.as_ref().is_none_or(|d| d.admits(file, offset))
     }
 
-    /// Bytes the admission rule's table holds beside the cache's capacity.
-    pub fn admission_bytes(&self) -> usize {
-        self.doorkeeper.as_ref().map_or(0, |d| d.heap_bytes())
-    }
-
     /// False for a cache of capacity 0.
     pub fn is_enabled(&self) -> bool {
         self.capacity > 0

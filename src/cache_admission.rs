@@ -51,11 +51,6 @@ impl Doorkeeper {
         }
     }
 
-    /// Bytes of the fingerprint table.
-    pub(crate) fn heap_bytes(&self) -> usize {
-        self.slots.len() * std::mem::size_of::<AtomicU32>()
-    }
-
     /// Records that the cache evicted a block (it is full).
     pub(crate) fn note_eviction(&self) {
         if !self.full.load(Relaxed) {
@@ -136,6 +131,8 @@ mod tests {
         assert_eq!(Doorkeeper::new(0).slots.len(), MIN_SLOTS);
         assert_eq!(Doorkeeper::new(32 << 20).slots.len(), 16 * 1024);
         assert_eq!(Doorkeeper::new(1 << 40).slots.len(), MAX_SLOTS);
-        assert_eq!(Doorkeeper::new(32 << 20).heap_bytes(), 64 * 1024);
+        // The table's bytes, as `Options::block_cache_admission` states them: capacity / 512.
+        let d = Doorkeeper::new(32 << 20);
+        assert_eq!(d.slots.len() * std::mem::size_of::<AtomicU32>(), (32 << 20) / 512);
     }
 }
