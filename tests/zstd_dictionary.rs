@@ -43,22 +43,8 @@ fn options(max_dict_bytes: usize, train_bytes: usize) -> Options {
     o
 }
 
-/// The properties of every live table of the database at `dir` (closed).
-fn table_properties(dir: &Path) -> Vec<TableProperties> {
-    let storage = siftdb::storage::FsStorage::new();
-    let state = siftdb::inspect::manifest::recover(&storage, dir).unwrap().unwrap();
-    let mut out = Vec::new();
-    for meta in state.levels.iter().flat_map(|l| l.values()) {
-        let path = dir.join(siftdb::inspect::filename::sst_name(meta.number));
-        let file = siftdb::storage::Storage::open(&storage, &path).unwrap();
-        let t = siftdb::inspect::sst::Table::open(file, meta.number, None, &path).unwrap();
-        out.push(t.properties().clone());
-    }
-    out
-}
-
-/// Whether each live table of the database at `dir` (closed) has a dictionary, by level.
-fn dictionaries_by_level(dir: &Path) -> Vec<(usize, bool)> {
+/// The level and properties of every live table of the database at `dir` (closed).
+fn tables_by_level(dir: &Path) -> Vec<(usize, TableProperties)> {
     let storage = siftdb::storage::FsStorage::new();
     let state = siftdb::inspect::manifest::recover(&storage, dir).unwrap().unwrap();
     let mut out = Vec::new();
@@ -67,10 +53,21 @@ fn dictionaries_by_level(dir: &Path) -> Vec<(usize, bool)> {
             let path = dir.join(siftdb::inspect::filename::sst_name(meta.number));
             let file = siftdb::storage::Storage::open(&storage, &path).unwrap();
             let t = siftdb::inspect::sst::Table::open(file, meta.number, None, &path).unwrap();
-            out.push((level, t.properties().compression_dict_block.size > 0));
+            out.push((level, t.properties().clone()));
         }
     }
     out
+}
+
+/// The properties of every live table of the database at `dir` (closed).
+fn table_properties(dir: &Path) -> Vec<TableProperties> {
+    tables_by_level(dir).into_iter().map(|(_, p)| p).collect()
+}
+
+/// Whether each live table of the database at `dir` (closed) has a dictionary, by level.
+fn dictionaries_by_level(dir: &Path) -> Vec<(usize, bool)> {
+    let with = |(level, p): (usize, TableProperties)| (level, p.compression_dict_block.size > 0);
+    tables_by_level(dir).into_iter().map(with).collect()
 }
 
 fn assert_holds(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
