@@ -82,6 +82,48 @@ pub(crate) fn recycle_one(block: Arc<Block>) {
     }
 }
 
+/// Lets go of a block a lookup read: its buffer goes to this thread's pool when nobody else
+/// holds the block (one the cache did not take: under second-miss admission, most blocks read
+/// from files), else only the reference is dropped. Freeing such a buffer (4 KiB and more, past
+/// the allocator's per-thread caches) and allocating the next one cost a tenth of a batched
+/// lookup's time; reused, the next decode writes into memory the CPU's caches still hold.
+pub(crate) fn release(block: Arc<Block>) {
+    // A block the cache holds has a second reference: dropped without the exchange of
+    // `Arc::try_unwrap`. Nothing can gain a reference to a block held once (no weak ones).
+    if Arc::strong_count(&block) == 1 {
+        recycle_one(block);
+    }
+}
+
+/// A data block held by one lookup, [`release`]d when the lookup lets go of it.
+pub(crate) struct HeldBlock(Option<Arc<Block>>);
+
+impl HeldBlock {
+    pub(crate) fn new(block: Arc<Block>) -> HeldBlock {
+        HeldBlock(Some(block))
+    }
+
+    /// The shared block (to pin a value in it).
+    pub(crate) fn arc(&self) -> &Arc<Block> {
+        self.0.as_ref().expect("held until dropped")
+    }
+}
+
+impl std::ops::Deref for HeldBlock {
+    type Target = Arc<Block>;
+    fn deref(&self) -> &Arc<Block> {
+        self.arc()
+    }
+}
+
+impl Drop for HeldBlock {
+    fn drop(&mut self) {
+        if let Some(block) = self.0.take() {
+            release(block);
+        }
+    }
+}
+
 /// Runs `f` with this thread's (empty) eviction list, then recycles what `f` left in it.
 pub(crate) fn with_evicted(f: impl FnOnce(&mut Vec<Arc<Block>>)) {
     thread_local! {
@@ -144,6 +186,21 @@ mod tests {
         recycle(&mut vec![block_of(4352)]);
         // A fresh buffer for 4000 bytes would have capacity 4096.
         assert_eq!(take_buffer(4000).capacity(), 4352, "the newest buffer was kept");
+    }
+
+    #[test]
+    fn a_held_block_gives_its_buffer_back_only_when_nobody_else_holds_it() {
+        POOL.with(|p| p.borrow_mut().clear());
+        // Held by the cache too (a second reference): only the lookup's reference goes.
+        let cached = block_of(4352);
+        drop(HeldBlock::new(Arc::clone(&cached)));
+        assert_eq!(Arc::strong_count(&cached), 1);
+        assert_eq!(take_buffer(4000).capacity(), 4096, "nothing pooled: a fresh buffer");
+        // Held by the lookup alone (a block the cache did not take): its buffer is pooled.
+        drop(HeldBlock::new(block_of(4352)));
+        assert_eq!(take_buffer(4000).capacity(), 4352, "the released block's buffer");
+        release(cached);
+        assert_eq!(take_buffer(4000).capacity(), 4352, "released once the cache let go");
     }
 
     #[test]

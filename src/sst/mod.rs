@@ -19,7 +19,7 @@
 pub(crate) mod blob;
 mod block;
 mod block_iter;
-mod buffers;
+pub(crate) mod buffers;
 mod builder;
 mod cache_fill;
 mod compression;

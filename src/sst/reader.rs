@@ -909,10 +909,10 @@ impl Table {
         let mut index: Option<IndexCursor> = None;
         let mut seen = false;
         loop {
-            let block = match first_block.take() {
+            let block = buffers::HeldBlock::new(match first_block.take() {
                 Some(block) => block,
                 None => self.data_block(h, Some(counters), &CacheFill::Always)?,
-            };
+            });
             let mut it = block.iter();
             if seen {
                 it.seek_to_first().map_err(|e| self.err_at(e, h))?;
@@ -947,7 +947,7 @@ impl Table {
                         return Ok(GetResult::Found(it.value().to_vec()))
                     }
                     ValueKind::Put if out == ValueOut::Pin => {
-                        let value = BlockSlice::new(Arc::clone(&block), it.value_range());
+                        let value = BlockSlice::new(Arc::clone(block.arc()), it.value_range());
                         return Ok(GetResult::FoundInBlock(value));
                     }
                     ValueKind::Put => return Ok(GetResult::Found(Vec::new())),

@@ -17,7 +17,7 @@ use super::{Answer, Batch};
 use crate::error::Error;
 use crate::limits::NUM_LEVELS;
 use crate::sst::format::BlockHandle;
-use crate::sst::Block;
+use crate::sst::{buffers, Block};
 use crate::sst::{BlockFetch, FilterVerdict, GetResult, ReadCounters, Table, ValueOut};
 use crate::storage::direct::{DirectBatch, SpanBytes};
 use crate::version::{TableFile, Version};
@@ -37,6 +37,9 @@ enum Fetched {
     Ready(Arc<Block>),
     /// Waiting for device read number `n` of the round.
     Device(usize),
+    /// Was `Ready`, and every key that needed it has been finished on it: handed back so the
+    /// next block read can reuse its buffer.
+    Released,
     /// Its read or verification failed.
     Failed(Error),
 }
@@ -46,6 +49,15 @@ struct Fetch {
     file: usize,
     handle: BlockHandle,
     state: Fetched,
+}
+
+impl Fetch {
+    /// Lets go of the fetched block ([`buffers::release`]): done with it.
+    fn release(self) {
+        if let Fetched::Ready(block) = self.state {
+            buffers::release(block);
+        }
+    }
 }
 
 /// A key stopped at a file, with a data block to read.
@@ -81,7 +93,7 @@ impl Batch<'_> {
         done: &mut [bool],
         s: &mut Scratch,
     ) {
-        s.fetches.clear();
+        s.fetches.drain(..).for_each(Fetch::release);
         s.wants.clear();
         s.batch = None;
         s.stopped.clear();
@@ -203,6 +215,18 @@ impl Batch<'_> {
             if shared {
                 table.count_shared_block(counters);
             } else {
+                // Keys come in key order, so no later key needs the last block if it was in
+                // memory (its keys are finished; a device read's keys wait for pass 3): let
+                // go of it before the next read, which can then decode into its buffer.
+                if let Some(last) = s.fetches.last_mut() {
+                    if matches!(last.state, Fetched::Ready(_)) {
+                        if let Fetched::Ready(b) =
+                            std::mem::replace(&mut last.state, Fetched::Released)
+                        {
+                            buffers::release(b);
+                        }
+                    }
+                }
                 let state = match table.fetch_data_block(h, counters, self.batch_reads) {
                     Ok(BlockFetch::Ready(b)) => Fetched::Ready(b),
                     Ok(BlockFetch::Device { file, offset, len }) => {
@@ -256,7 +280,9 @@ impl Batch<'_> {
                 }
             }
             Fetched::Failed(e) => Err(e.duplicate()),
-            Fetched::Device(_) => unreachable!("only fetched blocks are settled"),
+            Fetched::Device(_) | Fetched::Released => {
+                unreachable!("only fetched blocks are settled, before they are released")
+            }
         };
         self.answers[i] = Some(answer);
         done[slot] = true;
