@@ -42,7 +42,12 @@ pub(crate) fn ttl_ms(opts: &Options, set: &KeyspaceSet, keyspace: u32) -> Option
     } else {
         set.live.get(&keyspace).and_then(|k| k.options.ttl)
     };
-    ttl.map(|t| t.as_millis().clamp(1, crate::compaction_filter::MAX_TTL_MS as u128) as u64)
+    ttl.map(clamped_ms)
+}
+
+/// A TTL in ms, within what a write time can carry.
+fn clamped_ms(ttl: std::time::Duration) -> u64 {
+    ttl.as_millis().clamp(1, crate::compaction_filter::MAX_TTL_MS as u128) as u64
 }
 
 /// What flush and compaction apply to `keyspace`, at `now_ms`.
@@ -79,6 +84,12 @@ pub(crate) fn operator_for(
 
 /// The read state of `keyspace` of `inner` (`None`: no TTL): its TTL and the time of the read.
 pub(crate) fn read_ttl(inner: &DbInner, keyspace: u32) -> Option<ReadTtl> {
-    let ttl = ttl_ms(&inner.opts, &inner.keyspaces.load(), keyspace)?;
+    // The default keyspace's TTL is an option: read without loading the keyspace set (an
+    // arc-swap load and release, on every lookup).
+    let ttl = if keyspace == DEFAULT_KEYSPACE {
+        inner.opts.ttl.map(clamped_ms)?
+    } else {
+        ttl_ms(&inner.opts, &inner.keyspaces.load(), keyspace)?
+    };
     Some(ReadTtl { ttl_ms: ttl, now_ms: now_ms(&inner.opts) })
 }
