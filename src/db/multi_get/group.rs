@@ -52,10 +52,12 @@ struct Fetch {
 }
 
 impl Fetch {
-    /// Lets go of the fetched block ([`buffers::release`]): done with it.
-    fn release(self) {
-        if let Fetched::Ready(block) = self.state {
-            buffers::release(block);
+    /// Lets go of the block if it is in memory ([`buffers::release`]); a device read's state is
+    /// kept (its keys wait for pass 3).
+    fn release(&mut self) {
+        match std::mem::replace(&mut self.state, Fetched::Released) {
+            Fetched::Ready(block) => buffers::release(block),
+            other => self.state = other,
         }
     }
 }
@@ -93,7 +95,8 @@ impl Batch<'_> {
         done: &mut [bool],
         s: &mut Scratch,
     ) {
-        s.fetches.drain(..).for_each(Fetch::release);
+        s.fetches.iter_mut().for_each(Fetch::release);
+        s.fetches.clear();
         s.wants.clear();
         s.batch = None;
         s.stopped.clear();
@@ -216,16 +219,10 @@ impl Batch<'_> {
                 table.count_shared_block(counters);
             } else {
                 // Keys come in key order, so no later key needs the last block if it was in
-                // memory (its keys are finished; a device read's keys wait for pass 3): let
-                // go of it before the next read, which can then decode into its buffer.
+                // memory (its keys are finished): let go of it before the next read, which can
+                // then decode into its buffer.
                 if let Some(last) = s.fetches.last_mut() {
-                    if matches!(last.state, Fetched::Ready(_)) {
-                        if let Fetched::Ready(b) =
-                            std::mem::replace(&mut last.state, Fetched::Released)
-                        {
-                            buffers::release(b);
-                        }
-                    }
+                    last.release();
                 }
                 let state = match table.fetch_data_block(h, counters, self.batch_reads) {
                     Ok(BlockFetch::Ready(b)) => Fetched::Ready(b),
