@@ -98,7 +98,7 @@ fn lookup_parallel(
 ) -> Vec<Answer> {
     use rayon::prelude::*;
     let mut order: Vec<usize> = (0..keys.len()).collect();
-    order.sort_by(|&a, &b| keys[a].cmp(keys[b]).then(a.cmp(&b)));
+    order.sort_by(|&a, &b| crate::ikey::compare_bytes(keys[a], keys[b]).then(a.cmp(&b)));
     let sorted: Vec<&[u8]> = order.iter().map(|&i| keys[i]).collect();
     let chunk = sorted.len().div_ceil(parts);
     let answered: Vec<Vec<Answer>> = sorted.par_chunks(chunk).map(lookup).collect();
@@ -166,8 +166,26 @@ fn lookup_all(
     snapshot: u64,
     (merge_operator, ttl): (Option<&SharedMergeOperator>, Option<super::ttl::ReadTtl>),
 ) -> Vec<Answer> {
+    // The keys copied back to back: the callers' keys lie wherever they were allocated (a
+    // Python batch's are objects scattered over the heap), and every source the walk visits
+    // reads them again after a block's worth of other data has gone through the CPU's caches.
+    // A profile of a 1,000-key batch had a stall on the first load of each key's bytes in
+    // each table (4% of the time); packed, a batch's keys stay in the core's cache.
+    let mut packed = Vec::with_capacity(keys.iter().map(|k| k.len()).sum());
+    for k in keys {
+        packed.extend_from_slice(k);
+    }
+    let mut at = 0;
+    let keys: Vec<&[u8]> = keys
+        .iter()
+        .map(|k| {
+            at += k.len();
+            &packed[at - k.len()..at]
+        })
+        .collect();
+    let keys = &keys[..];
     let mut pending: Vec<usize> = (0..keys.len()).collect();
-    pending.sort_by(|&a, &b| keys[a].cmp(keys[b]).then(a.cmp(&b)));
+    pending.sort_by(|&a, &b| crate::ikey::compare_bytes(keys[a], keys[b]).then(a.cmp(&b)));
     let mut b = Batch {
         keyspace,
         keys,

@@ -27,7 +27,7 @@ use crate::batch::ValueKind;
 use crate::filter::prefetch_read;
 // The key's first 8 bytes as an order-preserving integer (weakly: a smaller prefix means a
 // smaller key), compared inline so most steps of a search never touch the key bytes.
-use crate::ikey::key_prefix;
+use crate::ikey::{compare_bytes, key_prefix};
 #[cfg(loom)]
 use loom::sync::atomic::{AtomicPtr, AtomicUsize};
 use parking_lot::Mutex;
@@ -109,7 +109,7 @@ impl Node {
         self.keyspace
             .cmp(&p.keyspace)
             .then_with(|| self.prefix.cmp(&p.prefix))
-            .then_with(|| self.key().cmp(p.key))
+            .then_with(|| compare_bytes(self.key(), p.key))
             .then_with(|| p.seq.cmp(&self.seq))
             .then_with(|| p.kind.cmp(&self.kind))
     }

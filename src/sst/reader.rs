@@ -894,13 +894,14 @@ impl Table {
         if self.global_seq.is_some_and(|g| g > snapshot_seq) {
             return Ok(GetResult::NotFound); // ingested after the snapshot
         }
-        let lookup = ikey::lookup_key_in(keyspace, user_key, snapshot_seq);
+        let lookup_key = ikey::LookupKey::new(keyspace, user_key, snapshot_seq);
+        let lookup = lookup_key.as_bytes();
         let (mut h, mut first_block) = match first {
             Some((h, block)) => (h, Some(block)),
             None => {
                 counters.bump(&counters.index_blocks_read);
                 let index_entry = self.index_entry(Some(counters))?;
-                let Some(h) = self.data_handle_for(&index_entry, &lookup, Some(counters))? else {
+                let Some(h) = self.data_handle_for(&index_entry, lookup, Some(counters))? else {
                     return Ok(GetResult::NotFound);
                 };
                 (h, None)
@@ -919,7 +920,7 @@ impl Table {
             } else {
                 // If the seek runs off the block, the separator after it sorts before the next
                 // block's user keys, so the key cannot be in the next block either.
-                it.seek(&lookup).map_err(|e| self.err_at(e, h))?;
+                it.seek(lookup).map_err(|e| self.err_at(e, h))?;
             }
             while it.valid() {
                 let (found_ks, found_key, seq, kind) =
@@ -982,7 +983,7 @@ impl Table {
                 None => {
                     // Counted once per lookup, where the first block was found.
                     let mut idx = IndexCursor::new(self)?;
-                    idx.seek(self, &lookup)?;
+                    idx.seek(self, lookup)?;
                     index.insert(idx)
                 }
             };

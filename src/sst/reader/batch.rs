@@ -41,8 +41,8 @@ impl Table {
         let Some(keyspace) = self.stored_keyspace(keyspace) else { return Ok(None) };
         counters.bump(&counters.index_blocks_read);
         let index_entry = self.index_entry(Some(counters))?;
-        let target = ikey::lookup_key_in(keyspace, user_key, snapshot_seq);
-        self.data_handle_for(&index_entry, &target, Some(counters))
+        let target = ikey::LookupKey::new(keyspace, user_key, snapshot_seq);
+        self.data_handle_for(&index_entry, target.as_bytes(), Some(counters))
     }
 
     /// Starts fetching data block `h` for a lookup: from the block cache, else (when `defer`

@@ -114,8 +114,9 @@ impl Table {
         let h = self.footer.filter;
         let counted = counters.map(|c| (c, &c.filter_cache_hits, &c.filter_cache_misses));
         let top = self.meta(&p.top, h, counted, || self.load_partition_index())?;
-        let target = ikey::lookup_key_in(keyspace, user_key, ikey::MAX_SEQ);
-        let Some((i, ph)) = top.partition_for(&target).map_err(|e| self.err_at(e, h))? else {
+        let target = ikey::LookupKey::new(keyspace, user_key, ikey::MAX_SEQ);
+        let Some((i, ph)) = top.partition_for(target.as_bytes()).map_err(|e| self.err_at(e, h))?
+        else {
             return Ok(Some(false)); // past the last separator: no entry of the key
         };
         if self.cache.is_none() {
