@@ -1,7 +1,8 @@
 //! Batched point lookups (`Db::multi_get`, `Snapshot::multi_get`).
 //!
 //! Same answers as one `get` per key at the same snapshot, with the work reordered:
-//! 1. every key is hashed once, and the keys are visited in key order (ties by position);
+//! 1. the keys are copied into one buffer, every key is hashed once, and the keys are visited
+//!    in key order (ties by position);
 //! 2. the memtables answer what they hold, newest first, each searching its skip list for the
 //!    keys its filter lets through with the searches interleaved (`SkipList::seek_many`);
 //! 3. then the SSTs in rounds. The sources are each L0 file, newest first, then each deeper
