@@ -13,7 +13,10 @@ use crate::storage::direct::SpanBytes;
 
 /// How a key's first data block is obtained ([`Table::fetch_data_block`]).
 pub(crate) enum BlockFetch {
-    /// In memory now: a cache hit, or a read already made (buffered or mapped file).
+    /// A block cache hit: in memory, but usually not in the CPU's caches (the cache holds tens
+    /// of MiB of blocks).
+    Cached(Arc<Block>),
+    /// Read now (buffered or mapped file): just decoded, in the CPU's caches.
     Ready(Arc<Block>),
     /// A device read to make (a file read with `O_DIRECT`): `len` framed bytes at `offset` of
     /// `file`, then [`Table::install_read`].
@@ -57,7 +60,7 @@ impl Table {
         if let Some(cache) = &self.cache {
             if let Some(b) = cache.get(self.number, h.offset) {
                 counters.bump(&counters.block_cache_hits);
-                return Ok(BlockFetch::Ready(b));
+                return Ok(BlockFetch::Cached(b));
             }
             counters.bump(&counters.block_cache_misses);
         }
