@@ -187,6 +187,25 @@ impl Block {
         &self.data
     }
 
+    /// Starts loading the cache line of restart slot `i` (a hint; nothing when out of range).
+    #[inline]
+    pub(crate) fn prefetch_restart_slot(&self, i: usize) {
+        if let Some(b) = self.data.get(self.restarts_offset + 4 * i) {
+            crate::filter::prefetch_read(b);
+        }
+    }
+
+    /// Starts loading the lines of the `len` bytes at `off` (a hint; nothing out of range).
+    #[inline]
+    pub(crate) fn prefetch_at(&self, off: usize, len: usize) {
+        if let Some(b) = self.data.get(off) {
+            crate::filter::prefetch_read(b);
+        }
+        if let Some(b) = self.data.get(off + len.saturating_sub(1)) {
+            crate::filter::prefetch_read(b);
+        }
+    }
+
     /// Starts loading the block's cache lines (a hint: nothing is read or checked), for a
     /// search that will run on it a little later: every other line, the core's adjacent-line
     /// prefetcher bringing its pair, and the last line (the restart array's end).

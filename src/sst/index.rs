@@ -140,6 +140,39 @@ impl IndexSearch {
         Ok(left)
     }
 
+    /// Starts loading what [`IndexSearch::seek`] of `user_key` in `keyspace` will read, one
+    /// step per `stage` (a hint: answers never depend on it). A batch of sorted keys calls it
+    /// for the keys a few places ahead, nearest last: stage 0 loads the group of prefixes the
+    /// seek will search, stage 1 (with that group loaded) the seek's restart slot, stage 2
+    /// (with the slot loaded) its entry. Each is a load the seek waited for in turn, a tenth of
+    /// a Python `multi_get` batch. Targets outside the summary's keyspace or common prefix,
+    /// which the seek answers without reading, load nothing.
+    pub(crate) fn prefetch(&self, index: &Block, keyspace: u32, user_key: &[u8], stage: u8) {
+        if keyspace != self.keyspace || !user_key.starts_with(&self.common) {
+            return;
+        }
+        let p = key_prefix(user_key.get(self.common.len()..).unwrap_or_default());
+        match stage {
+            0 => {
+                let g = self.top.partition_point(|&x| x < p);
+                let start = (GROUP * g.max(1) - GROUP + 1).min(self.prefixes.len());
+                let end = (GROUP * g).min(self.prefixes.len());
+                if let Some(group) = self.prefixes.get(start..end) {
+                    for line in group.chunks(8) {
+                        crate::filter::prefetch_read(line.as_ptr());
+                    }
+                }
+            }
+            1 => index.prefetch_restart_slot(self.first_at_least(p)),
+            _ => {
+                if let Ok(off) = index.restart_point(self.first_at_least(p)) {
+                    // An index entry: three varints, a separator, a handle.
+                    index.prefetch_at(off, 24 + user_key.len());
+                }
+            }
+        }
+    }
+
     /// The first `i` with `prefixes[i] >= p` (`prefixes.len()` when none): `g` top entries
     /// are `< p`, so entries up to `GROUP * (g - 1)` are too, and entry `GROUP * g` (if any)
     /// is not; the answer lies in between.

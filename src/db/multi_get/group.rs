@@ -84,6 +84,8 @@ pub(super) struct Scratch {
     reach: Vec<usize>,
     /// Keys of the current file waiting on a cached block being prefetched, oldest first.
     cold: std::collections::VecDeque<ColdKey>,
+    /// The current file's keys its filter did not exclude: `(slot, positive)`.
+    survivors: Vec<(usize, bool)>,
 }
 
 /// A key whose block came from the block cache, finished [`PREFETCH_DEPTH`] keys later.
@@ -217,11 +219,23 @@ impl Batch<'_> {
             let i = self.pending[slot];
             table.probe_filter_in_range(self.keyspace, self.keys[i], self.hashes[i], counters)
         }));
+        s.survivors.clear();
+        s.survivors.extend(slots.iter().zip(&s.verdicts).filter_map(|(&slot, v)| match *v {
+            FilterVerdict::Maybe { positive } => Some((slot, positive)),
+            FilterVerdict::Absent => None,
+        }));
         // Whether the last block fetched came from the block cache (a key sharing it waits
         // with the key that fetched it).
         let mut cold = false;
-        for (&slot, verdict) in slots.iter().zip(s.verdicts.iter()) {
-            let FilterVerdict::Maybe { positive } = *verdict else { continue };
+        for at in 0..s.survivors.len() {
+            let (slot, positive) = s.survivors[at];
+            // The index search's loads for the next keys, each a step further the nearer the
+            // key (`Table::prefetch_index`).
+            for (ahead, stage) in [(3, 0), (2, 1), (1, 2)] {
+                if let Some(&(next, _)) = s.survivors.get(at + ahead) {
+                    table.prefetch_index(self.keyspace, self.keys[self.pending[next]], stage);
+                }
+            }
             let i = self.pending[slot];
             let h =
                 match table.data_block_handle(self.keyspace, self.keys[i], self.snapshot, counters)

@@ -48,6 +48,18 @@ impl Table {
         self.data_handle_for(&index_entry, target.as_bytes(), Some(counters))
     }
 
+    /// Starts loading what [`Table::data_block_handle`] of `user_key` will read from the
+    /// index, one step per `stage` (`IndexSearch::prefetch`); only for an index the table
+    /// holds and searches by prefix (a cached or partitioned one is left alone: finding it
+    /// costs a cache lookup).
+    pub(crate) fn prefetch_index(&self, keyspace: u32, user_key: &[u8], stage: u8) {
+        let (Held::Here(entry), None) = (&self.index, &self.index_parts) else { return };
+        let (Some(search), Some(keyspace)) = (&entry.search, self.stored_keyspace(keyspace)) else {
+            return;
+        };
+        search.prefetch(&entry.block, keyspace, user_key, stage);
+    }
+
     /// Starts fetching data block `h` for a lookup: from the block cache, else (when `defer`
     /// and the file is read with `O_DIRECT`) the device read to make, else read now.
     pub(crate) fn fetch_data_block(
