@@ -292,17 +292,15 @@ impl Batch<'_> {
                 Fetched::Ready(block) if cold => {
                     let block = Arc::clone(block);
                     s.cold.push_back(ColdKey { slot, positive, handle: h, block });
-                    if s.cold.len() > PREFETCH_DEPTH {
-                        self.settle_cold(table, r, &mut s.cold, counters, done, 1);
-                    }
+                    self.settle_cold(table, r, &mut s.cold, counters, done, PREFETCH_DEPTH);
                 }
                 state => self.settle(table, r, slot, positive, (h, state), counters, done),
             }
         }
-        self.settle_cold(table, r, &mut s.cold, counters, done, usize::MAX);
+        self.settle_cold(table, r, &mut s.cold, counters, done, 0);
     }
 
-    /// Finishes the oldest `n` keys of `cold` (all of them with `usize::MAX`).
+    /// Finishes the oldest keys of `cold` until at most `keep` wait.
     fn settle_cold(
         &mut self,
         table: &Table,
@@ -310,9 +308,9 @@ impl Batch<'_> {
         cold: &mut std::collections::VecDeque<ColdKey>,
         counters: &ReadCounters,
         done: &mut [bool],
-        n: usize,
+        keep: usize,
     ) {
-        for _ in 0..n {
+        while cold.len() > keep {
             let Some(k) = cold.pop_front() else { return };
             let state = Fetched::Ready(k.block);
             self.settle(table, r, k.slot, k.positive, (k.handle, &state), counters, done);
