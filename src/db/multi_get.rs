@@ -9,7 +9,7 @@
 //!    level. A round takes every pending key down the sources as a single `get` would, probing
 //!    filters, to the first source that may hold it (a file whose filter says "maybe" and whose
 //!    index names a block): the key stops there for this round. The probes of a file run back
-//!    to back on its filter's cache lines. Then the round's blocks are fetched: cache hits at
+//!    to back, each starting the load of the filter line of a key further on. Then the round's blocks are fetched: cache hits at
 //!    once, a block two keys need once, and the device reads of files read with `O_DIRECT` all
 //!    together, up to 32 in flight (io_uring, src/storage/uring.rs), whatever their level; each
 //!    key is then finished on the block it was handed (`group.rs`). A key the source does not

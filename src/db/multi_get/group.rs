@@ -88,6 +88,17 @@ pub(super) struct Scratch {
     survivors: Vec<(usize, bool)>,
 }
 
+/// Keys between a filter line's prefetch and its probe: a probe costs a few nanoseconds once its
+/// line is there, a line from DRAM about a hundred, so eight probes cover one load.
+const FILTER_AHEAD: usize = 8;
+
+/// A survivor's data block handle, found a key early, and its block cache probe
+/// (`Table::probe_data_block`; `None` when it shares the block of the key before it).
+struct Ahead {
+    handle: crate::error::Result<Option<BlockHandle>>,
+    probed: Option<Option<Arc<Block>>>,
+}
+
 /// A key whose block came from the block cache, finished [`PREFETCH_DEPTH`] keys later.
 struct ColdKey {
     slot: usize,
@@ -214,8 +225,16 @@ impl Batch<'_> {
             let t = table.max_covering_tombstone(self.keys[i], self.snapshot);
             self.covered[i] = self.covered[i].max(t);
         }
+        // Each probe waits on its filter line (a file's filter is seldom in the core's caches),
+        // so the lines of the keys [`FILTER_AHEAD`] further on are loading meanwhile.
+        for &slot in slots.iter().take(FILTER_AHEAD) {
+            table.prefetch_filter(self.hashes[self.pending[slot]]);
+        }
         s.verdicts.clear();
-        s.verdicts.extend(slots.iter().map(|&slot| {
+        s.verdicts.extend(slots.iter().enumerate().map(|(n, &slot)| {
+            if let Some(&later) = slots.get(n + FILTER_AHEAD) {
+                table.prefetch_filter(self.hashes[self.pending[later]]);
+            }
             let i = self.pending[slot];
             table.probe_filter_in_range(self.keyspace, self.keys[i], self.hashes[i], counters)
         }));
@@ -227,28 +246,54 @@ impl Batch<'_> {
         // Whether the last block fetched came from the block cache (a key sharing it waits
         // with the key that fetched it).
         let mut cold = false;
+        // The next survivor's block handle, and its cache probe unless it shares the block of
+        // the key before it, made one key early: the probe's cache misses (the cache's map and
+        // entry) and, on a block cache miss, the load of the block's mapped bytes
+        // (`Table::probe_data_block`) overlap this key's work instead of stalling its own.
+        let mut ahead: Option<Ahead> = None;
         for at in 0..s.survivors.len() {
             let (slot, positive) = s.survivors[at];
-            // The index search's loads for the next keys, each a step further the nearer the
-            // key (`Table::prefetch_index`).
-            for (ahead, stage) in [(3, 0), (2, 1), (1, 2)] {
+            // The index search's loads for the keys after the next (whose handle is found
+            // now), each a step further the nearer the key (`Table::prefetch_index`).
+            for (ahead, stage) in [(4, 0), (3, 1), (2, 2)] {
                 if let Some(&(next, _)) = s.survivors.get(at + ahead) {
                     table.prefetch_index(self.keyspace, self.keys[self.pending[next]], stage);
                 }
             }
             let i = self.pending[slot];
-            let h =
-                match table.data_block_handle(self.keyspace, self.keys[i], self.snapshot, counters)
-                {
-                    Ok(Some(h)) => h,
-                    Ok(None) => continue, // past the last block: not in this table
-                    Err(e) => {
-                        self.answers[i] = Some(Err(e));
-                        done[slot] = true;
-                        s.stopped[slot] = true;
-                        continue;
-                    }
+            let Ahead { handle, probed } = ahead.take().unwrap_or_else(|| Ahead {
+                handle: table.data_block_handle(
+                    self.keyspace,
+                    self.keys[i],
+                    self.snapshot,
+                    counters,
+                ),
+                probed: None,
+            });
+            if let Some(&(next, _)) = s.survivors.get(at + 1) {
+                let key = self.keys[self.pending[next]];
+                let next = table.data_block_handle(self.keyspace, key, self.snapshot, counters);
+                // The block the last fetch will hold once this key is through.
+                let last = match &handle {
+                    Ok(Some(h)) => Some(*h),
+                    _ => s.fetches.last().filter(|x| x.file == f).map(|x| x.handle),
                 };
+                let probed = match &next {
+                    Ok(Some(h)) if last != Some(*h) => Some(table.probe_data_block(*h, counters)),
+                    _ => None,
+                };
+                ahead = Some(Ahead { handle: next, probed });
+            }
+            let h = match handle {
+                Ok(Some(h)) => h,
+                Ok(None) => continue, // past the last block: not in this table
+                Err(e) => {
+                    self.answers[i] = Some(Err(e));
+                    done[slot] = true;
+                    s.stopped[slot] = true;
+                    continue;
+                }
+            };
             s.stopped[slot] = true;
             // Keys are in order, so the keys of one block are neighbours.
             let shared = s.fetches.last().is_some_and(|x| x.file == f && x.handle == h);
@@ -261,28 +306,30 @@ impl Batch<'_> {
                 if let Some(last) = s.fetches.last_mut() {
                     last.release();
                 }
-                let fetched = table.fetch_data_block(h, counters, self.batch_reads);
-                cold = matches!(fetched, Ok(BlockFetch::Cached(_)));
-                let state = match fetched {
-                    Ok(BlockFetch::Cached(b)) => {
+                let cached = probed.unwrap_or_else(|| table.probe_data_block(h, counters));
+                cold = cached.is_some();
+                let state = match cached {
+                    Some(b) => {
                         b.prefetch();
                         Fetched::Ready(b)
                     }
-                    Ok(BlockFetch::Ready(b)) => Fetched::Ready(b),
-                    Ok(BlockFetch::Device { file, offset, len }) => {
-                        if s.batch.is_none() {
-                            s.batch = DirectBatch::new();
+                    None => match table.read_data_block(h, counters, self.batch_reads) {
+                        Ok(BlockFetch::Ready(b)) => Fetched::Ready(b),
+                        Ok(BlockFetch::Device { file, offset, len }) => {
+                            if s.batch.is_none() {
+                                s.batch = DirectBatch::new();
+                            }
+                            match &mut s.batch {
+                                Some(batch) => Fetched::Device(batch.add(file, offset, len)),
+                                // No ring for this batch (one is open on this thread): read now.
+                                None => match table.install_read(h, None, counters) {
+                                    Ok(b) => Fetched::Ready(b),
+                                    Err(e) => Fetched::Failed(e),
+                                },
+                            }
                         }
-                        match &mut s.batch {
-                            Some(batch) => Fetched::Device(batch.add(file, offset, len)),
-                            // No ring for this batch (one is open on this thread): read now.
-                            None => match table.install_read(h, None, counters) {
-                                Ok(b) => Fetched::Ready(b),
-                                Err(e) => Fetched::Failed(e),
-                            },
-                        }
-                    }
-                    Err(e) => Fetched::Failed(e),
+                        Err(e) => Fetched::Failed(e),
+                    },
                 };
                 s.fetches.push(Fetch { file: f, handle: h, state });
             }

@@ -11,11 +11,9 @@
 use super::*;
 use crate::storage::direct::SpanBytes;
 
-/// How a key's first data block is obtained ([`Table::fetch_data_block`]).
+/// How a key's first data block is obtained after a block cache miss
+/// ([`Table::read_data_block`]).
 pub(crate) enum BlockFetch {
-    /// A block cache hit: in memory, but usually not in the CPU's caches (the cache holds tens
-    /// of MiB of blocks).
-    Cached(Arc<Block>),
     /// Read now (buffered or mapped file): just decoded, in the CPU's caches.
     Ready(Arc<Block>),
     /// A device read to make (a file read with `O_DIRECT`): `len` framed bytes at `offset` of
@@ -29,6 +27,12 @@ pub(crate) enum BlockFetch {
         len: usize,
     },
 }
+
+/// Lines of a mapped block's framed bytes [`Table::probe_data_block`] starts loading on a miss:
+/// the trailer's line (read first, by the checksum check) and the first eight, enough for a
+/// compressed block of a few hundred bytes; past them, the decoder's sequential reads keep the
+/// core's stream prefetcher ahead.
+const MAPPED_PREFETCH_LINES: usize = 8;
 
 impl Table {
     /// The handle of the data block where the versions of `user_key` of `keyspace` at
@@ -60,22 +64,45 @@ impl Table {
         search.prefetch(&entry.block, keyspace, user_key, stage);
     }
 
-    /// Starts fetching data block `h` for a lookup: from the block cache, else (when `defer`
-    /// and the file is read with `O_DIRECT`) the device read to make, else read now.
-    pub(crate) fn fetch_data_block(
+    /// The block cache's copy of data block `h`, counting the consultation (a hit or a miss);
+    /// on a miss in a mapped file, starts loading the block's framed bytes, so that the
+    /// [`Table::read_data_block`] that follows a little later finds them in the CPU's caches.
+    pub(crate) fn probe_data_block(
+        &self,
+        h: BlockHandle,
+        counters: &ReadCounters,
+    ) -> Option<Arc<Block>> {
+        counters.bump(&counters.data_blocks_read);
+        if let Some(cache) = &self.cache {
+            if let Some(b) = cache.get(self.number, h.offset) {
+                counters.bump(&counters.block_cache_hits);
+                return Some(b);
+            }
+            counters.bump(&counters.block_cache_misses);
+        }
+        let framed = self.file.as_bytes().and_then(|bytes| {
+            let start = usize::try_from(h.offset).ok()?;
+            bytes.get(start..start.checked_add(h.size as usize + BLOCK_TRAILER_LEN)?)
+        });
+        if let Some(framed) = framed {
+            for line in framed.chunks(64).take(MAPPED_PREFETCH_LINES) {
+                crate::filter::prefetch_read(line.as_ptr());
+            }
+            if let Some(last) = framed.last() {
+                crate::filter::prefetch_read(last);
+            }
+        }
+        None
+    }
+
+    /// Data block `h` after [`Table::probe_data_block`] missed: when `defer` and the file is
+    /// read with `O_DIRECT`, the device read to make, else the block read now.
+    pub(crate) fn read_data_block(
         &self,
         h: BlockHandle,
         counters: &ReadCounters,
         defer: bool,
     ) -> Result<BlockFetch> {
-        counters.bump(&counters.data_blocks_read);
-        if let Some(cache) = &self.cache {
-            if let Some(b) = cache.get(self.number, h.offset) {
-                counters.bump(&counters.block_cache_hits);
-                return Ok(BlockFetch::Cached(b));
-            }
-            counters.bump(&counters.block_cache_misses);
-        }
         if defer && self.file.direct_fd().is_some() {
             self.check_handle(h)?;
             let len = h.size as usize + BLOCK_TRAILER_LEN;
