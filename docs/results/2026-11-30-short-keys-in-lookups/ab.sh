@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Two builds of the Python extension module alternating (which goes first alternating between
-# rounds): each round runs mg.py's multi_get (3 passes) and point reads (2 passes) with each.
+# rounds): each round runs mg.py's multi_get (MG_PASSES, default 3) and point reads (PT_PASSES,
+# default 2; 0 skips them) with each.
 # The builds are `cargo build --release --features pyo3/extension-module` in python/ at the two
 # commits (target/release/lib_siftdb.so); the script copies each in turn over the installed
 # module of the active Python's siftdb package (`pip install ./python` first) and leaves the
@@ -14,8 +15,11 @@ for r in $(seq 1 "${ROUNDS:-4}"); do
   order="$1 $2"; (( r % 2 == 0 )) && order="$2 $1"
   for v in $order; do
     cp "$v" "$SO"
-    mg=$("$PY" "$here/mg.py" mg 3 | awk '/^mg/ {printf "%s ", $3}')
-    pt=$("$PY" "$here/mg.py" pt 2 | awk '/^pt/ {printf "%s ", $3}')
+    mg=$("$PY" "$here/mg.py" mg "${MG_PASSES:-3}" | awk '/^mg/ {printf "%s ", $3}')
+    pt=""
+    if [[ ${PT_PASSES:-2} != 0 ]]; then
+      pt=$("$PY" "$here/mg.py" pt "${PT_PASSES:-2}" | awk '/^pt/ {printf "%s ", $3}')
+    fi
     echo "round=$r $v mg $mg | pt $pt"
   done
 done
