@@ -9,10 +9,11 @@
 //!    level. A round takes every pending key down the sources as a single `get` would, probing
 //!    filters, to the first source that may hold it (a file whose filter says "maybe" and whose
 //!    index names a block): the key stops there for this round. The probes of a file run back
-//!    to back, each starting the load of the filter line of a key further on. Then the round's blocks are fetched: cache hits at
-//!    once, a block two keys need once, and the device reads of files read with `O_DIRECT` all
-//!    together, up to 32 in flight (io_uring, src/storage/uring.rs), whatever their level; each
-//!    key is then finished on the block it was handed (`group.rs`). A key the source does not
+//!    to back, each starting the load of the filter line of a key further on. Then the round's
+//!    blocks are fetched: cache hits at once, a block two keys need once, and the device reads
+//!    of files read with `O_DIRECT` all together, up to 32 in flight (io_uring,
+//!    src/storage/uring.rs), whatever their level; each key is then finished on the block it
+//!    was handed (`group.rs`). A key the source does not
 //!    resolve (a filter false positive, or merge operands only) goes on from the next source in
 //!    the next round, so nearly every key needs one round, and a batch about one wave of reads;
 //! 4. a key leaves the pending set at the first source that holds a value or a tombstone of it,

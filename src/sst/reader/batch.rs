@@ -82,7 +82,10 @@ impl Table {
         }
         let framed = self.file.as_bytes().and_then(|bytes| {
             let start = usize::try_from(h.offset).ok()?;
-            bytes.get(start..start.checked_add(h.size as usize + BLOCK_TRAILER_LEN)?)
+            // Not yet checked against the file (`read_data` does): a wild size only finds no
+            // slice.
+            let len = usize::try_from(h.size).ok()?.checked_add(BLOCK_TRAILER_LEN)?;
+            bytes.get(start..start.checked_add(len)?)
         });
         if let Some(framed) = framed {
             for line in framed.chunks(64).take(MAPPED_PREFETCH_LINES) {
