@@ -5,9 +5,11 @@
 //! and the `Arc` that holds the value, which for a few-KiB block is a few percent, and for the
 //! small entries (top-level indexes, index partitions) much more. The model is glibc malloc's
 //! (the allocator a Rust binary uses on Linux unless it installs another): a chunk is the
-//! request plus an 8-byte size header, rounded up to 16 bytes, at least 32. Other allocators
-//! round to size classes of similar or finer spacing for the sizes cache entries have, so the
-//! model stays within a few percent of them too. `tests/cache_charges.rs` checks the charges
+//! request plus an 8-byte size header, rounded up to 16 bytes, at least 32. Size-class
+//! allocators (mimalloc, jemalloc) space their classes a quarter of a power of two apart above
+//! a few KiB: a data block's 4.1-4.4 KiB buffer takes their 5 KiB class, about 17% more than
+//! this model charges (the Python module runs on mimalloc: docs/python.md says what that means
+//! for its cache); small entries stay within a few percent. `tests/cache_charges.rs` checks the charges
 //! against a counting allocator.
 
 /// Bytes a chunk for a request of `n` bytes takes from glibc malloc (0 for no allocation).
