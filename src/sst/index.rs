@@ -154,10 +154,7 @@ impl IndexSearch {
         let p = key_prefix(user_key.get(self.common.len()..).unwrap_or_default());
         match stage {
             0 => {
-                let g = self.top.partition_point(|&x| x < p);
-                let start = (GROUP * g.max(1) - GROUP + 1).min(self.prefixes.len());
-                let end = (GROUP * g).min(self.prefixes.len());
-                if let Some(group) = self.prefixes.get(start..end) {
+                if let Some(group) = self.group_of(p).and_then(|g| self.prefixes.get(g)) {
                     for line in group.chunks(8) {
                         crate::filter::prefetch_read(line.as_ptr());
                     }
@@ -173,18 +170,22 @@ impl IndexSearch {
         }
     }
 
-    /// The first `i` with `prefixes[i] >= p` (`prefixes.len()` when none): `g` top entries
-    /// are `< p`, so entries up to `GROUP * (g - 1)` are too, and entry `GROUP * g` (if any)
-    /// is not; the answer lies in between.
+    /// The entries among which the first `i` with `prefixes[i] >= p` lies, past those the top
+    /// array decides (`None`: it is entry 0): `g` top entries are `< p`, so entries up to
+    /// `GROUP * (g - 1)` are too, and entry `GROUP * g` (if any) is not.
+    #[inline]
+    fn group_of(&self, p: u64) -> Option<std::ops::Range<usize>> {
+        let g = self.top.partition_point(|&x| x < p);
+        (g > 0).then(|| GROUP * (g - 1) + 1..(GROUP * g).min(self.prefixes.len()))
+    }
+
+    /// The first `i` with `prefixes[i] >= p` (`prefixes.len()` when none).
     #[inline]
     fn first_at_least(&self, p: u64) -> usize {
-        let g = self.top.partition_point(|&x| x < p);
-        if g == 0 {
-            return 0;
+        match self.group_of(p) {
+            None => 0,
+            Some(g) => g.start + self.prefixes[g].partition_point(|&x| x < p),
         }
-        let start = GROUP * (g - 1) + 1;
-        let end = (GROUP * g).min(self.prefixes.len());
-        start + self.prefixes[start..end].partition_point(|&x| x < p)
     }
 
     /// Bytes of the prefixes, the top array (8 per entry) and the common prefix (no allocator
