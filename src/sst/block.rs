@@ -111,6 +111,18 @@ pub(crate) struct Entry {
     pub(crate) end: usize,
 }
 
+/// Starts loading cache lines of `bytes` (a hint: nothing is read): one every `stride` bytes
+/// from its start, at most `lines` of them, and the line of its last byte.
+#[inline]
+pub(crate) fn prefetch_span(bytes: &[u8], stride: usize, lines: usize) {
+    for part in bytes.chunks(stride.max(1)).take(lines) {
+        crate::filter::prefetch_read(part.as_ptr());
+    }
+    if let Some(last) = bytes.last() {
+        crate::filter::prefetch_read(last);
+    }
+}
+
 /// A varint32 with the one-byte case (every length below 128, nearly all of them) inline.
 #[inline(always)]
 fn varint32(area: &[u8], pos: &mut usize, field: &str) -> Result<u32> {
@@ -195,14 +207,13 @@ impl Block {
         }
     }
 
-    /// Starts loading the lines of the `len` bytes at `off` (a hint; nothing out of range).
+    /// Starts loading the first and last lines of the `len` bytes at `off` (a hint; the part
+    /// out of range is left alone).
     #[inline]
     pub(crate) fn prefetch_at(&self, off: usize, len: usize) {
-        if let Some(b) = self.data.get(off) {
-            crate::filter::prefetch_read(b);
-        }
-        if let Some(b) = self.data.get(off + len.saturating_sub(1)) {
-            crate::filter::prefetch_read(b);
+        let end = off.saturating_add(len).min(self.data.len());
+        if let Some(span) = self.data.get(off..end) {
+            prefetch_span(span, span.len(), 1);
         }
     }
 
@@ -210,12 +221,7 @@ impl Block {
     /// search that will run on it a little later: every other line, the core's adjacent-line
     /// prefetcher bringing its pair, and the last line (the restart array's end).
     pub(crate) fn prefetch(&self) {
-        for pair in self.data.chunks(128) {
-            crate::filter::prefetch_read(pair.as_ptr());
-        }
-        if let Some(last) = self.data.last() {
-            crate::filter::prefetch_read(last);
-        }
+        prefetch_span(&self.data, 128, usize::MAX);
     }
 
     /// End of the entry area (start of the restart array).

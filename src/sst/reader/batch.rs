@@ -88,12 +88,7 @@ impl Table {
             bytes.get(start..start.checked_add(len)?)
         });
         if let Some(framed) = framed {
-            for line in framed.chunks(64).take(MAPPED_PREFETCH_LINES) {
-                crate::filter::prefetch_read(line.as_ptr());
-            }
-            if let Some(last) = framed.last() {
-                crate::filter::prefetch_read(last);
-            }
+            crate::sst::block::prefetch_span(framed, 64, MAPPED_PREFETCH_LINES);
         }
         None
     }
