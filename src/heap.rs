@@ -9,8 +9,8 @@
 //! allocators (mimalloc, jemalloc) space their classes a quarter of a power of two apart above
 //! a few KiB: a data block's 4.1-4.4 KiB buffer takes their 5 KiB class, about 17% more than
 //! this model charges (the Python module runs on mimalloc: docs/python.md says what that means
-//! for its cache); small entries stay within a few percent. `tests/cache_charges.rs` checks the charges
-//! against a counting allocator.
+//! for its cache); small entries stay within a few percent. `tests/cache_charges.rs` checks
+//! the charges against a counting allocator.
 
 /// Bytes a chunk for a request of `n` bytes takes from glibc malloc (0 for no allocation).
 #[inline]

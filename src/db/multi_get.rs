@@ -13,9 +13,9 @@
 //!    blocks are fetched: cache hits at once, a block two keys need once, and the device reads
 //!    of files read with `O_DIRECT` all together, up to 32 in flight (io_uring,
 //!    src/storage/uring.rs), whatever their level; each key is then finished on the block it
-//!    was handed (`group.rs`). A key the source does not
-//!    resolve (a filter false positive, or merge operands only) goes on from the next source in
-//!    the next round, so nearly every key needs one round, and a batch about one wave of reads;
+//!    was handed (`group.rs`). A key the source does not resolve (a filter false positive, or
+//!    merge operands only) goes on from the next source in the next round, so nearly every key
+//!    needs one round, and a batch about one wave of reads;
 //! 4. a key leaves the pending set at the first source that holds a value or a tombstone of it,
 //!    exactly where a single `get` would stop; merge operands met before it are collected per
 //!    key (the key stays pending) and merged when it leaves, or after the last level;
