@@ -112,6 +112,7 @@ pub(crate) mod options_validate;
 pub(crate) mod prefix;
 #[cfg_attr(not(feature = "inspect"), allow(dead_code, unused_imports))]
 pub(crate) mod range_del;
+pub(crate) mod read_section;
 #[cfg_attr(not(feature = "inspect"), allow(dead_code, unused_imports))]
 pub(crate) mod sst;
 pub(crate) mod stripe;

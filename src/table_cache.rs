@@ -10,8 +10,10 @@
 //!
 //! Layout: every live file has one `Slot` (shared by the cache and the file's `TableFile`)
 //! holding its open table, if any, in an `ArcSwapOption`, and a "referenced" bit. A hit is a
-//! `load` of the slot (arc-swap's thread-local debt: no shared reference count is written) plus a
-//! read of the bit, written only when it is clear: a point lookup on a hot table writes no cache
+//! `load` of the slot (arc-swap's thread-local debt: no shared reference count is written), or
+//! inside a point lookup's read section a plain read of the slot's published pointer
+//! (src/read_section.rs: a table the slot gives up is retired, not dropped), plus a read of the
+//! bit, written only when it is clear: a point lookup on a hot table writes no cache
 //! line another core writes (design.md#concurrency). Replacement is CLOCK
 //! (second chance), an approximation of LRU that needs no bookkeeping on hits: the open slots form
 //! a ring; to make room, the hand clears set bits and evicts the first slot whose bit is clear.
@@ -34,6 +36,7 @@ use crate::error::{Error, Result};
 use crate::filename;
 use crate::filter::SharedProbeHint;
 use crate::options::MIN_MAX_OPEN_FILES;
+use crate::read_section::{Published, ReadSections, Section};
 use crate::sst::BlockCache;
 use crate::sst::{MetaPolicy, Table};
 use crate::storage::Storage;
@@ -49,6 +52,10 @@ use std::sync::Arc;
 #[derive(Debug, Default)]
 pub(crate) struct Slot {
     table: ArcSwapOption<Table>,
+    /// The open table for point lookups inside a read section (src/read_section.rs): set after
+    /// `table` gets a table, cleared before `table` gives it up, which then goes to
+    /// [`ReadSections::retire`].
+    published: Published<Table>,
     /// Set by a hit, cleared by the passing CLOCK hand (second chance).
     referenced: AtomicBool,
     /// The file is at level 0 (as last reported by a version): open it pinned when L0 pinning
@@ -111,6 +118,8 @@ pub struct TableCache {
     hits: StripedCounter,
     /// Lookups that had to open their table.
     misses: AtomicU64,
+    /// The point lookups' read sections: a table a slot gives up is retired through them.
+    sections: ReadSections,
     /// Every `Table::open` made here (lookup misses and new tables).
     opens: AtomicU64,
     /// `Options::cache_index_and_filter_blocks`.
@@ -173,6 +182,7 @@ impl TableCache {
             state: Mutex::new(State::default()),
             hits: StripedCounter::new(),
             misses: AtomicU64::new(0),
+            sections: ReadSections::new(),
             opens: AtomicU64::new(0),
             cache_meta: false,
             pin_l0: false,
@@ -222,9 +232,10 @@ impl TableCache {
                 st.ring.swap_remove(i);
             }
             slot.hint.set(None);
+            slot.published.clear();
             slot.table.swap(None)
         };
-        drop(dropped);
+        self.retire(dropped);
     }
 
     /// The slot of file `number` (created empty on first use). A `TableFile` keeps its own.
@@ -240,6 +251,24 @@ impl TableCache {
         number: u64,
         f: impl FnOnce(&Table) -> R,
     ) -> Result<R> {
+        self.with_table_in(None, slot, number, f)
+    }
+
+    /// [`TableCache::with_table`] inside a read section, if `section`: a hit then reads the
+    /// slot's published table with no locked instruction (src/read_section.rs).
+    #[inline]
+    pub(crate) fn with_table_in<R>(
+        &self,
+        section: Option<&Section<'_>>,
+        slot: &Arc<Slot>,
+        number: u64,
+        f: impl FnOnce(&Table) -> R,
+    ) -> Result<R> {
+        if let Some(t) = section.and_then(|s| slot.published.get(s)) {
+            slot.touch();
+            self.hits.add(1);
+            return Ok(f(t));
+        }
         {
             let guard = slot.table.load();
             if let Some(t) = guard.as_deref() {
@@ -334,6 +363,7 @@ impl TableCache {
                 // by a hit. (Set here, one eviction sweep could clear every bit, including a
                 // hot table's, and then evict that table before any reader could set it again.)
                 slot.table.store(Some(Arc::clone(&table)));
+                slot.published.set(&table);
                 slot.hint.set(table.probe_hint());
                 slot.referenced.store(false, Ordering::Relaxed);
                 st.ring.push(Arc::clone(slot));
@@ -343,7 +373,8 @@ impl TableCache {
                 table
             }
         };
-        drop(evicted); // closes the evicted files, outside the lock
+        // Closes the evicted files, outside the lock.
+        evicted.into_iter().for_each(|t| self.retire(Some(t)));
         Ok(result)
     }
 
@@ -357,9 +388,22 @@ impl TableCache {
                 st.ring.swap_remove(i);
             }
             slot.hint.set(None);
+            slot.published.clear();
             slot.table.swap(None)
         };
-        drop(dropped);
+        self.retire(dropped);
+    }
+
+    /// Closes `table`, a table a slot gave up, once no read section can be reading it.
+    fn retire(&self, table: Option<Arc<Table>>) {
+        if let Some(t) = table {
+            self.sections.retire(t);
+        }
+    }
+
+    /// The read sections of point lookups (src/read_section.rs).
+    pub(crate) fn sections(&self) -> &ReadSections {
+        &self.sections
     }
 
     /// Lookups that found their table open.
@@ -457,6 +501,7 @@ fn evict_over(st: &mut State, limit: usize, evicted: &mut Vec<Arc<Table>>) {
             st.hand += 1;
         } else {
             slot.hint.set(None);
+            slot.published.clear();
             evicted.extend(slot.table.swap(None));
             st.ring.swap_remove(st.hand);
         }

@@ -287,6 +287,17 @@ impl TableFile {
         self.tables.with_table(&self.slot, self.meta.number, f)
     }
 
+    /// [`TableFile::with_table`] inside a point lookup's read section, if any
+    /// ([`TableCache::with_table_in`]).
+    #[inline]
+    pub(crate) fn with_table_in<R>(
+        &self,
+        section: Option<&crate::read_section::Section<'_>>,
+        f: impl FnOnce(&Table) -> R,
+    ) -> Result<R> {
+        self.tables.with_table_in(section, &self.slot, self.meta.number, f)
+    }
+
     /// Starts loading the filter lines a probe of `key_hash` reads, if the table is open and
     /// holds its filter itself ([`Table::prefetch_filter`]); otherwise nothing.
     #[inline]
@@ -448,13 +459,21 @@ impl Version {
         let key = (keyspace, user_key);
         let target = brief(keyspace, user_key);
         let files = &self.levels[level];
+        let entries = &self.probe_entries[level];
+        // A key briefed outside the level's span is in none of its files (briefs are monotone
+        // in the key): an empty level, or one of the disjoint levels a compaction to one run
+        // leaves (at 100M keys, L3 and L4 side by side), costs two compares, not a search.
+        let (first, last) = (entries.first()?, self.largest_briefs[level].briefs().last()?);
+        if target < first.smallest_brief || target > *last {
+            return None;
+        }
         // Briefs order keys weakly: files whose largest brief is smaller end before the key;
         // among the (rare) files whose largest brief equals the key's, the key bytes decide.
         // (In a 10M-key readmissing profile this search was a third of the time, mostly
         // pointer chasing to the files and their keys' heap bytes, and memcmp.)
         let i =
             first_ending_in(&self.largest_briefs[level], target, |i| files[i].meta.largest() < key);
-        let entry = self.probe_entries[level].get(i)?;
+        let entry = entries.get(i)?;
         at_or_before(entry.smallest_brief, target, || files[i].meta.smallest() <= key)
             .then(|| (&files[i], entry))
     }

@@ -16,7 +16,20 @@ use std::path::{Path, PathBuf};
 /// Layers of the engine, lowest first: a module may import its own layer and those below.
 /// Modules design.md does not name sit with the layer they serve.
 const LAYERS: &[(&str, &[&str])] = &[
-    ("base", &["error", "rng", "coding", "heap", "huge_arena", "stripe", "limits", "testing"]),
+    (
+        "base",
+        &[
+            "error",
+            "rng",
+            "coding",
+            "heap",
+            "huge_arena",
+            "stripe",
+            "read_section",
+            "limits",
+            "testing",
+        ],
+    ),
     ("filter", &["filter"]),
     (
         "storage, WAL, memtable, SST",

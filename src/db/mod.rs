@@ -49,6 +49,7 @@ use crate::keyspace_options::KeyspaceOptions;
 use crate::manifest::Manifest;
 use crate::memtable::Memtable;
 use crate::options::Options;
+use crate::read_section::Published;
 use crate::sst::BlockCache;
 use crate::storage::{DirLock, Storage};
 use crate::version::Version;
@@ -111,6 +112,10 @@ pub(crate) struct DbInner {
     /// The current super-version. Read with `load` (a point lookup) or `super_version()`;
     /// replaced only through `install_super_version`.
     pub sv: ArcSwap<SuperVersion>,
+    /// `sv`'s value for point lookups inside a read section (src/read_section.rs): set before
+    /// `sv` takes a new super-version, whose predecessor is then retired through the table
+    /// cache's read sections.
+    pub sv_published: Published<SuperVersion>,
     /// Serialises super-version installs, each a read-modify-write of the current one (a
     /// rotation replaces `mem`, a flush `imm` and `version`, a compaction `version`).
     pub sv_install: Mutex<()>,
@@ -178,6 +183,14 @@ pub(crate) fn next_instance() -> u64 {
     NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
+impl Drop for DbInner {
+    fn drop(&mut self) {
+        // A super-version waiting in the read sections holds files that hold the table cache
+        // that holds the sections: a cycle, broken here, when no lookup can be running.
+        self.tables.sections().drain();
+    }
+}
+
 impl DbInner {
     /// The current super-version as an owned `Arc` (one reference-count increment: for
     /// iterators and background work; point lookups use `sv.load()`).
@@ -189,7 +202,10 @@ impl DbInner {
     pub fn install_super_version(&self, f: impl FnOnce(&SuperVersion) -> SuperVersion) {
         let _g = self.sv_install.lock();
         let cur = self.sv.load_full();
-        self.sv.store(Arc::new(f(&cur)));
+        let new = Arc::new(f(&cur));
+        self.sv_published.set(&new);
+        let old = self.sv.swap(new);
+        self.tables.sections().retire(old);
     }
 
     pub fn new_file_number(&self) -> u64 {

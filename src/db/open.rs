@@ -301,16 +301,16 @@ fn assemble(
     let mem = Arc::new(new_memtable(&opts, &rec.shape, path.wal_number, expected));
     let imm = if rec.replayed.is_empty() { Vec::new() } else { vec![rec.replayed] };
     let last_seq = rec.last_seq;
+    let sv = Arc::new(SuperVersion { mem, imm, version: Arc::new(rec.version) });
+    let sv_published = crate::read_section::Published::default();
+    sv_published.set(&sv);
     DbInner {
         dir: dir.to_path_buf(),
         storage,
         cache,
         tables,
-        sv: arc_swap::ArcSwap::from_pointee(SuperVersion {
-            mem,
-            imm,
-            version: Arc::new(rec.version),
-        }),
+        sv: arc_swap::ArcSwap::new(sv),
+        sv_published,
         sv_install: Mutex::new(()),
         visible_seq: AtomicU64::new(last_seq),
         next_file: AtomicU64::new(path.next_file),

@@ -17,6 +17,7 @@ use crate::filter::hash_key;
 use crate::limits::NUM_LEVELS;
 use crate::memtable::MemLookup;
 use crate::merge::Operands;
+use crate::read_section::Section;
 use crate::sst::{FilterVerdict, GetResult, ReadCounters, Table, ValueOut};
 use crate::version::{ProbeEntry, TableFile};
 use std::sync::atomic::Ordering;
@@ -81,7 +82,17 @@ fn point_lookup(
     // core's lookups write (design.md#concurrency).
     let counters = inner.reads.local();
     counters.add(&counters.gets, 1);
-    let sv = inner.sv.load();
+    // Inside a read section the super-version and the open tables are read through plain
+    // pointers (src/read_section.rs); without one, through arc-swap guards.
+    let section = inner.tables.sections().enter();
+    let guard;
+    let sv: &SuperVersion = match section.as_ref().and_then(|s| inner.sv_published.get(s)) {
+        Some(sv) => sv,
+        None => {
+            guard = inner.sv.load();
+            &guard
+        }
+    };
     let snapshot = at.sequence(inner);
     let ttl = super::ttl::read_ttl(inner, keyspace);
     let wrapped;
@@ -95,7 +106,16 @@ fn point_lookup(
         None => (inner.opts.merge_operator.as_ref(), out),
     };
     let mut operands = Operands::with_ttl(op, ttl);
-    let result = lookup(&sv, &counters.levels, keyspace, key, snapshot, out, &mut operands)?;
+    let result = lookup(
+        sv,
+        section.as_ref(),
+        &counters.levels,
+        keyspace,
+        key,
+        snapshot,
+        out,
+        &mut operands,
+    )?;
     if result.is_some() {
         counters.add(&counters.gets_found, 1);
     }
@@ -112,8 +132,10 @@ enum Step {
     Continue,
 }
 
+#[allow(clippy::too_many_arguments)]
 fn lookup(
     sv: &SuperVersion,
+    section: Option<&Section<'_>>,
     reads: &[ReadCounters; NUM_LEVELS],
     keyspace: u32,
     key: &[u8],
@@ -194,7 +216,7 @@ fn lookup(
         }
     }
     for file in l0() {
-        match file.with_table(|t| in_table(t, &reads[0]))?? {
+        match file.with_table_in(section, |t| in_table(t, &reads[0]))?? {
             Step::Base(v) => return finish(ops, Some(v)),
             Step::Deleted => return finish(ops, None),
             Step::Continue => {}
@@ -202,7 +224,7 @@ fn lookup(
     }
     for (found, level_reads) in deeper.iter().zip(reads).skip(1) {
         if let Some((file, entry)) = found {
-            let step = file.with_table(|t| in_table(t, level_reads))??;
+            let step = file.with_table_in(section, |t| in_table(t, level_reads))??;
             // The slot's line was just read: keeping the entry's copy current is nearly free.
             entry.refresh_hint(file.probe_hint());
             match step {
