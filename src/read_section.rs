@@ -102,7 +102,13 @@ impl ReadSections {
             return; // no section can be reading it (invariant 3)
         }
         fence(Ordering::SeqCst);
-        membarrier::everywhere();
+        if !membarrier::everywhere() {
+            // No barrier, no way to know which sections may hold it: leaking it is the only
+            // safe choice (after `available()` said yes the kernel does not refuse it, short
+            // of a sandbox changing its mind).
+            std::mem::forget(object);
+            return;
+        }
         fence(Ordering::SeqCst);
         let waiting_on: Vec<(usize, u64)> = self
             .counters
@@ -113,18 +119,27 @@ impl ReadSections {
             .collect();
         if waiting_on.is_empty() {
             drop(object);
-        } else {
-            let mut retired = self.retired.lock();
-            retired.push(Retired { _object: Box::new(object), waiting_on });
-            self.pending.store(true, Ordering::Release);
+            return;
         }
-        self.reclaim();
+        self.retired.lock().push(Retired { _object: Box::new(object), waiting_on });
+        self.pending.store(true, Ordering::SeqCst);
+        // A reader leaving now may have read `pending` as false before the store above while
+        // its counter's new value still sat in its store buffer (we read it odd): neither side
+        // would reclaim. A second barrier everywhere settles it: the reader either shows its
+        // new counter to the loads below or reads `pending` as true and reclaims itself.
+        if membarrier::everywhere() {
+            fence(Ordering::SeqCst);
+            self.reclaim();
+        }
     }
 
-    /// Drops the retired objects no open section can still read.
-    fn reclaim(&self) {
+    /// Drops the retired objects no open section can still read: run by retirers, by readers
+    /// leaving while something is retired, and before obsolete files are purged (a retired
+    /// super-version still names the files its version held).
+    pub fn reclaim(&self) {
         let ready: Vec<Retired> = {
-            let Some(mut retired) = self.retired.try_lock() else { return };
+            // Blocking: a reader that gave up here could be the last one that could free it.
+            let mut retired = self.retired.lock();
             let (ready, waiting): (Vec<_>, Vec<_>) = retired.drain(..).partition(|r| {
                 r.waiting_on.iter().all(|&(i, v)| self.counters[i].0.load(Ordering::Acquire) != v)
             });
@@ -162,6 +177,8 @@ impl Drop for Section<'_> {
         let counter = &self.sections.counters[self.index].0;
         // Release: the section's loads are done before a retirer sees the counter move.
         counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Release);
+        // Rarely true, and then only until the objects waiting are freed: the lock and the
+        // counters' loads are paid by readers only while a retire is pending.
         if self.sections.pending.load(Ordering::Relaxed) {
             self.sections.reclaim();
         }
@@ -217,7 +234,7 @@ mod membarrier {
         const REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
 
         fn call(cmd: libc::c_int) -> libc::c_long {
-            // SAFETY: membarrier takes two integers and touches no memory of ours.
+            // SAFETY: membarrier takes three integers and touches no memory of ours.
             unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0 as libc::c_uint, 0 as libc::c_int) }
         }
 
@@ -228,10 +245,11 @@ mod membarrier {
                 && call(REGISTER_PRIVATE_EXPEDITED) == 0
         }
 
-        pub fn everywhere() {
-            let r = call(PRIVATE_EXPEDITED);
-            // It cannot fail once registered (EINVAL/EPERM only before registration).
-            assert_eq!(r, 0, "membarrier failed after registration");
+        pub fn everywhere() -> bool {
+            // It fails only unregistered (EPERM), as in a child of `fork`, whose memory map
+            // starts unregistered: register again and retry once.
+            call(PRIVATE_EXPEDITED) == 0
+                || (call(REGISTER_PRIVATE_EXPEDITED) == 0 && call(PRIVATE_EXPEDITED) == 0)
         }
     }
 
@@ -240,7 +258,9 @@ mod membarrier {
         pub fn register() -> bool {
             false
         }
-        pub fn everywhere() {}
+        pub fn everywhere() -> bool {
+            false
+        }
     }
 
     static REGISTERED: OnceLock<bool> = OnceLock::new();
@@ -251,9 +271,10 @@ mod membarrier {
             .get_or_init(|| std::env::var_os("SIFTDB_NO_MEMBARRIER").is_none() && sys::register())
     }
 
-    /// A full barrier on every running thread of the process. Only after `available()`.
-    pub fn everywhere() {
-        sys::everywhere();
+    /// A full barrier on every running thread of the process (only after `available()`);
+    /// false if the kernel refused it.
+    pub fn everywhere() -> bool {
+        sys::everywhere()
     }
 }
 
@@ -298,23 +319,29 @@ mod tests {
             assert_eq!(drops.load(Ordering::Relaxed), 1);
             return;
         }
-        let (entered, retired) = (Arc::new(Barrier::new(2)), Arc::new(Barrier::new(2)));
+        // The reader reports what it got instead of asserting, so a failure cannot leave the
+        // other thread waiting at a barrier.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let retired = Arc::new(Barrier::new(2));
         let reader = {
-            let (sections, entered, retired) = (sections.clone(), entered.clone(), retired.clone());
+            let (sections, retired) = (sections.clone(), retired.clone());
             std::thread::spawn(move || {
-                let s = sections.enter().expect("a thread of its own gets a section");
-                assert!(sections.enter().is_none(), "nested sections take the locked path");
-                entered.wait();
+                let s = sections.enter();
+                let nested = sections.enter();
+                tx.send((s.is_some(), nested.is_none())).unwrap();
+                drop(nested);
                 retired.wait();
                 drop(s);
             })
         };
-        entered.wait();
+        let (got, nested_refused) = rx.recv().unwrap();
         sections.retire(canary(&drops));
-        assert_eq!(drops.load(Ordering::Relaxed), 0, "dropped under an open section");
-        assert_eq!(sections.retired_count(), 1);
+        let while_open = (drops.load(Ordering::Relaxed), sections.retired_count());
         retired.wait();
         reader.join().unwrap();
+        assert!(got, "a thread with a stripe of its own gets a section");
+        assert!(nested_refused, "nested sections take the locked path");
+        assert_eq!(while_open, (0, 1), "dropped under an open section");
         // The reader's exit reclaimed it.
         assert_eq!(drops.load(Ordering::Relaxed), 1);
         assert_eq!(sections.retired_count(), 0);
@@ -369,6 +396,10 @@ mod tests {
         readers.into_iter().for_each(|r| r.join().unwrap());
         sections.drain();
         assert_eq!(drops.load(Ordering::Relaxed), replacements, "every retired value dropped once");
+        if sections.enabled {
+            // The test's threads are far fewer than the 32 stripes: they read in sections.
+            assert!(reads.load(Ordering::Relaxed) > 0, "the readers ran inside sections");
+        }
         drop(current);
     }
 }

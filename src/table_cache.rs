@@ -235,7 +235,7 @@ impl TableCache {
             slot.published.clear();
             slot.table.swap(None)
         };
-        self.retire(dropped);
+        self.retire(dropped.into_iter().collect());
     }
 
     /// The slot of file `number` (created empty on first use). A `TableFile` keeps its own.
@@ -373,31 +373,40 @@ impl TableCache {
                 table
             }
         };
-        // Closes the evicted files, outside the lock.
-        evicted.into_iter().for_each(|t| self.retire(Some(t)));
+        self.retire(evicted); // closes the evicted files once no section reads them
         Ok(result)
     }
 
     /// Forgets file `number` (its file is being deleted): its table leaves the cache and its
     /// slot the map. Readers still holding the table keep it.
     pub fn evict(&self, number: u64) {
-        let dropped = {
+        self.evict_all(&[number]);
+    }
+
+    /// [`TableCache::evict`] of each of `numbers`, their tables retired together (one
+    /// `membarrier` for a compaction's inputs, not one per file).
+    pub fn evict_all(&self, numbers: &[u64]) {
+        let dropped: Vec<Arc<Table>> = {
             let mut st = self.state.lock();
-            let Some(slot) = st.slots.remove(&number) else { return };
-            if let Some(i) = st.ring.iter().position(|s| Arc::ptr_eq(s, &slot)) {
-                st.ring.swap_remove(i);
+            let mut dropped = Vec::new();
+            for number in numbers {
+                let Some(slot) = st.slots.remove(number) else { continue };
+                if let Some(i) = st.ring.iter().position(|s| Arc::ptr_eq(s, &slot)) {
+                    st.ring.swap_remove(i);
+                }
+                slot.hint.set(None);
+                slot.published.clear();
+                dropped.extend(slot.table.swap(None));
             }
-            slot.hint.set(None);
-            slot.published.clear();
-            slot.table.swap(None)
+            dropped
         };
         self.retire(dropped);
     }
 
-    /// Closes `table`, a table a slot gave up, once no read section can be reading it.
-    fn retire(&self, table: Option<Arc<Table>>) {
-        if let Some(t) = table {
-            self.sections.retire(t);
+    /// Closes `tables`, tables their slots gave up, once no read section can be reading them.
+    fn retire(&self, tables: Vec<Arc<Table>>) {
+        if !tables.is_empty() {
+            self.sections.retire(tables);
         }
     }
 

@@ -419,16 +419,21 @@ fn install(
 /// their tables from the table cache first. Nothing can reopen such a file afterwards: tables
 /// are looked up only through a version's `TableFile`, and the list holds the last one.
 pub(crate) fn purge_obsolete(inner: &DbInner) {
-    let mut list = inner.obsolete.lock();
-    list.retain(|f| {
+    // Super-versions retired by installs and no longer readable free their versions first.
+    inner.tables.sections().reclaim();
+    let mut gone = Vec::new();
+    inner.obsolete.lock().retain(|f| {
         if Arc::strong_count(f) > 1 {
             return true;
         }
-        inner.tables.evict(f.meta.number);
-        let _ = inner.storage.remove(&inner.dir.join(filename::sst_name(f.meta.number)));
+        gone.push(f.meta.number);
         false
     });
-    drop(list);
+    // Each file is in the list once, so only this call deletes the ones it took out.
+    inner.tables.evict_all(&gone);
+    for number in gone {
+        let _ = inner.storage.remove(&inner.dir.join(filename::sst_name(number)));
+    }
     // Blob files: the manifest edit that made them obsolete is durable (they leave a version
     // only after it), and no version holds them any more, so no reader can follow a reference
     // into them.
