@@ -4,10 +4,9 @@
 # on 1 and 2 threads, the engines alternating within each round (which goes first alternating
 # between rounds), each run SECS seconds on the reopened database. Run from the repository root
 # after `cargo build --release` and scripts/build_rocksdb_bench.sh:
-#   NUM=50000000 BENCHES=readmissing ROUNDS=5 docs/results/2026-11-30-alternating-reads/run.sh
-# WARM=0 skips the page-cache warm-up after the fills (the 50M runs of runs-50m-readmissing.txt
-# were made before it existed). Databases go in a directory this script makes (and removes); one
-# line per run on stdout.
+#   NUM=50000000 BENCHES="readrandom readmissing" ROUNDS=3 docs/results/2026-11-30-alternating-reads/run.sh
+# WARM=0 skips the page-cache warm-up after the fills. Databases go in a directory this script
+# makes (and removes); one line per run on stdout.
 set -eu
 SIFT=${SIFTDB_BIN:-target/release/siftdb}
 ROCKS=${ROCKSDB_BIN:-tools/rocksdb-bench/target/release/rocksdb-bench}
