@@ -30,17 +30,11 @@
 //!    `SIFTDB_NO_MEMBARRIER` in the environment forces that path (to measure one against the
 //!    other).
 
-use crate::stripe;
+use crate::stripe::{self, PaddedCounter};
 use parking_lot::Mutex;
 use std::marker::PhantomData;
-use std::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicPtr, Ordering};
 use std::sync::{Arc, OnceLock};
-
-/// One thread's section counter, alone on its lines (two, as the adjacent-line prefetcher pairs
-/// them: src/db/read_counters.rs).
-#[repr(align(128))]
-#[derive(Default)]
-struct Counter(AtomicU64);
 
 /// An unlinked object and the sections that may still read it: (stripe index, odd counter).
 struct Retired {
@@ -50,7 +44,8 @@ struct Retired {
 
 /// The read sections of one database (module documentation).
 pub(crate) struct ReadSections {
-    counters: Box<[Counter]>,
+    /// Per stripe index: that thread's section counter, odd inside a section.
+    counters: Box<[PaddedCounter]>,
     retired: Mutex<Vec<Retired>>,
     /// Whether `retired` is non-empty: read by every section's exit, written rarely.
     pending: AtomicBool,
@@ -58,16 +53,10 @@ pub(crate) struct ReadSections {
     enabled: bool,
 }
 
-impl Default for ReadSections {
-    fn default() -> Self {
-        ReadSections::new()
-    }
-}
-
 impl ReadSections {
     pub fn new() -> ReadSections {
         ReadSections {
-            counters: (0..stripe::STRIPES).map(|_| Counter::default()).collect(),
+            counters: (0..stripe::STRIPES).map(|_| PaddedCounter::default()).collect(),
             retired: Mutex::new(Vec::new()),
             pending: AtomicBool::new(false),
             enabled: membarrier::available(),
@@ -289,7 +278,7 @@ mod membarrier {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicUsize;
+    use std::sync::atomic::{AtomicU64, AtomicUsize};
     use std::sync::Barrier;
 
     /// Counts its drops, and marks itself dead so a reader that sees it after its drop fails.

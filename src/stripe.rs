@@ -158,9 +158,11 @@ pub(crate) struct StripedCounter {
     stripes: Box<[PaddedCounter]>,
 }
 
+/// A counter alone on its lines: two, as the adjacent-line prefetcher couples 64-byte lines in
+/// pairs (also each thread's read-section counter, src/read_section.rs).
 #[repr(align(128))]
 #[derive(Default)]
-struct PaddedCounter(AtomicU64);
+pub(crate) struct PaddedCounter(pub(crate) AtomicU64);
 
 impl StripedCounter {
     pub fn new() -> StripedCounter {
