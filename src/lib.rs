@@ -110,6 +110,7 @@ pub(crate) mod manifest;
 pub(crate) mod memtable;
 pub(crate) mod options_validate;
 pub(crate) mod prefix;
+pub(crate) mod radix;
 #[cfg_attr(not(feature = "inspect"), allow(dead_code, unused_imports))]
 pub(crate) mod range_del;
 pub(crate) mod read_section;

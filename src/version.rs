@@ -547,8 +547,11 @@ impl Version {
             self.range_deletion_files.resize(self.levels.len(), Vec::new());
         }
         let files = &self.levels[level];
-        self.largest_briefs[level] =
-            BriefIndex::new(files.iter().map(|f| f.largest_brief).collect());
+        // L0's files overlap and are kept newest first: it is never searched by brief.
+        self.largest_briefs[level] = match level {
+            0 => BriefIndex::default(),
+            _ => BriefIndex::new(files.iter().map(|f| f.largest_brief).collect()),
+        };
         self.probe_entries[level] =
             files.iter().map(|f| ProbeEntry::new(f.smallest_brief, f.slot.probe_hint())).collect();
         self.range_deletion_files[level] =

@@ -38,6 +38,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "wal",
             "memtable",
             "sst",
+            "radix",
             "ikey",
             "batch",
             "prefix",

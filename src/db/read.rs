@@ -157,6 +157,25 @@ fn lookup(
     let copy_value = out != ValueOut::Nothing;
     // The newest range tombstone covering `key` at the snapshot among the sources read so far.
     let mut covered_below = 0u64;
+    // Find the one file of each sorted level first and start loading its filter lines, so
+    // the filters' cache misses overlap instead of following one another level by level (a
+    // 10M-key readmissing profile spent most of its time in them), and overlap the memtables'
+    // search too: the levels are searched before it, though a key found in a memtable never
+    // reads them. L0 files are few and are probed in order; their filters are prefetched too.
+    let l0 = || sv.version.levels()[0].iter().filter(|f| f.may_contain_key(keyspace, key));
+    l0().for_each(|f| f.prefetch_filter(hash));
+    // A sorted level's probe entry holds a copy of the file's filter hint: the prefetch starts
+    // straight after the level search, before the file and its slot are loaded
+    // (src/version/probe_entry.rs). An entry without one yet goes by the slot.
+    let mut deeper: [Option<(&Arc<TableFile>, &ProbeEntry)>; NUM_LEVELS] = [None; NUM_LEVELS];
+    for (level, slot) in deeper.iter_mut().enumerate().skip(1) {
+        *slot = sv.version.find_in_level_entry(level, keyspace, key);
+        if let Some((file, entry)) = slot {
+            if !entry.prefetch_filter(hash) {
+                file.prefetch_filter(hash);
+            }
+        }
+    }
     for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
         covered_below = covered_below.max(mem.max_covering_tombstone(keyspace, key, snapshot));
         let ops_list = &mut ops.list;
@@ -197,24 +216,6 @@ fn lookup(
             GetResult::NotFound => Step::Continue,
         })
     };
-    // Find the one file of each sorted level first and start loading its filter lines, so
-    // the filters' cache misses overlap instead of following one another level by level (a
-    // 10M-key readmissing profile spent most of its time in them). L0 files are few and are
-    // probed in order; their filters are prefetched too.
-    let l0 = || sv.version.levels()[0].iter().filter(|f| f.may_contain_key(keyspace, key));
-    l0().for_each(|f| f.prefetch_filter(hash));
-    // A sorted level's probe entry holds a copy of the file's filter hint: the prefetch starts
-    // straight after the level search, before the file and its slot are loaded
-    // (src/version/probe_entry.rs). An entry without one yet goes by the slot.
-    let mut deeper: [Option<(&Arc<TableFile>, &ProbeEntry)>; NUM_LEVELS] = [None; NUM_LEVELS];
-    for (level, slot) in deeper.iter_mut().enumerate().skip(1) {
-        *slot = sv.version.find_in_level_entry(level, keyspace, key);
-        if let Some((file, entry)) = slot {
-            if !entry.prefetch_filter(hash) {
-                file.prefetch_filter(hash);
-            }
-        }
-    }
     for file in l0() {
         match file.with_table_in(section, |t| in_table(t, &reads[0]))?? {
             Step::Base(v) => return finish(ops, Some(v)),

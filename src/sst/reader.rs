@@ -1035,6 +1035,9 @@ impl Table {
                 if i == block.num_restarts() {
                     return Ok(None);
                 }
+                if let Some(handle) = s.handle(i) {
+                    return Ok(Some(handle));
+                }
                 let at = block.restart_point(i).map_err(|e| self.index_err(e))?;
                 block.restart_entry_at(at).map_err(|e| self.index_err(e))?.1
             }

@@ -11,8 +11,16 @@
 //! Layout: `summaries[0][g]` is the largest brief of group `g` (briefs `16 g .. 16 g + 16`),
 //! `summaries[1]` the same over `summaries[0]`, and so on until a level of at most 16 entries.
 //! Invariant: every summary level is derived from the briefs by `new`, never changed apart.
+//!
+//! A radix table over the briefs' span goes first ([`Radix`]): where the files' keys spread
+//! evenly (numbers, hashes, random ids), the key's bucket names the one or two files it can
+//! fall in, and the search is two loads instead of three rounds. In a 100M-key readmissing
+//! profile (482 files) the three rounds were 11% of the time, and the filter's cache miss
+//! cannot start before the search ends. Where a bucket holds more than a group's worth of
+//! briefs (clustered keys, long runs of equal briefs) the summaries answer.
 
 use super::Brief;
+use crate::radix::Radix;
 
 /// Briefs per group.
 const FAN: usize = 16;
@@ -23,7 +31,11 @@ pub(super) struct BriefIndex {
     briefs: Vec<Brief>,
     /// Finest first; empty when the briefs fit one group.
     summaries: Vec<Vec<Brief>>,
+    radix: Radix<Brief>,
 }
+
+/// Buckets per brief, at least: a bucket then holds one or two briefs when they spread evenly.
+const BUCKETS_PER_BRIEF: usize = 2;
 
 impl BriefIndex {
     /// The index of `briefs`, which must be sorted.
@@ -38,7 +50,8 @@ impl BriefIndex {
             let coarser = finer.chunks(FAN).map(|g| g[g.len() - 1]).collect();
             summaries.push(coarser);
         }
-        BriefIndex { briefs, summaries }
+        let radix = Radix::new(&briefs, briefs.len() * BUCKETS_PER_BRIEF);
+        BriefIndex { briefs, summaries, radix }
     }
 
     /// The briefs, sorted.
@@ -46,12 +59,22 @@ impl BriefIndex {
         &self.briefs
     }
 
-    /// `briefs().partition_point(|&b| b < target)`: per round, the count of the group's
+    /// `briefs().partition_point(|&b| b < target)`: within the target's radix bucket when it
+    /// holds at most a group's worth of briefs, else through the summaries.
+    #[inline]
+    pub(super) fn first_at_or_after(&self, target: Brief) -> usize {
+        let (lo, hi) = self.radix.narrow(target);
+        if hi - lo <= FAN {
+            return lo + count_below(&self.briefs[lo..hi], target);
+        }
+        self.search_summaries(target)
+    }
+
+    /// `first_at_or_after` through the summaries: per round, the count of the group's
     /// entries below `target` (no branch, independent loads) picks the group of the next
     /// finer level. The entries before a group are all below `target`, so the count made
     /// global is the number of finer groups wholly below it: the answer lies in the next.
-    #[inline]
-    pub(super) fn first_at_or_after(&self, target: Brief) -> usize {
+    fn search_summaries(&self, target: Brief) -> usize {
         let mut below = 0;
         for level in self.summaries.iter().rev().map(Vec::as_slice).chain([self.briefs()]) {
             let lo = (below * FAN).min(level.len());

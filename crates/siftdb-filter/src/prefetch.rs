@@ -50,6 +50,26 @@ pub enum ProbeHint {
         /// Columns of the blocks below `upper_start_block`.
         lower_columns: u32,
     },
+    /// A bumped Ribbon filter's first layer: its solution as `Ribbon`'s, and its bumping
+    /// thresholds (2 bits a bucket of `2^bucket_log2` starts, at address `meta`), which a
+    /// probe reads before the solution (a separate line, missed as often at scale).
+    #[non_exhaustive]
+    BumpedRibbon {
+        /// Address of the first layer's first solution word.
+        base: usize,
+        /// The first layer's hash seed.
+        seed: u64,
+        /// Blocks of the first layer's solution.
+        num_blocks: u64,
+        /// First block with `lower_columns + 1` columns.
+        upper_start_block: u64,
+        /// Columns of the blocks below `upper_start_block`.
+        lower_columns: u32,
+        /// Address of the first layer's first threshold word.
+        meta: usize,
+        /// Log2 of the starts per bucket.
+        bucket_log2: u32,
+    },
 }
 
 impl ProbeHint {
@@ -59,7 +79,19 @@ impl ProbeHint {
         match *self {
             ProbeHint::Ribbon { base, seed, num_blocks, upper_start_block, lower_columns } => {
                 let layout = (num_blocks, upper_start_block, lower_columns);
-                super::ribbon::prefetch_hinted(base, seed, layout, hash)
+                super::ribbon::prefetch_hinted(base, seed, layout, hash, None)
+            }
+            ProbeHint::BumpedRibbon {
+                base,
+                seed,
+                num_blocks,
+                upper_start_block,
+                lower_columns,
+                meta,
+                bucket_log2,
+            } => {
+                let layout = (num_blocks, upper_start_block, lower_columns);
+                super::ribbon::prefetch_hinted(base, seed, layout, hash, Some((meta, bucket_log2)))
             }
         }
     }
@@ -70,17 +102,22 @@ impl ProbeHint {
 /// validates the layout and only prefetches).
 #[derive(Debug, Default)]
 pub struct SharedProbeHint {
-    /// 0: no hint; 1: Ribbon.
+    /// Bits 0-7: the kind (`HINT_*`); bits 8-15: `bucket_log2`; bits 32-63: `lower_columns`.
     kind: AtomicU64,
+    /// `base`, `seed`, `num_blocks`, `upper_start_block`, `meta` (0 for Ribbon).
     words: [AtomicU64; 5],
 }
 
 const HINT_NONE: u64 = 0;
 const HINT_RIBBON: u64 = 1;
+const HINT_BUMPED_RIBBON: u64 = 2;
 
 impl SharedProbeHint {
     /// Replaces the hint.
     pub fn set(&self, hint: Option<ProbeHint>) {
+        let pack = |kind: u64, lower_columns: u32, bucket_log2: u32| {
+            kind | u64::from(bucket_log2 & 0xff) << 8 | u64::from(lower_columns) << 32
+        };
         let (kind, words) = match hint {
             None => (HINT_NONE, [0; 5]),
             Some(ProbeHint::Ribbon {
@@ -89,11 +126,22 @@ impl SharedProbeHint {
                 num_blocks,
                 upper_start_block,
                 lower_columns,
-            }) => {
-                let words =
-                    [base as u64, seed, num_blocks, upper_start_block, lower_columns as u64];
-                (HINT_RIBBON, words)
-            }
+            }) => (
+                pack(HINT_RIBBON, lower_columns, 0),
+                [base as u64, seed, num_blocks, upper_start_block, 0],
+            ),
+            Some(ProbeHint::BumpedRibbon {
+                base,
+                seed,
+                num_blocks,
+                upper_start_block,
+                lower_columns,
+                meta,
+                bucket_log2,
+            }) => (
+                pack(HINT_BUMPED_RIBBON, lower_columns, bucket_log2),
+                [base as u64, seed, num_blocks, upper_start_block, meta as u64],
+            ),
         };
         // The kind last: a reader that sees it sees a hint of that kind (maybe mixed with an
         // older one of the same kind, which is harmless).
@@ -108,13 +156,24 @@ impl SharedProbeHint {
     #[inline(always)]
     pub fn load(&self) -> Option<ProbeHint> {
         let w = |i: usize| self.words[i].load(Relaxed);
-        match self.kind.load(Relaxed) {
+        let packed = self.kind.load(Relaxed);
+        let (lower_columns, bucket_log2) = ((packed >> 32) as u32, (packed >> 8) as u8 as u32);
+        match packed & 0xff {
             HINT_RIBBON => Some(ProbeHint::Ribbon {
                 base: w(0) as usize,
                 seed: w(1),
                 num_blocks: w(2),
                 upper_start_block: w(3),
-                lower_columns: w(4) as u32,
+                lower_columns,
+            }),
+            HINT_BUMPED_RIBBON => Some(ProbeHint::BumpedRibbon {
+                base: w(0) as usize,
+                seed: w(1),
+                num_blocks: w(2),
+                upper_start_block: w(3),
+                lower_columns,
+                meta: w(4) as usize,
+                bucket_log2,
             }),
             _ => None,
         }
@@ -146,7 +205,9 @@ mod tests {
         let bytes = Ribbon::build(&keys).unwrap().to_bytes();
         let view = FilterView::parse(&bytes).unwrap();
         let hint = view.probe_hint().expect("a non-empty ribbon filter has a hint");
-        let ProbeHint::Ribbon { base, num_blocks, lower_columns, .. } = hint;
+        let ProbeHint::Ribbon { base, num_blocks, lower_columns, .. } = hint else {
+            panic!("a ribbon's hint is Ribbon: {hint:?}")
+        };
         assert!(bytes.as_ptr_range().contains(&(base as *const u8)), "base inside the filter");
         assert!(num_blocks > 0 && (1..=32).contains(&lower_columns));
         let shared = SharedProbeHint::default();
@@ -160,14 +221,25 @@ mod tests {
         }
         shared.set(None);
         assert_eq!(shared.load(), None);
-        // A bumped ribbon's hint is its first layer's, inside its bytes.
+        // A bumped ribbon's hint is its first layer's: its solution and thresholds, inside its
+        // bytes, round-tripping through the shared slot.
         let bumped = crate::BumpedRibbon::build(&keys).unwrap().to_bytes();
         let bview = FilterView::parse(&bumped).unwrap();
-        let ProbeHint::Ribbon { base, .. } = bview.probe_hint().expect("non-empty: a hint");
-        assert!(bumped.as_ptr_range().contains(&(base as *const u8)), "base inside the filter");
-        shared.set(bview.probe_hint());
+        let hint = bview.probe_hint().expect("non-empty: a hint");
+        let ProbeHint::BumpedRibbon { base, meta, bucket_log2, .. } = hint else {
+            panic!("5000 keys take more than one layer: {hint:?}")
+        };
+        let inside = |a: usize| bumped.as_ptr_range().contains(&(a as *const u8));
+        assert!(inside(base) && inside(meta), "solution and thresholds inside the filter");
+        assert!((7..=16).contains(&bucket_log2));
+        shared.set(Some(hint));
+        assert_eq!(shared.load(), Some(hint));
         assert!(keys.iter().all(|&k| shared.prefetch(k) && bview.contains_hash(k)));
         shared.set(None);
+        // Up to the last layer's size, one layer: the hint is a ribbon's.
+        let small = crate::BumpedRibbon::build(&keys[..100]).unwrap().to_bytes();
+        let hint = FilterView::parse(&small).unwrap().probe_hint();
+        assert!(matches!(hint, Some(ProbeHint::Ribbon { .. })), "{hint:?}");
         // Other kinds have none.
         let mut bloom = BlockedBloom::with_false_pos(0.01).expected_items(5000).unwrap();
         keys.iter().for_each(|&h| bloom.insert_hash(h));
@@ -187,15 +259,27 @@ mod tests {
                     r.below(small)
                 }
             };
-            let hint = ProbeHint::Ribbon {
-                base: rng.next_u64() as usize,
-                seed: rng.next_u64(),
-                num_blocks: pick(&mut rng, 1 << 33),
-                upper_start_block: pick(&mut rng, 1 << 33),
-                lower_columns: pick(&mut rng, 40) as u32,
+            let (base, seed) = (rng.next_u64() as usize, rng.next_u64());
+            let num_blocks = pick(&mut rng, 1 << 33);
+            let upper_start_block = pick(&mut rng, 1 << 33);
+            let lower_columns = pick(&mut rng, 40) as u32;
+            ProbeHint::Ribbon { base, seed, num_blocks, upper_start_block, lower_columns }
+                .prefetch(rng.next_u64());
+            let (meta, bucket_log2) = (rng.next_u64() as usize, pick(&mut rng, 80) as u32);
+            let bumped = ProbeHint::BumpedRibbon {
+                base,
+                seed,
+                num_blocks,
+                upper_start_block,
+                lower_columns,
+                meta,
+                bucket_log2,
             };
-            hint.prefetch(rng.next_u64());
-            let ProbeHint::Ribbon { num_blocks, upper_start_block, lower_columns, .. } = hint;
+            bumped.prefetch(rng.next_u64());
+            // Through the shared slot, whose packing keeps 8 bits of `bucket_log2`.
+            let shared = SharedProbeHint::default();
+            shared.set(Some(bumped));
+            shared.prefetch(rng.next_u64());
             let valid = ribbon::hint_layout_valid(num_blocks, upper_start_block, lower_columns);
             valid_layouts += u32::from(valid.expect("the inline check agrees with validate()"));
         }

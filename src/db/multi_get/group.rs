@@ -255,7 +255,7 @@ impl Batch<'_> {
             let (slot, positive) = s.survivors[at];
             // The index search's loads for the keys after the next (whose handle is found
             // now), each a step further the nearer the key (`Table::prefetch_index`).
-            for (ahead, stage) in [(4, 0), (3, 1), (2, 2)] {
+            for (ahead, stage) in [(5, 0), (4, 1), (3, 2), (2, 3)] {
                 if let Some(&(next, _)) = s.survivors.get(at + ahead) {
                     table.prefetch_index(self.keyspace, self.keys[self.pending[next]], stage);
                 }

@@ -382,27 +382,41 @@ impl<'a> BumpedRibbonView<'a> {
         probe_layers(&self.thresholds, layers, hash)
     }
 
-    /// Starts loading what `contains_hash(hash)` reads in the first layer (a hint: see
-    /// [`crate::FilterView::prefetch_hash`]); the few keys it bumps load the rest late.
+    /// Starts loading what `contains_hash(hash)` reads in the first layer, its threshold word
+    /// and solution lines (a hint: see [`crate::FilterView::prefetch_hash`]); the few keys it
+    /// bumps load the rest late.
     #[inline]
     pub fn prefetch_hash(&self, hash: u64) {
-        if let Some(first) = self.layers.first() {
-            solution::prefetch(&first.words, &first.layout, first.seed, hash);
+        if let Some(hint) = self.probe_hint() {
+            hint.prefetch(hash);
         }
     }
 
     /// The numbers a prefetch needs without the view ([`crate::ProbeHint`]): those of
     /// the first layer, which is a ribbon layout probed with the hash mixed with its seed, as
-    /// a standard ribbon's (the thresholds and later layers are not hinted). `None` for the
-    /// empty filter.
+    /// a standard ribbon's, and, when a layer follows it, where its thresholds are (later
+    /// layers are not hinted). `None` for the empty filter.
     pub(crate) fn probe_hint(&self) -> Option<crate::ProbeHint> {
         let first = self.layers.first()?;
-        Some(crate::ProbeHint::Ribbon {
-            base: first.words.ptr(0) as usize,
-            seed: first.seed,
-            num_blocks: first.layout.num_blocks,
-            upper_start_block: first.layout.upper_start_block,
-            lower_columns: first.layout.lower_columns,
+        let (base, seed, layout) = (first.words.ptr(0) as usize, first.seed, &first.layout);
+        Some(if self.layers.len() > 1 {
+            crate::ProbeHint::BumpedRibbon {
+                base,
+                seed,
+                num_blocks: layout.num_blocks,
+                upper_start_block: layout.upper_start_block,
+                lower_columns: layout.lower_columns,
+                meta: first.meta.ptr(0) as usize,
+                bucket_log2: self.thresholds.bucket_log2,
+            }
+        } else {
+            crate::ProbeHint::Ribbon {
+                base,
+                seed,
+                num_blocks: layout.num_blocks,
+                upper_start_block: layout.upper_start_block,
+                lower_columns: layout.lower_columns,
+            }
         })
     }
 

@@ -68,12 +68,20 @@ pub use bumped::{BumpedRibbon, BumpedRibbonBuilder, BumpedRibbonView};
 pub(crate) const BUMPED_RIBBON_SINGLE_LAYER_KEYS: usize = bumping::LAST_LAYER_KEYS;
 
 /// [`RibbonView::prefetch_hash`] from a probe hint's numbers, `(num_blocks, upper_start_block,
-/// lower_columns)` for the layout, words at address `base` (see `solution::prefetch_at`).
+/// lower_columns)` for the layout, words at address `base` (see `solution::prefetch_at`); with
+/// `thresholds` (a bumped ribbon's first layer: the address of its threshold words and its
+/// `bucket_log2`), also the threshold word of the key's bucket.
 #[inline(always)]
-pub(crate) fn prefetch_hinted(base: usize, seed: u64, layout: (u64, u64, u32), hash: u64) {
+pub(crate) fn prefetch_hinted(
+    base: usize,
+    seed: u64,
+    layout: (u64, u64, u32),
+    hash: u64,
+    thresholds: Option<(usize, u32)>,
+) {
     let (num_blocks, upper_start_block, lower_columns) = layout;
     let layout = Layout { num_blocks, upper_start_block, lower_columns };
-    solution::prefetch_at(base, &layout, seed, hash);
+    solution::prefetch_at(base, &layout, seed, hash, thresholds);
 }
 
 /// Whether a hint's layout numbers are valid, checked both ways: `Layout::is_valid` (the hint

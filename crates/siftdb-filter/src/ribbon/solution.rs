@@ -160,13 +160,27 @@ pub(super) fn prefetch(words: &LeWords<'_, u64>, layout: &Layout, seed: u64, has
 /// [`prefetch`] from a probe hint's numbers (`crate::ProbeHint`): the words at
 /// address `base`, which may no longer be the filter's (a stale hint, or one read torn by a
 /// concurrent update). A layout that fails validation is skipped; a valid one bounds the span
-/// to two blocks, so any numbers cost at most a few wasted loads, never a fault.
+/// to two blocks, so any numbers cost at most a few wasted loads, never a fault. With
+/// `thresholds` (`(address, bucket_log2)` of a bumped ribbon layer's threshold words), also the
+/// word holding the key's bucket's threshold, which the probe reads first.
 #[inline(always)]
-pub(crate) fn prefetch_at(base: usize, layout: &Layout, seed: u64, hash: u64) {
+pub(crate) fn prefetch_at(
+    base: usize,
+    layout: &Layout,
+    seed: u64,
+    hash: u64,
+    thresholds: Option<(usize, u32)>,
+) {
     if !layout.is_valid() {
         return;
     }
     let Some((first, end)) = probe_span(layout, seed, hash) else { return };
+    if let Some((meta, bucket_log2)) = thresholds {
+        // As `bumping::threshold`: 32 buckets of 2 bits a word.
+        let start = fast_range64(mix64(hash, seed), layout.num_starts());
+        let word = (start >> (bucket_log2 & 63)) / 32;
+        prefetch_read(meta.wrapping_add((word as usize).wrapping_mul(8)) as *const u8);
+    }
     prefetch_lines(first, end, |w| base.wrapping_add(w.wrapping_mul(8)) as *const u8);
 }
 
