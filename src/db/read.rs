@@ -93,6 +93,9 @@ fn point_lookup(
             &guard
         }
     };
+    // The candidate files first: their filters' cache misses then overlap everything below.
+    let hash = hash_key(key);
+    let candidates = Candidates::find(sv, keyspace, key, hash);
     let snapshot = at.sequence(inner);
     let ttl = super::ttl::read_ttl(inner, keyspace);
     let wrapped;
@@ -110,8 +113,8 @@ fn point_lookup(
         sv,
         section.as_ref(),
         &counters.levels,
-        keyspace,
-        key,
+        (keyspace, key, hash),
+        &candidates,
         snapshot,
         out,
         &mut operands,
@@ -132,20 +135,62 @@ enum Step {
     Continue,
 }
 
+/// The files of a super-version that may hold a key: the L0 files whose range holds it, and
+/// the one file of each sorted level whose range holds it, with its probe entry.
+struct Candidates<'a> {
+    deeper: [Option<(&'a Arc<TableFile>, &'a ProbeEntry)>; NUM_LEVELS],
+}
+
+impl<'a> Candidates<'a> {
+    /// Finds the candidate files and starts loading their filter lines, so the filters' cache
+    /// misses overlap one another instead of following one another level by level (a 10M-key
+    /// readmissing profile spent most of its time in them), and overlap the rest of the
+    /// lookup's set-up and the memtables' search: a key found in a memtable never reads them.
+    /// A sorted level's probe entry holds a copy of the file's filter hint: the prefetch
+    /// starts straight after the level search, before the file and its slot are loaded
+    /// (src/version/probe_entry.rs); an entry without one yet goes by the slot. L0 files are
+    /// few and are probed in order; their filters are prefetched too.
+    #[inline]
+    fn find(sv: &'a SuperVersion, keyspace: u32, key: &[u8], hash: u64) -> Candidates<'a> {
+        Candidates::l0(sv, keyspace, key).for_each(|f| f.prefetch_filter(hash));
+        let mut deeper = [None; NUM_LEVELS];
+        for (level, slot) in deeper.iter_mut().enumerate().skip(1) {
+            *slot = sv.version.find_in_level_entry(level, keyspace, key);
+            if let Some((file, entry)) = slot {
+                if !entry.prefetch_filter(hash) {
+                    file.prefetch_filter(hash);
+                }
+            }
+        }
+        Candidates { deeper }
+    }
+
+    /// The L0 files whose key range holds `key`, newest first.
+    fn l0<'k>(
+        sv: &'a SuperVersion,
+        keyspace: u32,
+        key: &'k [u8],
+    ) -> impl Iterator<Item = &'a Arc<TableFile>> + 'k
+    where
+        'a: 'k,
+    {
+        sv.version.levels()[0].iter().filter(move |f| f.may_contain_key(keyspace, key))
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn lookup(
     sv: &SuperVersion,
     section: Option<&Section<'_>>,
     reads: &[ReadCounters; NUM_LEVELS],
-    keyspace: u32,
-    key: &[u8],
+    (keyspace, key, hash): (u32, &[u8], u64),
+    candidates: &Candidates<'_>,
     snapshot: u64,
     out: ValueOut,
     ops: &mut Operands<'_>,
 ) -> Result<Option<PinnedValue>> {
     // Walk newest to oldest. Merge operands are collected on the way (newest first) until a
     // Put (the base), a Delete (no base) or the end (no base); then they are merged.
-    let hash = hash_key(key);
     // Without operands the base is the answer as it is (a pinned value stays pinned).
     let finish = |ops: &Operands<'_>, base: Option<PinnedValue>| {
         // In a TTL keyspace `finish` applies the expiry rule and strips the write time.
@@ -157,25 +202,6 @@ fn lookup(
     let copy_value = out != ValueOut::Nothing;
     // The newest range tombstone covering `key` at the snapshot among the sources read so far.
     let mut covered_below = 0u64;
-    // Find the one file of each sorted level first and start loading its filter lines, so
-    // the filters' cache misses overlap instead of following one another level by level (a
-    // 10M-key readmissing profile spent most of its time in them), and overlap the memtables'
-    // search too: the levels are searched before it, though a key found in a memtable never
-    // reads them. L0 files are few and are probed in order; their filters are prefetched too.
-    let l0 = || sv.version.levels()[0].iter().filter(|f| f.may_contain_key(keyspace, key));
-    l0().for_each(|f| f.prefetch_filter(hash));
-    // A sorted level's probe entry holds a copy of the file's filter hint: the prefetch starts
-    // straight after the level search, before the file and its slot are loaded
-    // (src/version/probe_entry.rs). An entry without one yet goes by the slot.
-    let mut deeper: [Option<(&Arc<TableFile>, &ProbeEntry)>; NUM_LEVELS] = [None; NUM_LEVELS];
-    for (level, slot) in deeper.iter_mut().enumerate().skip(1) {
-        *slot = sv.version.find_in_level_entry(level, keyspace, key);
-        if let Some((file, entry)) = slot {
-            if !entry.prefetch_filter(hash) {
-                file.prefetch_filter(hash);
-            }
-        }
-    }
     for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
         covered_below = covered_below.max(mem.max_covering_tombstone(keyspace, key, snapshot));
         let ops_list = &mut ops.list;
@@ -216,14 +242,14 @@ fn lookup(
             GetResult::NotFound => Step::Continue,
         })
     };
-    for file in l0() {
+    for file in Candidates::l0(sv, keyspace, key) {
         match file.with_table_in(section, |t| in_table(t, &reads[0]))?? {
             Step::Base(v) => return finish(ops, Some(v)),
             Step::Deleted => return finish(ops, None),
             Step::Continue => {}
         }
     }
-    for (found, level_reads) in deeper.iter().zip(reads).skip(1) {
+    for (found, level_reads) in candidates.deeper.iter().zip(reads).skip(1) {
         if let Some((file, entry)) = found {
             let step = file.with_table_in(section, |t| in_table(t, level_reads))??;
             // The slot's line was just read: keeping the entry's copy current is nearly free.
