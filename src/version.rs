@@ -456,6 +456,7 @@ impl Version {
         keyspace: u32,
         user_key: &[u8],
     ) -> Option<(&Arc<TableFile>, &ProbeEntry)> {
+        debug_assert!(level > 0, "L0 is not a sorted level");
         let key = (keyspace, user_key);
         let target = brief(keyspace, user_key);
         let files = &self.levels[level];
@@ -489,6 +490,7 @@ impl Version {
         lower: Bound<&[u8]>,
         upper: Bound<&[u8]>,
     ) -> std::ops::Range<usize> {
+        debug_assert!(level > 0, "L0 is not a sorted level");
         let files = &self.levels[level];
         if files.is_empty() {
             return 0..0;

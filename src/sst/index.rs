@@ -24,8 +24,8 @@
 //! separators (a table holds one keyspace) and is not built when they name several: a target
 //! of a smaller keyspace sorts before every entry, one of a larger keyspace after every entry.
 //!
-//! The prefixes are searched through a radix table first ([`Radix`], a quarter of a bucket per
-//! entry): for keys spread evenly the target's bucket holds a few entries, and the seek reads
+//! The prefixes are searched through a radix table first ([`Radix`], a bucket per 2 to 8
+//! entries): for keys spread evenly the target's bucket holds a few entries, and the seek reads
 //! the bucket's bounds, then one line of prefixes. A table's index is cold at scale (at 100M
 //! keys a lookup visits one of hundreds of tables at random), where the top array's binary
 //! search cost a cache miss a step: the seek was 36% of a 100M-key readrandom profile. A
@@ -89,8 +89,8 @@ impl PackedHandle {
     }
 }
 
-/// Entries per radix bucket, at most (on average; a power of two of buckets rounds it down):
-/// a bucket's entries then span one or two cache lines of prefixes.
+/// Entries per radix bucket asked for: the power of two of buckets and the span's own width
+/// make it 2 to 8 on average, one or two cache lines of prefixes.
 const ENTRIES_PER_BUCKET: usize = 4;
 
 impl IndexSearch {
@@ -187,14 +187,16 @@ impl IndexSearch {
         Ok(left)
     }
 
-    /// Starts loading what [`IndexSearch::seek`] of `user_key` in `keyspace` will read, one
-    /// step per `stage` (a hint: answers never depend on it). A batch of sorted keys calls it
-    /// for the keys a few places ahead, nearest last: stage 0 loads the seek's radix bucket,
-    /// stage 1 (with the bucket loaded) the prefixes the seek will search, stage 2 (with those
-    /// loaded) its restart slot, stage 3 (with the slot loaded) its entry. Each is a load the
-    /// seek waited for in turn, a tenth of a Python `multi_get` batch. Targets outside the
-    /// summary's keyspace or common prefix, which the seek answers without reading, load
-    /// nothing.
+    /// Starts loading what [`IndexSearch::seek`] of `user_key` in `keyspace` and the block
+    /// handle lookup after it will read, one step per `stage` (a hint: answers never depend on
+    /// it). A batch of sorted keys calls it for the keys a few places ahead, nearest last:
+    /// stage 0 loads the seek's radix bucket; stage 1 (with the bucket loaded) the prefixes the
+    /// seek will search and, when the summary keeps handles, the bucket's first handle (the
+    /// answer's, or its line's neighbour); without handles, stage 2 (with the prefixes loaded)
+    /// the restart slot and stage 3 (with the slot loaded) the entry, which the lookup then
+    /// reads for the handle. Each is a load the lookup waited for in turn, a tenth of a Python
+    /// `multi_get` batch. Targets outside the summary's keyspace or common prefix, which the
+    /// seek answers without reading, load nothing.
     pub(crate) fn prefetch(&self, index: &Block, keyspace: u32, user_key: &[u8], stage: u8) {
         if keyspace != self.keyspace || !user_key.starts_with(&self.common) {
             return;
@@ -210,7 +212,11 @@ impl IndexSearch {
                         crate::filter::prefetch_read(line.as_ptr());
                     }
                 }
+                if let Some(h) = self.handles.get(lo) {
+                    crate::filter::prefetch_read(h);
+                }
             }
+            _ if !self.handles.is_empty() => {}
             2 => index.prefetch_restart_slot(self.first_at_least(p)),
             _ => {
                 if let Ok(off) = index.restart_point(self.first_at_least(p)) {
@@ -243,6 +249,12 @@ impl IndexSearch {
             }
             return lo + self.prefixes[lo..hi].partition_point(|&x| x < p);
         }
+        self.first_at_least_by_top(p)
+    }
+
+    /// [`IndexSearch::first_at_least`] through the top array and one group, for a radix
+    /// bucket of more than a group's entries.
+    fn first_at_least_by_top(&self, p: u64) -> usize {
         match self.group_of(p) {
             None => 0,
             Some(g) => g.start + self.prefixes[g].partition_point(|&x| x < p),
@@ -452,6 +464,8 @@ mod tests {
             for p in 0..len as u64 / 2 + 4 {
                 let want = prefixes.partition_point(|&x| x < p);
                 assert_eq!(s.first_at_least(p), want, "len {len} p {p}");
+                // The fallback for wide buckets, which these prefixes seldom reach.
+                assert_eq!(s.first_at_least_by_top(p), want, "len {len} p {p}");
             }
         }
     }

@@ -75,7 +75,7 @@ impl IndexEntry {
 
     /// Bytes of heap memory an `Arc<IndexEntry>` holds, allocator headers included (what the
     /// cache is charged, and what a table holding one reports): its own allocation, the
-    /// block's `Arc` and contents, and the summary's prefix array.
+    /// block's `Arc` and contents, and the summary's arrays (prefixes, top, handles, radix).
     pub(crate) fn memory_bytes(&self) -> usize {
         heap::arc_bytes::<IndexEntry>() + self.inner_heap_bytes()
     }
@@ -86,7 +86,7 @@ impl IndexEntry {
         self.block.arc_heap_bytes() + self.search.as_ref().map_or(0, |s| s.memory_bytes())
     }
 
-    /// Bytes of the block's contents and its summary's prefixes (no allocator or `Arc`
+    /// Bytes of the block's contents and its summary's arrays (no allocator or `Arc`
     /// overhead): the figure the statistics report as a table's filter or index size.
     pub(crate) fn payload_bytes(&self) -> usize {
         self.block.memory_bytes() + self.search.as_ref().map_or(0, |s| s.prefix_bytes())

@@ -134,8 +134,11 @@ impl PartitionIndex {
         self.entry.block.num_restarts()
     }
 
-    /// The handle of partition `i` (`i < len()`).
+    /// The handle of partition `i` (`i < len()`): the summary's copy, or else the block's.
     pub(crate) fn handle(&self, i: usize) -> Result<BlockHandle> {
+        if let Some(h) = self.entry.search.as_ref().and_then(|s| s.handle(i)) {
+            return Ok(h);
+        }
         let block = &self.entry.block;
         let (_, value, _) = block.restart_entry_at(block.restart_point(i)?)?;
         BlockHandle::decode(value)
