@@ -36,7 +36,8 @@ pub fn prefetch_read<T>(ptr: *const T) {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ProbeHint {
-    /// A Ribbon filter's words (at address `base`), seed and layout.
+    /// A Ribbon filter's words (at address `base`), seed and layout; for a bumped Ribbon
+    /// filter, its first layer's, with where that layer's bumping thresholds are.
     #[non_exhaustive]
     Ribbon {
         /// Address of the filter's first word.
@@ -49,26 +50,11 @@ pub enum ProbeHint {
         upper_start_block: u64,
         /// Columns of the blocks below `upper_start_block`.
         lower_columns: u32,
-    },
-    /// A bumped Ribbon filter's first layer: its solution as `Ribbon`'s, and its bumping
-    /// thresholds (2 bits a bucket of `2^bucket_log2` starts, at address `meta`), which a
-    /// probe reads before the solution (a separate line, missed as often at scale).
-    #[non_exhaustive]
-    BumpedRibbon {
-        /// Address of the first layer's first solution word.
-        base: usize,
-        /// The first layer's hash seed.
-        seed: u64,
-        /// Blocks of the first layer's solution.
-        num_blocks: u64,
-        /// First block with `lower_columns + 1` columns.
-        upper_start_block: u64,
-        /// Columns of the blocks below `upper_start_block`.
-        lower_columns: u32,
-        /// Address of the first layer's first threshold word.
-        meta: usize,
-        /// Log2 of the starts per bucket.
-        bucket_log2: u32,
+        /// A bumped Ribbon's first layer (followed by another): the address of its threshold
+        /// words and its `bucket_log2` (2 bits a bucket of `2^bucket_log2` starts). A probe
+        /// reads the key's threshold word before the solution: a separate line, as often
+        /// missed at scale.
+        thresholds: Option<(usize, u32)>,
     },
 }
 
@@ -76,24 +62,16 @@ impl ProbeHint {
     /// Starts loading the lines a probe of `hash` reads (a hint only).
     #[inline(always)]
     pub fn prefetch(&self, hash: u64) {
-        match *self {
-            ProbeHint::Ribbon { base, seed, num_blocks, upper_start_block, lower_columns } => {
-                let layout = (num_blocks, upper_start_block, lower_columns);
-                super::ribbon::prefetch_hinted(base, seed, layout, hash, None)
-            }
-            ProbeHint::BumpedRibbon {
-                base,
-                seed,
-                num_blocks,
-                upper_start_block,
-                lower_columns,
-                meta,
-                bucket_log2,
-            } => {
-                let layout = (num_blocks, upper_start_block, lower_columns);
-                super::ribbon::prefetch_hinted(base, seed, layout, hash, Some((meta, bucket_log2)))
-            }
-        }
+        let ProbeHint::Ribbon {
+            base,
+            seed,
+            num_blocks,
+            upper_start_block,
+            lower_columns,
+            thresholds,
+        } = *self;
+        let layout = (num_blocks, upper_start_block, lower_columns);
+        super::ribbon::prefetch_hinted(base, seed, layout, hash, thresholds)
     }
 }
 
@@ -102,22 +80,19 @@ impl ProbeHint {
 /// validates the layout and only prefetches).
 #[derive(Debug, Default)]
 pub struct SharedProbeHint {
-    /// Bits 0-7: the kind (`HINT_*`); bits 8-15: `bucket_log2`; bits 32-63: `lower_columns`.
+    /// Bits 0-7: the kind (`HINT_*`); bits 8-15: the thresholds' `bucket_log2` (0: none);
+    /// bits 32-63: `lower_columns`.
     kind: AtomicU64,
-    /// `base`, `seed`, `num_blocks`, `upper_start_block`, `meta` (0 for Ribbon).
+    /// `base`, `seed`, `num_blocks`, `upper_start_block`, the thresholds' address.
     words: [AtomicU64; 5],
 }
 
 const HINT_NONE: u64 = 0;
 const HINT_RIBBON: u64 = 1;
-const HINT_BUMPED_RIBBON: u64 = 2;
 
 impl SharedProbeHint {
     /// Replaces the hint.
     pub fn set(&self, hint: Option<ProbeHint>) {
-        let pack = |kind: u64, lower_columns: u32, bucket_log2: u32| {
-            kind | u64::from(bucket_log2 & 0xff) << 8 | u64::from(lower_columns) << 32
-        };
         let (kind, words) = match hint {
             None => (HINT_NONE, [0; 5]),
             Some(ProbeHint::Ribbon {
@@ -126,22 +101,15 @@ impl SharedProbeHint {
                 num_blocks,
                 upper_start_block,
                 lower_columns,
-            }) => (
-                pack(HINT_RIBBON, lower_columns, 0),
-                [base as u64, seed, num_blocks, upper_start_block, 0],
-            ),
-            Some(ProbeHint::BumpedRibbon {
-                base,
-                seed,
-                num_blocks,
-                upper_start_block,
-                lower_columns,
-                meta,
-                bucket_log2,
-            }) => (
-                pack(HINT_BUMPED_RIBBON, lower_columns, bucket_log2),
-                [base as u64, seed, num_blocks, upper_start_block, meta as u64],
-            ),
+                thresholds,
+            }) => {
+                // bucket_log2 is 7..=16 for a bumped Ribbon: 0 says there are no thresholds.
+                let (meta, bucket_log2) = thresholds.unwrap_or((0, 0));
+                let packed = HINT_RIBBON
+                    | u64::from(bucket_log2 & 0xff) << 8
+                    | u64::from(lower_columns) << 32;
+                (packed, [base as u64, seed, num_blocks, upper_start_block, meta as u64])
+            }
         };
         // The kind last: a reader that sees it sees a hint of that kind (maybe mixed with an
         // older one of the same kind, which is harmless).
@@ -157,26 +125,18 @@ impl SharedProbeHint {
     pub fn load(&self) -> Option<ProbeHint> {
         let w = |i: usize| self.words[i].load(Relaxed);
         let packed = self.kind.load(Relaxed);
-        let (lower_columns, bucket_log2) = ((packed >> 32) as u32, (packed >> 8) as u8 as u32);
-        match packed & 0xff {
-            HINT_RIBBON => Some(ProbeHint::Ribbon {
-                base: w(0) as usize,
-                seed: w(1),
-                num_blocks: w(2),
-                upper_start_block: w(3),
-                lower_columns,
-            }),
-            HINT_BUMPED_RIBBON => Some(ProbeHint::BumpedRibbon {
-                base: w(0) as usize,
-                seed: w(1),
-                num_blocks: w(2),
-                upper_start_block: w(3),
-                lower_columns,
-                meta: w(4) as usize,
-                bucket_log2,
-            }),
-            _ => None,
+        if packed & 0xff != HINT_RIBBON {
+            return None;
         }
+        let bucket_log2 = (packed >> 8) as u8 as u32;
+        Some(ProbeHint::Ribbon {
+            base: w(0) as usize,
+            seed: w(1),
+            num_blocks: w(2),
+            upper_start_block: w(3),
+            lower_columns: (packed >> 32) as u32,
+            thresholds: (bucket_log2 != 0).then(|| (w(4) as usize, bucket_log2)),
+        })
     }
 
     /// Prefetches the lines a probe of `hash` reads, by the hint; false if there is none.
@@ -205,9 +165,8 @@ mod tests {
         let bytes = Ribbon::build(&keys).unwrap().to_bytes();
         let view = FilterView::parse(&bytes).unwrap();
         let hint = view.probe_hint().expect("a non-empty ribbon filter has a hint");
-        let ProbeHint::Ribbon { base, num_blocks, lower_columns, .. } = hint else {
-            panic!("a ribbon's hint is Ribbon: {hint:?}")
-        };
+        let ProbeHint::Ribbon { base, num_blocks, lower_columns, thresholds, .. } = hint;
+        assert_eq!(thresholds, None, "a standard ribbon has no thresholds");
         assert!(bytes.as_ptr_range().contains(&(base as *const u8)), "base inside the filter");
         assert!(num_blocks > 0 && (1..=32).contains(&lower_columns));
         let shared = SharedProbeHint::default();
@@ -226,8 +185,8 @@ mod tests {
         let bumped = crate::BumpedRibbon::build(&keys).unwrap().to_bytes();
         let bview = FilterView::parse(&bumped).unwrap();
         let hint = bview.probe_hint().expect("non-empty: a hint");
-        let ProbeHint::BumpedRibbon { base, meta, bucket_log2, .. } = hint else {
-            panic!("5000 keys take more than one layer: {hint:?}")
+        let ProbeHint::Ribbon { base, thresholds: Some((meta, bucket_log2)), .. } = hint else {
+            panic!("5000 keys take more than one layer, whose thresholds are hinted: {hint:?}")
         };
         let inside = |a: usize| bumped.as_ptr_range().contains(&(a as *const u8));
         assert!(inside(base) && inside(meta), "solution and thresholds inside the filter");
@@ -239,7 +198,7 @@ mod tests {
         // Up to the last layer's size, one layer: the hint is a ribbon's.
         let small = crate::BumpedRibbon::build(&keys[..100]).unwrap().to_bytes();
         let hint = FilterView::parse(&small).unwrap().probe_hint();
-        assert!(matches!(hint, Some(ProbeHint::Ribbon { .. })), "{hint:?}");
+        assert!(matches!(hint, Some(ProbeHint::Ribbon { thresholds: None, .. })), "{hint:?}");
         // Other kinds have none.
         let mut bloom = BlockedBloom::with_false_pos(0.01).expected_items(5000).unwrap();
         keys.iter().for_each(|&h| bloom.insert_hash(h));
@@ -263,18 +222,17 @@ mod tests {
             let num_blocks = pick(&mut rng, 1 << 33);
             let upper_start_block = pick(&mut rng, 1 << 33);
             let lower_columns = pick(&mut rng, 40) as u32;
-            ProbeHint::Ribbon { base, seed, num_blocks, upper_start_block, lower_columns }
-                .prefetch(rng.next_u64());
-            let (meta, bucket_log2) = (rng.next_u64() as usize, pick(&mut rng, 80) as u32);
-            let bumped = ProbeHint::BumpedRibbon {
+            let hint = |thresholds| ProbeHint::Ribbon {
                 base,
                 seed,
                 num_blocks,
                 upper_start_block,
                 lower_columns,
-                meta,
-                bucket_log2,
+                thresholds,
             };
+            hint(None).prefetch(rng.next_u64());
+            let (meta, bucket_log2) = (rng.next_u64() as usize, pick(&mut rng, 80) as u32);
+            let bumped = hint(Some((meta, bucket_log2)));
             bumped.prefetch(rng.next_u64());
             // Through the shared slot, whose packing keeps 8 bits of `bucket_log2`.
             let shared = SharedProbeHint::default();

@@ -398,25 +398,14 @@ impl<'a> BumpedRibbonView<'a> {
     /// layers are not hinted). `None` for the empty filter.
     pub(crate) fn probe_hint(&self) -> Option<crate::ProbeHint> {
         let first = self.layers.first()?;
-        let (base, seed, layout) = (first.words.ptr(0) as usize, first.seed, &first.layout);
-        Some(if self.layers.len() > 1 {
-            crate::ProbeHint::BumpedRibbon {
-                base,
-                seed,
-                num_blocks: layout.num_blocks,
-                upper_start_block: layout.upper_start_block,
-                lower_columns: layout.lower_columns,
-                meta: first.meta.ptr(0) as usize,
-                bucket_log2: self.thresholds.bucket_log2,
-            }
-        } else {
-            crate::ProbeHint::Ribbon {
-                base,
-                seed,
-                num_blocks: layout.num_blocks,
-                upper_start_block: layout.upper_start_block,
-                lower_columns: layout.lower_columns,
-            }
+        Some(crate::ProbeHint::Ribbon {
+            base: first.words.ptr(0) as usize,
+            seed: first.seed,
+            num_blocks: first.layout.num_blocks,
+            upper_start_block: first.layout.upper_start_block,
+            lower_columns: first.layout.lower_columns,
+            thresholds: (self.layers.len() > 1)
+                .then(|| (first.meta.ptr(0) as usize, self.thresholds.bucket_log2)),
         })
     }
 

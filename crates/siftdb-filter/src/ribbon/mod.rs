@@ -363,6 +363,7 @@ impl<'a> RibbonView<'a> {
             num_blocks: self.layout.num_blocks,
             upper_start_block: self.layout.upper_start_block,
             lower_columns: self.layout.lower_columns,
+            thresholds: None,
         })
     }
 
