@@ -30,47 +30,33 @@ pub(crate) trait RadixKey: Copy + Ord {
     const ZERO: Self;
 }
 
-impl RadixKey for u64 {
-    const BITS: u32 = u64::BITS;
-    const ZERO: u64 = 0;
-    #[inline(always)]
-    fn minus(self, other: u64) -> u64 {
-        self - other
-    }
-    #[inline(always)]
-    fn leading_zeros(self) -> u32 {
-        u64::leading_zeros(self)
-    }
-    #[inline(always)]
-    fn shifted(self, shift: u32) -> usize {
-        usize::try_from(self >> shift).unwrap_or(usize::MAX)
-    }
-    #[inline(always)]
-    fn bucket_start(base: u64, bucket: usize, shift: u32) -> u64 {
-        base + ((bucket as u64) << shift)
-    }
+/// The same impl for each unsigned width the callers use.
+macro_rules! radix_key {
+    ($($t:ty),*) => {$(
+        impl RadixKey for $t {
+            const BITS: u32 = <$t>::BITS;
+            const ZERO: $t = 0;
+            #[inline(always)]
+            fn minus(self, other: $t) -> $t {
+                self - other
+            }
+            #[inline(always)]
+            fn leading_zeros(self) -> u32 {
+                <$t>::leading_zeros(self)
+            }
+            #[inline(always)]
+            fn shifted(self, shift: u32) -> usize {
+                usize::try_from(self >> shift).unwrap_or(usize::MAX)
+            }
+            #[inline(always)]
+            fn bucket_start(base: $t, bucket: usize, shift: u32) -> $t {
+                base + ((bucket as $t) << shift)
+            }
+        }
+    )*};
 }
 
-impl RadixKey for u128 {
-    const BITS: u32 = u128::BITS;
-    const ZERO: u128 = 0;
-    #[inline(always)]
-    fn minus(self, other: u128) -> u128 {
-        self - other
-    }
-    #[inline(always)]
-    fn leading_zeros(self) -> u32 {
-        u128::leading_zeros(self)
-    }
-    #[inline(always)]
-    fn shifted(self, shift: u32) -> usize {
-        usize::try_from(self >> shift).unwrap_or(usize::MAX)
-    }
-    #[inline(always)]
-    fn bucket_start(base: u128, bucket: usize, shift: u32) -> u128 {
-        base + ((bucket as u128) << shift)
-    }
-}
+radix_key!(u64, u128);
 
 /// See the module documentation.
 #[derive(Clone, Debug)]
