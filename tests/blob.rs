@@ -380,6 +380,39 @@ fn without_gc_a_compaction_still_frees_files_whose_values_are_all_overwritten() 
     assert!(blob_files(&storage, dir).is_empty());
 }
 
+/// An obsolete file an iterator holds stays while the iterator reads it and is deleted once the
+/// iterator is gone, with no flush or compaction after: `wait_for_compactions` (with nothing
+/// to compact) deletes it.
+#[test]
+fn an_obsolete_file_an_iterator_held_is_deleted_once_it_lets_go_without_further_work() {
+    let storage = MemStorage::new();
+    let dir = Path::new("/db");
+    let db = Db::open(dir, Options { blob_gc_age_cutoff: 0.0, ..opts(&storage) }).unwrap();
+    let round = |r: u64| {
+        for i in 0..200 {
+            db.put(common::key(i), value(i, r, 1000)).unwrap();
+        }
+        db.flush().unwrap();
+    };
+    round(0);
+    let mut it = db.scan().unwrap();
+    let (k, v) = it.next().unwrap().unwrap();
+    assert_eq!((k, v), (common::key(0), value(0, 0, 1000)));
+    round(1);
+    let files = blob_files(&storage, dir);
+    assert_eq!(files.len(), 2);
+    db.compact().unwrap();
+    assert_eq!(db.stats().blob_files, 1);
+    assert_eq!(blob_files(&storage, dir), files, "the iterator still reads the older file");
+    let rest: Vec<(Vec<u8>, Vec<u8>)> = it.map(|e| e.unwrap()).collect();
+    let want: Vec<(Vec<u8>, Vec<u8>)> =
+        (1..200).map(|i| (common::key(i), value(i, 0, 1000))).collect();
+    assert!(rest == want, "the iterator reads the values of the older file");
+    db.wait_for_compactions().unwrap();
+    assert_eq!(blob_files(&storage, dir), vec![files[1].clone()], "the older file is deleted");
+    db.close().unwrap();
+}
+
 #[test]
 fn a_checkpoint_holds_the_live_blob_files() {
     let storage = MemStorage::new();

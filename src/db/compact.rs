@@ -21,9 +21,26 @@
 //! is deleted once the list holds the only reference to it (`Arc::strong_count == 1`): no
 //! version a reader or iterator still holds names it, and the manifest no longer does; its
 //! table is then dropped from the table cache (a reader that took it earlier finishes on its
-//! handle, and nothing can ask the cache for it again: lookups go through a version). The list
-//! is checked after every flush and compaction and when the database closes; files still
-//! referenced at close are orphans to the next open, which deletes them.
+//! handle, and nothing can ask the cache for it again: lookups go through a version). A purge
+//! never waits for a holder: it leaves a file still held for a later purge.
+//!
+//! Holders: no obsolete file outlives its last holder for want of a purge (nor waits for a
+//! further flush or compaction):
+//! - flush and compaction jobs drop the versions they took before their own purge; a flush
+//!   holds none from its install on;
+//! - outside a job the background threads hold a version only under `bg_lock` (the compaction
+//!   picker, the flush thread's look at its queue). The purges that end `Db::compact`,
+//!   `Db::compact_range`, `Db::drop_keyspace` and `Db::wait_for_compactions` run under
+//!   `bg_lock` ([`purge_obsolete_settled`]) after their edits are installed, and a background
+//!   job (under `compaction_lock`) either ended before those edits or works on a version that
+//!   no longer names the files they made obsolete. So when these calls return, only readers
+//!   (iterators, lookups, concurrent calls and writes) and a flush still writing its tables
+//!   can hold a file they made obsolete;
+//! - any other holder (an iterator, a point lookup's read section, a user call such as `stats`,
+//!   a pick that overlapped a job's purge) lets go without purging: the compaction thread purges
+//!   on each wake-up (at least every 200 ms) while a list is non-empty.
+//!
+//! Files still referenced at close are orphans to the next open, which deletes them.
 
 use super::keyspace::Layout;
 use super::plan::{absent_share, l0_runs_beside, tree_shape};
@@ -185,6 +202,9 @@ fn compaction_loop(inner: &DbInner) {
                 if next_pick(inner).is_some() {
                     break;
                 }
+                // After the pick's version is dropped: the catch-all of the module
+                // documentation's "Holders".
+                purge_pending(inner);
                 inner.bg_cv.wait_for(&mut g, Duration::from_millis(200));
             }
         }
@@ -447,6 +467,22 @@ pub(crate) fn purge_obsolete(inner: &DbInner) {
     });
 }
 
+/// [`purge_obsolete`] if a file waits in an obsolete list.
+fn purge_pending(inner: &DbInner) {
+    if !inner.obsolete.lock().is_empty() || !inner.obsolete_blobs.lock().is_empty() {
+        purge_obsolete(inner);
+    }
+}
+
+/// [`purge_obsolete`] under `bg_lock`: no background pick or flush-queue check (which hold a
+/// version only under that lock) is in progress, so every obsolete file that no reader or
+/// running flush holds is deleted (module documentation, "Holders"). The caller holds no
+/// version and not `bg_lock`.
+pub(crate) fn purge_obsolete_settled(inner: &DbInner) {
+    let _g = inner.bg_lock.lock();
+    purge_obsolete(inner);
+}
+
 /// Compacts everything into one sorted run on the deepest non-empty level (L1 at least),
 /// without tombstones or shadowed versions (unless live snapshots need them).
 pub(crate) fn compact_all(inner: &DbInner) -> Result<()> {
@@ -462,7 +498,7 @@ pub(crate) fn compact_range(
     end: Option<&[u8]>,
 ) -> Result<()> {
     let r = compact_range_jobs(inner, start, end);
-    purge_obsolete(inner);
+    purge_obsolete_settled(inner);
     r
 }
 
@@ -547,15 +583,20 @@ fn bounds(v: &Version, start: Option<&[u8]>, end: Option<&[u8]>) -> (OwnedKeyAt,
     (start.map_or(lo, at), end.map_or(hi, at))
 }
 
-/// Waits until no compaction is due (auto compaction) and none is running.
+/// Waits until no compaction is due (auto compaction) and none is running, then deletes the
+/// obsolete files no reader or running flush holds (as [`purge_obsolete_settled`]: this holds
+/// `bg_lock`, and no job runs).
 pub(crate) fn wait_for_compactions(inner: &DbInner) -> Result<()> {
     let mut g = inner.bg_lock.lock();
     loop {
         inner.check_writable()?;
         // Settled: L0 too, which the compaction thread takes up once writes have been idle
         // for `L0_SETTLE_AFTER`.
-        if next_pick_settling(inner, true).is_none() && inner.compaction_lock.try_lock().is_some() {
-            return Ok(());
+        if next_pick_settling(inner, true).is_none() {
+            if let Some(_c) = inner.compaction_lock.try_lock() {
+                purge_obsolete(inner);
+                return Ok(());
+            }
         }
         inner.bg_cv.wait_for(&mut g, Duration::from_millis(20));
     }

@@ -523,14 +523,15 @@ fn flush_one(inner: &DbInner, mem: &Arc<Memtable>) -> Result<()> {
     let (blobs, dead_blobs): (Vec<_>, Vec<_>) =
         blobs.into_iter().partition(|b| set.is_live(b.keyspace));
     let file_size: u64 = files.iter().map(|f| f.meta.size).sum::<u64>() + blob_file_bytes;
-    let sv = inner.super_version();
-    // WALs below the oldest memtable still unflushed after this one are obsolete.
-    let log_number = sv
-        .imm
-        .iter()
-        .rev()
-        .find(|m| !Arc::ptr_eq(m, mem))
-        .map_or(sv.mem.wal_number(), |m| m.wal_number());
+    // WALs below the oldest memtable still unflushed after this one are obsolete. The
+    // super-version is not kept past this: held across the install, it would name the files a
+    // concurrent compaction makes obsolete and hide them from that compaction's purge and from
+    // this flush's own (src/db/compact.rs, "Holders").
+    let log_number = {
+        let sv = inner.super_version();
+        let older = sv.imm.iter().rev().find(|m| !Arc::ptr_eq(m, mem));
+        older.map_or(sv.mem.wal_number(), |m| m.wal_number())
+    };
     let edit = VersionEdit {
         log_number: Some(log_number),
         next_file_number: Some(inner.next_file.load(Ordering::SeqCst)),

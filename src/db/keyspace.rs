@@ -263,7 +263,7 @@ pub(crate) fn drop_keyspace(inner: &DbInner, name: &str) -> Result<()> {
     drop(manifest);
     inner.obsolete.lock().extend(removed);
     inner.obsolete_blobs.lock().extend(gone_blobs);
-    compact::purge_obsolete(inner);
+    compact::purge_obsolete_settled(inner);
     Ok(())
 }
 

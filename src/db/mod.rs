@@ -406,6 +406,9 @@ impl Db {
 
     /// Flushes the memtable, then compacts everything into one sorted run on the deepest
     /// non-empty level (at least L1), dropping tombstones and versions no live snapshot needs.
+    /// The files it replaces are deleted before it returns, except those an iterator, a
+    /// concurrent call or a flush still running holds: each of those is deleted soon after its
+    /// last holder lets go (the compaction thread looks at least every 200 ms).
     pub fn compact(&self) -> Result<()> {
         compact::compact_all(&self.inner)
     }
@@ -423,7 +426,8 @@ impl Db {
 
     /// Waits until automatic compaction has nothing left to do and no compaction runs. That
     /// includes L0 files left waiting for bytes (`CompactionOptions::l0_min_base_ratio`): they
-    /// compact once writes have stopped for a second.
+    /// compact once writes have stopped for a second. Then deletes every replaced file that no
+    /// iterator, concurrent call or running flush holds any more.
     pub fn wait_for_compactions(&self) -> Result<()> {
         compact::wait_for_compactions(&self.inner)
     }
