@@ -3,7 +3,8 @@
 # --state-mib MiB of values, a snapshot is built on the leader and its log purged up to it, then a
 # 4th node with an empty directory is added as a learner. Measured:
 # - catchup_s: from add-learner until the learner's applied index equals the leader's;
-# - transfer_s: from add-learner until the learner's incoming file holds every byte;
+# - transfer_s: from add-learner until the learner's incoming file or tables directory holds
+#   every byte (a tables directory's header is written last, after its tables' syncs);
 # - snapshot_bytes and install MB/s (snapshot bytes / catchup_s);
 # - the learner's peak RSS growth: VmHWM from /proc/PID/status at the end minus VmRSS just before
 #   add-learner (the high-water mark is reset then through /proc/PID/clear_refs);
@@ -68,6 +69,35 @@ metric() { # id jq-expression
   "$BIN" metrics --addr "$(addr "$1")" | jq -r "$2"
 }
 now() { date +%s.%N; }
+# The polls during the catch-up start no process (each `metrics | jq` poll took a fifth of the
+# 2-core machine the catch-up needs): the applied index is read over bash's /dev/tcp, and
+# waits are `read -t` on a descriptor that never has input.
+exec {idle_fd}<> <(:)
+pause() { read -r -t "$1" -u "$idle_fd" _ || true; }
+applied_index() { # host:port; 0 if nothing is applied or the node does not answer
+  local body="" line
+  if exec {fd}<>"/dev/tcp/${1%:*}/${1##*:}"; then
+    printf 'GET /cluster/metrics HTTP/1.0\r\nHost: %s\r\n\r\n' "$1" >&"$fd"
+    while IFS= read -r -u "$fd" line || [ -n "$line" ]; do body+=$line; done
+    exec {fd}>&-
+  fi
+  if [[ $body =~ \"last_applied\":\{\"leader_id\":\{[^}]*\},\"index\":([0-9]+) ]]; then
+    echo "${BASH_REMATCH[1]}"
+  else
+    echo 0
+  fi
+}
+# The bytes of a node's current snapshot as it is sent: the files of its tables directory
+# (header and tables), or the single `snapshot` file of earlier versions.
+snapshot_size() { # node directory
+  local t
+  t=$(ls -d "$1"/snapshot.tables.* 2>/dev/null | head -1 || true)
+  if [ -n "$t" ]; then
+    find "$t" -type f -printf '%s\n' | awk '{s += $1} END {printf "%.0f\n", s}'
+  else
+    stat -c %s "$1/snapshot"
+  fi
+}
 
 addrs=""; members=""
 for id in 1 2 3; do
@@ -93,7 +123,7 @@ for attempt in 1 2 3 4 5; do
   echo "leadership moved from $leader to $now_leader during the build (attempt $attempt)" >&2
   [ "$attempt" = 5 ] && { echo "catchup.sh: no stable leader over 5 snapshot builds" >&2; exit 1; }
 done
-snapshot_bytes=$(stat -c %s "$root/node-$leader/snapshot")
+snapshot_bytes=$(snapshot_size "$root/node-$leader")
 leader_applied=$(metric "$leader" .last_applied.index)
 
 start_node 4
@@ -106,15 +136,18 @@ if [ -n "$PERF_OUT" ]; then
   perf_pid=$!
 fi
 
-# Watches the incoming file: the end of the transfer is when it holds every byte (or when it
-# became the snapshot).
+# Watches what the learner receives into (an incoming file, or an incoming tables directory):
+# the end of the transfer is when its files hold every byte (or when they became the snapshot).
 (
   while :; do
-    f=$(ls "$root/node-4" 2>/dev/null | grep '^snapshot' | head -1 || true)
-    if [ -n "$f" ] && [ "$(stat -c %s "$root/node-4/$f" 2>/dev/null || echo 0)" -ge "$snapshot_bytes" ]; then
+    got=0
+    for s in $(stat -c '%A:%s' "$root"/node-4/snapshot* "$root"/node-4/snapshot*/* 2>/dev/null); do
+      [[ $s == -* ]] && got=$((got + ${s##*:}))
+    done
+    if [ "$got" -ge "$snapshot_bytes" ]; then
       now > "$root/transfer_done"; exit 0
     fi
-    sleep 0.05
+    pause 0.05
   done
 ) &
 watcher=$!
@@ -123,13 +156,17 @@ t0=$(now)
 "$BIN" add-learner --addrs "$addrs" 4 "$(addr 4)" >&2
 leader_at_add=$(metric 1 .current_leader)
 [ "$leader_at_add" = "$leader" ] || echo "warning: leader $leader_at_add at add-learner, snapshot taken on $leader" >&2
-while [ "$(metric 4 '.last_applied.index // 0')" -lt "$leader_applied" ]; do sleep 0.05; done
+while [ "$(applied_index "$(addr 4)")" -lt "$leader_applied" ]; do pause 0.02; done
 t1=$(now)
+# The same through the client and jq, after the clock stopped: the cheap poll read it right.
+learner_applied=$(metric 4 '.last_applied.index // 0')
+[ "$learner_applied" -ge "$leader_applied" ] || {
+  echo "catchup.sh: the poll saw index $leader_applied, the client reads $learner_applied" >&2; exit 1; }
 wait "$watcher" || true
 watcher=""
 hwm_kib=$(sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$learner_pid/status")
 if [ -n "$perf_pid" ]; then kill -INT "$perf_pid"; wait "$perf_pid" || true; perf_pid=""; fi
-installed=$(stat -c %s "$root/node-4/snapshot")
+installed=$(snapshot_size "$root/node-4")
 [ "$installed" -eq "$snapshot_bytes" ] || { echo "learner snapshot $installed bytes, leader's $snapshot_bytes" >&2; exit 1; }
 catchup_s=$(echo "$t1 - $t0" | bc)
 transfer_s=$(echo "$(cat "$root/transfer_done") - $t0" | bc)

@@ -377,7 +377,10 @@ impl RaftStateMachine<TypeConfig> for RocksStateMachine {
     ) -> Result<(), StorageError<NodeId>> {
         let sig = Some(meta.signature());
         // This store keeps the in-memory snapshot format (`SFRSNAP1`): the bytes are read whole.
-        let (mut file, path) = snapshot.into_std().await;
+        let (mut file, path) = snapshot
+            .into_std()
+            .await
+            .map_err(|e| StorageIOError::read_snapshot(sig.clone(), any(e)))?;
         let mut bytes = Vec::new();
         std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(0))
             .and_then(|_| std::io::Read::read_to_end(&mut file, &mut bytes))

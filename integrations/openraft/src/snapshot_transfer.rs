@@ -5,14 +5,16 @@
 //!   `http_body::Body`: a blocking thread reads the `snapshot` file in [`BLOCK_BYTES`] blocks,
 //!   CRCs them and queues at most [`QUEUED_BLOCKS`] of them for the connection;
 //! - [`receive`] (the follower, `POST /raft/snapshot` in [`crate::service`]) reads any such body
-//!   frame by frame, checks it while a blocking thread appends the bytes to a new
-//!   `snapshot.incoming.<n>` file, and only once every check passed hands the file to
-//!   `Raft::install_full_snapshot` (whose install checks the snapshot's own CRCs and meta).
-//!   A refused or interrupted body removes its incoming file and changes nothing else.
+//!   frame by frame, checks it while a blocking thread unpacks a streamed snapshot (`SFRSNAP2`)
+//!   into a new tables directory `snapshot.incoming.<n>.tables/` (each table's length and CRC
+//!   checked as it arrives, each synced in the background once written) or appends any other
+//!   to the file `snapshot.incoming.<n>`, and only once every check passed hands it to
+//!   `Raft::install_full_snapshot` (whose install checks the meta, and ingest every block).
+//!   A refused or interrupted body removes what it wrote and changes nothing else.
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -26,7 +28,9 @@ use openraft::raft::SnapshotResponse;
 use openraft::{Snapshot, Vote};
 
 use crate::snapshot_wire::{self, Header, TransferError, PREFIX_BYTES, TRAILER_BYTES};
-use crate::store::SnapshotData;
+use crate::store::snapshot_dir::{TablesReader, HEADER_FILE};
+use crate::store::snapshot_stream::{self, Bad, STREAM_MAGIC};
+use crate::store::{Parts, SnapshotData, Tables};
 use crate::{NodeId, Raft, TypeConfig};
 
 /// Bytes the sender reads from the file at a time (one body frame).
@@ -57,8 +61,21 @@ impl SnapshotBody {
         vote: Vote<NodeId>,
         snapshot: Snapshot<TypeConfig>,
     ) -> io::Result<SnapshotBody> {
-        let (mut file, _path) = snapshot.snapshot.into_std().await;
-        let len = file.metadata()?.len();
+        let (mut source, len): (Box<dyn Read + Send>, u64) =
+            match snapshot.snapshot.into_parts().await {
+                Parts::File(mut file, _path) => {
+                    file.seek(SeekFrom::Start(0))?;
+                    let len = file.metadata()?.len();
+                    (Box::new(file), len)
+                }
+                Parts::Tables(t, reader) => {
+                    let reader = match reader {
+                        Some(r) => r,
+                        None => TablesReader::open(&t.dir, &t.header)?,
+                    };
+                    (Box::new(reader), t.header.stream_len())
+                }
+            };
         let prefix = snapshot_wire::encode_prefix(&Header { vote, meta: snapshot.meta, len });
         let total = prefix.len() as u64 + len + TRAILER_BYTES as u64;
         let (tx, blocks) = tokio::sync::mpsc::channel(QUEUED_BLOCKS);
@@ -66,7 +83,7 @@ impl SnapshotBody {
             if tx.blocking_send(Ok(Bytes::from(prefix))).is_err() {
                 return;
             }
-            let end = match send_file(&mut file, len, &tx) {
+            let end = match send_stream(&mut source, len, &tx) {
                 Ok(crc) => Ok(Bytes::copy_from_slice(&crc.to_le_bytes())),
                 Err(e) => Err(e),
             };
@@ -92,20 +109,19 @@ impl SnapshotBody {
     }
 }
 
-/// Reads the `len` bytes of `file` from its start into `tx` in [`BLOCK_BYTES`] blocks; returns
-/// their CRC-32. An error when the file is not `len` bytes long or `tx` was dropped.
-fn send_file(
-    file: &mut File,
+/// Reads the `len` bytes of `source` into `tx` in [`BLOCK_BYTES`] blocks; returns their CRC-32.
+/// An error when the source is not `len` bytes long or `tx` was dropped.
+fn send_stream(
+    source: &mut dyn Read,
     len: u64,
     tx: &tokio::sync::mpsc::Sender<io::Result<Bytes>>,
 ) -> io::Result<u32> {
-    file.seek(SeekFrom::Start(0))?;
     let mut crc = crc32fast::Hasher::new();
     let mut left = len;
     while left > 0 {
         let want = BLOCK_BYTES.min(usize::try_from(left).unwrap_or(usize::MAX));
         let mut block = vec![0u8; want];
-        file.read_exact(&mut block).map_err(|e| {
+        source.read_exact(&mut block).map_err(|e| {
             io::Error::new(
                 e.kind(),
                 format!("reading the snapshot, {left} of {len} bytes left: {e}"),
@@ -118,8 +134,8 @@ fn send_file(
         }
     }
     let mut extra = [0u8; 1];
-    if file.read(&mut extra)? != 0 {
-        return Err(io::Error::other(format!("the snapshot file grew past {len} bytes")));
+    if source.read(&mut extra)? != 0 {
+        return Err(io::Error::other(format!("the snapshot grew past {len} bytes")));
     }
     Ok(crc.finalize())
 }
@@ -219,10 +235,11 @@ where
         Err(RaftError::Fatal(f)) => return Ok(Received::Installed(Err(f))),
         Err(RaftError::APIError(never)) => match never {},
     };
-    let (file, path) = data.into_std().await;
+    let (file, path) = data.into_std().await.map_err(TransferError::Io)?;
     let mut incoming = Incoming { path: Some(path.clone()) };
     let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(QUEUED_BLOCKS);
-    let writer = tokio::task::spawn_blocking(move || write_incoming(file, rx));
+    let dest = path.clone();
+    let writer = tokio::task::spawn_blocking(move || write_incoming(file, &dest, rx));
     let copied = copy_snapshot(&mut frames, header.len, &tx).await;
     drop(tx);
     let written = match writer.await {
@@ -230,7 +247,7 @@ where
         Err(e) => Err(TransferError::Io(io::Error::other(format!("the writer thread: {e}")))),
     };
     copied?;
-    let (file, computed) = written?;
+    let (written, computed) = written?;
     let stored = frames.read_exact(TRAILER_BYTES, "CRC").await?;
     let stored = u32::from_le_bytes([stored[0], stored[1], stored[2], stored[3]]);
     if stored != computed {
@@ -239,15 +256,20 @@ where
     if frames.next().await?.is_some() {
         return Err(TransferError::TrailingBytes);
     }
-    // From here the file (synced) is openraft's: its install renames it to `snapshot`.
+    let data = match written {
+        Written::File(file) => SnapshotData::from_std(file, path),
+        Written::Tables(t) => SnapshotData::tables(t, None),
+        // Bytes that arrived as sent (the body's CRC holds) but are no snapshot.
+        Written::Corrupt(what) => return Err(TransferError::Snapshot(what)),
+    };
+    // From here what was written (synced) is openraft's: its install publishes it.
     incoming.path = None;
-    let snapshot =
-        Snapshot { meta: header.meta, snapshot: Box::new(SnapshotData::from_std(file, path)) };
+    let snapshot = Snapshot { meta: header.meta, snapshot: Box::new(data) };
     Ok(Received::Installed(raft.install_full_snapshot(header.vote, snapshot).await))
 }
 
-/// Removes the incoming file when dropped armed: a refused body, or a receive abandoned
-/// because its connection closed.
+/// Removes the incoming file and its tables directory when dropped armed: a refused body, or a
+/// receive abandoned because its connection closed.
 struct Incoming {
     path: Option<PathBuf>,
 }
@@ -255,9 +277,18 @@ struct Incoming {
 impl Drop for Incoming {
     fn drop(&mut self) {
         if let Some(p) = self.path.take() {
+            let _ = std::fs::remove_dir_all(tables_dir(&p));
             let _ = std::fs::remove_file(p);
         }
     }
+}
+
+/// The tables directory a streamed snapshot arriving for the incoming file `path` is unpacked
+/// into: `<path>.tables`.
+fn tables_dir(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_os_string();
+    name.push(".tables");
+    PathBuf::from(name)
 }
 
 /// Moves the next `len` bytes of `frames` into `tx`.
@@ -291,22 +322,146 @@ where
     Ok(())
 }
 
-/// Appends every block of `rx` to `file` in [`WRITE_BYTES`] writes and syncs it; returns the
-/// file and the CRC-32 of what was written. Every [`SYNC_BYTES`] a background thread syncs what
-/// was written so far, so the disk writes overlap the transfer instead of all waiting for the
-/// last sync.
+/// What [`write_incoming`] made of a body's snapshot bytes.
+enum Written {
+    /// Any snapshot but a streamed one, appended to the incoming file as it is.
+    File(File),
+    /// A streamed snapshot, unpacked into a tables directory (every table checked).
+    Tables(Tables),
+    /// A streamed snapshot that fails a check of its own (its header, a table's length or CRC,
+    /// bytes after the last table); nothing of it is kept.
+    Corrupt(String),
+}
+
+/// Takes the snapshot bytes of a body from `rx` and returns what it made of them with the
+/// CRC-32 of every byte: a streamed snapshot (`SFRSNAP2`) is unpacked into the directory
+/// [`tables_dir`] of `path`, each table written once and synced in the background as soon as
+/// it is complete; any other is appended to `file` ([`append_incoming`]). Every byte is read
+/// even after a check failed, so the body's own CRC is still checked first.
 fn write_incoming(
     file: File,
-    mut rx: tokio::sync::mpsc::Receiver<Bytes>,
-) -> io::Result<(File, u32)> {
+    path: &Path,
+    rx: tokio::sync::mpsc::Receiver<Bytes>,
+) -> io::Result<(Written, u32)> {
+    let mut r = ChannelReader { rx, piece: Bytes::new(), crc: crc32fast::Hasher::new() };
+    let mut magic = [0u8; 8];
+    let mut got = 0;
+    while got < magic.len() {
+        let n = r.read(&mut magic[got..])?;
+        if n == 0 {
+            break;
+        }
+        got += n;
+    }
+    if &magic[..got] != STREAM_MAGIC {
+        return append_incoming(file, &magic[..got], r);
+    }
+    let dir = tables_dir(path);
+    std::fs::create_dir(&dir)?;
+    match unpack_incoming(&mut r, &dir) {
+        Ok(header) => {
+            let written = Written::Tables(Tables { dir, header, checked: true });
+            Ok((written, r.crc.finalize()))
+        }
+        Err(Bad::Corrupt(what)) => {
+            io::copy(&mut r, &mut io::sink())?;
+            Ok((Written::Corrupt(what), r.crc.finalize()))
+        }
+        Err(Bad::Io(e)) => Err(e),
+    }
+}
+
+/// Unpacks the rest of a streamed snapshot (its magic already read) from `r` into `dir`: the
+/// tables, then the header file; syncs them all and `dir`.
+fn unpack_incoming(r: &mut ChannelReader, dir: &Path) -> Result<snapshot_stream::Header, Bad> {
+    let header = snapshot_stream::read_header_after_magic(r)?;
+    let syncer = TableSync::new()?;
+    let unpacked = snapshot_stream::unpack(r, &header, Some(dir), &mut |f| syncer.push(f));
+    syncer.finish()?;
+    unpacked?;
+    let mut f = File::create_new(dir.join(HEADER_FILE))?;
+    f.write_all(&header.raw)?;
+    f.sync_all()?;
+    File::open(dir)?.sync_all()?;
+    Ok(header)
+}
+
+/// The bytes of a body's snapshot as they arrive, with their CRC-32.
+struct ChannelReader {
+    rx: tokio::sync::mpsc::Receiver<Bytes>,
+    piece: Bytes,
+    crc: crc32fast::Hasher,
+}
+
+impl Read for ChannelReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while self.piece.is_empty() {
+            match self.rx.blocking_recv() {
+                Some(b) => self.piece = b,
+                None => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.piece.len());
+        let taken = self.piece.split_to(n);
+        self.crc.update(&taken);
+        buf[..n].copy_from_slice(&taken);
+        Ok(n)
+    }
+}
+
+/// A thread syncing each table handed to it, so the disk writes of one table overlap the
+/// transfer of the next.
+struct TableSync {
+    files: Option<std::sync::mpsc::Sender<File>>,
+    thread: std::thread::JoinHandle<io::Result<()>>,
+}
+
+impl TableSync {
+    fn new() -> io::Result<TableSync> {
+        let (files, rx) = std::sync::mpsc::channel::<File>();
+        let thread = std::thread::Builder::new().name("snapshot-sync".into()).spawn(move || {
+            for f in rx {
+                f.sync_data()?;
+            }
+            Ok(())
+        })?;
+        Ok(TableSync { files: Some(files), thread })
+    }
+
+    fn push(&self, f: File) -> io::Result<()> {
+        match &self.files {
+            Some(tx) => tx.send(f).or_else(|back| back.0.sync_data()),
+            None => f.sync_data(),
+        }
+    }
+
+    /// Waits for every queued sync; the first error of any of them.
+    fn finish(mut self) -> io::Result<()> {
+        drop(self.files.take());
+        match self.thread.join() {
+            Ok(r) => r,
+            Err(_) => Err(io::Error::other("the snapshot sync thread panicked")),
+        }
+    }
+}
+
+/// Appends `first` and then every byte of `r` to `file` in [`WRITE_BYTES`] writes and syncs
+/// it; returns the file and the CRC-32 of every byte. Every [`SYNC_BYTES`] a background thread
+/// syncs what was written so far, so the disk writes overlap the transfer instead of all
+/// waiting for the last sync.
+fn append_incoming(file: File, first: &[u8], mut r: ChannelReader) -> io::Result<(Written, u32)> {
     let syncer = BackgroundSync::new(&file)?;
-    let mut crc = crc32fast::Hasher::new();
     let mut out = io::BufWriter::with_capacity(WRITE_BYTES, file);
-    let mut unsynced = 0u64;
-    while let Some(block) = rx.blocking_recv() {
-        crc.update(&block);
-        out.write_all(&block)?;
-        unsynced += block.len() as u64;
+    out.write_all(first)?;
+    let mut unsynced = first.len() as u64;
+    let mut block = vec![0u8; WRITE_BYTES];
+    loop {
+        let n = r.read(&mut block)?;
+        if n == 0 {
+            break;
+        }
+        out.write_all(&block[..n])?;
+        unsynced += n as u64;
         if unsynced >= SYNC_BYTES {
             out.flush()?;
             syncer.kick();
@@ -316,7 +471,7 @@ fn write_incoming(
     let file = out.into_inner().map_err(|e| e.into_error())?;
     syncer.finish()?;
     file.sync_data()?;
-    Ok((file, crc.finalize()))
+    Ok((Written::File(file), r.crc.finalize()))
 }
 
 /// Bytes appended to an incoming file between two background syncs.

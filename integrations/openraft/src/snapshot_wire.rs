@@ -119,6 +119,8 @@ pub enum TransferError {
     },
     /// The connection failed while the body was read.
     Body(String),
+    /// The body arrived whole (its CRC holds) but the snapshot in it fails a check of its own.
+    Snapshot(String),
     /// Writing the received bytes to the incoming file failed.
     Io(std::io::Error),
 }
@@ -145,6 +147,7 @@ impl fmt::Display for TransferError {
                 write!(f, "no byte arrived for {secs} s after {got} bytes of the body")
             }
             TransferError::Body(e) => write!(f, "reading the body failed: {e}"),
+            TransferError::Snapshot(e) => write!(f, "corrupt snapshot: {e}"),
             TransferError::Io(e) => write!(f, "writing the incoming file failed: {e}"),
         }
     }

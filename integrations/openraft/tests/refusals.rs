@@ -99,16 +99,27 @@ async fn a_corrupt_snapshot_file_is_refused_unchanged() {
     let root = tempfile::tempdir().unwrap();
     let dir = root.path().join("node-1");
     node_with_state(&dir).await;
-    let snap = dir.join("snapshot");
-    let mut bytes = fs::read(&snap).unwrap();
-    let mid = bytes.len() / 2;
-    bytes[mid] ^= 0x40;
-    fs::write(&snap, &bytes).unwrap();
-    let before = contents(&dir);
-    let err = store::open(&dir, 1).err().expect("a corrupt snapshot must be refused");
-    assert!(matches!(err, StoreError::CorruptSnapshot { .. }), "{err}");
-    assert!(err.to_string().contains("CRC mismatch"), "{err}");
-    assert_eq!(contents(&dir), before);
+    // The snapshot is the pointer file and the tables directory it names: a flipped byte in
+    // either (the pointer, the header, a table) is refused.
+    let tables = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("snapshot.tables."))
+        .expect("a tables directory");
+    for file in [dir.join("snapshot"), tables.join("header"), tables.join("000001.sst")] {
+        let good = fs::read(&file).unwrap();
+        let mut bytes = good.clone();
+        let mid = bytes.len() / 2;
+        bytes[mid] ^= 0x40;
+        fs::write(&file, &bytes).unwrap();
+        let before = contents(&dir);
+        let err = store::open(&dir, 1).err().expect("a corrupt snapshot must be refused");
+        assert!(matches!(err, StoreError::CorruptSnapshot { .. }), "{}: {err}", file.display());
+        assert!(err.to_string().contains("CRC mismatch"), "{}: {err}", file.display());
+        assert_eq!(contents(&dir), before);
+        fs::write(&file, &good).unwrap();
+    }
+    store::open(&dir, 1).expect("the repaired snapshot opens");
 }
 
 #[tokio::test]
@@ -124,7 +135,7 @@ async fn a_corrupt_snapshot_sent_to_install_is_refused_and_the_state_is_unchange
     .await
     .unwrap();
     let snapshot = sm1.get_snapshot_builder().await.build_snapshot().await.unwrap();
-    let good = fs::read(snapshot.snapshot.path()).unwrap();
+    let good = snapshot.snapshot.read_stream().unwrap();
 
     // The receiver: a node with state of its own.
     let dst = root.path().join("node-2");

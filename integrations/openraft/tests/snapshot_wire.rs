@@ -184,7 +184,7 @@ async fn a_snapshot_streams_over_http_as_one_body_and_bad_bodies_are_refused() {
         raft1.client_write(req).await.unwrap();
     }
     let last = common::snapshot_and_purge(&raft1, wait).await;
-    let sent = fs::read(root.path().join("n1/snapshot")).unwrap();
+    let sent = store::current_snapshot_stream(root.path().join("n1")).unwrap();
     assert!(sent.len() > 4 << 20, "snapshot of {} bytes", sent.len());
 
     let dir2 = root.path().join("n2");
@@ -203,6 +203,13 @@ async fn a_snapshot_streams_over_http_as_one_body_and_bad_bodies_are_refused() {
     flipped[prefix.len() + sent.len() / 2] ^= 0x10;
     let mut longer = body.clone();
     longer.push(0);
+    // A body whose own CRC holds around a snapshot that fails its table's CRC (a corrupt
+    // sender): refused as it is unpacked, after every byte was read.
+    let mut inner = sent.clone();
+    inner[sent.len() / 2] ^= 0x10;
+    let mut resealed = prefix.clone();
+    resealed.extend_from_slice(&inner);
+    resealed.extend_from_slice(&crc32fast::hash(&inner).to_le_bytes());
     // Refused after its first 8 bytes, before the rest is read: short enough that the client
     // sent it all (a longer one meets the closed connection: a network error to the sender).
     let mut bad_magic = body[..1024].to_vec();
@@ -220,6 +227,7 @@ async fn a_snapshot_streams_over_http_as_one_body_and_bad_bodies_are_refused() {
         ),
         (flipped, "snapshot CRC mismatch".into()),
         (longer, "bytes follow the CRC".into()),
+        (resealed, "corrupt snapshot: CRC mismatch in file".into()),
         (bad_magic, "not the magic".into()),
     ] {
         let reply = http
@@ -275,8 +283,8 @@ async fn a_snapshot_streams_over_http_as_one_body_and_bad_bodies_are_refused() {
     raft2.wait(wait).applied_index_at_least(Some(last.index), "node 2 caught up").await.unwrap();
     assert_eq!(sm2.dump().unwrap(), sm1.dump().unwrap());
     assert_eq!(sm2.dump().unwrap().len(), 64);
-    assert_eq!(fs::read(dir2.join("snapshot")).unwrap(), sent);
-    assert_eq!(names(&dir2), ["NODE", "db", "raftlog", "snapshot"]);
+    assert_eq!(store::current_snapshot_stream(&dir2).unwrap(), sent);
+    assert_eq!(names(&dir2), ["NODE", "db", "raftlog", "snapshot", "snapshot.tables.0"]);
     assert_eq!(net.transfers.load(Ordering::Relaxed), 1);
 
     raft2.shutdown().await.unwrap();

@@ -8,8 +8,9 @@ mod error;
 mod log_store;
 mod segment;
 mod snapshot_data;
+pub(crate) mod snapshot_dir;
 pub(crate) mod snapshot_file;
-mod snapshot_stream;
+pub(crate) mod snapshot_stream;
 mod state_machine;
 
 use std::fs;
@@ -24,6 +25,8 @@ pub use log_store::LogStore;
 #[cfg(feature = "rocksdb-peer")]
 pub(crate) use log_store::APPEND_PAYLOAD_BYTES;
 pub use snapshot_data::SnapshotData;
+pub(crate) use snapshot_data::{Parts, Tables};
+pub use snapshot_dir::POINTER_MAGIC;
 pub use snapshot_file::{decode_snapshot, encode_snapshot, DecodedSnapshot, SNAPSHOT_MAGIC};
 pub use snapshot_stream::STREAM_MAGIC;
 pub use state_machine::{SnapshotBuilder, StateMachine};
@@ -34,15 +37,18 @@ use crate::NodeId;
 const NODE_FILE: &str = "NODE";
 /// The siftdb database, under the node directory.
 pub(crate) const DB_DIR: &str = "db";
-/// The current snapshot (snapshot_stream.rs's format), replaced by rename.
+/// The current snapshot: a pointer naming its tables directory `snapshot.tables.<k>`
+/// (snapshot_dir.rs), or a single file of an earlier version; replaced by rename.
 pub(crate) const SNAPSHOT_FILE: &str = "snapshot";
-/// A snapshot being written, renamed to [`SNAPSHOT_FILE`] once synced.
+/// A pointer (or, in earlier versions, a snapshot) being written, renamed to
+/// [`SNAPSHOT_FILE`] once synced.
 const SNAPSHOT_TMP: &str = "snapshot.tmp";
-/// Where `build_snapshot` exports the tables it packs.
+/// Where `build_snapshot` exports the tables of a new snapshot.
 const BUILD_DIR: &str = "snapshot.build";
-/// Where `install_snapshot` unpacks the tables it ingests.
+/// Where `install_snapshot` unpacks a snapshot handed over as one stream.
 const INSTALL_DIR: &str = "snapshot.install";
-/// Files a snapshot is received into: `snapshot.incoming.<n>`.
+/// Files and directories a snapshot is received into: `snapshot.incoming.<n>` (and its
+/// `.tables` directory).
 const INCOMING_PREFIX: &str = "snapshot.incoming.";
 /// The environment variable naming a step where the process aborts (a test hook).
 const CRASH_ENV: &str = "SIFTDB_OPENRAFT_CRASH_AT";
@@ -64,6 +70,29 @@ const SM_DATA_PREFIX: &str = "sm_data.";
 
 /// The first line of the NODE file, followed by the node id.
 const NODE_FILE_HEADER: &str = "siftdb-openraft node";
+
+/// The current snapshot of the node directory `dir` as the one stream it is sent as (its
+/// tables directory's header and tables, or a single file of an earlier version); empty if
+/// there is none. Reads it whole: for tests of small snapshots.
+#[doc(hidden)]
+pub fn current_snapshot_stream(dir: impl AsRef<Path>) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let pointer = dir.as_ref().join(SNAPSHOT_FILE);
+    let bad = |b: snapshot_stream::Bad| std::io::Error::other(b.to_string());
+    match snapshot_dir::pointed_dir(&pointer).map_err(bad)? {
+        Some(name) => {
+            let tables = dir.as_ref().join(name);
+            let header = snapshot_dir::read_header(&tables).map_err(bad)?;
+            let mut out = Vec::new();
+            snapshot_dir::TablesReader::open(&tables, &header)?.read_to_end(&mut out)?;
+            Ok(out)
+        }
+        None => match fs::read(&pointer) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+            r => r,
+        },
+    }
+}
 
 /// Opens (creating if needed) the storage of node `id` in `dir`.
 ///

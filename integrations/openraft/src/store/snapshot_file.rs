@@ -161,6 +161,17 @@ pub(crate) fn check_any(path: &Path) -> Result<Option<Meta>, StoreError> {
     let io =
         |e: std::io::Error| StoreError::Io { what: format!("read {}", path.display()), source: e };
     let corrupt = |what: String| StoreError::CorruptSnapshot { path: path.to_path_buf(), what };
+    let bad = |b: Bad| match b {
+        Bad::Corrupt(what) => corrupt(what),
+        Bad::Io(e) => io(e),
+    };
+    // A pointer: the tables directory it names, header and every table checked.
+    if let Some(name) = super::snapshot_dir::pointed_dir(path).map_err(bad)? {
+        let dir = path.parent().expect("the snapshot file is inside the node directory").join(name);
+        let header = super::snapshot_dir::read_header(&dir).map_err(bad)?;
+        super::snapshot_dir::check_tables(&dir, &header).map_err(bad)?;
+        return Ok(Some(header.meta));
+    }
     let file = match fs::File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -178,12 +189,8 @@ pub(crate) fn check_any(path: &Path) -> Result<Option<Meta>, StoreError> {
     if &magic != snapshot_stream::STREAM_MAGIC {
         return read_file(path).map(|d| d.map(|(_, d)| d.meta));
     }
-    let bad = |b: Bad| match b {
-        Bad::Corrupt(what) => corrupt(what),
-        Bad::Io(e) => io(e),
-    };
     let header = snapshot_stream::read_header_after_magic(&mut r).map_err(bad)?;
-    snapshot_stream::unpack(&mut r, &header, None).map_err(bad)?;
+    snapshot_stream::unpack(&mut r, &header, None, &mut |_| Ok(())).map_err(bad)?;
     Ok(Some(header.meta))
 }
 

@@ -51,42 +51,33 @@ pub(crate) struct Header {
     pub meta: Meta,
     /// Each table's length and CRC-32, in order.
     pub files: Vec<(u64, u32)>,
+    /// The header's bytes as read, from the magic through its CRC.
+    pub raw: Vec<u8>,
 }
 
-/// Writes the container of `meta` and `files` (tables, in key order) to `out` (a new file),
-/// syncs it, and returns its length. Reads each table twice (its CRC, then its bytes).
-pub(crate) fn write_container(meta: &Meta, files: &[PathBuf], out: &Path) -> io::Result<u64> {
-    let mut buf = vec![0u8; COPY_BUF];
-    let mut header = Vec::new();
+impl Header {
+    /// The length of the whole stream: this header and its tables.
+    pub(crate) fn stream_len(&self) -> u64 {
+        self.raw.len() as u64 + self.files.iter().map(|&(len, _)| len).sum::<u64>()
+    }
+}
+
+/// The header of a stream holding tables with these `(length, CRC-32)`, from its magic through
+/// its CRC.
+pub(crate) fn encode_header(meta: &Meta, files: &[(u64, u32)]) -> Vec<u8> {
     let meta_json = serde_json::to_vec(meta).expect("SnapshotMeta serializes");
+    let mut header = Vec::with_capacity(24 + meta_json.len() + 12 * files.len());
     header.extend_from_slice(STREAM_MAGIC);
     header.extend_from_slice(&(meta_json.len() as u32).to_le_bytes());
     header.extend_from_slice(&meta_json);
     header.extend_from_slice(&(files.len() as u32).to_le_bytes());
-    for path in files {
-        let mut f = fs::File::open(path)?;
-        let (mut len, mut crc) = (0u64, crc32fast::Hasher::new());
-        loop {
-            let n = f.read(&mut buf)?;
-            if n == 0 {
-                break;
-            }
-            crc.update(&buf[..n]);
-            len += n as u64;
-        }
+    for &(len, crc) in files {
         header.extend_from_slice(&len.to_le_bytes());
-        header.extend_from_slice(&crc.finalize().to_le_bytes());
+        header.extend_from_slice(&crc.to_le_bytes());
     }
     let crc = crc32fast::hash(&header);
     header.extend_from_slice(&crc.to_le_bytes());
-    let mut o = fs::OpenOptions::new().write(true).create_new(true).open(out)?;
-    o.write_all(&header)?;
-    let mut total = header.len() as u64;
-    for path in files {
-        total += io::copy(&mut fs::File::open(path)?, &mut o)?;
-    }
-    o.sync_all()?;
-    Ok(total)
+    header
 }
 
 fn read_exact(r: &mut impl Read, n: usize, what: &str) -> Result<Vec<u8>, Bad> {
@@ -133,7 +124,8 @@ pub(crate) fn read_header_after_magic(r: &mut impl Read) -> Result<Header, Bad> 
     }
     let table = read_exact(r, count as usize * 12, "file table")?;
     crc.update(&table);
-    let stored = le_u32(&read_exact(r, 4, "header CRC")?);
+    let stored_bytes = read_exact(r, 4, "header CRC")?;
+    let stored = le_u32(&stored_bytes);
     let computed = crc.finalize();
     if stored != computed {
         return Err(Bad::Corrupt(format!(
@@ -143,23 +135,32 @@ pub(crate) fn read_header_after_magic(r: &mut impl Read) -> Result<Header, Bad> 
     let meta: Meta = serde_json::from_slice(&meta_bytes)
         .map_err(|e| Bad::Corrupt(format!("meta at byte 12 is not SnapshotMeta JSON: {e}")))?;
     let files = table.chunks_exact(12).map(|c| (le_u64(&c[..8]), le_u32(&c[8..]))).collect();
-    Ok(Header { meta, files })
+    let mut raw = Vec::with_capacity(24 + meta_bytes.len() + table.len());
+    raw.extend_from_slice(STREAM_MAGIC);
+    raw.extend_from_slice(&meta_len.to_le_bytes());
+    raw.extend_from_slice(&meta_bytes);
+    raw.extend_from_slice(&count.to_le_bytes());
+    raw.extend_from_slice(&table);
+    raw.extend_from_slice(&stored_bytes);
+    Ok(Header { meta, files, raw })
 }
 
 /// Reads the tables that follow `header` from `r`, checking each one's length and CRC and that
 /// nothing follows the last; with `dest`, writes them there as `000001.sst`, `000002.sst`, ...
-/// (new files, not synced: `ingest` syncs what it takes) and returns their paths.
+/// (new files, handed to `done` once written and checked, which may sync them) and returns
+/// their paths.
 pub(crate) fn unpack(
     r: &mut impl Read,
     header: &Header,
     dest: Option<&Path>,
+    done: &mut dyn FnMut(fs::File) -> io::Result<()>,
 ) -> Result<Vec<PathBuf>, Bad> {
     let mut buf = vec![0u8; COPY_BUF];
     let mut out = Vec::new();
     for (i, &(len, want)) in header.files.iter().enumerate() {
         let mut sink = match dest {
             Some(d) => {
-                let p = d.join(format!("{:06}.sst", i + 1));
+                let p = super::snapshot_dir::table_path(d, i);
                 let f = fs::OpenOptions::new().write(true).create_new(true).open(&p)?;
                 out.push(p);
                 Some(io::BufWriter::with_capacity(COPY_BUF, f))
@@ -192,7 +193,7 @@ pub(crate) fn unpack(
             )));
         }
         if let Some(s) = sink {
-            s.into_inner().map_err(|e| e.into_error())?;
+            done(s.into_inner().map_err(|e| e.into_error())?)?;
         }
     }
     let mut extra = [0u8; 1];
@@ -221,21 +222,19 @@ mod tests {
             return Err(Bad::Corrupt("magic".into()));
         }
         let h = read_header_after_magic(&mut r)?;
-        unpack(&mut r, &h, None)?;
+        unpack(&mut r, &h, None, &mut |_| Ok(()))?;
         Ok(h)
     }
 
     #[test]
     fn round_trip_and_every_flipped_bit_and_truncation_is_refused() {
         let dir = tempfile::tempdir().unwrap();
-        let a = dir.path().join("a");
-        let b = dir.path().join("b");
-        fs::write(&a, b"first table bytes").unwrap();
-        fs::write(&b, vec![7u8; 3000]).unwrap();
-        let out = dir.path().join("snap");
-        let len = write_container(&meta(), &[a.clone(), b.clone()], &out).unwrap();
-        let bytes = fs::read(&out).unwrap();
-        assert_eq!(len, bytes.len() as u64);
+        let a = b"first table bytes".to_vec();
+        let b = vec![7u8; 3000];
+        let files = [(a.len() as u64, crc32fast::hash(&a)), (b.len() as u64, crc32fast::hash(&b))];
+        let mut bytes = encode_header(&meta(), &files);
+        bytes.extend_from_slice(&a);
+        bytes.extend_from_slice(&b);
         let h = check(&bytes).unwrap();
         assert_eq!(h.meta, meta());
         assert_eq!(h.files.len(), 2);
@@ -243,9 +242,15 @@ mod tests {
         fs::create_dir(&unpacked).unwrap();
         let mut r = &bytes[8..];
         let h = read_header_after_magic(&mut r).unwrap();
-        let paths = unpack(&mut r, &h, Some(&unpacked)).unwrap();
-        assert_eq!(fs::read(&paths[0]).unwrap(), fs::read(&a).unwrap());
-        assert_eq!(fs::read(&paths[1]).unwrap(), fs::read(&b).unwrap());
+        let mut synced = 0;
+        let paths = unpack(&mut r, &h, Some(&unpacked), &mut |_| {
+            synced += 1;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!((fs::read(&paths[0]).unwrap(), fs::read(&paths[1]).unwrap()), (a, b));
+        assert_eq!(synced, 2);
+        assert_eq!(h.stream_len(), bytes.len() as u64);
         // CRC-32 detects every single-bit error: in the header (its CRC), in a table (its own).
         for i in 8..bytes.len() {
             for bit in 0..8 {

@@ -8,7 +8,7 @@
 //! generation is dropped when the node opens.
 
 use std::fs;
-use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::io::{BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -23,9 +23,10 @@ use siftdb::{
 };
 
 use super::apply::DataWrite;
-use super::snapshot_data::SnapshotData;
+use super::snapshot_data::{Parts, SnapshotData, Tables};
+use super::snapshot_dir::{self, TablesReader, TABLES_PREFIX};
 use super::snapshot_file::{self, Meta};
-use super::snapshot_stream;
+use super::snapshot_stream::{self, Header};
 use super::{
     to_any, BUILD_DIR, CRASH_ENV, INCOMING_PREFIX, INSTALL_DIR, SM_DATA_PREFIX, SM_META_KEYSPACE,
     SNAPSHOT_FILE, SNAPSHOT_TMP,
@@ -60,6 +61,8 @@ struct Shared {
     snapshot_file: Mutex<()>,
     /// Numbers the `snapshot.incoming.<n>` files.
     incoming: AtomicU64,
+    /// The next `k` of a `snapshot.tables.<k>` directory.
+    next_tables: AtomicU64,
     /// A test hook: the next install fails between unpack and switch.
     fail_before_switch: AtomicBool,
     /// Tables ingested by installs since the open, and those of them the engine rewrote
@@ -103,6 +106,20 @@ impl StateMachine {
             remove_ours(&dir.join(leftover)).map_err(|e| io(&format!("remove {leftover}"), e))?;
         }
         remove_incoming(&dir).map_err(|e| io("remove snapshot.incoming.*", e))?;
+        // Tables directories the pointer does not name: a build or install interrupted before
+        // its pointer was replaced, or the previous snapshot's after it was.
+        let current_dir = snapshot_dir::pointed_dir(&dir.join(SNAPSHOT_FILE))
+            .map_err(|e| io("read the snapshot pointer", std::io::Error::other(e.to_string())))?;
+        let mut next_tables = 0;
+        for e in fs::read_dir(&dir).map_err(|e| io("list", e))? {
+            let e = e.map_err(|e| io("list", e))?;
+            let Some(name) = e.file_name().to_str().map(str::to_string) else { continue };
+            let Some(k) = snapshot_dir::tables_number(&name) else { continue };
+            next_tables = next_tables.max(k + 1);
+            if current_dir.as_deref() != Some(name.as_str()) {
+                remove_ours(&e.path()).map_err(|e| io(&format!("remove {name}"), e))?;
+            }
+        }
         let sm = StateMachine {
             shared: Arc::new(Shared {
                 db,
@@ -111,6 +128,7 @@ impl StateMachine {
                 data: RwLock::new(data),
                 snapshot_file: Mutex::new(()),
                 incoming: AtomicU64::new(0),
+                next_tables: AtomicU64::new(next_tables),
                 fail_before_switch: AtomicBool::new(false),
                 installed_tables: AtomicU64::new(0),
                 rewritten_tables: AtomicU64::new(0),
@@ -125,11 +143,28 @@ impl StateMachine {
                 .applied_state(None)
                 .map_err(|e| io("read sm_meta", std::io::Error::other(e.to_string())))?;
             if current.last_log_id > applied {
-                let path = shared.dir.join(SNAPSHOT_FILE);
-                let file = fs::File::open(&path).map_err(|e| io("open snapshot", e))?;
-                shared.install_from(&current, file, &path, false).map_err(|e| {
+                let roll = |e: StorageError<NodeId>| {
                     io("roll the interrupted install forward", std::io::Error::other(e.to_string()))
-                })?;
+                };
+                let _file = shared.snapshot_file.lock();
+                match &current_dir {
+                    // Already the node's snapshot: ingested from where it is.
+                    Some(name) => {
+                        let t = Tables::open(shared.dir.join(name)).map_err(|b| {
+                            io("read the snapshot", std::io::Error::other(b.to_string()))
+                        })?;
+                        shared.install_tables(&current, &t.dir, &t.header, false).map_err(roll)?;
+                    }
+                    // A single `snapshot` file of an earlier version: unpacked into a tables
+                    // directory that replaces it.
+                    None => {
+                        let path = shared.dir.join(SNAPSHOT_FILE);
+                        let file = fs::File::open(&path).map_err(|e| io("open snapshot", e))?;
+                        let (staged, header) =
+                            shared.unpack_stream(&current, file, &path).map_err(roll)?;
+                        shared.install_tables(&current, &staged, &header, true).map_err(roll)?;
+                    }
+                }
             }
         }
         Ok(sm)
@@ -262,42 +297,59 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         meta: &Meta,
         snapshot: Box<SnapshotData>,
     ) -> Result<(), StorageError<NodeId>> {
-        let (file, path) = snapshot.into_std().await;
+        let parts = snapshot.into_parts().await;
         let (shared, meta) = (self.shared.clone(), meta.clone());
-        blocking(move || shared.install(&meta, file, &path)).await
+        blocking(move || shared.install(&meta, parts)).await
     }
 
     async fn get_current_snapshot(
         &mut self,
     ) -> Result<Option<Snapshot<TypeConfig>>, StorageError<NodeId>> {
         let shared = self.shared.clone();
-        let found = blocking(move || {
+        blocking(move || {
             let _file = shared.snapshot_file.lock();
             let path = shared.dir.join(SNAPSHOT_FILE);
             let rerr =
                 |e: String| StorageError::from(StorageIOError::read_snapshot(None, to_any(e)));
-            // Opened under the lock, so the handle is the file whose meta was read.
-            let meta = match snapshot_file::check_any(&path) {
-                Ok(None) => return Ok(None),
-                Ok(Some(meta)) => meta,
-                Err(e) => return Err(rerr(e.to_string())),
-            };
-            let file = std::fs::File::open(&path).map_err(|e| rerr(e.to_string()))?;
-            Ok(Some((meta, file, path)))
+            // Opened under the lock, so the handles are those of the snapshot whose meta was
+            // read, readable whole even after a newer snapshot replaces it.
+            match snapshot_dir::pointed_dir(&path) {
+                Ok(Some(name)) => {
+                    let t = Tables::open(shared.dir.join(&name))
+                        .map_err(|b| rerr(format!("{name}: {b}")))?;
+                    let reader = TablesReader::open(&t.dir, &t.header)
+                        .map_err(|e| rerr(format!("{name}: {e}")))?;
+                    let meta = t.header.meta.clone();
+                    Ok(Some(Snapshot {
+                        meta,
+                        snapshot: Box::new(SnapshotData::tables(t, Some(reader))),
+                    }))
+                }
+                Ok(None) => {
+                    // A single file of an earlier version (or none).
+                    let meta = match snapshot_file::check_any(&path) {
+                        Ok(None) => return Ok(None),
+                        Ok(Some(meta)) => meta,
+                        Err(e) => return Err(rerr(e.to_string())),
+                    };
+                    let file = std::fs::File::open(&path).map_err(|e| rerr(e.to_string()))?;
+                    Ok(Some(Snapshot {
+                        meta,
+                        snapshot: Box::new(SnapshotData::from_std(file, path)),
+                    }))
+                }
+                Err(b) => Err(rerr(b.to_string())),
+            }
         })
-        .await?;
-        Ok(found.map(|(meta, file, path)| Snapshot {
-            meta,
-            snapshot: Box::new(SnapshotData::from_std(file, path)),
-        }))
+        .await
     }
 }
 
 impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
     async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError<NodeId>> {
         let shared = self.shared.clone();
-        let (meta, file, path) = blocking(move || shared.build()).await?;
-        Ok(Snapshot { meta, snapshot: Box::new(SnapshotData::from_std(file, path)) })
+        let (meta, data) = blocking(move || shared.build()).await?;
+        Ok(Snapshot { meta, snapshot: Box::new(data) })
     }
 }
 
@@ -340,8 +392,8 @@ impl Shared {
     }
 
     /// `build_snapshot`: the data keyspace at one siftdb snapshot, written as tables (bounded
-    /// memory: one table's builder), packed into the `snapshot` file.
-    fn build(&self) -> Result<(Meta, std::fs::File, PathBuf), StorageError<NodeId>> {
+    /// memory: one table's builder) into a tables directory that becomes the node's snapshot.
+    fn build(&self) -> Result<(Meta, SnapshotData), StorageError<NodeId>> {
         let _file = self.snapshot_file.lock();
         // Install replaces the keyspace only under `snapshot_file`, held here.
         let data = self.data.read().clone();
@@ -364,74 +416,94 @@ impl Shared {
         let files =
             export_at(&data, &view, &build_dir).map_err(|e| werr("export to", &build_dir, &e))?;
         drop(view);
-        let tmp = self.dir.join(SNAPSHOT_TMP);
-        remove_ours(&tmp).map_err(|e| werr("remove", &tmp, &e))?;
-        snapshot_stream::write_container(&meta, &files, &tmp)
-            .map_err(|e| werr("write", &tmp, &e))?;
-        let path = self.dir.join(SNAPSHOT_FILE);
-        fs::rename(&tmp, &path).map_err(|e| werr("rename to", &path, &e))?;
-        super::sync_dir(&self.dir).map_err(|e| werr("sync", &self.dir, &e))?;
-        remove_ours(&build_dir).map_err(|e| werr("remove", &build_dir, &e))?;
-        let file = std::fs::File::open(&path).map_err(|e| werr("open", &path, &e))?;
-        Ok((meta, file, path))
+        let header = snapshot_dir::seal(&build_dir, &meta, files.len())
+            .map_err(|e| werr("seal", &build_dir, &e))?;
+        let dir = self.publish(&build_dir).map_err(|(p, e)| werr("publish", &p, &e))?;
+        let reader = TablesReader::open(&dir, &header).map_err(|e| werr("open", &dir, &e))?;
+        Ok((meta, SnapshotData::tables(Tables { dir, header, checked: true }, Some(reader))))
+    }
+
+    /// Makes the synced tables directory `staged` the node's snapshot: renamed to the next
+    /// `snapshot.tables.<k>`, the pointer file replaced to name it, the previous snapshot's
+    /// directory removed. A crash before the pointer's rename leaves the old snapshot (the open
+    /// removes the unnamed directory), after it the new one. Returns the new directory.
+    fn publish(&self, staged: &Path) -> Result<PathBuf, (PathBuf, std::io::Error)> {
+        let pointer = self.dir.join(SNAPSHOT_FILE);
+        let previous = snapshot_dir::pointed_dir(&pointer).ok().flatten();
+        let name = format!("{TABLES_PREFIX}{}", self.next_tables.fetch_add(1, Ordering::Relaxed));
+        let dir = self.dir.join(&name);
+        fs::rename(staged, &dir).map_err(|e| (staged.to_path_buf(), e))?;
+        super::sync_dir(&self.dir).map_err(|e| (self.dir.clone(), e))?;
+        snapshot_dir::write_pointer(&pointer, &name).map_err(|e| (pointer.clone(), e))?;
+        if let Some(previous) = previous.filter(|p| *p != name) {
+            let old = self.dir.join(previous);
+            remove_ours(&old).map_err(|e| (old, e))?;
+        }
+        Ok(dir)
     }
 
     /// `install_snapshot`, in the order that makes a crash leave the old state or the new one:
-    /// 1. the received bytes are unpacked into `snapshot.install/` and every check runs (the
-    ///    header's CRC, the meta is the announced one, each table's length and CRC, nothing
-    ///    after the last; `ingest` then checks every block's checksum and the key order);
-    /// 2. the tables are ingested into a new, unreferenced keyspace `sm_data.<generation + 1>`;
-    /// 3. the received file becomes the node's `snapshot` (fsync, rename, fsync the directory);
+    /// 1. the snapshot is brought into a tables directory of this node, every check run: a body
+    ///    the transport unpacked as it arrived (each table's length and CRC checked then) is
+    ///    used where it is; any other form is unpacked now ([`Shared::unpack_stream`]); the
+    ///    meta must be the announced one;
+    /// 2. the tables are ingested by hard link into a new, unreferenced keyspace
+    ///    `sm_data.<generation + 1>` (`ingest` checks every block's checksum and the key order);
+    /// 3. the directory becomes the node's snapshot ([`Shared::publish`]);
     /// 4. one synced write switches `sm_meta` to the new keyspace, `last_applied` and membership;
-    /// 5. the old keyspace is dropped and the staging directory removed.
+    /// 5. the old keyspace is dropped.
     ///
-    /// A crash before 3 leaves the old state (the open drops the unreferenced generation); one
-    /// between 3 and 4 leaves a `snapshot` newer than the applied state, which the open installs
-    /// again from the file (roll forward); after 4, the new state.
-    fn install(
-        &self,
-        announced: &Meta,
-        mut file: std::fs::File,
-        path: &Path,
-    ) -> Result<(), StorageError<NodeId>> {
+    /// A crash before 3 leaves the old state (the open drops the unreferenced generation and
+    /// directory); one between 3 and 4 leaves a snapshot newer than the applied state, which the
+    /// open installs again from its directory (roll forward); after 4, the new state.
+    fn install(&self, announced: &Meta, parts: Parts) -> Result<(), StorageError<NodeId>> {
         let sig = Some(announced.signature());
         let werr = |e: openraft::AnyError| {
             StorageError::from(StorageIOError::write_snapshot(sig.clone(), e))
         };
         let _file = self.snapshot_file.lock();
-        // openraft hands back the data begin_receiving_snapshot made; anything else (the storage
-        // suite passes another node's snapshot) is copied into an incoming file of ours first.
-        let ours = path.parent() == Some(self.dir.as_path())
-            && path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(INCOMING_PREFIX));
-        let path = if ours {
-            path.to_path_buf()
-        } else {
-            let copy = self.dir.join(format!("{INCOMING_PREFIX}copy"));
-            remove_ours(&copy).map_err(|e| werr(io_any("remove", &copy, e)))?;
-            file.seek(SeekFrom::Start(0)).map_err(|e| werr(io_any("seek", path, e)))?;
-            let mut out =
-                std::fs::File::create_new(&copy).map_err(|e| werr(io_any("create", &copy, e)))?;
-            std::io::copy(&mut file, &mut out).map_err(|e| werr(io_any("copy to", &copy, e)))?;
-            file = std::fs::File::open(&copy).map_err(|e| werr(io_any("open", &copy, e)))?;
-            copy
+        let (staged, header) = match parts {
+            Parts::Tables(t, _) if t.checked && self.is_incoming(&t.dir) => (t.dir, t.header),
+            // Another node's directory (openraft's storage suite hands one over) or one not
+            // checked since it was written: read as the stream it holds.
+            Parts::Tables(t, reader) => {
+                let r = match reader {
+                    Some(r) => r,
+                    None => TablesReader::open(&t.dir, &t.header)
+                        .map_err(|e| werr(io_any("open", &t.dir, e)))?,
+                };
+                self.unpack_stream(announced, r, &t.dir)?
+            }
+            Parts::File(mut file, path) => {
+                file.seek(SeekFrom::Start(0)).map_err(|e| werr(io_any("seek", &path, e)))?;
+                self.unpack_stream(announced, file, &path)?
+            }
         };
-        self.install_from(announced, file, &path, true)?;
+        self.install_tables(announced, &staged, &header, true)?;
         remove_incoming(&self.dir).map_err(|e| werr(io_any("clean", &self.dir, e)))?;
         Ok(())
     }
 
-    /// Steps 1-5 of [`Shared::install`] from `path` (an incoming file, or with `rename` false the
-    /// node's `snapshot` itself, when the open rolls an interrupted install forward).
-    fn install_from(
+    /// Whether `dir` is one of this node's incoming directories.
+    fn is_incoming(&self, dir: &Path) -> bool {
+        dir.parent() == Some(self.dir.as_path())
+            && dir
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(INCOMING_PREFIX))
+    }
+
+    /// Step 1 of [`Shared::install`] for a snapshot read as one stream from `r` (read from
+    /// `source`, named in errors): unpacked into a new `snapshot.install/`, checking the
+    /// header's CRC, that its meta is the announced one, each table's length and CRC, and that
+    /// nothing follows the last. A stream of the in-memory format of earlier versions
+    /// (`SFRSNAP1`) becomes one table. Returns the synced directory and its header.
+    fn unpack_stream(
         &self,
         announced: &Meta,
-        mut file: std::fs::File,
-        path: &Path,
-        rename: bool,
-    ) -> Result<(), StorageError<NodeId>> {
+        r: impl Read,
+        source: &Path,
+    ) -> Result<(PathBuf, Header), StorageError<NodeId>> {
         let sig = Some(announced.signature());
         let werr = |e: openraft::AnyError| {
             StorageError::from(StorageIOError::write_snapshot(sig.clone(), e))
@@ -442,8 +514,74 @@ impl Shared {
         };
         let bad = |b: snapshot_stream::Bad| match b {
             snapshot_stream::Bad::Corrupt(what) => refuse(what),
-            snapshot_stream::Bad::Io(e) => werr(io_any("read", path, e)),
+            snapshot_stream::Bad::Io(e) => werr(io_any("read", source, e)),
         };
+        let staging = self.dir.join(INSTALL_DIR);
+        remove_ours(&staging).map_err(|e| werr(io_any("remove", &staging, e)))?;
+        fs::create_dir(&staging).map_err(|e| werr(io_any("create", &staging, e)))?;
+        let mut r = BufReader::with_capacity(64 << 10, r);
+        let mut magic = [0u8; 8];
+        match r.read_exact(&mut magic) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                return Err(refuse("shorter than its magic".into()))
+            }
+            Err(e) => return Err(werr(io_any("read", source, e))),
+        }
+        let header = if &magic == snapshot_stream::STREAM_MAGIC {
+            let header = snapshot_stream::read_header_after_magic(&mut r).map_err(bad)?;
+            check_meta(announced, &header.meta).map_err(refuse)?;
+            snapshot_stream::unpack(&mut r, &header, Some(&staging), &mut |_| Ok(()))
+                .map_err(bad)?;
+            let path = staging.join(snapshot_dir::HEADER_FILE);
+            let mut f =
+                std::fs::File::create_new(&path).map_err(|e| werr(io_any("create", &path, e)))?;
+            f.write_all(&header.raw)
+                .and_then(|()| f.sync_all())
+                .map_err(|e| werr(io_any("write", &path, e)))?;
+            header
+        } else {
+            // The in-memory format of earlier versions: small by construction.
+            let mut bytes = magic.to_vec();
+            r.read_to_end(&mut bytes).map_err(|e| werr(io_any("read", source, e)))?;
+            let decoded = snapshot_file::check_received(announced, &bytes)?;
+            let mut count = 0;
+            if !decoded.pairs.is_empty() {
+                let t = snapshot_dir::table_path(&staging, 0);
+                let dberr = |e: siftdb::Error| werr(to_any(e));
+                let mut w = self.data.read().sst_writer(&t).map_err(dberr)?;
+                for (k, v) in &decoded.pairs {
+                    w.put(k, v).map_err(dberr)?;
+                }
+                w.finish().map_err(dberr)?;
+                count = 1;
+            }
+            snapshot_dir::seal(&staging, &decoded.meta, count)
+                .map_err(|e| werr(io_any("seal", &staging, e)))?
+        };
+        super::sync_dir(&staging).map_err(|e| werr(io_any("sync", &staging, e)))?;
+        Ok((staging, header))
+    }
+
+    /// Steps 2-5 of [`Shared::install`] for the checked tables directory `staged`; with
+    /// `publish` false it is already the node's snapshot (the open rolling an interrupted
+    /// install forward).
+    fn install_tables(
+        &self,
+        announced: &Meta,
+        staged: &Path,
+        header: &Header,
+        publish: bool,
+    ) -> Result<(), StorageError<NodeId>> {
+        let sig = Some(announced.signature());
+        let werr = |e: openraft::AnyError| {
+            StorageError::from(StorageIOError::write_snapshot(sig.clone(), e))
+        };
+        let refuse = |what: String| {
+            let any = to_any(format!("corrupt snapshot: {what}"));
+            StorageError::from(StorageIOError::read_snapshot(sig.clone(), any))
+        };
+        check_meta(announced, &header.meta).map_err(refuse)?;
         let dberr = |e: siftdb::Error| werr(to_any(e));
         let mut data = self.data.write();
         let old_name = data.name().to_string();
@@ -454,49 +592,15 @@ impl Shared {
         if self.db.existing_keyspace(&new_name).is_some() {
             self.db.drop_keyspace(&new_name).map_err(dberr)?;
         }
-        let staging = self.dir.join(INSTALL_DIR);
-        remove_ours(&staging).map_err(|e| werr(io_any("remove", &staging, e)))?;
-        fs::create_dir(&staging).map_err(|e| werr(io_any("create", &staging, e)))?;
         let fresh = self.db.keyspace(&new_name, KeyspaceOptions::default()).map_err(dberr)?;
 
-        // 1. Unpack and check.
-        file.seek(SeekFrom::Start(0)).map_err(|e| werr(io_any("seek", path, e)))?;
-        let mut r = BufReader::with_capacity(64 << 10, file);
-        let mut magic = [0u8; 8];
-        match r.read_exact(&mut magic) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
-                return Err(refuse("shorter than its magic".into()))
-            }
-            Err(e) => return Err(werr(io_any("read", path, e))),
-        }
-        let tables = if &magic == snapshot_stream::STREAM_MAGIC {
-            let header = snapshot_stream::read_header_after_magic(&mut r).map_err(bad)?;
-            check_meta(announced, &header.meta).map_err(refuse)?;
-            snapshot_stream::unpack(&mut r, &header, Some(&staging)).map_err(bad)?
-        } else {
-            // The in-memory format of earlier versions: small by construction.
-            let mut bytes = magic.to_vec();
-            r.read_to_end(&mut bytes).map_err(|e| werr(io_any("read", path, e)))?;
-            let decoded = snapshot_file::check_received(announced, &bytes)?;
-            let mut tables = Vec::new();
-            if !decoded.pairs.is_empty() {
-                let t = staging.join("000001.sst");
-                let mut w = fresh.sst_writer(&t).map_err(dberr)?;
-                for (k, v) in &decoded.pairs {
-                    w.put(k, v).map_err(dberr)?;
-                }
-                w.finish().map_err(dberr)?;
-                tables.push(t);
-            }
-            tables
-        };
-        let file = r.into_inner();
-
-        // 2. Ingest into the new generation, which nothing references yet.
+        // 2. Ingest into the new generation, which nothing references yet. By hard link: the
+        // directory keeps its names for the snapshot, and no table is written twice.
+        let tables: Vec<PathBuf> =
+            (0..header.files.len()).map(|i| snapshot_dir::table_path(staged, i)).collect();
         if !tables.is_empty() {
             let report = fresh
-                .ingest(&tables, IngestOptions::with_mode(IngestMode::Move))
+                .ingest(&tables, IngestOptions::with_mode(IngestMode::Link))
                 .map_err(|e| refuse(format!("ingest refused the tables: {e}")))?;
             let rewritten = report.files.iter().filter(|f| f.rewritten).count() as u64;
             self.installed_tables.fetch_add(report.files.len() as u64, Ordering::Relaxed);
@@ -507,12 +611,9 @@ impl Shared {
             return Err(werr(to_any("injected failure between unpack and switch")));
         }
 
-        // 3. The received file becomes the current snapshot.
-        if rename {
-            let current = self.dir.join(SNAPSHOT_FILE);
-            file.sync_all().map_err(|e| werr(io_any("sync", path, e)))?;
-            fs::rename(path, &current).map_err(|e| werr(io_any("rename", path, e)))?;
-            super::sync_dir(&self.dir).map_err(|e| werr(io_any("sync", &self.dir, e)))?;
+        // 3. The directory becomes the current snapshot.
+        if publish {
+            self.publish(staged).map_err(|(p, e)| werr(io_any("publish", &p, e)))?;
         }
         crash_point("install-before-switch");
 
@@ -535,7 +636,6 @@ impl Shared {
 
         // 5. Clean up.
         self.db.drop_keyspace(&old_name).map_err(dberr)?;
-        remove_ours(&staging).map_err(|e| werr(io_any("remove", &staging, e)))?;
         Ok(())
     }
 }
