@@ -206,13 +206,7 @@ impl Read for TablesReader {
 mod tests {
     use super::*;
 
-    fn meta() -> Meta {
-        Meta {
-            last_log_id: Some(openraft::testing::log_id(2, 1, 7)),
-            last_membership: Default::default(),
-            snapshot_id: "2-7-1".into(),
-        }
-    }
+    use crate::store::snapshot_file::tests::meta;
 
     #[test]
     fn a_sealed_directory_reads_as_the_stream_and_every_table_flip_is_refused() {

@@ -207,10 +207,11 @@ pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn meta() -> Meta {
+    /// A snapshot meta for the format tests of this module and its neighbours.
+    pub(crate) fn meta() -> Meta {
         Meta {
             last_log_id: Some(openraft::testing::log_id(2, 1, 7)),
             last_membership: Default::default(),

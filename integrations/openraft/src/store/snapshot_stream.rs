@@ -207,13 +207,7 @@ pub(crate) fn unpack(
 mod tests {
     use super::*;
 
-    fn meta() -> Meta {
-        Meta {
-            last_log_id: Some(openraft::testing::log_id(2, 1, 7)),
-            last_membership: Default::default(),
-            snapshot_id: "2-7-1".into(),
-        }
-    }
+    use crate::store::snapshot_file::tests::meta;
 
     fn check(bytes: &[u8]) -> Result<Header, Bad> {
         let mut r = bytes;

@@ -457,10 +457,8 @@ impl Shared {
     /// directory); one between 3 and 4 leaves a snapshot newer than the applied state, which the
     /// open installs again from its directory (roll forward); after 4, the new state.
     fn install(&self, announced: &Meta, parts: Parts) -> Result<(), StorageError<NodeId>> {
-        let sig = Some(announced.signature());
-        let werr = |e: openraft::AnyError| {
-            StorageError::from(StorageIOError::write_snapshot(sig.clone(), e))
-        };
+        let failed = Failures::of(announced);
+        let werr = |e| failed.write(e);
         let _file = self.snapshot_file.lock();
         let (staged, header) = match parts {
             Parts::Tables(t, _) if t.checked && self.is_incoming(&t.dir) => (t.dir, t.header),
@@ -504,14 +502,9 @@ impl Shared {
         r: impl Read,
         source: &Path,
     ) -> Result<(PathBuf, Header), StorageError<NodeId>> {
-        let sig = Some(announced.signature());
-        let werr = |e: openraft::AnyError| {
-            StorageError::from(StorageIOError::write_snapshot(sig.clone(), e))
-        };
-        let refuse = |what: String| {
-            let any = to_any(format!("corrupt snapshot: {what}"));
-            StorageError::from(StorageIOError::read_snapshot(sig.clone(), any))
-        };
+        let failed = Failures::of(announced);
+        let werr = |e| failed.write(e);
+        let refuse = |what| failed.refuse(what);
         let bad = |b: snapshot_stream::Bad| match b {
             snapshot_stream::Bad::Corrupt(what) => refuse(what),
             snapshot_stream::Bad::Io(e) => werr(io_any("read", source, e)),
@@ -573,14 +566,9 @@ impl Shared {
         header: &Header,
         publish: bool,
     ) -> Result<(), StorageError<NodeId>> {
-        let sig = Some(announced.signature());
-        let werr = |e: openraft::AnyError| {
-            StorageError::from(StorageIOError::write_snapshot(sig.clone(), e))
-        };
-        let refuse = |what: String| {
-            let any = to_any(format!("corrupt snapshot: {what}"));
-            StorageError::from(StorageIOError::read_snapshot(sig.clone(), any))
-        };
+        let failed = Failures::of(announced);
+        let werr = |e| failed.write(e);
+        let refuse = |what| failed.refuse(what);
         check_meta(announced, &header.meta).map_err(refuse)?;
         let dberr = |e: siftdb::Error| werr(to_any(e));
         let mut data = self.data.write();
@@ -637,6 +625,28 @@ impl Shared {
         // 5. Clean up.
         self.db.drop_keyspace(&old_name).map_err(dberr)?;
         Ok(())
+    }
+}
+
+/// An install's failures as openraft's errors, naming the announced snapshot.
+struct Failures {
+    sig: Option<openraft::storage::SnapshotSignature<NodeId>>,
+}
+
+impl Failures {
+    fn of(announced: &Meta) -> Failures {
+        Failures { sig: Some(announced.signature()) }
+    }
+
+    /// A file-system or engine call failed.
+    fn write(&self, e: openraft::AnyError) -> StorageError<NodeId> {
+        StorageIOError::write_snapshot(self.sig.clone(), e).into()
+    }
+
+    /// The snapshot fails the check `what`.
+    fn refuse(&self, what: String) -> StorageError<NodeId> {
+        let any = to_any(format!("corrupt snapshot: {what}"));
+        StorageIOError::read_snapshot(self.sig.clone(), any).into()
     }
 }
 
