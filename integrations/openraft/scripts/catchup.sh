@@ -91,7 +91,7 @@ applied_index() { # host:port; 0 if nothing is applied or the node does not answ
 # (header and tables), or the single `snapshot` file of earlier versions.
 snapshot_size() { # node directory
   local t
-  t=$(ls -d "$1"/snapshot.tables.* 2>/dev/null | head -1 || true)
+  t=$(ls -d "$1"/snapshot.tables.* 2>/dev/null | sort -V | tail -1 || true)
   if [ -n "$t" ]; then
     find "$t" -type f -printf '%s\n' | awk '{s += $1} END {printf "%.0f\n", s}'
   else

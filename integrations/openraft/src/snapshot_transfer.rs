@@ -209,9 +209,10 @@ pub enum Received {
     StaleVote(SnapshotResponse<NodeId>),
 }
 
-/// Reads the snapshot body `body` into a new incoming file of `raft`'s state machine and, once
-/// every check of [`crate::snapshot_wire`] passed, installs it. Waits at most `stall` for each
-/// frame. On a refusal (the `Err`) the incoming file is removed and nothing else changed;
+/// Reads the snapshot body `body` into a new incoming file (a streamed snapshot: its tables
+/// directory) of `raft`'s state machine and, once every check of [`crate::snapshot_wire`]
+/// passed, installs it. Waits at most `stall` for each frame. On a refusal (the `Err`) what it
+/// wrote is removed and nothing else changed;
 /// callers serialise calls (one incoming file at a time: `begin_receiving_snapshot` removes
 /// earlier ones).
 pub async fn receive<B>(raft: &Raft, body: B, stall: Duration) -> Result<Received, TransferError>
@@ -356,9 +357,16 @@ fn write_incoming(
     if &magic[..got] != STREAM_MAGIC {
         return append_incoming(file, &magic[..got], r);
     }
+    // This thread removes the directory on any failure, itself: when the route is abandoned
+    // (its connection closed) it may still be writing after the route's guard ran; the channel
+    // then ends early, which fails the unpack here.
     let dir = tables_dir(path);
     std::fs::create_dir(&dir)?;
-    match unpack_incoming(&mut r, &dir) {
+    let unpacked = unpack_incoming(&mut r, &dir);
+    if unpacked.is_err() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    match unpacked {
         Ok(header) => {
             let written = Written::Tables(Tables { dir, header, checked: true });
             Ok((written, r.crc.finalize()))

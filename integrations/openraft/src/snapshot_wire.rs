@@ -121,7 +121,7 @@ pub enum TransferError {
     Body(String),
     /// The body arrived whole (its CRC holds) but the snapshot in it fails a check of its own.
     Snapshot(String),
-    /// Writing the received bytes to the incoming file failed.
+    /// Writing the received bytes to the incoming file or directory failed.
     Io(std::io::Error),
 }
 

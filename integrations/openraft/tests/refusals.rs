@@ -162,6 +162,13 @@ async fn a_corrupt_snapshot_sent_to_install_is_refused_and_the_state_is_unchange
         assert_eq!(sm2.get(b"y").unwrap().as_deref(), Some(&b"mine"[..]), "{what}");
         assert_eq!(sm2.get(b"x").unwrap(), None, "{what}");
         assert!(sm2.get_current_snapshot().await.unwrap().is_none(), "{what}");
+        // Nothing of the refused snapshot stays on disk.
+        let left: Vec<String> = fs::read_dir(&dst)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("snapshot"))
+            .collect();
+        assert!(left.is_empty(), "{what}: {left:?}");
     }
     assert_eq!(log2.get_log_state().await.unwrap(), log_before);
 

@@ -103,6 +103,7 @@ impl Args {
 }
 
 fn main() -> ExitCode {
+    raise_open_file_limit();
     let mut argv = std::env::args().skip(1);
     let Some(cmd) = argv.next() else {
         eprintln!("{USAGE}");
@@ -275,6 +276,22 @@ async fn run(cmd: &str, mut a: Args) -> Result<(), String> {
         "bench" => bench(a).await,
         "load" => load(a).await,
         other => Err(format!("unknown command '{other}'\n{USAGE}")),
+    }
+}
+
+/// Raises the soft limit on open files to the hard one. A snapshot being sent holds a
+/// descriptor on each of its tables (one per 64 MiB of state: docs/snapshots.md, "Costs and
+/// limits"), per follower it is sent to, beside the database's own tables; the usual soft
+/// limit of 1,024 would cap the state a node can send at about 60 GiB.
+fn raise_open_file_limit() {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: both calls get a pointer to a valid, initialised `rlimit` and touch nothing else.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
+        {
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
     }
 }
 

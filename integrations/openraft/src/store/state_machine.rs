@@ -57,7 +57,7 @@ struct Shared {
     /// The current data keyspace. Written under the read lock by `apply` (which openraft never
     /// runs concurrently with an install); replaced under the write lock by an install.
     data: RwLock<Keyspace>,
-    /// Serialises snapshot builds with each other and with installs (one snapshot file).
+    /// Serialises snapshot builds with each other and with installs (one current snapshot).
     snapshot_file: Mutex<()>,
     /// Numbers the `snapshot.incoming.<n>` files.
     incoming: AtomicU64,
@@ -72,7 +72,7 @@ struct Shared {
 }
 
 impl StateMachine {
-    /// Opens the state machine; `current` is the meta of the node's checked `snapshot` file.
+    /// Opens the state machine; `current` is the meta of the node's checked current snapshot.
     pub(super) fn open(
         db: Arc<Db>,
         dir: PathBuf,
@@ -134,9 +134,9 @@ impl StateMachine {
                 rewritten_tables: AtomicU64::new(0),
             }),
         };
-        // A `snapshot` newer than the applied state: an install interrupted between its rename
-        // and its switch (or a power loss that took unsynced applies the snapshot had seen).
-        // Both are committed state: install it again from the file.
+        // A current snapshot newer than the applied state: an install interrupted between its
+        // publish and its switch (or a power loss that took unsynced applies the snapshot had
+        // seen). Both are committed state: install it again from where it is.
         if let Some(current) = current {
             let shared = &sm.shared;
             let (applied, _) = shared
@@ -457,9 +457,24 @@ impl Shared {
     /// directory); one between 3 and 4 leaves a snapshot newer than the applied state, which the
     /// open installs again from its directory (roll forward); after 4, the new state.
     fn install(&self, announced: &Meta, parts: Parts) -> Result<(), StorageError<NodeId>> {
+        let _file = self.snapshot_file.lock();
+        let installed = self.stage_and_install(announced, parts);
+        // A refused snapshot's files go now, not at the next receive or open: they can be as
+        // large as the state.
+        let cleaned =
+            remove_incoming(&self.dir).and_then(|()| remove_ours(&self.dir.join(INSTALL_DIR)));
+        installed?;
+        cleaned.map_err(|e| Failures::of(announced).write(io_any("clean", &self.dir, e)))
+    }
+
+    /// Steps 1-5 of [`Shared::install`], under the snapshot lock.
+    fn stage_and_install(
+        &self,
+        announced: &Meta,
+        parts: Parts,
+    ) -> Result<(), StorageError<NodeId>> {
         let failed = Failures::of(announced);
         let werr = |e| failed.write(e);
-        let _file = self.snapshot_file.lock();
         let (staged, header) = match parts {
             Parts::Tables(t, _) if t.checked && self.is_incoming(&t.dir) => (t.dir, t.header),
             // Another node's directory (openraft's storage suite hands one over) or one not
@@ -477,9 +492,7 @@ impl Shared {
                 self.unpack_stream(announced, file, &path)?
             }
         };
-        self.install_tables(announced, &staged, &header, true)?;
-        remove_incoming(&self.dir).map_err(|e| werr(io_any("clean", &self.dir, e)))?;
-        Ok(())
+        self.install_tables(announced, &staged, &header, true)
     }
 
     /// Whether `dir` is one of this node's incoming directories.
@@ -524,7 +537,9 @@ impl Shared {
         let header = if &magic == snapshot_stream::STREAM_MAGIC {
             let header = snapshot_stream::read_header_after_magic(&mut r).map_err(bad)?;
             check_meta(announced, &header.meta).map_err(refuse)?;
-            snapshot_stream::unpack(&mut r, &header, Some(&staging), &mut |_| Ok(()))
+            // Synced here: ingest syncs only the tables it links (not one it rewrites or copies),
+            // and the pointer will name these files.
+            snapshot_stream::unpack(&mut r, &header, Some(&staging), &mut |f| f.sync_data())
                 .map_err(bad)?;
             let path = staging.join(snapshot_dir::HEADER_FILE);
             let mut f =
