@@ -588,7 +588,9 @@ impl Shared {
         let dberr = |e: siftdb::Error| werr(to_any(e));
         let mut data = self.data.write();
         let old_name = data.name().to_string();
-        let generation: u64 = old_name[SM_DATA_PREFIX.len()..].parse().unwrap_or(0);
+        // Any name `sm_meta` holds, however corrupt, gives a generation (no slicing to panic on).
+        let generation: u64 =
+            old_name.strip_prefix(SM_DATA_PREFIX).and_then(|g| g.parse().ok()).unwrap_or(0);
         let new_name = format!("{SM_DATA_PREFIX}{}", generation + 1);
         // A generation left half-filled by an install that failed without a crash (the open
         // drops those after one) must not lend its pairs to this one.
