@@ -137,8 +137,8 @@ pub use db::{
 };
 pub use error::{Error, Result};
 pub use ingest::{
-    ExportOptions, ExportReport, IngestMode, IngestOptions, IngestReport, IngestedFile,
-    SstFileInfo, SstWriter,
+    ExportOptions, ExportReport, IngestCheck, IngestMode, IngestOptions, IngestReport,
+    IngestedFile, SstFileInfo, SstWriter,
 };
 pub use keyspace_options::KeyspaceOptions;
 pub use merge::{MergeOperator, U64AddOperator};

@@ -20,7 +20,7 @@ use crate::filename;
 use crate::ikey::{self, ValueKind};
 use crate::limits::NUM_LEVELS;
 use crate::manifest::{FileMeta, VersionEdit};
-use crate::sst::Table;
+use crate::sst::{Table, TableProperties};
 use crate::version::{TableFile, Version};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -38,18 +38,46 @@ pub enum IngestMode {
     Move,
 }
 
+/// What [`crate::Db::ingest`] reads of each file before anything changes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum IngestCheck {
+    /// Every block: the file opens as a table (footer, index, properties, filter and
+    /// range-deletion blocks, each with its checksum), and then every data block is read, its
+    /// checksum checked, and every entry decoded: keys strictly increasing, all of one
+    /// keyspace, all at sequence 0, none a blob reference; their count is the properties'.
+    #[default]
+    Full,
+    /// The file opens as a table (footer, index, properties, filter and range-deletion blocks,
+    /// each with its checksum) and its properties say what [`IngestCheck::Full`] would find:
+    /// the smallest and largest keys of one keyspace, sequence numbers 0. The data blocks are
+    /// not read; a damaged one is found when a read reaches it (a corruption error, as for any
+    /// table). For files whose every byte was checked by other means, such as a whole-file
+    /// checksum computed by their writer and checked on arrival (the openraft integration's
+    /// snapshot tables), where reading them back would cost a second pass over the disk.
+    /// RocksDB's `IngestExternalFile` reads no data block unless
+    /// `verify_checksums_before_ingest` is set.
+    Metadata,
+}
+
 /// Options of [`crate::Db::ingest`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct IngestOptions {
     /// How the files enter the directory (default: [`IngestMode::Link`]).
     pub mode: IngestMode,
+    /// What is read of each file first (default: [`IngestCheck::Full`]).
+    pub check: IngestCheck,
 }
 
 impl IngestOptions {
     /// Options with `mode`.
     pub fn with_mode(mode: IngestMode) -> IngestOptions {
-        IngestOptions { mode }
+        IngestOptions { mode, ..IngestOptions::default() }
+    }
+
+    /// These options with `check`.
+    pub fn check(self, check: IngestCheck) -> IngestOptions {
+        IngestOptions { check, ..self }
     }
 }
 
@@ -107,7 +135,7 @@ struct Checked {
 }
 
 /// Checks that `path` is a table `ingest` can take (module documentation).
-fn check_file(inner: &DbInner, path: &Path) -> Result<Checked> {
+fn check_file(inner: &DbInner, path: &Path, check: IngestCheck) -> Result<Checked> {
     let storage = &*inner.storage;
     if !storage.exists(path)? {
         return Err(Error::invalid(format!("ingest: {} does not exist", path.display())));
@@ -120,44 +148,10 @@ fn check_file(inner: &DbInner, path: &Path) -> Result<Checked> {
     if props.merges > 0 && inner.opts.merge_operator.is_none() {
         return Err(bad("it holds merge operands and Options::merge_operator is None".into()));
     }
-    let mut it = table.iter(false);
-    it.seek_to_first()?;
-    let mut keyspace: Option<u32> = None;
-    // The previous entry's user key (valid once `n > 0`), one buffer reused for every entry.
-    let mut last: Vec<u8> = Vec::new();
-    let mut n = 0u64;
-    while it.valid() {
-        let (ks, key, seq, kind) = ikey::decode_in(it.key()).map_err(|e| e.in_file(path, 0))?;
-        if kind == ValueKind::BlobIndex {
-            // A reference names a blob file of the database that wrote the table.
-            return Err(bad(format!(
-                "entry {n} is a blob reference: external files hold their values inline \
-                 (SstWriter and Db::export write them so)"
-            )));
-        }
-        if seq != 0 {
-            return Err(bad(format!(
-                "entry {n} is at sequence {seq}: ingested entries are at 0 (SstWriter writes them)"
-            )));
-        }
-        if keyspace.is_some_and(|k| k != ks) {
-            return Err(bad(format!("entry {n} is of keyspace {ks}, earlier ones of another")));
-        }
-        keyspace = Some(ks);
-        if n > 0 && key <= last.as_slice() {
-            return Err(bad(format!(
-                "entry {n}: key {:?} is not greater than the previous key",
-                key.escape_ascii().to_string()
-            )));
-        }
-        last.clear();
-        last.extend_from_slice(key);
-        n += 1;
-        it.next()?;
-    }
-    if n != props.entries {
-        return Err(bad(format!("it holds {n} entries, its properties say {}", props.entries)));
-    }
+    let (mut keyspace, n) = match check {
+        IngestCheck::Full => check_entries(&table, path)?,
+        IngestCheck::Metadata => check_properties(&props, path)?,
+    };
     if let Some(ks) = table.range_del_keyspace()? {
         if keyspace.is_some_and(|k| k != ks) {
             return Err(bad(format!("its range deletions are of keyspace {ks}, its entries not")));
@@ -197,6 +191,75 @@ fn check_file(inner: &DbInner, path: &Path) -> Result<Checked> {
         rewritten: false,
         stored_keyspace: None,
     })
+}
+
+/// [`IngestCheck::Full`]'s reading of every entry of `table` (module documentation): the one
+/// keyspace its entries are of and how many there are.
+fn check_entries(table: &Arc<Table>, path: &Path) -> Result<(Option<u32>, u64)> {
+    let bad = |what: String| Error::invalid(format!("ingest: {}: {what}", path.display()));
+    let mut it = table.iter(false);
+    it.seek_to_first()?;
+    let mut keyspace: Option<u32> = None;
+    // The previous entry's user key (valid once `n > 0`), one buffer reused for every entry.
+    let mut last: Vec<u8> = Vec::new();
+    let mut n = 0u64;
+    while it.valid() {
+        let (ks, key, seq, kind) = ikey::decode_in(it.key()).map_err(|e| e.in_file(path, 0))?;
+        if kind == ValueKind::BlobIndex {
+            // A reference names a blob file of the database that wrote the table.
+            return Err(bad(format!(
+                "entry {n} is a blob reference: external files hold their values inline \
+                 (SstWriter and Db::export write them so)"
+            )));
+        }
+        if seq != 0 {
+            return Err(bad(format!(
+                "entry {n} is at sequence {seq}: ingested entries are at 0 (SstWriter writes them)"
+            )));
+        }
+        if keyspace.is_some_and(|k| k != ks) {
+            return Err(bad(format!("entry {n} is of keyspace {ks}, earlier ones of another")));
+        }
+        keyspace = Some(ks);
+        if n > 0 && key <= last.as_slice() {
+            return Err(bad(format!(
+                "entry {n}: key {:?} is not greater than the previous key",
+                key.escape_ascii().to_string()
+            )));
+        }
+        last.clear();
+        last.extend_from_slice(key);
+        n += 1;
+        it.next()?;
+    }
+    let props = table.properties();
+    if n != props.entries {
+        return Err(bad(format!("it holds {n} entries, its properties say {}", props.entries)));
+    }
+    Ok((keyspace, n))
+}
+
+/// [`IngestCheck::Metadata`]: what the properties say of the entries, checked as
+/// [`check_entries`] checks the entries themselves, without reading a data block.
+fn check_properties(props: &TableProperties, path: &Path) -> Result<(Option<u32>, u64)> {
+    let bad = |what: String| Error::invalid(format!("ingest: {}: {what}", path.display()));
+    if props.entries == 0 {
+        return Ok((None, 0));
+    }
+    let (lo_ks, _, _, _) = ikey::decode_in(&props.smallest_key).map_err(|e| e.in_file(path, 0))?;
+    let (hi_ks, _, _, _) = ikey::decode_in(&props.largest_key).map_err(|e| e.in_file(path, 0))?;
+    if lo_ks != hi_ks {
+        return Err(bad(format!(
+            "its smallest key is of keyspace {lo_ks}, its largest of keyspace {hi_ks}"
+        )));
+    }
+    if props.smallest_seq != 0 || props.largest_seq != 0 {
+        return Err(bad(format!(
+            "its entries are at sequences {}..={}: ingested entries are at 0 (SstWriter writes them)",
+            props.smallest_seq, props.largest_seq
+        )));
+    }
+    Ok((Some(lo_ks), props.entries))
 }
 
 /// Whether a memtable of `sv` holds a version or a range deletion of `keyspace` within a
@@ -284,7 +347,7 @@ pub(crate) fn ingest(
     // is the error, as a check one file after another would report it.
     let checked: Vec<Result<Checked>> = {
         use rayon::prelude::*;
-        files.par_iter().map(|p| check_file(inner, p)).collect()
+        files.par_iter().map(|p| check_file(inner, p, opts.check)).collect()
     };
     let mut checked = checked.into_iter().collect::<Result<Vec<_>>>()?;
     checked.sort_by(|a, b| a.smallest.cmp(&b.smallest).then(a.largest.cmp(&b.largest)));

@@ -9,7 +9,7 @@ mod ingest;
 mod sst_writer;
 
 pub use export::{ExportOptions, ExportReport};
-pub use ingest::{IngestMode, IngestOptions, IngestReport, IngestedFile};
+pub use ingest::{IngestCheck, IngestMode, IngestOptions, IngestReport, IngestedFile};
 pub use sst_writer::{SstFileInfo, SstWriter};
 
 use crate::db::keyspace::Layout;

@@ -9,7 +9,8 @@
 //!   into a new tables directory `snapshot.incoming.<n>.tables/` (each table's length and CRC
 //!   checked as it arrives, each synced in the background once written) or appends any other
 //!   to the file `snapshot.incoming.<n>`, and only once every check passed hands it to
-//!   `Raft::install_full_snapshot` (whose install checks the meta, and ingest every block).
+//!   `Raft::install_full_snapshot` (whose install checks the meta, and ingest each table's
+//!   metadata blocks).
 //!   A refused or interrupted body removes what it wrote and changes nothing else.
 
 use std::fs::File;

@@ -3,6 +3,7 @@
 //! and the keys are in README.md ("Storage layout"); this module opens the directory and refuses one that is not this node's.
 
 pub(crate) mod apply;
+mod direct_writer;
 pub(crate) mod entry_codec;
 mod error;
 mod log_store;

@@ -8,6 +8,7 @@ use std::fs;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
+use super::direct_writer::DirectWriter;
 use super::snapshot_file::Meta;
 
 /// The first 8 bytes of a streamed snapshot.
@@ -161,9 +162,9 @@ pub(crate) fn unpack(
         let mut sink = match dest {
             Some(d) => {
                 let p = super::snapshot_dir::table_path(d, i);
-                let f = fs::OpenOptions::new().write(true).create_new(true).open(&p)?;
+                let w = DirectWriter::create_new(&p, COPY_BUF)?;
                 out.push(p);
-                Some(io::BufWriter::with_capacity(COPY_BUF, f))
+                Some(w)
             }
             None => None,
         };
@@ -193,7 +194,7 @@ pub(crate) fn unpack(
             )));
         }
         if let Some(s) = sink {
-            done(s.into_inner().map_err(|e| e.into_error())?)?;
+            done(s.finish()?)?;
         }
     }
     let mut extra = [0u8; 1];

@@ -19,7 +19,8 @@ use openraft::{
 };
 use parking_lot::{Mutex, RwLock};
 use siftdb::{
-    Db, IngestMode, IngestOptions, Keyspace, KeyspaceOptions, ReadOptions, WriteBatch, WriteOptions,
+    Db, IngestCheck, IngestMode, IngestOptions, Keyspace, KeyspaceOptions, ReadOptions, WriteBatch,
+    WriteOptions,
 };
 
 use super::apply::DataWrite;
@@ -448,7 +449,9 @@ impl Shared {
     ///    used where it is; any other form is unpacked now ([`Shared::unpack_stream`]); the
     ///    meta must be the announced one;
     /// 2. the tables are ingested by hard link into a new, unreferenced keyspace
-    ///    `sm_data.<generation + 1>` (`ingest` checks every block's checksum and the key order);
+    ///    `sm_data.<generation + 1>` (`ingest` checks each table's metadata blocks: every byte
+    ///    was already checked against the CRC-32 the leader computed when it built the
+    ///    snapshot, so its data blocks are not read back from the disk);
     /// 3. the directory becomes the node's snapshot ([`Shared::publish`]);
     /// 4. one synced write switches `sm_meta` to the new keyspace, `last_applied` and membership;
     /// 5. the old keyspace is dropped.
@@ -605,7 +608,10 @@ impl Shared {
             (0..header.files.len()).map(|i| snapshot_dir::table_path(staged, i)).collect();
         if !tables.is_empty() {
             let report = fresh
-                .ingest(&tables, IngestOptions::with_mode(IngestMode::Link))
+                .ingest(
+                    &tables,
+                    IngestOptions::with_mode(IngestMode::Link).check(IngestCheck::Metadata),
+                )
                 .map_err(|e| refuse(format!("ingest refused the tables: {e}")))?;
             let rewritten = report.files.iter().filter(|f| f.rewritten).count() as u64;
             self.installed_tables.fetch_add(report.files.len() as u64, Ordering::Relaxed);
