@@ -4,7 +4,9 @@
 
 use crate::ldb::{self, DbArgs};
 use clap::Args;
-use siftdb::{Error, ExportOptions, IngestMode, IngestOptions, Options, Result, SstWriter};
+use siftdb::{
+    Error, ExportOptions, IngestCheck, IngestMode, IngestOptions, Options, Result, SstWriter,
+};
 use std::io::BufRead;
 use std::path::PathBuf;
 
@@ -47,6 +49,20 @@ pub struct IngestArgs {
     /// load into a new database.
     #[arg(long)]
     pub create: bool,
+    /// What is read of each file before anything changes: `full`, every block and entry;
+    /// `metadata`, the footer, index, filter and properties blocks only (for files whose bytes
+    /// were checked whole by other means; RocksDB's ingestion reads no data block by default).
+    #[arg(long, value_enum, default_value = "full")]
+    pub check: CheckArg,
+}
+
+/// `ingest --check`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckArg {
+    /// `IngestCheck::Full`.
+    Full,
+    /// `IngestCheck::Metadata`.
+    Metadata,
 }
 
 /// `export`'s arguments.
@@ -122,7 +138,11 @@ pub fn ingest(a: &IngestArgs) -> Result<()> {
         (_, true) => IngestMode::Copy,
         _ => IngestMode::Link,
     };
-    let report = ks.ingest(&a.files, IngestOptions::with_mode(mode))?;
+    let check = match a.check {
+        CheckArg::Full => IngestCheck::Full,
+        CheckArg::Metadata => IngestCheck::Metadata,
+    };
+    let report = ks.ingest(&a.files, IngestOptions::with_mode(mode).check(check))?;
     for f in &report.files {
         println!(
             "{} -> table {} at level {} ({} entries, {} bytes{})",

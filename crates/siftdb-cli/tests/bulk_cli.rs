@@ -52,7 +52,10 @@ fn sst_write_ingest_and_export_move_data_between_databases() {
     let db2 = p("db2");
     ok(&["put", &db2, "z", "26", "--create"]);
     let sst = std::fs::read_dir(tmp.path().join("out")).unwrap().next().unwrap().unwrap().path();
-    ok(&["ingest", "--db", &db2, sst.to_str().unwrap()]);
+    let bad = siftdb(&["ingest", "--db", &db2, "--check", "some", sst.to_str().unwrap()]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("invalid value 'some' for '--check"));
+    ok(&["ingest", "--db", &db2, "--check", "metadata", sst.to_str().unwrap()]);
     assert_eq!(ok(&["scan", &db2]), "a => 1\nb => 2\nz => 26\n");
 
     // A bulk load into a new database: refused without --create, made with it; a directory
