@@ -373,11 +373,7 @@ fn bad_input_is_a_typed_error_and_changes_nothing() {
     let e = db.ingest(&[p("mine.txt")], IngestOptions::default()).unwrap_err();
     assert!(e.is_corruption(), "{e}");
     // A table of the engine's own, whose entries carry real sequence numbers.
-    let own = std::fs::read_dir(dir.path().join("db"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|x| x == "sst"))
-        .unwrap();
+    let own = common::any_table(&dir.path().join("db"));
     std::fs::copy(&own, p("own.sst")).unwrap();
     let e = db.ingest(&[p("own.sst")], IngestOptions::default()).unwrap_err();
     assert!(is_invalid(&e, "sequence"), "{e}");

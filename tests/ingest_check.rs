@@ -45,11 +45,7 @@ fn what_the_properties_show_is_refused_and_a_damaged_block_is_found_when_read() 
     // A table of the engine's own: its properties give its entries' real sequence numbers.
     db.put(key(7000), "flushed").unwrap();
     db.flush().unwrap();
-    let own = std::fs::read_dir(dir.path().join("db"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|x| x == "sst"))
-        .unwrap();
+    let own = common::any_table(&dir.path().join("db"));
     std::fs::copy(&own, p("own.sst")).unwrap();
     let e = db.ingest(&[p("own.sst")], metadata()).unwrap_err();
     assert!(matches!(&e, Error::InvalidArgument(m) if m.contains("sequence")), "{e}");

@@ -117,11 +117,7 @@ fn a_corrupt_block_fails_only_the_keys_that_read_it() {
         db.compact().unwrap();
     }
     // Flip a byte early in the one SST: inside its first data block.
-    let sst = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|x| x == "sst"))
-        .unwrap();
+    let sst = common::any_table(dir.path());
     let mut bytes = std::fs::read(&sst).unwrap();
     bytes[100] ^= 0x5A;
     std::fs::write(&sst, bytes).unwrap();

@@ -10,7 +10,7 @@ pub mod tree_snapshot;
 use siftdb::storage::MemStorage;
 use siftdb::{CompactionOptions, Db, Options};
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// `key` and `i` in seven zero-padded digits (`key0000042`): byte order is numeric order.
@@ -98,4 +98,13 @@ pub fn contents(dir: &Path) -> BTreeMap<String, Vec<u8>> {
             (e.file_name().into_string().unwrap(), std::fs::read(e.path()).unwrap())
         })
         .collect()
+}
+
+/// A table file (`*.sst`) of the database directory `dir`: the first `read_dir` lists.
+pub fn any_table(dir: &Path) -> PathBuf {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "sst"))
+        .expect("the directory holds a table")
 }
