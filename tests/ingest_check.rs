@@ -68,3 +68,31 @@ fn what_the_properties_show_is_refused_and_a_damaged_block_is_found_when_read() 
     assert!(e.is_corruption(), "{e}");
     assert_eq!(db.get(key(7000)).unwrap(), Some(b"flushed".to_vec()));
 }
+
+#[test]
+fn a_table_of_blob_references_is_refused_by_either_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let with_blobs = siftdb::Options { blob_threshold: Some(16), ..opts() };
+    let source = Db::open(dir.path().join("source"), with_blobs).unwrap();
+    for i in 0..50 {
+        source.put(key(i), vec![b'v'; 100]).unwrap();
+    }
+    source.flush().unwrap();
+    // Compacted to the bottom with no snapshot: every entry at sequence 0, so nothing but the
+    // blob references tells this table from one SstWriter wrote.
+    source.compact().unwrap();
+    let table = common::any_table(&dir.path().join("source"));
+    let copy = dir.path().join("refs.sst");
+    std::fs::copy(&table, &copy).unwrap();
+
+    let db = Db::open(dir.path().join("db"), opts()).unwrap();
+    for check in [IngestCheck::Metadata, IngestCheck::Full] {
+        let o = IngestOptions::with_mode(IngestMode::Copy).check(check);
+        let e = db.ingest(&[&copy], o).unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidArgument(m) if m.contains("blob reference")),
+            "{check:?}: {e}"
+        );
+    }
+    assert_eq!(db.get(key(0)).unwrap(), None);
+}

@@ -49,8 +49,9 @@ pub enum IngestCheck {
     Full,
     /// The file opens as a table (footer, index, properties, filter and range-deletion blocks,
     /// each with its checksum) and its properties say what [`IngestCheck::Full`] would find:
-    /// the smallest and largest keys of one keyspace, sequence numbers 0. The data blocks are
-    /// not read; a damaged one is found when a read reaches it (a corruption error, as for any
+    /// the smallest and largest keys of one keyspace, sequence numbers 0. The properties do not
+    /// count blob references: a table of a format version that may hold some is read in full
+    /// (one that must is refused). The data blocks are otherwise not read; a damaged one is found when a read reaches it (a corruption error, as for any
     /// table). For files whose every byte was checked by other means, such as a whole-file
     /// checksum computed by their writer and checked on arrival (the openraft integration's
     /// snapshot tables), where reading them back would cost a second pass over the disk.
@@ -116,6 +117,14 @@ pub struct IngestReport {
     pub sources_left: Vec<PathBuf>,
 }
 
+/// The SST format version of a table holding blob references and no compression dictionary
+/// (`sst::format::format_version_for`): the one version the properties tell holds some.
+const BLOB_REFS_VERSION: u32 = 7;
+
+/// Why a table holding a blob reference is refused.
+const BLOB_REFERENCE: &str = "it holds a blob reference: external files hold their values \
+     inline (SstWriter and Db::export write them so)";
+
 /// A file that passed the checks.
 struct Checked {
     source: PathBuf,
@@ -148,9 +157,17 @@ fn check_file(inner: &DbInner, path: &Path, check: IngestCheck) -> Result<Checke
     if props.merges > 0 && inner.opts.merge_operator.is_none() {
         return Err(bad("it holds merge operands and Options::merge_operator is None".into()));
     }
+    // The properties do not count blob references (of a database's own blob files, so never
+    // in a file to ingest): only a table of a format version that cannot hold them is taken on
+    // its properties; version 7 holds some, version 8 (a dictionary) may.
     let (mut keyspace, n) = match check {
-        IngestCheck::Full => check_entries(&table, path)?,
-        IngestCheck::Metadata => check_properties(&props, path)?,
+        IngestCheck::Metadata if props.format_version < BLOB_REFS_VERSION => {
+            check_properties(&props, path)?
+        }
+        IngestCheck::Metadata if props.format_version == BLOB_REFS_VERSION => {
+            return Err(bad(BLOB_REFERENCE.into()));
+        }
+        _ => check_entries(&table, path)?,
     };
     if let Some(ks) = table.range_del_keyspace()? {
         if keyspace.is_some_and(|k| k != ks) {
@@ -207,10 +224,7 @@ fn check_entries(table: &Arc<Table>, path: &Path) -> Result<(Option<u32>, u64)> 
         let (ks, key, seq, kind) = ikey::decode_in(it.key()).map_err(|e| e.in_file(path, 0))?;
         if kind == ValueKind::BlobIndex {
             // A reference names a blob file of the database that wrote the table.
-            return Err(bad(format!(
-                "entry {n} is a blob reference: external files hold their values inline \
-                 (SstWriter and Db::export write them so)"
-            )));
+            return Err(bad(format!("entry {n}: {BLOB_REFERENCE}")));
         }
         if seq != 0 {
             return Err(bad(format!(
