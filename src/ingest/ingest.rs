@@ -2,7 +2,8 @@
 //! (design.md#ingestion-and-export).
 //!
 //! Order of work: every file is checked (it opens as a table, every block's checksum, keys of one
-//! keyspace in strictly increasing order, all at sequence 0; the files in parallel) and the files
+//! keyspace in strictly increasing order, all at sequence 0, or with [`IngestCheck::Metadata`]
+//! the same facts as its properties record them; the files in parallel) and the files
 //! are checked against one another (no overlap) before anything changes. The files are then linked
 //! or copied into the directory under new file numbers and synced with the directory. A memtable
 //! holding a key in a file's range is flushed first (its versions are older than the ingested ones,
@@ -51,8 +52,8 @@ pub enum IngestCheck {
     /// each with its checksum) and its properties say what [`IngestCheck::Full`] would find:
     /// the smallest and largest keys of one keyspace, sequence numbers 0. The properties do not
     /// count blob references: a table of a format version that may hold some is read in full
-    /// (one that must is refused). The data blocks are otherwise not read; a damaged one is found when a read reaches it (a corruption error, as for any
-    /// table). For files whose every byte was checked by other means, such as a whole-file
+    /// (one that must is refused). The data blocks are otherwise not read; a damaged one is
+    /// found when a read reaches it (a corruption error, as for any table). For files whose every byte was checked by other means, such as a whole-file
     /// checksum computed by their writer and checked on arrival (the openraft integration's
     /// snapshot tables), where reading them back would cost a second pass over the disk.
     /// RocksDB's `IngestExternalFile` reads no data block unless
@@ -125,6 +126,11 @@ const BLOB_REFS_VERSION: u32 = 7;
 const BLOB_REFERENCE: &str = "it holds a blob reference: external files hold their values \
      inline (SstWriter and Db::export write them so)";
 
+/// The error refusing `path` for `what`.
+fn refused(path: &Path, what: String) -> Error {
+    Error::invalid(format!("ingest: {}: {what}", path.display()))
+}
+
 /// A file that passed the checks.
 struct Checked {
     source: PathBuf,
@@ -153,7 +159,7 @@ fn check_file(inner: &DbInner, path: &Path, check: IngestCheck) -> Result<Checke
     let size = file.len();
     let table = Arc::new(Table::open(file, 0, None, path)?);
     let props = table.properties().clone();
-    let bad = |what: String| Error::invalid(format!("ingest: {}: {what}", path.display()));
+    let bad = |what: String| refused(path, what);
     if props.merges > 0 && inner.opts.merge_operator.is_none() {
         return Err(bad("it holds merge operands and Options::merge_operator is None".into()));
     }
@@ -213,7 +219,7 @@ fn check_file(inner: &DbInner, path: &Path, check: IngestCheck) -> Result<Checke
 /// [`IngestCheck::Full`]'s reading of every entry of `table` (module documentation): the one
 /// keyspace its entries are of and how many there are.
 fn check_entries(table: &Arc<Table>, path: &Path) -> Result<(Option<u32>, u64)> {
-    let bad = |what: String| Error::invalid(format!("ingest: {}: {what}", path.display()));
+    let bad = |what: String| refused(path, what);
     let mut it = table.iter(false);
     it.seek_to_first()?;
     let mut keyspace: Option<u32> = None;
@@ -256,7 +262,7 @@ fn check_entries(table: &Arc<Table>, path: &Path) -> Result<(Option<u32>, u64)> 
 /// [`IngestCheck::Metadata`]: what the properties say of the entries, checked as
 /// [`check_entries`] checks the entries themselves, without reading a data block.
 fn check_properties(props: &TableProperties, path: &Path) -> Result<(Option<u32>, u64)> {
-    let bad = |what: String| Error::invalid(format!("ingest: {}: {what}", path.display()));
+    let bad = |what: String| refused(path, what);
     if props.entries == 0 {
         return Ok((None, 0));
     }

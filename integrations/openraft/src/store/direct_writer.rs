@@ -137,13 +137,22 @@ impl DirectWriter {
         }
     }
 
-    /// The error the thread stopped with (it stops only on one, before `finish`).
-    fn thread_error(&mut self) -> io::Error {
+    /// Ends the jobs and waits for the thread: the file once every job is written, or the
+    /// error the thread stopped with.
+    fn join(&mut self) -> io::Result<File> {
         drop(self.jobs.take());
         match self.thread.take().map(|t| t.join()) {
-            Some(Ok(Err(e))) => e,
-            Some(Err(_)) => io::Error::other("the snapshot writer thread panicked"),
-            Some(Ok(Ok(_))) | None => io::Error::other("the snapshot writer thread stopped"),
+            Some(Ok(r)) => r,
+            Some(Err(_)) => Err(io::Error::other("the snapshot writer thread panicked")),
+            None => Err(io::Error::other("the snapshot writer thread stopped")),
+        }
+    }
+
+    /// The error the thread stopped with (it stops only on one, before `finish`).
+    fn thread_error(&mut self) -> io::Error {
+        match self.join() {
+            Err(e) => e,
+            Ok(_) => io::Error::other("the snapshot writer thread stopped"),
         }
     }
 
@@ -151,12 +160,7 @@ impl DirectWriter {
     pub(crate) fn finish(mut self) -> io::Result<File> {
         let used = self.used;
         self.hand_over(used, true)?;
-        drop(self.jobs.take());
-        match self.thread.take().map(|t| t.join()) {
-            Some(Ok(r)) => r,
-            Some(Err(_)) => Err(io::Error::other("the snapshot writer thread panicked")),
-            None => Err(io::Error::other("the snapshot writer thread stopped")),
-        }
+        self.join()
     }
 }
 
