@@ -11,47 +11,15 @@
 //! or with `EINVAL` on the first write: tmpfs on older kernels, some FUSE mounts) gets the same
 //! bytes through the page cache instead.
 
-use std::alloc::{self, Layout};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 
-/// Alignment of the buffer, of every write's offset and of its length: the largest logical
-/// block size of the devices this runs on (4 KiB; 512-byte devices accept it too).
-pub(crate) const ALIGN: usize = 4096;
-
-/// A heap buffer aligned to [`ALIGN`].
-struct AlignedBuf {
-    ptr: std::ptr::NonNull<u8>,
-    layout: Layout,
-}
-
-// The buffer is plain bytes owned by one writer.
-unsafe impl Send for AlignedBuf {}
-
-impl AlignedBuf {
-    fn new(len: usize) -> AlignedBuf {
-        let layout = Layout::from_size_align(len, ALIGN).expect("a valid aligned layout");
-        // SAFETY: `layout` has a non-zero size (callers pass a multiple of ALIGN, at least one).
-        let raw = unsafe { alloc::alloc_zeroed(layout) };
-        let Some(ptr) = std::ptr::NonNull::new(raw) else { alloc::handle_alloc_error(layout) };
-        AlignedBuf { ptr, layout }
-    }
-
-    fn as_mut(&mut self) -> &mut [u8] {
-        // SAFETY: `ptr` owns `layout.size()` initialised (zeroed) bytes for the buffer's life.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.layout.size()) }
-    }
-}
-
-impl Drop for AlignedBuf {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this layout.
-        unsafe { alloc::dealloc(self.ptr.as_ptr(), self.layout) }
-    }
-}
+// Every write's offset and length are multiples of the buffers' alignment (4 KiB; 512-byte
+// devices accept it too).
+use super::aligned_buf::{AlignedBuf, ALIGN};
 
 /// Buffers of a writer: one being filled, the others queued for or being written by its
 /// thread.
@@ -177,7 +145,7 @@ impl Drop for DirectWriter {
 
 impl Write for DirectWriter {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        let cap = self.buf.layout.size();
+        let cap = self.buf.len();
         let n = data.len().min(cap - self.used);
         let used = self.used;
         self.buf.as_mut()[used..used + n].copy_from_slice(&data[..n]);

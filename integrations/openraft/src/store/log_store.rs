@@ -166,9 +166,7 @@ fn migrate(db: &Db, dir: &Path) -> Result<(), StoreError> {
                 }
             }
             segments.append(&batch)?;
-            if let Some(f) = segments.active_file() {
-                f.sync_data().map_err(|e| io("sync a segment in", &staging, e))?;
-            }
+            segments.sync()?;
         }
         segment::sync_dir(&staging)?;
         fs::rename(&staging, &log_dir).map_err(|e| io("rename", &staging, e))?;
@@ -180,23 +178,42 @@ fn migrate(db: &Db, dir: &Path) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Drains the queue of append callbacks: one fdatasync of the last segment per wake-up covers
-/// every append queued before it. Ends when the store is dropped.
+/// Drains the queue of append callbacks: one write and one fdatasync of the last segment per
+/// wake-up cover every append queued before it. Ends when the store is dropped.
 fn flush_loop(log: &RwLock<Log>, rx: &mpsc::Receiver<Flushed>) {
+    let io = log.read().segments.io_lock();
     while let Ok(first) = rx.recv() {
         let mut waiting = vec![first];
         waiting.extend(rx.try_iter());
-        // Taken after the callbacks: every append they stand for wrote to this file or to one
-        // synced before it was created (or to one a truncate or purge removed since).
-        let file = log.read().segments.active_file();
-        let result = file.map_or(Ok(()), |f| f.sync_data());
+        // After the callbacks: every append they stand for is in this tail or in a segment
+        // synced before it was created (or in one a truncate or purge removed since).
+        let result = flush(log, &io);
         for callback in waiting {
             let r = match &result {
                 Ok(()) => Ok(()),
-                Err(e) => Err(std::io::Error::new(e.kind(), format!("sync the log segment: {e}"))),
+                Err(e) => Err(std::io::Error::other(e.to_string())),
             };
             callback.log_io_completed(r);
         }
+    }
+}
+
+/// Writes the last segment's unwritten bytes and syncs it, without holding the log's lock
+/// through the I/O (appends and reads go on meanwhile).
+fn flush(log: &RwLock<Log>, io: &parking_lot::Mutex<()>) -> Result<(), StoreError> {
+    let held = log.read();
+    // Free at once: a roll or truncation takes it only under the log's write lock.
+    let io_held = io.lock();
+    let Some((pending, file)) = held.segments.to_flush() else { return Ok(()) };
+    drop(held);
+    let sync_err = |e| StoreError::Io { what: "write and sync the log segment".into(), source: e };
+    let done = pending.map(|p| p.write(&file)).transpose().map_err(sync_err)?;
+    file.sync_data().map_err(sync_err)?;
+    // Released before the write lock is taken: a roll waits for `io` under that lock.
+    drop(io_held);
+    match done {
+        Some(done) => log.write().segments.written(&done),
+        None => Ok(()),
     }
 }
 

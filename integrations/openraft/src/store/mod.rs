@@ -2,11 +2,13 @@
 //! the state machine in their own keyspaces, and the current snapshot file. The directory layout
 //! and the keys are in README.md ("Storage layout"); this module opens the directory and refuses one that is not this node's.
 
+mod aligned_buf;
 pub(crate) mod apply;
 mod direct_writer;
 pub(crate) mod entry_codec;
 mod error;
 mod log_store;
+mod log_tail;
 mod segment;
 mod snapshot_data;
 pub(crate) mod snapshot_dir;

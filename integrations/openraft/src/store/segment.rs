@@ -26,6 +26,7 @@ use std::sync::Arc;
 use openraft::{Entry, LogId};
 
 use super::entry_codec;
+use super::log_tail::{LogTail, PendingWrite, Written};
 use super::StoreError;
 use crate::{NodeId, TypeConfig};
 
@@ -54,6 +55,8 @@ struct Segment {
     /// Where the next record goes: the end of the last record (or of the header). The last
     /// segment's file may be longer, zeros reserved by [`reserve`].
     end: u64,
+    /// The last segment's recent bytes and direct appends (log_tail.rs); `None` on the others.
+    tail: Option<LogTail>,
 }
 
 impl Segment {
@@ -86,6 +89,11 @@ pub(crate) struct SegmentLog {
     roll_bytes: u64,
     /// The log id of the last record, if any.
     last: Option<LogId<NodeId>>,
+    /// Held by whoever writes the last segment's tail into its file: the flusher, between taking
+    /// the unwritten bytes and reporting them written, and a roll, a truncation or a sync.
+    /// The flusher takes it while it holds the log's read lock, the others under its write lock,
+    /// so a flusher's copy is never written after bytes newer than it.
+    io: Arc<parking_lot::Mutex<()>>,
 }
 
 fn io_err(what: String, source: std::io::Error) -> StoreError {
@@ -354,7 +362,8 @@ impl SegmentLog {
                 .write(true)
                 .open(&path)
                 .map_err(|e| io_err(format!("open {}", path.display()), e))?;
-            segments.push(Segment { first, path, file: Arc::new(file), offsets, end: at });
+            let tail = is_last.then(|| LogTail::from_bytes(&path, &bytes[..at as usize]));
+            segments.push(Segment { first, path, file: Arc::new(file), offsets, end: at, tail });
             last_id = seg_last;
         }
         if let Some((path, at)) = cut {
@@ -367,7 +376,19 @@ impl SegmentLog {
                 })
                 .map_err(|e| io_err(format!("cut the torn tail of {}", path.display()), e))?;
         }
-        let log = SegmentLog { dir: dir.to_path_buf(), segments, roll_bytes, last: last_id };
+        let mut log = SegmentLog {
+            dir: dir.to_path_buf(),
+            segments,
+            roll_bytes,
+            last: last_id,
+            io: Arc::default(),
+        };
+        // A last segment removed above (empty, or wholly purged) leaves the one before it last.
+        if let Some(seg) = log.segments.last_mut().filter(|s| s.tail.is_none()) {
+            let tail = LogTail::load(&seg.path, &seg.file, seg.end)
+                .map_err(|e| io_err(format!("read {}", seg.path.display()), e))?;
+            seg.tail = Some(tail);
+        }
         for path in &remove {
             log.remove_file(path)?;
         }
@@ -412,14 +433,57 @@ impl SegmentLog {
         self.segments.len()
     }
 
-    /// The file the flusher syncs: the last segment's (every earlier one was synced when the
-    /// next was created).
-    pub(crate) fn active_file(&self) -> Option<Arc<File>> {
-        self.segments.last().map(|s| s.file.clone())
+    /// The lock the flusher holds from taking the unwritten bytes to writing them (the field's
+    /// documentation).
+    pub(crate) fn io_lock(&self) -> Arc<parking_lot::Mutex<()>> {
+        self.io.clone()
     }
 
-    /// Writes `entries` (contiguous, the first at [`Self::next_index`] when the log is not empty)
-    /// after the last record, unsynced: one write per segment touched. A segment past
+    /// What the flusher writes and syncs: the last segment's unwritten bytes, if any, and its
+    /// file (every earlier segment was synced when the next was created). Taken with the log's
+    /// read lock and [`Self::io_lock`] held.
+    pub(crate) fn to_flush(&self) -> Option<(Option<PendingWrite>, Arc<File>)> {
+        let seg = self.segments.last()?;
+        Some((seg.tail.as_ref().and_then(LogTail::pending), seg.file.clone()))
+    }
+
+    /// Records what the flusher wrote (ignored when the tail it came from is gone).
+    pub(crate) fn written(&mut self, done: &Written) -> Result<(), StoreError> {
+        let Some(seg) = self.segments.last_mut() else { return Ok(()) };
+        let Some(tail) = seg.tail.as_mut() else { return Ok(()) };
+        tail.written_to(done, &seg.file)
+            .map_err(|e| io_err(format!("write {}", seg.path.display()), e))
+    }
+
+    /// Writes the last segment's unwritten bytes into its file, unsynced. The caller holds
+    /// [`Self::io_lock`].
+    fn write_tail(&mut self) -> Result<(), StoreError> {
+        let Some(seg) = self.segments.last_mut() else { return Ok(()) };
+        let Some(tail) = seg.tail.as_mut() else { return Ok(()) };
+        if let Some(pending) = tail.pending() {
+            let err = |e| io_err(format!("write {}", seg.path.display()), e);
+            let done = pending.write(&seg.file).map_err(err)?;
+            tail.written_to(&done, &seg.file).map_err(err)?;
+        }
+        Ok(())
+    }
+
+    /// Writes and syncs every appended record (the flusher does this for a running store).
+    pub(crate) fn sync(&mut self) -> Result<(), StoreError> {
+        let io = self.io.clone();
+        let _io = io.lock();
+        self.write_tail()?;
+        match self.segments.last() {
+            Some(seg) => {
+                seg.file.sync_data().map_err(|e| io_err(format!("sync {}", seg.path.display()), e))
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Adds `entries` (contiguous, the first at [`Self::next_index`] when the log is not empty)
+    /// after the last record, unwritten or unsynced: the flusher writes and syncs them
+    /// (log_tail.rs). A segment past
     /// `roll_bytes` is synced and the next one created (synced, with its directory). An entry out
     /// of order is refused; the entries before it are written.
     pub(crate) fn append(&mut self, entries: &[Entry<TypeConfig>]) -> Result<(), StoreError> {
@@ -473,7 +537,10 @@ impl SegmentLog {
         let Some(seg) = self.segments.last_mut() else {
             return Err(corrupt(&self.dir, 0, "records buffered with no segment to write them to"));
         };
-        let written = seg.file.write_all_at(buf, seg.end);
+        let written = match seg.tail.as_mut() {
+            Some(tail) => tail.append(&seg.file, buf),
+            None => seg.file.write_all_at(buf, seg.end),
+        };
         let len = buf.len() as u64;
         buf.clear();
         match written {
@@ -496,7 +563,11 @@ impl SegmentLog {
     /// Syncs the last segment, cut to its last record (the reserved space goes: only the last
     /// segment may have any), and creates the next one, starting at `first`, with space reserved.
     fn roll(&mut self, first: u64) -> Result<(), StoreError> {
-        if let Some(prev) = self.segments.last() {
+        let io = self.io.clone();
+        let _io = io.lock();
+        self.write_tail()?;
+        if let Some(prev) = self.segments.last_mut() {
+            prev.tail = None;
             prev.file
                 .metadata()
                 .and_then(|m| if m.len() > prev.end { prev.file.set_len(prev.end) } else { Ok(()) })
@@ -518,12 +589,15 @@ impl SegmentLog {
         sync_dir(&self.dir)?;
         // After the header is synced: a crash leaves a header and zeros, a segment without records.
         reserve(&file, self.roll_bytes);
+        let tail = LogTail::load(&path, &file, HEADER_LEN)
+            .map_err(|e| io_err(format!("read {}", path.display()), e))?;
         self.segments.push(Segment {
             first,
             path,
             file: Arc::new(file),
             offsets: Vec::new(),
             end: HEADER_LEN,
+            tail: Some(tail),
         });
         Ok(())
     }
@@ -532,6 +606,10 @@ impl SegmentLog {
     /// last first) and the directory synced, then the segment holding `since` is cut at its
     /// record and synced. A crash in between leaves a prefix of the old log.
     pub(crate) fn truncate(&mut self, since: u64) -> Result<(), StoreError> {
+        // What precedes the cut must be in the file before the tail is loaded from it again.
+        let io = self.io.clone();
+        let _io = io.lock();
+        self.write_tail()?;
         let mut removed = false;
         while let Some(seg) = self.segments.last() {
             if seg.first < since {
@@ -558,6 +636,11 @@ impl SegmentLog {
         }
         // After the cut is synced; the new last segment may also be one a roll had cut.
         self.reserve_last();
+        if let Some(seg) = self.segments.last_mut() {
+            let tail = LogTail::load(&seg.path, &seg.file, seg.end)
+                .map_err(|e| io_err(format!("read {}", seg.path.display()), e))?;
+            seg.tail = Some(tail);
+        }
         self.last = self.read_last_id()?;
         Ok(())
     }
@@ -596,10 +679,19 @@ impl SegmentLog {
             }
             let (i, j) = ((lo - seg.first) as usize, (hi - seg.first) as usize);
             let (a, b) = (seg.offsets[i], seg.record_end(j - 1));
-            let mut bytes = vec![0u8; (b - a) as usize];
-            seg.file
-                .read_exact_at(&mut bytes, a)
-                .map_err(|e| io_err(format!("read {}", seg.path.display()), e))?;
+            let read;
+            let bytes = match seg.tail.as_ref().and_then(|t| t.get(a, b)) {
+                // Recent entries, from memory: the direct appends left no copy in the page cache.
+                Some(held) => held,
+                None => {
+                    let mut buf = vec![0u8; (b - a) as usize];
+                    seg.file
+                        .read_exact_at(&mut buf, a)
+                        .map_err(|e| io_err(format!("read {}", seg.path.display()), e))?;
+                    read = buf;
+                    &read
+                }
+            };
             let mut at = 0u64;
             for k in i..j {
                 let rest = bytes.get(at as usize..).unwrap_or_default();
@@ -652,6 +744,17 @@ impl SegmentLog {
             return Ok(None);
         };
         Ok(self.read(next, next + 1)?.pop().map(|e| e.log_id))
+    }
+}
+
+impl Drop for SegmentLog {
+    /// A closed log leaves every appended record in its files, as the page cache did before the
+    /// tail (unsynced, best effort: an error here is a record lost, which an unsynced append
+    /// may be).
+    fn drop(&mut self) {
+        let io = self.io.clone();
+        let _io = io.lock();
+        let _ = self.write_tail();
     }
 }
 
@@ -996,6 +1099,40 @@ mod tests {
         assert_eq!(log.segment_count(), 0);
         assert_eq!(log.last_log_id(), None);
         assert!(files(dir.path()).is_empty());
+    }
+
+    #[test]
+    fn a_segment_longer_than_its_tail_in_memory_reads_back_the_same() {
+        let dir = tempfile::tempdir().unwrap();
+        let roll = 64 << 20;
+        let (mut log, _) = SegmentLog::open(dir.path(), None, roll).unwrap();
+        // About 100 bytes an entry: three times the bytes the tail keeps, in one segment, written
+        // as the flusher would between appends, so early entries are read from the disk and
+        // recent ones from memory.
+        let n = (3 * crate::store::log_tail::KEEP / 100) as u64;
+        let mut next = 1;
+        while next <= n {
+            let last = (next + 996).min(n);
+            log.append(&ents(1, next..=last)).unwrap();
+            log.sync().unwrap();
+            next = last + 1;
+        }
+        let tail = log.segments[0].tail.as_ref().unwrap();
+        assert!(tail.get(HEADER_LEN, HEADER_LEN + 1).is_none(), "the tail was trimmed");
+        assert_eq!(log.segment_count(), 1);
+        assert_eq!(indexes(&log, 0, n + 1), (1..=n).collect::<Vec<_>>());
+        assert_eq!(log.read(n - 5, n + 1).unwrap(), ents(1, n - 5..=n));
+        // A cut far behind what the tail holds: it is loaded again from the disk.
+        log.truncate(10).unwrap();
+        log.append(&ents(2, 10..=12)).unwrap();
+        let mut want = ents(1, 8..=9);
+        want.extend(ents(2, 10..=12));
+        assert_eq!(log.read(8, 13).unwrap(), want);
+        drop(log);
+        let (log, rec) = SegmentLog::open(dir.path(), None, roll).unwrap();
+        assert_eq!(rec, Recovery::default());
+        assert_eq!(log.read(1, 13).unwrap()[7..], want[..]);
+        assert_eq!(log.last_log_id(), Some(ent(2, 12).log_id));
     }
 
     #[test]
