@@ -3,10 +3,10 @@
 //! has the byte format and the crash story.
 //!
 //! Durability, where openraft requires it (README.md, "What is synced"):
-//! - `append` writes the entries into the last segment without waiting and hands the callback to
-//!   the flusher thread, which fdatasyncs that segment once for every callback queued meanwhile
-//!   (group commit) and only then reports the entries persisted. Earlier segments were synced
-//!   when the next one was created.
+//! - `append` adds the entries to the last segment's tail in memory and hands the callback to
+//!   the flusher thread, which writes the tail's unwritten bytes and fdatasyncs that segment once
+//!   for every callback queued meanwhile (group commit), and only then reports the entries
+//!   persisted. Earlier segments were written and synced when the next one was created.
 //! - `save_vote` and `purge` are synced siftdb writes; `truncate` fsyncs the segment it cuts.
 //! - `save_committed` is not synced; openraft allows losing it.
 

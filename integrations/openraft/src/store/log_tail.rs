@@ -20,11 +20,12 @@
 //! no copy in the page cache, and reading them back from the disk would put a disk read on the
 //! path of every entry.
 //!
-//! Invariants: `start` is a multiple of the write alignment and at or before the block holding
-//! `written`; `bytes` are the segment's bytes from `start` to the segment's end, those before
-//! `written` exactly as in the file. A file system that refuses `O_DIRECT` (at open, or with
-//! `EINVAL` on a write: tmpfs on older kernels, some FUSE mounts) or does not report its
-//! alignment gets each append through the page cache at once, as before.
+//! Invariants: while writes are direct, `start` is a multiple of their alignment and at or before
+//! the block holding `written`; `bytes` are the segment's bytes from `start` to the segment's
+//! end, those before `written` exactly as in the file. A file system that refuses `O_DIRECT` (at
+//! open, or with `EINVAL` on a write: tmpfs on older kernels, some FUSE mounts) or does not
+//! report its alignment (`STATX_DIOALIGN`, Linux 6.1 and later) gets each append through the
+//! page cache at once, and then `written` is the end.
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -39,8 +40,8 @@ use std::sync::Arc;
 
 use super::aligned_buf::{AlignedBuf, ALIGN};
 
-/// Recent bytes kept in memory: at least this many once the segment is this long (more until
-/// [`KEEP`] doubles, then cut back to it).
+/// The tail keeps at least the segment's last `KEEP` bytes (all of it while it is shorter), and
+/// every unwritten byte; it grows to twice this before it is cut back.
 pub(crate) const KEEP: usize = 1 << 20;
 
 /// The direct descriptor of a segment and the alignment its writes need.
@@ -112,6 +113,11 @@ impl LogTail {
         LogTail { start, bytes, written, direct, id }
     }
 
+    /// Where the bytes held begin.
+    pub(crate) fn start(&self) -> u64 {
+        self.start
+    }
+
     /// Where the segment's records end.
     pub(crate) fn end(&self) -> u64 {
         self.start + self.bytes.len() as u64
@@ -179,10 +185,12 @@ impl LogTail {
         }
         self.written = self.written.max(done.end.min(self.end()));
         if done.direct_refused && self.direct.is_some() {
-            self.direct = None;
+            // Direct writes stop only once everything is in the file: a failure here leaves the
+            // rest to the next flush, which tries again.
             let rest = &self.bytes[(self.written - self.start) as usize..];
             file.write_all_at(rest, self.written)?;
             self.written = self.end();
+            self.direct = None;
         }
         Ok(())
     }
@@ -203,7 +211,12 @@ impl PendingWrite {
             // One call for the whole run; a short direct write (rare) leaves an aligned count.
             match self.direct.write_at(&buf[at..], self.at + at as u64) {
                 Ok(n) if n > 0 && n % self.align == 0 => at += n,
-                Ok(_) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => {
+                    return Err(io::Error::other(format!(
+                        "a direct write of {} bytes wrote {n}",
+                        self.padded - at
+                    )))
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
                     file.write_all_at(&buf[..self.len], self.at)?;
@@ -389,7 +402,13 @@ mod tests {
             return; // no direct I/O here: the test above covers this file system
         };
         tail.append(&file, &pattern(150, 30)).unwrap();
-        // As if the file system had refused it: the bytes go through `file` instead.
+        // As if the file system had refused it, and the write through the page cache then
+        // failed too: direct writes stay, with everything still to write.
+        let read_only = File::open(&path).unwrap();
+        let refused = Written { tail: tail.id, end: pending.at, direct_refused: true };
+        assert!(tail.written_to(&refused, &read_only).is_err());
+        assert!(tail.direct.is_some() && tail.pending().is_some());
+        // Refused again, and this time the bytes go through `file`.
         file.write_all_at(&pending.buf.as_ref()[..pending.len], pending.at).unwrap();
         let refused =
             Written { tail: tail.id, end: pending.at + pending.len as u64, direct_refused: true };

@@ -9,10 +9,12 @@
 //! Invariants kept by every operation here:
 //! - `segments` is sorted by first index, segment `k + 1` starts at segment `k`'s last index + 1,
 //!   and every segment holds at least one record once an operation returns;
-//! - `offsets` and `end` of a segment describe exactly the records on disk (an append whose write
-//!   fails cuts the file back to `end`);
-//! - only the last segment receives appends; a segment is synced (fdatasync) before the next one
-//!   is created, so one fdatasync of the last segment makes every appended record durable;
+//! - `offsets` and `end` of a segment describe exactly its records: in the file, or for the last
+//!   segment in the file up to its tail's `written` and in the tail after it (log_tail.rs; an
+//!   append whose write fails cuts the file back to `end`);
+//! - only the last segment receives appends; a segment is written and synced (fdatasync) before
+//!   the next one is created, so writing the last segment's tail and one fdatasync of it make
+//!   every appended record durable;
 //! - every segment but the last ends at its last record; the last may continue with zeros to
 //!   the end of its file, space reserved for appends ([`reserve`]), which reads as the end.
 
@@ -589,8 +591,7 @@ impl SegmentLog {
         sync_dir(&self.dir)?;
         // After the header is synced: a crash leaves a header and zeros, a segment without records.
         reserve(&file, self.roll_bytes);
-        let tail = LogTail::load(&path, &file, HEADER_LEN)
-            .map_err(|e| io_err(format!("read {}", path.display()), e))?;
+        let tail = LogTail::from_bytes(&path, &header(first));
         self.segments.push(Segment {
             first,
             path,
@@ -610,6 +611,11 @@ impl SegmentLog {
         let io = self.io.clone();
         let _io = io.lock();
         self.write_tail()?;
+        // Loaded again after the cut; until then (and if that fails) appends go through the page
+        // cache at the segment's end.
+        if let Some(seg) = self.segments.last_mut() {
+            seg.tail = None;
+        }
         let mut removed = false;
         while let Some(seg) = self.segments.last() {
             if seg.first < since {
@@ -680,14 +686,21 @@ impl SegmentLog {
             let (i, j) = ((lo - seg.first) as usize, (hi - seg.first) as usize);
             let (a, b) = (seg.offsets[i], seg.record_end(j - 1));
             let read;
-            let bytes = match seg.tail.as_ref().and_then(|t| t.get(a, b)) {
-                // Recent entries, from memory: the direct appends left no copy in the page cache.
-                Some(held) => held,
-                None => {
-                    let mut buf = vec![0u8; (b - a) as usize];
+            let bytes = match seg.tail.as_ref().map(|t| (t.start(), t)) {
+                // Recent entries, from memory: the direct appends left no copy in the page cache,
+                // and the tail's unwritten bytes are only there.
+                Some((start, tail)) if a >= start => tail.get(a, b).unwrap_or_default(),
+                // A span that begins before the tail: the file up to the tail's start (all of it
+                // written), then the tail.
+                held => {
+                    let from_file = held.map_or(b, |(start, _)| start.min(b));
+                    let mut buf = vec![0u8; (from_file - a) as usize];
                     seg.file
                         .read_exact_at(&mut buf, a)
                         .map_err(|e| io_err(format!("read {}", seg.path.display()), e))?;
+                    if let Some((_, tail)) = held.filter(|_| from_file < b) {
+                        buf.extend_from_slice(tail.get(from_file, b).unwrap_or_default());
+                    }
                     read = buf;
                     &read
                 }
@@ -748,9 +761,8 @@ impl SegmentLog {
 }
 
 impl Drop for SegmentLog {
-    /// A closed log leaves every appended record in its files, as the page cache did before the
-    /// tail (unsynced, best effort: an error here is a record lost, which an unsynced append
-    /// may be).
+    /// A closed log leaves every appended record in its files (unsynced, best effort: an error
+    /// here is a record lost, which an unsynced append may be).
     fn drop(&mut self) {
         let io = self.io.clone();
         let _io = io.lock();
@@ -1133,6 +1145,23 @@ mod tests {
         assert_eq!(rec, Recovery::default());
         assert_eq!(log.read(1, 13).unwrap()[7..], want[..]);
         assert_eq!(log.last_log_id(), Some(ent(2, 12).log_id));
+    }
+
+    #[test]
+    fn a_read_across_the_tails_start_takes_the_unwritten_bytes_from_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut log, _) = SegmentLog::open(dir.path(), None, 64 << 20).unwrap();
+        // About 1.5 MiB written and synced, then 1 MiB more unwritten: the tail is cut back
+        // to about where the written bytes end, and a read from 1 MiB on spans both.
+        let per_mib = (crate::store::log_tail::KEEP / 100) as u64;
+        let (synced, last) = (per_mib * 3 / 2, per_mib * 5 / 2);
+        log.append(&ents(1, 1..=synced)).unwrap();
+        log.sync().unwrap();
+        log.append(&ents(1, synced + 1..=last)).unwrap();
+        let seg = &log.segments[0];
+        assert!(seg.tail.as_ref().unwrap().start() > seg.offsets[per_mib as usize]);
+        assert_eq!(indexes(&log, per_mib, last + 1), (per_mib..=last).collect::<Vec<_>>());
+        assert_eq!(log.read(synced - 1, synced + 2).unwrap(), ents(1, synced - 1..=synced + 1));
     }
 
     #[test]
