@@ -53,9 +53,10 @@ pub enum IngestCheck {
     /// the smallest and largest keys of one keyspace, sequence numbers 0. The properties do not
     /// count blob references: a table of a format version that may hold some is read in full
     /// (one that must is refused). The data blocks are otherwise not read; a damaged one is
-    /// found when a read reaches it (a corruption error, as for any table). For files whose every byte was checked by other means, such as a whole-file
-    /// checksum computed by their writer and checked on arrival (the openraft integration's
-    /// snapshot tables), where reading them back would cost a second pass over the disk.
+    /// found when a read reaches it (a corruption error, as for any table). For files whose
+    /// every byte was checked by other means, such as a whole-file checksum computed by their
+    /// writer and checked on arrival (the openraft integration's snapshot tables), where
+    /// reading them back would cost a second pass over the disk.
     /// RocksDB's `IngestExternalFile` reads no data block unless
     /// `verify_checksums_before_ingest` is set.
     Metadata,

@@ -292,6 +292,14 @@ mod tests {
     use super::*;
     use std::fs;
 
+    /// A segment file of 24 pattern bytes (a header's length) and its tail, loaded from it.
+    fn fresh_tail(dir: &Path) -> (std::path::PathBuf, File, LogTail, Vec<u8>) {
+        let all = pattern(0, 24);
+        let (path, file) = segment_file(dir, &all);
+        let tail = LogTail::load(&path, &file, 24).unwrap();
+        (path, file, tail, all)
+    }
+
     fn segment_file(dir: &Path, bytes: &[u8]) -> (std::path::PathBuf, File) {
         let path = dir.join("t.seg");
         fs::write(&path, bytes).unwrap();
@@ -323,9 +331,7 @@ mod tests {
     #[test]
     fn appends_of_every_size_read_back_the_same_from_the_file_and_the_tail() {
         let dir = tempfile::tempdir().unwrap();
-        let (path, file) = segment_file(dir.path(), &pattern(0, 24));
-        let mut tail = LogTail::load(&path, &file, 24).unwrap();
-        let mut all = pattern(0, 24);
+        let (path, file, mut tail, mut all) = fresh_tail(dir.path());
         // Sizes around the alignments (512 and 4096), and one past KEEP twice over: the tail
         // trims itself and still holds the end.
         for len in [1, 180, 331, 511, 512, 513, 4095, 4096, 4097, 3 * KEEP + 5, 7] {
@@ -349,9 +355,7 @@ mod tests {
     #[test]
     fn unwritten_bytes_stay_in_memory_until_written_however_many() {
         let dir = tempfile::tempdir().unwrap();
-        let (path, file) = segment_file(dir.path(), &pattern(0, 24));
-        let mut tail = LogTail::load(&path, &file, 24).unwrap();
-        let mut all = pattern(0, 24);
+        let (path, file, mut tail, mut all) = fresh_tail(dir.path());
         // Many appends between two writes, past the trimming threshold: nothing unwritten is
         // trimmed, and one write puts it all in the file.
         for _ in 0..300 {
